@@ -1,0 +1,163 @@
+"""Architecture adapters: the only place that knows where layers, heads and FFN units live.
+
+Algorithms ask an adapter for *sites* (see ``sites.py``) and never index model internals
+themselves. Encoder-only families live here; encoder-decoder families register in ``seq2seq.py``.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Callable
+
+import torch
+from torch import nn
+
+from ..errors import UnsupportedModelError
+from .sites import AttentionSite, EmptyAttention, FfnSite, Slot
+
+_ADAPTERS: dict[str, "Adapter"] = {}
+
+
+def register_adapter(*model_types: str) -> Callable[[type], type]:
+    def decorator(cls: type) -> type:
+        for model_type in model_types:
+            _ADAPTERS[model_type] = cls()
+        return cls
+
+    return decorator
+
+
+def get_adapter(model: nn.Module) -> "Adapter":
+    """The adapter for ``model`` (by ``config.model_type``); a clear error for unsupported families."""
+    model_type = getattr(getattr(model, "config", None), "model_type", None)
+    if model_type not in _ADAPTERS:
+        raise UnsupportedModelError(
+            f"no forgetless adapter for model_type {model_type!r}; supported: {', '.join(sorted(_ADAPTERS))}"
+        )
+    return _ADAPTERS[model_type]
+
+
+def supported_model_types() -> list[str]:
+    return sorted(_ADAPTERS)
+
+
+class Adapter(ABC):
+    """Base adapter. Subclasses implement ``stacks``, ``attention_sites``, ``ffn_sites``."""
+
+    is_seq2seq = False
+    layer_count_keys: dict[str, str] = {}  # stack → config attribute holding its layer count
+
+    @abstractmethod
+    def stacks(self, model: nn.Module) -> dict[str, nn.ModuleList]:
+        """Layer lists by stack name ("encoder", "decoder")."""
+
+    @abstractmethod
+    def attention_sites(self, model: nn.Module) -> list[AttentionSite]:
+        """Every attention block, in stack and layer order."""
+
+    @abstractmethod
+    def ffn_sites(self, model: nn.Module) -> list[FfnSite]:
+        """Every feed-forward block, in stack and layer order."""
+
+    # ----- helpers shared by every family -------------------------------------------------
+    def empty_attention(self, site: AttentionSite) -> nn.Module:
+        """Module that replaces ``site.core`` once it has no head left."""
+        return EmptyAttention()
+
+    def after_head_prune(self, site: AttentionSite, keep: list[int]) -> None:
+        """Update attributes of the attention module that record the head count."""
+
+    def after_layer_drop(self, model: nn.Module, stack: str, keep: list[int]) -> None:
+        """Renumber layer indices and update the config after layers were dropped."""
+        model.config.__setattr__(self.layer_count_keys[stack], len(keep))
+        for new_idx, layer in enumerate(self.stacks(model)[stack]):
+            for module in layer.modules():
+                if hasattr(module, "layer_idx"):
+                    module.layer_idx = new_idx
+
+    def prunable_linears(self, model: nn.Module) -> list[tuple[str, nn.Linear]]:
+        """Linear layers inside the transformer stacks (no embeddings, pooler or classifier):
+        the weights magnitude pruning acts on (Du et al. §3.1)."""
+        out = []
+        for stack_name, layers in self.stacks(model).items():
+            for i, layer in enumerate(layers):
+                for name, module in layer.named_modules():
+                    if isinstance(module, nn.Linear):
+                        out.append((f"{stack_name}.{i}.{name}", module))
+        return out
+
+    def layer_parameters(self, model: nn.Module) -> int:
+        return sum(p.numel() for layers in self.stacks(model).values() for p in layers.parameters())
+
+
+@register_adapter("bert", "roberta", "xlm-roberta", "electra")
+class BertAdapter(Adapter):
+    """BERT-style encoders: ``encoder.layer[i].attention.{self,output}``, ``intermediate``, ``output``."""
+
+    layer_count_keys = {"encoder": "num_hidden_layers"}
+
+    def stacks(self, model):
+        return {"encoder": model.base_model.encoder.layer}
+
+    def attention_sites(self, model):
+        sites = []
+        for i, layer in enumerate(self.stacks(model)["encoder"]):
+            attn = layer.attention
+            core = attn.self
+            empty = isinstance(core, EmptyAttention)
+            sites.append(AttentionSite(
+                stack="encoder", layer=i, kind="self",
+                q=None if empty else Slot(core, "query"),
+                k=None if empty else Slot(core, "key"),
+                v=None if empty else Slot(core, "value"),
+                o=Slot(attn.output, "dense"),
+                head_dim=core.attention_head_size if not empty else 0,
+                core=Slot(attn, "self"),
+            ))
+        return sites
+
+    def ffn_sites(self, model):
+        return [
+            FfnSite("encoder", i, [Slot(layer.intermediate, "dense")], Slot(layer.output, "dense"))
+            for i, layer in enumerate(self.stacks(model)["encoder"])
+        ]
+
+    def after_head_prune(self, site, keep):
+        core = site.core.get()
+        core.num_attention_heads = len(keep)
+        core.all_head_size = len(keep) * site.head_dim
+
+
+@register_adapter("distilbert")
+class DistilBertAdapter(Adapter):
+    """DistilBERT: ``transformer.layer[i].attention.{q,k,v,out}_lin`` and ``ffn.lin1/lin2``."""
+
+    layer_count_keys = {"encoder": "n_layers"}
+
+    def stacks(self, model):
+        return {"encoder": model.base_model.transformer.layer}
+
+    def attention_sites(self, model):
+        sites = []
+        for i, layer in enumerate(self.stacks(model)["encoder"]):
+            core = layer.attention
+            empty = isinstance(core, EmptyAttention)
+            sites.append(AttentionSite(
+                stack="encoder", layer=i, kind="self",
+                q=None if empty else Slot(core, "q_lin"),
+                k=None if empty else Slot(core, "k_lin"),
+                v=None if empty else Slot(core, "v_lin"),
+                o=Slot(core, "out_lin"),
+                head_dim=0 if empty else core.attention_head_size,
+                core=Slot(layer, "attention"),
+            ))
+        return sites
+
+    def ffn_sites(self, model):
+        return [FfnSite("encoder", i, [Slot(layer.ffn, "lin1")], Slot(layer.ffn, "lin2"))
+                for i, layer in enumerate(self.stacks(model)["encoder"])]
+
+    def empty_attention(self, site):
+        return EmptyAttention("out_lin", site.o.get())
+
+    def after_head_prune(self, site, keep):
+        site.core.get().n_heads = len(keep)
