@@ -1,0 +1,191 @@
+"""Built-in synthetic shortcut task: entailment where lexical overlap is a shortcut.
+
+Modelled on MNLI → HANS (McCoy et al. 2019). Each example is made from a template. The
+*overlap heuristic* says "entailment" exactly when every noun of the hypothesis appears in the
+premise. In training most examples follow it (high overlap + entailment, or a new noun +
+non-entailment); a share ``hard_fraction`` breaks it (swapped roles, passive swaps, embedded
+or conditional clauses, hypernym entailments). The challenge set has only high-overlap pairs with
+balanced labels, as HANS does. Every example knows whether the heuristic gets it right
+(``hard`` = the heuristic is wrong). Vocabulary and templates are this module's own.
+"""
+from __future__ import annotations
+
+import random
+
+from .task import ExampleSet, Task
+
+NOUNS = ["doctor", "lawyer", "artist", "student", "senator", "manager", "author", "judge", "banker",
+         "athlete", "actor", "secretary", "tourist", "president", "scientist", "professor", "farmer", "pilot"]
+HYPERNYMS = ["person", "someone", "somebody"]
+VERBS = [("saw", "seen"), ("helped", "helped"), ("called", "called"), ("thanked", "thanked"),
+         ("admired", "admired"), ("recognized", "recognized"), ("avoided", "avoided"),
+         ("supported", "supported"), ("introduced", "introduced"), ("advised", "advised"),
+         ("paid", "paid"), ("contacted", "contacted"), ("visited", "visited"), ("mentioned", "mentioned")]
+INTRANSITIVE = ["ran", "slept", "waited", "danced", "laughed", "arrived", "shouted", "smiled"]
+ADJECTIVES = ["old", "young", "tall", "famous", "happy", "quiet", "clever", "tired"]
+CERTAIN = ["certainly", "clearly", "obviously"]
+UNCERTAIN = ["maybe", "perhaps", "probably"]
+
+LABELS = ["entailment", "non-entailment"]
+ENT, NON = 0, 1
+
+
+def _np(rng, noun, adjective=False):
+    return f"the {rng.choice(ADJECTIVES)} {noun}" if adjective else f"the {noun}"
+
+
+def _two(rng):
+    return rng.sample(NOUNS, 2)
+
+
+# Each template returns (premise, hypothesis); its label and overlap class are in TEMPLATES.
+def drop_adjective(rng):
+    a, b = _two(rng)
+    v = rng.choice(VERBS)[0]
+    return f"the {rng.choice(ADJECTIVES)} {a} {v} the {b}", f"the {a} {v} the {b}"
+
+
+def passive(rng):
+    a, b = _two(rng)
+    v, pp = rng.choice(VERBS)
+    return f"the {a} {v} the {b}", f"the {b} was {pp} by the {a}"
+
+
+def conjunction(rng):
+    a, b = _two(rng)
+    v = rng.choice(INTRANSITIVE)
+    return f"the {a} and the {b} {v}", f"the {b} {v}"
+
+
+def relative_subject(rng):
+    a, b = _two(rng)
+    v, w = rng.choice(VERBS)[0], rng.choice(INTRANSITIVE)
+    return f"the {a} who {v} the {b} {w}", f"the {a} {w}"
+
+
+def certain_adverb(rng):
+    a = rng.choice(NOUNS)
+    w = rng.choice(INTRANSITIVE)
+    return f"{rng.choice(CERTAIN)} the {a} {w}", f"the {a} {w}"
+
+
+def swap_roles(rng):
+    a, b = _two(rng)
+    v = rng.choice(VERBS)[0]
+    return f"the {a} {v} the {b}", f"the {b} {v} the {a}"
+
+
+def passive_swap(rng):
+    a, b = _two(rng)
+    v, pp = rng.choice(VERBS)
+    return f"the {a} {v} the {b}", f"the {a} was {pp} by the {b}"
+
+
+def relative_object(rng):
+    a, b = _two(rng)
+    v, w = rng.choice(VERBS)[0], rng.choice(INTRANSITIVE)
+    return f"the {a} who {v} the {b} {w}", f"the {b} {w}"
+
+
+def uncertain_adverb(rng):
+    a = rng.choice(NOUNS)
+    w = rng.choice(INTRANSITIVE)
+    return f"{rng.choice(UNCERTAIN)} the {a} {w}", f"the {a} {w}"
+
+
+def conditional(rng):
+    a, b = _two(rng)
+    v, w = rng.sample(INTRANSITIVE, 2)
+    return f"if the {a} {v} , the {b} {w}", f"the {b} {w}"
+
+
+def new_noun(rng):
+    a, b, c = rng.sample(NOUNS, 3)
+    v, w = rng.sample(VERBS, 2)
+    return f"the {a} {v[0]} the {b}", rng.choice([f"the {c} {v[0]} the {b}", f"the {a} {w[0]} the {c}"])
+
+
+def hypernym(rng):
+    a, b = _two(rng)
+    v = rng.choice(VERBS)[0]
+    return f"the {a} {v} the {b}", f"{rng.choice(HYPERNYMS)} {v} the {b}"
+
+
+# name → (function, label, high_overlap)
+TEMPLATES = {
+    "drop_adjective": (drop_adjective, ENT, True),
+    "passive": (passive, ENT, True),
+    "conjunction": (conjunction, ENT, True),
+    "relative_subject": (relative_subject, ENT, True),
+    "certain_adverb": (certain_adverb, ENT, True),
+    "swap_roles": (swap_roles, NON, True),
+    "passive_swap": (passive_swap, NON, True),
+    "relative_object": (relative_object, NON, True),
+    "uncertain_adverb": (uncertain_adverb, NON, True),
+    "conditional": (conditional, NON, True),
+    "new_noun": (new_noun, NON, False),
+    "hypernym": (hypernym, ENT, False),
+}
+
+
+def heuristic_is_right(template: str) -> bool:
+    """The overlap heuristic predicts entailment iff overlap is high; is that the gold label?"""
+    _, label, high = TEMPLATES[template]
+    return (label == ENT) == high
+
+
+EASY = [name for name in TEMPLATES if heuristic_is_right(name)]
+HARD = [name for name in TEMPLATES if not heuristic_is_right(name)]
+
+
+def _make(name: str, templates: list[str], n: int, rng: random.Random) -> ExampleSet:
+    a, b, labels, hard, groups = [], [], [], [], []
+    for i in range(n):
+        template = templates[i % len(templates)]
+        premise, hypothesis = TEMPLATES[template][0](rng)
+        a.append(premise)
+        b.append(hypothesis)
+        labels.append(TEMPLATES[template][1])
+        hard.append(not heuristic_is_right(template))
+        groups.append(template)
+    order = list(range(n))
+    rng.shuffle(order)
+    pick = lambda xs: [xs[i] for i in order]  # noqa: E731
+    return ExampleSet(name, pick(a), pick(labels), LABELS, pick(b), pick(hard), pick(groups), source="synthetic")
+
+
+def _in_distribution(name: str, n: int, hard_fraction: float, rng: random.Random) -> ExampleSet:
+    n_hard = int(round(n * hard_fraction))
+    entail_easy = [t for t in EASY if TEMPLATES[t][1] == ENT]
+    non_easy = [t for t in EASY if TEMPLATES[t][1] == NON]
+    # interleave so that easy examples are half entailment, half non-entailment
+    balanced = [t for pair in zip(entail_easy, non_easy * len(entail_easy)) for t in pair]
+    easy = _make(name, balanced, n - n_hard, rng)
+    if n_hard == 0:
+        return easy
+    hard = _make(name, HARD, n_hard, rng)
+    merged = ExampleSet(name, easy.text_a + hard.text_a, easy.labels + hard.labels, LABELS,
+                        easy.text_b + hard.text_b, easy.hard + hard.hard, easy.groups + hard.groups, source="synthetic")
+    order = list(range(len(merged)))
+    rng.shuffle(order)
+    return merged.subset(order)
+
+
+def synthetic_shortcut_task(n_train: int = 2000, n_dev: int = 500, n_challenge: int = 600,
+                            hard_fraction: float = 0.1, seed: int = 0) -> Task:
+    """The embedded default task. ``hard_fraction`` is the share of shortcut-breaking examples
+    in train and dev; the challenge set is all high-overlap with balanced labels."""
+    if not 0.0 <= hard_fraction <= 1.0:
+        from ..errors import ConfigError
+
+        raise ConfigError(f"hard_fraction must be in [0, 1], got {hard_fraction}")
+    rng = random.Random(seed)
+    train = _in_distribution("train", n_train, hard_fraction, rng)
+    dev = _in_distribution("dev", n_dev, hard_fraction, rng)
+    high = [name for name, (_, _, high) in TEMPLATES.items() if high]
+    entail = [t for t in high if TEMPLATES[t][1] == ENT]
+    non = [t for t in high if TEMPLATES[t][1] == NON]
+    challenge = _make("challenge", entail + non, n_challenge, rng)
+    return Task("synthetic", LABELS, train, dev, {"challenge": challenge},
+                protocol=(f"synthetic overlap-shortcut task (seed {seed}): train {n_train}, dev {n_dev}, "
+                          f"challenge {n_challenge}; hard_fraction {hard_fraction}"))

