@@ -131,6 +131,10 @@ class T5Adapter(Adapter):
         else:
             model.config.num_decoder_layers = n
             model.decoder.config.num_layers = n
+        # generate() sizes its cache from config.get_text_config(decoder=True), whose legacy T5 path
+        # maps ``decoder_layers`` (not ``num_decoder_layers``) to the layer count: record it there.
+        for config in (model.config, model.decoder.config):
+            config.decoder_layers = model.config.num_decoder_layers
         _renumber(self.stacks(model)[stack])
 
 
