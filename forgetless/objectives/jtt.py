@@ -1,0 +1,105 @@
+"""JTT baseline, Just Train Twice (Liu et al. 2021), as used by Du et al., "What do Compressed
+Large Language Models Forget?", §5.2 / appendix B.
+
+1. Train a *first* (identification) model with plain cross-entropy for a short schedule.
+2. Its training-set errors form the error set; those samples get weight λ_up = 2, the others 1,
+   and the weights are divided by their mean so the average weight is 1.
+3. The student is trained with the weighted cross-entropy ``mean_i w_i·CE(y_i, p_S,i)``.
+
+The first model is a fresh copy of the pretrained model (``first_model``; by default the
+context's ``base_model`` if it has one, else the bundled ``minilm``) trained with the same
+``fine_tune`` Trainer. Its error set is cached on disk, keyed by the training set, the first
+model and its schedule, so a second run does not retrain it.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import shutil
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import torch
+
+from ..errors import ConfigError
+from .base import OBJECTIVES, Objective
+from .distill import batch_column
+from .math import jtt_weights, weighted_ce
+from .teacher import atomic_save_npz, cache_root, load_npz
+
+WEIGHT_COLUMN = "sample_weight"
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class JTTConfig:
+    lambda_up: float = 2.0           # up-weighting of the first model's errors (paper: 2)
+    first_epochs: float = 1.0        # schedule of the identification model
+    first_learning_rate: float = 5e-5
+    first_model: str | None = None   # model name/folder of the identification model
+
+    def __post_init__(self) -> None:
+        if self.lambda_up <= 0:
+            raise ConfigError(f"lambda_up must be > 0, got {self.lambda_up}")
+        if self.first_epochs <= 0:
+            raise ConfigError(f"first_epochs must be > 0, got {self.first_epochs}")
+
+
+def first_model_errors(ctx, config: JTTConfig) -> np.ndarray:
+    """Boolean array: which training examples the identification model misclassifies (cached)."""
+    from dataclasses import replace
+
+    import transformers
+
+    from ..evaluate.predict import predict_logits
+    from ..models.loading import load_classifier
+    from ..training.trainer import fine_tune
+
+    train = ctx.task.train
+    first = config.first_model or getattr(ctx, "base_model", None) or "minilm"
+    train_config = replace(ctx.train_config, epochs=config.first_epochs, learning_rate=config.first_learning_rate,
+                           max_steps=-1, seed=ctx.seed, save_steps=10 ** 9)
+    key = json.dumps({"train": train.fingerprint(), "first": str(first), "epochs": config.first_epochs,
+                      "lr": config.first_learning_rate, "seed": ctx.seed, "batch": train_config.batch_size,
+                      "max_length": train_config.max_length}, sort_keys=True)
+    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+    path = cache_root(ctx) / f"jtt-errors-{digest}.npz"
+    cached = load_npz(path)
+    if cached is not None and len(cached["misclassified"]) == len(train):
+        log.info("JTT error set from cache %s", path)
+        return cached["misclassified"].astype(bool)
+    transformers.set_seed(ctx.seed)
+    model, _ = load_classifier(str(first), ctx.task.label_names, device=getattr(ctx, "device", "cpu"))
+    out_dir = ctx.work_dir / "jtt-first-model"
+    shutil.rmtree(out_dir, ignore_errors=True)  # a stale run of another configuration must not resume
+    model = fine_tune(model, ctx.tokenizer, train, out_dir, train_config)
+    logits = predict_logits(model, ctx.tokenizer, train, max_length=train_config.max_length)
+    shutil.rmtree(out_dir, ignore_errors=True)
+    misclassified = logits.argmax(-1) != np.asarray(train.labels)
+    atomic_save_npz(path, misclassified=misclassified, logits=logits.astype(np.float32))
+    return misclassified
+
+
+@OBJECTIVES.register("jtt", JTTConfig)
+class JTT(Objective):
+    """Weighted cross-entropy with the JTT weights as the ``sample_weight`` column."""
+
+    name = "jtt"
+
+    def __init__(self, config: JTTConfig | None = None):
+        super().__init__(config or JTTConfig())
+        self.summary: dict = {}
+
+    def prepare(self, ctx) -> dict[str, list]:
+        errors = first_model_errors(ctx, self.config)
+        weights = jtt_weights(torch.as_tensor(errors), self.config.lambda_up)
+        self.summary = {"error_set_size": int(errors.sum()), "n": int(len(errors)),
+                        "error_rate": float(errors.mean()), "config": asdict(self.config)}
+        ctx.notes.append(f"JTT: first model misclassifies {int(errors.sum())} of {len(errors)} training "
+                         f"examples; they are up-weighted x{self.config.lambda_up} (weights mean 1)")
+        return {WEIGHT_COLUMN: weights.tolist()}
+
+    def __call__(self, logits, labels, batch):
+        weights = batch_column(batch, WEIGHT_COLUMN, self.name).to(logits.device)
+        return weighted_ce(logits, labels, weights)

@@ -1,0 +1,40 @@
+"""Smooth baseline: distillation from globally smoothed teacher probabilities (Du et al.,
+"What do Compressed Large Language Models Forget?", §5.2): eq. 3 with one exponent ``d`` (0.9)
+for every sample, ``s_ij = p_ij^d / Σ_k p_ik^d``, then the distillation loss of eq. 4 with λ = 0.9.
+The smoothed targets are computed once in ``prepare`` from the cached teacher probabilities.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from ..errors import ConfigError
+from .base import OBJECTIVES
+from .distill import Distil, DistilConfig
+from .math import smooth_probs
+
+
+@dataclass
+class SmoothConfig(DistilConfig):
+    degree: float = 0.9  # the global smoothing exponent d (paper: 0.9); 1 = plain Distil
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.degree < 0:
+            raise ConfigError(f"degree must be >= 0, got {self.degree}")
+
+
+@OBJECTIVES.register("smooth", SmoothConfig)
+class Smooth(Distil):
+    """Distil with ``p_T`` replaced by ``p_T^d / Σ p_T^d`` for one global ``d``."""
+
+    name = "smooth"
+
+    def __init__(self, config: SmoothConfig | None = None):
+        super().__init__(config or SmoothConfig())
+
+    def teacher_targets(self, ctx, probs):
+        smoothed = smooth_probs(torch.as_tensor(probs, dtype=torch.float64), self.config.degree)
+        return smoothed.numpy().astype(np.float32)
