@@ -15,7 +15,7 @@ nothing tells samples apart, so every ``d_i = 1`` (teacher unchanged; RMC reduce
 Cheaper schedule than the paper's: the paper prunes with full iterative magnitude pruning (IMP)
 training at every sparsity. Here (``schedule="chain"``, default) one copy of the teacher walks up
 the sparsity levels: at each level global magnitude pruning of the encoder linears
-(``adapter.prunable_linears``) to the target, then a short masked recovery fine-tune
+(``adapter.prunable_linears``, the magnitude method's ``MagnitudePruner``) to the target, then a short masked recovery fine-tune
 (``recovery_epochs``), i.e. IMP with one short step per level. ``schedule="oneshot"`` prunes each
 level from the teacher instead. Per-sample losses and variances are cached on disk (NumPy npz, no
 pickle), keyed by the training set, the teacher's weights and this configuration.
@@ -46,19 +46,6 @@ DEFAULT_SPARSITIES = (0.2, 0.35, 0.5, 0.65, 0.85)
 
 
 # ---------------------------------------------------------------- pure functions (tensors / arrays)
-
-def global_magnitude_masks(weights: list[torch.Tensor], sparsity: float) -> list[torch.Tensor]:
-    """Boolean keep-masks pruning the ``sparsity`` share of smallest-|w| entries over all tensors
-    together (global magnitude pruning). Ties at the threshold are pruned."""
-    if not 0.0 <= sparsity < 1.0:
-        raise ConfigError(f"sparsity must be in [0, 1), got {sparsity}")
-    flat = torch.cat([w.detach().abs().flatten().float() for w in weights])
-    k = int(round(sparsity * flat.numel()))
-    if k == 0:
-        return [torch.ones_like(w, dtype=torch.bool) for w in weights]
-    threshold = torch.kthvalue(flat, k).values
-    return [w.detach().abs() > threshold for w in weights]
-
 
 def per_sample_losses(logits: np.ndarray, labels) -> np.ndarray:
     """Cross-entropy of the gold label for each row of ``logits``."""
@@ -175,29 +162,12 @@ class DifficultyResult:
 class _KeepMasks(transformers.TrainerCallback):
     """Re-zero pruned weights after every optimiser step, so recovery training keeps the sparsity."""
 
-    def __init__(self, modules, masks):
-        self.pairs = list(zip(modules, masks))
-
-    def apply(self) -> None:
-        with torch.no_grad():
-            for module, mask in self.pairs:
-                module.weight.mul_(mask.to(module.weight.dtype))
+    def __init__(self, pruner):
+        self.pruner = pruner
 
     def on_step_end(self, args, state, control, **kwargs):
-        self.apply()
+        self.pruner.apply()
         return control
-
-
-def prune_in_place(model, sparsity: float) -> tuple[list, list, float]:
-    """Global magnitude pruning of ``adapter.prunable_linears``; returns modules, masks, achieved sparsity."""
-    from .models.adapters import get_adapter
-
-    modules = [m for _, m in get_adapter(model).prunable_linears(model)]
-    masks = global_magnitude_masks([m.weight for m in modules], sparsity)
-    keeper = _KeepMasks(modules, masks)
-    keeper.apply()
-    zeros = sum(int((m.weight == 0).sum()) for m in modules)
-    return modules, masks, zeros / sum(m.weight.numel() for m in modules)
 
 
 def compute_difficulty(teacher, tokenizer, train_set, train_config, work_dir: str | Path,
@@ -205,6 +175,7 @@ def compute_difficulty(teacher, tokenizer, train_set, train_config, work_dir: st
                        seed: int = 0) -> DifficultyResult:
     """Per-sample losses under models pruned from ``teacher`` and their variance (cached)."""
     from .evaluate.predict import predict_logits
+    from .methods.magnitude import MagnitudePruner
     from .objectives.teacher import atomic_save_npz, load_npz, model_fingerprint
     from .training.trainer import fine_tune
 
@@ -224,17 +195,17 @@ def compute_difficulty(teacher, tokenizer, train_set, train_config, work_dir: st
         for level, sparsity in enumerate(config.sparsities):
             if config.schedule == "oneshot" and level > 0:
                 model = copy.deepcopy(teacher)
-            modules, masks, _ = prune_in_place(model, sparsity)
+            pruner = MagnitudePruner(model, "global")
+            pruner.prune_to(sparsity)
             if config.recovery_epochs > 0:
                 run_dir = Path(work_dir) / f"difficulty-recovery-{sparsity:g}"
                 shutil.rmtree(run_dir, ignore_errors=True)
                 recovery = replace(train_config, epochs=config.recovery_epochs, max_steps=-1, seed=seed + level,
                                    learning_rate=config.learning_rate, save_steps=10 ** 9)
                 model = fine_tune(model, tokenizer, train_set, run_dir, recovery,
-                                  callbacks=[_KeepMasks(modules, masks)], resume=False)
+                                  callbacks=[_KeepMasks(pruner)], resume=False)
                 shutil.rmtree(run_dir, ignore_errors=True)
-            zeros = sum(int((m.weight == 0).sum()) for m in modules)
-            achieved.append(zeros / sum(m.weight.numel() for m in modules))
+            achieved.append(pruner.sparsity())
             logits = predict_logits(model, tokenizer, train_set, max_length=train_config.max_length)
             losses.append(per_sample_losses(logits, train_set.labels))
             log.info("difficulty level %.2f: mean train loss %.4f", sparsity, losses[-1].mean())

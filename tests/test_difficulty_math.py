@@ -3,10 +3,9 @@ import warnings
 
 import numpy as np
 import pytest
-import torch
 
-from forgetless.difficulty import (DifficultyConfig, default_alpha, difficulty_degree, global_magnitude_masks,
-                                   loss_variance, per_sample_losses, split_agreement)
+from forgetless.difficulty import (DifficultyConfig, default_alpha, difficulty_degree, loss_variance,
+                                   per_sample_losses, split_agreement)
 from forgetless.errors import ConfigError
 
 
@@ -33,15 +32,6 @@ def test_per_sample_losses_and_variance():
     losses = per_sample_losses(np.array([[0.0, 0.0], [np.log(3.0), 0.0]]), [0, 1])
     assert np.allclose(losses, [np.log(2.0), np.log(4.0)])
     assert np.allclose(loss_variance(np.array([[1.0, 2.0], [3.0, 2.0]])), [1.0, 0.0])
-
-
-def test_global_magnitude_masks():
-    a = torch.tensor([[1.0, -5.0], [0.5, 3.0]])
-    b = torch.tensor([[-2.0, 4.0]])
-    ma, mb = global_magnitude_masks([a, b], 0.5)  # |w| sorted .5 1 2 3 4 5: prune three smallest
-    assert ma.tolist() == [[False, True], [False, True]]
-    assert mb.tolist() == [[False, True]]
-    assert all(m.all() for m in global_magnitude_masks([a, b], 0.0))
 
 
 def test_agreement_on_known_toy_case():

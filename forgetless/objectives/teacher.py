@@ -7,11 +7,10 @@ tokenisation length. The file is a NumPy ``.npz`` (no pickle) written atomically
 """
 from __future__ import annotations
 
-import contextlib
 import hashlib
+import io
 import logging
 import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +19,7 @@ from torch import nn
 
 from ..data.task import ExampleSet
 from ..errors import DataError
+from ..fsutil import atomic_write_bytes
 
 log = logging.getLogger(__name__)
 
@@ -42,18 +42,10 @@ def cache_root(ctx) -> Path:
 
 
 def atomic_save_npz(path: str | os.PathLike, **arrays: np.ndarray) -> None:
-    """``np.savez`` into a temporary sibling, then rename (an interrupted run leaves no partial file)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp-", suffix=".npz", dir=path.parent)
-    os.close(fd)
-    try:
-        np.savez(tmp, **{k: np.asarray(v) for k, v in arrays.items()})
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+    """``np.savez`` written atomically (an interrupted run leaves no partial cache file)."""
+    buffer = io.BytesIO()
+    np.savez(buffer, **{k: np.asarray(v) for k, v in arrays.items()})
+    atomic_write_bytes(path, buffer.getvalue())
 
 
 def load_npz(path: str | os.PathLike) -> dict[str, np.ndarray] | None:
