@@ -1,0 +1,214 @@
+"""Model glue for head scoring: per-example head gates, scoring batches, and the three per-head
+scores computed on a model (the math itself is in ``scores.py``).
+
+* ``michel_importance`` — Michel et al. (2019): ``E_x |∂L(x)/∂ξ_h|``, exact per example: every
+  example gets its own gate vector, so one backward pass yields ``∂L_i/∂ξ_{i,h}`` for the batch.
+* ``delta_c_scores`` — RAHP eq. 1-2: ``ΔC_h = E_x[C(x, M∖h) − C(x, M)]``. The unmasked baseline
+  ``C(x, M)`` is computed once and reused for every head; the masked passes are batched, each
+  row of a pass masking a different head of the same examples (per-example gates, no model copies),
+  and weights are frozen so backward only computes the input-embedding gradient.
+* ``fisher_scores`` — RAHP eq. 3-4: ``F_h = E_(x,y) ‖∇_θ_h J‖₂²`` over the head's q/k/v rows and
+  output-projection columns, from per-example gradients.
+"""
+from __future__ import annotations
+
+import contextlib
+from typing import Iterator
+
+import torch
+from torch import nn
+
+from ..data.task import ExampleSet
+from ..errors import ConfigError, UnsupportedModelError
+from ..models.adapters import get_adapter
+from ..training.encode import TOKEN_KEYS, collate, encode
+from .scores import HeadLayout, head_sq_norms, margin, per_example_norm, robustness_ratio
+
+
+def head_layout(model: nn.Module) -> HeadLayout:
+    """Flat head order of ``model`` (sites without heads are left out)."""
+    sites = [(site.key, site.num_heads) for site in get_adapter(model).attention_sites(model) if site.num_heads]
+    if not sites:
+        raise UnsupportedModelError("the model has no attention heads left to score")
+    return HeadLayout(tuple(sites))
+
+
+class ExampleHeadGates:
+    """Per-example head gates: ``values`` is a (rows, heads) tensor in ``head_layout`` order; the
+    hook on each attention output projection multiplies head h of row i by ``values[i, h]``.
+    With ``values = None`` the hooks do nothing. Use as a context manager."""
+
+    def __init__(self, model: nn.Module):
+        self.layout = head_layout(model)
+        self.values: torch.Tensor | None = None
+        offsets = self.layout.offsets()
+        self._handles = []
+        for site in get_adapter(model).attention_sites(model):
+            if site.num_heads:
+                hook = self._hook(offsets[site.key], site.num_heads, site.head_dim)
+                self._handles.append(site.o.get().register_forward_pre_hook(hook))
+
+    def _hook(self, offset: int, n_heads: int, head_dim: int):
+        def hook(module, args):
+            if self.values is None:
+                return None
+            x = args[0]
+            gate = self.values[:, offset:offset + n_heads].to(x.dtype)
+            if gate.shape[0] != x.shape[0]:
+                raise ConfigError(f"head gates for {gate.shape[0]} rows, batch has {x.shape[0]}")
+            shaped = x.reshape(*x.shape[:-1], n_heads, head_dim)
+            gate = gate.reshape(gate.shape[0], *([1] * (x.dim() - 2)), n_heads, 1)
+            return ((shaped * gate).reshape(x.shape),) + tuple(args[1:])
+
+        return hook
+
+    def remove(self) -> None:
+        for handle in self._handles:
+            handle.remove()
+        self._handles.clear()
+
+    def __enter__(self) -> "ExampleHeadGates":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.remove()
+
+
+@contextlib.contextmanager
+def scoring_mode(model: nn.Module, freeze: bool) -> Iterator[None]:
+    """Eval mode (no dropout) and, with ``freeze``, no weight gradients; both restored afterwards."""
+    was_training = model.training
+    flags = [(p, p.requires_grad) for p in model.parameters()]
+    model.eval()
+    if freeze:
+        for p, _ in flags:
+            p.requires_grad_(False)
+    try:
+        yield
+    finally:
+        for p, flag in flags:
+            p.requires_grad_(flag)
+        model.train(was_training)
+
+
+def scoring_batches(tokenizer, examples: ExampleSet, batch_size: int, max_length: int) -> list[dict]:
+    """Length-sorted, padded batches of ``examples`` (labels included)."""
+    if batch_size < 1:
+        raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
+    rows = encode(examples, tokenizer, max_length)
+    rows.sort(key=lambda r: len(r["input_ids"]))
+    pad = tokenizer.pad_token_id or 0
+    return [collate(rows[i:i + batch_size], pad) for i in range(0, len(rows), batch_size)]
+
+
+def _device(model: nn.Module) -> torch.device:
+    return next(model.parameters()).device
+
+
+def _inputs(batch: dict, device, repeat: int = 1) -> dict:
+    return {k: v.to(device).repeat(repeat, *([1] * (v.dim() - 1))) for k, v in batch.items() if k in TOKEN_KEYS}
+
+
+def margin_and_grad_norm(model: nn.Module, batch: dict, repeat: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
+    """Margins ``g`` and ``‖∇_x g‖₂`` w.r.t. the input (word) embeddings, per row; the batch is
+    tiled ``repeat`` times (rows of copy j are ``j·B … j·B+B-1``). Rows never interact, so one
+    backward of ``Σ g`` gives every row's own gradient."""
+    device = _device(model)
+    inputs = _inputs(batch, device, repeat)
+    embeds = model.get_input_embeddings()(inputs.pop("input_ids")).detach().requires_grad_(True)
+    logits = model(inputs_embeds=embeds, **inputs).logits.float()
+    labels = batch["labels"].to(device).repeat(repeat)
+    g = margin(logits, labels)
+    (grad,) = torch.autograd.grad(g.sum(), embeds)
+    return g.detach(), per_example_norm(grad.float())
+
+
+def robustness_c(model: nn.Module, batches: list[dict], eps: float = 1e-8) -> torch.Tensor:
+    """``C(x, M)`` (RAHP eq. 1) for every example of ``batches``, in batch order."""
+    with scoring_mode(model, freeze=True):
+        out = [robustness_ratio(*margin_and_grad_norm(model, b), eps=eps) for b in batches]
+    return torch.cat(out).cpu()
+
+
+def delta_c_scores(model: nn.Module, batches: list[dict], eps: float = 1e-8,
+                   rows_per_pass: int = 256) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(ΔC per head, baseline C per example)``: RAHP eq. 2 with one masked forward+backward
+    per head, several heads per pass (each tiled copy of a batch masks a different head)."""
+    gates = ExampleHeadGates(model)
+    layout = gates.layout
+    n = layout.total
+    total = torch.zeros(n, dtype=torch.float64)
+    baseline = []
+    count = 0
+    try:
+        with scoring_mode(model, freeze=True):
+            for batch in batches:
+                b = batch["labels"].shape[0]
+                gates.values = None
+                base = robustness_ratio(*margin_and_grad_norm(model, batch), eps=eps).cpu()
+                baseline.append(base)
+                chunk = max(1, rows_per_pass // b)
+                for start in range(0, n, chunk):
+                    heads = list(range(start, min(n, start + chunk)))
+                    values = torch.ones(len(heads), b, n, device=_device(model))
+                    for j, h in enumerate(heads):
+                        values[j, :, h] = 0.0
+                    gates.values = values.reshape(len(heads) * b, n)
+                    c = robustness_ratio(*margin_and_grad_norm(model, batch, repeat=len(heads)), eps=eps)
+                    diff = c.cpu().reshape(len(heads), b) - base.unsqueeze(0)
+                    total[start:start + len(heads)] += diff.double().sum(dim=1)
+                count += b
+    finally:
+        gates.remove()
+    return (total / max(count, 1)).float(), torch.cat(baseline)
+
+
+def michel_importance(model: nn.Module, batches: list[dict]) -> torch.Tensor:
+    """Michel et al. (2019) head importance ``E_x |∂L(x)/∂ξ_h|`` (cross-entropy L), exact per
+    example through per-example gates; weights frozen (only gate gradients are needed)."""
+    gates = ExampleHeadGates(model)
+    total = torch.zeros(gates.layout.total, dtype=torch.float64)
+    count = 0
+    device = _device(model)
+    try:
+        with scoring_mode(model, freeze=True):
+            for batch in batches:
+                inputs = _inputs(batch, device)
+                b = inputs["input_ids"].shape[0]
+                gates.values = torch.ones(b, gates.layout.total, device=device, requires_grad=True)
+                logits = model(**inputs).logits.float()
+                loss = nn.functional.cross_entropy(logits, batch["labels"].to(device), reduction="sum")
+                (grad,) = torch.autograd.grad(loss, gates.values)
+                total += grad.abs().sum(dim=0).double().cpu()
+                count += b
+    finally:
+        gates.remove()
+    return (total / max(count, 1)).float()
+
+
+def fisher_scores(model: nn.Module, batches: list[dict]) -> torch.Tensor:
+    """RAHP eq. 3: ``F_h = E_(x,y) ‖∇_θ_h J(x, y)‖₂²`` with J the cross-entropy of one example
+    and θ_h the head's slices of the query, key, value (rows, biases included) and output
+    projection (columns). Per-example gradients: one backward per example."""
+    layout = head_layout(model)
+    sites = {s.key: s for s in get_adapter(model).attention_sites(model) if s.num_heads}
+    offsets = layout.offsets()
+    device = _device(model)
+    total = torch.zeros(layout.total, dtype=torch.float64)
+    count = 0
+    with scoring_mode(model, freeze=False):
+        params = [(key, p, dim, site.head_dim) for key, site in sites.items() for p, dim, _ in site.head_parameters()]
+        for batch in batches:
+            inputs = _inputs(batch, device)
+            for i in range(inputs["input_ids"].shape[0]):
+                one = {k: v[i:i + 1] for k, v in inputs.items()}
+                length = int(one["attention_mask"].sum()) if "attention_mask" in one else one["input_ids"].shape[1]
+                one = {k: v[:, :length] for k, v in one.items()}
+                loss = nn.functional.cross_entropy(model(**one).logits.float(), batch["labels"][i:i + 1].to(device))
+                grads = torch.autograd.grad(loss, [p for _, p, _, _ in params])
+                for (key, _, dim, head_dim), grad in zip(params, grads):
+                    pos = offsets[key]
+                    sq = head_sq_norms(grad.float(), dim, head_dim).double().cpu()
+                    total[pos:pos + sq.numel()] += sq
+                count += 1
+    return (total / max(count, 1)).float()

@@ -1,0 +1,91 @@
+"""Scoring runs for head pruning: pick the scoring set, time the scores, choose the heads.
+
+``rahp_scores`` runs RAHP Algorithm 1's scoring part (ΔC per head, eq. 1-2; Fisher per head,
+eq. 3-4) and ``michel_scores`` the gate-gradient importance of Michel et al. (2019); both return
+JSON-able dicts with the scores in flat head order, the layout and the scoring time.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import torch
+from torch import nn
+
+from ..data.task import ExampleSet
+from ..errors import ConfigError
+from .model_scoring import delta_c_scores, fisher_scores, head_layout, michel_importance, scoring_batches
+from .scores import HeadLayout, normalize_per_layer, rahp_select
+
+
+def scoring_subset(examples: ExampleSet, size: int, seed: int) -> ExampleSet:
+    """A seeded subset of ``size`` examples, stratified by label (all if ``size`` >= the set)."""
+    if size < 1:
+        raise ConfigError(f"scoring set size must be >= 1, got {size}")
+    if size >= len(examples):
+        return examples
+    rng = np.random.default_rng(seed)
+    labels = np.asarray(examples.labels)
+    picked = []
+    for label in np.unique(labels):
+        idx = np.flatnonzero(labels == label)
+        take = max(1, int(round(size * len(idx) / len(labels))))
+        picked.extend(rng.permutation(idx)[:take].tolist())
+    return examples.subset(sorted(picked[:size]) if len(picked) > size else sorted(picked), f"{examples.name}-scoring")
+
+
+def layout_json(layout: HeadLayout) -> list:
+    return [[*key, n] for key, n in layout.sites]
+
+
+def layout_from_json(sites: list) -> HeadLayout:
+    return HeadLayout(tuple(((s, int(layer), k), int(n)) for s, layer, k, n in sites))
+
+
+def rahp_scores(model: nn.Module, tokenizer, examples: ExampleSet, batch_size: int = 32, max_length: int = 64,
+                eps: float = 1e-8, rows_per_pass: int = 256) -> dict:
+    """ΔC (RAHP eq. 2, baseline C reused) and Fisher (eq. 3) per head on ``examples``, timed."""
+    batches = scoring_batches(tokenizer, examples, batch_size, max_length)
+    layout = head_layout(model)
+    start = time.perf_counter()
+    delta_c, baseline = delta_c_scores(model, batches, eps=eps, rows_per_pass=rows_per_pass)
+    t_delta = time.perf_counter() - start
+    start = time.perf_counter()
+    fisher = fisher_scores(model, batches)
+    t_fisher = time.perf_counter() - start
+    return {
+        "layout": layout_json(layout),
+        "delta_c": delta_c.tolist(),
+        "fisher": fisher.tolist(),
+        "baseline_c_mean": float(baseline.mean()),
+        "scoring_examples": len(examples),
+        "seconds": {"delta_c": t_delta, "fisher": t_fisher, "total": t_delta + t_fisher},
+        "masked_passes": layout.total * len(examples),
+    }
+
+
+def rahp_decision(scores: dict, ratio: float, alpha: float, beta: float, gamma: float, eps: float = 1e-8) -> dict:
+    """Apply RAHP's selection (eq. 5, protection, top-K) to stored scores; JSON-able."""
+    layout = layout_from_json(scores["layout"])
+    picked = rahp_select(torch.tensor(scores["delta_c"]), torch.tensor(scores["fisher"]), ratio,
+                         alpha, beta, gamma, eps)
+    return {
+        "ratio": ratio, "alpha": alpha, "beta": beta, "gamma": gamma,
+        "delta_c_norm": picked["delta_c_norm"].tolist(), "info_norm": picked["info_norm"].tolist(),
+        "score": picked["score"].tolist(),
+        "protected": [[*key, h] for (key, h), p in zip(layout.entries(), picked["protected"]) if p],
+        "pruned": [[*key, h] for (key, h), p in zip(layout.entries(), picked["pruned"]) if p],
+        "pruned_mask": picked["pruned"].tolist(), "protected_mask": picked["protected"].tolist(),
+    }
+
+
+def michel_scores(model: nn.Module, tokenizer, examples: ExampleSet, batch_size: int = 32,
+                  max_length: int = 64, per_layer_norm: bool = True) -> dict:
+    """Michel et al. importance per head (optionally ℓ2-normalised per layer), timed."""
+    batches = scoring_batches(tokenizer, examples, batch_size, max_length)
+    layout = head_layout(model)
+    start = time.perf_counter()
+    raw = michel_importance(model, batches)
+    importance = normalize_per_layer(raw, layout) if per_layer_norm else raw
+    return {"layout": layout_json(layout), "importance_raw": raw.tolist(), "importance": importance.tolist(),
+            "scoring_examples": len(examples), "seconds": time.perf_counter() - start}

@@ -1,0 +1,97 @@
+"""RAHP — Robustness-Aware Head Pruning ("Robustness-Aware Head Pruning for certified Transformer
+models"), Algorithm 1.
+
+1. On a seeded scoring subset of the training set, per head (l, h):
+   ``ΔC_(l,h) = E_x[C(x, M∖(l,h)) − C(x, M)]`` with ``C(x, M) = g / (‖∇_x g‖₂ + ε)`` and the margin
+   ``g = z_c − max_{c'≠c} z_c'`` (eq. 1-2; gradient w.r.t. the input embeddings), and the Fisher
+   score ``F_(l,h) = E ‖∇_θ_(l,h) J‖₂²`` over that head's q/k/v/o slices, ``I = log(F + ε)`` (eq. 3-4).
+2. Min-max normalise both; ``S = β·ΔC' − α·I'`` (eq. 5); protect the top γ heads by Fisher.
+3. Prune the top ``K = ⌊ρ·L·H⌋`` unprotected heads by S in one global step (physically), then
+   optionally fine-tune.
+
+Scores, protected set, decisions and scoring time are kept in ``artifacts()`` (saved with the
+model) and ``work_dir/rahp-scores.json``; ``plots()`` draws the paper's Figures 2-5.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from ..errors import ConfigError
+from ..heads.runner import layout_from_json, rahp_decision, rahp_scores
+from .base import METHODS
+from .heads import HeadPruningMethod, HeadPruningOptions
+
+
+@dataclass
+class RahpConfig(HeadPruningOptions):
+    ratio: float = 0.6            # ρ
+    alpha: float = 0.5            # weight of the Fisher term I'
+    beta: float = 1.0             # weight of the robustness term ΔC'
+    protect: float = 0.1          # γ: share of heads with the highest Fisher score that are never pruned
+    scoring_examples: int = 128
+    eps: float = 1e-8
+    rows_per_pass: int = 256      # rows (examples × masked heads) per batched forward+backward
+    plot_ratios: list[float] = field(default_factory=lambda: [0.2, 0.4, 0.6, 0.8])
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not 0.0 <= self.protect <= 1.0:
+            raise ConfigError(f"protect (gamma) must be in [0, 1], got {self.protect}")
+        if self.ratio + self.protect > 1.0 + 1e-9:
+            raise ConfigError(f"ratio {self.ratio} + protect {self.protect} > 1: not enough unprotected heads")
+        if self.alpha < 0 or self.beta < 0:
+            raise ConfigError("alpha and beta must be >= 0")
+        if self.rows_per_pass < 1 or not self.eps > 0:
+            raise ConfigError("rows_per_pass >= 1 and eps > 0 required")
+        if any(not 0.0 <= r <= 1.0 for r in self.plot_ratios):
+            raise ConfigError(f"plot_ratios must lie in [0, 1], got {self.plot_ratios}")
+
+
+@METHODS.register("rahp", RahpConfig)
+class RobustnessAwareHeadPruning(HeadPruningMethod):
+    """One-shot global head pruning by the composite robustness / Fisher score (RAHP)."""
+
+    name = "rahp"
+
+    def select(self, model, ctx):
+        cfg = self.config
+        examples = self.scoring_set(ctx)
+        scores = rahp_scores(model, ctx.tokenizer, examples, cfg.scoring_batch, cfg.scoring_length,
+                             cfg.eps, cfg.rows_per_pass)
+        decision = rahp_decision(scores, cfg.ratio, cfg.alpha, cfg.beta, cfg.protect, cfg.eps)
+        layout = layout_from_json(scores["layout"])
+        self.remove(model, layout, torch.tensor(decision["pruned_mask"]))
+        self.record.update({"scores": scores, "decision": decision, "scoring_seconds": scores["seconds"]["total"],
+                            "scoring_examples": len(examples)})
+        s = scores["seconds"]
+        ctx.notes.append(
+            f"rahp: pruned {len(decision['pruned'])} of {layout.total} heads (ρ={cfg.ratio}, α={cfg.alpha}, "
+            f"β={cfg.beta}, γ={cfg.protect}, {len(decision['protected'])} protected); scoring on {len(examples)} "
+            f"training examples took {s['total']:.1f} s (ΔC {s['delta_c']:.1f} s, Fisher {s['fisher']:.1f} s)")
+        return model
+
+    def plots(self, out_dir) -> list[Path]:
+        from ..heads.plots import pruned_per_layer_bars, score_heatmap
+
+        if "decision" not in self.record:
+            return []
+        out_dir = Path(out_dir)
+        scores, d = self.record["scores"], self.record["decision"]
+        layout = layout_from_json(scores["layout"])
+        marks = {"pruned": d["pruned_mask"], "protected": d["protected_mask"]}
+        paths = [
+            score_heatmap(layout, d["info_norm"], out_dir / "rahp_fisher.png", "normalised Fisher I'", **marks),
+            score_heatmap(layout, d["delta_c_norm"], out_dir / "rahp_delta_clever.png", "normalised ΔC'",
+                          cmap="magma", **marks),
+            score_heatmap(layout, d["score"], out_dir / "rahp_score.png",
+                          f"composite S = {d['beta']:g}·ΔC' − {d['alpha']:g}·I'", cmap="coolwarm", **marks),
+        ]
+        ratios = sorted(set(self.config.plot_ratios + [self.config.ratio]))
+        masks = {r: rahp_decision(scores, r, d["alpha"], d["beta"], d["gamma"], self.config.eps)["pruned_mask"]
+                 for r in ratios if r + d["gamma"] <= 1.0 + 1e-9}
+        paths.append(pruned_per_layer_bars(layout, masks, out_dir / "rahp_pruned_per_layer.png",
+                                           "RAHP: pruned heads per layer across ratios ρ"))
+        return paths
