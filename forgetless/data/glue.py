@@ -1,0 +1,191 @@
+"""GLUE tasks with AdvGLUE challenge sets (Wang et al. 2021), read offline from a data folder,
+following the protocols of the data README:
+
+* ``sst2`` — SST-2 train / dev → AdvGLUE-sst2;
+* ``rte``  — RTE train / dev → AdvGLUE-rte;
+* ``qnli`` — seeded stratified split of QNLI dev (no train set offline) → AdvGLUE-qnli;
+* ``qqp``  — seeded stratified split of a QQP train slice → AdvGLUE-qqp, PAWS-QQP and PAWS-Wiki.
+
+AdvGLUE labels follow the GLUE label ids, so no prediction map is needed. ``advglue_table``
+builds the RAHP paper's Table 1 layout (GLUE and AdvGLUE accuracy per task, averages, Avg Δ).
+"""
+from __future__ import annotations
+
+import ast
+import csv
+import json
+from pathlib import Path
+
+from ..errors import DataError
+from .files import read_table, require_columns
+from .task import ExampleSet, Task, labels_from_names, stratified_split
+
+ADVGLUE_FILE = "advglue/dev.json"
+SST2_LABELS = ["negative", "positive"]
+NLI_LABELS = ["entailment", "not_entailment"]
+QQP_LABELS = ["not_duplicate", "duplicate"]
+ADVGLUE_FIELDS = {"sst2": ("sentence", None), "rte": ("sentence1", "sentence2"),
+                  "qnli": ("question", "sentence"), "qqp": ("question1", "question2")}
+
+
+def read_advglue(data_dir: Path, task: str, label_names: list[str]) -> ExampleSet:
+    """The AdvGLUE dev subset of ``task`` (labels are GLUE ids)."""
+    path = Path(data_dir) / ADVGLUE_FILE
+    if not path.is_file():
+        raise DataError(f"{path}: AdvGLUE dev file not found")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{path}: unreadable JSON ({exc})") from exc
+    if task not in data:
+        raise DataError(f"{path}: no AdvGLUE subset {task!r}; present: {sorted(data)}")
+    rows = data[task]
+    if not rows:
+        raise DataError(f"{path}: AdvGLUE subset {task!r} is empty")
+    a, b = ADVGLUE_FIELDS[task]
+    require_columns(rows, [a, b, "label"], f"{path} [{task}]")
+    return ExampleSet("advglue", [r[a] for r in rows],
+                      labels_from_names([r["label"] for r in rows], label_names, f"{path} [{task}]"), label_names,
+                      text_b=[r[b] for r in rows] if b else None, source=f"{path} [{task}]")
+
+
+def _table(data_dir: Path, rel: str, columns: list[str], quoting=csv.QUOTE_NONE) -> tuple[list[dict], str]:
+    path = Path(data_dir) / rel
+    rows = read_table(path, quoting=quoting)
+    require_columns(rows, columns, str(path))
+    return rows, str(path)
+
+
+def _split(examples: ExampleSet, fraction: float, seed: int) -> tuple[ExampleSet, ExampleSet]:
+    if not 0.0 < fraction < 1.0:
+        raise DataError(f"train_fraction must be in (0, 1), got {fraction}")
+    first, second = stratified_split(examples.labels, fraction, seed)
+    return examples.subset(first, "train"), examples.subset(second, "dev")
+
+
+def _resolve(data_dir) -> Path:
+    from .tasks import resolve_data_dir
+
+    return resolve_data_dir(data_dir)
+
+
+def sst2_task(data_dir=None, seed: int = 0) -> Task:
+    data_dir = _resolve(data_dir)
+    sets = {}
+    for split in ("train", "dev"):
+        rows, where = _table(data_dir, f"glue/SST-2/{split}.tsv", ["sentence", "label"])
+        sets[split] = ExampleSet(split, [r["sentence"].strip() for r in rows],
+                                 labels_from_names([r["label"] for r in rows], SST2_LABELS, where), SST2_LABELS,
+                                 source=where)
+    return Task("sst2", SST2_LABELS, sets["train"], sets["dev"],
+                {"advglue": read_advglue(data_dir, "sst2", SST2_LABELS)}, pooled_challenges=["advglue"],
+                protocol="sst2 → AdvGLUE-sst2: GLUE SST-2 train / dev, AdvGLUE dev sst2 subset as challenge")
+
+
+def rte_task(data_dir=None, seed: int = 0) -> Task:
+    data_dir = _resolve(data_dir)
+    sets = {}
+    for split in ("train", "dev"):
+        rows, where = _table(data_dir, f"glue/RTE/{split}.tsv", ["sentence1", "sentence2", "label"],
+                             quoting=csv.QUOTE_MINIMAL)
+        sets[split] = ExampleSet(split, [r["sentence1"] for r in rows],
+                                 labels_from_names([r["label"] for r in rows], NLI_LABELS, where), NLI_LABELS,
+                                 text_b=[r["sentence2"] for r in rows], source=where)
+    return Task("rte", NLI_LABELS, sets["train"], sets["dev"],
+                {"advglue": read_advglue(data_dir, "rte", NLI_LABELS)}, pooled_challenges=["advglue"],
+                protocol="rte → AdvGLUE-rte: GLUE RTE train / dev, AdvGLUE dev rte subset as challenge")
+
+
+def qnli_task(data_dir=None, seed: int = 0, train_fraction: float = 0.8) -> Task:
+    data_dir = _resolve(data_dir)
+    rows, where = _table(data_dir, "glue/QNLI/dev.tsv", ["question", "sentence", "label"])
+    full = ExampleSet("qnli_dev", [r["question"] for r in rows],
+                      labels_from_names([r["label"] for r in rows], NLI_LABELS, where), NLI_LABELS,
+                      text_b=[r["sentence"] for r in rows], source=where)
+    train, dev = _split(full, train_fraction, seed)
+    return Task("qnli", NLI_LABELS, train, dev, {"advglue": read_advglue(data_dir, "qnli", NLI_LABELS)},
+                pooled_challenges=["advglue"],
+                protocol=(f"qnli → AdvGLUE-qnli: seeded (seed {seed}) stratified {train_fraction:.0%}/"
+                          f"{1 - train_fraction:.0%} split of GLUE QNLI dev ({len(full)} rows; no train set offline)"))
+
+
+QQP_FILE = "glue/QQP/qqp_train_heldout_23k_mieseung.tsv"
+
+
+def read_qqp_slice(data_dir: Path) -> tuple[ExampleSet, int]:
+    """The headerless QQP slice (id, qid1, qid2, question1, question2, is_duplicate); malformed rows
+    (wrong field count or label) are skipped and counted."""
+    path = Path(data_dir) / QQP_FILE
+    if not path.is_file():
+        raise DataError(f"{path}: file not found")
+    a, b, labels, skipped = [], [], [], 0
+    with path.open(encoding="utf-8", newline="") as handle:
+        for fields in csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_NONE):
+            if len(fields) != 6 or fields[5].strip() not in ("0", "1"):
+                skipped += 1
+                continue
+            a.append(fields[3])
+            b.append(fields[4])
+            labels.append(int(fields[5]))
+    if not a:
+        raise DataError(f"{path}: no well-formed rows (expected 6 tab-separated fields)")
+    return ExampleSet("qqp_slice", a, labels, QQP_LABELS, text_b=b, source=str(path)), skipped
+
+
+def _unwrap_bytes(text: str) -> str:
+    """PAWS-QQP stores text as Python bytes literals (``b'...'``): decode them safely."""
+    text = text.strip()
+    if len(text) >= 3 and text[0] == "b" and text[1] in "'\"" and text[-1] == text[1]:
+        try:
+            value = ast.literal_eval(text)
+            return value.decode("utf-8", errors="replace") if isinstance(value, bytes) else str(value)
+        except (ValueError, SyntaxError):
+            return text[2:-1]
+    return text
+
+
+def read_paws(data_dir: Path, rel: str, name: str) -> ExampleSet:
+    rows, where = _table(data_dir, rel, ["sentence1", "sentence2", "label"])
+    return ExampleSet(name, [_unwrap_bytes(r["sentence1"]) for r in rows],
+                      labels_from_names([r["label"] for r in rows], QQP_LABELS, where), QQP_LABELS,
+                      text_b=[_unwrap_bytes(r["sentence2"]) for r in rows], source=where)
+
+
+def qqp_task(data_dir=None, seed: int = 0, train_fraction: float = 0.8) -> Task:
+    data_dir = _resolve(data_dir)
+    full, skipped = read_qqp_slice(data_dir)
+    train, dev = _split(full, train_fraction, seed)
+    challenges = {"advglue": read_advglue(data_dir, "qqp", QQP_LABELS),
+                  "paws_qqp": read_paws(data_dir, "paws/paws_qqp/dev_and_test.tsv", "paws_qqp"),
+                  "paws_wiki": read_paws(data_dir, "paws/paws_wiki_labeled_final/dev.tsv", "paws_wiki")}
+    return Task("qqp", QQP_LABELS, train, dev, challenges, pooled_challenges=["advglue"],
+                protocol=(f"qqp-slice → AdvGLUE-qqp, PAWS-QQP, PAWS-Wiki: seeded (seed {seed}) stratified "
+                          f"{train_fraction:.0%}/{1 - train_fraction:.0%} split of a {len(full)}-row QQP train slice "
+                          f"({skipped} malformed row(s) skipped)"))
+
+
+GLUE_TASKS = {"sst2": sst2_task, "rte": rte_task, "qnli": qnli_task, "qqp": qqp_task}
+
+
+def advglue_table(accuracy: dict[str, dict[str, float]]) -> dict:
+    """RAHP Table 1 layout from ``{task: {"glue": acc, "advglue": acc}}``: per-task rows, the two
+    averages and ``Avg Δ = mean(GLUE) − mean(AdvGLUE)``."""
+    if not accuracy:
+        raise DataError("advglue_table needs at least one task")
+    for task, acc in accuracy.items():
+        if "glue" not in acc or "advglue" not in acc:
+            raise DataError(f"advglue_table: task {task!r} needs 'glue' and 'advglue' accuracies")
+    glue = sum(a["glue"] for a in accuracy.values()) / len(accuracy)
+    adv = sum(a["advglue"] for a in accuracy.values()) / len(accuracy)
+    return {"tasks": {t: dict(a) for t, a in accuracy.items()}, "avg_glue": glue, "avg_advglue": adv,
+            "avg_delta": glue - adv}
+
+
+def _register() -> None:
+    from .tasks import TASKS
+
+    for name, builder in GLUE_TASKS.items():
+        TASKS.register(name)(builder)
+
+
+_register()
