@@ -42,7 +42,7 @@ def unit_param_count(site: FfnSite) -> int:
 
 
 def _name(key) -> str:
-    return ".".join(str(k) for k in key)
+    return "_".join(str(k) for k in key)
 
 
 class L0Masks(nn.Module):
@@ -64,12 +64,12 @@ class L0Masks(nn.Module):
         if heads:
             for site in adapter.attention_sites(model):
                 if site.stack in self.stacks and site.num_heads > 0:
-                    self._add(f"head.{_name(site.key)}", "head", site.key, site.num_heads, head_param_count(site),
+                    self._add(f"head_{_name(site.key)}", "head", site.key, site.num_heads, head_param_count(site),
                               init_log_alpha, layer_masks)
         if ffn:
             for site in adapter.ffn_sites(model):
                 if site.stack in self.stacks and site.width > 0:
-                    self._add(f"ffn.{_name(site.key)}", "ffn", site.key, site.width, unit_param_count(site),
+                    self._add(f"ffn_{_name(site.key)}", "ffn", site.key, site.width, unit_param_count(site),
                               init_log_alpha, layer_masks)
         self.lambda_1 = hc.ascent(nn.Parameter(torch.zeros(())))
         self.lambda_2 = hc.ascent(nn.Parameter(torch.zeros(())))
@@ -171,11 +171,11 @@ class L0Masks(nn.Module):
         self.remove()
         self._handles.append(model.register_forward_pre_hook(lambda m, a: self._on_forward(m.training)))
         for site in adapter.attention_sites(model):
-            name = f"head.{_name(site.key)}"
+            name = f"head_{_name(site.key)}"
             if name in self.groups:
                 self._handles.append(site.o.get().register_forward_pre_hook(self._hook(name, site.head_dim)))
         for site in adapter.ffn_sites(model):
-            name = f"ffn.{_name(site.key)}"
+            name = f"ffn_{_name(site.key)}"
             if name in self.groups:
                 self._handles.append(site.output.get().register_forward_pre_hook(self._hook(name, 1)))
         return self
@@ -201,13 +201,13 @@ class L0Masks(nn.Module):
         adapter = get_adapter(model)
         heads, units = {}, {}
         for site in adapter.attention_sites(model):
-            name = f"head.{_name(site.key)}"
+            name = f"head_{_name(site.key)}"
             if name in values:
                 z = values[name].to(site.o.get().weight.dtype)
                 site.o.get().weight.mul_(z.repeat_interleave(site.head_dim)[None, :])
                 heads[site.key] = torch.nonzero(z).flatten().tolist()
         for site in adapter.ffn_sites(model):
-            name = f"ffn.{_name(site.key)}"
+            name = f"ffn_{_name(site.key)}"
             if name in values:
                 z = values[name].to(site.output.get().weight.dtype)
                 site.output.get().weight.mul_(z[None, :])

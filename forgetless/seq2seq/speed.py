@@ -1,0 +1,123 @@
+"""Generation latency and profiling (Ko et al., appendix F and §3, Finding 3.1 / Figure 3).
+
+* ``compare_generation``: wall-clock ``generate`` latency of several models on the same inputs,
+  measured interleaved in one run (alternating models each repeat, median of repeats), with every
+  decoding step included. By default every model decodes exactly ``max_new_tokens`` steps
+  (``min_new_tokens`` = ``max_new_tokens``) so speed does not depend on when EOS happens to come.
+  Paper setting: batch 32, beam 4; CPU defaults here: batch 8, beam 1 (options).
+* ``layer_profile``: time of one encoder layer vs sequence length, for several head counts and
+  FFN widths (Figure 3: attention width matters little at short lengths, FFN width dominates).
+* ``stack_share``: the encoder's and the decoder's share of generation time (Finding 3.1: the
+  decoder dominates, because it runs once per generated token).
+"""
+from __future__ import annotations
+
+import copy
+import statistics
+import time
+
+import torch
+from torch import nn
+
+from ..models import surgery
+from ..models.adapters import get_adapter
+
+
+def _inputs(tokenizer, sources: list[str], batch_size: int, max_source_length: int):
+    reps = (batch_size + len(sources) - 1) // len(sources)
+    batch = (list(sources) * reps)[:batch_size]
+    return tokenizer(batch, truncation=True, max_length=max_source_length, padding=True, return_tensors="pt")
+
+
+@torch.no_grad()
+def _generate_once(model, enc, max_new_tokens: int, num_beams: int, fixed_length: bool) -> float:
+    start = time.perf_counter()
+    model.generate(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"], max_new_tokens=max_new_tokens,
+                   min_new_tokens=max_new_tokens if fixed_length else 0, num_beams=num_beams, do_sample=False)
+    return time.perf_counter() - start
+
+
+def compare_generation(models: dict[str, nn.Module], tokenizer, sources: list[str], batch_size: int = 8,
+                       num_beams: int = 1, max_new_tokens: int = 16, max_source_length: int = 128,
+                       repeats: int = 5, warmup: int = 1, fixed_length: bool = True, threads: int | None = None) -> dict:
+    """Median seconds per ``generate`` call of each model, and its speedup over the first model."""
+    if threads:
+        torch.set_num_threads(threads)
+    enc = _inputs(tokenizer, sources, batch_size, max_source_length)
+    for model in models.values():
+        model.eval()
+        for _ in range(warmup):
+            _generate_once(model, enc, max_new_tokens, num_beams, fixed_length)
+    times = {name: [] for name in models}
+    for _ in range(repeats):
+        for name, model in models.items():
+            times[name].append(_generate_once(model, enc, max_new_tokens, num_beams, fixed_length))
+    base = next(iter(models))
+    med = {name: statistics.median(ts) for name, ts in times.items()}
+    return {"setting": {"batch_size": batch_size, "num_beams": num_beams, "max_new_tokens": max_new_tokens,
+                        "source_tokens": int(enc["input_ids"].shape[1]), "repeats": repeats,
+                        "fixed_length": fixed_length, "threads": torch.get_num_threads()},
+            "seconds": med, "speedup": {name: med[base] / med[name] for name in models}}
+
+
+@torch.no_grad()
+def stack_share(model: nn.Module, tokenizer, sources: list[str], batch_size: int = 8, num_beams: int = 1,
+                max_new_tokens: int = 16, max_source_length: int = 128, repeats: int = 3) -> dict:
+    """Seconds spent in the encoder and decoder stacks during ``generate`` (forward hooks on the
+    first / last layer of each stack) and their share of the total."""
+    stacks = get_adapter(model).stacks(model)
+    spent = {name: 0.0 for name in stacks}
+    starts: dict[str, float] = {}
+    handles = []
+    for name, layers in stacks.items():
+        handles.append(layers[0].register_forward_pre_hook(lambda m, a, n=name: starts.__setitem__(n, time.perf_counter())))
+        handles.append(layers[-1].register_forward_hook(
+            lambda m, a, o, n=name: spent.__setitem__(n, spent[n] + time.perf_counter() - starts[n])))
+    enc = _inputs(tokenizer, sources, batch_size, max_source_length)
+    total = 0.0
+    try:
+        _generate_once(model, enc, max_new_tokens, num_beams, True)
+        spent = {name: 0.0 for name in stacks}
+        for _ in range(repeats):
+            total += _generate_once(model, enc, max_new_tokens, num_beams, True)
+    finally:
+        for h in handles:
+            h.remove()
+    out = {f"{name}_seconds": s / repeats for name, s in spent.items()}
+    out["total_seconds"] = total / repeats
+    for name, s in spent.items():
+        out[f"{name}_share"] = s / total if total else 0.0
+    out["other_share"] = 1.0 - sum(s for s in spent.values()) / total if total else 0.0
+    return out
+
+
+@torch.no_grad()
+def layer_profile(model: nn.Module, seq_lengths=(16, 32, 64, 128, 256), head_fractions=(1.0, 0.5, 0.25),
+                  ffn_fractions=(1.0, 0.5, 0.25), batch_size: int = 8, repeats: int = 5) -> list[dict]:
+    """Milliseconds per forward of encoder layer 0, narrowed to each (head, FFN) width, by length."""
+    adapter = get_adapter(model)
+    rows = []
+    for hf in head_fractions:
+        for ff in ffn_fractions:
+            small = copy.deepcopy(model).eval()
+            heads = {s.key: list(range(max(1, round(s.num_heads * hf)))) for s in adapter.attention_sites(small)
+                     if s.stack == "encoder" and s.layer == 0}
+            units = {s.key: list(range(max(1, round(s.width * ff)))) for s in adapter.ffn_sites(small)
+                     if s.stack == "encoder" and s.layer == 0}
+            surgery.prune_heads(small, heads)
+            surgery.prune_ffn(small, units)
+            layer = adapter.stacks(small)["encoder"][0]
+            site = next(s for s in adapter.attention_sites(small) if s.stack == "encoder" and s.layer == 0)
+            ffn_site = next(s for s in adapter.ffn_sites(small) if s.stack == "encoder" and s.layer == 0)
+            hidden = ffn_site.output.get().out_features
+            for length in seq_lengths:
+                x = torch.randn(batch_size, length, hidden)
+                layer(x)
+                times = []
+                for _ in range(repeats):
+                    start = time.perf_counter()
+                    layer(x)
+                    times.append(time.perf_counter() - start)
+                rows.append({"heads": site.num_heads, "ffn": ffn_site.width, "seq_len": length,
+                             "ms": 1000 * statistics.median(times)})
+    return rows
