@@ -30,6 +30,8 @@ def get_adapter(model: nn.Module) -> "Adapter":
     """The adapter for ``model`` (by ``config.model_type``); a clear error for unsupported families."""
     model_type = getattr(getattr(model, "config", None), "model_type", None)
     if model_type not in _ADAPTERS:
+        from . import seq2seq  # noqa: F401  registers the encoder-decoder families on first need
+    if model_type not in _ADAPTERS:
         raise UnsupportedModelError(
             f"no forgetless adapter for model_type {model_type!r}; supported: {', '.join(sorted(_ADAPTERS))}"
         )
@@ -65,6 +67,10 @@ class Adapter(ABC):
 
     def after_head_prune(self, site: AttentionSite, keep: list[int]) -> None:
         """Update attributes of the attention module that record the head count."""
+
+    def before_layer_drop(self, model: nn.Module, stack: str, keep: list[int]) -> None:
+        """Move state a dropped layer shares with the stack (e.g. T5's relative position bias, owned by
+        layer 0) to a kept layer; called before the layers are removed."""
 
     def after_layer_drop(self, model: nn.Module, stack: str, keep: list[int]) -> None:
         """Renumber layer indices and update the config after layers were dropped."""

@@ -69,6 +69,7 @@ def drop_layers(model: nn.Module, stack: str, keep: list[int]) -> nn.Module:
         raise ConfigError(f"cannot drop every layer of {stack!r}: keep at least one")
     if keep[0] < 0 or keep[-1] >= n:
         raise ConfigError(f"layer index out of range for {stack!r} with {n} layers: {keep}")
+    adapter.before_layer_drop(model, stack, keep)
     kept = nn.ModuleList([layers[stack][i] for i in keep])
     layers[stack]._modules.clear()
     for i, layer in enumerate(kept):
