@@ -32,10 +32,11 @@ from .report import write_report
 from .trainer import Seq2SeqTrainConfig, train_seq2seq
 
 
-def _train_config(epochs, batch_size, learning_rate, max_source_length, max_target_length, seed, progress):
+def _train_config(epochs, batch_size, learning_rate, max_source_length, max_target_length, seed, progress,
+                  freeze_embeddings=False):
     return Seq2SeqTrainConfig(epochs=epochs, batch_size=batch_size, learning_rate=learning_rate,
                               max_source_length=max_source_length, max_target_length=max_target_length,
-                              seed=seed, progress=progress)
+                              seed=seed, progress=progress, freeze_embeddings=freeze_embeddings)
 
 
 def _layers(model) -> dict:
@@ -51,7 +52,7 @@ def train_teacher(model: str = "minilm", task: str = "synthetic", output_dir: st
                   data_dir=None, epochs: float = 3.0, n_train: int | None = None, n_dev: int | None = None,
                   batch_size: int = 16, learning_rate: float = 5e-5, max_source_length: int = 128,
                   max_target_length: int = 32, max_new_tokens: int = 32, seed: int = 0, progress: bool = False,
-                  task_obj=None):
+                  freeze_embeddings: bool = False, task_obj=None):
     """Fine-tune ``model`` on ``task`` and save it to ``output_dir`` (reused if already there).
     Returns ``(model, tokenizer, task)``."""
     output_dir = Path(output_dir)
@@ -60,7 +61,8 @@ def train_teacher(model: str = "minilm", task: str = "synthetic", output_dir: st
         teacher, tokenizer = io.load_model(output_dir)
         return teacher, tokenizer, task
     base, tokenizer = build_model(model, task.tokenizer, max_new_tokens)
-    config = _train_config(epochs, batch_size, learning_rate, max_source_length, max_target_length, seed, progress)
+    config = _train_config(epochs, batch_size, learning_rate, max_source_length, max_target_length, seed, progress,
+                           freeze_embeddings)
     teacher = train_seq2seq(base, tokenizer, task.train, output_dir.parent / f".{output_dir.name}-work", config)
     io.save_model(teacher, output_dir, tokenizer, metadata={"task": task.name, "protocol": task.protocol,
                                                              "train_examples": len(task.train), "epochs": epochs})
@@ -78,7 +80,8 @@ def run_compress(method: str = "nash", model: str = "minilm", teacher: str | Non
                  lambda_dec: float = 0.001, kd_temperature: float = 1.0, kd_direction: str = "forward",
                  l0_learning_rate: float = 0.01, init_droprate: float = 0.5, sparsity_warmup: float = 0.5,
                  speed_batch_size: int = 8, speed_beams: int = 1, speed_new_tokens: int = 16, speed_repeats: int = 5,
-                 teacher_eval: dict | None = None, progress: bool = False, threads: int | None = None) -> dict:
+                 teacher_eval: dict | None = None, progress: bool = False, threads: int | None = None,
+                 freeze_embeddings: bool = False) -> dict:
     """Compress with ``method`` (``nash`` or ``cofi``) and write model + report to ``output_dir``.
     ``threads``: torch CPU threads (1 is much faster for tiny models on a shared machine)."""
     if threads:
@@ -94,7 +97,7 @@ def run_compress(method: str = "nash", model: str = "minilm", teacher: str | Non
                                                        max_source_length=max_source_length,
                                                        max_target_length=max_target_length,
                                                        max_new_tokens=max_new_tokens, seed=seed, progress=progress,
-                                                       task_obj=task_obj)
+                                                       freeze_embeddings=freeze_embeddings, task_obj=task_obj)
     recipe_cls, config_cls = RECIPES[method]
     common = dict(lambda_enc=lambda_enc, lambda_dec=lambda_dec, kd_temperature=kd_temperature,
                   kd_direction=kd_direction, l0_learning_rate=l0_learning_rate, init_droprate=init_droprate,
@@ -106,7 +109,7 @@ def run_compress(method: str = "nash", model: str = "minilm", teacher: str | Non
         config = config_cls(sparsity=sparsity, **common)
     recipe = recipe_cls(config)
     train_cfg = lambda epochs: _train_config(epochs, batch_size, learning_rate, max_source_length,  # noqa: E731
-                                             max_target_length, seed, progress)
+                                             max_target_length, seed, progress, freeze_embeddings)
     student = recipe.prepare(teacher_model)
     steps = math.ceil(len(task_obj.train) / batch_size) * prune_epochs
     student = train_seq2seq(student, tokenizer, task_obj.train, output_dir / "work" / "prune", train_cfg(prune_epochs),

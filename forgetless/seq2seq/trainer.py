@@ -43,6 +43,7 @@ class Seq2SeqTrainConfig:
     save_steps: int = 500
     logging_steps: int = 50
     progress: bool = False
+    freeze_embeddings: bool = False  # CPU budget: no gradients / Adam state for the vocabulary matrices
 
     def __post_init__(self):
         if self.epochs <= 0 and self.max_steps <= 0:
@@ -142,11 +143,21 @@ class Seq2SeqDistillTrainer(transformers.Trainer):
         super().log(logs, *args, **kwargs)
 
 
+def freeze_embeddings(model: nn.Module) -> None:
+    """Stop training the token embeddings and the (often tied) output projection."""
+    for module in (model.get_input_embeddings(), model.get_output_embeddings(),
+                   model.get_encoder().get_input_embeddings()):
+        if module is not None:
+            module.requires_grad_(False)
+
+
 def train_seq2seq(model: nn.Module, tokenizer, train: PairSet, output_dir: str | Path,
                   config: Seq2SeqTrainConfig, teacher: nn.Module | None = None, spec: DistillSpec | None = None,
                   callbacks: list | None = None, resume: bool = True) -> nn.Module:
     """Train ``model`` on ``train`` (checkpoints in ``output_dir``; a rerun resumes from the last)."""
     transformers.set_seed(config.seed)
+    if config.freeze_embeddings:
+        freeze_embeddings(model)
     eos = model.generation_config.eos_token_id
     eos = eos[0] if isinstance(eos, list) else eos
     rows = encode_pairs(train, tokenizer, eos, config.max_source_length, config.max_target_length)
