@@ -28,7 +28,7 @@ def resolve_model_path(name_or_path: str) -> str:
 
 
 def load_classifier(name_or_path: str, label_names: list[str], device: str = "cpu",
-                    trust_remote_code: bool = False, attn_implementation: str = "sdpa"):
+                    trust_remote_code: bool = False, attn_implementation: str = "sdpa", seed: int = 0):
     """A sequence classifier with ``len(label_names)`` outputs, and its tokenizer.
 
     A forgetless folder is reloaded as saved (its label count must match); a plain folder or hub
@@ -43,6 +43,7 @@ def load_classifier(name_or_path: str, label_names: list[str], device: str = "cp
         return model, tokenizer
     _check_source(path)
     id2label = dict(enumerate(label_names))
+    transformers.set_seed(seed)
     try:
         model = transformers.AutoModelForSequenceClassification.from_pretrained(
             path, num_labels=len(label_names), id2label=id2label, label2id={v: k for k, v in id2label.items()},

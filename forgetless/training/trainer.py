@@ -91,6 +91,7 @@ def training_arguments(output_dir: str | Path, config: TrainConfig) -> transform
         disable_tqdm=not config.progress,
         use_cpu=not torch.cuda.is_available(),
         dataloader_num_workers=0,
+        ddp_find_unused_parameters=False,
     )
 
 

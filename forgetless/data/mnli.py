@@ -1,0 +1,75 @@
+"""mnli-small → HANS: the offline protocol of the data README.
+
+Train on a seeded, stratified 80% of MNLI dev matched, keep the other 20% as the in-distribution
+dev set; HANS (McCoy et al. 2019) is the challenge set, where the 3-way predictions collapse to
+entailment vs non-entailment. Gururangan et al. (2018) hardness gives ground-truth easy/hard
+flags for every MNLI row (hard = a hypothesis-only model gets it wrong).
+"""
+from __future__ import annotations
+
+import csv
+
+from ..errors import DataError
+from .files import read_table, require_columns
+from .task import ExampleSet, Task, labels_from_names, stratified_split
+
+MNLI_LABELS = ["entailment", "neutral", "contradiction"]
+HANS_LABELS = ["entailment", "non-entailment"]
+MNLI_TO_HANS = {0: 0, 1: 1, 2: 1}  # neutral and contradiction both count as non-entailment
+
+MNLI_FILE = "mnli/dev_matched_mccoy_berts_of_a_feather.tsv"
+HARDNESS_FILE = "mnli_hard/mnli_validation_matched_hardness.csv"
+HANS_FILE = "hans/hans_evaluation_set_30k.tsv"
+
+
+def read_mnli_dev(data_dir) -> ExampleSet:
+    path = data_dir / MNLI_FILE
+    rows = read_table(path, quoting=csv.QUOTE_NONE)
+    require_columns(rows, ["premise", "hypothesis", "gold_label"], str(path))
+    hardness_path = data_dir / HARDNESS_FILE
+    hardness = read_table(hardness_path)
+    require_columns(hardness, ["idx", "hardness"], str(hardness_path))
+    if len(hardness) != len(rows):
+        raise DataError(f"{hardness_path}: {len(hardness)} rows but {path} has {len(rows)}; they must align")
+    return ExampleSet(
+        "mnli_dev_matched", [r["premise"] for r in rows],
+        labels_from_names([r["gold_label"] for r in rows], MNLI_LABELS, str(path)), MNLI_LABELS,
+        text_b=[r["hypothesis"] for r in rows],
+        hard=[r["hardness"].strip() == "1" for r in hardness], source=str(path),
+    )
+
+
+def read_hans(data_dir) -> ExampleSet:
+    path = data_dir / HANS_FILE
+    rows = read_table(path, quoting=csv.QUOTE_NONE)
+    require_columns(rows, ["gold_label", "sentence1", "sentence2", "heuristic"], str(path))
+    return ExampleSet(
+        "hans", [r["sentence1"] for r in rows],
+        labels_from_names([r["gold_label"] for r in rows], HANS_LABELS, str(path)), HANS_LABELS,
+        text_b=[r["sentence2"] for r in rows], groups=[r["heuristic"] for r in rows],
+        prediction_map=MNLI_TO_HANS, source=str(path),
+    )
+
+
+def mnli_small_task(data_dir, seed: int = 0, train_fraction: float = 0.8) -> Task:
+    from .tasks import resolve_data_dir
+
+    data_dir = resolve_data_dir(data_dir)
+    mnli = read_mnli_dev(data_dir)
+    train_idx, dev_idx = stratified_split(mnli.labels, train_fraction, seed)
+    return Task(
+        "mnli-small", MNLI_LABELS, mnli.subset(train_idx, "train"), mnli.subset(dev_idx, "dev"),
+        {"hans": read_hans(data_dir)},
+        protocol=(f"mnli-small → HANS: seeded (seed {seed}) stratified {train_fraction:.0%}/"
+                  f"{1 - train_fraction:.0%} split of MNLI dev matched ({len(mnli)} rows); HANS 30k challenge "
+                  "(3-way → entailment / non-entailment); hard/easy = Gururangan et al. 2018 hardness"),
+    )
+
+
+def _register():
+    from .tasks import TASKS
+
+    TASKS.register("mnli-small")(mnli_small_task)
+
+
+_register()

@@ -1,0 +1,119 @@
+"""Task registry: built-in synthetic task, real offline protocols from a data folder, local files,
+Hugging Face hub datasets. ``load_task`` also applies seeded size caps to train / eval sets."""
+from __future__ import annotations
+
+import importlib
+import os
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from ..errors import ConfigError, DataError
+from ..registry import Registry
+from .files import read_example_set
+from .synthetic import synthetic_shortcut_task
+from .task import ExampleSet, Task
+
+TASKS: Registry[Callable[..., Task]] = Registry("task")
+DATA_DIR_ENV = "FORGETLESS_DATA_DIR"
+
+
+def resolve_data_dir(data_dir: str | None) -> Path:
+    """``--data-dir``, else ``$FORGETLESS_DATA_DIR``; it must exist."""
+    value = data_dir or os.environ.get(DATA_DIR_ENV)
+    if not value:
+        raise DataError(f"this task reads real data: pass --data-dir (e.g. ../shared/data) or set {DATA_DIR_ENV}")
+    path = Path(value).expanduser()
+    if not path.is_dir():
+        raise DataError(f"data folder {path} does not exist")
+    return path
+
+
+def capped(examples: ExampleSet, size: int | None, seed: int) -> ExampleSet:
+    """A seeded random subset of at most ``size`` examples, stratified by label (and group if any)."""
+    if not size or size >= len(examples):
+        return examples
+    if size < 1:
+        raise ConfigError(f"size cap must be >= 1, got {size}")
+    rng = np.random.default_rng(seed)
+    keys = [(y, g) for y, g in zip(examples.labels, examples.groups or [None] * len(examples))]
+    strata: dict = {}
+    for i, key in enumerate(keys):
+        strata.setdefault(key, []).append(i)
+    picked = []
+    for key in sorted(strata, key=str):
+        idx = strata[key]
+        take = int(round(size * len(idx) / len(examples)))
+        picked.extend(rng.permutation(idx)[:take].tolist())
+    return examples.subset(sorted(picked))
+
+
+def load_task(name: str, data_dir: str | None = None, seed: int = 0, train_size: int | None = None,
+              eval_size: int | None = None, **options) -> Task:
+    """Build task ``name``; ``train_size`` / ``eval_size`` cap the training set and each evaluation
+    set (seeded, stratified). Unknown task names or options are errors."""
+    builder = TASKS.get(name)
+    options = {k: v for k, v in options.items() if v is not None}
+    try:
+        task = builder(data_dir=data_dir, seed=seed, **options)
+    except TypeError as exc:
+        raise ConfigError(f"task {name!r}: bad options {sorted(options)} ({exc})") from exc
+    task.train = capped(task.train, train_size, seed)
+    task.dev = capped(task.dev, eval_size, seed + 1)
+    task.challenges = {k: capped(v, eval_size, seed + 2) for k, v in task.challenges.items()}
+    caps = [f"train capped to {len(task.train)}" if train_size else "",
+            f"eval sets capped to {eval_size} (seeded, stratified)" if eval_size else ""]
+    task.protocol = "; ".join([task.protocol] + [c for c in caps if c])
+    return task
+
+
+@TASKS.register("synthetic")
+def _synthetic(data_dir=None, seed: int = 0, n_train: int = 2000, n_dev: int = 500, n_challenge: int = 600,
+               hard_fraction: float = 0.1) -> Task:
+    return synthetic_shortcut_task(n_train, n_dev, n_challenge, hard_fraction, seed)
+
+
+@TASKS.register("files")
+def _files(data_dir=None, seed: int = 0, train: str | None = None, dev: str | None = None,
+           challenge: dict[str, str] | None = None, text_a: str = "sentence1", text_b: str | None = "sentence2",
+           label: str = "label", labels: list[str] | None = None, hard: str | None = None) -> Task:
+    """Local files: ``train``/``dev`` paths, ``challenge`` {name: path}, column names and label names."""
+    if not train or not dev:
+        raise ConfigError("task 'files' needs --train FILE and --dev FILE")
+    if not labels:
+        raise ConfigError("task 'files' needs --labels NAME,NAME,... (label names in id order)")
+    read = lambda path, name, h=hard: read_example_set(path, name, text_a, label, labels, text_b, h)  # noqa: E731
+    challenges = {cname: read(path, cname) for cname, path in (challenge or {}).items()}
+    return Task("files", labels, read(train, "train"), read(dev, "dev"), challenges,
+                protocol=f"local files: train {train}, dev {dev}, challenge {challenge or {}}")
+
+
+@TASKS.register("hub")
+def _hub(data_dir=None, seed: int = 0, dataset: str | None = None, subset: str | None = None,
+         train_split: str = "train", dev_split: str = "validation", challenge: dict[str, str] | None = None,
+         text_a: str = "sentence1", text_b: str | None = "sentence2", label: str = "label",
+         labels: list[str] | None = None) -> Task:
+    """A Hugging Face hub dataset (needs network access); ``challenge`` maps names to splits."""
+    if not dataset or not labels:
+        raise ConfigError("task 'hub' needs --dataset ID and --labels NAME,NAME,...")
+    import datasets
+
+    from .files import example_set_from_rows
+
+    def split(name, split_name):
+        rows = [dict(r) for r in datasets.load_dataset(dataset, subset, split=split_name)]
+        return example_set_from_rows(rows, name, f"{dataset}:{split_name}", text_a, label, labels, text_b)
+
+    challenges = {name: split(name, s) for name, s in (challenge or {}).items()}
+    return Task(dataset, labels, split("train", train_split), split("dev", dev_split), challenges,
+                protocol=f"hub dataset {dataset} ({subset or 'default'})")
+
+
+# Real-data protocols live in their own modules and register themselves on import.
+for _module in ("mnli", "glue"):
+    try:
+        importlib.import_module(f"{__package__}.{_module}")
+    except ModuleNotFoundError as exc:
+        if exc.name != f"{__package__}.{_module}":
+            raise

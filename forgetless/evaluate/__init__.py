@@ -1,0 +1,1 @@
+"""Evaluation: accuracy per set, F_bias, hard vs easy, parameters, speed."""

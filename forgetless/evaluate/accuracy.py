@@ -1,0 +1,55 @@
+"""Accuracy of a classifier on every set of a task, with n, per-group and hard/easy breakdowns."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..data.task import ExampleSet, Task
+from .bias import pooled_accuracy
+from .predict import predict_logits
+
+
+def set_metrics(examples: ExampleSet, task_predictions: np.ndarray) -> dict:
+    """Accuracy (fraction), n, label distribution of predictions, and breakdowns where known."""
+    predictions = examples.map_predictions(task_predictions)
+    labels = np.asarray(examples.labels)
+    correct = predictions == labels
+    result = {
+        "accuracy": float(correct.mean()),
+        "n": int(len(labels)),
+        "predicted_share": {name: float((predictions == i).mean()) for i, name in enumerate(examples.label_names)},
+        "per_label": {name: _acc(correct[labels == i]) for i, name in enumerate(examples.label_names)},
+    }
+    if examples.hard is not None:
+        hard = np.asarray(examples.hard, dtype=bool)
+        result["hard"] = {"accuracy": _acc(correct[hard]), "n": int(hard.sum())}
+        result["easy"] = {"accuracy": _acc(correct[~hard]), "n": int((~hard).sum())}
+        if hard.any() and (~hard).any():
+            result["easy_hard_gap"] = result["easy"]["accuracy"] - result["hard"]["accuracy"]
+    if examples.groups is not None:
+        groups = np.asarray(examples.groups)
+        result["groups"] = {}
+        for g in sorted(set(examples.groups)):
+            mask = groups == g
+            entry = {"accuracy": _acc(correct[mask]), "n": int(mask.sum())}
+            for i, name in enumerate(examples.label_names):  # per group and gold label (HANS style)
+                sub = mask & (labels == i)
+                if sub.any():
+                    entry[name] = _acc(correct[sub])
+            result["groups"][g] = entry
+    return result
+
+
+def evaluate_task(model, tokenizer, task: Task, batch_size: int = 64, max_length: int = 128,
+                  progress: bool = True) -> dict:
+    """Metrics for dev and every challenge set, plus the pooled challenge accuracy."""
+    sets = {}
+    for name, examples in task.eval_sets().items():
+        logits = predict_logits(model, tokenizer, examples, batch_size, max_length, progress, f"eval {name}")
+        sets[name] = set_metrics(examples, logits.argmax(-1))
+    pooled = [(sets[name]["accuracy"], sets[name]["n"]) for name in task.pooled if name in sets]
+    return {"sets": sets, "challenge_pooled": pooled_accuracy(pooled) if pooled else None,
+            "pooled_sets": task.pooled}
+
+
+def _acc(correct: np.ndarray) -> float | None:
+    return float(correct.mean()) if len(correct) else None

@@ -1,0 +1,36 @@
+"""Parameter counts (total, inside the transformer layers, non-zero) and on-disk size."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from torch import nn
+
+from ..models.adapters import get_adapter
+
+
+def parameter_counts(model: nn.Module) -> dict:
+    """Counts read from the modules: every distinct tensor once (tied weights are not doubled)."""
+    seen, total, nonzero = set(), 0, 0
+    for p in model.parameters():
+        if id(p) in seen:
+            continue
+        seen.add(id(p))
+        total += p.numel()
+        nonzero += int((p != 0).sum())
+    adapter = get_adapter(model)
+    layers = adapter.layer_parameters(model)
+    prunable = [lin.weight for _, lin in adapter.prunable_linears(model)]
+    prunable_total = sum(w.numel() for w in prunable)
+    prunable_zero = sum(int((w == 0).sum()) for w in prunable)
+    return {
+        "total": total,
+        "layers": layers,
+        "nonzero": nonzero,
+        "prunable_weights": prunable_total,
+        "prunable_sparsity": prunable_zero / prunable_total if prunable_total else 0.0,
+    }
+
+
+def disk_size(path: str | Path) -> int:
+    """Bytes of every file below ``path``."""
+    return sum(f.stat().st_size for f in Path(path).rglob("*") if f.is_file())

@@ -1,0 +1,70 @@
+"""Inference speed of base vs compressed model, measured side by side in one run.
+
+Both models see the same inputs; repeats alternate between the two so drift in machine load
+hits both alike. Each timing is the median of ``repeats`` after ``warmup`` runs. The report keeps
+batch size, sequence length, thread count and device with the ratio.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import asdict, dataclass
+
+import torch
+
+from ..errors import ConfigError
+
+
+@dataclass
+class SpeedConfig:
+    batch_size: int = 32
+    seq_len: int = 128
+    warmup: int = 2
+    repeats: int = 5
+    latency_batch: int = 1  # batch size for the single-request latency figure
+
+    def __post_init__(self):
+        if self.batch_size < 1 or self.seq_len < 2 or self.repeats < 1 or self.warmup < 0:
+            raise ConfigError("speed: batch_size >= 1, seq_len >= 2, repeats >= 1, warmup >= 0 required")
+
+
+def _inputs(model, batch: int, seq_len: int, seed: int = 0) -> dict:
+    generator = torch.Generator().manual_seed(seed)
+    vocab = model.config.vocab_size
+    ids = torch.randint(5, vocab, (batch, seq_len), generator=generator)
+    device = next(model.parameters()).device
+    return {"input_ids": ids.to(device), "attention_mask": torch.ones_like(ids).to(device)}
+
+
+@torch.inference_mode()
+def _time(model, inputs) -> float:
+    start = time.perf_counter()
+    model(**inputs)
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+    return time.perf_counter() - start
+
+
+def compare_speed(base, compressed, config: SpeedConfig | None = None, progress: bool = True) -> dict:
+    """Median latency (batch ``latency_batch``) and throughput (batch ``batch_size``) of both
+    models, and compressed/base ratios (speedup = base time / compressed time)."""
+    config = config or SpeedConfig()
+    base.eval()
+    compressed.eval()
+    result = {"config": asdict(config), "threads": torch.get_num_threads(),
+              "device": str(next(base.parameters()).device)}
+    for label, batch in (("latency", config.latency_batch), ("throughput", config.batch_size)):
+        inputs = _inputs(base, batch, config.seq_len)
+        for _ in range(config.warmup):
+            _time(base, inputs)
+            _time(compressed, inputs)
+        base_times, comp_times = [], []
+        for _ in range(config.repeats):
+            base_times.append(_time(base, inputs))
+            comp_times.append(_time(compressed, inputs))
+        b, c = statistics.median(base_times), statistics.median(comp_times)
+        if label == "latency":
+            result["latency_ms"] = {"base": b * 1e3, "compressed": c * 1e3, "speedup": b / c}
+        else:
+            result["throughput_per_s"] = {"base": batch / b, "compressed": batch / c, "speedup": b / c}
+    return result

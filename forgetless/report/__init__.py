@@ -1,0 +1,1 @@
+"""Report cards: JSON (schema in ``card.py``) plus a Markdown rendering and plots."""

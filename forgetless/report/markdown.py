@@ -1,0 +1,129 @@
+"""Markdown rendering of a report card (see ``card.py`` for the schema)."""
+from __future__ import annotations
+
+
+def pct(value) -> str:
+    return "–" if value is None else f"{100 * value:.1f}"
+
+
+def delta(a, b) -> str:
+    return "–" if a is None or b is None else f"{100 * (b - a):+.1f}"
+
+
+def render_markdown(card: dict) -> str:
+    lines = [f"# forgetless report card: {card['task']['name']} · {card['method']['name']}", ""]
+    lines += [_verdict(card), ""]
+    lines += ["## Accuracy (%)", "", "| set | n | base | compressed | Δ pts |", "|---|---:|---:|---:|---:|"]
+    for name, entry in card["sets"].items():
+        b, c = entry["base"]["accuracy"], entry["compressed"]["accuracy"]
+        lines.append(f"| {name} | {entry['base']['n']} | {pct(b)} | {pct(c)} | {delta(b, c)} |")
+    ch = card["challenge"]
+    if ch["base"] is not None:
+        lines.append(f"| challenge pooled ({' + '.join(ch['sets'])}) | | {pct(ch['base'])} | {pct(ch['compressed'])} "
+                     f"| {delta(ch['base'], ch['compressed'])} |")
+    bias = card["bias"]
+    if bias["f_bias"] is not None or bias["gap_base"] is not None:
+        fb = "undefined (base gap is 0)" if bias["f_bias"] is None else f"**{bias['f_bias']:.3f}**"
+        lines += ["", "## Relative bias (Du et al. 2023, eq. 1)", "",
+                  f"gap = (acc_dev − acc_challenge) / acc_dev: base {bias['gap_base']:.3f}, "
+                  f"compressed {bias['gap_compressed']:.3f}; F_bias = gap_compressed / gap_base = {fb} "
+                  "(> 1: the compressed model leans more on shortcuts than the base model)."]
+    if card["hard_easy"]["base"]:
+        hb, hc = card["hard_easy"]["base"], card["hard_easy"]["compressed"]
+        lines += ["", f"## Hard vs easy on dev (n hard = {hb['n_hard']}, n easy = {hb['n_easy']})", "",
+                  "| | base | compressed | Δ pts |", "|---|---:|---:|---:|",
+                  f"| hard | {pct(hb['hard'])} | {pct(hc['hard'])} | {delta(hb['hard'], hc['hard'])} |",
+                  f"| easy | {pct(hb['easy'])} | {pct(hc['easy'])} | {delta(hb['easy'], hc['easy'])} |",
+                  f"| easy − hard gap | {pct(hb['gap'])} | {pct(hc['gap'])} | |"]
+    lines += _groups(card)
+    lines += _size(card) + _speed(card)
+    if card.get("robustness"):
+        lines += ["", "## Robustness", "", "```", _kv(card["robustness"]), "```"]
+    if card["notes"]:
+        lines += ["", "## Notes", ""] + [f"- {note}" for note in card["notes"]]
+    env = card["environment"]
+    lines += ["", "## Reproducibility", "",
+              f"- protocol: {card['task']['protocol']}",
+              f"- method config: `{card['method']['config']}`; objective `{card['method']['objective']}`; "
+              f"student init: {card['method']['student_init']}",
+              f"- seed {card['seed']}; command: `{card['command']}`",
+              f"- versions: {', '.join(f'{k} {v}' for k, v in env['versions'].items() if v)}",
+              f"- hardware: {env['hardware']['processor']}, {env['hardware']['cpu_count']} CPUs, "
+              f"{env['hardware']['torch_threads']} torch threads, GPU: {env['hardware']['gpu'] or 'none'}",
+              f"- created {env['created']}"]
+    lines += [""] + [f"![{p}]({p})" for p in card.get("plots", [])]
+    return "\n".join(lines) + "\n"
+
+
+def _verdict(card: dict) -> str:
+    dev = card["sets"]["dev"]
+    keep_dev = dev["compressed"]["accuracy"] / dev["base"]["accuracy"] if dev["base"]["accuracy"] else None
+    ch = card["challenge"]
+    text = f"Size: {card['params']['ratio']:.2f}× the base parameters"
+    if not card["method"]["structured"]:
+        text += f" ({card['params']['nonzero_ratio']:.2f}× non-zero)"
+    if card["speed"]["meaningful"]:
+        text += f", {card['speed']['throughput_per_s']['speedup']:.2f}× throughput"
+    text += f". Keeps {pct(keep_dev)}% of dev accuracy"
+    if ch["base"]:
+        text += f" and {pct(ch['compressed'] / ch['base'])}% of challenge accuracy"
+    f_bias = card["bias"]["f_bias"]
+    if f_bias is not None:
+        text += f"; F_bias {f_bias:.2f}"
+    return text + "."
+
+
+def _groups(card: dict) -> list[str]:
+    out = []
+    for name, entry in card["sets"].items():
+        groups_b, groups_c = entry["base"].get("groups"), entry["compressed"].get("groups")
+        if not groups_b or name == "dev" and len(groups_b) > 20:
+            continue
+        labels = entry["base"]["label_names"] if "label_names" in entry["base"] else list(entry["base"]["per_label"])
+        out += ["", f"## {name} by group (%; per gold label: base → compressed)", "",
+                "| group | n | base | compressed | " + " | ".join(labels) + " |",
+                "|---|---:|---:|---:|" + "---|" * len(labels)]
+        for g, b in groups_b.items():
+            c = groups_c[g]
+            per = " | ".join(f"{pct(b.get(l))} → {pct(c.get(l))}" if l in b else "–" for l in labels)
+            out.append(f"| {g} | {b['n']} | {pct(b['accuracy'])} | {pct(c['accuracy'])} | {per} |")
+    return out
+
+
+def _size(card: dict) -> list[str]:
+    b, c = card["params"]["base"], card["params"]["compressed"]
+    mb = lambda x: "–" if x is None else f"{x / 1e6:.1f} MB"  # noqa: E731
+    return ["", "## Size", "", "| | base | compressed | ratio |", "|---|---:|---:|---:|",
+            f"| parameters | {b['total']:,} | {c['total']:,} | {c['total'] / b['total']:.3f} |",
+            f"| in transformer layers | {b['layers']:,} | {c['layers']:,} | {c['layers'] / max(1, b['layers']):.3f} |",
+            f"| non-zero | {b['nonzero']:,} | {c['nonzero']:,} | {c['nonzero'] / b['nonzero']:.3f} |",
+            f"| prunable-weight sparsity | {pct(b['prunable_sparsity'])}% | {pct(c['prunable_sparsity'])}% | |",
+            f"| on disk | {mb(b.get('disk_bytes'))} | {mb(c.get('disk_bytes'))} | |"]
+
+
+def _speed(card: dict) -> list[str]:
+    s = card["speed"]
+    cfg = s["config"]
+    lines = ["", "## Speed (measured side by side in this run)", "",
+             "| | base | compressed | speedup |", "|---|---:|---:|---:|",
+             f"| latency, batch {cfg['latency_batch']} (ms) | {s['latency_ms']['base']:.1f} | "
+             f"{s['latency_ms']['compressed']:.1f} | {s['latency_ms']['speedup']:.2f}× |",
+             f"| throughput, batch {cfg['batch_size']} (examples/s) | {s['throughput_per_s']['base']:.1f} | "
+             f"{s['throughput_per_s']['compressed']:.1f} | {s['throughput_per_s']['speedup']:.2f}× |",
+             "", f"Sequence length {cfg['seq_len']}, median of {cfg['repeats']} after {cfg['warmup']} warm-up runs, "
+             f"{s['threads']} threads on {s['device']}."]
+    if not s["meaningful"]:
+        lines.append("This method zeroes weights without removing them: a dense model runs no faster, and any "
+                     "difference above is noise.")
+    return lines
+
+
+def _kv(data: dict, indent: str = "") -> str:
+    rows = []
+    for k, v in data.items():
+        if isinstance(v, dict):
+            rows.append(f"{indent}{k}:")
+            rows.append(_kv(v, indent + "  "))
+        else:
+            rows.append(f"{indent}{k}: {v:.4g}" if isinstance(v, float) else f"{indent}{k}: {v}")
+    return "\n".join(rows)

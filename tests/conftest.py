@@ -1,0 +1,70 @@
+"""Shared fixtures: tiny models built from configs (no download) and the bundled tokenizer."""
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+import transformers
+
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+transformers.logging.set_verbosity_error()
+
+
+def tiny_config(model_type: str, num_labels: int = 3, vocab_size: int = 120):
+    if model_type == "bert":
+        return transformers.BertConfig(vocab_size=vocab_size, hidden_size=32, num_hidden_layers=3, num_attention_heads=4,
+                                       intermediate_size=37, num_labels=num_labels, initializer_range=0.2)
+    if model_type == "roberta":
+        return transformers.RobertaConfig(vocab_size=vocab_size, hidden_size=32, num_hidden_layers=3,
+                                          num_attention_heads=4, intermediate_size=37, num_labels=num_labels,
+                                          pad_token_id=1, initializer_range=0.2)
+    if model_type == "distilbert":
+        return transformers.DistilBertConfig(vocab_size=vocab_size, dim=32, n_layers=3, n_heads=4, hidden_dim=37,
+                                             num_labels=num_labels, initializer_range=0.2)
+    raise ValueError(model_type)
+
+
+def tiny_classifier(model_type: str = "bert", num_labels: int = 3, seed: int = 0, vocab_size: int = 120):
+    torch.manual_seed(seed)
+    model = transformers.AutoModelForSequenceClassification.from_config(tiny_config(model_type, num_labels, vocab_size))
+    return model.eval()
+
+
+def batch(seed: int = 1, vocab_size: int = 120):
+    generator = torch.Generator().manual_seed(seed)
+    ids = torch.randint(5, vocab_size, (3, 11), generator=generator)
+    mask = torch.ones_like(ids)
+    mask[1, 7:] = 0
+    mask[2, 4:] = 0
+    return {"input_ids": ids, "attention_mask": mask}
+
+
+@pytest.fixture(scope="session")
+def minilm_tokenizer():
+    from forgetless.models.loading import resolve_model_path
+
+    return transformers.AutoTokenizer.from_pretrained(resolve_model_path("minilm"))
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory, minilm_tokenizer):
+    """A tiny BERT with the bundled WordPiece tokenizer, saved as a plain Hugging Face folder."""
+    path = tmp_path_factory.mktemp("tiny-bert")
+    config = transformers.BertConfig(vocab_size=minilm_tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2,
+                                     num_attention_heads=4, intermediate_size=64, max_position_embeddings=128)
+    torch.manual_seed(0)
+    transformers.BertModel(config).save_pretrained(path)
+    minilm_tokenizer.save_pretrained(path)
+    return str(path)
+
+
+SHARED_DATA = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data")
+
+
+@pytest.fixture(scope="session")
+def shared_data():
+    path = os.path.abspath(SHARED_DATA)
+    if not os.path.isdir(path):
+        pytest.skip("../shared/data is not present")
+    return path

@@ -1,0 +1,43 @@
+"""The command line: help, listings, and clear errors that lose nothing."""
+import pytest
+
+from forgetless.cli import main
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_list(capsys):
+    code, out, _ = run(capsys, "list")
+    assert code == 0
+    assert "magnitude" in out and "truncate" in out and "mnli-small" in out and "bert" in out
+
+
+def test_compress_help_lists_generated_method_options(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["compress", "--help"])
+    out = capsys.readouterr().out
+    assert exit_info.value.code == 0
+    assert "--sparsity" in out and "(magnitude)" in out and "--layers" in out and "--data-dir" in out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["compress", "--method", "magnitud"], "unknown compression method 'magnitud'.*Did you mean 'magnitude'"),
+    (["compress", "--method", "truncate", "--sparsity", "0.4"], "--sparsity does not apply to method 'truncate'"),
+    (["compress", "--method", "magnitude", "--sparsity", "1.5"], r"sparsity must be in \[0, 1\)"),
+    (["compress", "--objective", "nope"], "unknown objective 'nope'"),
+    (["compress", "--task", "mnli-small", "--data-dir", "/nonexistent"], "data folder /nonexistent does not exist"),
+    (["compress", "--task", "files"], "needs --train FILE and --dev FILE"),
+    (["compress", "--task", "nope"], "unknown task 'nope'"),
+    (["compress", "--model", "./no/such/folder"], "does not exist"),
+])
+def test_bad_input_is_one_clear_error(capsys, tmp_path, argv, message):
+    import re
+
+    code, _, err = run(capsys, *argv, "--out", str(tmp_path / "out"), "--no-progress")
+    assert code == 2
+    assert re.search(message, err), err
+    assert not (tmp_path / "out" / "model").exists()

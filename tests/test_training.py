@@ -1,0 +1,65 @@
+"""Trainer-based fine-tuning: interrupted runs resume from the last checkpoint; two processes work."""
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from transformers import TrainerCallback
+
+from forgetless.data.synthetic import synthetic_shortcut_task
+from forgetless.models.io import load_model
+from forgetless.models.loading import load_classifier
+from forgetless.training import TrainConfig, fine_tune
+
+
+class Crash(TrainerCallback):
+    def on_step_end(self, args, state, control, **kwargs):
+        if state.global_step == 5:
+            raise KeyboardInterrupt("simulated kill")
+
+
+def test_interrupted_run_resumes_and_matches_uninterrupted(tmp_path, tiny_model_dir):
+    task = synthetic_shortcut_task(n_train=96, n_dev=16, n_challenge=16)
+    config = TrainConfig(epochs=1, batch_size=8, save_steps=4, progress=False, learning_rate=1e-3)
+
+    model, tok = load_classifier(tiny_model_dir, task.label_names)
+    straight = fine_tune(model, tok, task.train, tmp_path / "straight", config)
+
+    torch.manual_seed(123)  # a different global RNG state must not matter after resume
+    model, tok = load_classifier(tiny_model_dir, task.label_names)
+    with pytest.raises(KeyboardInterrupt):
+        fine_tune(model, tok, task.train, tmp_path / "resumed", config, callbacks=[Crash()])
+    assert sorted(p.name for p in (tmp_path / "resumed").glob("checkpoint-*")) == ["checkpoint-4"]
+    model, tok = load_classifier(tiny_model_dir, task.label_names)
+    resumed = fine_tune(model, tok, task.train, tmp_path / "resumed", config)
+    state = json.loads((tmp_path / "resumed" / "checkpoint-12" / "trainer_state.json").read_text())
+    assert state["global_step"] == 12
+    for (name, a), (_, b) in zip(straight.state_dict().items(), resumed.state_dict().items()):
+        torch.testing.assert_close(a, b, atol=1e-6, rtol=0, msg=name)
+
+
+@pytest.mark.slow
+def test_two_process_training_with_accelerate(tmp_path, tiny_model_dir):
+    out = tmp_path / "ddp"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": ""}
+    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
+           "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
+           "--main_process_port", "29533", "-m", "forgetless.cli", "finetune", "--model", tiny_model_dir,
+           "--train-size", "128", "--epochs", "1", "--batch-size", "8", "--save-steps", "4", "--out", str(out),
+           "--no-progress"]
+    result = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=240)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "trained on 2 process(es)" in result.stdout
+    from forgetless.data.tasks import load_task
+
+    n_train = len(load_task("synthetic", train_size=128).train)
+    steps = math.ceil(n_train / (8 * 2))  # two processes share each epoch
+    checkpoints = sorted(int(p.name.split("-")[1]) for p in (out / "checkpoints").glob("checkpoint-*"))
+    assert checkpoints[-1] == steps
+    model, _ = load_model(out / "model")
+    assert json.loads((Path(out) / "model" / "forgetless.json").read_text())["metadata"]["world_size"] == 2
+    assert model.config.num_labels == 2
