@@ -19,11 +19,10 @@ arrived shouted smiled old young tall famous happy quiet clever tired certainly 
 probably""".split()
 
 
-def tiny_tokenizer(folder: Path) -> BertTokenizerFast:
-    folder.mkdir(parents=True, exist_ok=True)
+def tiny_tokenizer(folder: Path | None = None) -> BertTokenizerFast:
+    """A word-level BERT tokenizer covering the synthetic task's vocabulary (no [UNK] there)."""
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + sorted(set(WORDS))
-    (folder / "vocab.txt").write_text("\n".join(vocab) + "\n")
-    return BertTokenizerFast(vocab_file=str(folder / "vocab.txt"))
+    return BertTokenizerFast(vocab={word: i for i, word in enumerate(vocab)})
 
 
 def tiny_bert(tokenizer, seed: int = 0) -> BertForSequenceClassification:
@@ -36,9 +35,10 @@ def tiny_bert(tokenizer, seed: int = 0) -> BertForSequenceClassification:
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
     root = tmp_path_factory.mktemp("rmc")
-    tokenizer = tiny_tokenizer(root / "tok")
+    tokenizer = tiny_tokenizer()
     task = synthetic_shortcut_task(n_train=96, n_dev=32, n_challenge=32, hard_fraction=0.25, seed=0)
     train = TrainConfig(epochs=1, batch_size=16, max_length=32, save_steps=10 ** 6, progress=False)
+    assert tokenizer.unk_token_id not in tokenizer(task.train.text_a[0], task.train.text_b[0])["input_ids"]
     teacher = fine_tune(tiny_bert(tokenizer), tokenizer, task.train, root / "teacher", train, resume=False)
     first = root / "first-model"
     tiny_bert(tokenizer, seed=1).save_pretrained(first)

@@ -1,0 +1,85 @@
+"""Sweep over objectives × seeds × sparsities on a tiny BERT: tables, aggregation, plots, resume."""
+import json
+
+import pytest
+
+from forgetless.data.synthetic import synthetic_shortcut_task
+from forgetless.errors import ConfigError
+from forgetless.sweep import aggregate, parse_list, render_markdown, run_sweep
+from forgetless.training.trainer import TrainConfig
+from test_objectives_prepare import tiny_bert, tiny_tokenizer
+
+
+def _record(objective, seed, dev, challenge, f_bias, hard=None, easy=None):
+    base = {"dev": 0.9, "challenge": 0.6, "f_bias": 1.0, "hard": 0.5, "easy": 0.95, "groups": {"c/x/entailment": 1.0}}
+    return {"objective": objective, "sparsity": 0.4, "seed": seed, "base": base,
+            "compressed": {"dev": dev, "challenge": challenge, "f_bias": f_bias, "hard": hard, "easy": easy,
+                           "groups": {"c/x/entailment": dev}}}
+
+
+def test_aggregate_mean_and_sample_std():
+    summary = aggregate([_record("ce", 0, 0.8, 0.5, 1.2, 0.4, 0.9), _record("ce", 1, 0.6, 0.7, 1.4, 0.2, 0.7),
+                         _record("rmc", 0, 0.7, 0.6, None)])
+    ce, rmc = summary["rows"]
+    assert ce["dev"]["mean"] == pytest.approx(0.7) and ce["dev"]["std"] == pytest.approx(0.1414214, abs=1e-6)
+    assert ce["f_bias"]["mean"] == pytest.approx(1.3) and ce["hard"]["mean"] == pytest.approx(0.3)
+    assert rmc["f_bias"]["n"] == 0 and rmc["dev"]["std"] == 0.0
+    assert summary["base"]["dev"]["mean"] == pytest.approx(0.9)
+    assert ce["groups"]["c/x/entailment"]["mean"] == pytest.approx(0.7)
+
+
+def test_parse_list():
+    assert parse_list("ce, rmc") == ["ce", "rmc"] and parse_list("0.2,0.4", float) == [0.2, 0.4]
+    assert parse_list([0, 1], int) == [0, 1]
+
+
+def test_sweep_end_to_end_and_resume(tmp_path):
+    tokenizer = tiny_tokenizer()
+    model_dir = tmp_path / "tiny"
+    tiny_bert(tokenizer).save_pretrained(model_dir)
+    tokenizer.save_pretrained(model_dir)
+    task = synthetic_shortcut_task(n_train=64, n_dev=32, n_challenge=32, hard_fraction=0.25, seed=0)
+    train = TrainConfig(epochs=1, batch_size=16, max_length=32, save_steps=10 ** 6, progress=False)
+    kwargs = dict(objectives="ce,rmc", seeds="0,1", sparsities="0.5", model=str(model_dir), train=train,
+                  objective_options={"rmc": {"sparsities": "0.2,0.5", "recovery_epochs": 0}}, progress=False)
+    summary = run_sweep(task, tmp_path / "sweep", **kwargs)
+    assert [(r["objective"], r["sparsity"]) for r in summary["rows"]] == [("ce", 0.5), ("rmc", 0.5)]
+    assert all(r["dev"]["n"] == 2 for r in summary["rows"])
+    assert set(summary["difficulty"]) == {"0", "1"} and summary["difficulty"]["0"]["agreement"]["n"] == 64
+    out = tmp_path / "sweep"
+    assert json.loads((out / "sweep.json").read_text())["schema"] == "forgetless-sweep-1"
+    text = (out / "sweep.md").read_text()
+    assert "| rmc | 0.5 |" in text and "agreement" in text
+    for name in ("accuracy_vs_sparsity.png", "f_bias_per_objective.png", "hard_easy_per_objective.png"):
+        assert (out / name).stat().st_size > 1000
+    stamp = (out / "runs" / "ce-s0.5-seed0" / "report.json").stat().st_mtime_ns
+    again = run_sweep(task, tmp_path / "sweep", **kwargs)  # every run reused
+    assert (out / "runs" / "ce-s0.5-seed0" / "report.json").stat().st_mtime_ns == stamp
+    assert again["rows"][0]["dev"] == summary["rows"][0]["dev"]
+    assert render_markdown(again) == text
+
+
+def test_plots_for_several_sparsities(tmp_path):
+    from forgetless.report.rmc_plots import sweep_plots
+
+    records = []
+    for sparsity in (0.2, 0.5):
+        for objective in ("ce", "rmc"):
+            for seed in (0, 1):
+                r = _record(objective, seed, 0.8 - sparsity / 4 + seed / 50, 0.55, 1.1 + seed / 10, 0.4, 0.9)
+                r["sparsity"] = sparsity
+                records.append(r)
+    summary = aggregate(records)
+    summary.update({"task": {"name": "toy"}, "setup": {"method": "magnitude"}})
+    paths = sweep_plots(summary, tmp_path)
+    assert [p.name for p in paths] == ["accuracy_vs_sparsity.png", "f_bias_per_objective.png",
+                                       "hard_easy_per_objective.png"]
+    assert all(p.stat().st_size > 1000 for p in paths)
+
+
+def test_sweep_rejects_unknown_objective(tmp_path):
+    task = synthetic_shortcut_task(n_train=16, n_dev=8, n_challenge=8, seed=0)
+    with pytest.raises(ConfigError):
+        run_sweep(task, tmp_path, objectives="ce,nope")
+    with pytest.raises(ConfigError):
+        run_sweep(task, tmp_path, objectives="ce", objective_options={"rmc": {}})
