@@ -50,12 +50,14 @@ class L0Masks(nn.Module):
 
     ``layer_masks=True`` adds CoFi's per-sub-layer MHA and FFN masks. Holds the Lagrange
     multipliers λ1, λ2 (trained by gradient ascent). Call ``install(model)`` to apply the masks;
-    each training forward draws fresh samples, evaluation uses the deterministic values.
+    each training forward draws fresh samples, evaluation uses the deterministic values (reaching
+    ``target`` when set, exactly what ``finalize`` keeps).
     """
 
     def __init__(self, model: nn.Module, stacks: tuple[str, ...] = ("encoder",), layer_masks: bool = False,
-                 init_log_alpha: float = 3.0, heads: bool = True, ffn: bool = True):
+                 init_log_alpha: float = 3.0, heads: bool = True, ffn: bool = True, target: float | None = None):
         super().__init__()
+        self.target = target  # evaluation-mode masks are ``deterministic(target)``, as ``finalize`` uses
         adapter = get_adapter(model)
         self.stacks = tuple(stacks)
         self.layer_masks = layer_masks
@@ -163,7 +165,7 @@ class L0Masks(nn.Module):
         if training:
             return self._current
         if getattr(self, "_eval_cache", None) is None:
-            self._eval_cache = self.deterministic()
+            self._eval_cache = self.deterministic(self.target)
         return self._eval_cache
 
     def install(self, model: nn.Module) -> "L0Masks":

@@ -132,7 +132,8 @@ class Nash(_Recipe):
             surgery.drop_layers(student, "encoder", enc_keep)
         elif c.encoder_pruning == "l0" and c.encoder_sparsity > 0:
             self.target = c.encoder_sparsity
-            student.l0_masks = L0Masks(student, ("encoder",), init_log_alpha=c.init_log_alpha).install(student)
+            student.l0_masks = L0Masks(student, ("encoder",), init_log_alpha=c.init_log_alpha,
+                                       target=self.target).install(student)
         self.layers = {"encoder": enc_keep, "decoder": dec_keep}
         self.enc_pairs = list(enumerate(enc_keep))
         self.dec_pairs = list(enumerate(dec_keep))  # student layer ℓ ↔ teacher layer L_s[ℓ]
@@ -152,7 +153,7 @@ class Cofi(_Recipe):
         self.target = c.sparsity
         if c.sparsity > 0:
             student.l0_masks = L0Masks(student, ("encoder", "decoder"), layer_masks=True,
-                                       init_log_alpha=c.init_log_alpha).install(student)
+                                       init_log_alpha=c.init_log_alpha, target=self.target).install(student)
         self.layers = {name: list(range(len(layers))) for name, layers in stacks.items()}
         self.enc_pairs = [(i, i) for i in self.layers["encoder"]]
         self.dec_pairs = [(i, i) for i in self.layers["decoder"]]

@@ -112,11 +112,11 @@ def layer_profile(model: nn.Module, seq_lengths=(16, 32, 64, 128, 256), head_fra
             hidden = ffn_site.output.get().out_features
             for length in seq_lengths:
                 x = torch.randn(batch_size, length, hidden)
-                layer(x)
+                layer(x, attention_mask=None)
                 times = []
                 for _ in range(repeats):
                     start = time.perf_counter()
-                    layer(x)
+                    layer(x, attention_mask=None)
                     times.append(time.perf_counter() - start)
                 rows.append({"heads": site.num_heads, "ffn": ffn_site.width, "seq_len": length,
                              "ms": 1000 * statistics.median(times)})

@@ -97,16 +97,16 @@ class Seq2SeqDistillTrainer(transformers.Trainer):
             target_mask = labels != -100
             kd = kd_loss(outputs.logits, teacher_out.logits, target_mask, spec.kd_temperature, spec.kd_direction)
             loss = loss + spec.kd_weight * kd
-            self._extra["kd"] = float(kd)
+            self._extra["kd"] = float(kd.detach())
             if want_hidden and spec.enc_pairs and spec.lambda_enc > 0:
                 enc = hidden_mse(student_h.outputs["encoder"], teacher_h.outputs["encoder"], spec.enc_pairs,
                                  inputs.get("attention_mask"))
                 loss = loss + spec.lambda_enc * enc
-                self._extra["mse_enc"] = float(enc)
+                self._extra["mse_enc"] = float(enc.detach())
             if want_hidden and spec.dec_pairs and spec.lambda_dec > 0:
                 dec = hidden_mse(student_h.outputs["decoder"], teacher_h.outputs["decoder"], spec.dec_pairs, target_mask)
                 loss = loss + spec.lambda_dec * dec
-                self._extra["mse_dec"] = float(dec)
+                self._extra["mse_dec"] = float(dec.detach())
         elif not spec.ce_weight:
             loss = outputs.loss
         if self.masks is not None and model.training:
@@ -114,8 +114,9 @@ class Seq2SeqDistillTrainer(transformers.Trainer):
             expected = self.masks.expected_sparsity()
             reg = hc.lagrangian_term(expected, target, self.masks.lambda_1, self.masks.lambda_2)
             loss = loss + reg
-            self._extra.update(expected_sparsity=float(expected), target_sparsity=target,
-                               lambda_1=float(self.masks.lambda_1), lambda_2=float(self.masks.lambda_2))
+            self._extra.update(expected_sparsity=float(expected.detach()), target_sparsity=target,
+                               lambda_1=float(self.masks.lambda_1.detach()),
+                               lambda_2=float(self.masks.lambda_2.detach()))
         return (loss, outputs) if return_outputs else loss
 
     def create_optimizer(self, model=None):
