@@ -189,26 +189,50 @@ def michel_importance(model: nn.Module, batches: list[dict]) -> torch.Tensor:
 def fisher_scores(model: nn.Module, batches: list[dict]) -> torch.Tensor:
     """RAHP eq. 3: ``F_h = E_(x,y) ‖∇_θ_h J(x, y)‖₂²`` with J the cross-entropy of one example
     and θ_h the head's slices of the query, key, value (rows, biases included) and output
-    projection (columns). Per-example gradients: one backward per example."""
+    projection (columns). Exact per-example gradients from one batched backward: for a linear
+    layer ``y = W a + b`` the gradient of example i is ``Σ_t δ_it a_itᵀ`` (δ = ∂J_i/∂y), formed
+    per example from the captured inputs a and output gradients δ (padding has δ = 0)."""
     layout = head_layout(model)
-    sites = {s.key: s for s in get_adapter(model).attention_sites(model) if s.num_heads}
     offsets = layout.offsets()
     device = _device(model)
     total = torch.zeros(layout.total, dtype=torch.float64)
     count = 0
-    with scoring_mode(model, freeze=False):
-        params = [(key, p, dim, site.head_dim) for key, site in sites.items() for p, dim, _ in site.head_parameters()]
-        for batch in batches:
-            inputs = _inputs(batch, device)
-            for i in range(inputs["input_ids"].shape[0]):
-                one = {k: v[i:i + 1] for k, v in inputs.items()}
-                length = int(one["attention_mask"].sum()) if "attention_mask" in one else one["input_ids"].shape[1]
-                one = {k: v[:, :length] for k, v in one.items()}
-                loss = nn.functional.cross_entropy(model(**one).logits.float(), batch["labels"][i:i + 1].to(device))
-                grads = torch.autograd.grad(loss, [p for _, p, _, _ in params])
-                for (key, _, dim, head_dim), grad in zip(params, grads):
-                    pos = offsets[key]
-                    sq = head_sq_norms(grad.float(), dim, head_dim).double().cpu()
-                    total[pos:pos + sq.numel()] += sq
-                count += 1
+    captured: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+    handles, linears = [], []
+    for site in get_adapter(model).attention_sites(model):
+        if not site.num_heads:
+            continue
+        for role, slot in (("q", site.q), ("k", site.k), ("v", site.v), ("o", site.o)):
+            lin = slot.get()
+            linears.append((site.key, site.head_dim, role, lin))
+            handles.append(lin.register_forward_hook(
+                lambda m, args, out: captured.__setitem__(id(m), (args[0].detach(), out))))
+    try:
+        with scoring_mode(model, freeze=True):
+            for batch in batches:
+                captured.clear()
+                inputs = _inputs(batch, device)
+                ids = inputs.pop("input_ids")
+                # weights stay frozen; a grad-requiring input makes every projection output differentiable
+                embeds = model.get_input_embeddings()(ids).detach().requires_grad_(True)
+                logits = model(inputs_embeds=embeds, **inputs).logits.float()
+                loss = nn.functional.cross_entropy(logits, batch["labels"].to(device), reduction="sum")
+                outs = [captured[id(lin)][1] for *_, lin in linears]
+                deltas = torch.autograd.grad(loss, outs)
+                for (key, head_dim, role, lin), delta in zip(linears, deltas):
+                    a = captured[id(lin)][0].float()
+                    d = delta.float()
+                    grad_w = torch.einsum("bto,bti->boi", d, a)  # per-example weight gradients
+                    if role == "o":  # heads are input columns of the output projection
+                        sq = head_sq_norms(grad_w.transpose(1, 2), 1, head_dim)
+                    else:
+                        sq = head_sq_norms(grad_w, 1, head_dim)
+                        if lin.bias is not None:
+                            sq = sq + head_sq_norms(d.sum(dim=1), 1, head_dim)
+                    pos = offsets[key]  # sq: per-head sums over the batch's examples
+                    total[pos:pos + sq.numel()] += sq.double().cpu()
+                count += ids.shape[0]
+    finally:
+        for handle in handles:
+            handle.remove()
     return (total / max(count, 1)).float()
