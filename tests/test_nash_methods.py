@@ -1,0 +1,86 @@
+"""NASH / CoFi registered as compression methods (prepare → train → finalize through the method
+contract), encoder-pruning variants (Table 4), and bert2bert warm-started from the bundled MiniLM."""
+import copy
+
+import pytest
+import torch
+
+from forgetless.errors import ConfigError
+from forgetless.methods import METHODS, CompressionContext
+from forgetless.models import surgery
+from forgetless.models.adapters import get_adapter
+from forgetless.models.gates import Gates
+from forgetless.seq2seq.data import synthetic_task
+from forgetless.seq2seq.models import tiny_model
+from forgetless.seq2seq.nash import Nash, NashConfig
+from forgetless.training.trainer import TrainConfig
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def _tiny(kind="tiny-bert2bert"):
+    task = synthetic_task(32, 4, seed=1)
+    tok = task.tokenizer
+    torch.manual_seed(0)
+    model = tiny_model(kind, len(tok), pad=tok.pad_token_id, bos=tok.cls_token_id, eos=tok.sep_token_id).eval()
+    return task, tok, model
+
+
+@pytest.mark.parametrize("name, options", [("nash", {"decoder_layers": 2, "finetune_epochs": 0}),
+                                           ("cofi", {"sparsity": 0.4, "finetune_epochs": 0})])
+def test_registered_methods_compress(name, options, tmp_path):
+    task, tok, model = _tiny()
+    method = METHODS.get(name)(METHODS.make_config(name, options))
+    ctx = CompressionContext(task=task, tokenizer=tok, teacher=model, work_dir=tmp_path,
+                             train_config=TrainConfig(epochs=1, batch_size=16, max_length=64, learning_rate=1e-3))
+    student = method.compress(copy.deepcopy(model), ctx)
+    assert not hasattr(student, "l0_masks") and student.num_parameters() < model.num_parameters()
+    assert ctx.notes and name in ctx.notes[0]
+    if name == "nash":
+        assert surgery.model_shape(student)["layers"] == {"encoder": 4, "decoder": 2}
+    with pytest.raises(ConfigError):
+        METHODS.make_config(name, {"no_such_option": 1})
+
+
+def test_encoder_pruning_variants_and_errors():
+    _, _, model = _tiny("tiny-t5")
+    uniform = Nash(NashConfig(decoder_layers=2, encoder_pruning="uniform", encoder_sparsity=0.5)).prepare(model)
+    assert surgery.model_shape(uniform)["layers"] == {"encoder": 2, "decoder": 2}
+    none = Nash(NashConfig(decoder_layers=3, decoder_selection="high", encoder_pruning="none"))
+    student = none.prepare(model)
+    assert none.layers["decoder"] == [1, 2, 3] and not hasattr(student, "l0_masks")
+    assert none.dec_pairs == [(0, 1), (1, 2), (2, 3)]
+    for bad in ({"encoder_pruning": "random"}, {"encoder_sparsity": 1.0}, {"decoder_layers": 0}):
+        with pytest.raises(ConfigError):
+            NashConfig(**bad)
+
+
+def test_bert2bert_from_bundled_minilm_masked_equals_sliced():
+    from forgetless.models.seq2seq import load_seq2seq
+
+    model, tok = load_seq2seq("minilm")
+    model.eval()
+    assert model.config.decoder_start_token_id == tok.cls_token_id and model.config.eos_token_id == tok.sep_token_id
+    enc = tok(["who wrote the tweet about the weather", "a short one"], return_tensors="pt", padding=True)
+    adapter = get_adapter(model)
+    assert len(adapter.stacks(model)["decoder"]) == 6 and len(adapter.attention_sites(model)) == 18
+    heads = {("encoder", 2, "self"): [0, 5, 7], ("decoder", 1, "cross"): list(range(6)),
+             ("decoder", 4, "self"): [1, 2]}
+    kw = dict(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"], max_new_tokens=5, min_new_tokens=5,
+              do_sample=False)
+    with torch.no_grad(), Gates(model, ffn=False, layers=True) as gates:
+        for key, keep in heads.items():
+            gates.set_head_mask(key, keep)
+        gates.set_layer_mask("decoder", [0, 1, 4, 5])
+        ref = model.generate(**kw)
+    surgery.prune_heads(model, heads)
+    surgery.drop_layers(model, "decoder", [0, 1, 4, 5])
+    assert model.config.decoder.num_hidden_layers == 4
+    with torch.no_grad():
+        assert torch.equal(model.generate(**kw), ref)
