@@ -107,7 +107,7 @@ def main(argv=None) -> dict:
                           seq_lengths=(16, 32, 64, 128, 256), batch_size=8, max_new_tokens=a.speed_new_tokens,
                           source_length=a.max_source_length - 2, repeats=3, threads=a.threads)
     rows = {"teacher": {"eval": teacher_eval["dev"], "params": teacher.num_parameters(), "sparsity": 0.0,
-                        "layers": {"encoder": 6, "decoder": len(get_adapter(teacher).stacks(teacher)["decoder"])}}}
+                        "layers": {k: len(v) for k, v in get_adapter(teacher).stacks(teacher).items()}}}
     for name, rep in reports.items():
         method = rep["method"]
         row = rep["models"][method]
