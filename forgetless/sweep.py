@@ -228,7 +228,7 @@ def render_markdown(summary: dict) -> str:
     """Table-7-style table (accuracies in %, mean ± std over seeds) plus difficulty agreement."""
     lines = [f"# Sweep: {summary['task']['name']}", "", summary["task"]["protocol"], ""]
     setup = summary["setup"]
-    lines += [f"method {setup['method']} {setup['method_options']}; student init {setup['student_init']}; "
+    lines += [f"method {setup['method']} {setup['method_options'] or ''} (sparsity per row); student init {setup['student_init']}; "
               f"seeds {setup['seeds']}; training {setup['train']['epochs']:g} epochs "
               f"(teacher {setup['teacher_train']['epochs']:g}); train set {summary['task']['train']} examples; "
               f"eval sets {summary['task']['sets']}", ""]
@@ -241,8 +241,10 @@ def render_markdown(summary: dict) -> str:
                      f"{_fmt(row['f_bias'], percent=False)} | {_fmt(row['hard'])} | {_fmt(row['easy'])} |")
     groups = sorted(b.get("groups", {}))
     if groups:
+        one_set = len({g.split("/")[0] for g in groups}) == 1
+        headers = ["/".join(g.split("/")[1:]) if one_set else g for g in groups]
         lines += ["", "Challenge accuracy per group and gold label (%):", "",
-                  "| objective | sparsity | " + " | ".join(groups) + " |", "|---|---|" + "---|" * len(groups),
+                  "| objective | sparsity | " + " | ".join(headers) + " |", "|---|---|" + "---|" * len(groups),
                   "| base (teacher) | 0 | " + " | ".join(_fmt(b["groups"][g]) for g in groups) + " |"]
         for row in summary["rows"]:
             lines.append(f"| {row['objective']} | {row['sparsity']:g} | "
