@@ -40,6 +40,27 @@ def parse_list(value, cast=str) -> list:
     return [cast(str(v).strip()) for v in items if str(v).strip()]
 
 
+def distribute_options(objectives, options: dict | None) -> dict[str, dict]:
+    """Flat command-line objective options (``{"alpha": 0.3, "lam": 0.8}``) → per-objective options:
+    each option goes to every objective of the sweep whose config has that field. An option that
+    no objective of the sweep accepts is an error."""
+    import dataclasses
+
+    from .objectives import OBJECTIVES
+
+    out: dict[str, dict] = {}
+    for key, value in (options or {}).items():
+        if value is None:
+            continue
+        takers = [name for name in parse_list(objectives) if OBJECTIVES.config_class(name) is not None
+                  and key in {f.name for f in dataclasses.fields(OBJECTIVES.config_class(name))}]
+        if not takers:
+            raise ConfigError(f"objective option {key!r} applies to none of the objectives {parse_list(objectives)}")
+        for name in takers:
+            out.setdefault(name, {})[key] = value
+    return out
+
+
 def run_key(config) -> str:
     return hashlib.sha256(json.dumps(asdict(config), sort_keys=True, default=str).encode()).hexdigest()[:16]
 

@@ -28,6 +28,15 @@ def test_aggregate_mean_and_sample_std():
     assert ce["groups"]["c/x/entailment"]["mean"] == pytest.approx(0.7)
 
 
+def test_distribute_options():
+    from forgetless.sweep import distribute_options
+
+    out = distribute_options("ce,distil,rmc,focal", {"lam": 0.8, "alpha": 0.3, "gamma": 1.0})
+    assert out == {"distil": {"lam": 0.8}, "rmc": {"lam": 0.8, "alpha": 0.3}, "focal": {"gamma": 1.0}}
+    with pytest.raises(ConfigError):
+        distribute_options("ce,distil", {"alpha": 0.3})
+
+
 def test_parse_list():
     assert parse_list("ce, rmc") == ["ce", "rmc"] and parse_list("0.2,0.4", float) == [0.2, 0.4]
     assert parse_list([0, 1], int) == [0, 1]
