@@ -128,6 +128,9 @@ def run_sweep(task: Task, out_dir: str | Path, objectives=ALL_OBJECTIVES, seeds=
     train = train or TrainConfig()
     speed = speed or SpeedConfig(batch_size=8, seq_len=64, warmup=1, repeats=2)
     records, difficulty, started = [], {}, time.time()
+    setup = {"method": method, "method_options": method_options or {}, "objectives": objectives, "seeds": seeds,
+             "sparsities": sparsities, "objective_options": objective_options or {}, "model": model,
+             "student_init": student_init, "train": asdict(train), "teacher_train": asdict(teacher_train or train)}
     with shared_cache(out_dir / "cache"):
         for seed in seeds:
             seed_train = replace(train, seed=seed)
@@ -139,6 +142,7 @@ def run_sweep(task: Task, out_dir: str | Path, objectives=ALL_OBJECTIVES, seeds=
                 difficulty[str(seed)] = _difficulty_summary(task, teacher_dir, seed_train, seed,
                                                             (objective_options or {}).get("rmc", {}),
                                                             out_dir / "cache")
+                write_sweep(_summary([], task, setup, difficulty, started), out_dir, plots=False)
             for sparsity in sparsities:
                 for name in objectives:
                     config = RunConfig(model=model, method=method,
@@ -155,20 +159,67 @@ def run_sweep(task: Task, out_dir: str | Path, objectives=ALL_OBJECTIVES, seeds=
                         card = compress(task, config, run_dir)
                         card["sweep_run"] = {"key": run_key(config), "seconds": time.time() - t0}
                         atomic_write_json(run_dir / "sweep-run.json", card["sweep_run"])
-                    records.append({"objective": name, "sparsity": sparsity, "seed": seed,
-                                    "seconds": card.get("sweep_run", {}).get("seconds"),
-                                    "notes": card.get("notes", []), **card_metrics(card)})
-    summary = aggregate(records)
-    summary.update({
-        "task": {"name": task.name, "protocol": task.protocol, "train": len(task.train),
-                 "sets": {name: len(s) for name, s in task.eval_sets().items()}},
-        "setup": {"method": method, "method_options": method_options or {}, "objectives": objectives,
-                  "seeds": seeds, "sparsities": sparsities, "objective_options": objective_options or {},
-                  "model": model, "student_init": student_init, "train": asdict(train),
-                  "teacher_train": asdict(teacher_train or train)},
-        "difficulty": difficulty, "runs": records, "seconds": time.time() - started,
-    })
+                    records.append(_record(card))
+                    # partial results after every run: an interrupted sweep still has its table
+                    write_sweep(_summary(records, task, setup, difficulty, started), out_dir, plots=False)
+    summary = _summary(records, task, setup, difficulty, started)
+    summary["complete"] = True
     write_sweep(summary, out_dir, plots=plots)
+    return summary
+
+
+def _record(card: dict) -> dict:
+    return {"objective": card["method"]["objective"], "sparsity": card["method"]["config"].get("sparsity"),
+            "seed": card["seed"], "seconds": card.get("sweep_run", {}).get("seconds"),
+            "notes": card.get("notes", []), **card_metrics(card)}
+
+
+def _summary(records: list[dict], task: dict | Task, setup: dict, difficulty: dict, started: float | None) -> dict:
+    summary = aggregate(records)
+    if isinstance(task, Task):
+        task = {"name": task.name, "protocol": task.protocol, "train": len(task.train),
+                "sets": {name: len(s) for name, s in task.eval_sets().items()}}
+    summary.update({"task": task, "setup": setup, "difficulty": difficulty, "runs": records,
+                    "seconds": time.time() - started if started else None})
+    return summary
+
+
+def collect_sweep(out_dir: str | Path, write: bool = True, plots: bool = True) -> dict:
+    """Summarise the finished runs of a sweep folder without training anything (a sweep still
+    running or interrupted): reads ``runs/*/report.json`` and the difficulty summaries in ``cache/``."""
+    out_dir = Path(out_dir)
+    reports = sorted((out_dir / "runs").glob("*/report.json"))
+    if not reports:
+        raise ConfigError(f"{out_dir} has no finished sweep runs (runs/*/report.json)")
+    cards = [json.loads(path.read_text()) for path in reports]
+    for card, path in zip(cards, reports):
+        marker = path.parent / "sweep-run.json"
+        card["sweep_run"] = json.loads(marker.read_text()) if marker.is_file() else {}
+    order = {name: i for i, name in enumerate(ALL_OBJECTIVES)}
+    previous = json.loads((out_dir / "sweep.json").read_text()) if (out_dir / "sweep.json").is_file() else {}
+    setup = previous.get("setup") or {}
+    if setup.get("objectives"):
+        order = {name: i for i, name in enumerate(setup["objectives"])}
+    cards.sort(key=lambda c: (c["seed"], c["method"]["config"].get("sparsity") or 0,
+                              order.get(c["method"]["objective"], len(order))))
+    first = cards[0]
+    task = previous.get("task") or {"name": first["task"]["name"], "protocol": first["task"]["protocol"],
+                                     "train": first["task"]["sizes"]["train"],
+                                     "sets": {k: v for k, v in first["task"]["sizes"].items() if k != "train"}}
+    if not setup:
+        setup = {"method": first["method"]["name"], "method_options": {}, "student_init": first["method"]["student_init"],
+                 "seeds": sorted({c["seed"] for c in cards}), "train": first["method"]["train"],
+                 "teacher_train": first["method"]["train"]}
+    difficulty = previous.get("difficulty") or {}
+    if not difficulty:  # sweep.json not written yet: the difficulty summaries in the shared cache
+        from .difficulty import default_alpha
+
+        for path in sorted((out_dir / "cache").glob("difficulty-*.json")):
+            difficulty[path.stem] = {"alpha": default_alpha(task["name"]), **json.loads(path.read_text())}
+    summary = _summary([_record(c) for c in cards], task, setup, difficulty, None)
+    summary["complete"] = False
+    if write:
+        write_sweep(summary, out_dir, plots=plots)
     return summary
 
 

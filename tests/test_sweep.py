@@ -5,7 +5,7 @@ import pytest
 
 from forgetless.data.synthetic import synthetic_shortcut_task
 from forgetless.errors import ConfigError
-from forgetless.sweep import aggregate, parse_list, render_markdown, run_sweep
+from forgetless.sweep import aggregate, collect_sweep, parse_list, render_markdown, run_sweep
 from forgetless.training.trainer import TrainConfig
 from test_objectives_prepare import tiny_bert, tiny_tokenizer
 
@@ -66,6 +66,9 @@ def test_sweep_end_to_end_and_resume(tmp_path):
     assert (out / "runs" / "ce-s0.5-seed0" / "report.json").stat().st_mtime_ns == stamp
     assert again["rows"][0]["dev"] == summary["rows"][0]["dev"]
     assert render_markdown(again) == text
+    collected = collect_sweep(out, write=False)  # from the run folders alone
+    assert [r["dev"] for r in collected["rows"]] == [r["dev"] for r in summary["rows"]]
+    assert collected["difficulty"] == json.loads((out / "sweep.json").read_text())["difficulty"]
 
 
 def test_plots_for_several_sparsities(tmp_path):
