@@ -27,7 +27,7 @@ import hashlib
 import json
 import logging
 import shutil
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -147,7 +147,6 @@ class DifficultyResult:
     agreement: dict | None = None      # split_agreement with the training set's hard flags, if known
     cache_path: str = ""
     from_cache: bool = False
-    extra: dict = field(default_factory=dict)
 
     def degrees(self, alpha: float) -> np.ndarray:
         return difficulty_degree(self.variance, alpha)
