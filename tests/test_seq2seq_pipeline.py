@@ -95,3 +95,15 @@ def test_cofi_end_to_end_tiny_bart_and_profile(tmp_path):
     share = profile["generation_share"]["base"]
     assert 0 < share["encoder_share"] < 1 and 0 < share["decoder_share"] < 1
     assert (tmp_path / "profile" / "profile.json").is_file()
+
+
+def test_cli_arguments_compress_nash_tiny_bart(tmp_path, capsys):
+    from forgetless.seq2seq.cli_args import main
+
+    main(["compress", "--method", "nash", "--model", "tiny-bart", "--decoder-layers", "3", "--encoder-sparsity", "0.3",
+          "--n-train", "32", "--n-dev", "4", "--teacher-epochs", "1", "--prune-epochs", "1", "--finetune-epochs", "0",
+          "--max-new-tokens", "4", "--speed-repeats", "1", "--speed-batch-size", "2", "--speed-new-tokens", "2",
+          "--learning-rate", "1e-3", "--output-dir", str(tmp_path / "cli")])
+    assert "masked == sliced: True" in capsys.readouterr().out
+    model, _ = io.load_model(tmp_path / "cli" / "model")
+    assert model.config.decoder_layers == 3 and model.config.encoder_layers == 4
