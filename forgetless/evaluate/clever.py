@@ -49,7 +49,7 @@ class CleverConfig:
 
 
 # ----- pure functions ----------------------------------------------------------------------------
-def fit_reverse_weibull(maxima, shape_guesses=(0.1, 1.0, 5.0, 10.0, 20.0, 50.0, 100.0),
+def fit_reverse_weibull(maxima, shape_guesses=(0.5, 2.0, 5.0, 20.0, 100.0),
                         max_excess: float = 5.0) -> dict:
     """Maximum-likelihood reverse Weibull (``scipy.stats.weibull_max``) fit of batch maxima,
     started from several shape values; as in Weng et al.'s code the fit with the best
