@@ -43,6 +43,7 @@ def main(argv=None) -> dict:
     p.add_argument("--data-dir", default="../shared/data")
     p.add_argument("--out", default="runs/bench_nash")
     p.add_argument("--model", default="minilm")
+    p.add_argument("--teacher", default=None, help="an already fine-tuned teacher folder (skips step 1)")
     p.add_argument("--n-train", type=int, default=1000)
     p.add_argument("--n-dev", type=int, default=200)
     p.add_argument("--teacher-epochs", type=float, default=3.0)
@@ -73,7 +74,8 @@ def main(argv=None) -> dict:
                   learning_rate=a.learning_rate, max_source_length=a.max_source_length,
                   max_target_length=a.max_target_length, max_new_tokens=a.max_new_tokens)
     task = load_task("tweetqa", a.data_dir, a.n_train, a.n_dev, a.seed)
-    teacher, tokenizer, _ = train_teacher(a.model, "tweetqa", out / "teacher", epochs=a.teacher_epochs,
+    teacher_dir = Path(a.teacher) if a.teacher else out / "teacher"
+    teacher, tokenizer, _ = train_teacher(a.model, "tweetqa", teacher_dir, epochs=a.teacher_epochs,
                                           freeze_embeddings=True, task_obj=task,
                                           **{k: v for k, v in common.items()
                                              if k not in ("data_dir", "n_train", "n_dev", "learning_rate")},
@@ -81,7 +83,7 @@ def main(argv=None) -> dict:
     stamps["teacher"] = time.time() - started
     gen = dict(batch_size=32, max_source_length=a.max_source_length, max_new_tokens=a.max_new_tokens, num_beams=1)
     teacher_eval = evaluate_task(teacher, tokenizer, task, **gen)
-    run = dict(teacher=str(out / "teacher"), task="tweetqa", prune_epochs=a.prune_epochs,
+    run = dict(teacher=str(teacher_dir), task="tweetqa", prune_epochs=a.prune_epochs,
                finetune_epochs=a.finetune_epochs, l0_learning_rate=a.l0_learning_rate, freeze_embeddings=True,
                speed_batch_size=a.speed_batch_size, speed_beams=a.speed_beams, speed_new_tokens=a.speed_new_tokens,
                speed_repeats=2, teacher_eval=teacher_eval, threads=a.threads, **common)
@@ -116,12 +118,14 @@ def main(argv=None) -> dict:
                       "encoder_sparsity_target": row.get("sparsity"),
                       "masked_equals_sliced": rep["masked_equals_sliced"], "pair_speedup": row["speedup"]}
     lines = [f"# NASH on TweetQA (bert2bert-{a.model}), {a.n_train} train / {a.n_dev} dev, CPU threads {a.threads}", "",
-             "| model | enc/dec layers | params (M) | prunable sparsity | METEOR | ROUGE-L | latency (s) | speedup |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+             "| model | enc/dec layers | params (M) | prunable sparsity | METEOR | ROUGE-L | distinct preds | "
+             "latency (s) | speedup |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for name, row in rows.items():
         ev = row["eval"]
         lines.append(f"| {name} | {row['layers']['encoder']}/{row['layers']['decoder']} | {row['params'] / 1e6:.1f} | "
                      f"{row['sparsity']:.2f} | {ev['meteor']:.2f} | {ev['rougeL']:.2f} | "
+                     f"{ev.get('distinct_predictions', 0):.2f} | "
                      f"{timing['seconds'][name]:.3f} | {timing['speedup'][name]:.2f}× |")
     lines += ["", f"Speed: {json.dumps(timing['setting'])}; all models timed interleaved in one run.",
               f"METEOR stages: {teacher_eval['dev'].get('meteor_stages')}.", "", "## Profile", "",

@@ -29,6 +29,8 @@ def evaluate_set(model, tokenizer, pairs: PairSet, with_meteor: bool = True, **g
     predictions = generate_texts(model, tokenizer, pairs.sources, **generate_kwargs)
     scores = generation_scores(predictions, pairs.references, with_meteor=with_meteor)
     scores["n"] = len(pairs)
+    # share of distinct outputs: a model collapsed onto one frequent answer scores near 0
+    scores["distinct_predictions"] = len(set(predictions)) / max(len(predictions), 1)
     scores["examples"] = [{"source": s[:200], "prediction": p, "reference": r[0]}
                           for s, p, r in list(zip(pairs.sources, predictions, pairs.references))[:3]]
     return scores
