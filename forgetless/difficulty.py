@@ -80,6 +80,9 @@ def split_agreement(variance: np.ndarray, hard) -> dict:
     samples (the split has the truth's proportions); ``median``: above-median variance is hard;
     ``auroc``: probability that a random hard sample has higher variance than a random easy one
     (ties count half). Agreement = share of samples whose split side matches the truth.
+    ``topk_chance`` is what a random split of the same proportions agrees on average,
+    ``q² + (1 − q)²`` with ``q`` the hard share (0.82 for 10% hard; 0.5 for a balanced truth):
+    agreement is only informative above it.
     """
     v = np.asarray(variance, dtype=np.float64)
     hard = np.asarray(hard, dtype=bool)
@@ -92,8 +95,9 @@ def split_agreement(variance: np.ndarray, hard) -> dict:
     median = v > np.median(v)
     ranks = _average_ranks(v)
     auroc = ((ranks[hard].sum() - k * (k + 1) / 2) / (k * (n - k))) if 0 < k < n else float("nan")
-    return {"topk": float((top == hard).mean()), "median": float((median == hard).mean()),
-            "auroc": float(auroc), "n": n, "n_hard": k,
+    q = k / n
+    return {"topk": float((top == hard).mean()), "topk_chance": q * q + (1 - q) * (1 - q),
+            "median": float((median == hard).mean()), "auroc": float(auroc), "n": n, "n_hard": k,
             "low_variance_easy_precision": float((~hard[~top]).mean()) if (~top).any() else float("nan")}
 
 

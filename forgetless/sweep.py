@@ -326,7 +326,8 @@ def render_markdown(summary: dict) -> str:
         if d.get("agreement"):
             a = d["agreement"]
             lines.append(f"Variance split vs ground-truth hard flags on the {a['n']} training examples "
-                         f"({a['n_hard']} hard): agreement {100 * a['topk']:.1f}% (top-k split), "
+                         f"({a['n_hard']} hard): agreement {100 * a['topk']:.1f}% (top-k split; a random split "
+                         f"of the same proportions: {100 * a.get('topk_chance', float('nan')):.1f}%), "
                          f"{100 * a['median']:.1f}% (median split), AUROC {a['auroc']:.3f}.")
     if summary.get("plots"):
         lines += [""] + [f"![{p}]({p})" for p in summary["plots"]]

@@ -44,6 +44,7 @@ def test_agreement_on_known_toy_case():
     assert half["auroc"] == pytest.approx(0.75)  # hard {.2,.9} vs easy {.1,.8}: 3 of 4 pairs
     assert half["low_variance_easy_precision"] == 0.5
     assert half["n_hard"] == 2 and half["n"] == 4
+    assert half["topk_chance"] == 0.5 and perfect["topk_chance"] == pytest.approx(0.625)  # .25² + .75²
 
 
 def test_difficulty_config_and_alpha_defaults():

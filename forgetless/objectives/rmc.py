@@ -66,7 +66,8 @@ class RMC(Distil):
                 f"{self.degrees.min():.3f}..{self.degrees.max():.3f}")
         if self.difficulty.agreement is not None:
             a = self.difficulty.agreement
-            note += (f"; variance split vs ground-truth hard flags: agreement {100 * a['topk']:.1f}% (top-k), "
+            note += (f"; variance split vs ground-truth hard flags: agreement {100 * a['topk']:.1f}% (top-k; "
+                     f"random split {100 * a['topk_chance']:.1f}%), "
                      f"{100 * a['median']:.1f}% (median), AUROC {a['auroc']:.3f}")
         ctx.notes.append(note)
         columns = super().prepare(ctx)
