@@ -327,11 +327,16 @@ def render_markdown(summary: dict) -> str:
             a = d["agreement"]
             lines.append(f"Variance split vs ground-truth hard flags on the {a['n']} training examples "
                          f"({a['n_hard']} hard): agreement {100 * a['topk']:.1f}% (top-k split; a random split "
-                         f"of the same proportions: {100 * a.get('topk_chance', float('nan')):.1f}%), "
+                         f"of the same proportions: {100 * _chance(a):.1f}%), "
                          f"{100 * a['median']:.1f}% (median split), AUROC {a['auroc']:.3f}.")
     if summary.get("plots"):
         lines += [""] + [f"![{p}]({p})" for p in summary["plots"]]
     return "\n".join(lines) + "\n"
+
+
+def _chance(agreement: dict) -> float:
+    q = agreement["n_hard"] / agreement["n"]
+    return q * q + (1 - q) * (1 - q)
 
 
 def write_sweep(summary: dict, out_dir: str | Path, plots: bool = True) -> None:
