@@ -23,7 +23,7 @@ import numpy as np
 import torch
 import transformers
 
-from forgetless.data.tasks import load_task
+from forgetless.data.tasks import capped, load_task
 from forgetless.evaluate.clever import CleverConfig, clever_evaluate, evaluation_subset
 from forgetless.evaluate.predict import predict_logits
 from forgetless.evaluate.speed import SpeedConfig, compare_speed
@@ -69,6 +69,8 @@ def main(argv=None) -> int:
     p.add_argument("--out", default="runs/rahp-bench")
     p.add_argument("--train-size", type=int, default=8000)
     p.add_argument("--epochs", type=float, default=1.0)
+    p.add_argument("--finetune-size", type=int, default=0,
+                   help="training examples for the fine-tuning after pruning (0: the whole capped training set)")
     p.add_argument("--max-length", type=int, default=64)
     p.add_argument("--ratio", type=float, default=0.6)
     p.add_argument("--scoring-examples", type=int, default=128)
@@ -111,13 +113,17 @@ def main(argv=None) -> int:
     results["models"]["unpruned"] = measure(teacher, teacher, tokenizer, task, args, clever_cfg)
     log(f"unpruned: {json.dumps({k: v for k, v in results['models']['unpruned'].items() if k != 'clever'})}")
 
+    finetune_task = copy.copy(task)
+    if args.finetune_size and args.finetune_size < len(task.train):
+        finetune_task.train = capped(task.train, args.finetune_size, args.seed + 11)
+        log(f"post-pruning fine-tuning on a seeded stratified {len(finetune_task.train)}-example subset")
     methods = {"importance": ("heads", {"ratio": args.ratio}),
                "rahp": ("rahp", {"ratio": args.ratio, "protect": min(0.1, 1.0 - args.ratio)})}
     rahp_method = None
     for label, (name, options) in methods.items():
         options.update(scoring_examples=args.scoring_examples, scoring_length=args.max_length, clever_examples=0)
         method = METHODS.get(name)(METHODS.make_config(name, options))
-        ctx = CompressionContext(task=task, tokenizer=tokenizer, teacher=teacher, work_dir=out / "work" / label,
+        ctx = CompressionContext(task=finetune_task, tokenizer=tokenizer, teacher=teacher, work_dir=out / "work" / label,
                                  train_config=train_cfg, seed=args.seed)
         ctx.work_dir.mkdir(parents=True, exist_ok=True)
         start = time.perf_counter()
@@ -166,7 +172,8 @@ def ablation(method, teacher, tokenizer, task, args, clever_cfg) -> list[dict]:
 def table(results: dict) -> str:
     cfg = results["config"]
     lines = [f"sst2 → AdvGLUE-sst2, MiniLM-L6 (72 heads), ρ = {cfg['ratio']}; {results['protocol']}; "
-             f"{cfg['epochs']:g} epoch(s), max length {cfg['max_length']}, scoring set {cfg['scoring_examples']}, "
+             f"{cfg['epochs']:g} epoch(s) (teacher; after pruning on {cfg.get('finetune_size') or cfg['train_size']} "
+             f"examples), max length {cfg['max_length']}, scoring set {cfg['scoring_examples']}, "
              f"torch threads {torch.get_num_threads()}", "",
              "| model | heads | SST-2 dev acc | AdvGLUE acc | mean CLEVER | mean C(x,M) | latency ratio (b=1) "
              "| throughput speedup (b=32) | scoring time (s) |",
