@@ -304,13 +304,15 @@ def render_markdown(summary: dict) -> str:
               f"seeds {setup['seeds']}; training {setup['train']['epochs']:g} epochs "
               f"(teacher {setup['teacher_train']['epochs']:g}); train set {summary['task']['train']} examples; "
               f"eval sets {summary['task']['sets']}", ""]
-    lines += ["| objective | sparsity | dev | challenge | F_bias | hard | easy |", "|---|---|---|---|---|---|---|"]
+    lines += ["| objective | sparsity | dev | challenge | F_bias | hard | easy | seeds |",
+              "|---|---|---|---|---|---|---|---|"]
     b = summary["base"]
     lines.append(f"| base (teacher) | 0 | {_fmt(b['dev'])} | {_fmt(b['challenge'])} | 1 | {_fmt(b['hard'])} | "
-                 f"{_fmt(b['easy'])} |")
+                 f"{_fmt(b['easy'])} | {b['dev']['n']} |")
     for row in summary["rows"]:
         lines.append(f"| {row['objective']} | {row['sparsity']:g} | {_fmt(row['dev'])} | {_fmt(row['challenge'])} | "
-                     f"{_fmt(row['f_bias'], percent=False)} | {_fmt(row['hard'])} | {_fmt(row['easy'])} |")
+                     f"{_fmt(row['f_bias'], percent=False)} | {_fmt(row['hard'])} | {_fmt(row['easy'])} | "
+                     f"{len(row['seeds'])} |")
     groups = sorted(b.get("groups", {}))
     if groups:
         one_set = len({g.split("/")[0] for g in groups}) == 1
