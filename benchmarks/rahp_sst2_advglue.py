@@ -121,7 +121,7 @@ def main(argv=None) -> int:
                "rahp": ("rahp", {"ratio": args.ratio, "protect": min(0.1, 1.0 - args.ratio)})}
     rahp_method = None
     for label, (name, options) in methods.items():
-        options.update(scoring_examples=args.scoring_examples, scoring_length=args.max_length, clever_examples=0)
+        options.update(scoring_examples=args.scoring_examples, scoring_length=args.max_length)
         method = METHODS.get(name)(METHODS.make_config(name, options))
         ctx = CompressionContext(task=finetune_task, tokenizer=tokenizer, teacher=teacher, work_dir=out / "work" / label,
                                  train_config=train_cfg, seed=args.seed)

@@ -146,7 +146,14 @@ def cmd_compress(args, owners) -> int:
     from .pipeline import RunConfig, compress
     from .report.markdown import render_markdown
 
+    from .evaluate.clever import CleverConfig
+
     task = task_from_args(args)
+    clever = None
+    if args.clever or args.method == "rahp":
+        clever = CleverConfig(examples=args.clever_examples, batches=args.clever_batches,
+                              samples=args.clever_samples, radius=args.clever_radius,
+                              max_length=min(64, args.max_length), seed=args.seed)
     run = RunConfig(
         model=args.model, method=args.method,
         method_options=_collect(args, owners["method"], "", args.method, "method"),
@@ -156,7 +163,7 @@ def cmd_compress(args, owners) -> int:
         train=train_config_from_args(args),
         teacher_train=train_config_from_args(args, args.teacher_epochs) if args.teacher_epochs else None,
         speed=SpeedConfig(batch_size=args.bench_batch_size, seq_len=args.bench_seq_len, repeats=args.bench_repeats),
-        seed=args.seed, progress=not args.no_progress,
+        clever=clever, seed=args.seed, progress=not args.no_progress,
     )
     card = compress(task, run, args.out)
     print(render_markdown(card))
@@ -256,6 +263,14 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict]:
         b.add_argument("--bench-batch-size", type=int, default=32)
         b.add_argument("--bench-seq-len", type=int, default=128)
         b.add_argument("--bench-repeats", type=int, default=5)
+        r = p.add_argument_group("robustness")
+        r.add_argument("--clever", action="store_true",
+                       help="add CLEVER estimates (Weng et al. 2018) of both models on a fixed dev subset "
+                            "(always on for --method rahp)")
+        r.add_argument("--clever-examples", type=int, default=64, help="size of the CLEVER evaluation subset")
+        r.add_argument("--clever-batches", type=int, default=20, help="batch maxima for the reverse-Weibull fit")
+        r.add_argument("--clever-samples", type=int, default=16, help="points sampled per batch")
+        r.add_argument("--clever-radius", type=float, default=2.0, help="ℓ2 ball radius in embedding units")
         owners["method"] = _add_config_options(p, METHODS, "", "method options")
         owners["objective"] = _add_config_options(p, OBJECTIVES, "objective-", "objective options")
         return p

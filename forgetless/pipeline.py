@@ -15,6 +15,7 @@ import transformers
 
 from .data.task import Task
 from .evaluate.accuracy import evaluate_task
+from .evaluate.clever import CleverConfig, clever_evaluate
 from .evaluate.size import disk_size, parameter_counts
 from .evaluate.speed import SpeedConfig, compare_speed
 from .fsutil import atomic_write_json
@@ -42,6 +43,7 @@ class RunConfig:
     train: TrainConfig = field(default_factory=TrainConfig)
     teacher_train: TrainConfig | None = None
     speed: SpeedConfig = field(default_factory=SpeedConfig)
+    clever: CleverConfig | None = None  # CLEVER estimates of both models on a fixed dev subset
     eval_batch_size: int = 64
     seed: int = 0
     progress: bool = True
@@ -101,13 +103,18 @@ def compress(task: Task, config: RunConfig, out_dir: str | Path) -> dict:
         "compressed": evaluate_task(compressed, tokenizer, task, config.eval_batch_size, config.train.max_length,
                                     config.progress),
     }
+    robustness = None
+    if config.clever is not None:
+        _stage("CLEVER robustness estimates")
+        robustness = {"clever": {role: _clever_summary(model, tokenizer, task, config.clever, work_dir, role)
+                                 for role, model in (("base", teacher), ("compressed", compressed))}}
     _stage("speed")
     speed = compare_speed(teacher, compressed, config.speed)
     sizes = {"base": {**parameter_counts(teacher), "disk_bytes": disk_size(work_dir / "teacher")
                       if (work_dir / "teacher").exists() else None, "source": teacher_info},
              "compressed": {**parameter_counts(compressed), "disk_bytes": disk_size(model_dir), "path": str(model_dir)}}
     card = build_card(task=task, run=config, method=method, results=results, sizes=sizes, speed=speed,
-                      notes=ctx.notes, command=" ".join(sys.argv))
+                      notes=ctx.notes, command=" ".join(sys.argv), robustness=robustness)
     plots = method.plots(out_dir) if hasattr(method, "plots") else []
     write_card(card, out_dir, extra_plots=plots)
     return card
@@ -122,6 +129,13 @@ def evaluate_saved(model_path: str, task: Task, out: str | Path | None = None, b
     if out:
         atomic_write_json(out, result)
     return result
+
+
+def _clever_summary(model, tokenizer, task: Task, config: CleverConfig, work_dir: Path, role: str) -> dict:
+    """CLEVER summary for the card; per-example details go to ``work_dir/clever-<role>.json``."""
+    result = clever_evaluate(model, tokenizer, task.dev, config)
+    atomic_write_json(work_dir / f"clever-{role}.json", result)
+    return {k: v for k, v in result.items() if k != "per_example"}
 
 
 def _key(data: dict) -> str:

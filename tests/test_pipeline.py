@@ -14,7 +14,8 @@ def test_compress_truncate_end_to_end(tmp_path, tiny_model_dir, capsys):
     out = tmp_path / "run"
     code = main(["compress", "--model", tiny_model_dir, "--method", "truncate", "--layers", "1",
                  "--train-size", "128", "--eval-size", "64", "--epochs", "1", "--lr", "1e-3",
-                 "--bench-repeats", "2", "--bench-seq-len", "32", "--out", str(out), "--no-progress"])
+                 "--bench-repeats", "2", "--bench-seq-len", "32", "--out", str(out), "--no-progress",
+                 "--clever", "--clever-examples", "4", "--clever-batches", "3", "--clever-samples", "4"])
     assert code == 0
     printed = capsys.readouterr().out
     assert "# forgetless report card: synthetic · truncate" in printed
@@ -28,6 +29,11 @@ def test_compress_truncate_end_to_end(tmp_path, tiny_model_dir, capsys):
     assert card["bias"]["gap_base"] is not None and card["hard_easy"]["base"]["n_hard"] > 0
     assert card["seed"] == 0 and card["environment"]["versions"]["torch"] == torch.__version__
     assert (out / "accuracy.png").stat().st_size > 1000 and "F_bias" in (out / "report.md").read_text()
+    clever = card["robustness"]["clever"]
+    assert clever["base"]["examples"] == 4 and clever["compressed"]["params"]["batches"] == 3
+    assert clever["base"]["mean"] >= 0 and "per_example" not in clever["base"]
+    assert "CLEVER estimates" in (out / "report.md").read_text()
+    assert len(json.loads((out / "work" / "clever-compressed.json").read_text())["per_example"]) == 4
     model, tokenizer = load_model(out / "model")
     assert model.config.num_hidden_layers == 1 and tokenizer is not None
     # a second run reuses the cached teacher

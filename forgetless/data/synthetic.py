@@ -15,14 +15,20 @@ import random
 from .task import ExampleSet, Task
 
 NOUNS = ["doctor", "lawyer", "artist", "student", "senator", "manager", "author", "judge", "banker",
-         "athlete", "actor", "secretary", "tourist", "president", "scientist", "professor", "farmer", "pilot"]
+         "athlete", "actor", "secretary", "tourist", "president", "scientist", "professor", "farmer", "pilot",
+         "teacher", "nurse", "chef", "soldier", "singer", "writer", "baker", "dancer", "editor", "painter",
+         "officer", "engineer"]
 HYPERNYMS = ["person", "someone", "somebody"]
 VERBS = [("saw", "seen"), ("helped", "helped"), ("called", "called"), ("thanked", "thanked"),
          ("admired", "admired"), ("recognized", "recognized"), ("avoided", "avoided"),
          ("supported", "supported"), ("introduced", "introduced"), ("advised", "advised"),
-         ("paid", "paid"), ("contacted", "contacted"), ("visited", "visited"), ("mentioned", "mentioned")]
-INTRANSITIVE = ["ran", "slept", "waited", "danced", "laughed", "arrived", "shouted", "smiled"]
-ADJECTIVES = ["old", "young", "tall", "famous", "happy", "quiet", "clever", "tired"]
+         ("paid", "paid"), ("contacted", "contacted"), ("visited", "visited"), ("mentioned", "mentioned"),
+         ("encouraged", "encouraged"), ("followed", "followed"), ("warned", "warned"), ("met", "met"),
+         ("hired", "hired"), ("praised", "praised")]
+INTRANSITIVE = ["ran", "slept", "waited", "danced", "laughed", "arrived", "shouted", "smiled", "left", "sang",
+                "resigned", "stayed"]
+ADJECTIVES = ["old", "young", "tall", "famous", "happy", "quiet", "clever", "tired", "angry", "busy"]
+SUFFIXES = ["yesterday", "at noon", "in the park", "last week", "on monday", "at the station", "again"]
 CERTAIN = ["certainly", "clearly", "obviously"]
 UNCERTAIN = ["maybe", "perhaps", "probably"]
 
@@ -30,17 +36,23 @@ LABELS = ["entailment", "non-entailment"]
 ENT, NON = 0, 1
 
 
-def _np(rng, noun, adjective=False):
-    return f"the {rng.choice(ADJECTIVES)} {noun}" if adjective else f"the {noun}"
+def _modified(rng, noun: str) -> str:
+    """A noun, sometimes with an adjective that then stays with it in premise and hypothesis."""
+    return f"{rng.choice(ADJECTIVES)} {noun}" if rng.random() < 0.35 else noun
 
 
 def _two(rng):
-    return rng.sample(NOUNS, 2)
+    return [_modified(rng, noun) for noun in rng.sample(NOUNS, 2)]
+
+
+def _one(rng):
+    return _modified(rng, rng.choice(NOUNS))
 
 
 # Each template returns (premise, hypothesis); its label and overlap class are in TEMPLATES.
 def drop_adjective(rng):
-    a, b = _two(rng)
+    a, b = rng.sample(NOUNS, 2)
+    b = _modified(rng, b)
     v = rng.choice(VERBS)[0]
     return f"the {rng.choice(ADJECTIVES)} {a} {v} the {b}", f"the {a} {v} the {b}"
 
@@ -64,7 +76,7 @@ def relative_subject(rng):
 
 
 def certain_adverb(rng):
-    a = rng.choice(NOUNS)
+    a = _one(rng)
     w = rng.choice(INTRANSITIVE)
     return f"{rng.choice(CERTAIN)} the {a} {w}", f"the {a} {w}"
 
@@ -88,7 +100,7 @@ def relative_object(rng):
 
 
 def uncertain_adverb(rng):
-    a = rng.choice(NOUNS)
+    a = _one(rng)
     w = rng.choice(INTRANSITIVE)
     return f"{rng.choice(UNCERTAIN)} the {a} {w}", f"the {a} {w}"
 
@@ -100,7 +112,7 @@ def conditional(rng):
 
 
 def new_noun(rng):
-    a, b, c = rng.sample(NOUNS, 3)
+    a, b, c = [_modified(rng, noun) for noun in rng.sample(NOUNS, 3)]
     v, w = rng.sample(VERBS, 2)
     return f"the {a} {v[0]} the {b}", rng.choice([f"the {c} {v[0]} the {b}", f"the {a} {w[0]} the {c}"])
 
@@ -143,6 +155,9 @@ def _make(name: str, templates: list[str], n: int, rng: random.Random) -> Exampl
     for i in range(n):
         template = templates[i % len(templates)]
         premise, hypothesis = TEMPLATES[template][0](rng)
+        if rng.random() < 0.3:  # a sentence adverbial shared by both sides keeps the label
+            suffix = rng.choice(SUFFIXES)
+            premise, hypothesis = f"{premise} {suffix}", f"{hypothesis} {suffix}"
         a.append(premise)
         b.append(hypothesis)
         labels.append(TEMPLATES[template][1])

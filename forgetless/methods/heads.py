@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import copy
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 from torch import nn
 
 from ..errors import ConfigError
-from ..evaluate.clever import CleverConfig, clever_evaluate
 from ..fsutil import atomic_write_json
 from ..heads.model_scoring import head_layout
 from ..heads.runner import layout_from_json, michel_scores, scoring_subset
@@ -37,25 +36,12 @@ class HeadPruningOptions:
     scoring_batch: int = 32
     scoring_length: int = 64      # max tokens per scoring example
     fine_tune: bool = True
-    clever_examples: int = 32     # CLEVER of base and pruned model on a fixed dev subset (0: skip)
-    clever_batches: int = 20
-    clever_samples: int = 16
-    clever_radius: float = 2.0
-    clever_norm: str = "2"
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.ratio <= 1.0:
             raise ConfigError(f"ratio must be in [0, 1], got {self.ratio}")
         if self.scoring_examples < 1 or self.scoring_batch < 1 or self.scoring_length < 8:
             raise ConfigError("scoring_examples >= 1, scoring_batch >= 1 and scoring_length >= 8 required")
-        if self.clever_examples < 0:
-            raise ConfigError("clever_examples must be >= 0")
-        if self.clever_examples:
-            self.clever_config()  # validate early
-
-    def clever_config(self) -> CleverConfig:
-        return CleverConfig(examples=self.clever_examples, batches=self.clever_batches, samples=self.clever_samples,
-                            radius=self.clever_radius, norm=self.clever_norm, max_length=self.scoring_length)
 
 
 @dataclass
@@ -127,22 +113,8 @@ class HeadPruningMethod(CompressionMethod):
         if self.config.fine_tune:
             model = ctx.train(model, f"train-{self.name}")
         model = self.finalize(model, ctx).eval()
-        if self.config.clever_examples:
-            self.record["clever"] = self.clever(ctx, model)
-            c = self.record["clever"]
-            ctx.notes.append(f"CLEVER (mean over {c['base']['examples']} dev examples, ℓ{c['params']['norm']}, "
-                             f"R={c['params']['radius']}, {c['params']['batches']}×{c['params']['samples']} samples): "
-                             f"base {c['base']['mean']:.4f}, compressed {c['compressed']['mean']:.4f}")
         atomic_write_json(ctx.work_dir / f"{self.name}-scores.json", self.artifacts())
         return model
-
-    def clever(self, ctx: CompressionContext, model: nn.Module) -> dict:
-        config = self.config.clever_config()
-        out = {"params": asdict(config)}
-        for role, m in (("base", ctx.teacher), ("compressed", model)):
-            result = clever_evaluate(m, ctx.tokenizer, ctx.task.dev, config)
-            out[role] = {k: v for k, v in result.items() if k not in ("per_example", "params")}
-        return out
 
     def scoring_set(self, ctx: CompressionContext):
         return scoring_subset(ctx.task.train, self.config.scoring_examples, ctx.seed)

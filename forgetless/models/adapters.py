@@ -8,7 +8,6 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Callable
 
-import torch
 from torch import nn
 
 from ..errors import UnsupportedModelError

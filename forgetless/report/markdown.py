@@ -37,8 +37,7 @@ def render_markdown(card: dict) -> str:
                   f"| easy − hard gap | {pct(hb['gap'])} | {pct(hc['gap'])} | |"]
     lines += _groups(card)
     lines += _size(card) + _speed(card)
-    if card.get("robustness"):
-        lines += ["", "## Robustness", "", "```", _kv(card["robustness"]), "```"]
+    lines += _robustness(card)
     if card["notes"]:
         lines += ["", "## Notes", ""] + [f"- {note}" for note in card["notes"]]
     env = card["environment"]
@@ -118,12 +117,22 @@ def _speed(card: dict) -> list[str]:
     return lines
 
 
-def _kv(data: dict, indent: str = "") -> str:
-    rows = []
-    for k, v in data.items():
-        if isinstance(v, dict):
-            rows.append(f"{indent}{k}:")
-            rows.append(_kv(v, indent + "  "))
-        else:
-            rows.append(f"{indent}{k}: {v:.4g}" if isinstance(v, float) else f"{indent}{k}: {v}")
-    return "\n".join(rows)
+def _robustness(card: dict) -> list[str]:
+    clever = (card.get("robustness") or {}).get("clever")
+    if not clever:
+        return []
+    b, c = clever["base"], clever["compressed"]
+    p = b["params"]
+    rows = [("mean CLEVER score", "mean"), ("median", "median"), ("mean over correctly classified", "mean_correct"),
+            ("mean, uncapped ratio", "mean_uncapped")]
+    lines = ["", "## Robustness: CLEVER estimates (Weng et al. 2018)", "",
+             "| | base | compressed | ratio |", "|---|---:|---:|---:|"]
+    for label, key in rows:
+        ratio = f"{c[key] / b[key]:.2f}" if b[key] else "–"
+        lines.append(f"| {label} | {b[key]:.4g} | {c[key]:.4g} | {ratio} |")
+    lines.append(f"| correctly classified | {b['correct']}/{b['examples']} | {c['correct']}/{c['examples']} | |")
+    lines += ["", f"Fixed seeded subset of {p['examples']} {b['set']} examples; {p['batches']} batches × "
+              f"{p['samples']} samples in an ℓ{p['norm']} ball of radius {p['radius']} around the input embeddings; "
+              f"reverse-Weibull location as Lipschitz estimate; scores capped at R. Time: base {b['seconds']:.0f} s, "
+              f"compressed {c['seconds']:.0f} s."]
+    return lines
