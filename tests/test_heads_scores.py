@@ -107,3 +107,16 @@ def test_normalize_per_layer_l2():
     values = torch.tensor([3.0, 4.0, 0.0, 1.0, 0.0, 0.0])
     out = normalize_per_layer(values, LAYOUT)
     assert torch.allclose(out, torch.tensor([0.6, 0.8, 0.0, 1.0, 0.0, 0.0]))
+
+
+def test_scoring_subset_seeded_stratified():
+    from forgetless.data.task import ExampleSet
+    from forgetless.heads.runner import scoring_subset
+
+    examples = ExampleSet("train", [f"t{i}" for i in range(100)], [0] * 70 + [1] * 30, ["a", "b"])
+    first = scoring_subset(examples, 20, seed=1)
+    assert len(first) == 20 and sum(first.labels) == 6
+    assert first.text_a == scoring_subset(examples, 20, seed=1).text_a
+    assert len(scoring_subset(examples, 500, seed=1)) == 100
+    with pytest.raises(ConfigError):
+        scoring_subset(examples, 0, seed=1)

@@ -30,8 +30,9 @@ def scoring_subset(examples: ExampleSet, size: int, seed: int) -> ExampleSet:
     for label in np.unique(labels):
         idx = np.flatnonzero(labels == label)
         take = max(1, int(round(size * len(idx) / len(labels))))
-        picked.extend(rng.permutation(idx)[:take].tolist())
-    return examples.subset(sorted(picked[:size]) if len(picked) > size else sorted(picked), f"{examples.name}-scoring")
+        picked.append(rng.permutation(idx)[:take])
+    chosen = np.concatenate(picked)[:size]  # rounding may overshoot by one per class
+    return examples.subset(sorted(chosen.tolist()), f"{examples.name}-scoring")
 
 
 def layout_json(layout: HeadLayout) -> list:
