@@ -44,6 +44,8 @@ class Seq2SeqTrainConfig:
     logging_steps: int = 50
     progress: bool = False
     freeze_embeddings: bool = False  # CPU budget: no gradients / Adam state for the vocabulary matrices
+    # name substring → learning rate, e.g. {"crossattention": 1e-3} for a warm start's new modules
+    lr_overrides: dict = field(default_factory=dict)
 
     def __post_init__(self):
         if self.epochs <= 0 and self.max_steps <= 0:
@@ -72,8 +74,10 @@ class DistillSpec:
 
 
 class Seq2SeqDistillTrainer(transformers.Trainer):
-    def __init__(self, *args, teacher: nn.Module | None = None, spec: DistillSpec | None = None, **kwargs):
+    def __init__(self, *args, teacher: nn.Module | None = None, spec: DistillSpec | None = None,
+                 lr_overrides: dict | None = None, **kwargs):
         super().__init__(*args, **kwargs)
+        self.lr_overrides = lr_overrides or {}
         self.teacher = teacher.eval() if teacher is not None else None
         self.spec = spec or DistillSpec(kd_weight=0.0, ce_weight=1.0)
         self._extra: dict[str, float] = {}
@@ -124,13 +128,14 @@ class Seq2SeqDistillTrainer(transformers.Trainer):
             return self.optimizer
         masks = self.masks
         mask_ids = {id(p) for p in masks.parameters()} if masks is not None else set()
-        decay, no_decay = [], []
+        buckets: dict[tuple, list] = {}
         for name, param in self.model.named_parameters():
             if id(param) in mask_ids or not param.requires_grad:
                 continue
-            (no_decay if param.ndim < 2 or "norm" in name.lower() else decay).append(param)
-        groups = [{"params": decay, "weight_decay": self.args.weight_decay},
-                  {"params": no_decay, "weight_decay": 0.0}]
+            lr = next((v for k, v in self.lr_overrides.items() if k in name), self.args.learning_rate)
+            wd = 0.0 if param.ndim < 2 or "norm" in name.lower() else self.args.weight_decay
+            buckets.setdefault((lr, wd), []).append(param)
+        groups = [{"params": ps, "lr": lr, "weight_decay": wd} for (lr, wd), ps in buckets.items()]
         if masks is not None:
             groups.append({"params": list(masks.log_alpha.parameters()), "lr": self.spec.l0_learning_rate,
                            "weight_decay": 0.0})
@@ -172,7 +177,8 @@ def train_seq2seq(model: nn.Module, tokenizer, train: PairSet, output_dir: str |
     )
     pad = model.generation_config.pad_token_id
     trainer = Seq2SeqDistillTrainer(model=model, args=args, train_dataset=rows, data_collator=Seq2SeqCollator(pad),
-                                    teacher=teacher, spec=spec, callbacks=callbacks or [])
+                                    teacher=teacher, spec=spec, callbacks=callbacks or [],
+                                    lr_overrides=config.lr_overrides)
     last = get_last_checkpoint(str(output_dir)) if resume and os.path.isdir(output_dir) else None
     if last:
         log.info("resuming from %s", last)
