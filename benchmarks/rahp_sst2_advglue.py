@@ -80,6 +80,7 @@ def main(argv=None) -> int:
     p.add_argument("--clever-radius", type=float, default=2.0)
     p.add_argument("--ablation-examples", type=int, default=300, help="dev examples per ablation point (0: skip)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--teacher", help="reuse a fine-tuned teacher folder (e.g. from an earlier run's out/teacher)")
     p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch default)")
     args = p.parse_args(argv)
     if args.threads:
@@ -97,7 +98,9 @@ def main(argv=None) -> int:
                               seed=args.seed)
     log(f"task: {task.protocol}; train {len(task.train)}, dev {len(task.dev)}, advglue {len(task.challenges['advglue'])}")
 
-    teacher_dir = out / "teacher"
+    teacher_dir = Path(args.teacher) if args.teacher else out / "teacher"
+    if args.teacher and not is_forgetless_folder(teacher_dir):
+        p.error(f"--teacher {teacher_dir} is not a saved forgetless model folder")
     if is_forgetless_folder(teacher_dir):
         teacher, tokenizer = load_model(teacher_dir)
         log("teacher reloaded")
