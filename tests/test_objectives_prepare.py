@@ -7,16 +7,13 @@ import pytest
 import torch
 from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
 
-from forgetless.data.synthetic import NOUNS, synthetic_shortcut_task
+from forgetless.data.synthetic import synthetic_shortcut_task, vocabulary
 from forgetless.difficulty import DifficultyConfig, compute_difficulty
 from forgetless.methods.base import CompressionContext
 from forgetless.objectives import OBJECTIVES
 from forgetless.training.trainer import TrainConfig, fine_tune
 
-WORDS = NOUNS + """the a was by who and if , person someone somebody saw seen helped called thanked admired
-recognized avoided supported introduced advised paid contacted visited mentioned ran slept waited danced laughed
-arrived shouted smiled old young tall famous happy quiet clever tired certainly clearly obviously maybe perhaps
-probably""".split()
+WORDS = vocabulary()
 
 
 def tiny_tokenizer(folder: Path | None = None) -> BertTokenizerFast:
