@@ -1,5 +1,4 @@
 """CLEVER (Weng et al. 2018): reverse-Weibull fit, ball sampling, score, and a run on a tiny BERT."""
-import numpy as np
 import pytest
 import torch
 import transformers

@@ -96,7 +96,7 @@ def test_delta_c_sign_on_constructed_model():
             g_masked, _ = margin_and_grad_norm(model, batch)
         # precondition of the construction: removing head 1 flips every prediction
         assert (sign * g < 0).all() and (sign * g_masked > 0).all()
-        delta, base = delta_c_scores(model, [batch])
+        delta, _ = delta_c_scores(model, [batch])
         # removing the head that makes the true class win lowers C (ΔC < 0); removing the head
         # that makes it lose raises C (ΔC > 0)
         assert sign * delta[1] > 0
