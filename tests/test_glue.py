@@ -110,3 +110,26 @@ def test_real_data_sizes():
         task = load_task(name, data_dir=str(REAL), seed=0)
         assert len(task.challenges["advglue"]) == n_adv
     assert len(load_task("sst2", data_dir=str(REAL)).dev) == 872
+
+
+def test_table1_script_from_report_cards(tmp_path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("rahp_table1", Path(__file__).resolve().parents[1]
+                                                  / "benchmarks" / "rahp_table1.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    cards = []
+    for name, (g, a) in {"sst2": (0.9, 0.3), "rte": (0.6, 0.4)}.items():
+        card = {"task": {"name": name}, "method": {"name": "rahp"},
+                "sets": {"dev": {"base": {"accuracy": g}, "compressed": {"accuracy": g - 0.1}},
+                         "advglue": {"base": {"accuracy": a}, "compressed": {"accuracy": a}}}}
+        write(tmp_path / name / "report.json", json.dumps(card))
+        cards.append(module.read_card(tmp_path / name))
+    tables = module.table1(cards)
+    assert tables["base"]["avg_delta"] == pytest.approx(0.4)
+    assert tables["compressed"]["avg_delta"] == pytest.approx(0.3)
+    assert "| base | 90.0 | 30.0 | 60.0 | 40.0 | 75.0 | 35.0 | 40.0 |" in module.markdown(tables, ["rahp"])
+    write(tmp_path / "syn" / "report.json", json.dumps({"task": {"name": "synthetic"}, "sets": {"dev": {}}}))
+    with pytest.raises(DataError, match="no AdvGLUE set"):
+        module.read_card(tmp_path / "syn")
