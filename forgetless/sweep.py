@@ -103,13 +103,15 @@ def run_sweep(task: Task, out_dir: str | Path, objectives=ALL_OBJECTIVES, seeds=
               objective_options: dict[str, dict] | None = None, model: str = "minilm",
               train: TrainConfig | None = None, teacher_train: TrainConfig | None = None,
               student_init: str = "pretrained", speed=None, eval_batch_size: int = 64,
-              progress: bool = True, plots: bool = True) -> dict:
+              progress: bool = True, plots: bool = True, keep_work: bool = False) -> dict:
     """Run every (objective, sparsity, seed) combination and write ``sweep.json``, ``sweep.md`` and
     plots into ``out_dir``; returns the summary (see :func:`aggregate`).
 
     ``objectives``/``seeds``/``sparsities`` take sequences or comma-separated strings;
     ``objective_options`` maps an objective name to its options (e.g. ``{"rmc": {"alpha": 0.5}}``);
     ``level_option`` is the method option the sparsity levels set (``sparsity`` for magnitude).
+    A finished run keeps its model and report; its training checkpoints (``work/``, ~2x the model
+    size with optimiser state) are removed unless ``keep_work``.
     """
     from .evaluate.speed import SpeedConfig
     from .objectives import OBJECTIVES
@@ -159,6 +161,8 @@ def run_sweep(task: Task, out_dir: str | Path, objectives=ALL_OBJECTIVES, seeds=
                         card = compress(task, config, run_dir)
                         card["sweep_run"] = {"key": run_key(config), "seconds": time.time() - t0}
                         atomic_write_json(run_dir / "sweep-run.json", card["sweep_run"])
+                        if not keep_work:
+                            shutil.rmtree(run_dir / "work", ignore_errors=True)
                     records.append(_record(card))
                     # partial results after every run: an interrupted sweep still has its table
                     write_sweep(_summary(records, task, setup, difficulty, started), out_dir, plots=False)

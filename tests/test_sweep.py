@@ -61,6 +61,8 @@ def test_sweep_end_to_end_and_resume(tmp_path):
     assert "| rmc | 0.5 |" in text and "agreement" in text
     for name in ("accuracy_vs_sparsity.png", "f_bias_per_objective.png", "hard_easy_per_objective.png"):
         assert (out / name).stat().st_size > 1000
+    assert not (out / "runs" / "ce-s0.5-seed0" / "work").exists()  # checkpoints removed, model kept
+    assert (out / "runs" / "ce-s0.5-seed0" / "model").is_dir()
     stamp = (out / "runs" / "ce-s0.5-seed0" / "report.json").stat().st_mtime_ns
     again = run_sweep(task, tmp_path / "sweep", **kwargs)  # every run reused
     assert (out / "runs" / "ce-s0.5-seed0" / "report.json").stat().st_mtime_ns == stamp
