@@ -61,8 +61,15 @@ def distribute_options(objectives, options: dict | None) -> dict[str, dict]:
     return out
 
 
-def run_key(config) -> str:
-    return hashlib.sha256(json.dumps(asdict(config), sort_keys=True, default=str).encode()).hexdigest()[:16]
+def task_fingerprint(task: Task) -> str:
+    """Content hash of every set of the task: a changed data set never reuses old runs."""
+    parts = {"train": task.train.fingerprint(), **{n: s.fingerprint() for n, s in task.eval_sets().items()}}
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def run_key(config, task_key: str = "") -> str:
+    data = {"run": asdict(config), "task": task_key}
+    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 @contextlib.contextmanager
@@ -133,12 +140,14 @@ def run_sweep(task: Task, out_dir: str | Path, objectives=ALL_OBJECTIVES, seeds=
     setup = {"method": method, "method_options": method_options or {}, "objectives": objectives, "seeds": seeds,
              "sparsities": sparsities, "objective_options": objective_options or {}, "model": model,
              "student_init": student_init, "train": asdict(train), "teacher_train": asdict(teacher_train or train)}
+    task_key = task_fingerprint(task)
     with shared_cache(out_dir / "cache"):
         for seed in seeds:
             seed_train = replace(train, seed=seed)
             seed_teacher_train = replace(teacher_train or train, seed=seed)
             base = RunConfig(model=model, train=seed_train, teacher_train=seed_teacher_train, seed=seed)
-            _, _, info = train_teacher(task, base, out_dir / "teachers" / f"seed{seed}")
+            # one teacher folder per task content and seed: a changed task never resumes an old teacher's checkpoints
+            _, _, info = train_teacher(task, base, out_dir / "teachers" / f"{task_key}-seed{seed}")
             teacher_dir = info["path"] if "path" in info else str(info["source"])
             if "rmc" in objectives:
                 difficulty[str(seed)] = _difficulty_summary(task, teacher_dir, seed_train, seed,
@@ -153,13 +162,13 @@ def run_sweep(task: Task, out_dir: str | Path, objectives=ALL_OBJECTIVES, seeds=
                                        teacher=teacher_dir, student_init=student_init, train=seed_train,
                                        speed=speed, eval_batch_size=eval_batch_size, seed=seed, progress=progress)
                     run_dir = out_dir / "runs" / f"{name}-s{sparsity:g}-seed{seed}"
-                    card = _reuse(run_dir, config)
+                    card = _reuse(run_dir, config, task_key)
                     if card is None:
                         log.info("sweep run %s", run_dir.name)
                         shutil.rmtree(run_dir, ignore_errors=True)  # never resume another configuration's checkpoints
                         t0 = time.time()
                         card = compress(task, config, run_dir)
-                        card["sweep_run"] = {"key": run_key(config), "seconds": time.time() - t0}
+                        card["sweep_run"] = {"key": run_key(config, task_key), "seconds": time.time() - t0}
                         atomic_write_json(run_dir / "sweep-run.json", card["sweep_run"])
                         if not keep_work:
                             shutil.rmtree(run_dir / "work", ignore_errors=True)
@@ -233,12 +242,12 @@ def compare_objectives(task: Task, out_dir: str | Path, objectives=ALL_OBJECTIVE
     return run_sweep(task, out_dir, objectives=objectives, seeds=seeds, sparsities=(sparsity,), **kwargs)
 
 
-def _reuse(run_dir: Path, config) -> dict | None:
+def _reuse(run_dir: Path, config, task_key: str) -> dict | None:
     marker, report = run_dir / "sweep-run.json", run_dir / "report.json"
     if not (marker.is_file() and report.is_file()):
         return None
     meta = json.loads(marker.read_text())
-    if meta.get("key") != run_key(config):
+    if meta.get("key") != run_key(config, task_key):
         return None
     card = json.loads(report.read_text())
     card["sweep_run"] = meta

@@ -97,3 +97,14 @@ def test_sweep_rejects_unknown_objective(tmp_path):
         run_sweep(task, tmp_path, objectives="ce,nope")
     with pytest.raises(ConfigError):
         run_sweep(task, tmp_path, objectives="ce", objective_options={"rmc": {}})
+
+
+def test_run_key_depends_on_task_content():
+    from forgetless.pipeline import RunConfig
+    from forgetless.sweep import run_key, task_fingerprint
+
+    a = synthetic_shortcut_task(n_train=16, n_dev=8, n_challenge=8, seed=0)
+    b = synthetic_shortcut_task(n_train=16, n_dev=8, n_challenge=8, seed=1)
+    assert task_fingerprint(a) == task_fingerprint(synthetic_shortcut_task(n_train=16, n_dev=8, n_challenge=8, seed=0))
+    assert task_fingerprint(a) != task_fingerprint(b)
+    assert run_key(RunConfig(), task_fingerprint(a)) != run_key(RunConfig(), task_fingerprint(b))
