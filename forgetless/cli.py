@@ -221,6 +221,44 @@ def cmd_bench(args, owners) -> int:
     return 0
 
 
+def cmd_sweep(args, owners) -> int:
+    from .sweep import parse_list, run_sweep
+
+    task = task_from_args(args)
+    method_options = _collect(args, owners["method"], "", args.method, "method")
+    summary = run_sweep(
+        task, args.out, objectives=parse_list(args.objectives), seeds=parse_list(args.seeds, int),
+        sparsities=parse_list(args.levels, float if args.level_option == "sparsity" else _number),
+        method=args.method, method_options=method_options, level_option=args.level_option, model=args.model,
+        train=train_config_from_args(args),
+        teacher_train=train_config_from_args(args, args.teacher_epochs) if args.teacher_epochs else None,
+        student_init=args.student_init, progress=not args.no_progress)
+    print((Path(args.out) / "sweep.md").read_text())
+    print(f"sweep: {Path(args.out) / 'sweep.md'} (JSON: sweep.json, plots: {', '.join(summary.get('plots', []))})")
+    return 0
+
+
+def _number(value: str):
+    return float(value) if "." in value else int(value)
+
+
+def cmd_seq2seq(args, owners) -> int:
+    from .seq2seq.cli_args import compress_from_args
+
+    report = compress_from_args(args)
+    print(Path(args.output_dir, "report.md").read_text())
+    print(f"report: {Path(args.output_dir) / 'report.md'}; masked == sliced: {report.get('masked_equals_sliced')}")
+    return 0
+
+
+def cmd_profile(args, owners) -> int:
+    from .seq2seq.cli_args import profile_from_args
+
+    profile_from_args(args)
+    print(f"profile: {Path(args.output_dir) / 'profile.json'}")
+    return 0
+
+
 def cmd_list(args, owners) -> int:
     from .data.tasks import TASKS
     from .methods import METHODS
@@ -303,22 +341,70 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict]:
     p.add_argument("--seq-len", type=int, default=128)
     p.add_argument("--repeats", type=int, default=5)
 
+    p = sub.add_parser("sweep", help="one configuration over several objectives × seeds × sparsities: mean ± std "
+                                     "per set, F_bias, hard/easy, plots (Du et al. Table 7, Figures 1 and 3)",
+                       formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    _add_task_options(p)
+    _add_train_options(p)
+    g = p.add_argument_group("sweep")
+    g.add_argument("--objectives", default="ce,distil,smooth,focal,jtt,rmc", help="comma-separated objective names")
+    g.add_argument("--seeds", default="0", help="comma-separated seeds (the paper uses 3)")
+    g.add_argument("--levels", "--sparsities", dest="levels", default="0.4",
+                   help="comma-separated values of --level-option (default: magnitude sparsities)")
+    g.add_argument("--level-option", default="sparsity", help="method option the levels set (e.g. layers)")
+    g.add_argument("--method", default="magnitude", help=f"one of: {', '.join(METHODS.names())}")
+    g.add_argument("--teacher-epochs", type=float, help="epochs for the teacher (default: --epochs)")
+    g.add_argument("--student-init", choices=["teacher", "pretrained"], default="pretrained",
+                   help="start each compressed model from the fine-tuned teacher or the pretrained model")
+    g.add_argument("--out", default="forgetless-out/sweep", help="output folder (sweep.md, sweep.json, plots, runs)")
+    owners["sweep_method"] = _add_config_options(p, METHODS, "", "method options")
+
+    from .seq2seq.cli_args import add_compress_arguments, add_profile_arguments
+
+    p = sub.add_parser("compress-seq2seq", help="NASH / CoFi-style compression of an encoder-decoder model "
+                                                "(`forgetless compress --method nash|cofi` lands here)",
+                       formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    add_compress_arguments(p)
+    p.add_argument("--out", dest="output_dir", default=argparse.SUPPRESS, help="alias of --output-dir")
+    p = sub.add_parser("profile", help="seq2seq speed profile: time per layer vs sequence length for several head / "
+                                       "FFN widths, and encoder vs decoder share of generation time (NASH Fig. 3)",
+                       formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    add_profile_arguments(p)
+    p.add_argument("--out", dest="output_dir", default=argparse.SUPPRESS, help="alias of --output-dir")
+
     sub.add_parser("list", help="list methods, objectives, tasks and supported model types")
     return parser, owners
 
 
 COMMANDS = {"compress": cmd_compress, "demo": cmd_compress, "finetune": cmd_finetune, "evaluate": cmd_evaluate,
-            "bench": cmd_bench, "list": cmd_list}
+            "bench": cmd_bench, "list": cmd_list, "sweep": cmd_sweep, "compress-seq2seq": cmd_seq2seq,
+            "profile": cmd_profile}
+SEQ2SEQ_METHODS = ("nash", "cofi")
+
+
+def route_seq2seq(argv: list[str]) -> list[str]:
+    """``compress --method nash|cofi`` compresses an encoder-decoder model: hand it to ``compress-seq2seq``."""
+    if not argv or argv[0] != "compress" or "--help" in argv or "-h" in argv:
+        return argv
+    for i, item in enumerate(argv):
+        method = argv[i + 1] if item == "--method" and i + 1 < len(argv) else (
+            item.split("=", 1)[1] if item.startswith("--method=") else None)
+        if method in SEQ2SEQ_METHODS:
+            return ["compress-seq2seq"] + argv[1:]
+    return argv
 
 
 def main(argv: list[str] | None = None) -> int:
     parser, owners = build_parser()
+    argv = route_seq2seq(list(sys.argv[1:] if argv is None else argv))
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(message)s")
     if not args.verbose:
         import transformers
 
         transformers.logging.set_verbosity_error()
+    if args.command == "sweep":
+        owners = {**owners, "method": owners["sweep_method"]}
     try:
         return COMMANDS[args.command](args, owners)
     except ForgetlessError as exc:

@@ -41,3 +41,21 @@ def test_bad_input_is_one_clear_error(capsys, tmp_path, argv, message):
     assert code == 2
     assert re.search(message, err), err
     assert not (tmp_path / "out" / "model").exists()
+
+
+def test_seq2seq_methods_route_to_the_seq2seq_pipeline():
+    from forgetless.cli import route_seq2seq
+
+    assert route_seq2seq(["compress", "--method", "nash", "--decoder-layers", "3"]) == [
+        "compress-seq2seq", "--method", "nash", "--decoder-layers", "3"]
+    assert route_seq2seq(["compress", "--method=cofi"])[0] == "compress-seq2seq"
+    assert route_seq2seq(["compress", "--method", "magnitude"])[0] == "compress"
+    assert route_seq2seq(["sweep", "--method", "nash"])[0] == "sweep"
+
+
+def test_sweep_and_profile_help(capsys):
+    for command in ("sweep", "profile", "compress-seq2seq"):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+    out = capsys.readouterr().out
+    assert "--objectives" in out and "--seq-lengths" in out and "--decoder-layers" in out
