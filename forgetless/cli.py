@@ -114,17 +114,25 @@ def _add_config_options(p: argparse.ArgumentParser, registry, prefix: str, title
         for field in dataclasses.fields(cls):
             dest = f"{prefix.replace('-', '_')}{field.name}"
             if dest not in owners:
-                default = field.default if field.default is not dataclasses.MISSING else None
                 group.add_argument(f"--{prefix}{field.name.replace('_', '-')}", dest=dest,
-                                   type=_field_type(field, cls), default=None,
-                                   help=f"({', '.join(_entries_with(registry, field.name))}) default {default}")
+                                   type=_field_type(field, cls), default=argparse.SUPPRESS,
+                                   help="default " + _defaults(registry, field.name))
             owners.setdefault(dest, []).append(name)
     return owners
 
 
-def _entries_with(registry, field_name: str) -> list[str]:
-    return [n for n in registry.names() if registry.config_class(n) is not None
-            and field_name in {f.name for f in dataclasses.fields(registry.config_class(n))}]
+def _defaults(registry, field_name: str) -> str:
+    """'0.2 (heads), 0.6 (rahp)': each owner's own default for an option."""
+    parts = []
+    for name in registry.names():
+        cls = registry.config_class(name)
+        fields = {f.name: f for f in dataclasses.fields(cls)} if cls is not None else {}
+        if field_name in fields:
+            f = fields[field_name]
+            value = f.default if f.default is not dataclasses.MISSING else (
+                f.default_factory() if f.default_factory is not dataclasses.MISSING else None)
+            parts.append(f"{value} ({name})")
+    return ", ".join(parts)
 
 
 def _collect(args, owners: dict[str, list[str]], prefix: str, chosen: str, what: str) -> dict:

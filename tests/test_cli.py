@@ -21,7 +21,7 @@ def test_compress_help_lists_generated_method_options(capsys):
         main(["compress", "--help"])
     out = capsys.readouterr().out
     assert exit_info.value.code == 0
-    assert "--sparsity" in out and "(magnitude)" in out and "--layers" in out and "--data-dir" in out
+    assert "--sparsity" in out and "0.4 (magnitude)" in out and "0.6 (rahp)" in out and "--layers" in out and "--data-dir" in out
 
 
 @pytest.mark.parametrize("argv, message", [
