@@ -10,6 +10,7 @@ re-scoring in between; the heads are physically removed, then the model is fine-
 from __future__ import annotations
 
 import copy
+from abc import ABC, abstractmethod
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,7 +57,7 @@ class HeadsConfig(HeadPruningOptions):
             raise ConfigError("prune_count must be >= 0 and iterations >= 1")
 
 
-class HeadPruningMethod(CompressionMethod):
+class HeadPruningMethod(CompressionMethod, ABC):
     """Base: subclasses implement ``select(model, ctx)`` which prunes (``self.remove``) and fills
     ``self.record``; fine-tuning, finalize, CLEVER, artifacts and plots are shared."""
 
@@ -99,8 +100,9 @@ class HeadPruningMethod(CompressionMethod):
         return prune_heads(model, todo) if todo else model
 
     # ----- lifecycle ---------------------------------------------------------------------------
+    @abstractmethod
     def select(self, model: nn.Module, ctx: CompressionContext) -> nn.Module:
-        raise NotImplementedError
+        """Score heads, decide which to remove (``self.alive``) and remove them."""
 
     def compress(self, model: nn.Module, ctx: CompressionContext) -> nn.Module:
         if model is ctx.teacher:
