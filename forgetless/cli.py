@@ -79,6 +79,7 @@ def _add_train_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--save-steps", type=int, default=200, help="checkpoint every N steps (resume point)")
     g.add_argument("--seed", type=int, default=0, help="seed for data splits, masks and training (default 0)")
     g.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    g.add_argument("--threads", type=int, help="torch CPU threads (1 is often faster on a busy machine)")
 
 
 def train_config_from_args(args, epochs=None):
@@ -411,6 +412,10 @@ def main(argv: list[str] | None = None) -> int:
         import transformers
 
         transformers.logging.set_verbosity_error()
+    if getattr(args, "threads", None):
+        import torch
+
+        torch.set_num_threads(args.threads)
     if args.command == "sweep":
         owners = {**owners, "method": owners["sweep_method"]}
     try:

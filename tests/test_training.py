@@ -63,3 +63,16 @@ def test_two_process_training_with_accelerate(tmp_path, tiny_model_dir):
     model, _ = load_model(out / "model")
     assert json.loads((Path(out) / "model" / "forgetless.json").read_text())["metadata"]["world_size"] == 2
     assert model.config.num_labels == 2
+
+
+def test_checkpoints_of_a_different_run_are_not_resumed(tmp_path, tiny_model_dir):
+    task = synthetic_shortcut_task(n_train=48, n_dev=16, n_challenge=16)
+    config = TrainConfig(epochs=1, batch_size=8, save_steps=3, progress=False, learning_rate=1e-3)
+    model, tok = load_classifier(tiny_model_dir, task.label_names)
+    fine_tune(model, tok, task.train, tmp_path / "run", config)
+    other = synthetic_shortcut_task(n_train=48, n_dev=16, n_challenge=16, seed=5)  # other data, same folder
+    model, tok = load_classifier(tiny_model_dir, task.label_names)
+    before = model.classifier.weight.detach().clone()
+    trained = fine_tune(model, tok, other.train, tmp_path / "run", config)
+    assert not torch.equal(trained.classifier.weight, before)  # it really trained instead of "resuming"
+    assert len(list(tmp_path.glob("run.stale-*"))) == 1

@@ -6,8 +6,11 @@ folder holds checkpoints resumes from the last one.
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import os
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
@@ -19,6 +22,7 @@ from transformers.trainer_utils import get_last_checkpoint
 
 from ..data.task import ExampleSet
 from ..errors import ConfigError
+from ..fsutil import atomic_write_text
 from .encode import Collator, encode
 
 Objective = Callable[[torch.Tensor, torch.Tensor, dict], torch.Tensor]
@@ -112,7 +116,16 @@ def fine_tune(model: nn.Module, tokenizer, train_set: ExampleSet, output_dir: st
         objective=objective,
         callbacks=callbacks or [],
     )
+    key = run_key(model, train_set, config, objective, extras, callbacks)
     last = get_last_checkpoint(str(output_dir)) if resume and os.path.isdir(output_dir) else None
+    if last and _stored_key(output_dir) != key:
+        stale = Path(output_dir).with_name(Path(output_dir).name + f".stale-{int(time.time())}")
+        log.warning("%s holds checkpoints of a different run (settings, data or model changed); moved them to %s "
+                    "and training starts fresh", output_dir, stale)
+        os.replace(output_dir, stale)
+        last = None
+    Path(output_dir).mkdir(parents=True, exist_ok=True)
+    atomic_write_text(Path(output_dir) / RUN_KEY_FILE, key)
     if last:
         log.info("resuming from %s", last)
     trainer.train(resume_from_checkpoint=last)
@@ -120,5 +133,25 @@ def fine_tune(model: nn.Module, tokenizer, train_set: ExampleSet, output_dir: st
     return trainer.model if not hasattr(trainer.model, "module") else trainer.model.module
 
 
-def config_dict(config: TrainConfig) -> dict:
-    return asdict(config)
+RUN_KEY_FILE = "forgetless-run-key.txt"
+
+
+def run_key(model, train_set: ExampleSet, config: TrainConfig, objective, extras, callbacks) -> str:
+    """What a checkpoint folder may be resumed for: same data, settings, objective, extra columns,
+    callbacks and model architecture (parameter names and shapes)."""
+    digest = hashlib.sha256()
+    digest.update(json.dumps({k: v for k, v in asdict(config).items() if k != "progress"}, sort_keys=True).encode())
+    digest.update(train_set.fingerprint().encode())
+    digest.update(type(objective).__name__.encode() if objective is not None else b"ce")
+    digest.update(",".join(sorted(extras or {})).encode())
+    digest.update(",".join(type(c).__name__ for c in callbacks or []).encode())
+    for name, p in model.named_parameters():
+        digest.update(f"{name}:{tuple(p.shape)}".encode())
+    if extras:
+        digest.update(json.dumps({k: list(map(str, v[:50])) for k, v in extras.items()}, sort_keys=True).encode())
+    return digest.hexdigest()[:20]
+
+
+def _stored_key(output_dir) -> str | None:
+    path = Path(output_dir) / RUN_KEY_FILE
+    return path.read_text().strip() if path.is_file() else None
