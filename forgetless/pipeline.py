@@ -82,7 +82,8 @@ def compress(task: Task, config: RunConfig, out_dir: str | Path) -> dict:
     _stage("teacher")
     teacher, tokenizer, teacher_info = train_teacher(task, config, work_dir)
     ctx = CompressionContext(task=task, tokenizer=tokenizer, teacher=teacher, work_dir=work_dir,
-                             train_config=config.train, objective=objective, seed=config.seed)
+                             train_config=config.train, objective=objective, seed=config.seed,
+                             base_model=config.model)
     _stage(f"objective {config.objective}")
     ctx.objective_extras = objective.prepare(ctx) or None
 

@@ -34,6 +34,7 @@ class CompressionContext:
     objective_extras: dict[str, list] | None = None
     seed: int = 0
     device: str = "cpu"
+    base_model: str = "minilm"  # the uncompressed model's name or path (e.g. for JTT's first model)
     notes: list[str] = field(default_factory=list)  # free text copied into the report card
 
     def train(self, model: nn.Module, name: str, callbacks: list | None = None,
