@@ -10,7 +10,6 @@ import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import torch
 import transformers
 
 from .data.task import Task
@@ -145,7 +144,3 @@ def _key(data: dict) -> str:
 
 def _stage(name: str) -> None:
     print(f"[forgetless] {name}", file=sys.stderr, flush=True)
-
-
-def device_name() -> str:
-    return "cuda" if torch.cuda.is_available() else "cpu"

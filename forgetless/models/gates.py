@@ -66,9 +66,6 @@ class Gates:
                 if s == stack:
                     gate.fill_(1.0 if i in keep else 0.0)
 
-    def parameters(self) -> list[torch.Tensor]:
-        return list(self.heads.values()) + list(self.ffn.values())
-
     def remove(self) -> None:
         for handle in self._handles:
             handle.remove()

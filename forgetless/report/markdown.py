@@ -78,7 +78,7 @@ def _groups(card: dict) -> list[str]:
         groups_b, groups_c = entry["base"].get("groups"), entry["compressed"].get("groups")
         if not groups_b or name == "dev" and len(groups_b) > 20:
             continue
-        labels = entry["base"]["label_names"] if "label_names" in entry["base"] else list(entry["base"]["per_label"])
+        labels = list(entry["base"]["per_label"])
         out += ["", f"## {name} by group (%; per gold label: base → compressed)", "",
                 "| group | n | base | compressed | " + " | ".join(labels) + " |",
                 "|---|---:|---:|---:|" + "---|" * len(labels)]
