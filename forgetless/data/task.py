@@ -1,4 +1,7 @@
-"""Tasks: train / dev sets, named challenge sets, label names and label mappings.
+"""Tasks: train / dev sets, named challenge sets, label names and label mappings, and the task's
+*kind* (``classification``: labelled text in an ``ExampleSet``; ``generation``: source → reference
+texts in a ``PairSet``). The kind decides how models are loaded, fed, run and scored
+(``forgetless.kinds``); everything else (methods, objectives, trainer, report) is shared.
 
 A challenge set may use other labels than the task (MNLI's 3 classes → HANS's 2): its
 ``prediction_map`` sends each task label id to one of its own label ids, so 3-way predictions
@@ -71,23 +74,79 @@ class ExampleSet:
 
 
 @dataclass
-class Task:
-    """A classification task with its in-distribution sets and challenge sets.
+class PairSet:
+    """Source texts with one or more reference texts each (generation); the first reference is
+    the training target."""
 
-    ``pooled_challenges`` lists the challenge sets pooled (size-weighted) into the challenge
-    accuracy of F_bias, e.g. FEVER Sym1+Sym2; by default all of them.
+    name: str
+    sources: list[str]
+    references: list[list[str]]
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        where = f"{self.name} ({self.source})" if self.source else self.name
+        if not self.sources:
+            raise DataError(f"set {where} is empty")
+        if len(self.sources) != len(self.references):
+            raise DataError(f"set {where}: {len(self.sources)} sources, {len(self.references)} references")
+        if any(not refs for refs in self.references):
+            raise DataError(f"set {where}: every source needs at least one reference")
+
+    @property
+    def targets(self) -> list[str]:
+        return [refs[0] for refs in self.references]
+
+    def __len__(self) -> int:
+        return len(self.sources)
+
+    def subset(self, index, name: str | None = None) -> "PairSet":
+        index = [int(i) for i in index]
+        return PairSet(name or self.name, [self.sources[i] for i in index], [self.references[i] for i in index],
+                       self.source)
+
+    def fingerprint(self) -> str:
+        """Content hash, used to key caches and checkpoints."""
+        digest = hashlib.sha256()
+        for src, refs in zip(self.sources, self.references):
+            digest.update(f"{src}\t{chr(31).join(refs)}\n".encode())
+        return digest.hexdigest()[:16]
+
+
+KINDS = ("classification", "generation")
+
+
+@dataclass
+class Task:
+    """A task with its in-distribution sets and challenge (or extra evaluation) sets.
+
+    ``kind`` is ``classification`` (``ExampleSet``s, ``label_names``) or ``generation``
+    (``PairSet``s; ``metric`` names the headline score). ``pooled_challenges`` lists the challenge
+    sets pooled (size-weighted) into the challenge accuracy of F_bias, e.g. FEVER Sym1+Sym2; by
+    default all of them. ``tokenizer`` is set by tasks with their own vocabulary (the built-in
+    seq2seq look-up task); models built for such a task use it.
     """
 
     name: str
-    label_names: list[str]
-    train: ExampleSet
-    dev: ExampleSet
-    challenges: dict[str, ExampleSet] = field(default_factory=dict)
+    label_names: list[str] | None
+    train: ExampleSet | PairSet
+    dev: ExampleSet | PairSet
+    challenges: dict[str, ExampleSet | PairSet] = field(default_factory=dict)
     protocol: str = ""
     pooled_challenges: list[str] | None = None
     kind: str = "classification"
+    metric: str = "accuracy"
+    tokenizer: object = None
 
     def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise DataError(f"task {self.name}: kind must be one of {KINDS}, got {self.kind!r}")
+        want = ExampleSet if self.kind == "classification" else PairSet
+        for s in [self.train, self.dev, *self.challenges.values()]:
+            if not isinstance(s, want):
+                raise DataError(f"task {self.name} ({self.kind}): set {s.name} is a {type(s).__name__}, "
+                                f"expected {want.__name__}")
+        if self.kind == "generation":
+            return
         for s in [self.train, self.dev, *self.challenges.values()]:
             if s.prediction_map is None and s.label_names != self.label_names:
                 raise DataError(f"set {s.name} has labels {s.label_names} but task {self.name} predicts "
@@ -104,7 +163,7 @@ class Task:
     def pooled(self) -> list[str]:
         return list(self.pooled_challenges) if self.pooled_challenges is not None else list(self.challenges)
 
-    def eval_sets(self) -> dict[str, ExampleSet]:
+    def eval_sets(self) -> dict[str, ExampleSet | PairSet]:
         return {"dev": self.dev, **self.challenges}
 
 

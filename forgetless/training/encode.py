@@ -1,4 +1,7 @@
-"""Turn an ``ExampleSet`` into tokenized rows and batches (dynamic padding).
+"""Turn a training set into tokenized rows and batches (dynamic padding), for both task kinds.
+
+* an ``ExampleSet`` (classification): text (pairs) → ``input_ids`` (+ masks) and an integer label;
+* a ``PairSet`` (generation): source → ``input_ids``; target → ``labels`` token ids ending in EOS.
 
 Extra per-example columns (teacher probabilities, difficulty degrees, sample weights) travel with
 the rows and arrive in the batch as float tensors, so objectives can read them.
@@ -9,10 +12,12 @@ from typing import Any
 
 import torch
 
-from ..data.task import ExampleSet
+from ..data.task import ExampleSet, PairSet
 from ..errors import DataError
 
 TOKEN_KEYS = ("input_ids", "attention_mask", "token_type_ids")
+MODEL_KEYS = TOKEN_KEYS + ("labels",)
+IGNORE_INDEX = -100  # label id ignored by token-level losses (padding of targets)
 
 
 def encode(examples: ExampleSet, tokenizer, max_length: int = 128,
@@ -25,6 +30,30 @@ def encode(examples: ExampleSet, tokenizer, max_length: int = 128,
         row["labels"] = int(examples.labels[i])
         row["index"] = i
         rows.append(row)
+    return _add_extras(rows, extras)
+
+
+def encode_pairs(pairs: PairSet, tokenizer, eos_token_id: int, max_source: int = 128, max_target: int = 32,
+                 extras: dict[str, list] | None = None) -> list[dict[str, Any]]:
+    """Rows with ``input_ids``, ``attention_mask`` and ``labels`` (target tokens + EOS) per pair."""
+    enc = tokenizer(pairs.sources, truncation=True, max_length=max_source)
+    tgt = tokenizer(pairs.targets, add_special_tokens=False, truncation=True, max_length=max(1, max_target - 1))
+    rows = [{"input_ids": enc["input_ids"][i], "attention_mask": enc["attention_mask"][i],
+             "labels": list(tgt["input_ids"][i]) + [eos_token_id], "index": i} for i in range(len(pairs))]
+    return _add_extras(rows, extras)
+
+
+def encode_for_training(examples, tokenizer, model, max_length: int, max_target_length: int,
+                        extras: dict[str, list] | None = None) -> list[dict[str, Any]]:
+    """Rows of either kind of set (the model's EOS id ends generation targets)."""
+    if isinstance(examples, PairSet):
+        eos = model.generation_config.eos_token_id
+        eos = eos[0] if isinstance(eos, list) else eos
+        return encode_pairs(examples, tokenizer, eos, max_length, max_target_length, extras)
+    return encode(examples, tokenizer, max_length, extras)
+
+
+def _add_extras(rows: list[dict], extras: dict[str, list] | None) -> list[dict]:
     for name, values in (extras or {}).items():
         if len(values) != len(rows):
             raise DataError(f"extra column {name!r} has {len(values)} values for {len(rows)} examples")
@@ -34,7 +63,8 @@ def encode(examples: ExampleSet, tokenizer, max_length: int = 128,
 
 
 def collate(rows: list[dict[str, Any]], pad_token_id: int = 0) -> dict[str, torch.Tensor]:
-    """Pad token columns to the longest row; stack every other column."""
+    """Pad token columns to the longest row (label sequences with ``IGNORE_INDEX``); stack every
+    other column."""
     longest = max(len(row["input_ids"]) for row in rows)
     batch: dict[str, torch.Tensor] = {}
     for key in TOKEN_KEYS:
@@ -46,16 +76,27 @@ def collate(rows: list[dict[str, Any]], pad_token_id: int = 0) -> dict[str, torc
         if key in TOKEN_KEYS:
             continue
         values = [row[key] for row in rows]
+        if key == "labels" and isinstance(values[0], (list, tuple)):
+            width = max(len(v) for v in values)
+            batch[key] = torch.tensor([list(v) + [IGNORE_INDEX] * (width - len(v)) for v in values])
+            continue
         dtype = torch.long if key in ("labels", "index") else torch.float32
         batch[key] = torch.tensor(values, dtype=dtype)
     return batch
 
 
 class Collator:
-    """Picklable collate function bound to a tokenizer's pad id (for DataLoader workers)."""
+    """Picklable collate function bound to a pad id (for DataLoader workers)."""
 
-    def __init__(self, tokenizer):
-        self.pad_token_id = tokenizer.pad_token_id or 0
+    def __init__(self, pad_token_id: int | None):
+        self.pad_token_id = pad_token_id or 0
 
     def __call__(self, rows):
         return collate(rows, self.pad_token_id)
+
+
+def split_batch(batch: dict) -> tuple[dict, dict]:
+    """(model inputs incl. labels, extra per-example columns)."""
+    inputs = {k: v for k, v in batch.items() if k in MODEL_KEYS}
+    extras = {k: v for k, v in batch.items() if k not in MODEL_KEYS}
+    return inputs, extras

@@ -1,8 +1,14 @@
-"""Fine-tuning through ``transformers.Trainer`` with a pluggable loss.
+"""The one training loop of forgetless: ``transformers.Trainer`` with a pluggable objective.
 
-Only ``compute_loss`` is overridden, so checkpointing, resume, mixed precision and multi-process
-training (Accelerate / torchrun: DDP, FSDP, DeepSpeed) come from the library. A run whose output
-folder holds checkpoints resumes from the last one.
+Only ``compute_loss`` (objective + an optional method regulariser), ``training_step`` (when the
+objective brings its own, e.g. adversarial ascent steps), ``create_optimizer`` (extra parameter
+groups of a regulariser, e.g. L0 log α and Lagrange multipliers) and ``log`` are overridden, so
+checkpointing, resume, mixed precision and multi-process training (Accelerate / torchrun: DDP,
+FSDP, DeepSpeed) come from the library, for classification and generation alike.
+
+A run whose output folder holds checkpoints resumes from the last one, but only if they were
+written by the same run (data, settings, objective, model shape: the *run key*); checkpoints of
+another run are moved aside.
 """
 from __future__ import annotations
 
@@ -13,65 +19,105 @@ import os
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Protocol
 
 import torch
 import transformers
 from torch import nn
 from transformers.trainer_utils import get_last_checkpoint
 
-from ..data.task import ExampleSet
 from ..errors import ConfigError
 from ..fsutil import atomic_write_text
-from .encode import Collator, encode
+from ..objectives.base import Objective
+from .encode import Collator, encode_for_training, split_batch
 
-Objective = Callable[[torch.Tensor, torch.Tensor, dict], torch.Tensor]
 log = logging.getLogger(__name__)
+RUN_KEY_FILE = "forgetless-run-key.txt"
 
 
 @dataclass
 class TrainConfig:
-    """Fine-tuning hyper-parameters (defaults follow the data README's calibration runs)."""
+    """Training hyper-parameters (defaults follow the data README's calibration runs).
+
+    ``max_length`` caps input tokens (the source, for generation); ``max_target_length`` caps
+    generation targets. ``freeze_embeddings`` stops training the token embeddings and output
+    projection (saves time and memory on CPU for large vocabularies)."""
 
     epochs: float = 3.0
     learning_rate: float = 5e-5
     batch_size: int = 32
     max_length: int = 128
+    max_target_length: int = 32
     weight_decay: float = 0.01
     warmup_ratio: float = 0.0
     seed: int = 0
     save_steps: int = 200
     logging_steps: int = 50
     max_steps: int = -1
+    freeze_embeddings: bool = False
     progress: bool = True
 
     def __post_init__(self) -> None:
         if self.epochs <= 0 and self.max_steps <= 0:
             raise ConfigError("epochs must be > 0 (or max_steps set)")
-        if self.batch_size < 1 or self.max_length < 8:
-            raise ConfigError("batch_size must be >= 1 and max_length >= 8")
+        if self.batch_size < 1 or self.max_length < 8 or self.max_target_length < 2:
+            raise ConfigError("batch_size must be >= 1, max_length >= 8 and max_target_length >= 2")
         if not 0 < self.learning_rate < 1:
             raise ConfigError(f"learning_rate {self.learning_rate} out of range (0, 1)")
 
 
-def cross_entropy(logits: torch.Tensor, labels: torch.Tensor, batch: dict) -> torch.Tensor:
-    return nn.functional.cross_entropy(logits, labels)
+class Regularizer(Protocol):
+    """A method's contribution to training (e.g. NASH's Lagrangian sparsity term)."""
+
+    def loss(self, step: int) -> torch.Tensor: ...
+
+    def param_groups(self) -> list[dict]: ...
+
+    def log_values(self) -> dict[str, float]: ...
 
 
 class ForgetlessTrainer(transformers.Trainer):
-    """``Trainer`` whose loss is ``objective(logits, labels, batch)``; ``batch`` holds the extra
-    per-example columns (teacher probabilities, difficulty, weights, index)."""
+    """``Trainer`` whose loss is the objective's (plus a method regulariser while training)."""
 
-    def __init__(self, *args, objective: Objective | None = None, **kwargs):
+    def __init__(self, *args, objective: Objective | None = None, regularizer: Regularizer | None = None,
+                 **kwargs):
         super().__init__(*args, **kwargs)
-        self.objective = objective or cross_entropy
+        self.objective = objective or Objective()
+        self.regularizer = regularizer
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
-        model_inputs = {k: v for k, v in inputs.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
-        extras = {k: v for k, v in inputs.items() if k not in model_inputs and k != "labels"}
-        outputs = model(**model_inputs)
-        loss = self.objective(outputs.logits, inputs["labels"], extras)
+        model_inputs, extras = split_batch(inputs)
+        loss, outputs = self.objective.compute_loss(model, model_inputs, extras)
+        if self.regularizer is not None and model.training:
+            loss = loss + self.regularizer.loss(self.state.global_step)
         return (loss, outputs) if return_outputs else loss
+
+    def training_step(self, model, inputs, num_items_in_batch=None):
+        custom = getattr(self.objective, "training_step", None)
+        if custom is not None:
+            return custom(self, model, inputs, num_items_in_batch)
+        return super().training_step(model, inputs, num_items_in_batch)
+
+    def create_optimizer(self, model=None):
+        if self.optimizer is not None or self.regularizer is None:
+            return super().create_optimizer()
+        extra = self.regularizer.param_groups()
+        special = {id(p) for group in extra for p in group["params"]}
+        decay, no_decay = [], []
+        for name, param in self.model.named_parameters():
+            if id(param) in special or not param.requires_grad:
+                continue
+            (no_decay if param.ndim < 2 or "norm" in name.lower() else decay).append(param)
+        groups = [{"params": decay, "weight_decay": self.args.weight_decay},
+                  {"params": no_decay, "weight_decay": 0.0}, *extra]
+        self.optimizer = torch.optim.AdamW([g for g in groups if g["params"]], lr=self.args.learning_rate)
+        return self.optimizer
+
+    def log(self, logs, *args, **kwargs):
+        extra = dict(self.objective.log_values())
+        if self.regularizer is not None:
+            extra.update(self.regularizer.log_values())
+        super().log({**logs, **{k: round(float(v), 5) for k, v in extra.items()}}, *args, **kwargs)
 
 
 def training_arguments(output_dir: str | Path, config: TrainConfig) -> transformers.TrainingArguments:
@@ -99,24 +145,38 @@ def training_arguments(output_dir: str | Path, config: TrainConfig) -> transform
     )
 
 
-def fine_tune(model: nn.Module, tokenizer, train_set: ExampleSet, output_dir: str | Path,
-              config: TrainConfig | None = None, objective: Objective | None = None,
-              extras: dict[str, list] | None = None, callbacks: list | None = None,
-              resume: bool = True) -> nn.Module:
-    """Train ``model`` on ``train_set``; checkpoints go to ``output_dir`` and a later call with the
-    same folder resumes from the last one. Returns the trained model (same object)."""
+def freeze_embeddings(model: nn.Module) -> None:
+    """Stop training the token embeddings and the (often tied) output projection."""
+    modules = [model.get_input_embeddings(), model.get_output_embeddings()]
+    if hasattr(model, "get_encoder"):
+        modules.append(model.get_encoder().get_input_embeddings())
+    for module in modules:
+        if module is not None:
+            module.requires_grad_(False)
+
+
+def fine_tune(model: nn.Module, tokenizer, train_set, output_dir: str | Path, config: TrainConfig | None = None,
+              objective: Objective | None = None, extras: dict[str, list] | None = None,
+              callbacks: list | None = None, resume: bool = True, regularizer: Regularizer | None = None) -> nn.Module:
+    """Train ``model`` on ``train_set`` (an ``ExampleSet`` or a ``PairSet``); checkpoints go to
+    ``output_dir`` and a later call with the same folder and run resumes from the last one.
+    Returns the trained model (same object)."""
     config = config or TrainConfig()
+    objective = objective or Objective()
     transformers.set_seed(config.seed)
-    rows = encode(train_set, tokenizer, config.max_length, extras)
+    if config.freeze_embeddings:
+        freeze_embeddings(model)
+    rows = encode_for_training(train_set, tokenizer, model, config.max_length, config.max_target_length, extras)
     trainer = ForgetlessTrainer(
         model=model,
         args=training_arguments(output_dir, config),
         train_dataset=rows,
-        data_collator=Collator(tokenizer),
+        data_collator=Collator(tokenizer.pad_token_id),
         objective=objective,
-        callbacks=callbacks or [],
+        regularizer=regularizer,
+        callbacks=[*(callbacks or []), *objective.callbacks()],
     )
-    key = run_key(model, train_set, config, objective, extras, callbacks)
+    key = run_key(model, train_set, config, objective, extras, callbacks, regularizer)
     last = get_last_checkpoint(str(output_dir)) if resume and os.path.isdir(output_dir) else None
     if last and _stored_key(output_dir) != key:
         stale = Path(output_dir).with_name(Path(output_dir).name + f".stale-{int(time.time())}")
@@ -133,18 +193,20 @@ def fine_tune(model: nn.Module, tokenizer, train_set: ExampleSet, output_dir: st
     return trainer.model if not hasattr(trainer.model, "module") else trainer.model.module
 
 
-RUN_KEY_FILE = "forgetless-run-key.txt"
-
-
-def run_key(model, train_set: ExampleSet, config: TrainConfig, objective, extras, callbacks) -> str:
-    """What a checkpoint folder may be resumed for: same data, settings, objective, extra columns,
-    callbacks and model architecture (parameter names and shapes)."""
+def run_key(model, train_set, config: TrainConfig, objective, extras, callbacks, regularizer=None) -> str:
+    """What a checkpoint folder may be resumed for: same data, settings, objective (and its
+    config), extra columns, callbacks, regulariser and model architecture (parameter names and
+    shapes)."""
     digest = hashlib.sha256()
     digest.update(json.dumps({k: v for k, v in asdict(config).items() if k != "progress"}, sort_keys=True).encode())
     digest.update(train_set.fingerprint().encode())
     digest.update(type(objective).__name__.encode() if objective is not None else b"ce")
+    config_of = getattr(objective, "config", None)
+    digest.update(json.dumps(asdict(config_of) if hasattr(config_of, "__dataclass_fields__") else None,
+                             sort_keys=True, default=str).encode())
     digest.update(",".join(sorted(extras or {})).encode())
     digest.update(",".join(type(c).__name__ for c in callbacks or []).encode())
+    digest.update(type(regularizer).__name__.encode())
     for name, p in model.named_parameters():
         digest.update(f"{name}:{tuple(p.shape)}".encode())
     if extras:
