@@ -1,5 +1,6 @@
-"""Task registry: built-in synthetic task, real offline protocols from a data folder, local files,
-Hugging Face hub datasets. ``load_task`` also applies seeded size caps to train / eval sets."""
+"""Task registry for every kind: built-in synthetic tasks, real offline protocols from a data
+folder, local files, Hugging Face hub datasets, generation tasks (``generation.py``).
+``load_task`` also applies seeded size caps to train / eval sets."""
 from __future__ import annotations
 
 import importlib
@@ -11,9 +12,10 @@ import numpy as np
 
 from ..errors import ConfigError, DataError
 from ..registry import Registry
+from . import generation
 from .files import read_example_set
 from .synthetic import synthetic_shortcut_task
-from .task import ExampleSet, Task
+from .task import ExampleSet, PairSet, Task
 
 TASKS: Registry[Callable[..., Task]] = Registry("task")
 DATA_DIR_ENV = "FORGETLESS_DATA_DIR"
@@ -30,22 +32,29 @@ def resolve_data_dir(data_dir: str | None) -> Path:
     return path
 
 
-def capped(examples: ExampleSet, size: int | None, seed: int) -> ExampleSet:
-    """A seeded random subset of at most ``size`` examples, stratified by label (and group if any)."""
-    if not size or size >= len(examples):
+def capped(examples: ExampleSet | PairSet, size: int | None, seed: int) -> ExampleSet | PairSet:
+    """A seeded random subset of exactly ``size`` examples (all if the set is smaller), stratified
+    by label (and group, if any) for labelled sets: each stratum gets its share rounded down, and
+    the remaining places go to the strata with the largest remainders (largest-remainder method)."""
+    if size is None or size >= len(examples):
         return examples
     if size < 1:
         raise ConfigError(f"size cap must be >= 1, got {size}")
     rng = np.random.default_rng(seed)
+    if isinstance(examples, PairSet):
+        return examples.subset(sorted(rng.permutation(len(examples))[:size].tolist()))
     keys = [(y, g) for y, g in zip(examples.labels, examples.groups or [None] * len(examples))]
     strata: dict = {}
     for i, key in enumerate(keys):
         strata.setdefault(key, []).append(i)
+    order = sorted(strata, key=str)
+    exact = [size * len(strata[key]) / len(examples) for key in order]
+    takes = [int(x) for x in exact]
+    for j in sorted(range(len(order)), key=lambda j: (-(exact[j] - takes[j]), j))[:size - sum(takes)]:
+        takes[j] += 1
     picked = []
-    for key in sorted(strata, key=str):
-        idx = strata[key]
-        take = int(round(size * len(idx) / len(examples)))
-        picked.extend(rng.permutation(idx)[:take].tolist())
+    for key, take in zip(order, takes):
+        picked.extend(rng.permutation(strata[key])[:take].tolist())
     return examples.subset(sorted(picked))
 
 
@@ -62,8 +71,8 @@ def load_task(name: str, data_dir: str | None = None, seed: int = 0, train_size:
     task.train = capped(task.train, train_size, seed)
     task.dev = capped(task.dev, eval_size, seed + 1)
     task.challenges = {k: capped(v, eval_size, seed + 2) for k, v in task.challenges.items()}
-    caps = [f"train capped to {len(task.train)}" if train_size else "",
-            f"eval sets capped to {eval_size} (seeded, stratified)" if eval_size else ""]
+    caps = [f"train capped to {len(task.train)}" if train_size is not None else "",
+            f"eval sets capped to {eval_size} (seeded, stratified)" if eval_size is not None else ""]
     task.protocol = "; ".join([task.protocol] + [c for c in caps if c])
     return task
 
@@ -108,6 +117,38 @@ def _hub(data_dir=None, seed: int = 0, dataset: str | None = None, subset: str |
     challenges = {name: split(name, s) for name, s in (challenge or {}).items()}
     return Task(dataset, labels, split("train", train_split), split("dev", dev_split), challenges,
                 protocol=f"hub dataset {dataset} ({subset or 'default'})")
+
+
+@TASKS.register("synthetic-lookup")
+def _synthetic_lookup(data_dir=None, seed: int = 0, n_train: int = 2000, n_dev: int = 200,
+                      eval_sets: tuple[str, ...] = ()) -> Task:
+    if eval_sets:
+        raise ConfigError("synthetic-lookup has its own vocabulary: extra evaluation sets (samsum, xsum) do not apply")
+    return generation.synthetic_lookup_task(n_train, n_dev, seed=seed)
+
+
+def _with_extra_sets(task: Task, data_dir: Path, eval_sets) -> Task:
+    for name in eval_sets or ():
+        task.challenges[name] = generation.extra_set(name, data_dir)
+    return task
+
+
+@TASKS.register("tweetqa")
+def _tweetqa(data_dir=None, seed: int = 0, eval_sets: tuple[str, ...] = ()) -> Task:
+    root = resolve_data_dir(data_dir)
+    return _with_extra_sets(generation.tweetqa_task(root, seed), root, eval_sets)
+
+
+@TASKS.register("samsum")
+def _samsum(data_dir=None, seed: int = 0, eval_sets: tuple[str, ...] = ()) -> Task:
+    root = resolve_data_dir(data_dir)
+    return _with_extra_sets(generation.split_task("samsum", root, seed), root, eval_sets)
+
+
+@TASKS.register("xsum")
+def _xsum(data_dir=None, seed: int = 0, eval_sets: tuple[str, ...] = ()) -> Task:
+    root = resolve_data_dir(data_dir)
+    return _with_extra_sets(generation.split_task("xsum", root, seed), root, eval_sets)
 
 
 # Real-data protocols live in their own modules and register themselves on import.

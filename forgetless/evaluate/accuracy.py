@@ -9,8 +9,14 @@ from .predict import predict_logits
 
 
 def set_metrics(examples: ExampleSet, task_predictions: np.ndarray) -> dict:
-    """Accuracy (fraction), n, label distribution of predictions, and breakdowns where known."""
-    predictions = examples.map_predictions(task_predictions)
+    """Accuracy (fraction), n, label distribution of predictions, and breakdowns where known.
+    A prediction of -1 (a generated text that names no label) counts as wrong and is reported
+    as ``unknown_share``."""
+    task_predictions = np.asarray(task_predictions)
+    known = task_predictions >= 0
+    predictions = np.full(len(task_predictions), -1)
+    if known.any():
+        predictions[known] = examples.map_predictions(task_predictions[known])
     labels = np.asarray(examples.labels)
     correct = predictions == labels
     result = {
@@ -19,6 +25,8 @@ def set_metrics(examples: ExampleSet, task_predictions: np.ndarray) -> dict:
         "predicted_share": {name: float((predictions == i).mean()) for i, name in enumerate(examples.label_names)},
         "per_label": {name: _acc(correct[labels == i]) for i, name in enumerate(examples.label_names)},
     }
+    if not known.all():
+        result["unknown_share"] = float((~known).mean())
     if examples.hard is not None:
         hard = np.asarray(examples.hard, dtype=bool)
         result["hard"] = {"accuracy": _acc(correct[hard]), "n": int(hard.sum())}
@@ -41,14 +49,18 @@ def set_metrics(examples: ExampleSet, task_predictions: np.ndarray) -> dict:
 
 def evaluate_task(model, tokenizer, task: Task, batch_size: int = 64, max_length: int = 128,
                   progress: bool = True) -> dict:
-    """Metrics for dev and every challenge set, plus the pooled challenge accuracy."""
+    """Metrics of a classifier for dev and every challenge set, plus the pooled challenge accuracy."""
     sets = {}
     for name, examples in task.eval_sets().items():
         logits = predict_logits(model, tokenizer, examples, batch_size, max_length, progress, f"eval {name}")
         sets[name] = set_metrics(examples, logits.argmax(-1))
+    return {"sets": sets, **pooled_task_accuracy(task, sets)}
+
+
+def pooled_task_accuracy(task: Task, sets: dict) -> dict:
+    """Size-weighted accuracy over the task's pooled challenge sets (None without any)."""
     pooled = [(sets[name]["accuracy"], sets[name]["n"]) for name in task.pooled if name in sets]
-    return {"sets": sets, "challenge_pooled": pooled_accuracy(pooled) if pooled else None,
-            "pooled_sets": task.pooled}
+    return {"challenge_pooled": pooled_accuracy(pooled) if pooled else None, "pooled_sets": task.pooled}
 
 
 def _acc(correct: np.ndarray) -> float | None:

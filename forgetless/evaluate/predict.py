@@ -27,3 +27,25 @@ def predict_logits(model, tokenizer, examples: ExampleSet, batch_size: int = 64,
         for i, row in zip(idx, logits.float().cpu().numpy()):
             out[i] = row
     return np.stack(out)
+
+
+@torch.no_grad()
+def generate_texts(model, tokenizer, sources: list[str], batch_size: int = 32, max_length: int = 128,
+                   max_new_tokens: int = 32, num_beams: int = 1, progress: bool = False,
+                   desc: str | None = None) -> list[str]:
+    """Greedy (``num_beams=1``) or beam-search decoding of ``sources`` (sorted by length into
+    batches, returned in the given order)."""
+    model.eval()
+    device = next(model.parameters()).device
+    order = sorted(range(len(sources)), key=lambda i: len(sources[i]))
+    out: list[str] = [""] * len(sources)
+    starts = range(0, len(order), batch_size)
+    for start in tqdm(starts, desc=desc or "generate", disable=not progress, leave=False):
+        idx = order[start:start + batch_size]
+        enc = tokenizer([sources[i] for i in idx], truncation=True, max_length=max_length, padding=True,
+                        return_tensors="pt").to(device)
+        ids = model.generate(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"],
+                             max_new_tokens=max_new_tokens, num_beams=num_beams, do_sample=False)
+        for i, text in zip(idx, tokenizer.batch_decode(ids, skip_special_tokens=True)):
+            out[i] = text.strip()
+    return out

@@ -3,6 +3,11 @@
 Both models see the same inputs; repeats alternate between the two so drift in machine load
 hits both alike. Each timing is the median of ``repeats`` after ``warmup`` runs. The report keeps
 batch size, sequence length, thread count and device with the ratio.
+
+Classifiers are timed on one forward pass (``mode="forward"``); encoder-decoders on a whole
+``generate`` call decoding exactly ``new_tokens`` tokens (``mode="generate"``: every decoding step
+included, so speed does not depend on when EOS happens to come; NASH appendix F measures the
+same way: paper setting batch 32, beam 4; CPU defaults here are smaller).
 """
 from __future__ import annotations
 
@@ -22,46 +27,55 @@ class SpeedConfig:
     warmup: int = 2
     repeats: int = 5
     latency_batch: int = 1  # batch size for the single-request latency figure
+    new_tokens: int = 16    # generation: tokens decoded per call (fixed length)
+    num_beams: int = 1      # generation: beam size
 
     def __post_init__(self):
         if self.batch_size < 1 or self.seq_len < 2 or self.repeats < 1 or self.warmup < 0:
             raise ConfigError("speed: batch_size >= 1, seq_len >= 2, repeats >= 1, warmup >= 0 required")
+        if self.latency_batch < 1 or self.new_tokens < 1 or self.num_beams < 1:
+            raise ConfigError("speed: latency_batch, new_tokens and num_beams must be >= 1")
 
 
 def _inputs(model, batch: int, seq_len: int, seed: int = 0) -> dict:
     generator = torch.Generator().manual_seed(seed)
-    vocab = model.config.vocab_size
+    vocab = model.get_input_embeddings().num_embeddings
     ids = torch.randint(5, vocab, (batch, seq_len), generator=generator)
     device = next(model.parameters()).device
     return {"input_ids": ids.to(device), "attention_mask": torch.ones_like(ids).to(device)}
 
 
 @torch.inference_mode()
-def _time(model, inputs) -> float:
+def _time(model, inputs, config: SpeedConfig, generate: bool) -> float:
     start = time.perf_counter()
-    model(**inputs)
+    if generate:
+        model.generate(**inputs, max_new_tokens=config.new_tokens, min_new_tokens=config.new_tokens,
+                       num_beams=config.num_beams, do_sample=False)
+    else:
+        model(**inputs)
     if torch.cuda.is_available():
         torch.cuda.synchronize()
     return time.perf_counter() - start
 
 
-def compare_speed(base, compressed, config: SpeedConfig | None = None, progress: bool = True) -> dict:
+def compare_speed(base, compressed, config: SpeedConfig | None = None, generate: bool = False) -> dict:
     """Median latency (batch ``latency_batch``) and throughput (batch ``batch_size``) of both
-    models, and compressed/base ratios (speedup = base time / compressed time)."""
+    models, and compressed/base ratios (speedup = base time / compressed time); ``generate``
+    times whole ``generate`` calls instead of forward passes."""
     config = config or SpeedConfig()
     base.eval()
     compressed.eval()
-    result = {"config": asdict(config), "threads": torch.get_num_threads(),
+    result = {"config": asdict(config), "threads": torch.get_num_threads(), "mode": "generate" if generate else "forward",
               "device": str(next(base.parameters()).device)}
     for label, batch in (("latency", config.latency_batch), ("throughput", config.batch_size)):
         inputs = _inputs(base, batch, config.seq_len)
         for _ in range(config.warmup):
-            _time(base, inputs)
-            _time(compressed, inputs)
+            _time(base, inputs, config, generate)
+            _time(compressed, inputs, config, generate)
         base_times, comp_times = [], []
         for _ in range(config.repeats):
-            base_times.append(_time(base, inputs))
-            comp_times.append(_time(compressed, inputs))
+            base_times.append(_time(base, inputs, config, generate))
+            comp_times.append(_time(compressed, inputs, config, generate))
         b, c = statistics.median(base_times), statistics.median(comp_times)
         if label == "latency":
             result["latency_ms"] = {"base": b * 1e3, "compressed": c * 1e3, "speedup": b / c}

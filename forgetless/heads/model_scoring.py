@@ -21,6 +21,7 @@ from torch import nn
 from ..data.task import ExampleSet
 from ..errors import ConfigError, UnsupportedModelError
 from ..models.adapters import get_adapter
+from ..models.gates import HookSet
 from ..training.encode import TOKEN_KEYS, collate, encode
 from .scores import HeadLayout, head_sq_norms, margin, per_example_norm, robustness_ratio
 
@@ -33,45 +34,25 @@ def head_layout(model: nn.Module) -> HeadLayout:
     return HeadLayout(tuple(sites))
 
 
-class ExampleHeadGates:
+class ExampleHeadGates(HookSet):
     """Per-example head gates: ``values`` is a (rows, heads) tensor in ``head_layout`` order; the
     hook on each attention output projection multiplies head h of row i by ``values[i, h]``.
     With ``values = None`` the hooks do nothing. Use as a context manager."""
 
     def __init__(self, model: nn.Module):
+        super().__init__()
         self.layout = head_layout(model)
         self.values: torch.Tensor | None = None
         offsets = self.layout.offsets()
-        self._handles = []
-        for site in get_adapter(model).attention_sites(model):
-            if site.num_heads:
-                hook = self._hook(offsets[site.key], site.num_heads, site.head_dim)
-                self._handles.append(site.o.get().register_forward_pre_hook(hook))
+        self.gate_heads(model, lambda site: self._source(offsets[site.key], site.num_heads))
 
-    def _hook(self, offset: int, n_heads: int, head_dim: int):
-        def hook(module, args):
+    def _source(self, offset: int, n_heads: int):
+        def gate():
             if self.values is None:
                 return None
-            x = args[0]
-            gate = self.values[:, offset:offset + n_heads].to(x.dtype)
-            if gate.shape[0] != x.shape[0]:
-                raise ConfigError(f"head gates for {gate.shape[0]} rows, batch has {x.shape[0]}")
-            shaped = x.reshape(*x.shape[:-1], n_heads, head_dim)
-            gate = gate.reshape(gate.shape[0], *([1] * (x.dim() - 2)), n_heads, 1)
-            return ((shaped * gate).reshape(x.shape),) + tuple(args[1:])
+            return self.values[:, offset:offset + n_heads]
 
-        return hook
-
-    def remove(self) -> None:
-        for handle in self._handles:
-            handle.remove()
-        self._handles.clear()
-
-    def __enter__(self) -> "ExampleHeadGates":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.remove()
+        return gate
 
 
 @contextlib.contextmanager

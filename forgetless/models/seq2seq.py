@@ -1,4 +1,4 @@
-"""Encoder-decoder adapters (T5, BART, ``EncoderDecoderModel``) and seq2seq model loading.
+"""Encoder-decoder adapters (T5, BART, ``EncoderDecoderModel``) and the bert2bert builder.
 
 What these families need beyond the encoder-only adapters (Ko et al., "NASH", §2-§4 prune heads,
 FFN units and layers in both stacks):
@@ -278,7 +278,8 @@ def build_bert2bert(encoder: str | transformers.BertConfig, decoder: str | trans
         model = transformers.EncoderDecoderModel(config=config)
         ids = dict(cls=1, pad=0, sep=2)
     else:
-        model = transformers.EncoderDecoderModel.from_encoder_decoder_pretrained(str(encoder), str(decoder))
+        model = transformers.EncoderDecoderModel.from_encoder_decoder_pretrained(
+            str(encoder), str(decoder), encoder_use_safetensors=True, decoder_use_safetensors=True)
         tok = tokenizer or transformers.AutoTokenizer.from_pretrained(str(encoder))
         ids = dict(cls=tok.cls_token_id, pad=tok.pad_token_id, sep=tok.sep_token_id)
     for cfg in (model.config, model.generation_config):
@@ -289,27 +290,3 @@ def build_bert2bert(encoder: str | transformers.BertConfig, decoder: str | trans
     model.generation_config.max_length = max_length
     model.config.tie_word_embeddings = False
     return model
-
-
-def load_seq2seq(name_or_path: str, device: str = "cpu", max_length: int = 64):
-    """``(model, tokenizer)``: ``minilm`` (or any BERT folder) → bert2bert warm start; a forgetless
-    folder → reloaded as saved; any seq2seq Hugging Face folder → ``AutoModelForSeq2SeqLM``."""
-    from .io import is_forgetless_folder, load_model
-    from .loading import resolve_model_path
-
-    path = resolve_model_path(name_or_path)
-    if is_forgetless_folder(path):
-        return load_model(path, device=device)
-    try:
-        config = transformers.AutoConfig.from_pretrained(path)
-        tokenizer = transformers.AutoTokenizer.from_pretrained(path)
-    except OSError as exc:
-        raise ForgetlessError(f"could not load model {name_or_path!r}: {exc}") from exc
-    if config.model_type == "bert":
-        model = build_bert2bert(path, tokenizer=tokenizer, max_length=max_length)
-    else:
-        model = transformers.AutoModelForSeq2SeqLM.from_pretrained(path, use_safetensors=True)
-    from .adapters import get_adapter
-
-    get_adapter(model)
-    return model.to(device), tokenizer

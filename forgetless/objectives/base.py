@@ -3,7 +3,8 @@
 An objective is a class registered by name (``@OBJECTIVES.register``) with an optional config
 dataclass. Its parts, all optional except the loss:
 
-* ``kinds``: the task kinds it applies to (``classification``, ``generation``);
+* ``model_kinds``: the model kinds it trains (``classifier``: class logits; ``seq2seq``: token
+  logits of an encoder-decoder, for generation and text-to-text classification alike);
 * ``prepare(ctx)``: computes, once, the per-example columns its loss needs (teacher
   probabilities, difficulty degrees, sample weights) as ``{column: list per training example}``;
   they arrive in every batch as ``extras``;
@@ -42,7 +43,7 @@ def cross_entropy(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
 
 class Objective:
     name = "base"
-    kinds: tuple[str, ...] = ("classification",)
+    model_kinds: tuple[str, ...] = ("classifier",)
 
     def __init__(self, config: Any = None):
         self.config = config
@@ -70,4 +71,4 @@ class CrossEntropy(Objective):
     """Vanilla fine-tuning: cross-entropy with the gold labels (class or target tokens)."""
 
     name = "ce"
-    kinds = ("classification", "generation")
+    model_kinds = ("classifier", "seq2seq")

@@ -36,8 +36,8 @@ def model_fingerprint(model: nn.Module) -> str:
 
 def cache_root(ctx) -> Path:
     """Where an objective caches its per-training-set columns: ``ctx.cache_dir`` if the context has
-    one, else ``$FORGETLESS_CACHE``, else ``<work_dir>/cache``."""
-    explicit = getattr(ctx, "cache_dir", None) or os.environ.get("FORGETLESS_CACHE")
+    one, else ``<work_dir>/cache``."""
+    explicit = getattr(ctx, "cache_dir", None)
     return Path(explicit) if explicit else Path(ctx.work_dir) / "cache"
 
 

@@ -1,16 +1,21 @@
-"""The report card: what compression cost, in one JSON document and its Markdown rendering.
+"""The report card: what compression cost, in one JSON document and its Markdown rendering, for
+every kind of task and model.
 
-JSON schema ``forgetless-report-1`` (fractions in [0, 1] for accuracies)::
+JSON schema ``forgetless-report-2`` (fractions in [0, 1] for accuracies; ROUGE / METEOR in %)::
 
-    schema, task {name, protocol, sizes}, method {name, config, structured, objective, student_init},
-    sets {set: {base: metrics, compressed: metrics}}   # metrics: accuracy, n, hard/easy, groups...
-    challenge {sets, base, compressed}                  # size-weighted pooled challenge accuracy
-    bias {gap_base, gap_compressed, f_bias}             # Du et al. eq. 1
-    hard_easy {base: {hard, easy, gap}, compressed: {...}}   # on dev, where ground truth exists
-    params {base: {...}, compressed: {...}, ratio}      # total / layers / nonzero / disk bytes
-    speed {latency_ms, throughput_per_s, config, threads, device, meaningful}
+    schema, kind {task: classification|generation, model: classifier|seq2seq}
+    task {name, protocol, metric, pooled_challenges, sizes}
+    method {name, config, structured, objective, objective_options, student_init, train}
+    headline {metric, base, compressed, kept}           # the task's metric on dev; kept = compressed / base
+    sets {set: {base: metrics, compressed: metrics}}    # classification: accuracy, n, hard/easy, groups …
+                                                        # generation: rouge1/2/L, meteor, n, distinct share …
+    challenge {sets, base, compressed}                  # classification: pooled challenge accuracy, else null
+    bias {gap_base, gap_compressed, f_bias}             # Du et al. eq. 1 (classification), else null
+    hard_easy {base: {hard, easy, gap}, compressed}     # on dev, where ground truth exists, else null
+    params {base: {...}, compressed: {...}, ratio, nonzero_ratio}
+    speed {mode: forward|generate, latency_ms, throughput_per_s, config, threads, device, meaningful}
     robustness {...}                                    # optional (CLEVER)
-    notes [..], environment {versions, hardware, created}, seed, command
+    notes [..], run {resolved run configuration}, environment {versions, hardware, created}, seed, command
 """
 from __future__ import annotations
 
@@ -24,29 +29,40 @@ from .environment import environment
 from .markdown import render_markdown
 from .plots import accuracy_plot
 
-SCHEMA = "forgetless-report-1"
+SCHEMA = "forgetless-report-2"
+SECTIONS = ("schema", "kind", "task", "method", "headline", "sets", "challenge", "bias", "hard_easy", "params",
+            "speed", "notes", "run", "seed", "command", "environment")
 
 
-def build_card(task, run, method, results: dict, sizes: dict, speed: dict, notes: list[str],
+def build_card(task, run, method, objective, kind, results: dict, sizes: dict, speed: dict, notes: list[str],
                command: str = "", robustness: dict | None = None) -> dict:
     sets = {name: {"base": results["base"]["sets"][name], "compressed": results["compressed"]["sets"][name]}
             for name in results["base"]["sets"]}
+    labelled = task.kind == "classification"
+    metric = "accuracy" if labelled else task.metric
+    base_dev, comp_dev = sets["dev"]["base"].get(metric), sets["dev"]["compressed"].get(metric)
     card = {
         "schema": SCHEMA,
-        "task": {"name": task.name, "protocol": task.protocol, "pooled_challenges": task.pooled,
+        "kind": {"task": task.kind, "model": kind.name},
+        "task": {"name": task.name, "protocol": task.protocol, "metric": metric,
+                 "pooled_challenges": task.pooled if labelled else [],
                  "sizes": {"train": len(task.train), **{k: v["base"]["n"] for k, v in sets.items()}}},
-        "method": {**method.describe(), "structured": method.structured, "objective": run.objective,
+        "method": {**method.describe(), "structured": method.structured, "objective": objective.name,
                    "objective_options": run.objective_options, "student_init": run.student_init,
                    "train": asdict(run.train)},
+        "headline": {"metric": metric, "base": base_dev, "compressed": comp_dev,
+                     "kept": comp_dev / base_dev if base_dev else None},
         "sets": sets,
         "challenge": {"sets": task.pooled, "base": results["base"]["challenge_pooled"],
-                      "compressed": results["compressed"]["challenge_pooled"]},
-        "bias": bias_section(results),
-        "hard_easy": {role: _hard_easy(results[role]["sets"]["dev"]) for role in ("base", "compressed")},
+                      "compressed": results["compressed"]["challenge_pooled"]} if labelled else None,
+        "bias": bias_section(results) if labelled else None,
+        "hard_easy": {role: _hard_easy(results[role]["sets"]["dev"]) for role in ("base", "compressed")}
+        if labelled else None,
         "params": {**sizes, "ratio": sizes["compressed"]["total"] / sizes["base"]["total"],
                    "nonzero_ratio": sizes["compressed"]["nonzero"] / sizes["base"]["nonzero"]},
         "speed": {**speed, "meaningful": bool(method.structured)},
         "notes": list(notes),
+        "run": asdict(run),
         "seed": run.seed,
         "command": command,
         "environment": environment(),
@@ -56,6 +72,26 @@ def build_card(task, run, method, results: dict, sizes: dict, speed: dict, notes
     return card
 
 
+def validate_card(card: dict) -> None:
+    """Raise ``ValueError`` naming the first problem if ``card`` does not follow the schema above."""
+    missing = [k for k in SECTIONS if k not in card]
+    if missing or card["schema"] != SCHEMA:
+        raise ValueError(f"report card: missing sections {missing} or schema {card.get('schema')!r} != {SCHEMA!r}")
+    labelled = card["kind"]["task"] == "classification"
+    metric = card["task"]["metric"]
+    for name, entry in card["sets"].items():
+        for role in ("base", "compressed"):
+            value = entry[role].get(metric)
+            if not isinstance(entry[role].get("n"), int) or (value is not None and not isinstance(value, float)):
+                raise ValueError(f"report card: set {name} / {role} lacks n or a numeric {metric}")
+    for section in ("challenge", "bias", "hard_easy"):
+        if labelled != (card[section] is not None):
+            raise ValueError(f"report card: section {section} must be present exactly for classification tasks")
+    for part in ("latency_ms", "throughput_per_s"):
+        if not all(isinstance(card["speed"][part][k], float) for k in ("base", "compressed", "speedup")):
+            raise ValueError(f"report card: speed.{part} must hold base, compressed and speedup")
+
+
 def bias_section(results: dict) -> dict:
     """gap and F_bias from dev accuracy and the pooled challenge accuracy of both models."""
     base_dev = results["base"]["sets"]["dev"]["accuracy"]
@@ -63,6 +99,9 @@ def bias_section(results: dict) -> dict:
     base_adv, comp_adv = results["base"]["challenge_pooled"], results["compressed"]["challenge_pooled"]
     if base_adv is None:
         return {"gap_base": None, "gap_compressed": None, "f_bias": None}
+    if base_dev <= 0 or comp_dev <= 0:  # a relative gap needs a positive dev accuracy
+        return {"gap_base": None, "gap_compressed": None, "f_bias": None,
+                "undefined": "a model has 0% dev accuracy: the relative gap (eq. 1) is undefined"}
     value = f_bias(base_dev, base_adv, comp_dev, comp_adv)
     return {"gap_base": relative_gap(base_dev, base_adv), "gap_compressed": relative_gap(comp_dev, comp_adv),
             "f_bias": None if math.isnan(value) else value}
@@ -76,9 +115,9 @@ def _hard_easy(metrics: dict) -> dict | None:
 
 
 def write_card(card: dict, out_dir: str | Path, extra_plots: list | None = None) -> dict[str, Path]:
-    """Write ``report.json``, ``accuracy.png`` and ``report.md`` (which links the plots)."""
+    """Write ``report.json``, ``metrics.png`` and ``report.md`` (which links the plots)."""
     out_dir = Path(out_dir)
-    plots = [accuracy_plot(card, out_dir / "accuracy.png")] + [Path(p) for p in (extra_plots or [])]
+    plots = [accuracy_plot(card, out_dir / "metrics.png")] + [Path(p) for p in (extra_plots or [])]
     card["plots"] = [p.name for p in plots]
     atomic_write_json(out_dir / "report.json", card)
     atomic_write_text(out_dir / "report.md", render_markdown(card))

@@ -10,10 +10,63 @@ def delta(a, b) -> str:
     return "–" if a is None or b is None else f"{100 * (b - a):+.1f}"
 
 
+GENERATION_METRICS = ("rougeL", "rouge1", "rouge2", "meteor")
+
+
+def num(value) -> str:
+    return "–" if value is None else f"{value:.2f}"
+
+
 def render_markdown(card: dict) -> str:
     lines = [f"# forgetless report card: {card['task']['name']} · {card['method']['name']}", ""]
     lines += [_verdict(card), ""]
-    lines += ["## Accuracy (%)", "", "| set | n | base | compressed | Δ pts |", "|---|---:|---:|---:|---:|"]
+    if card["kind"]["task"] == "classification":
+        lines += _classification(card)
+    else:
+        lines += _generation(card)
+    lines += _size(card) + _speed(card)
+    lines += _robustness(card)
+    if card["notes"]:
+        lines += ["", "## Notes", ""] + [f"- {note}" for note in card["notes"]]
+    env = card["environment"]
+    lines += ["", "## Reproducibility", "",
+              f"- protocol: {card['task']['protocol']}",
+              f"- task kind {card['kind']['task']}, model kind {card['kind']['model']}; method config: "
+              f"`{card['method']['config']}`; objective `{card['method']['objective']}`; "
+              f"student init: {card['method']['student_init']}",
+              f"- seed {card['seed']}; command: `{card['command']}`",
+              f"- versions: {', '.join(f'{k} {v}' for k, v in env['versions'].items() if v)}",
+              f"- hardware: {env['hardware']['processor']}, {env['hardware']['cpu_count']} CPUs, "
+              f"{env['hardware']['torch_threads']} torch threads, GPU: {env['hardware']['gpu'] or 'none'}",
+              f"- created {env['created']}"]
+    lines += [""] + [f"![{p}]({p})" for p in card.get("plots", [])]
+    return "\n".join(lines) + "\n"
+
+
+def _generation(card: dict) -> list[str]:
+    lines = ["## Generation quality (%, best reference per example)", "",
+             "| set | n | metric | base | compressed | Δ |", "|---|---:|---|---:|---:|---:|"]
+    for name, entry in card["sets"].items():
+        for metric in GENERATION_METRICS:
+            b, c = entry["base"].get(metric), entry["compressed"].get(metric)
+            if b is None and c is None:
+                continue
+            d = "–" if b is None or c is None else f"{c - b:+.2f}"
+            lines.append(f"| {name} | {entry['base']['n']} | {metric} | {num(b)} | {num(c)} | {d} |")
+        share = (entry["base"].get("distinct_predictions"), entry["compressed"].get("distinct_predictions"))
+        lines.append(f"| {name} | | distinct outputs | {pct(share[0])}% | {pct(share[1])}% | |")
+    stages = {e[r].get("meteor_stages") for e in card["sets"].values() for r in ("base", "compressed")} - {None}
+    if stages:
+        lines += ["", f"METEOR matching stages: {', '.join(sorted(stages))}."]
+    examples = card["sets"]["dev"]["compressed"].get("examples") or []
+    if examples:
+        lines += ["", "Compressed model, first dev examples: " +
+                  "; ".join(f"“{e['prediction']}” (reference “{e['reference']}”)" for e in examples)]
+    return lines
+
+
+def _classification(card: dict) -> list[str]:
+    lines = ["## Accuracy (%)", "", "| set | n | base | compressed | Δ pts |", "|---|---:|---:|---:|---:|"]
     for name, entry in card["sets"].items():
         b, c = entry["base"]["accuracy"], entry["compressed"]["accuracy"]
         lines.append(f"| {name} | {entry['base']['n']} | {pct(b)} | {pct(c)} | {delta(b, c)} |")
@@ -22,6 +75,8 @@ def render_markdown(card: dict) -> str:
         lines.append(f"| challenge pooled ({' + '.join(ch['sets'])}) | | {pct(ch['base'])} | {pct(ch['compressed'])} "
                      f"| {delta(ch['base'], ch['compressed'])} |")
     bias = card["bias"]
+    if bias.get("undefined"):
+        lines += ["", "## Relative bias (Du et al. 2023, eq. 1)", "", f"F_bias: {bias['undefined']}."]
     if bias["f_bias"] is not None or bias["gap_base"] is not None:
         fb = "undefined (base gap is 0)" if bias["f_bias"] is None else f"**{bias['f_bias']:.3f}**"
         lines += ["", "## Relative bias (Du et al. 2023, eq. 1)", "",
@@ -36,37 +91,22 @@ def render_markdown(card: dict) -> str:
                   f"| easy | {pct(hb['easy'])} | {pct(hc['easy'])} | {delta(hb['easy'], hc['easy'])} |",
                   f"| easy − hard gap | {pct(hb['gap'])} | {pct(hc['gap'])} | |"]
     lines += _groups(card)
-    lines += _size(card) + _speed(card)
-    lines += _robustness(card)
-    if card["notes"]:
-        lines += ["", "## Notes", ""] + [f"- {note}" for note in card["notes"]]
-    env = card["environment"]
-    lines += ["", "## Reproducibility", "",
-              f"- protocol: {card['task']['protocol']}",
-              f"- method config: `{card['method']['config']}`; objective `{card['method']['objective']}`; "
-              f"student init: {card['method']['student_init']}",
-              f"- seed {card['seed']}; command: `{card['command']}`",
-              f"- versions: {', '.join(f'{k} {v}' for k, v in env['versions'].items() if v)}",
-              f"- hardware: {env['hardware']['processor']}, {env['hardware']['cpu_count']} CPUs, "
-              f"{env['hardware']['torch_threads']} torch threads, GPU: {env['hardware']['gpu'] or 'none'}",
-              f"- created {env['created']}"]
-    lines += [""] + [f"![{p}]({p})" for p in card.get("plots", [])]
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def _verdict(card: dict) -> str:
-    dev = card["sets"]["dev"]
-    keep_dev = dev["compressed"]["accuracy"] / dev["base"]["accuracy"] if dev["base"]["accuracy"] else None
-    ch = card["challenge"]
+    head = card["headline"]
     text = f"Size: {card['params']['ratio']:.2f}× the base parameters"
     if not card["method"]["structured"]:
         text += f" ({card['params']['nonzero_ratio']:.2f}× non-zero)"
     if card["speed"]["meaningful"]:
-        text += f", {card['speed']['throughput_per_s']['speedup']:.2f}× throughput"
-    text += f". Keeps {pct(keep_dev)}% of dev accuracy"
-    if ch["base"]:
+        what = "generation throughput" if card["speed"].get("mode") == "generate" else "throughput"
+        text += f", {card['speed']['throughput_per_s']['speedup']:.2f}× {what}"
+    text += f". Keeps {pct(head['kept'])}% of dev {head['metric']}"
+    ch = card["challenge"]
+    if ch and ch["base"]:
         text += f" and {pct(ch['compressed'] / ch['base'])}% of challenge accuracy"
-    f_bias = card["bias"]["f_bias"]
+    f_bias = (card["bias"] or {}).get("f_bias")
     if f_bias is not None:
         text += f"; F_bias {f_bias:.2f}"
     return text + "."
@@ -103,13 +143,15 @@ def _size(card: dict) -> list[str]:
 def _speed(card: dict) -> list[str]:
     s = card["speed"]
     cfg = s["config"]
+    unit = "sequences" if s.get("mode") == "generate" else "examples"
     lines = ["", "## Speed (measured side by side in this run)", "",
              "| | base | compressed | speedup |", "|---|---:|---:|---:|",
              f"| latency, batch {cfg['latency_batch']} (ms) | {s['latency_ms']['base']:.1f} | "
              f"{s['latency_ms']['compressed']:.1f} | {s['latency_ms']['speedup']:.2f}× |",
-             f"| throughput, batch {cfg['batch_size']} (examples/s) | {s['throughput_per_s']['base']:.1f} | "
+             f"| throughput, batch {cfg['batch_size']} ({unit}/s) | {s['throughput_per_s']['base']:.1f} | "
              f"{s['throughput_per_s']['compressed']:.1f} | {s['throughput_per_s']['speedup']:.2f}× |",
-             "", f"Sequence length {cfg['seq_len']}, median of {cfg['repeats']} after {cfg['warmup']} warm-up runs, "
+             "", f"{'Whole generate calls decoding ' + str(cfg['new_tokens']) + ' tokens (beam ' + str(cfg['num_beams']) + '), ' if s.get('mode') == 'generate' else 'One forward pass, '}"
+             f"input length {cfg['seq_len']}, median of {cfg['repeats']} after {cfg['warmup']} warm-up runs, "
              f"{s['threads']} threads on {s['device']}."]
     if not s["meaningful"]:
         lines.append("This method zeroes weights without removing them: a dense model runs no faster, and any "

@@ -22,31 +22,39 @@ def save_figure(fig, path: str | Path) -> Path:
 
 
 def accuracy_plot(card: dict, path: str | Path) -> Path:
-    """Grouped bars: base vs compressed accuracy on dev, hard/easy dev and every challenge set."""
+    """Grouped bars: base vs compressed headline metric (accuracy, or ROUGE-L / METEOR) on dev,
+    hard / easy dev and every challenge set; an empty subset is drawn as a missing bar (n = 0)."""
+    metric = card["task"]["metric"]
+    scale = 100 if metric == "accuracy" else 1
     labels, base, comp = [], [], []
     for name, entry in card["sets"].items():
         labels.append(f"{name}\n(n={entry['base']['n']})")
-        base.append(entry["base"]["accuracy"] * 100)
-        comp.append(entry["compressed"]["accuracy"] * 100)
+        base.append(_value(entry["base"].get(metric), scale))
+        comp.append(_value(entry["compressed"].get(metric), scale))
+    hard_easy = card.get("hard_easy") or {}
     for part in ("hard", "easy"):
-        if card["hard_easy"]["base"]:
-            labels.append(f"dev {part}")
-            base.append(card["hard_easy"]["base"][part] * 100)
-            comp.append(card["hard_easy"]["compressed"][part] * 100)
+        if hard_easy.get("base"):
+            labels.append(f"dev {part}\n(n={hard_easy['base']['n_' + part]})")
+            base.append(_value(hard_easy["base"][part], 100))
+            comp.append(_value(hard_easy["compressed"][part], 100))
     fig, ax = plt.subplots(figsize=(1.6 * len(labels) + 2, 3.8))
     x = range(len(labels))
     ax.bar([i - 0.2 for i in x], base, width=0.4, label="base", color="#4c72b0")
     ax.bar([i + 0.2 for i in x], comp, width=0.4, label="compressed", color="#dd8452")
     for i, (b, c) in enumerate(zip(base, comp)):
-        ax.text(i - 0.2, b + 1, f"{b:.1f}", ha="center", fontsize=8)
-        ax.text(i + 0.2, c + 1, f"{c:.1f}", ha="center", fontsize=8)
+        for pos, v in ((i - 0.2, b), (i + 0.2, c)):
+            ax.text(pos, (v if v == v else 0) + 1, f"{v:.1f}" if v == v else "n=0", ha="center", fontsize=8)
     ax.set_xticks(list(x), labels)
-    ax.set_ylabel("accuracy (%)")
+    ax.set_ylabel(f"{metric} (%)")
     ax.set_ylim(0, 105)
-    f_bias = card["bias"]["f_bias"]
+    f_bias = (card.get("bias") or {}).get("f_bias")
     title = f"{card['task']['name']}: {card['method']['name']}"
     if f_bias is not None:
         title += f"  (F_bias = {f_bias:.2f})"
     ax.set_title(title)
     ax.legend(loc="lower right")
     return save_figure(fig, path)
+
+
+def _value(value, scale: float) -> float:
+    return float("nan") if value is None else value * scale

@@ -19,8 +19,9 @@ from torch import nn
 
 from ..models import surgery
 from ..models.adapters import get_adapter
-from ..models.sites import AttentionSite, FfnSite, head_index
-from . import hardconcrete as hc
+from ..models.gates import HookSet
+from ..models.sites import AttentionSite, FfnSite
+from . import hard_concrete as hc
 
 
 def head_param_count(site: AttentionSite) -> int:
@@ -76,7 +77,7 @@ class L0Masks(nn.Module):
         self.lambda_1 = hc.ascent(nn.Parameter(torch.zeros(())))
         self.lambda_2 = hc.ascent(nn.Parameter(torch.zeros(())))
         self._current: dict[str, torch.Tensor] = {}
-        self._handles = []
+        self._hooks = HookSet()
 
     def _add(self, name, kind, key, n, cost, init, layer_masks):
         self.log_alpha[name] = nn.Parameter(torch.full((n,), float(init)))
@@ -169,31 +170,19 @@ class L0Masks(nn.Module):
         return self._eval_cache
 
     def install(self, model: nn.Module) -> "L0Masks":
-        adapter = get_adapter(model)
         self.remove()
-        self._handles.append(model.register_forward_pre_hook(lambda m, a: self._on_forward(m.training)))
-        for site in adapter.attention_sites(model):
-            name = f"head_{_name(site.key)}"
-            if name in self.groups:
-                self._handles.append(site.o.get().register_forward_pre_hook(self._hook(name, site.head_dim)))
-        for site in adapter.ffn_sites(model):
-            name = f"ffn_{_name(site.key)}"
-            if name in self.groups:
-                self._handles.append(site.output.get().register_forward_pre_hook(self._hook(name, 1)))
+        self._hooks.add(model.register_forward_pre_hook(lambda m, a: self._on_forward(m.training)))
+        self._hooks.gate_heads(model, lambda site: self._source(f"head_{_name(site.key)}", site.o.get()))
+        self._hooks.gate_units(model, lambda site: self._source(f"ffn_{_name(site.key)}", site.output.get()))
         return self
 
-    def _hook(self, name: str, repeat: int):
-        def hook(module, args):
-            gate = self.values_for(module.training)[name]
-            x = args[0]
-            return (x * gate.repeat_interleave(repeat).to(x.dtype),) + tuple(args[1:])
-
-        return hook
+    def _source(self, name: str, module: nn.Module):
+        if name not in self.groups:
+            return None
+        return lambda: self.values_for(module.training)[name]
 
     def remove(self) -> None:
-        for handle in self._handles:
-            handle.remove()
-        self._handles = []
+        self._hooks.remove()
 
     # ----- finalize ------------------------------------------------------------------------------
     @torch.no_grad()
@@ -219,4 +208,34 @@ class L0Masks(nn.Module):
         return model
 
 
-__all__ = ["L0Masks", "head_param_count", "unit_param_count", "head_index"]
+__all__ = ["L0Masks", "head_param_count", "unit_param_count"]
+
+
+class LagrangianRegularizer:
+    """The training regulariser of the L0 masks (CoFi eq. 5, NASH §4.2):
+    ``R = λ1 (ŝ − t) + λ2 (ŝ − t)²`` with ŝ the masks' expected sparsity and t the target, raised
+    linearly from 0 over ``warmup_steps``. The Trainer adds ``loss(step)`` to the objective and
+    trains log α (descent) and λ1, λ2 (ascent, see ``hard_concrete.ascent``) in their own parameter
+    groups at ``learning_rate``."""
+
+    def __init__(self, masks: L0Masks, target: float, warmup_steps: int, learning_rate: float):
+        self.masks = masks
+        self.target = target
+        self.warmup_steps = warmup_steps
+        self.learning_rate = learning_rate
+        self._logged: dict[str, float] = {}
+
+    def loss(self, step: int) -> torch.Tensor:
+        target = hc.target_at(step, self.target, self.warmup_steps)
+        expected = self.masks.expected_sparsity()
+        self._logged = {"expected_sparsity": float(expected.detach()), "target_sparsity": target,
+                        "lambda_1": float(self.masks.lambda_1.detach()), "lambda_2": float(self.masks.lambda_2.detach())}
+        return hc.lagrangian_term(expected, target, self.masks.lambda_1, self.masks.lambda_2)
+
+    def param_groups(self) -> list[dict]:
+        return [{"params": list(self.masks.log_alpha.parameters()), "lr": self.learning_rate, "weight_decay": 0.0},
+                {"params": [self.masks.lambda_1, self.masks.lambda_2], "lr": self.learning_rate,
+                 "weight_decay": 0.0}]
+
+    def log_values(self) -> dict[str, float]:
+        return dict(self._logged)

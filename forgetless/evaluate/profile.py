@@ -1,10 +1,6 @@
-"""Generation latency and profiling (Ko et al., appendix F and §3, Finding 3.1 / Figure 3).
+"""Where generation time goes (Ko et al., NASH §3, Finding 3.1 / Figure 3); base-vs-compressed
+speed lives in ``speed.py``.
 
-* ``compare_generation``: wall-clock ``generate`` latency of several models on the same inputs,
-  measured interleaved in one run (alternating models each repeat, median of repeats), with every
-  decoding step included. By default every model decodes exactly ``max_new_tokens`` steps
-  (``min_new_tokens`` = ``max_new_tokens``) so speed does not depend on when EOS happens to come.
-  Paper setting: batch 32, beam 4; CPU defaults here: batch 8, beam 1 (options).
 * ``layer_profile``: time of one encoder layer vs sequence length, for several head counts and
   FFN widths (Figure 3: attention width matters little at short lengths, FFN width dominates).
 * ``stack_share``: the encoder's and the decoder's share of generation time (Finding 3.1: the
@@ -15,10 +11,12 @@ from __future__ import annotations
 import copy
 import statistics
 import time
+from pathlib import Path
 
 import torch
 from torch import nn
 
+from ..fsutil import atomic_write_json
 from ..models import surgery
 from ..models.adapters import get_adapter
 
@@ -35,29 +33,6 @@ def _generate_once(model, enc, max_new_tokens: int, num_beams: int, fixed_length
     model.generate(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"], max_new_tokens=max_new_tokens,
                    min_new_tokens=max_new_tokens if fixed_length else 0, num_beams=num_beams, do_sample=False)
     return time.perf_counter() - start
-
-
-def compare_generation(models: dict[str, nn.Module], tokenizer, sources: list[str], batch_size: int = 8,
-                       num_beams: int = 1, max_new_tokens: int = 16, max_source_length: int = 128,
-                       repeats: int = 5, warmup: int = 1, fixed_length: bool = True, threads: int | None = None) -> dict:
-    """Median seconds per ``generate`` call of each model, and its speedup over the first model."""
-    if threads:
-        torch.set_num_threads(threads)
-    enc = _inputs(tokenizer, sources, batch_size, max_source_length)
-    for model in models.values():
-        model.eval()
-        for _ in range(warmup):
-            _generate_once(model, enc, max_new_tokens, num_beams, fixed_length)
-    times = {name: [] for name in models}
-    for _ in range(repeats):
-        for name, model in models.items():
-            times[name].append(_generate_once(model, enc, max_new_tokens, num_beams, fixed_length))
-    base = next(iter(models))
-    med = {name: statistics.median(ts) for name, ts in times.items()}
-    return {"setting": {"batch_size": batch_size, "num_beams": num_beams, "max_new_tokens": max_new_tokens,
-                        "source_tokens": int(enc["input_ids"].shape[1]), "repeats": repeats,
-                        "fixed_length": fixed_length, "threads": torch.get_num_threads()},
-            "seconds": med, "speedup": {name: med[base] / med[name] for name in models}}
 
 
 @torch.no_grad()
@@ -121,3 +96,24 @@ def layer_profile(model: nn.Module, seq_lengths=(16, 32, 64, 128, 256), head_fra
                 rows.append({"heads": site.num_heads, "ffn": ffn_site.width, "seq_len": length,
                              "ms": 1000 * statistics.median(times)})
     return rows
+
+
+def run_profile(model: nn.Module, tokenizer, out_dir, compressed: tuple | None = None,
+                seq_lengths=(16, 32, 64, 128, 256), head_fractions=(1.0, 0.5, 0.25), ffn_fractions=(1.0, 0.5, 0.25),
+                batch_size: int = 8, num_beams: int = 1, max_new_tokens: int = 16, source_length: int = 64,
+                repeats: int = 3) -> dict:
+    """Figure 3 / Finding 3.1 shape: layer time vs length by width; encoder vs decoder share of
+    generation time (and of a compressed model's, ``compressed = (model, tokenizer)``); written to
+    ``out_dir/profile.json``."""
+    model.eval()
+    sources = [" ".join(["word"] * source_length)]
+    result = {"threads": torch.get_num_threads(),
+              "layer_profile": layer_profile(model, seq_lengths, head_fractions, ffn_fractions, batch_size, repeats),
+              "generation_share": {"base": stack_share(model, tokenizer, sources, batch_size, num_beams,
+                                                       max_new_tokens, source_length + 2, repeats)}}
+    if compressed is not None:
+        small, small_tok = compressed
+        result["generation_share"]["compressed"] = stack_share(small, small_tok or tokenizer, sources, batch_size,
+                                                               num_beams, max_new_tokens, source_length + 2, repeats)
+    atomic_write_json(Path(out_dir) / "profile.json", result)
+    return result

@@ -1,0 +1,46 @@
+"""The seam between task kinds and model kinds: everything that differs between an encoder that
+classifies and an encoder-decoder that generates lives here, and nowhere else.
+
+A *model kind* says how a model is loaded, fed, run, scored and timed:
+
+* ``classifier`` (``classifier.py``): an encoder with a classification head; forward pass and
+  argmax; accuracy, F_bias, hard / easy, groups;
+* ``seq2seq`` (``seq2seq.py``): an encoder-decoder; ``generate``; ROUGE / METEOR for generation
+  tasks, and for classification tasks text-to-text: the model is trained to generate the label
+  word and its generation is parsed back to a label (NASH §5 / Table 11), so it gets the same
+  accuracy / F_bias / hard-easy card as a classifier.
+
+``kind_for(task, method)`` picks it: generation tasks and methods that need an encoder-decoder
+(``method.seq2seq_only``) use ``seq2seq``; everything else ``classifier``. The pipeline, methods,
+objectives, trainer and report card are shared by both.
+"""
+from __future__ import annotations
+
+from ..errors import ConfigError
+from .classifier import ClassifierKind
+from .seq2seq import Seq2SeqKind
+
+KINDS = {"classifier": ClassifierKind(), "seq2seq": Seq2SeqKind()}
+
+
+def kind_for(task, method=None):
+    """The model kind a run of ``method`` on ``task`` uses (see the module docstring)."""
+    needs_seq2seq = bool(getattr(method, "seq2seq_only", False))
+    if task.kind == "generation" or needs_seq2seq:
+        return KINDS["seq2seq"]
+    return KINDS["classifier"]
+
+
+def check_compatible(task, method, objective) -> None:
+    """One clear error before any work when a method or objective does not apply to the run."""
+    if method is not None and task.kind not in method.kinds:
+        raise ConfigError(f"method {method.name!r} does not apply to {task.kind} tasks (task {task.name!r}); "
+                          f"it handles: {', '.join(method.kinds)}")
+    kind = kind_for(task, method)
+    if kind.name not in objective.model_kinds:
+        raise ConfigError(f"objective {objective.name!r} does not apply to a {kind.name} model (task {task.name!r}"
+                          + (f", method {method.name!r}" if method is not None else "") + "); it trains: "
+                          + ", ".join(objective.model_kinds) + " models")
+
+
+__all__ = ["KINDS", "kind_for", "check_compatible", "ClassifierKind", "Seq2SeqKind"]

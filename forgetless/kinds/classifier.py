@@ -1,0 +1,44 @@
+"""Model kind ``classifier``: an encoder with a classification head, run by a forward pass and
+argmax, scored by accuracy per set (with hard / easy, groups, pooled challenge accuracy)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..evaluate.accuracy import pooled_task_accuracy, set_metrics
+from ..evaluate.predict import predict_logits
+from ..evaluate.speed import SpeedConfig, compare_speed
+from ..models.loading import load_classifier
+
+
+class ClassifierKind:
+    name = "classifier"
+    generates = False
+
+    def load_model(self, name: str, task, seed: int = 0):
+        """A classifier for the task's labels: pretrained (new seeded head), tiny, or saved."""
+        return load_classifier(name, task.label_names, seed=seed, tokenizer=task.tokenizer)
+
+    def training_set(self, task, tokenizer=None):
+        return task.train
+
+    def probe_inputs(self, tokenizer, task, n: int, max_length: int) -> dict:
+        train = task.train
+        return tokenizer(train.text_a[:n], train.text_b[:n] if train.text_b else None, truncation=True,
+                         max_length=max_length, padding=True, return_tensors="pt")
+
+    def evaluate(self, model, tokenizer, task, eval_config, max_length: int, progress: bool = False) -> dict:
+        """Metrics per set and the pooled challenge accuracy; ``predictions`` holds per-example
+        predicted ids and probabilities for the predictions file."""
+        sets, predictions = {}, {}
+        for name, examples in task.eval_sets().items():
+            logits = predict_logits(model, tokenizer, examples, eval_config.batch_size, max_length, progress,
+                                    f"eval {name}")
+            predicted = logits.argmax(-1)
+            sets[name] = set_metrics(examples, predicted)
+            probs = np.exp(logits - logits.max(-1, keepdims=True))
+            predictions[name] = {"predicted": predicted.tolist(),
+                                 "probabilities": (probs / probs.sum(-1, keepdims=True)).round(5).tolist()}
+        return {"sets": sets, **pooled_task_accuracy(task, sets), "predictions": predictions}
+
+    def speed(self, base, compressed, config: SpeedConfig) -> dict:
+        return compare_speed(base, compressed, config, generate=False)
