@@ -1,0 +1,153 @@
+"""The subcommands: each a thin wrapper over a Python function of the package."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .options import collect, task_from_args, train_config_from_args
+
+
+def run_config_from_args(args, owners):
+    from ..evaluate.clever import CleverConfig
+    from ..evaluate.speed import SpeedConfig
+    from ..pipeline import EvalConfig, RunConfig
+
+    clever = None
+    if args.clever or args.method == "rahp":
+        clever = CleverConfig(examples=args.clever_examples, batches=args.clever_batches,
+                              samples=args.clever_samples, radius=args.clever_radius,
+                              max_length=min(64, args.max_length), seed=args.seed)
+    objective = args.objective
+    if objective is None:
+        from ..methods import METHODS
+
+        objective = METHODS.get(args.method).default_objective
+    return RunConfig(
+        model=args.model, method=args.method,
+        method_options=collect(args, owners["method"], "", args.method, "method"),
+        objective=objective,
+        objective_options=collect(args, owners["objective"], "objective-", objective, "objective"),
+        teacher=args.teacher, student_init=args.student_init,
+        train=train_config_from_args(args),
+        teacher_train=train_config_from_args(args, args.teacher_epochs) if args.teacher_epochs else None,
+        speed=SpeedConfig(batch_size=args.bench_batch_size, seq_len=args.bench_seq_len, repeats=args.bench_repeats,
+                          new_tokens=args.bench_new_tokens),
+        eval=EvalConfig(batch_size=args.eval_batch_size, max_new_tokens=args.max_new_tokens, num_beams=args.num_beams),
+        clever=clever, seed=args.seed, progress=not args.no_progress,
+    )
+
+
+def cmd_compress(args, owners) -> int:
+    from ..pipeline import compress
+    from ..report.markdown import render_markdown
+
+    run = run_config_from_args(args, owners)
+    task = task_from_args(args)
+    card = compress(task, run, args.out)
+    print(render_markdown(card))
+    print(f"report: {Path(args.out) / 'report.md'} (JSON: report.json); model: {Path(args.out) / 'model'}")
+    return 0
+
+
+def cmd_finetune(args, owners) -> int:
+    import transformers
+    from accelerate import PartialState
+
+    from ..kinds import kind_for
+    from ..models.io import save_model
+    from ..training.trainer import fine_tune
+
+    task = task_from_args(args)
+    kind = kind_for(task)
+    transformers.set_seed(args.seed)
+    model, tokenizer = kind.load_model(args.model, task, args.seed)
+    out = Path(args.out)
+    model = fine_tune(model, tokenizer, kind.training_set(task, tokenizer), out / "checkpoints",
+                      train_config_from_args(args))
+    state = PartialState()
+    if state.is_main_process:
+        save_model(model, out / "model", tokenizer, metadata={"role": "fine-tuned", "task": task.name, "kind": kind.name,
+                                                               "world_size": state.num_processes})
+        print(f"saved {out / 'model'} (trained on {state.num_processes} process(es))")
+    return 0
+
+
+def cmd_evaluate(args, owners) -> int:
+    from ..pipeline import evaluate_saved
+
+    task = task_from_args(args)
+    result = evaluate_saved(args.model_path, task, args.json, max_length=args.max_length)
+    for name, metrics in result["sets"].items():
+        if "accuracy" in metrics:
+            extra = ""
+            if "hard" in metrics:
+                extra = f"  hard {100 * (metrics['hard']['accuracy'] or 0):.1f}  easy {100 * (metrics['easy']['accuracy'] or 0):.1f}"
+            print(f"{name:>12}: {100 * metrics['accuracy']:.2f}% (n={metrics['n']}){extra}")
+        else:
+            scores = ", ".join(f"{k} {metrics[k]:.2f}" for k in ("rougeL", "rouge1", "rouge2", "meteor") if k in metrics)
+            print(f"{name:>12}: {scores} (n={metrics['n']})")
+    if result.get("challenge_pooled") is not None:
+        print(f"{'challenge':>12}: {100 * result['challenge_pooled']:.2f}% pooled over {', '.join(result['pooled_sets'])}")
+    return 0
+
+
+def cmd_bench(args, owners) -> int:
+    from ..evaluate.speed import SpeedConfig, compare_speed
+    from ..models.adapters import get_adapter
+    from ..models.io import load_model
+    from ..models.loading import load_classifier, load_seq2seq
+
+    compressed, _ = load_model(args.model_path, with_tokenizer=False)
+    generate = get_adapter(compressed).is_seq2seq
+    if generate:
+        base, _ = load_seq2seq(args.base)
+    else:
+        base, _ = load_classifier(args.base, [str(i) for i in range(compressed.config.num_labels)])
+    result = compare_speed(base, compressed, SpeedConfig(batch_size=args.batch_size, seq_len=args.seq_len,
+                                                         repeats=args.repeats), generate=generate)
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+def cmd_sweep(args, owners) -> int:
+    from ..sweep import parse_list, run_sweep
+
+    task = task_from_args(args)
+    method_options = collect(args, owners["method"], "", args.method, "method")
+    summary = run_sweep(
+        task, args.out, objectives=parse_list(args.objectives), seeds=parse_list(args.seeds, int),
+        sparsities=args.levels, method=args.method, method_options=method_options, level_option=args.level_option,
+        model=args.model, train=train_config_from_args(args),
+        teacher_train=train_config_from_args(args, args.teacher_epochs) if args.teacher_epochs else None,
+        student_init=args.student_init, progress=not args.no_progress)
+    print((Path(args.out) / "sweep.md").read_text())
+    print(f"sweep: {Path(args.out) / 'sweep.md'} (JSON: sweep.json, plots: {', '.join(summary.get('plots', []))})")
+    return 0
+
+
+def cmd_profile(args, owners) -> int:
+    from ..evaluate.profile import run_profile
+    from ..models.io import load_model
+    from ..models.loading import load_seq2seq
+
+    model, tokenizer = load_seq2seq(args.model, seed=args.seed)
+    compressed = load_model(args.compressed) if args.compressed else None
+    numbers = lambda text, cast: tuple(cast(x) for x in text.split(",") if x.strip())  # noqa: E731
+    run_profile(model, tokenizer, args.out, compressed, numbers(args.seq_lengths, int),
+                numbers(args.head_fractions, float), numbers(args.ffn_fractions, float), args.batch_size,
+                args.num_beams, args.max_new_tokens, args.source_length, args.repeats)
+    print(f"profile: {Path(args.out) / 'profile.json'}")
+    return 0
+
+
+def cmd_list(args, owners) -> int:
+    from ..data.tasks import TASKS
+    from ..methods import METHODS
+    from ..models.adapters import supported_model_types
+    from ..objectives import OBJECTIVES
+
+    print("methods:    ", ", ".join(f"{n} ({'/'.join(METHODS.get(n).kinds)})" for n in METHODS.names()))
+    print("objectives: ", ", ".join(f"{n} ({'/'.join(OBJECTIVES.get(n).model_kinds)})" for n in OBJECTIVES.names()))
+    print("tasks:      ", ", ".join(TASKS.names()))
+    print("model types:", ", ".join(supported_model_types()))
+    return 0

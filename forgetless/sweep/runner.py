@@ -1,0 +1,227 @@
+"""Experiments as a product feature: one compression configuration over several objectives, seeds
+and levels of one method option (magnitude sparsity, truncate layers, NASH decoder depth …),
+reported as mean ± std per set with F_bias, hard/easy accuracy and plots (the comparisons of
+Du et al., "What do Compressed Large Language Models Forget?": Figure 1, Figure 3, Table 7 and
+Table 11; NASH's decoder-depth sweeps).
+
+Each (objective, level, seed) run is one call of ``pipeline.compress`` in its own folder
+``runs/<objective>-s<level>-seed<seed>``. One teacher per seed is fine-tuned once and shared by
+all runs of that seed; teacher probabilities, difficulty variances and JTT error sets go to one
+shared cache (``cache/``). A run whose ``report.json`` exists for the same run configuration is
+reused, so an interrupted sweep resumes.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import logging
+import shutil
+import time
+from dataclasses import asdict, replace
+from pathlib import Path
+
+from ..data.task import Task
+from ..difficulty import compute_difficulty, default_alpha
+from ..errors import ConfigError
+from ..evaluate.speed import SpeedConfig
+from ..fsutil import atomic_write_json
+from ..kinds import kind_for
+from ..methods import METHODS
+from ..objectives import OBJECTIVES
+from ..pipeline import RunConfig, compress, train_teacher
+from ..training.trainer import TrainConfig
+from .table import _record, _summary, write_sweep
+
+log = logging.getLogger(__name__)
+
+ALL_OBJECTIVES = ("ce", "distil", "smooth", "focal", "jtt", "rmc")
+
+
+def parse_list(value, cast=str) -> list:
+    """``"a,b,c"`` (command line) or a sequence → list of ``cast`` values."""
+    if value is None:
+        return []
+    items = value.split(",") if isinstance(value, str) else list(value)
+    return [cast(str(v).strip()) for v in items if str(v).strip()]
+
+
+def distribute_options(objectives, options: dict | None) -> dict[str, dict]:
+    """Flat command-line objective options (``{"alpha": 0.3, "lam": 0.8}``) → per-objective options:
+    each option goes to every objective of the sweep whose config has that field. An option that
+    no objective of the sweep accepts is an error."""
+    out: dict[str, dict] = {}
+    for key, value in (options or {}).items():
+        if value is None:
+            continue
+        takers = [name for name in parse_list(objectives) if OBJECTIVES.config_class(name) is not None
+                  and key in {f.name for f in dataclasses.fields(OBJECTIVES.config_class(name))}]
+        if not takers:
+            raise ConfigError(f"objective option {key!r} applies to none of the objectives {parse_list(objectives)}")
+        for name in takers:
+            out.setdefault(name, {})[key] = value
+    return out
+
+
+def task_fingerprint(task: Task) -> str:
+    """Content hash of every set of the task: a changed data set never reuses old runs."""
+    parts = {"train": task.train.fingerprint(), **{n: s.fingerprint() for n, s in task.eval_sets().items()}}
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def run_key(config, task_key: str = "") -> str:
+    data = {"run": asdict(config), "task": task_key}
+    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def run_sweep(task: Task, out_dir: str | Path, objectives=ALL_OBJECTIVES, seeds=(0,), sparsities=(0.4,),
+              method: str = "magnitude", method_options: dict | None = None, level_option: str = "sparsity",
+              objective_options: dict[str, dict] | None = None, model: str = "minilm",
+              train: TrainConfig | None = None, teacher_train: TrainConfig | None = None,
+              student_init: str = "pretrained", speed=None, eval_batch_size: int = 64,
+              progress: bool = True, plots: bool = True, keep_work: bool = False) -> dict:
+    """Run every (objective, sparsity, seed) combination and write ``sweep.json``, ``sweep.md`` and
+    plots into ``out_dir``; returns the summary (see :func:`aggregate`).
+
+    ``objectives``/``seeds``/``sparsities`` take sequences or comma-separated strings;
+    ``objective_options`` maps an objective name to its options (e.g. ``{"rmc": {"alpha": 0.5}}``);
+    ``level_option`` is the method option the sparsity levels set (``sparsity`` for magnitude).
+    A finished run keeps its model and report; its training checkpoints (``work/``, ~2x the model
+    size with optimiser state) are removed unless ``keep_work``.
+    """
+    objectives, seeds = parse_list(objectives), parse_list(seeds, int)
+    sparsities = parse_list(sparsities, _number)
+    if not objectives or not seeds or not sparsities:
+        raise ConfigError("a sweep needs at least one objective, one seed and one sparsity")
+    for name in objectives:
+        OBJECTIVES.get(name)  # unknown names fail before any training
+    method_obj = METHODS.get(method)(METHODS.make_config(method, {**(method_options or {}), level_option: sparsities[0]}))
+    kind = kind_for(task, method_obj)
+    unknown = set(objective_options or {}) - set(objectives)
+    if unknown:
+        raise ConfigError(f"options given for objectives not in the sweep: {sorted(unknown)}")
+    out_dir = Path(out_dir)
+    train = train or TrainConfig()
+    speed = speed or SpeedConfig(batch_size=8, seq_len=64, warmup=1, repeats=2)
+    records, difficulty, started = [], {}, time.time()
+    setup = {"method": method, "method_options": method_options or {}, "level_option": level_option,
+             "objectives": objectives, "seeds": seeds,
+             "sparsities": sparsities, "objective_options": objective_options or {}, "model": model,
+             "student_init": student_init, "train": asdict(train), "teacher_train": asdict(teacher_train or train)}
+    task_key = task_fingerprint(task)
+    cache = out_dir / "cache"
+    for seed in seeds:
+        seed_train = replace(train, seed=seed)
+        seed_teacher_train = replace(teacher_train or train, seed=seed)
+        base = RunConfig(model=model, train=seed_train, teacher_train=seed_teacher_train, seed=seed)
+        # one teacher folder per task content and seed: a changed task never resumes an old teacher's checkpoints
+        _, _, info = train_teacher(task, base, out_dir / "teachers" / f"{task_key}-seed{seed}", kind)
+        teacher_dir = info["path"] if "path" in info else str(info["source"])
+        if "rmc" in objectives:
+            difficulty[str(seed)] = _difficulty_summary(task, teacher_dir, seed_train, seed,
+                                                        (objective_options or {}).get("rmc", {}),
+                                                        out_dir / "cache")
+            write_sweep(_summary([], task, setup, difficulty, started), out_dir, plots=False)
+        for sparsity in sparsities:
+            for name in objectives:
+                config = RunConfig(model=model, method=method,
+                                   method_options={**(method_options or {}), level_option: sparsity},
+                                   objective=name, objective_options=dict((objective_options or {}).get(name, {})),
+                                   teacher=teacher_dir, student_init=student_init, train=seed_train,
+                                   speed=speed, seed=seed, progress=progress, cache_dir=str(cache))
+                run_dir = out_dir / "runs" / f"{name}-s{sparsity:g}-seed{seed}"
+                card = _reuse(run_dir, config, task_key)
+                if card is None:
+                    log.info("sweep run %s", run_dir.name)
+                    shutil.rmtree(run_dir, ignore_errors=True)  # never resume another configuration's checkpoints
+                    t0 = time.time()
+                    card = compress(task, config, run_dir)
+                    card["sweep_run"] = {"key": run_key(config, task_key), "seconds": time.time() - t0}
+                    atomic_write_json(run_dir / "sweep-run.json", card["sweep_run"])
+                    if not keep_work:
+                        shutil.rmtree(run_dir / "work", ignore_errors=True)
+                records.append(_record(card, level_option))
+                # partial results after every run: an interrupted sweep still has its table
+                write_sweep(_summary(records, task, setup, difficulty, started), out_dir, plots=False)
+    summary = _summary(records, task, setup, difficulty, started)
+    summary["complete"] = True
+    write_sweep(summary, out_dir, plots=plots)
+    return summary
+
+
+def collect_sweep(out_dir: str | Path, write: bool = True, plots: bool = True) -> dict:
+    """Summarise the finished runs of a sweep folder without training anything (a sweep still
+    running or interrupted): reads ``runs/*/report.json`` and the difficulty summaries in ``cache/``."""
+    out_dir = Path(out_dir)
+    reports = sorted((out_dir / "runs").glob("*/report.json"))
+    if not reports:
+        raise ConfigError(f"{out_dir} has no finished sweep runs (runs/*/report.json)")
+    cards = [json.loads(path.read_text()) for path in reports]
+    for card, path in zip(cards, reports):
+        marker = path.parent / "sweep-run.json"
+        card["sweep_run"] = json.loads(marker.read_text()) if marker.is_file() else {}
+    order = {name: i for i, name in enumerate(ALL_OBJECTIVES)}
+    previous = json.loads((out_dir / "sweep.json").read_text()) if (out_dir / "sweep.json").is_file() else {}
+    setup = previous.get("setup") or {}
+    if setup.get("objectives"):
+        order = {name: i for i, name in enumerate(setup["objectives"])}
+    cards.sort(key=lambda c: (c["seed"], c["method"]["config"].get("sparsity") or 0,
+                              order.get(c["method"]["objective"], len(order))))
+    first = cards[0]
+    task = previous.get("task") or {"name": first["task"]["name"], "protocol": first["task"]["protocol"],
+                                     "train": first["task"]["sizes"]["train"],
+                                     "sets": {k: v for k, v in first["task"]["sizes"].items() if k != "train"}}
+    if not setup:
+        setup = {"method": first["method"]["name"], "method_options": {}, "student_init": first["method"]["student_init"],
+                 "seeds": sorted({c["seed"] for c in cards}), "train": first["method"]["train"],
+                 "teacher_train": first["method"]["train"]}
+    difficulty = previous.get("difficulty") or {}
+    if not difficulty:  # sweep.json not written yet: the difficulty summaries in the shared cache
+        for path in sorted((out_dir / "cache").glob("difficulty-*.json")):
+            difficulty[path.stem] = {"alpha": default_alpha(task["name"]), **json.loads(path.read_text())}
+    summary = _summary([_record(c, setup.get("level_option", "sparsity")) for c in cards], task, setup, difficulty, None)
+    summary["complete"] = False
+    if write:
+        write_sweep(summary, out_dir, plots=plots)
+    return summary
+
+
+def compare_objectives(task: Task, out_dir: str | Path, objectives=ALL_OBJECTIVES, sparsity: float = 0.4,
+                       seeds=(0,), **kwargs) -> dict:
+    """Table 7 of Du et al.: every objective guiding magnitude pruning at one sparsity."""
+    return run_sweep(task, out_dir, objectives=objectives, seeds=seeds, sparsities=(sparsity,), **kwargs)
+
+
+def _reuse(run_dir: Path, config, task_key: str) -> dict | None:
+    marker, report = run_dir / "sweep-run.json", run_dir / "report.json"
+    if not (marker.is_file() and report.is_file()):
+        return None
+    meta = json.loads(marker.read_text())
+    if meta.get("key") != run_key(config, task_key):
+        return None
+    card = json.loads(report.read_text())
+    card["sweep_run"] = meta
+    return card
+
+
+def _difficulty_summary(task: Task, teacher_dir: str, train: TrainConfig, seed: int, rmc_options: dict,
+                        cache: Path) -> dict:
+    """Compute (or load from the shared cache) the difficulty RMC will use, and its agreement with
+    the training set's ground-truth hard flags."""
+    config = OBJECTIVES.make_config("rmc", rmc_options)
+    teacher, tokenizer = kind_for(task).load_model(teacher_dir, task)
+    result = compute_difficulty(teacher, tokenizer, task.train, train, Path(teacher_dir).parent, cache,
+                                config.difficulty_config(), seed)
+    alpha = config.alpha if config.alpha is not None else default_alpha(task.name)
+    return {"alpha": alpha, **result.summary()}
+
+
+
+
+def _number(value: str):
+    """A level from the command line: an int when it has no decimal point, else a float."""
+    value = str(value).strip()
+    try:
+        return float(value) if any(c in value for c in ".eE") else int(value)
+    except ValueError as exc:
+        raise ConfigError(f"sweep level {value!r} is not a number") from exc

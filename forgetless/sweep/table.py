@@ -1,0 +1,148 @@
+"""Sweep tables: per-run report cards → mean ± std over seeds per (objective, level) row, the
+Markdown table (Du et al. Table 7 layout: dev, challenge, F_bias, hard, easy; for generation
+tasks the dev column holds the task's metric), plots and ``sweep.json``."""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from ..data.task import Task
+from ..fsutil import atomic_write_json, atomic_write_text
+from ..report.rmc_plots import sweep_plots
+
+METRICS = ("dev", "challenge", "f_bias", "hard", "easy")
+
+
+def card_metrics(card: dict) -> dict:
+    """The Table-7 numbers of one report card (fractions; the task's metric on dev for generation),
+    for base and compressed models, plus per-group accuracies by gold label on challenge sets (e.g.
+    HANS non-entailment per heuristic)."""
+    out = {}
+    metric = card["task"]["metric"]
+    challenge = card.get("challenge") or {"sets": [], "base": None, "compressed": None}
+    for role in ("base", "compressed"):
+        hard_easy = (card.get("hard_easy") or {}).get(role) or {}
+        groups = {}
+        for set_name in challenge["sets"]:
+            for group, entry in (card["sets"][set_name][role].get("groups") or {}).items():
+                for key, value in entry.items():
+                    if key not in ("n", "accuracy"):  # accuracy per gold label within the group
+                        groups[f"{set_name}/{group}/{key}"] = value
+        dev = card["sets"]["dev"][role].get(metric)
+        if dev is not None and metric != "accuracy":
+            dev = dev / 100.0  # ROUGE / METEOR are in %; tables show every metric as % of a fraction
+        out[role] = {"dev": dev, "challenge": challenge[role],
+                     "hard": hard_easy.get("hard"), "easy": hard_easy.get("easy"), "groups": groups}
+    out["compressed"]["f_bias"] = (card.get("bias") or {}).get("f_bias")
+    out["base"]["f_bias"] = 1.0
+    return out
+
+
+def _record(card: dict, level_option: str = "sparsity") -> dict:
+    """One run's row: objective, level (the value of the swept method option), seed, metrics."""
+    return {"objective": card["method"]["objective"], "sparsity": card["method"]["config"].get(level_option),
+            "seed": card["seed"], "seconds": card.get("sweep_run", {}).get("seconds"),
+            "notes": card.get("notes", []), **card_metrics(card)}
+
+
+def _summary(records: list[dict], task: dict | Task, setup: dict, difficulty: dict, started: float | None) -> dict:
+    summary = aggregate(records)
+    if isinstance(task, Task):
+        task = {"name": task.name, "protocol": task.protocol, "train": len(task.train),
+                "sets": {name: len(s) for name, s in task.eval_sets().items()}}
+    summary.update({"task": task, "setup": setup, "difficulty": difficulty, "runs": records,
+                    "seconds": time.time() - started if started else None})
+    return summary
+
+
+def _mean_std(values: list) -> dict:
+    import numpy as np
+
+    vals = [v for v in values if v is not None]
+    if not vals:
+        return {"mean": None, "std": None, "n": 0}
+    arr = np.asarray(vals, dtype=float)
+    return {"mean": float(arr.mean()), "std": float(arr.std(ddof=1)) if len(arr) > 1 else 0.0, "n": len(arr)}
+
+
+def aggregate(records: list[dict]) -> dict:
+    """Mean ± sample std (ddof 1; 0 for one seed) over seeds of every metric, per
+    (objective, sparsity); the uncompressed base model (the teacher) as its own row."""
+    rows, keys = [], []
+    for r in records:
+        if (r["objective"], r["sparsity"]) not in keys:
+            keys.append((r["objective"], r["sparsity"]))
+    base_by_seed = {r["seed"]: r["base"] for r in records}
+    group_names = sorted({g for r in records for g in r["compressed"]["groups"]})
+    base = {m: _mean_std([b[m] for b in base_by_seed.values()]) for m in METRICS}
+    base["groups"] = {g: _mean_std([b["groups"].get(g) for b in base_by_seed.values()]) for g in group_names}
+    for objective, sparsity in keys:
+        runs = [r for r in records if (r["objective"], r["sparsity"]) == (objective, sparsity)]
+        row = {"objective": objective, "sparsity": sparsity, "seeds": [r["seed"] for r in runs]}
+        row.update({m: _mean_std([r["compressed"][m] for r in runs]) for m in METRICS})
+        row["groups"] = {g: _mean_std([r["compressed"]["groups"].get(g) for r in runs]) for g in group_names}
+        rows.append(row)
+    return {"schema": "forgetless-sweep-1", "base": base, "rows": rows}
+
+
+def _fmt(entry: dict, percent: bool = True) -> str:
+    if entry["mean"] is None:
+        return "–"
+    scale = 100 if percent else 1
+    digits = 1 if percent else 2
+    text = f"{entry['mean'] * scale:.{digits}f}"
+    return text + (f" ± {entry['std'] * scale:.{digits}f}" if entry["n"] > 1 else "")
+
+
+def render_markdown(summary: dict) -> str:
+    """Table-7-style table (accuracies in %, mean ± std over seeds) plus difficulty agreement."""
+    lines = [f"# Sweep: {summary['task']['name']}", "", summary["task"]["protocol"], ""]
+    setup = summary["setup"]
+    level = setup.get("level_option", "sparsity")
+    lines += [f"method {setup['method']} {setup['method_options'] or ''} ({level} per row); student init {setup['student_init']}; "
+              f"seeds {setup['seeds']}; training {setup['train']['epochs']:g} epochs "
+              f"(teacher {setup['teacher_train']['epochs']:g}); train set {summary['task']['train']} examples; "
+              f"eval sets {summary['task']['sets']}", ""]
+    lines += [f"| objective | {level} | dev | challenge | F_bias | hard | easy | seeds |",
+              "|---|---|---|---|---|---|---|---|"]
+    b = summary["base"]
+    lines.append(f"| base (teacher) | 0 | {_fmt(b['dev'])} | {_fmt(b['challenge'])} | 1 | {_fmt(b['hard'])} | "
+                 f"{_fmt(b['easy'])} | {b['dev']['n']} |")
+    for row in summary["rows"]:
+        lines.append(f"| {row['objective']} | {row['sparsity']:g} | {_fmt(row['dev'])} | {_fmt(row['challenge'])} | "
+                     f"{_fmt(row['f_bias'], percent=False)} | {_fmt(row['hard'])} | {_fmt(row['easy'])} | "
+                     f"{len(row['seeds'])} |")
+    groups = sorted(b.get("groups", {}))
+    if groups:
+        one_set = len({g.split("/")[0] for g in groups}) == 1
+        headers = ["/".join(g.split("/")[1:]) if one_set else g for g in groups]
+        lines += ["", "Challenge accuracy per group and gold label (%):", "",
+                  "| objective | sparsity | " + " | ".join(headers) + " |", "|---|---|" + "---|" * len(groups),
+                  "| base (teacher) | 0 | " + " | ".join(_fmt(b["groups"][g]) for g in groups) + " |"]
+        for row in summary["rows"]:
+            lines.append(f"| {row['objective']} | {row['sparsity']:g} | "
+                         + " | ".join(_fmt(row["groups"][g]) for g in groups) + " |")
+    for seed, d in summary.get("difficulty", {}).items():
+        lines += ["", f"Difficulty (seed {seed}, alpha {d['alpha']:g}): {d['schedule']}."]
+        if d.get("agreement"):
+            a = d["agreement"]
+            lines.append(f"Variance split vs ground-truth hard flags on the {a['n']} training examples "
+                         f"({a['n_hard']} hard): agreement {100 * a['topk']:.1f}% (top-k split; a random split "
+                         f"of the same proportions: {100 * _chance(a):.1f}%), "
+                         f"{100 * a['median']:.1f}% (median split), AUROC {a['auroc']:.3f}.")
+    if summary.get("plots"):
+        lines += [""] + [f"![{p}]({p})" for p in summary["plots"]]
+    return "\n".join(lines) + "\n"
+
+
+def _chance(agreement: dict) -> float:
+    q = agreement["n_hard"] / agreement["n"]
+    return q * q + (1 - q) * (1 - q)
+
+
+def write_sweep(summary: dict, out_dir: str | Path, plots: bool = True) -> None:
+    out_dir = Path(out_dir)
+    if plots:
+        summary["plots"] = [p.name for p in sweep_plots(summary, out_dir)]
+    atomic_write_json(out_dir / "sweep.json", summary)
+    atomic_write_text(out_dir / "sweep.md", render_markdown(summary))
