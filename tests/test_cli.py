@@ -43,19 +43,19 @@ def test_bad_input_is_one_clear_error(capsys, tmp_path, argv, message):
     assert not (tmp_path / "out" / "model").exists()
 
 
-def test_seq2seq_methods_route_to_the_seq2seq_pipeline():
-    from forgetless.cli import route_seq2seq
-
-    assert route_seq2seq(["compress", "--method", "nash", "--decoder-layers", "3"]) == [
-        "compress-seq2seq", "--method", "nash", "--decoder-layers", "3"]
-    assert route_seq2seq(["compress", "--method=cofi"])[0] == "compress-seq2seq"
-    assert route_seq2seq(["compress", "--method", "magnitude"])[0] == "compress"
-    assert route_seq2seq(["sweep", "--method", "nash"])[0] == "sweep"
-
-
-def test_sweep_and_profile_help(capsys):
+def test_sweep_profile_and_alias_help(capsys):
     for command in ("sweep", "profile", "compress-seq2seq"):
         with pytest.raises(SystemExit):
             main([command, "--help"])
     out = capsys.readouterr().out
     assert "--objectives" in out and "--seq-lengths" in out and "--decoder-layers" in out
+
+
+def test_one_vocabulary_and_strict_booleans(capsys, tmp_path):
+    with pytest.raises(SystemExit):
+        main(["compress", "--method", "heads", "--fine-tune", "ture", "--out", str(tmp_path / "o")])
+    assert "expected true or false, got 'ture'" in capsys.readouterr().err
+    code, _, err = run(capsys, "compress", "--method", "truncate", "--selection", "uniform", "--out", str(tmp_path / "o"))
+    assert code == 2 and "ambiguous" in err and not (tmp_path / "o").exists()
+    code, _, err = run(capsys, "compress", "--method", "heads", "--objective", "nash-distil", "--out", str(tmp_path / "o"))
+    assert code == 2 and "does not apply to a classifier model" in err and not (tmp_path / "o").exists()

@@ -6,28 +6,32 @@ import pytest
 import torch
 
 from forgetless.errors import ConfigError
-from forgetless.seq2seq import hardconcrete as hc
-from forgetless.seq2seq.selection import hidden_mse, kd_loss, select_layers
+from forgetless.methods import hard_concrete as hc
+from forgetless.methods.layer_selection import select_layers
+from forgetless.objectives.nash_distil import hidden_mse
+from forgetless.objectives.nash_distil import token_kd_loss as kd_loss
 
 
 @pytest.mark.parametrize("keep, expected_1_indexed", [(2, [1, 12]), (3, [1, 6, 11]), (4, [1, 4, 7, 10]),
                                                       (6, [1, 3, 5, 7, 9, 11])])
 def test_uniform_selection_l12(keep, expected_1_indexed):
     # L_s = {floor((L-1)/(d_s-1))*l + 1}: L=12 -> step 11, 5, 3, 2
-    assert [i + 1 for i in select_layers(12, keep, "uniform")] == expected_1_indexed
+    assert [i + 1 for i in select_layers(12, keep, "stride")] == expected_1_indexed
 
 
 def test_selection_edge_cases_and_baselines():
-    assert select_layers(12, 1) == [0]  # d_s = 1: the l = 0 term, layer 1
-    assert select_layers(6, 6) == list(range(6))  # d_s = L: every layer
-    assert select_layers(6, 9) == list(range(6))  # d_s > L: every layer
-    assert select_layers(6, 3, "uniform") == [0, 2, 4]
-    assert select_layers(6, 3, "low") == [0, 1, 2]
-    assert select_layers(6, 3, "high") == [3, 4, 5]
+    assert select_layers(12, 1, "stride") == [0]  # d_s = 1: the l = 0 term, layer 1
+    assert select_layers(6, 6, "stride") == list(range(6))  # d_s = L: every layer
+    assert select_layers(6, 3, "stride") == [0, 2, 4]  # NASH §4.1 "uniform"
+    assert select_layers(6, 3, "spread") == [0, 2, 5]  # evenly spread, both ends (truncate)
+    assert select_layers(6, 3, "first") == [0, 1, 2]
+    assert select_layers(6, 3, "last") == [3, 4, 5]
     assert select_layers(1, 1) == [0]
-    for bad in ((6, 0, "uniform"), (0, 1, "uniform"), (6, 2, "middle")):
+    for bad in ((6, 0, "stride"), (0, 1, "stride"), (6, 2, "middle"), (6, 9, "stride")):
         with pytest.raises(ConfigError):
             select_layers(*bad)
+    with pytest.raises(ConfigError, match="ambiguous.*spread.*stride"):
+        select_layers(6, 3, "uniform")
 
 
 def test_hard_concrete_samples_in_unit_interval_with_exact_zeros_and_ones():

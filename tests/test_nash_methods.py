@@ -10,9 +10,11 @@ from forgetless.methods import METHODS, CompressionContext
 from forgetless.models import surgery
 from forgetless.models.adapters import get_adapter
 from forgetless.models.gates import Gates
-from forgetless.seq2seq.data import synthetic_task
-from forgetless.seq2seq.models import tiny_model
-from forgetless.seq2seq.nash import Nash, NashConfig
+from forgetless.data.tasks import load_task
+from forgetless.kinds import KINDS
+from forgetless.methods.nash import Nash, NashConfig
+from forgetless.models.tiny import tiny_seq2seq
+from forgetless.objectives import OBJECTIVES
 from forgetless.training.trainer import TrainConfig
 
 
@@ -25,10 +27,9 @@ def one_thread():
 
 
 def _tiny(kind="tiny-bert2bert"):
-    task = synthetic_task(32, 4, seed=1)
+    task = load_task("synthetic-lookup", seed=1, train_size=32, eval_size=4)
     tok = task.tokenizer
-    torch.manual_seed(0)
-    model = tiny_model(kind, len(tok), pad=tok.pad_token_id, bos=tok.cls_token_id, eos=tok.sep_token_id).eval()
+    model = tiny_seq2seq(kind, len(tok), pad=tok.pad_token_id, bos=tok.cls_token_id, eos=tok.sep_token_id).eval()
     return task, tok, model
 
 
@@ -37,11 +38,14 @@ def _tiny(kind="tiny-bert2bert"):
 def test_registered_methods_compress(name, options, tmp_path):
     task, tok, model = _tiny()
     method = METHODS.get(name)(METHODS.make_config(name, options))
-    ctx = CompressionContext(task=task, tokenizer=tok, teacher=model, work_dir=tmp_path,
-                             train_config=TrainConfig(epochs=1, batch_size=16, max_length=64, learning_rate=1e-3))
+    objective = OBJECTIVES.get("nash-distil")()
+    ctx = CompressionContext(task=task, tokenizer=tok, teacher=model, work_dir=tmp_path, objective=objective,
+                             train_config=TrainConfig(epochs=1, batch_size=16, max_length=64, learning_rate=1e-3,
+                                                      progress=False), kind=KINDS["seq2seq"])
+    objective.prepare(ctx)
     student = method.compress(copy.deepcopy(model), ctx)
     assert not hasattr(student, "l0_masks") and student.num_parameters() < model.num_parameters()
-    assert ctx.notes and name in ctx.notes[0]
+    assert ctx.notes and name in ctx.notes[0] and method.artifacts()["masked_equals_sliced"] is True
     if name == "nash":
         assert surgery.model_shape(student)["layers"] == {"encoder": 4, "decoder": 2}
     with pytest.raises(ConfigError):
@@ -50,19 +54,22 @@ def test_registered_methods_compress(name, options, tmp_path):
 
 def test_encoder_pruning_variants_and_errors():
     _, _, model = _tiny("tiny-t5")
-    uniform = Nash(NashConfig(decoder_layers=2, encoder_pruning="uniform", encoder_sparsity=0.5)).prepare(model)
-    assert surgery.model_shape(uniform)["layers"] == {"encoder": 2, "decoder": 2}
-    none = Nash(NashConfig(decoder_layers=3, decoder_selection="high", encoder_pruning="none"))
-    student = none.prepare(model)
+    layers = Nash(NashConfig(decoder_layers=2, encoder_pruning="layers", encoder_sparsity=0.5))
+    assert surgery.model_shape(layers.prepare(copy.deepcopy(model), None))["layers"] == {"encoder": 2, "decoder": 2}
+    assert layers.layers == {"encoder": [0, 3], "decoder": [0, 3]}
+    none = Nash(NashConfig(decoder_layers=3, decoder_selection="last", encoder_pruning="none"))
+    student = none.prepare(copy.deepcopy(model), None)
     assert none.layers["decoder"] == [1, 2, 3] and not hasattr(student, "l0_masks")
-    assert none.dec_pairs == [(0, 1), (1, 2), (2, 3)]
-    for bad in ({"encoder_pruning": "random"}, {"encoder_sparsity": 1.0}, {"decoder_layers": 0}):
+    for bad in ({"encoder_pruning": "random"}, {"encoder_sparsity": 1.0}, {"decoder_layers": 0},
+                {"decoder_selection": "uniform"}):
         with pytest.raises(ConfigError):
             NashConfig(**bad)
+    with pytest.raises(ConfigError, match="exceeds the model's 4 decoder layers"):
+        Nash(NashConfig(decoder_layers=100)).prepare(copy.deepcopy(model), None)
 
 
 def test_bert2bert_from_bundled_minilm_masked_equals_sliced():
-    from forgetless.models.seq2seq import load_seq2seq
+    from forgetless.models.loading import load_seq2seq
 
     model, tok = load_seq2seq("minilm")
     model.eval()

@@ -101,7 +101,7 @@ def test_sweep_rejects_unknown_objective(tmp_path):
 
 def test_run_key_depends_on_task_content():
     from forgetless.pipeline import RunConfig
-    from forgetless.sweep import run_key, task_fingerprint
+    from forgetless.sweep.runner import run_key, task_fingerprint
 
     a = synthetic_shortcut_task(n_train=16, n_dev=8, n_challenge=8, seed=0)
     b = synthetic_shortcut_task(n_train=16, n_dev=8, n_challenge=8, seed=1)

@@ -9,7 +9,7 @@ import sys
 
 from ..errors import ForgetlessError
 from . import commands
-from .options import add_config_options, add_task_options, add_train_options, parse_bool
+from .options import add_config_options, add_eval_options, add_task_options, add_train_options, parse_bool
 
 DEMO_OUT = "forgetless-out/demo"
 EXAMPLES = {
@@ -41,10 +41,7 @@ def _compress_options(sub, name: str, help_text: str, owners: dict):
     g.add_argument("--student-init", choices=["teacher", "pretrained"], default="teacher",
                    help="start the compressed model from the fine-tuned teacher or from the pretrained model")
     g.add_argument("--out", default="forgetless-out/run", help="output folder (model/, report.json, report.md)")
-    e = p.add_argument_group("evaluation")
-    e.add_argument("--eval-batch-size", type=int, default=64, help="evaluation batch size")
-    e.add_argument("--max-new-tokens", type=int, default=32, help="generation: tokens generated per example")
-    e.add_argument("--num-beams", type=int, default=1, help="generation: beam size (1 = greedy)")
+    add_eval_options(p)
     b = p.add_argument_group("speed benchmark")
     b.add_argument("--bench-batch-size", type=int, default=32, help="throughput batch size")
     b.add_argument("--bench-seq-len", type=int, default=128, help="input length of the timed batches")
@@ -107,6 +104,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict]:
                        epilog=EXAMPLES["sweep"], formatter_class=argparse.RawDescriptionHelpFormatter)
     add_task_options(p)
     add_train_options(p)
+    add_eval_options(p)
     g = p.add_argument_group("sweep")
     g.add_argument("--objectives", default="ce,distil,smooth,focal,jtt,rmc", help="comma-separated objective names")
     g.add_argument("--seeds", default="0", help="comma-separated seeds (the paper uses 3)")

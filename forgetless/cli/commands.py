@@ -4,13 +4,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .options import collect, task_from_args, train_config_from_args
+from .options import collect, eval_config_from_args, task_from_args, train_config_from_args
 
 
 def run_config_from_args(args, owners):
     from ..evaluate.clever import CleverConfig
     from ..evaluate.speed import SpeedConfig
-    from ..pipeline import EvalConfig, RunConfig
+    from ..pipeline import RunConfig
 
     clever = None
     if args.clever or args.method == "rahp":
@@ -32,7 +32,7 @@ def run_config_from_args(args, owners):
         teacher_train=train_config_from_args(args, args.teacher_epochs) if args.teacher_epochs else None,
         speed=SpeedConfig(batch_size=args.bench_batch_size, seq_len=args.bench_seq_len, repeats=args.bench_repeats,
                           new_tokens=args.bench_new_tokens),
-        eval=EvalConfig(batch_size=args.eval_batch_size, max_new_tokens=args.max_new_tokens, num_beams=args.num_beams),
+        eval=eval_config_from_args(args),
         clever=clever, seed=args.seed, progress=not args.no_progress,
     )
 
@@ -119,7 +119,7 @@ def cmd_sweep(args, owners) -> int:
         sparsities=args.levels, method=args.method, method_options=method_options, level_option=args.level_option,
         model=args.model, train=train_config_from_args(args),
         teacher_train=train_config_from_args(args, args.teacher_epochs) if args.teacher_epochs else None,
-        student_init=args.student_init, progress=not args.no_progress)
+        student_init=args.student_init, eval_config=eval_config_from_args(args), progress=not args.no_progress)
     print((Path(args.out) / "sweep.md").read_text())
     print(f"sweep: {Path(args.out) / 'sweep.md'} (JSON: sweep.json, plots: {', '.join(summary.get('plots', []))})")
     return 0

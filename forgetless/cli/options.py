@@ -107,6 +107,19 @@ def train_config_from_args(args, epochs=None):
                        freeze_embeddings=args.freeze_embeddings, progress=not args.no_progress)
 
 
+def add_eval_options(p: argparse.ArgumentParser) -> None:
+    e = p.add_argument_group("evaluation")
+    e.add_argument("--eval-batch-size", type=int, default=64, help="evaluation batch size")
+    e.add_argument("--max-new-tokens", type=int, default=32, help="generation: tokens generated per example")
+    e.add_argument("--num-beams", type=int, default=1, help="generation: beam size (1 = greedy)")
+
+
+def eval_config_from_args(args):
+    from ..pipeline import EvalConfig
+
+    return EvalConfig(batch_size=args.eval_batch_size, max_new_tokens=args.max_new_tokens, num_beams=args.num_beams)
+
+
 # ----- options generated from config dataclasses ----------------------------------------------
 def field_type(field: dataclasses.Field, cls: type):
     hint = typing.get_type_hints(cls).get(field.name, str)

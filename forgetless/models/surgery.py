@@ -78,17 +78,6 @@ def drop_layers(model: nn.Module, stack: str, keep: list[int]) -> nn.Module:
     return model
 
 
-def apply_gates(model: nn.Module, gates) -> nn.Module:
-    """Physically remove every head / FFN unit whose gate is 0 (``gates`` is a ``Gates``).
-    Gates are removed from the model afterwards."""
-    heads = {key: torch.nonzero(g.detach() != 0).flatten().tolist() for key, g in gates.heads.items()}
-    units = {key: torch.nonzero(g.detach() != 0).flatten().tolist() for key, g in gates.ffn.items()}
-    gates.remove()
-    prune_heads(model, heads)
-    prune_ffn(model, units)
-    return model
-
-
 def model_shape(model: nn.Module) -> dict:
     """Per-site head counts, FFN widths and layer counts: enough to rebuild the architecture."""
     adapter = get_adapter(model)

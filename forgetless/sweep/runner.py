@@ -78,7 +78,7 @@ def run_sweep(task: Task, out_dir: str | Path, objectives=ALL_OBJECTIVES, seeds=
               method: str = "magnitude", method_options: dict | None = None, level_option: str = "sparsity",
               objective_options: dict[str, dict] | None = None, model: str = "minilm",
               train: TrainConfig | None = None, teacher_train: TrainConfig | None = None,
-              student_init: str = "pretrained", speed=None, eval_batch_size: int = 64,
+              student_init: str = "pretrained", speed=None, eval_config=None,
               progress: bool = True, plots: bool = True, keep_work: bool = False) -> dict:
     """Run every (objective, sparsity, seed) combination and write ``sweep.json``, ``sweep.md`` and
     plots into ``out_dir``; returns the summary (see :func:`aggregate`).
@@ -128,7 +128,8 @@ def run_sweep(task: Task, out_dir: str | Path, objectives=ALL_OBJECTIVES, seeds=
                                    method_options={**(method_options or {}), level_option: sparsity},
                                    objective=name, objective_options=dict((objective_options or {}).get(name, {})),
                                    teacher=teacher_dir, student_init=student_init, train=seed_train,
-                                   speed=speed, seed=seed, progress=progress, cache_dir=str(cache))
+                                   speed=speed, seed=seed, progress=progress, cache_dir=str(cache),
+                                   **({"eval": eval_config} if eval_config is not None else {}))
                 run_dir = out_dir / "runs" / f"{name}-s{sparsity:g}-seed{seed}"
                 card = _reuse(run_dir, config, task_key)
                 if card is None:
@@ -184,12 +185,6 @@ def collect_sweep(out_dir: str | Path, write: bool = True, plots: bool = True) -
     if write:
         write_sweep(summary, out_dir, plots=plots)
     return summary
-
-
-def compare_objectives(task: Task, out_dir: str | Path, objectives=ALL_OBJECTIVES, sparsity: float = 0.4,
-                       seeds=(0,), **kwargs) -> dict:
-    """Table 7 of Du et al.: every objective guiding magnitude pruning at one sparsity."""
-    return run_sweep(task, out_dir, objectives=objectives, seeds=seeds, sparsities=(sparsity,), **kwargs)
 
 
 def _reuse(run_dir: Path, config, task_key: str) -> dict | None:
