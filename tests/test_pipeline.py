@@ -20,7 +20,7 @@ def test_compress_truncate_end_to_end(tmp_path, tiny_model_dir, capsys):
     printed = capsys.readouterr().out
     assert "# forgetless report card: synthetic · truncate" in printed
     card = json.loads((out / "report.json").read_text())
-    assert card["schema"] == "forgetless-report-1"
+    assert card["schema"] == "forgetless-report-2" and card["kind"] == {"task": "classification", "model": "classifier"}
     assert set(card["sets"]) == {"dev", "challenge"}
     assert card["sets"]["dev"]["base"]["n"] == len(__import__("forgetless").data.tasks.load_task(
         "synthetic", eval_size=64).dev)
@@ -28,7 +28,7 @@ def test_compress_truncate_end_to_end(tmp_path, tiny_model_dir, capsys):
     assert card["speed"]["meaningful"] and card["speed"]["throughput_per_s"]["speedup"] > 0
     assert card["bias"]["gap_base"] is not None and card["hard_easy"]["base"]["n_hard"] > 0
     assert card["seed"] == 0 and card["environment"]["versions"]["torch"] == torch.__version__
-    assert (out / "accuracy.png").stat().st_size > 1000 and "F_bias" in (out / "report.md").read_text()
+    assert (out / "metrics.png").stat().st_size > 1000 and "F_bias" in (out / "report.md").read_text()
     clever = card["robustness"]["clever"]
     assert clever["base"]["examples"] == 4 and clever["compressed"]["params"]["batches"] == 3
     assert clever["base"]["mean"] >= 0 and "per_example" not in clever["base"]

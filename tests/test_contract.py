@@ -1,0 +1,129 @@
+"""The contract of every registered method on every architecture it claims, through the one
+pipeline on tiny models built from configs: compress → report card validates against the schema →
+the saved model reloads in a FRESH process with outputs equal to the in-memory model (logits to
+1e-5, greedy generation token for token)."""
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+import transformers
+
+from forgetless.data.tasks import load_task
+from forgetless.evaluate.speed import SpeedConfig
+from forgetless.methods import METHODS
+from forgetless.models.io import load_model
+from forgetless.pipeline import EvalConfig, RunConfig, compress
+from forgetless.report.card import validate_card
+from forgetless.training.trainer import TrainConfig
+
+CLASSIFIER_CONFIGS = {
+    "bert": lambda v: transformers.BertConfig(vocab_size=v, hidden_size=32, num_hidden_layers=3, num_attention_heads=4,
+                                              intermediate_size=48, max_position_embeddings=130),
+    "roberta": lambda v: transformers.RobertaConfig(vocab_size=v, hidden_size=32, num_hidden_layers=3,
+                                                    num_attention_heads=4, intermediate_size=48,
+                                                    max_position_embeddings=130, pad_token_id=0),
+    "distilbert": lambda v: transformers.DistilBertConfig(vocab_size=v, dim=32, n_layers=3, n_heads=4, hidden_dim=48,
+                                                          max_position_embeddings=130),
+    "electra": lambda v: transformers.ElectraConfig(vocab_size=v, embedding_size=16, hidden_size=32,
+                                                    num_hidden_layers=3, num_attention_heads=4, intermediate_size=48,
+                                                    max_position_embeddings=130),
+    "xlm-roberta": lambda v: transformers.XLMRobertaConfig(vocab_size=v, hidden_size=32, num_hidden_layers=3,
+                                                           num_attention_heads=4, intermediate_size=48,
+                                                           max_position_embeddings=130, pad_token_id=0),
+}
+SEQ2SEQ_MODELS = ("tiny-t5", "tiny-bart", "tiny-bert2bert")
+METHOD_OPTIONS = {"truncate": {"layers": 2}, "magnitude": {"sparsity": 0.5, "prune_every": 1},
+                  "heads": {"ratio": 0.25, "scoring_examples": 8}, "rahp": {"ratio": 0.25, "scoring_examples": 8},
+                  "nash": {"decoder_layers": 2, "finetune_epochs": 0}, "cofi": {"sparsity": 0.4, "finetune_epochs": 0}}
+
+
+def _claims():
+    cases = []
+    for name in METHODS.names():
+        method = METHODS.get(name)
+        if "classification" in method.kinds and not method.seq2seq_only:
+            cases += [(name, arch) for arch in CLASSIFIER_CONFIGS]
+        if "generation" in method.kinds:
+            cases += [(name, arch) for arch in SEQ2SEQ_MODELS]
+    return cases
+
+
+@pytest.fixture(scope="module")
+def tiny_folders(tmp_path_factory, minilm_tokenizer):
+    root = tmp_path_factory.mktemp("archs")
+    folders = {}
+    for arch, make in CLASSIFIER_CONFIGS.items():
+        torch.manual_seed(0)
+        model = transformers.AutoModel.from_config(make(minilm_tokenizer.vocab_size))
+        model.save_pretrained(root / arch)
+        minilm_tokenizer.save_pretrained(root / arch)
+        folders[arch] = str(root / arch)
+    return folders
+
+
+@pytest.fixture(scope="module")
+def one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+RELOADED = []  # (model folder, kind, inputs, expected) checked in one fresh process at the end
+
+
+@pytest.mark.parametrize("method, arch", _claims())
+def test_method_on_architecture(method, arch, tiny_folders, tmp_path_factory, one_thread):
+    generation = arch in SEQ2SEQ_MODELS
+    task = load_task("synthetic-lookup" if generation else "synthetic", train_size=24, eval_size=8)
+    out = tmp_path_factory.mktemp(f"{method}-{arch}")
+    run = RunConfig(model=arch if generation else tiny_folders[arch], method=method,
+                    method_options=METHOD_OPTIONS.get(method, {}), progress=False, eval=EvalConfig(max_new_tokens=4),
+                    train=TrainConfig(epochs=1, batch_size=8, max_length=64, learning_rate=1e-3, progress=False),
+                    speed=SpeedConfig(batch_size=2, seq_len=8, repeats=1, warmup=0, new_tokens=2))
+    card = compress(task, run, out)
+    validate_card(card)
+    assert card["kind"]["model"] == ("seq2seq" if generation else "classifier")
+    assert card["params"]["compressed"]["total"] <= card["params"]["base"]["total"]
+    model, tokenizer = load_model(out / "model")
+    if generation:
+        enc = tokenizer(task.dev.sources[:3], padding=True, return_tensors="pt")
+        inputs = {"input_ids": enc["input_ids"].tolist(), "attention_mask": enc["attention_mask"].tolist()}
+        with torch.no_grad():
+            expected = model.generate(**{k: torch.tensor(v) for k, v in inputs.items()}, max_new_tokens=5,
+                                      min_new_tokens=5, do_sample=False).tolist()
+    else:
+        enc = tokenizer(task.dev.text_a[:3], task.dev.text_b[:3], padding=True, return_tensors="pt")
+        inputs = {k: v.tolist() for k, v in enc.items()}
+        with torch.no_grad():
+            expected = model(**{k: torch.tensor(v) for k, v in inputs.items()}).logits.tolist()
+    RELOADED.append((str(out / "model"), generation, inputs, expected))
+
+
+FRESH_PROCESS = """
+import json, sys, torch
+from forgetless.models.io import load_model
+worst, mismatched = 0.0, []
+for folder, generation, inputs, expected in json.load(open(sys.argv[1])):
+    model, _ = load_model(folder)
+    x = {k: torch.tensor(v) for k, v in inputs.items()}
+    with torch.no_grad():
+        if generation:
+            if model.generate(**x, max_new_tokens=5, min_new_tokens=5, do_sample=False).tolist() != expected:
+                mismatched.append(folder)
+        else:
+            worst = max(worst, float((model(**x).logits - torch.tensor(expected)).abs().max()))
+print(json.dumps({"worst": worst, "mismatched": mismatched, "n": len(json.load(open(sys.argv[1])))}))
+"""
+
+
+def test_every_saved_model_reloads_in_a_fresh_process(tmp_path):
+    if not RELOADED:
+        pytest.skip("no method × architecture case ran")
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps(RELOADED))
+    out = subprocess.run([sys.executable, "-c", FRESH_PROCESS, str(spec)], capture_output=True, text=True, check=True)
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result["n"] == len(RELOADED) and result["mismatched"] == [] and result["worst"] < 1e-5
