@@ -29,7 +29,7 @@ def get_adapter(model: nn.Module) -> "Adapter":
     """The adapter for ``model`` (by ``config.model_type``); a clear error for unsupported families."""
     model_type = getattr(getattr(model, "config", None), "model_type", None)
     if model_type not in _ADAPTERS:
-        from . import seq2seq  # noqa: F401  registers the encoder-decoder families on first need
+        from . import decoder_only, seq2seq  # noqa: F401  registers the other families on first need
     if model_type not in _ADAPTERS:
         raise UnsupportedModelError(
             f"no forgetless adapter for model_type {model_type!r}; supported: {', '.join(sorted(_ADAPTERS))}"
