@@ -15,8 +15,10 @@ What these families need beyond the encoder adapters:
 * **Layer removal** renumbers ``layer_idx`` (the KV cache is indexed by it), sets the layer count
   the model loops over and sizes its cache from (``num_hidden_layers`` / ``n_layer``) and slices
   per-layer config lists (``layer_types``: full vs sliding-window attention per layer).
-* A self-attention with every unit removed still records the step in the KV cache (zero heads), so
-  the cache length that positions are computed from keeps counting tokens.
+* A self-attention with every unit removed still records each step in the KV cache, so the cache
+  length that positions and masks are computed from keeps counting tokens. It stores one zero
+  feature per token, not a zero-head tensor: transformers' ``DynamicLayer.get_seq_length`` reports
+  0 for an entry with no elements.
 """
 from __future__ import annotations
 
@@ -28,6 +30,19 @@ from .seq2seq import CachedEmptyAttention
 from .sites import AttentionSite, EmptyAttention, FfnSite, Slot, is_conv1d
 
 PER_LAYER_CONFIG_LISTS = ("layer_types",)  # config lists with one entry per decoder layer
+
+
+class CountingEmptyAttention(CachedEmptyAttention):
+    """Self-attention with no unit left: output = the output projection's bias (if any); appends a
+    (batch, 1, tokens, 1) zero entry to the KV cache per step so the cache length stays right."""
+
+    def forward(self, hidden_states, *args, **kwargs):
+        cache = kwargs.get(self.cache_kw)
+        if cache is not None and self.layer_idx is not None:
+            b, s = hidden_states.shape[:2]
+            step = hidden_states.new_zeros(b, 1, s, 1)
+            cache.update(step, step, self.layer_idx)
+        return EmptyAttention.forward(self, hidden_states, *args, **kwargs)
 
 
 class DecoderOnlyAdapter(Adapter):
@@ -77,8 +92,7 @@ class LlamaAdapter(DecoderOnlyAdapter):
 
     def empty_attention(self, site):
         core = site.core.get()
-        return CachedEmptyAttention("o_proj", site.o.get(), returns=2, layer_idx=core.layer_idx,
-                                    head_dim=core.head_dim)
+        return CountingEmptyAttention("o_proj", site.o.get(), returns=2, layer_idx=core.layer_idx)
 
     def after_head_prune(self, site, keep):
         """``keep`` are key/value groups; the group size G (``num_key_value_groups``) is unchanged."""
@@ -122,8 +136,7 @@ class Gpt2Adapter(DecoderOnlyAdapter):
 
     def empty_attention(self, site):
         core = site.core.get()
-        return CachedEmptyAttention("c_proj", site.o.get(), returns=2, layer_idx=core.layer_idx,
-                                    head_dim=core.head_dim)
+        return CountingEmptyAttention("c_proj", site.o.get(), returns=2, layer_idx=core.layer_idx)
 
     def after_head_prune(self, site, keep):
         core = site.core.get()
