@@ -37,7 +37,8 @@ def tiny_config(arch: str, num_labels: int = 3):
     if arch == "mistral":
         return transformers.MistralConfig(**common, sliding_window=4)
     return transformers.GPT2Config(vocab_size=VOCAB, n_embd=32, n_layer=3, n_head=4, n_inner=48, n_positions=64,
-                                   pad_token_id=PAD, initializer_range=0.2, num_labels=num_labels)
+                                   pad_token_id=PAD, bos_token_id=1, eos_token_id=2, initializer_range=0.2,
+                                   num_labels=num_labels)
 
 
 def tiny(arch: str, head: str = "lm", seed: int = 0):
