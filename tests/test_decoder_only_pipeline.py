@@ -87,3 +87,18 @@ def test_methods_with_the_fine_tuned_teacher(method, options, truncate_run, tiny
     if method == "block-influence":
         scores = json.loads((out / "work" / "block-influence-scores.json").read_text())
         assert len(scores["removed"]) == 1 and shape["layers"] == {"decoder": 3}
+
+
+def test_classifier_without_pad_token_id_takes_the_tokenizers(tmp_path, minilm_tokenizer):
+    from forgetless.models.loading import load_classifier
+
+    config = transformers.LlamaConfig(vocab_size=minilm_tokenizer.vocab_size, hidden_size=16, intermediate_size=16,
+                                      num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1)
+    assert config.pad_token_id is None
+    transformers.LlamaForCausalLM(config).save_pretrained(tmp_path)
+    minilm_tokenizer.save_pretrained(tmp_path)
+    model, tokenizer = load_classifier(str(tmp_path), ["a", "b"])
+    assert model.config.pad_token_id == tokenizer.pad_token_id == 0
+    batch = tokenizer(["a b c", "a"], padding=True, return_tensors="pt")
+    with torch.no_grad():
+        assert model(**batch).logits.shape == (2, 2)  # pools the last non-padding token of each row
