@@ -231,3 +231,33 @@ def test_magnitude_prunes_every_projection(arch, per_layer):
     assert len(linears) == 3 * per_layer  # q, k, v, o, gate, up, down / c_attn, c_proj, c_fc, c_proj
     assert not any("embed" in name or "score" in name or "wte" in name for name, _ in linears)
     assert abs(magnitude_prune(model, 0.5) - 0.5) < 1e-3
+
+
+@pytest.mark.parametrize("arch", ["llama", "gpt2"])
+def test_rahp_fisher_per_unit_equals_squared_gradients(arch):
+    """RAHP eq. 3 per prunable unit (a KV group under GQA; GPT-2: a head's three blocks of the fused
+    c_attn), against per-example autograd gradients sliced with ``head_parameters``."""
+    from forgetless.heads.model_scoring import fisher_scores
+    from forgetless.heads.scores import head_sq_norms
+
+    model = tiny(arch, head="cls")
+    # no padding: fisher_scores feeds inputs_embeds, with which transformers' decoder-only
+    # classifiers pool the last position, not the last non-padding token
+    ids = torch.randint(1, VOCAB, (3, 6), generator=torch.Generator().manual_seed(5))
+    mask = torch.ones_like(ids)
+    labels = torch.tensor([0, 2, 1])
+    fisher = fisher_scores(model, [{"input_ids": ids, "attention_mask": mask, "labels": labels}])
+    sites = get_adapter(model).attention_sites(model)
+    n = UNITS[arch]
+    ref = torch.zeros(3 * n)
+    for i in range(3):
+        length = int(mask[i].sum())
+        model.zero_grad()
+        logits = model(input_ids=ids[i:i + 1, :length]).logits
+        torch.nn.functional.cross_entropy(logits, labels[i:i + 1]).backward()
+        for s, site in enumerate(sites):
+            for param, dim, role in site.head_parameters():
+                sq = head_sq_norms(param.grad, dim, site.unit_width(role))
+                ref[s * n:(s + 1) * n] += (sq.reshape(3, n).sum(dim=0) if role == "qkv" else sq) / 3
+    assert fisher.shape == (3 * n,)
+    torch.testing.assert_close(fisher, ref, rtol=1e-4, atol=1e-12)
