@@ -192,7 +192,7 @@ def test_save_load_in_fresh_process(tmp_path):
                                    atol=1e-6, rtol=0)
 
 
-@pytest.mark.parametrize("arch", ["llama", "gpt2"])
+@pytest.mark.parametrize("arch", ["llama", "qwen2", "gpt2"])
 def test_layer_removal_only_loads_with_stock_from_pretrained(arch, tmp_path):
     model = tiny(arch)
     surgery.drop_layers(model, "decoder", [0, 2])
@@ -261,3 +261,25 @@ def test_rahp_fisher_per_unit_equals_squared_gradients(arch):
                 ref[s * n:(s + 1) * n] += (sq.reshape(3, n).sum(dim=0) if role == "qkv" else sq) / 3
     assert fisher.shape == (3 * n,)
     torch.testing.assert_close(fisher, ref, rtol=1e-4, atol=1e-12)
+
+
+def test_michel_importance_of_a_kv_group_sums_its_query_heads_gradients():
+    """Michel et al. (2019) on GQA: the unit gate multiplies its G query heads, so ∂L/∂ξ_group is
+    the sum of the query heads' gate gradients; importance = E_x |Σ_{h ∈ group} ∂L/∂ξ_h|."""
+    from forgetless.heads.model_scoring import michel_importance
+
+    model = tiny("llama", head="cls")
+    ids = torch.randint(1, VOCAB, (3, 6), generator=torch.Generator().manual_seed(6))
+    labels = torch.tensor([1, 0, 2])
+    importance = michel_importance(model, [{"input_ids": ids, "attention_mask": torch.ones_like(ids), "labels": labels}])
+    ref = torch.zeros(6)
+    head_gates = [torch.ones(4, requires_grad=True) for _ in range(3)]  # per query head, size 8
+    handles = [layer.self_attn.o_proj.register_forward_pre_hook(
+        lambda m, args, g=g: (args[0] * g.repeat_interleave(8),)) for layer, g in zip(model.model.layers, head_gates)]
+    for i in range(3):
+        loss = torch.nn.functional.cross_entropy(model(input_ids=ids[i:i + 1]).logits, labels[i:i + 1])
+        grads = torch.autograd.grad(loss, head_gates)
+        ref += torch.cat([g.reshape(2, 2).sum(dim=1).abs() for g in grads]) / 3  # groups: heads {0,1}, {2,3}
+    for handle in handles:
+        handle.remove()
+    torch.testing.assert_close(importance, ref, rtol=1e-4, atol=1e-8)
