@@ -32,11 +32,17 @@ CLASSIFIER_CONFIGS = {
     "xlm-roberta": lambda v: transformers.XLMRobertaConfig(vocab_size=v, hidden_size=32, num_hidden_layers=3,
                                                            num_attention_heads=4, intermediate_size=48,
                                                            max_position_embeddings=130, pad_token_id=0),
+    "llama": lambda v: transformers.LlamaConfig(vocab_size=v, hidden_size=32, intermediate_size=48, num_hidden_layers=3,
+                                                num_attention_heads=4, num_key_value_heads=2,
+                                                max_position_embeddings=130, pad_token_id=0),
+    "gpt2": lambda v: transformers.GPT2Config(vocab_size=v, n_embd=32, n_layer=3, n_head=4, n_positions=130,
+                                              pad_token_id=0),
 }
 SEQ2SEQ_MODELS = ("tiny-t5", "tiny-bart", "tiny-bert2bert")
 METHOD_OPTIONS = {"truncate": {"layers": 2}, "magnitude": {"sparsity": 0.5, "prune_every": 1},
                   "heads": {"ratio": 0.25, "scoring_examples": 8}, "rahp": {"ratio": 0.25, "scoring_examples": 8},
-                  "nash": {"decoder_layers": 2, "finetune_epochs": 0}, "cofi": {"sparsity": 0.4, "finetune_epochs": 0}}
+                  "nash": {"decoder_layers": 2, "finetune_epochs": 0}, "cofi": {"sparsity": 0.4, "finetune_epochs": 0},
+                  "block-influence": {"layers": 2, "calibration_examples": 8}}
 
 
 def _claims():

@@ -88,7 +88,8 @@ def test_surgery_errors():
 def test_unsupported_architecture_is_a_clear_error():
     import transformers
 
-    config = transformers.GPT2Config(n_layer=1, n_head=2, n_embd=16, vocab_size=50)
-    model = transformers.GPT2ForSequenceClassification(config)
-    with pytest.raises(UnsupportedModelError, match="gpt2"):
+    config = transformers.OPTConfig(num_hidden_layers=1, num_attention_heads=2, hidden_size=16, ffn_dim=32,
+                                    word_embed_proj_dim=16, vocab_size=50)
+    model = transformers.OPTForSequenceClassification(config)
+    with pytest.raises(UnsupportedModelError, match="opt"):
         get_adapter(model)

@@ -183,9 +183,10 @@ def fisher_scores(model: nn.Module, batches: list[dict]) -> torch.Tensor:
     for site in get_adapter(model).attention_sites(model):
         if not site.num_heads:
             continue
-        for role, slot in (("q", site.q), ("k", site.k), ("v", site.v), ("o", site.o)):
+        inputs = [("qkv", site.qkv)] if site.qkv is not None else [("q", site.q), ("k", site.k), ("v", site.v)]
+        for role, slot in inputs + [("o", site.o)]:
             lin = slot.get()
-            linears.append((site.key, site.head_dim, role, lin))
+            linears.append((site.key, site.unit_width(role), role, lin))  # GQA: k/v rows per unit differ
             handles.append(lin.register_forward_hook(
                 lambda m, args, out: captured.__setitem__(id(m), (args[0].detach(), out))))
     try:
@@ -210,6 +211,8 @@ def fisher_scores(model: nn.Module, batches: list[dict]) -> torch.Tensor:
                         sq = head_sq_norms(grad_w, 1, head_dim)
                         if lin.bias is not None:
                             sq = sq + head_sq_norms(d.sum(dim=1), 1, head_dim)
+                        if role == "qkv":  # fused [q | k | v] (GPT-2): a head owns one block per third
+                            sq = sq.reshape(3, -1).sum(dim=0)
                     pos = offsets[key]  # sq: per-head sums over the batch's examples
                     total[pos:pos + sq.numel()] += sq.double().cpu()
                 count += ids.shape[0]

@@ -29,7 +29,7 @@ class Truncate(CompressionMethod):
 
     def prepare(self, model, ctx):
         stacks = get_adapter(model).stacks(model)
-        stack = "encoder"
+        stack = next(iter(stacks))  # the first stack: "encoder"; "decoder" for decoder-only models
         total = len(stacks[stack])
         if self.config.layers >= total:
             raise ConfigError(f"truncate: model has {total} layers; keep fewer than that (got {self.config.layers})")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import transformers
 
-from ..errors import ForgetlessError, UnsupportedModelError
+from ..errors import ConfigError, ForgetlessError, UnsupportedModelError
 from .adapters import get_adapter
 from .io import is_forgetless_folder, load_model
 from .seq2seq import build_bert2bert
@@ -63,6 +63,7 @@ def load_classifier(name_or_path: str, label_names: list[str], device: str = "cp
     except OSError as exc:
         raise ForgetlessError(f"could not load model {name_or_path!r}: {exc}") from exc
     get_adapter(model)  # fail early for architectures forgetless cannot compress
+    _ensure_pad_token(model, tokenizer, path)
     return model.to(device), tokenizer
 
 
@@ -100,6 +101,19 @@ def load_seq2seq(name_or_path: str, device: str = "cpu", tokenizer=None, seed: i
     if not get_adapter(model).is_seq2seq:
         raise UnsupportedModelError(f"{name_or_path!r} is not an encoder-decoder model")
     return model.to(device), tokenizer
+
+
+def _ensure_pad_token(model, tokenizer, path: str) -> None:
+    """Decoder-only classifiers (Llama, GPT-2, ...) pool the last non-padding token, found through
+    ``config.pad_token_id``: take the tokenizer's pad token, else its end-of-sequence token."""
+    if getattr(model.config, "pad_token_id", None) is not None:
+        return
+    if tokenizer.pad_token_id is None and tokenizer.eos_token is not None:
+        tokenizer.pad_token = tokenizer.eos_token
+    if tokenizer.pad_token_id is None:
+        raise ConfigError(f"model {path!r}: its tokenizer has neither a pad nor an end-of-sequence token; "
+                              "set pad_token_id in config.json")
+    model.config.pad_token_id = tokenizer.pad_token_id
 
 
 def _check_source(path: str) -> None:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 import torch
 from torch import nn
+from transformers.pytorch_utils import Conv1D
 
 SiteKey = tuple[str, int, str]  # (stack, layer index, kind): ("encoder", 3, "self"), ("ffn" kind for FFN)
 
@@ -30,7 +31,24 @@ class Slot:
 
 @dataclass
 class AttentionSite:
-    """One multi-head attention block: q/k/v projections (rows grouped by head) and output projection."""
+    """One multi-head attention block: q/k/v projections (rows grouped by unit) and output projection.
+
+    The prunable *unit* ("head") of a site is what can be removed on its own:
+
+    * multi-head attention (BERT, T5, BART, GPT-2, Llama without GQA): one head; ``head_dim`` rows
+      of q, k, v and ``head_dim`` columns of o;
+    * grouped-query attention (Llama / Qwen2 / Mistral with ``num_key_value_heads`` <
+      ``num_attention_heads``): one **key/value group**, i.e. its k/v head (``kv_dim`` rows of k and
+      v) together with the G = n_heads / n_kv_heads query heads that read it (``head_dim`` = G ×
+      head size rows of q and columns of o). Query head h belongs to group h // G (``repeat_kv``).
+
+    So ``head_dim`` is always the width of one unit in q rows and o input columns (what head gates
+    multiply), ``kv_dim`` its width in k / v rows (``None``: same as ``head_dim``).
+
+    ``qkv`` is set instead of ``q``/``k``/``v`` where one fused projection computes
+    ``[q | k | v]`` (GPT-2's ``c_attn``); each unit then owns three blocks of its columns.
+    Projections may be ``nn.Linear`` or transformers' ``Conv1D`` (weight stored (in, out)).
+    """
 
     stack: str
     layer: int
@@ -42,6 +60,8 @@ class AttentionSite:
     head_dim: int
     core: Slot  # module that computes attention; replaced by EmptyAttention at zero heads
     extra: dict = field(default_factory=dict)  # adapter-specific (e.g. T5 relative bias)
+    kv_dim: int | None = None  # rows of k and v per unit (grouped-query attention); None: head_dim
+    qkv: Slot | None = None  # fused [q | k | v] projection (GPT-2); q, k, v are None then
 
     @property
     def key(self) -> SiteKey:
@@ -49,20 +69,45 @@ class AttentionSite:
 
     @property
     def num_heads(self) -> int:
-        return 0 if self.q is None else self.q.get().out_features // self.head_dim
+        """Number of prunable units (heads, or key/value groups under grouped-query attention)."""
+        if self.qkv is not None:
+            return out_features(self.qkv.get()) // (3 * self.head_dim)
+        return 0 if self.q is None else out_features(self.q.get()) // self.head_dim
+
+    def unit_width(self, role: str) -> int:
+        """Features one unit owns in projection ``role`` (q, k, v, o; qkv: per block of three)."""
+        if role in ("k", "v"):
+            return self.head_dim if self.kv_dim is None else self.kv_dim
+        return self.head_dim
 
     def head_parameters(self) -> list[tuple[nn.Parameter, int, str]]:
-        """(parameter, dim along which heads are laid out, role) for every tensor a head owns."""
-        if self.q is None:
+        """(parameter, dim along which heads are laid out, role) for every tensor a head owns.
+        A unit owns ``unit_width(role)`` consecutive entries along that dim (role ``qkv``: three
+        blocks of ``head_dim``, one each in the q, k and v thirds)."""
+        if self.num_heads == 0:
             return []
         out = []
-        for role, slot in (("q", self.q), ("k", self.k), ("v", self.v)):
+        inputs = [("qkv", self.qkv)] if self.qkv is not None else [("q", self.q), ("k", self.k), ("v", self.v)]
+        for role, slot in inputs:
             lin = slot.get()
-            out.append((lin.weight, 0, role))
+            out.append((lin.weight, weight_dim(lin, 0), role))
             if lin.bias is not None:
                 out.append((lin.bias, 0, role))
-        out.append((self.o.get().weight, 1, "o"))
+        out.append((self.o.get().weight, weight_dim(self.o.get(), 1), "o"))
         return out
+
+    def slices(self, units: list[int]) -> list[tuple[Slot, torch.Tensor, int]]:
+        """(slot, feature index to keep, 0 = output / 1 = input features) for every projection
+        when only ``units`` are kept."""
+        if self.qkv is not None:
+            n = self.num_heads
+            rows = head_index(units, self.head_dim)
+            fused = torch.cat([rows + block * n * self.head_dim for block in range(3)])
+            out = [(self.qkv, fused, 0)]
+        else:
+            out = [(slot, head_index(units, self.unit_width(role)), 0)
+                   for role, slot in (("q", self.q), ("k", self.k), ("v", self.v))]
+        return out + [(self.o, head_index(units, self.head_dim), 1)]
 
 
 @dataclass
@@ -80,16 +125,16 @@ class FfnSite:
 
     @property
     def width(self) -> int:
-        return self.output.get().in_features
+        return in_features(self.output.get())
 
     def unit_parameters(self) -> list[tuple[nn.Parameter, int]]:
         out = []
         for slot in self.inputs:
             lin = slot.get()
-            out.append((lin.weight, 0))
+            out.append((lin.weight, weight_dim(lin, 0)))
             if lin.bias is not None:
                 out.append((lin.bias, 0))
-        out.append((self.output.get().weight, 1))
+        out.append((self.output.get().weight, weight_dim(self.output.get(), 1)))
         return out
 
 
@@ -138,3 +183,49 @@ def head_index(heads: list[int], head_dim: int) -> torch.Tensor:
     if not heads:
         return torch.zeros(0, dtype=torch.long)
     return torch.cat([torch.arange(h * head_dim, (h + 1) * head_dim) for h in heads])
+
+
+def is_conv1d(module: nn.Module) -> bool:
+    """transformers' ``Conv1D`` (GPT-2): a linear layer whose weight is stored (in, out)."""
+    return isinstance(module, Conv1D)
+
+
+def in_features(module: nn.Module) -> int:
+    return module.nx if is_conv1d(module) else module.in_features
+
+
+def out_features(module: nn.Module) -> int:
+    return module.nf if is_conv1d(module) else module.out_features
+
+
+def weight_dim(module: nn.Module, features: int) -> int:
+    """Dim of ``module.weight`` holding output (``features`` = 0) or input (1) features."""
+    return 1 - features if is_conv1d(module) else features
+
+
+class SlicedConv1D(Conv1D):
+    """``Conv1D`` (same parameters and state dict) that also runs with zero input features
+    (every unit removed): the output is then the bias."""
+
+    def forward(self, x):
+        out = torch.addmm(self.bias, x.flatten(0, -2), self.weight)
+        return out.view(*x.shape[:-1], self.nf)
+
+
+def conv1d_slice(conv: nn.Module, index: torch.Tensor, dim: int) -> nn.Module:
+    """A new ``Conv1D`` keeping output features (dim=0) or input features (dim=1) ``index``; its
+    weight is (in, out), so outputs are weight columns. The bias follows the outputs."""
+    index = index.to(device=conv.weight.device, dtype=torch.long)
+    weight = conv.weight.detach().index_select(weight_dim(conv, dim), index).clone()
+    bias = conv.bias.detach().index_select(0, index).clone() if dim == 0 else conv.bias.detach().clone()
+    new = SlicedConv1D(weight.shape[1], weight.shape[0]).to(device=weight.device, dtype=weight.dtype)
+    with torch.no_grad():
+        new.weight.copy_(weight)
+        new.bias.copy_(bias)
+    new.weight.requires_grad_(conv.weight.requires_grad)
+    return new
+
+
+def feature_slice(module: nn.Module, index: torch.Tensor, dim: int) -> nn.Module:
+    """Keep output (dim=0) or input (dim=1) features ``index`` of an ``nn.Linear`` or ``Conv1D``."""
+    return conv1d_slice(module, index, dim) if is_conv1d(module) else linear_slice(module, index, dim)

@@ -11,7 +11,7 @@ from torch import nn
 
 from ..errors import ConfigError
 from .adapters import get_adapter
-from .sites import SiteKey, head_index, linear_slice
+from .sites import SiteKey, feature_slice
 
 
 def prune_heads(model: nn.Module, keep: dict[SiteKey, list[int]]) -> nn.Module:
@@ -27,10 +27,8 @@ def prune_heads(model: nn.Module, keep: dict[SiteKey, list[int]]) -> nn.Module:
             raise ConfigError(f"head index out of range for {key} with {site.num_heads} heads: {heads}")
         if len(heads) == site.num_heads:
             continue
-        rows = head_index(heads, site.head_dim)
-        for slot in (site.q, site.k, site.v):
-            slot.set(linear_slice(slot.get(), rows, dim=0))
-        site.o.set(linear_slice(site.o.get(), rows, dim=1))
+        for slot, index, dim in site.slices(heads):  # q/k/v rows (or fused qkv), o columns
+            slot.set(feature_slice(slot.get(), index, dim))
         adapter.after_head_prune(site, heads)
         if not heads:
             site.core.set(adapter.empty_attention(site))
@@ -52,8 +50,8 @@ def prune_ffn(model: nn.Module, keep: dict[SiteKey, list[int]]) -> nn.Module:
             continue
         index = torch.tensor(units, dtype=torch.long)
         for slot in site.inputs:
-            slot.set(linear_slice(slot.get(), index, dim=0))
-        site.output.set(linear_slice(site.output.get(), index, dim=1))
+            slot.set(feature_slice(slot.get(), index, dim=0))
+        site.output.set(feature_slice(site.output.get(), index, dim=1))
     return model
 
 

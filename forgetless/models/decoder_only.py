@@ -1,0 +1,161 @@
+"""Decoder-only adapters: Llama / Qwen2 / Qwen3 / Mistral (rotary, grouped-query attention,
+gated MLP) and GPT-2 (fused ``c_attn`` and ``Conv1D`` projections). One layer stack, ``"decoder"``.
+
+What these families need beyond the encoder adapters:
+
+* **Grouped-query attention.** ``num_key_value_heads`` k/v heads are each read by
+  G = ``num_attention_heads / num_key_value_heads`` query heads (query head h reads k/v head
+  h // G). Removing a k/v head without its query heads (or the reverse) leaves a model that
+  ``repeat_kv`` cannot run, so the prunable unit of a GQA site is a **key/value group**: its k/v
+  rows plus its G query heads' q rows and o columns (``AttentionSite.kv_dim`` / ``head_dim``).
+  G itself never changes, so ``num_key_value_groups`` stays valid; the layer's head counts are
+  recorded on the module where the class keeps them.
+* **GPT-2's fused ``c_attn``** computes ``[q | k | v]`` in one ``Conv1D`` (weight (in, out)): a
+  head owns three column blocks of it (``AttentionSite.qkv``); ``split_size`` follows the head count.
+* **Layer removal** renumbers ``layer_idx`` (the KV cache is indexed by it), sets the layer count
+  the model loops over and sizes its cache from (``num_hidden_layers`` / ``n_layer``) and slices
+  per-layer config lists (``layer_types``: full vs sliding-window attention per layer).
+* A self-attention with every unit removed still records each step in the KV cache, so the cache
+  length that positions and masks are computed from keeps counting tokens. It stores one zero
+  feature per token, not a zero-head tensor: transformers' ``DynamicLayer.get_seq_length`` reports
+  0 for an entry with no elements.
+"""
+from __future__ import annotations
+
+from torch import nn
+
+from ..errors import UnsupportedModelError
+from .adapters import Adapter, register_adapter
+from .seq2seq import CachedEmptyAttention
+from .sites import AttentionSite, EmptyAttention, FfnSite, Slot, is_conv1d
+
+PER_LAYER_CONFIG_LISTS = ("layer_types",)  # config lists with one entry per decoder layer
+
+
+class CountingEmptyAttention(CachedEmptyAttention):
+    """Self-attention with no unit left: output = the output projection's bias (if any); appends a
+    (batch, 1, tokens, 1) zero entry to the KV cache per step so the cache length stays right."""
+
+    def forward(self, hidden_states, *args, **kwargs):
+        cache = kwargs.get(self.cache_kw)
+        if cache is not None and self.layer_idx is not None:
+            b, s = hidden_states.shape[:2]
+            step = hidden_states.new_zeros(b, 1, s, 1)
+            cache.update(step, step, self.layer_idx)
+        return EmptyAttention.forward(self, hidden_states, *args, **kwargs)
+
+
+class DecoderOnlyAdapter(Adapter):
+    """Shared part: one ``"decoder"`` stack of ``model.base_model.<layers_attr>``."""
+
+    layer_count_keys = {"decoder": "num_hidden_layers"}
+    layers_attr = "layers"
+
+    def stacks(self, model):
+        return {"decoder": getattr(model.base_model, self.layers_attr)}
+
+    def after_layer_drop(self, model, stack, keep):
+        config = model.config
+        for name in PER_LAYER_CONFIG_LISTS:
+            values = getattr(config, name, None)
+            if isinstance(values, (list, tuple)):
+                setattr(config, name, [values[i] for i in keep])
+        super().after_layer_drop(model, stack, keep)  # layer count in the config, layer_idx renumbered
+
+
+@register_adapter("llama", "mistral", "qwen2", "qwen3")
+class LlamaAdapter(DecoderOnlyAdapter):
+    """Llama-style decoders: ``layers[i].self_attn.{q,k,v,o}_proj`` (grouped-query attention, rotary
+    embeddings; Qwen2 has q/k/v biases, Qwen3 per-head q/k RMSNorm over ``head_dim``, Mistral and
+    Qwen a sliding window) and the gated MLP ``mlp.{gate,up,down}_proj``."""
+
+    def attention_sites(self, model):
+        sites = []
+        for i, layer in enumerate(self.stacks(model)["decoder"]):
+            core = layer.self_attn
+            empty = isinstance(core, EmptyAttention)
+            groups = 1 if empty else core.num_key_value_groups
+            sites.append(AttentionSite(
+                stack="decoder", layer=i, kind="self",
+                q=None if empty else Slot(core, "q_proj"), k=None if empty else Slot(core, "k_proj"),
+                v=None if empty else Slot(core, "v_proj"), o=Slot(core, "o_proj"),
+                head_dim=0 if empty else groups * core.head_dim,  # one unit = one key/value group
+                kv_dim=None if empty else core.head_dim,
+                core=Slot(layer, "self_attn"),
+            ))
+        return sites
+
+    def ffn_sites(self, model):
+        return [FfnSite("decoder", i, [Slot(layer.mlp, "gate_proj"), Slot(layer.mlp, "up_proj")],
+                        Slot(layer.mlp, "down_proj"))
+                for i, layer in enumerate(self.stacks(model)["decoder"])]
+
+    def empty_attention(self, site):
+        core = site.core.get()
+        return CountingEmptyAttention("o_proj", site.o.get(), returns=2, layer_idx=core.layer_idx)
+
+    def after_head_prune(self, site, keep):
+        """``keep`` are key/value groups; the group size G (``num_key_value_groups``) is unchanged."""
+        core = site.core.get()
+        groups = core.num_key_value_groups
+        for name, value in (("num_key_value_heads", len(keep)), ("num_heads", len(keep) * groups),
+                            ("num_attention_heads", len(keep) * groups)):
+            if hasattr(core, name):  # only the counts this attention class records itself
+                setattr(core, name, value)
+
+
+@register_adapter("gpt2")
+class Gpt2Adapter(DecoderOnlyAdapter):
+    """GPT-2: ``h[i].attn.c_attn`` (fused q, k, v; ``Conv1D``), ``attn.c_proj``, ``mlp.c_fc`` /
+    ``mlp.c_proj`` (``Conv1D``: weight (in, out), so FFN units are columns of ``c_fc`` and rows
+    of ``c_proj``)."""
+
+    layers_attr = "h"
+
+    def stacks(self, model):
+        if getattr(model.config, "add_cross_attention", False):
+            raise UnsupportedModelError("GPT-2 with cross-attention (add_cross_attention=True) is not supported; "
+                                        "use a decoder-only GPT-2")
+        return super().stacks(model)
+
+    def attention_sites(self, model):
+        sites = []
+        for i, block in enumerate(self.stacks(model)["decoder"]):
+            core = block.attn
+            empty = isinstance(core, EmptyAttention)
+            sites.append(AttentionSite(
+                stack="decoder", layer=i, kind="self", q=None, k=None, v=None,
+                qkv=None if empty else Slot(core, "c_attn"), o=Slot(core, "c_proj"),
+                head_dim=0 if empty else core.head_dim, core=Slot(block, "attn"),
+            ))
+        return sites
+
+    def ffn_sites(self, model):
+        return [FfnSite("decoder", i, [Slot(block.mlp, "c_fc")], Slot(block.mlp, "c_proj"))
+                for i, block in enumerate(self.stacks(model)["decoder"])]
+
+    def empty_attention(self, site):
+        core = site.core.get()
+        return CountingEmptyAttention("c_proj", site.o.get(), returns=2, layer_idx=core.layer_idx)
+
+    def after_head_prune(self, site, keep):
+        core = site.core.get()
+        core.num_heads = len(keep)
+        core.split_size = len(keep) * core.head_dim  # c_attn output is split into q, k, v of this width
+
+    def before_layer_drop(self, model, stack, keep):
+        if getattr(model.config, "scale_attn_by_inverse_layer_idx", False) and keep != list(range(len(keep))):
+            raise UnsupportedModelError(
+                "GPT-2 with scale_attn_by_inverse_layer_idx=True scales attention by 1/(layer_idx+1): removing "
+                f"layers other than the last ones (keep {keep}) would change the kept layers")
+
+    def prunable_linears(self, model):
+        """Every ``Conv1D`` of the blocks (``c_attn``, attention ``c_proj``, ``c_fc``, MLP ``c_proj``):
+        GPT-2's linear layers. Unstructured magnitude pruning only needs ``.weight``, whose (in, out)
+        layout does not matter for it."""
+        out = []
+        for i, block in enumerate(self.stacks(model)["decoder"]):
+            for name, module in block.named_modules():
+                if isinstance(module, nn.Linear) or is_conv1d(module):
+                    out.append((f"decoder.{i}.{name}", module))
+        return out
