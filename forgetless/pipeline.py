@@ -25,7 +25,7 @@ from .evaluate.clever import CleverConfig, clever_evaluate
 from .evaluate.size import disk_size, parameter_counts
 from .evaluate.speed import SpeedConfig
 from .fsutil import atomic_write_json
-from .kinds import check_compatible, kind_for
+from .kinds import KINDS, check_compatible, kind_for
 from .methods import METHODS, CompressionContext
 from .models.io import is_forgetless_folder, load_model, read_manifest, save_model
 from .objectives import OBJECTIVES
@@ -167,8 +167,6 @@ def evaluate_saved(model_path: str, task: Task, out: str | Path | None = None, b
     """Scores of a saved model (forgetless folder or HF folder) on every set of ``task``."""
     kind = kind_for(task)
     if is_forgetless_folder(model_path) and read_manifest(model_path)["metadata"].get("kind") == "seq2seq":
-        from .kinds import KINDS
-
         kind = KINDS["seq2seq"]
     model, tokenizer = kind.load_model(model_path, task)
     result = kind.evaluate(model, tokenizer, task, EvalConfig(batch_size=batch_size), max_length)

@@ -36,6 +36,7 @@ def test_interrupted_run_resumes_and_matches_uninterrupted(tmp_path, tiny_model_
     assert sorted(p.name for p in (tmp_path / "resumed").glob("checkpoint-*")) == ["checkpoint-4"]
     model, tok = load_classifier(tiny_model_dir, task.label_names)
     resumed = fine_tune(model, tok, task.train, tmp_path / "resumed", config)
+    assert not list(tmp_path.glob("resumed.stale-*"))  # it resumed instead of starting over
     state = json.loads((tmp_path / "resumed" / "checkpoint-12" / "trainer_state.json").read_text())
     assert state["global_step"] == 12
     for (name, a), (_, b) in zip(straight.state_dict().items(), resumed.state_dict().items()):

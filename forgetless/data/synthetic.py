@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import random
 
+from ..errors import ConfigError
 from .task import ExampleSet, Task
 
 NOUNS = ["doctor", "lawyer", "artist", "student", "senator", "manager", "author", "judge", "banker",
@@ -200,8 +201,6 @@ def synthetic_shortcut_task(n_train: int = 2000, n_dev: int = 500, n_challenge: 
     """The embedded default task. ``hard_fraction`` is the share of shortcut-breaking examples
     in train and dev; the challenge set is all high-overlap with balanced labels."""
     if not 0.0 <= hard_fraction <= 1.0:
-        from ..errors import ConfigError
-
         raise ConfigError(f"hard_fraction must be in [0, 1], got {hard_fraction}")
     rng = random.Random(seed)
     train = _in_distribution("train", n_train, hard_fraction, rng)

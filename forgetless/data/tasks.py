@@ -13,7 +13,7 @@ import numpy as np
 from ..errors import ConfigError, DataError
 from ..registry import Registry
 from . import generation
-from .files import read_example_set
+from .files import example_set_from_rows, read_example_set
 from .synthetic import synthetic_shortcut_task
 from .task import ExampleSet, PairSet, Task
 
@@ -107,8 +107,6 @@ def _hub(data_dir=None, seed: int = 0, dataset: str | None = None, subset: str |
     if not dataset or not labels:
         raise ConfigError("task 'hub' needs --dataset ID and --labels NAME,NAME,...")
     import datasets
-
-    from .files import example_set_from_rows
 
     def split(name, split_name):
         rows = [dict(r) for r in datasets.load_dataset(dataset, subset, split=split_name)]

@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from ..data.task import ExampleSet
-from ..errors import DataError
+from ..errors import ConfigError, DataError
 from ..fsutil import atomic_write_bytes
 
 log = logging.getLogger(__name__)
@@ -87,8 +87,6 @@ def teacher_probabilities(teacher: nn.Module, tokenizer, examples: ExampleSet, c
 def context_teacher_probabilities(ctx) -> np.ndarray:
     """Teacher probabilities on ``ctx.task.train`` with the context's teacher, tokenizer and cache."""
     if ctx.teacher is None:
-        from ..errors import ConfigError
-
         raise ConfigError("this objective distils from a teacher, but the context has none")
     return teacher_probabilities(ctx.teacher, ctx.tokenizer, ctx.task.train, cache_root(ctx),
                                  max_length=ctx.train_config.max_length)
