@@ -49,12 +49,16 @@ def set_metrics(examples: ExampleSet, task_predictions: np.ndarray) -> dict:
 
 def evaluate_task(model, tokenizer, task: Task, batch_size: int = 64, max_length: int = 128,
                   progress: bool = True) -> dict:
-    """Metrics of a classifier for dev and every challenge set, plus the pooled challenge accuracy."""
-    sets = {}
+    """Metrics of a classifier for dev and every challenge set, the pooled challenge accuracy, and
+    per-example predicted ids and probabilities (``predictions``)."""
+    sets, predictions = {}, {}
     for name, examples in task.eval_sets().items():
         logits = predict_logits(model, tokenizer, examples, batch_size, max_length, progress, f"eval {name}")
         sets[name] = set_metrics(examples, logits.argmax(-1))
-    return {"sets": sets, **pooled_task_accuracy(task, sets)}
+        probs = np.exp(logits - logits.max(-1, keepdims=True))
+        predictions[name] = {"predicted": logits.argmax(-1).tolist(),
+                             "probabilities": (probs / probs.sum(-1, keepdims=True)).round(5).tolist()}
+    return {"sets": sets, **pooled_task_accuracy(task, sets), "predictions": predictions}
 
 
 def pooled_task_accuracy(task: Task, sets: dict) -> dict:

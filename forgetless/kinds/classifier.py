@@ -2,10 +2,7 @@
 argmax, scored by accuracy per set (with hard / easy, groups, pooled challenge accuracy)."""
 from __future__ import annotations
 
-import numpy as np
-
-from ..evaluate.accuracy import pooled_task_accuracy, set_metrics
-from ..evaluate.predict import predict_logits
+from ..evaluate.accuracy import evaluate_task
 from ..evaluate.speed import SpeedConfig, compare_speed
 from ..models.loading import load_classifier
 
@@ -27,18 +24,8 @@ class ClassifierKind:
                          max_length=max_length, padding=True, return_tensors="pt")
 
     def evaluate(self, model, tokenizer, task, eval_config, max_length: int, progress: bool = False) -> dict:
-        """Metrics per set and the pooled challenge accuracy; ``predictions`` holds per-example
-        predicted ids and probabilities for the predictions file."""
-        sets, predictions = {}, {}
-        for name, examples in task.eval_sets().items():
-            logits = predict_logits(model, tokenizer, examples, eval_config.batch_size, max_length, progress,
-                                    f"eval {name}")
-            predicted = logits.argmax(-1)
-            sets[name] = set_metrics(examples, predicted)
-            probs = np.exp(logits - logits.max(-1, keepdims=True))
-            predictions[name] = {"predicted": predicted.tolist(),
-                                 "probabilities": (probs / probs.sum(-1, keepdims=True)).round(5).tolist()}
-        return {"sets": sets, **pooled_task_accuracy(task, sets), "predictions": predictions}
+        """Metrics per set, the pooled challenge accuracy and per-example ``predictions``."""
+        return evaluate_task(model, tokenizer, task, eval_config.batch_size, max_length, progress)
 
     def speed(self, base, compressed, config: SpeedConfig) -> dict:
         return compare_speed(base, compressed, config, generate=False)

@@ -103,9 +103,6 @@ class L0Masks(nn.Module):
     def expected_sparsity(self) -> torch.Tensor:
         return 1.0 - self.expected_params() / self.total_params()
 
-    def lagrangian(self, target: float) -> torch.Tensor:
-        return hc.lagrangian_term(self.expected_sparsity(), target, self.lambda_1, self.lambda_2)
-
     # ----- gate values -------------------------------------------------------------------------
     def sample(self) -> dict[str, torch.Tensor]:
         values = {}

@@ -32,19 +32,6 @@ from .sites import AttentionSite, EmptyAttention, FfnSite, Slot, is_conv1d
 PER_LAYER_CONFIG_LISTS = ("layer_types",)  # config lists with one entry per decoder layer
 
 
-class CountingEmptyAttention(CachedEmptyAttention):
-    """Self-attention with no unit left: output = the output projection's bias (if any); appends a
-    (batch, 1, tokens, 1) zero entry to the KV cache per step so the cache length stays right."""
-
-    def forward(self, hidden_states, *args, **kwargs):
-        cache = kwargs.get(self.cache_kw)
-        if cache is not None and self.layer_idx is not None:
-            b, s = hidden_states.shape[:2]
-            step = hidden_states.new_zeros(b, 1, s, 1)
-            cache.update(step, step, self.layer_idx)
-        return EmptyAttention.forward(self, hidden_states, *args, **kwargs)
-
-
 class DecoderOnlyAdapter(Adapter):
     """Shared part: one ``"decoder"`` stack of ``model.base_model.<layers_attr>``."""
 
@@ -92,7 +79,7 @@ class LlamaAdapter(DecoderOnlyAdapter):
 
     def empty_attention(self, site):
         core = site.core.get()
-        return CountingEmptyAttention("o_proj", site.o.get(), returns=2, layer_idx=core.layer_idx)
+        return CachedEmptyAttention("o_proj", site.o.get(), returns=2, layer_idx=core.layer_idx)
 
     def after_head_prune(self, site, keep):
         """``keep`` are key/value groups; the group size G (``num_key_value_groups``) is unchanged."""
@@ -136,7 +123,7 @@ class Gpt2Adapter(DecoderOnlyAdapter):
 
     def empty_attention(self, site):
         core = site.core.get()
-        return CountingEmptyAttention("c_proj", site.o.get(), returns=2, layer_idx=core.layer_idx)
+        return CachedEmptyAttention("c_proj", site.o.get(), returns=2, layer_idx=core.layer_idx)
 
     def after_head_prune(self, site, keep):
         core = site.core.get()

@@ -29,13 +29,14 @@ from .sites import AttentionSite, EmptyAttention, FfnSite, Slot
 
 
 class CachedEmptyAttention(EmptyAttention):
-    """Zero-head attention that still appends a zero-head entry to the KV cache, so the cache length
-    (used for positions during generation) keeps counting the decoded tokens."""
+    """Self-attention of a decoder with every head removed: contributes zeros (plus the output
+    bias), but still appends one zero feature per token to the KV cache at each step, so the cache
+    length that generation computes positions and masks from keeps counting the decoded tokens (a
+    zero-head entry would not do: ``DynamicLayer.get_seq_length`` reports 0 for an empty tensor)."""
 
     def __init__(self, out_name=None, out=None, returns=2, layer_idx=None, head_dim=1, cache_kw="past_key_values"):
         super().__init__(out_name, out, returns)
         self.layer_idx = layer_idx
-        self.head_dim = head_dim
         self.cache_kw = cache_kw
 
     def forward(self, hidden_states, *args, **kwargs):
@@ -43,8 +44,8 @@ class CachedEmptyAttention(EmptyAttention):
         if cache is not None and self.layer_idx is not None:
             cache = getattr(cache, "self_attention_cache", cache)
             b, s = hidden_states.shape[:2]
-            empty = hidden_states.new_zeros(b, 0, s, self.head_dim)
-            cache.update(empty, empty, self.layer_idx)
+            step = hidden_states.new_zeros(b, 1, s, 1)
+            cache.update(step, step, self.layer_idx)
         return super().forward(hidden_states, *args, **kwargs)
 
 
