@@ -106,8 +106,11 @@ def stock_loadable(model_dir: str | Path) -> tuple[bool, str]:
     model_dir = Path(model_dir)
     manifest = read_manifest(model_dir)
     config = transformers.AutoConfig.from_pretrained(model_dir)
-    stock = meta_model(_transformers_model_class(manifest["model_class"]), config)
-    stock_shape = json.loads(json.dumps(model_shape(stock)))
+    try:
+        stock = meta_model(_transformers_model_class(manifest["model_class"]), config)
+        stock_shape = json.loads(json.dumps(model_shape(stock)))
+    except Exception as exc:  # noqa: BLE001 - whatever stops stock building it, stock loading fails too
+        return False, f"building {manifest['model_class']} from config.json failed ({type(exc).__name__}: {exc})"
     saved = manifest["shape"]
     if stock_shape["layers"] != saved["layers"]:
         return False, f"config.json describes layers {stock_shape['layers']}, the weights have {saved['layers']}"
