@@ -72,6 +72,18 @@ def test_t5_encoder_decoder_round_trip_and_greedy_generation(tmp_path):
     np.testing.assert_array_equal(tokens, expected.numpy())
 
 
+@pytest.mark.parametrize("kind", ["bart", "bert2bert"])
+def test_other_encoder_decoders_round_trip(tmp_path, kind):
+    from test_seq2seq_adapters import tiny
+
+    model = tiny(kind)
+    surgery.prune_heads(model, {("encoder", 0, "self"): [1, 2], ("decoder", 1, "cross"): [0]})
+    surgery.prune_ffn(model, {("decoder", 2, "ffn"): list(range(7))})
+    surgery.drop_layers(model, "decoder", [1, 2])
+    result = export_onnx(model, tmp_path / "onnx")
+    assert result["kind"] == "seq2seq" and result["max_abs_diff"] <= 1e-4
+
+
 def test_export_rejects_foreign_input(tmp_path):
     with pytest.raises(ConfigError, match="not a model folder written by forgetless"):
         export_onnx(tmp_path, tmp_path / "out")
