@@ -88,6 +88,8 @@ def test_head_pruned_card_warns_and_parses(tmp_path):
     save_model(model, tmp_path / "m")
     assert not shapes_are_uniform(tmp_path / "m")
     assert not shapes_are_uniform(read_manifest(tmp_path / "m"))
+    with pytest.raises(Exception, match="(?i)mismatch"):  # what the card warns about
+        stock_logits(tmp_path / "m", batch())
     summary = {"base_model": "sentence-transformers/all-MiniLM-L6-v2", "method": "heads",
                "method_options": {"ratio": 0.25}, "objective": "ce", "task": "synthetic",
                "metrics": [{"set": "dev", "n": 400, "base": 0.9125, "compressed": 0.8875},
