@@ -20,6 +20,7 @@ from __future__ import annotations
 import inspect
 import json
 import os
+import re
 import socket
 from pathlib import Path
 from urllib.parse import urlparse
@@ -120,6 +121,11 @@ def _export(module: nn.Module, args: tuple, names: list[str], output: str, axes:
                           dynamic_shapes=dynamic, opset_version=opset, external_data=big, verbose=False)
     except ImportError as exc:
         raise ForgetlessError(f"ONNX export needs onnx and onnxscript: pip install onnx onnxscript ({exc})") from exc
+    except Exception as exc:  # noqa: BLE001 - torch.export / ONNX translation errors are long; name the graph
+        lines = [re.sub(r"\x1b\[[0-9;]*m", "", line).strip() for line in str(exc).splitlines() if line.strip()]
+        summary = next((line for line in lines if line.startswith("<class")), lines[0] if lines else repr(exc))
+        raise UnsupportedModelError(f"torch.onnx.export (dynamo) could not export {path.name} of "
+                                    f"{type(getattr(module, 'model', module)).__name__}: {summary}") from exc
 
 
 def _check(session, feeds: dict[str, torch.Tensor], expected: torch.Tensor, graph: str, atol: float) -> float:

@@ -92,6 +92,20 @@ def test_export_rejects_foreign_input(tmp_path):
         export_onnx(tmp_path, tmp_path / "out")
 
 
+def test_unexportable_graph_is_named(tmp_path):
+    from forgetless.errors import UnsupportedModelError
+    from forgetless.export import _export
+
+    class DataDependent(torch.nn.Module):
+        def forward(self, input_ids, attention_mask):
+            return input_ids * 2 if input_ids.sum() > 3 else input_ids
+
+    ids = torch.ones(2, 3, dtype=torch.long)
+    axes = {name: {0: "batch", 1: "sequence"} for name in ("input_ids", "attention_mask")}
+    with pytest.raises(UnsupportedModelError, match="could not export model.onnx of DataDependent: <class"):
+        _export(DataDependent(), (ids, ids), ["input_ids", "attention_mask"], "y", axes, tmp_path / "model.onnx", 18)
+
+
 def test_push_to_hub_fails_fast_offline(tmp_path, monkeypatch):
     save_model(tiny_classifier("bert"), tmp_path / "m")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
