@@ -92,7 +92,8 @@ def test_head_pruned_card_warns_and_parses(tmp_path):
         stock_logits(tmp_path / "m", batch())
     summary = {"base_model": "sentence-transformers/all-MiniLM-L6-v2", "method": "heads",
                "method_options": {"ratio": 0.25}, "objective": "ce", "task": "synthetic",
-               "metrics": [{"set": "dev", "n": 400, "base": 0.9125, "compressed": 0.8875},
+               "metrics": [{"set": "dev", "n": 400, "base": 0.9125, "compressed": 0.8875,
+                            "compressed_interval": [0.855, 0.92]},
                            {"set": "challenge", "n": 1000, "base": 0.61, "compressed": None}],
                "size": {"parameters_base": 58_311, "parameters_compressed": 55_000},
                "speed": {"throughput_speedup": 1.07, "measurable": False},
@@ -100,7 +101,7 @@ def test_head_pruned_card_warns_and_parses(tmp_path):
     path = write_model_card(tmp_path / "m", summary)
     text = path.read_text()
     assert WARNING in text and "Attention heads were removed" in text
-    assert "| dev | accuracy | 400 | 0.9125 | 0.8875 | -0.0250 |" in text
+    assert "| dev | accuracy | 400 | 0.9125 | 0.8875 [0.8550, 0.9200] | -0.0250 |" in text
     assert "| challenge | accuracy | 1,000 | 0.6100 | – | – |" in text
     assert "| encoder | 2 | 1 | – | 37 |" in text  # layer 2 kept one head
     assert "- base model on challenge: accuracy near chance" in text

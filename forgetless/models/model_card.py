@@ -10,7 +10,9 @@ with what a run measured. ``summary`` is a plain dict; every key is optional:
     objective       str   training objective ("ce", "distil", "rmc", ...)
     task            str   task name
     metrics         list  [{"set": str, "n": int, "base": float|None, "compressed": float|None,
-                            "metric": str (default "accuracy")}, ...]: the headline table
+                            "metric": str (default "accuracy"), optional "base_interval" /
+                            "compressed_interval": [low, high] (e.g. from evaluate.intervals)}, ...]:
+                          the headline table
     size            dict  name → value, e.g. {"parameters_base": 22.7e6, "parameters_compressed": 11e6,
                           "disk_bytes": ...}; rendered as a two-column table
     speed           dict  name → value, e.g. {"latency_speedup": 1.9, "throughput_speedup": 2.0,
@@ -35,7 +37,7 @@ from .stock import stock_loadable
 
 SUMMARY_KEYS = ("base_model", "method", "method_options", "objective", "task", "metrics", "size", "speed",
                 "warnings", "license", "language", "model_name")
-METRIC_KEYS = ("set", "n", "base", "compressed", "metric")
+METRIC_KEYS = ("set", "n", "base", "compressed", "metric", "base_interval", "compressed_interval")
 CARD_FILE = "README.md"
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 
@@ -84,6 +86,13 @@ def _number(value) -> str:
     if isinstance(value, int) and not isinstance(value, bool):
         return f"{value:,}"
     return str(value)
+
+
+def _with_interval(value, interval) -> str:
+    if value is None or not interval:
+        return _number(value)
+    low, high = interval
+    return f"{_number(value)} [{_number(low)}, {_number(high)}]"
 
 
 def _key_value_table(values: dict) -> list[str]:
@@ -167,7 +176,8 @@ def render_model_card(model_dir: str | Path, summary: dict | None = None, name: 
             base, comp = row.get("base"), row.get("compressed")
             delta = comp - base if isinstance(base, (int, float)) and isinstance(comp, (int, float)) else None
             lines.append(f"| {row['set']} | {row.get('metric', 'accuracy')} | {_number(row.get('n'))} | "
-                         f"{_number(base)} | {_number(comp)} | {_number(delta)} |")
+                         f"{_with_interval(base, row.get('base_interval'))} | "
+                         f"{_with_interval(comp, row.get('compressed_interval'))} | {_number(delta)} |")
         lines.append("")
     for section in ("size", "speed"):
         if summary.get(section):
