@@ -18,6 +18,7 @@ from torch import nn
 
 from ..errors import ForgetlessError
 from ..fsutil import atomic_directory
+from .stock import stock_config
 from .surgery import model_shape, reshape_like
 
 FORMAT = "forgetless-model-1"
@@ -25,11 +26,15 @@ MANIFEST = "forgetless.json"
 
 
 def save_model(model: nn.Module, path: str | Path, tokenizer=None, metadata: dict | None = None) -> Path:
-    """Write ``model`` (and ``tokenizer``) to ``path`` atomically; returns the path."""
+    """Write ``model`` (and ``tokenizer``) to ``path`` atomically; returns the path.
+
+    ``config.json`` carries the FFN widths where every layer of a stack has the same width (so stock
+    ``from_pretrained`` rebuilds the model exactly; see ``stock.py``); ``README.md`` is a minimal
+    model card (shapes, how to load), to be enriched with ``model_card.write_model_card``."""
     path = Path(path)
     with atomic_directory(path) as tmp:
         model.config.architectures = [type(model).__name__]
-        model.config.save_pretrained(tmp)
+        stock_config(model).save_pretrained(tmp)  # uniform FFN widths written in: stock loading exact
         if getattr(model, "generation_config", None) is not None and model.can_generate():
             model.generation_config.save_pretrained(tmp)
         save_safetensors(model, str(tmp / "model.safetensors"))
@@ -38,6 +43,9 @@ def save_model(model: nn.Module, path: str | Path, tokenizer=None, metadata: dic
         manifest = {"format": FORMAT, "model_class": type(model).__name__, "shape": model_shape(model),
                     "metadata": metadata or {}}
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, default=str) + "\n")
+        from .model_card import write_model_card  # a minimal card; enrich it later with a run summary
+
+        write_model_card(tmp, name=path.name)
     return path
 
 

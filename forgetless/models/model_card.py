@@ -1,0 +1,200 @@
+"""Hugging Face model card (``README.md`` with YAML metadata) for a saved compressed model.
+
+``save_model`` writes a minimal card (architecture, how to load, a warning when stock
+``from_pretrained`` cannot rebuild the model). ``write_model_card(model_dir, summary)`` rewrites it
+with what a run measured. ``summary`` is a plain dict; every key is optional:
+
+    base_model      str   model the compression started from (hub id or path)
+    method          str   compression method name ("truncate", "heads", ...)
+    method_options  dict  the method's options
+    objective       str   training objective ("ce", "distil", "rmc", ...)
+    task            str   task name
+    metrics         list  [{"set": str, "n": int, "base": float|None, "compressed": float|None,
+                            "metric": str (default "accuracy"), optional "base_interval" /
+                            "compressed_interval": [low, high] (e.g. from evaluate.intervals)}, ...]:
+                          the headline table
+    size            dict  name → value, e.g. {"parameters_base": 22.7e6, "parameters_compressed": 11e6,
+                          "disk_bytes": ...}; rendered as a two-column table
+    speed           dict  name → value, e.g. {"latency_speedup": 1.9, "throughput_speedup": 2.0,
+                          "device": "cpu", "threads": 2, "measurable": true}
+    warnings        list  sentences a reader must see (e.g. from ``report.trust``)
+    license, language, model_name   card metadata
+
+An unknown key is a ``ConfigError`` (a typo would silently drop a number from the card).
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from huggingface_hub import EvalResult, ModelCard, ModelCardData
+
+from ..errors import ConfigError
+from ..fsutil import atomic_write_text
+from .io import MANIFEST, read_manifest
+from .stock import stock_loadable
+
+SUMMARY_KEYS = ("base_model", "method", "method_options", "objective", "task", "metrics", "size", "speed",
+                "warnings", "license", "language", "model_name")
+METRIC_KEYS = ("set", "n", "base", "compressed", "metric", "base_interval", "compressed_interval")
+CARD_FILE = "README.md"
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
+
+
+def shapes_are_uniform(manifest_or_dir: dict | str | Path) -> bool:
+    """True when, in every stack, all layers have the same head count per attention kind and the same
+    FFN width (from a ``forgetless.json`` manifest, or the folder holding one).
+
+    Uniform shapes are necessary, not sufficient, for stock ``from_pretrained``: a uniform head count
+    below the original still cannot be written into the config (see ``stock.stock_loadable``)."""
+    manifest = manifest_or_dir if isinstance(manifest_or_dir, dict) else read_manifest(manifest_or_dir)
+    shape = manifest.get("shape", manifest)
+    heads: dict[tuple[str, str], set[int]] = {}
+    for stack, _layer, kind, count in shape["heads"]:
+        heads.setdefault((stack, kind), set()).add(int(count))
+    widths: dict[str, set[int]] = {}
+    for stack, _layer, width in shape["ffn"]:
+        widths.setdefault(stack, set()).add(int(width))
+    return all(len(values) == 1 for values in [*heads.values(), *widths.values()])
+
+
+def _check_summary(summary: dict) -> None:
+    unknown = sorted(set(summary) - set(SUMMARY_KEYS))
+    if unknown:
+        raise ConfigError(f"model card summary: unknown key(s) {', '.join(unknown)}; valid: {', '.join(SUMMARY_KEYS)}")
+    for i, row in enumerate(summary.get("metrics") or []):
+        bad = sorted(set(row) - set(METRIC_KEYS))
+        if bad or "set" not in row:
+            raise ConfigError(f"model card summary: metrics[{i}] needs 'set' and only {', '.join(METRIC_KEYS)} "
+                              f"(got {', '.join(sorted(row))})")
+
+
+def _pipeline_tag(model_class: str) -> str | None:
+    if model_class.endswith("ForSequenceClassification"):
+        return "text-classification"
+    if model_class.endswith("ForConditionalGeneration") or model_class == "EncoderDecoderModel":
+        return "text2text-generation"
+    return None
+
+
+def _number(value) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return f"{value:.4f}" if abs(value) < 1000 else f"{value:,.0f}"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
+    return str(value)
+
+
+def _with_interval(value, interval) -> str:
+    if value is None or not interval:
+        return _number(value)
+    low, high = interval
+    return f"{_number(value)} [{_number(low)}, {_number(high)}]"
+
+
+def _key_value_table(values: dict) -> list[str]:
+    return ["| | |", "|---|---|", *[f"| {key} | {_number(value)} |" for key, value in values.items()]]
+
+
+def _architecture_section(shape: dict) -> list[str]:
+    lines = ["## Architecture (kept heads, FFN widths, layers)", "",
+             "Layers per stack: " + ", ".join(f"{stack} {count}" for stack, count in shape["layers"].items()), "",
+             "| stack | layer | self-attention heads | cross-attention heads | FFN width |", "|---|---|---|---|---|"]
+    heads = {(stack, layer, kind): count for stack, layer, kind, count in shape["heads"]}
+    for stack, layer, width in shape["ffn"]:
+        cross = heads.get((stack, layer, "cross"))
+        lines.append(f"| {stack} | {layer} | {heads.get((stack, layer, 'self'), '–')} | "
+                     f"{'–' if cross is None else cross} | {width} |")
+    return lines + [""]
+
+
+def _loading_section(model_class: str, loadable: bool, reason: str) -> list[str]:
+    lines = ["## How to load", "", "```python", "import forgetless", "",
+             'model, tokenizer = forgetless.load_model("path/to/this/folder")', "```", ""]
+    if loadable:
+        lines += ["Every layer has the shape `config.json` describes, so stock `transformers` loads it too:", "",
+                  "```python", "import transformers", "",
+                  f'model = transformers.{model_class}.from_pretrained("path/to/this/folder", use_safetensors=True)',
+                  "```", ""]
+    else:
+        lines += [f"> **Warning: stock `from_pretrained` cannot rebuild this model.** {reason[0].upper()}{reason[1:]}. "
+                  "Stock `transformers` builds every layer from one config value, so "
+                  f"`{model_class}.from_pretrained` fails with size mismatches (or, with "
+                  "`ignore_mismatched_sizes=True`, silently re-initialises weights). "
+                  "Load it with `forgetless.load_model`.", ""]
+    return lines
+
+
+def _card_data(summary: dict, manifest: dict, name: str, loadable: bool, uniform: bool) -> ModelCardData:
+    method = summary.get("method")
+    base = summary.get("base_model")
+    pipeline_tag = _pipeline_tag(manifest["model_class"])
+    results = []
+    for row in summary.get("metrics") or []:
+        if isinstance(row.get("compressed"), (int, float)) and pipeline_tag and summary.get("task"):
+            results.append(EvalResult(task_type=pipeline_tag, dataset_type=str(summary["task"]),
+                                      dataset_name=f"{summary['task']} {row['set']}", dataset_split=str(row["set"]),
+                                      metric_type=row.get("metric", "accuracy"), metric_value=float(row["compressed"])))
+    return ModelCardData(
+        base_model=base if isinstance(base, str) and _HUB_ID.match(base) and not Path(base).exists() else None,
+        library_name="transformers", license=summary.get("license"), language=summary.get("language"),
+        pipeline_tag=pipeline_tag, model_name=name, eval_results=results or None,
+        tags=["forgetless", "model-compression", *([method] if method else [])],
+        forgetless={key: value for key, value in (
+            ("model_class", manifest["model_class"]), ("method", method), ("objective", summary.get("objective")),
+            ("task", summary.get("task")), ("shapes_uniform", uniform), ("stock_loadable", loadable),
+        ) if value is not None},
+    )
+
+
+def render_model_card(model_dir: str | Path, summary: dict | None = None, name: str | None = None) -> ModelCard:
+    """The model card for the saved model in ``model_dir`` (see the module docstring for ``summary``)."""
+    model_dir = Path(model_dir)
+    summary = dict(summary or {})
+    _check_summary(summary)
+    manifest = read_manifest(model_dir)
+    loadable, reason = stock_loadable(model_dir)
+    uniform = shapes_are_uniform(manifest)
+    name = summary.get("model_name") or name or model_dir.name
+    lines = [f"# {name}", "",
+             f"A compressed `{manifest['model_class']}` made with forgetless, which reports what compression cost "
+             "(dev vs challenge-set accuracy, relative bias, size, measured speed).", ""]
+    described = {key.replace("_", " "): summary[key] for key in ("base_model", "method", "objective", "task")
+                 if summary.get(key)}
+    if summary.get("method_options"):
+        described["method options"] = "`" + json.dumps(summary["method_options"], sort_keys=True) + "`"
+    if described:
+        lines += [*_key_value_table(described), ""]
+    if summary.get("warnings"):
+        lines += ["## Warnings", "", *[f"- {warning}" for warning in summary["warnings"]], ""]
+    if summary.get("metrics"):
+        lines += ["## Results", "", "| set | metric | n | base | compressed | Δ |", "|---|---|---|---|---|---|"]
+        for row in summary["metrics"]:
+            base, comp = row.get("base"), row.get("compressed")
+            delta = comp - base if isinstance(base, (int, float)) and isinstance(comp, (int, float)) else None
+            lines.append(f"| {row['set']} | {row.get('metric', 'accuracy')} | {_number(row.get('n'))} | "
+                         f"{_with_interval(base, row.get('base_interval'))} | "
+                         f"{_with_interval(comp, row.get('compressed_interval'))} | {_number(delta)} |")
+        lines.append("")
+    for section in ("size", "speed"):
+        if summary.get(section):
+            lines += [f"## {section.capitalize()}", "", *_key_value_table(summary[section]), ""]
+    lines += _architecture_section(manifest["shape"])
+    lines += _loading_section(manifest["model_class"], loadable, reason)
+    data = _card_data(summary, manifest, name, loadable, uniform)
+    return ModelCard(f"---\n{data.to_yaml()}\n---\n\n" + "\n".join(lines))
+
+
+def write_model_card(model_dir: str | Path, summary: dict | None = None, name: str | None = None) -> Path:
+    """Write (or rewrite) ``README.md`` in ``model_dir`` atomically; returns its path. ``name`` is the
+    card title when ``summary`` has no ``model_name`` (default: the folder name)."""
+    model_dir = Path(model_dir)
+    if not (model_dir / MANIFEST).is_file():
+        raise ConfigError(f"{model_dir}: no {MANIFEST}; a model card needs a folder written by forgetless.save_model")
+    card = render_model_card(model_dir, summary, name)
+    path = model_dir / CARD_FILE
+    atomic_write_text(path, str(card))
+    return path

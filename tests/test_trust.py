@@ -1,0 +1,49 @@
+"""Trust warnings fire on a chance-level fixture and a single-class predictor, not on a healthy one."""
+import math
+
+import pytest
+
+from forgetless.errors import ConfigError
+from forgetless.report import trust
+
+
+def healthy_warnings():
+    return trust.collect_warnings(
+        trust.near_chance("dev", 0.86, num_classes=3, majority_share=0.4),
+        trust.gap_not_positive(0.2),
+        trust.single_class("challenge", trust.predicted_shares(["a"] * 60 + ["b"] * 40)),
+        trust.near_constant_generation("dev", [f"answer {i % 30}" for i in range(100)]),
+        trust.more_training_than_base(3, 3),
+    )
+
+
+def test_healthy_fixture_has_no_warning():
+    assert healthy_warnings() == []
+
+
+def test_chance_level_fixture():
+    at_chance = trust.near_chance("dev", 0.36, num_classes=3)
+    assert at_chance and "chance" in at_chance and "0.333" in at_chance
+    at_majority = trust.near_chance("dev", 0.72, num_classes=2, majority_share=0.70)
+    assert at_majority and "majority" in at_majority
+    # just above the margin: 1/3 + 0.05 + 0.01
+    assert trust.near_chance("dev", 1 / 3 + trust.CHANCE_MARGIN + 0.01, num_classes=3) is None
+    with pytest.raises(ConfigError):
+        trust.near_chance("dev", 0.5, num_classes=1)
+
+
+def test_single_class_predictor():
+    shares = trust.predicted_shares(["entailment"] * 95 + ["contradiction"] * 5)
+    assert shares == {"entailment": 0.95, "contradiction": 0.05}
+    warning = trust.single_class("hans", shares)
+    assert warning and "'entailment'" in warning and "95.0%" in warning
+    assert trust.single_class("hans", {"a": 90, "b": 10}) is None  # exactly 90% is not > 90%
+    assert trust.single_class("hans", {"a": 91, "b": 9}) is not None  # counts are normalised
+
+
+def test_gap_generation_and_epochs():
+    assert "≤ 0" in trust.gap_not_positive(-0.01)
+    assert "undefined" in trust.gap_not_positive(math.nan)
+    assert trust.near_constant_generation("dev", ["the answer"] * 95 + [f"x{i}" for i in range(5)]) is not None
+    assert trust.near_constant_generation("dev", []) is None
+    assert "5 epochs" in trust.more_training_than_base(3, 5)
