@@ -43,6 +43,7 @@ class EvalConfig:
     max_new_tokens: int = 32
     num_beams: int = 1
     meteor: bool = True  # METEOR on generation tasks (needs nltk; WordNet when available offline)
+    perplexity_file: str | None = None  # causal-lm: held-out perplexity on this text file (one text per line)
 
     def __post_init__(self) -> None:
         if self.batch_size < 1 or self.max_new_tokens < 1 or self.num_beams < 1:
@@ -66,6 +67,7 @@ class RunConfig:
     eval: EvalConfig = field(default_factory=EvalConfig)
     clever: CleverConfig | None = None  # CLEVER estimates of both models on a fixed dev subset
     cache_dir: str | None = None  # shared cache for objectives (default: OUT/work/cache)
+    model_kind: str = "auto"  # classifier | seq2seq | causal-lm (zero-shot label likelihood); auto: by task and method
     seed: int = 0
     progress: bool = True
 
@@ -111,8 +113,8 @@ def compress(task: Task, config: RunConfig, out_dir: str | Path) -> dict:
     out_dir = Path(out_dir)
     work_dir = out_dir / "work"
     method, objective = resolve(config)
-    kind = kind_for(task, method)
-    check_compatible(task, method, objective)
+    kind = kind_for(task, method, config.model_kind)
+    check_compatible(task, method, objective, config.model_kind)
     work_dir.mkdir(parents=True, exist_ok=True)
     transformers.set_seed(config.seed)
 
@@ -144,7 +146,7 @@ def compress(task: Task, config: RunConfig, out_dir: str | Path) -> dict:
     atomic_write_json(work_dir / "predictions.json", predictions)
     robustness = None
     if config.clever is not None:
-        if kind.generates:
+        if kind.name != "classifier":
             raise ConfigError("CLEVER estimates need a classifier's logits; they do not apply to seq2seq models")
         _stage("CLEVER robustness estimates")
         robustness = {"clever": {role: _clever_summary(model, tokenizer, task, config.clever, work_dir, role)

@@ -35,6 +35,9 @@ def _compress_options(sub, name: str, help_text: str, owners: dict):
     g.add_argument("--method", default="truncate", help=f"one of: {', '.join(METHODS.names())} (default truncate)")
     g.add_argument("--objective", help=f"training objective: {', '.join(OBJECTIVES.names())} (default: the method's: "
                                        "ce; nash-distil for nash and cofi)")
+    g.add_argument("--model-kind", default="auto", choices=["auto", "classifier", "seq2seq", "causal-lm"],
+                   help="how the model is used: auto (classifier; seq2seq for generation tasks and nash/cofi), "
+                        "or causal-lm: a decoder-only LM scored zero-shot by label-word likelihood")
     g.add_argument("--teacher", help="a saved fine-tuned model to use as teacher / base instead of fine-tuning "
                                      "(read only)")
     g.add_argument("--teacher-epochs", type=float, help="epochs for the teacher (default: --epochs)")

@@ -112,12 +112,14 @@ def add_eval_options(p: argparse.ArgumentParser) -> None:
     e.add_argument("--eval-batch-size", type=int, default=64, help="evaluation batch size")
     e.add_argument("--max-new-tokens", type=int, default=32, help="generation: tokens generated per example")
     e.add_argument("--num-beams", type=int, default=1, help="generation: beam size (1 = greedy)")
+    e.add_argument("--perplexity-file", help="causal-lm: held-out perplexity of both models on this text file")
 
 
 def eval_config_from_args(args):
     from ..pipeline import EvalConfig
 
-    return EvalConfig(batch_size=args.eval_batch_size, max_new_tokens=args.max_new_tokens, num_beams=args.num_beams)
+    return EvalConfig(batch_size=args.eval_batch_size, max_new_tokens=args.max_new_tokens, num_beams=args.num_beams,
+                      perplexity_file=args.perplexity_file)
 
 
 # ----- options generated from config dataclasses ----------------------------------------------

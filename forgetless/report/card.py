@@ -69,6 +69,8 @@ def build_card(task, run, method, objective, kind, results: dict, sizes: dict, s
     }
     if robustness:
         card["robustness"] = robustness
+    if "language_model" in results["base"]:  # causal-lm: held-out perplexity of both models
+        card["language_model"] = {role: results[role]["language_model"] for role in ("base", "compressed")}
     return card
 
 

@@ -24,6 +24,12 @@ def render_markdown(card: dict) -> str:
         lines += _classification(card)
     else:
         lines += _generation(card)
+    lm = card.get("language_model")
+    if lm:
+        b, c = lm["base"], lm["compressed"]
+        lines += ["", f"## Language modelling: held-out perplexity on {b['file']} ({b['tokens']} tokens)", "",
+                  f"base {b['perplexity']:.2f}, compressed {c['perplexity']:.2f} "
+                  f"({c['perplexity'] / b['perplexity']:.2f}×; lower is better)."]
     lines += _size(card) + _speed(card)
     lines += _robustness(card)
     if card["notes"]:
@@ -150,6 +156,9 @@ def _speed(card: dict) -> list[str]:
              f"{s['latency_ms']['compressed']:.1f} | {s['latency_ms']['speedup']:.2f}× |",
              f"| throughput, batch {cfg['batch_size']} ({unit}/s) | {s['throughput_per_s']['base']:.1f} | "
              f"{s['throughput_per_s']['compressed']:.1f} | {s['throughput_per_s']['speedup']:.2f}× |",
+             *([f"| decode with KV cache, batch {cfg['latency_batch']} (ms per token) | "
+                f"{s['decode_ms_per_token']['base']:.2f} | {s['decode_ms_per_token']['compressed']:.2f} | "
+                f"{s['decode_ms_per_token']['speedup'] or 0:.2f}× |"] if s.get("decode_ms_per_token") else []),
              "", f"{'Whole generate calls decoding ' + str(cfg['new_tokens']) + ' tokens (beam ' + str(cfg['num_beams']) + '), ' if s.get('mode') == 'generate' else 'One forward pass, '}"
              f"input length {cfg['seq_len']}, median of {cfg['repeats']} after {cfg['warmup']} warm-up runs, "
              f"{s['threads']} threads on {s['device']}."]
