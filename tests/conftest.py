@@ -68,3 +68,12 @@ def shared_data():
     if not os.path.isdir(path):
         pytest.skip("../shared/data is not present")
     return path
+
+
+@pytest.fixture(scope="module")
+def one_thread():
+    """One torch thread for the module's tests (tiny models run faster; the machine is shared)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

@@ -75,14 +75,6 @@ def tiny_folders(tmp_path_factory, minilm_tokenizer):
     return folders
 
 
-@pytest.fixture(scope="module")
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 RELOADED = []  # (model folder, kind, inputs, expected) checked in one fresh process at the end
 
 
