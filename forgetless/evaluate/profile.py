@@ -19,6 +19,7 @@ from torch import nn
 from ..fsutil import atomic_write_json
 from ..models import surgery
 from ..models.adapters import get_adapter
+from .speed import SpeedConfig, time_call
 
 
 def _inputs(tokenizer, sources: list[str], batch_size: int, max_source_length: int):
@@ -27,12 +28,10 @@ def _inputs(tokenizer, sources: list[str], batch_size: int, max_source_length: i
     return tokenizer(batch, truncation=True, max_length=max_source_length, padding=True, return_tensors="pt")
 
 
-@torch.no_grad()
-def _generate_once(model, enc, max_new_tokens: int, num_beams: int, fixed_length: bool) -> float:
-    start = time.perf_counter()
-    model.generate(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"], max_new_tokens=max_new_tokens,
-                   min_new_tokens=max_new_tokens if fixed_length else 0, num_beams=num_beams, do_sample=False)
-    return time.perf_counter() - start
+def _generate_once(model, enc, max_new_tokens: int, num_beams: int) -> float:
+    """Seconds of one fixed-length ``generate`` call (the speed module's timing)."""
+    inputs = {"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"]}
+    return time_call(model, inputs, SpeedConfig(new_tokens=max_new_tokens, num_beams=num_beams), generate=True)
 
 
 @torch.no_grad()
@@ -51,10 +50,10 @@ def stack_share(model: nn.Module, tokenizer, sources: list[str], batch_size: int
     enc = _inputs(tokenizer, sources, batch_size, max_source_length)
     total = 0.0
     try:
-        _generate_once(model, enc, max_new_tokens, num_beams, True)
+        _generate_once(model, enc, max_new_tokens, num_beams)
         spent = {name: 0.0 for name in stacks}
         for _ in range(repeats):
-            total += _generate_once(model, enc, max_new_tokens, num_beams, True)
+            total += _generate_once(model, enc, max_new_tokens, num_beams)
     finally:
         for h in handles:
             h.remove()

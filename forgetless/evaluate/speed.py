@@ -46,7 +46,8 @@ def _inputs(model, batch: int, seq_len: int, seed: int = 0) -> dict:
 
 
 @torch.inference_mode()
-def _time(model, inputs, config: SpeedConfig, generate: bool) -> float:
+def time_call(model, inputs, config: SpeedConfig, generate: bool) -> float:
+    """Seconds of one forward pass, or one ``generate`` call of exactly ``config.new_tokens`` tokens."""
     start = time.perf_counter()
     if generate:
         model.generate(**inputs, max_new_tokens=config.new_tokens, min_new_tokens=config.new_tokens,
@@ -70,12 +71,12 @@ def compare_speed(base, compressed, config: SpeedConfig | None = None, generate:
     for label, batch in (("latency", config.latency_batch), ("throughput", config.batch_size)):
         inputs = _inputs(base, batch, config.seq_len)
         for _ in range(config.warmup):
-            _time(base, inputs, config, generate)
-            _time(compressed, inputs, config, generate)
+            time_call(base, inputs, config, generate)
+            time_call(compressed, inputs, config, generate)
         base_times, comp_times = [], []
         for _ in range(config.repeats):
-            base_times.append(_time(base, inputs, config, generate))
-            comp_times.append(_time(compressed, inputs, config, generate))
+            base_times.append(time_call(base, inputs, config, generate))
+            comp_times.append(time_call(compressed, inputs, config, generate))
         b, c = statistics.median(base_times), statistics.median(comp_times)
         if label == "latency":
             result["latency_ms"] = {"base": b * 1e3, "compressed": c * 1e3, "speedup": b / c}
