@@ -36,13 +36,14 @@ def data():
     return tiny_tokenizer(), task
 
 
-def train(data, tmp_path, name, kind="bert", steps=1, options=None, seed=0, save_steps=10 ** 6, model=None):
+def train(data, tmp_path, name, kind="bert", steps=1, options=None, seed=0, save_steps=10 ** 6, model=None,
+          extras=None):
     tokenizer, task = data
     model = model or tiny_model(kind, tokenizer, seed)
     objective = OBJECTIVES.get(name)(OBJECTIVES.make_config(name, options or {}))
     config = TrainConfig(epochs=1, max_steps=steps, batch_size=8, max_length=32, save_steps=save_steps,
                          logging_steps=1, progress=False, seed=seed)
-    return fine_tune(model, tokenizer, task.train, tmp_path / name, config, objective), objective
+    return fine_tune(model, tokenizer, task.train, tmp_path / name, config, objective, extras), objective
 
 
 def snapshot(model):
@@ -178,7 +179,8 @@ def test_every_robust_objective_trains_one_step(data, tmp_path, name, kind):
     tokenizer, _ = data
     model = tiny_model(kind, tokenizer)
     before = snapshot(model)
-    trained, _ = train(data, tmp_path, name, kind=kind)
+    extra_column = {"sample_weight": [1.0] * len(data[1].train)}  # columns an objective does not use are ignored
+    trained, _ = train(data, tmp_path, name, kind=kind, extras=extra_column)
     after = snapshot(trained)
     assert all(torch.isfinite(p).all() for p in after.values())
     assert any(not torch.equal(before[n], after[n]) for n in before)
