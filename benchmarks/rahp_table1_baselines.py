@@ -51,7 +51,7 @@ def log(msg: str) -> None:
 
 
 def train_config(args, seed: int) -> TrainConfig:
-    return TrainConfig(epochs=args.epochs, learning_rate=args.learning_rate, batch_size=32, max_length=args.max_length,
+    return TrainConfig(epochs=args.epochs, learning_rate=args.learning_rate, batch_size=args.batch_size, max_length=args.max_length,
                        seed=seed,
                        save_steps=10 ** 9, logging_steps=10 ** 6, progress=False)
 
@@ -131,7 +131,8 @@ def main(argv=None) -> int:
     p.add_argument("--train-size", type=int, default=1000)
     p.add_argument("--eval-size", type=int, default=None, help="cap of each evaluation set (default: all)")
     p.add_argument("--epochs", type=float, default=1.0)
-    p.add_argument("--learning-rate", type=float, default=1e-4)
+    p.add_argument("--learning-rate", type=float, default=2e-4)
+    p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--seeds", default="0,1")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--max-length", type=int, default=64)
