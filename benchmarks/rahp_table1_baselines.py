@@ -156,8 +156,9 @@ def mean_std(values: list[float]) -> tuple[float, float]:
 def table(results: dict[str, list[dict]], seeds: list[int]) -> str:
     """Markdown: mean ± std over seeds; Avg Δ and time ratios are per seed against vanilla."""
     vanilla = {r["seed"]: r for r in results["Vanilla"]}
-    lines = ["| method | SST-2 dev | AdvGLUE | average | Avg Δ | CLEVER | params (M) | speedup | time / epoch vs vanilla "
-             "(median [min, max]) |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| method | SST-2 dev | AdvGLUE | average | Avg Δ vs vanilla | gap dev − AdvGLUE | CLEVER | params (M) "
+             "| speedup | fine_tune / compress call time vs vanilla (median [min, max]) |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for label, rows in results.items():
         if not rows:
             continue
@@ -166,11 +167,12 @@ def table(results: dict[str, list[dict]], seeds: list[int]) -> str:
         avg = mean_std([50 * (r["dev"] + r["advglue"]) for r in rows])
         delta = mean_std([50 * (r["dev"] + r["advglue"]) - 50 * (vanilla[r["seed"]]["dev"] + vanilla[r["seed"]]["advglue"])
                           for r in rows if r["seed"] in vanilla])
+        gap = mean_std([100 * (r["dev"] - r["advglue"]) for r in rows])
         clever = mean_std([r["clever"] for r in rows])
         ratios = [r["seconds_per_epoch"] / vanilla[r["seed"]]["seconds_per_epoch"] for r in rows if r["seed"] in vanilla]
         speed = mean_std([r["speedup"] for r in rows])
         lines.append(f"| {label} | {dev[0]:.1f} ± {dev[1]:.1f} | {adv[0]:.1f} ± {adv[1]:.1f} | {avg[0]:.1f} ± {avg[1]:.1f} "
-                     f"| {delta[0]:+.1f} ± {delta[1]:.1f} | {clever[0]:.3f} ± {clever[1]:.3f} "
+                     f"| {delta[0]:+.1f} ± {delta[1]:.1f} | {gap[0]:.1f} ± {gap[1]:.1f} | {clever[0]:.3f} ± {clever[1]:.3f} "
                      f"| {rows[0]['params'] / 1e6:.2f} | {speed[0]:.2f}× | "
                      f"{statistics.median(ratios):.2f}× [{min(ratios):.2f}, {max(ratios):.2f}] |")
     return "\n".join(lines) + "\n"
@@ -198,7 +200,12 @@ def main(argv=None) -> int:
     p.add_argument("--timing-rounds", type=int, default=3, help="interleaved timing rounds (0: none)")
     p.add_argument("--timing-examples", type=int, default=128, help="training examples of a timing epoch")
     p.add_argument("--timing-only", action="store_true", help="only the timing rounds, not the table")
+    p.add_argument("--table-from", type=Path, help="re-render the table from a results.json of an earlier run")
     args = p.parse_args(argv)
+    if args.table_from:
+        saved = json.loads(args.table_from.read_text())
+        print(table(saved["results"], saved["args"]["seeds"]))
+        return 0
     torch.set_num_threads(args.threads)
     seeds = [int(s) for s in args.seeds.split(",") if s]
     chosen = set(args.methods.split(",")) | {"ce"}
