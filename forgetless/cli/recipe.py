@@ -29,6 +29,7 @@ def run_recipe(path, scale: str | None = None, sets=(), out: str | None = None, 
     """Load, resolve and run a recipe (also the Python entry point); returns (resolved recipe,
     report card / sweep summary / None); with ``check`` nothing runs."""
     from ..recipes import load_recipe, namespace_from_recipe, recipe_from_args
+    from ..recipes.load import META
 
     sets = list(sets)
     if out:
@@ -37,7 +38,7 @@ def run_recipe(path, scale: str | None = None, sets=(), out: str | None = None, 
     if "out" not in recipe:
         recipe["out"] = f"forgetless-out/{recipe.get('name') or Path(path).stem}-{recipe.get('scale', 'cpu')}"
     args, owners = namespace_from_recipe(recipe)
-    meta = {k: v for k, v in recipe.items() if k in ("name", "paper", "description", "scale", "changes", "needs")}
+    meta = {k: v for k, v in recipe.items() if k in META}
     resolved = recipe_from_args(args, recipe["command"], meta)
     if check:
         return resolved, None

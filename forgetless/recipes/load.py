@@ -9,7 +9,8 @@ names to config fields (``lr`` → ``TrainConfig.learning_rate`` …) stays in `
 
 - ``command``: ``compress`` (one run, the default), ``sweep`` (objectives × levels × seeds) or
   ``profile`` (the encoder-decoder speed profile);
-- ``name``, ``paper`` (the table or figure it reproduces), ``description``;
+- ``name``, ``paper`` (the table or figure it reproduces), ``description``, ``data`` (where the
+  paper's data lives, e.g. hub ids of sets a task option cannot name);
 - ``scales``: ``{paper: {...}, cpu: {...}}``, option values that override the common ones at that
   scale, plus ``changes`` (what the scale changes from the paper) and ``needs`` (GPU, network …).
 
@@ -31,7 +32,7 @@ from ..errors import ConfigError
 
 COMMANDS = ("compress", "sweep", "profile")
 SCALES = ("paper", "cpu")
-META = ("name", "paper", "description", "command", "scale", "changes", "needs")
+META = ("name", "paper", "description", "command", "scale", "changes", "needs", "data")
 # options given on the command line as comma-separated text; a recipe may write them as YAML lists
 COMMA = ("objectives", "seeds", "levels", "eval_sets", "labels", "seq_lengths", "head_fractions", "ffn_fractions")
 NOT_RECIPE = ("help", "command", "verbose")
@@ -245,6 +246,13 @@ def recipe_from_args(args: argparse.Namespace, command: str, meta: dict | None =
             value = getattr(args, key, None)
             if value is not None and set(objectives) & set(entries):
                 recipe[key] = _plain(value)
+        if command == "sweep":  # each objective's config with the options it takes (bad values fail here)
+            from ..sweep.runner import distribute_options
+
+            flat = {k[len("objective_"):]: recipe[k] for k in owners["objective"] if k in recipe}
+            per = distribute_options(objectives, flat)
+            for name in objectives:
+                OBJECTIVES.make_config(name, per.get(name, {}))
         if command == "compress":
             name = recipe.get("objective") or METHODS.get(method).default_objective
             recipe["objective"] = name
