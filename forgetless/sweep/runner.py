@@ -121,7 +121,7 @@ def run_sweep(task: Task, out_dir: str | Path, objectives=ALL_OBJECTIVES, seeds=
         if "rmc" in objectives:
             difficulty[str(seed)] = _difficulty_summary(task, teacher_dir, seed_train, seed,
                                                         (objective_options or {}).get("rmc", {}),
-                                                        out_dir / "cache")
+                                                        out_dir / "cache", model)
             write_sweep(_summary([], task, setup, difficulty, started), out_dir, plots=False)
         for sparsity in sparsities:
             for name in objectives:
@@ -206,13 +206,15 @@ def _reuse(run_dir: Path, config, task_key: str) -> dict | None:
 
 
 def _difficulty_summary(task: Task, teacher_dir: str, train: TrainConfig, seed: int, rmc_options: dict,
-                        cache: Path) -> dict:
+                        cache: Path, model: str = "minilm") -> dict:
     """Compute (or load from the shared cache) the difficulty RMC will use, and its agreement with
-    the training set's ground-truth hard flags."""
+    the ground-truth hard flags of the training and dev sets."""
     config = OBJECTIVES.make_config("rmc", rmc_options)
-    teacher, tokenizer = kind_for(task).load_model(teacher_dir, task)
+    kind = kind_for(task)
+    teacher, tokenizer = kind.load_model(teacher_dir, task)
     result = compute_difficulty(teacher, tokenizer, task.train, train, Path(teacher_dir).parent, cache,
-                                config.difficulty_config(), seed)
+                                config.difficulty_config(), seed, dev_set=task.dev,
+                                pretrained=lambda: kind.load_model(model, task, seed)[0])
     alpha = config.alpha if config.alpha is not None else default_alpha(task.name)
     return {"alpha": alpha, **result.summary()}
 
