@@ -81,6 +81,8 @@ def _overrides(path: Path, out: Path) -> list:
         sets["data_dir"] = str(DATA)
     if recipe["command"] == "sweep":
         sets.update(seeds=[0], levels=str(recipe["levels"]).split(",")[:1], objectives=recipe["objectives"].split(",")[:1])
+        if recipe["level_option"] == "layers":
+            sets["levels"] = [1]  # tiny-bert has 2 layers
     if seq2seq:
         sets.update(finetune_epochs=1.0, max_new_tokens=4)
     if recipe.get("method") in ("heads", "rahp"):
