@@ -158,6 +158,8 @@ def compress(task: Task, config: RunConfig, out_dir: str | Path, recipe: dict | 
              "compressed": {**parameter_counts(compressed), "disk_bytes": disk_size(model_dir), "path": str(model_dir)}}
     card = build_card(task=task, run=config, method=method, objective=objective, kind=kind, results=results,
                       sizes=sizes, speed=speed, notes=ctx.notes, command=" ".join(sys.argv), robustness=robustness)
+    from .evaluate.calibration import calibration_section
+    card["calibration"] = calibration_section(task, predictions)  # ECE, confidence: hard vs easy, base vs compressed
     if recipe is not None:  # the resolved recipe beside the model and in the card: `forgetless run` reruns it
         from .recipes import dump_recipe
         dump_recipe(recipe, model_dir / "recipe.yaml")

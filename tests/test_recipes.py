@@ -121,6 +121,7 @@ def test_rerun_from_saved_recipe_gives_the_same_card(tmp_path):
     for key in ("sets", "challenge", "bias", "hard_easy", "headline"):
         assert json.dumps(first[key], sort_keys=True) == json.dumps(again[key], sort_keys=True), key
     assert first["params"]["compressed"]["nonzero"] == again["params"]["compressed"]["nonzero"]
+    assert first["calibration"] == again["calibration"] and first["calibration"]["sets"]["dev"]["base"]["ece"] >= 0
     assert {k: v for k, v in first["recipe"].items() if k != "out"} == \
            {k: v for k, v in again["recipe"].items() if k != "out"}
     weights = [load_file(next((tmp_path / d / "model").glob("*.safetensors"))) for d in ("a", "b")]

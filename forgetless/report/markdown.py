@@ -26,6 +26,8 @@ def render_markdown(card: dict) -> str:
         lines += _generation(card)
     lines += _size(card) + _speed(card)
     lines += _robustness(card)
+    from ..evaluate.calibration import calibration_markdown
+    lines += calibration_markdown(card)
     if card["notes"]:
         lines += ["", "## Notes", ""] + [f"- {note}" for note in card["notes"]]
     env = card["environment"]
