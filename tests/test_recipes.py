@@ -126,3 +126,15 @@ def test_rerun_from_saved_recipe_gives_the_same_card(tmp_path):
            {k: v for k, v in again["recipe"].items() if k != "out"}
     weights = [load_file(next((tmp_path / d / "model").glob("*.safetensors"))) for d in ("a", "b")]
     assert all(torch.equal(weights[0][k], weights[1][k]) for k in weights[0])
+
+
+def test_compress_command_saves_a_runnable_recipe(tmp_path):
+    out = tmp_path / "c"
+    assert main(["compress", "--model", "tiny-bert", "--method", "truncate", "--layers", "1", "--train-size", "12",
+                 "--eval-size", "6", "--epochs", "1", "--batch-size", "4", "--max-length", "32", "--bench-repeats", "1",
+                 "--bench-batch-size", "2", "--bench-seq-len", "8", "--no-progress", "--out", str(out)]) == 0
+    saved = load_recipe(out / "model" / "recipe.yaml")
+    assert saved["method"] == "truncate" and saved["layers"] == 1 and saved["selection"] == "first"
+    assert saved["objective"] == "ce" and saved["train_size"] == 12
+    resolved, _ = run_recipe(out / "model" / "recipe.yaml", check=True)
+    assert resolved == {**saved, "out": str(out)}

@@ -41,9 +41,11 @@ def cmd_compress(args, owners) -> int:
     from ..pipeline import compress
     from ..report.markdown import render_markdown
 
+    from ..recipes import recipe_from_args
+
     run = run_config_from_args(args, owners)
     task = task_from_args(args)
-    card = compress(task, run, args.out)
+    card = compress(task, run, args.out, recipe=recipe_from_args(args, "compress"))  # model/recipe.yaml
     print(render_markdown(card))
     print(f"report: {Path(args.out) / 'report.md'} (JSON: report.json); model: {Path(args.out) / 'model'}")
     return 0
