@@ -107,9 +107,10 @@ def train_teacher(task: Task, config: RunConfig, work_dir: Path, kind=None):
     return model, tokenizer, {"source": config.model, "reused": False, "path": str(folder)}
 
 
-def compress(task: Task, config: RunConfig, out_dir: str | Path) -> dict:
+def compress(task: Task, config: RunConfig, out_dir: str | Path, recipe: dict | None = None) -> dict:
     """Run the whole job and write ``out_dir/{model/, report.json, report.md, *.png}``;
-    returns the report card."""
+    returns the report card. ``recipe`` (the resolved recipe of the run, ``forgetless.recipes``) is
+    saved as ``model/recipe.yaml`` and in the card."""
     out_dir = Path(out_dir)
     work_dir = out_dir / "work"
     method, objective = resolve(config)
@@ -159,6 +160,12 @@ def compress(task: Task, config: RunConfig, out_dir: str | Path) -> dict:
              "compressed": {**parameter_counts(compressed), "disk_bytes": disk_size(model_dir), "path": str(model_dir)}}
     card = build_card(task=task, run=config, method=method, objective=objective, kind=kind, results=results,
                       sizes=sizes, speed=speed, notes=ctx.notes, command=" ".join(sys.argv), robustness=robustness)
+    from .evaluate.calibration import calibration_section
+    card["calibration"] = calibration_section(task, predictions)  # ECE, confidence: hard vs easy, base vs compressed
+    if recipe is not None:  # the resolved recipe beside the model and in the card: `forgetless run` reruns it
+        from .recipes import dump_recipe
+        dump_recipe(recipe, model_dir / "recipe.yaml")
+        card["recipe"] = recipe
     plots = method.plots(out_dir) if hasattr(method, "plots") else []
     write_card(card, out_dir, extra_plots=plots)
     return card

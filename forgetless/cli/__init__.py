@@ -9,6 +9,7 @@ import sys
 
 from ..errors import ForgetlessError
 from . import commands
+from .recipe import cmd_run
 from .options import add_config_options, add_eval_options, add_task_options, add_train_options, parse_bool
 
 DEMO_OUT = "forgetless-out/demo"
@@ -139,13 +140,16 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict]:
     p.add_argument("--threads", type=int, help="torch CPU threads")
 
     sub.add_parser("list", help="list methods, objectives, tasks and supported model types")
+    from .recipe import add_run_parser
+
+    add_run_parser(sub)
     return parser, owners
 
 
 COMMANDS = {"compress": commands.cmd_compress, "compress-seq2seq": commands.cmd_compress,
             "demo": commands.cmd_compress, "finetune": commands.cmd_finetune, "evaluate": commands.cmd_evaluate,
             "bench": commands.cmd_bench, "list": commands.cmd_list, "sweep": commands.cmd_sweep,
-            "profile": commands.cmd_profile}
+            "profile": commands.cmd_profile, "run": cmd_run}
 
 
 def main(argv: list[str] | None = None) -> int:

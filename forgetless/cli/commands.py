@@ -41,9 +41,11 @@ def cmd_compress(args, owners) -> int:
     from ..pipeline import compress
     from ..report.markdown import render_markdown
 
+    from ..recipes import recipe_from_args
+
     run = run_config_from_args(args, owners)
     task = task_from_args(args)
-    card = compress(task, run, args.out)
+    card = compress(task, run, args.out, recipe=recipe_from_args(args, "compress"))  # model/recipe.yaml
     print(render_markdown(card))
     print(f"report: {Path(args.out) / 'report.md'} (JSON: report.json); model: {Path(args.out) / 'model'}")
     return 0
@@ -131,12 +133,12 @@ def cmd_profile(args, owners) -> int:
     from ..models.loading import load_seq2seq
 
     model, tokenizer = load_seq2seq(args.model, seed=args.seed)
-    compressed = load_model(args.compressed) if args.compressed else None
+    compressed = load_model(args.compressed) if args.compressed else None  # (model, tokenizer)
     numbers = lambda text, cast: tuple(cast(x) for x in text.split(",") if x.strip())  # noqa: E731
     run_profile(model, tokenizer, args.out, compressed, numbers(args.seq_lengths, int),
                 numbers(args.head_fractions, float), numbers(args.ffn_fractions, float), args.batch_size,
                 args.num_beams, args.max_new_tokens, args.source_length, args.repeats)
-    print(f"profile: {Path(args.out) / 'profile.json'}")
+    print(f"profile: {Path(args.out) / 'profile.md'} (JSON: profile.json, plot: profile.png)")
     return 0
 
 

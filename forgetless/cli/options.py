@@ -47,7 +47,10 @@ def add_task_options(p: argparse.ArgumentParser, default_task: str = "synthetic"
     g.add_argument("--label-column", help="files/hub: label column")
     g.add_argument("--labels", help="files/hub: label names in id order, comma-separated")
     g.add_argument("--hard-column", help="files: column with ground-truth hard flags (1/true = hard)")
-    g.add_argument("--dataset", help="hub: dataset id")
+    g.add_argument("--dataset", help="hub: dataset id; fever: a hub id for the paper-scale FEVER training set")
+    g.add_argument("--subset", help="hub / fever: dataset configuration (e.g. mnli of nyu-mll/glue)")
+    g.add_argument("--train-split", help="hub / fever: training split (default train)")
+    g.add_argument("--dev-split", help="hub: dev split (default validation)")
 
 
 def task_from_args(args):
@@ -65,7 +68,11 @@ def task_from_args(args):
         if args.task == "files":
             options.update(train=args.train_file, dev=args.dev_file, hard=args.hard_column)
         else:
-            options.update(dataset=args.dataset)
+            options.update(dataset=args.dataset, subset=getattr(args, "subset", None),
+                           train_split=getattr(args, "train_split", None), dev_split=getattr(args, "dev_split", None))
+    elif args.task == "fever":
+        options.update(dataset=args.dataset, subset=getattr(args, "subset", None),
+                       train_split=getattr(args, "train_split", None))
     if getattr(args, "eval_sets", None):
         options["eval_sets"] = tuple(x.strip() for x in args.eval_sets.split(",") if x.strip())
     return load_task(args.task, data_dir=args.data_dir, seed=args.seed, train_size=args.train_size,

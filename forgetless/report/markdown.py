@@ -32,6 +32,8 @@ def render_markdown(card: dict) -> str:
                   f"({c['perplexity'] / b['perplexity']:.2f}×; lower is better)."]
     lines += _size(card) + _speed(card)
     lines += _robustness(card)
+    from ..evaluate.calibration import calibration_markdown
+    lines += calibration_markdown(card)
     if card["notes"]:
         lines += ["", "## Notes", ""] + [f"- {note}" for note in card["notes"]]
     env = card["environment"]
