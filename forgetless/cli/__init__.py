@@ -8,6 +8,7 @@ import logging
 import sys
 
 from ..errors import ForgetlessError
+from ..validate import check_cli_args
 from . import commands
 from .options import add_config_options, add_eval_options, add_task_options, add_train_options, parse_bool
 
@@ -41,6 +42,7 @@ def _compress_options(sub, name: str, help_text: str, owners: dict):
     g.add_argument("--student-init", choices=["teacher", "pretrained"], default="teacher",
                    help="start the compressed model from the fine-tuned teacher or from the pretrained model")
     g.add_argument("--out", default="forgetless-out/run", help="output folder (model/, report.json, report.md)")
+    g.add_argument("--overwrite", action="store_true", help="reuse an output folder that holds another run's output")
     add_eval_options(p)
     b = p.add_argument_group("speed benchmark")
     b.add_argument("--bench-batch-size", type=int, default=32, help="throughput batch size")
@@ -153,6 +155,11 @@ def main(argv: list[str] | None = None) -> int:
         import transformers
 
         transformers.logging.set_verbosity_error()
+    try:
+        check_cli_args(args)
+    except ForgetlessError as exc:
+        print(f"forgetless: error: {exc}", file=sys.stderr)
+        return 2
     if getattr(args, "threads", None):
         import torch
 

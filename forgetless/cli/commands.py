@@ -43,7 +43,7 @@ def cmd_compress(args, owners) -> int:
 
     run = run_config_from_args(args, owners)
     task = task_from_args(args)
-    card = compress(task, run, args.out)
+    card = compress(task, run, args.out, overwrite=args.overwrite)
     print(render_markdown(card))
     print(f"report: {Path(args.out) / 'report.md'} (JSON: report.json); model: {Path(args.out) / 'model'}")
     return 0
@@ -75,6 +75,8 @@ def cmd_finetune(args, owners) -> int:
 def cmd_evaluate(args, owners) -> int:
     from ..pipeline import evaluate_saved
 
+    if args.task == "files" and not args.train_file:
+        args.train_file = args.dev_file  # evaluation reads no training data; the files task wants one set
     task = task_from_args(args)
     result = evaluate_saved(args.model_path, task, args.json, max_length=args.max_length)
     for name, metrics in result["sets"].items():

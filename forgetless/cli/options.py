@@ -47,6 +47,7 @@ def add_task_options(p: argparse.ArgumentParser, default_task: str = "synthetic"
     g.add_argument("--label-column", help="files/hub: label column")
     g.add_argument("--labels", help="files/hub: label names in id order, comma-separated")
     g.add_argument("--hard-column", help="files: column with ground-truth hard flags (1/true = hard)")
+    g.add_argument("--json-key", help="files: in JSON files, the key holding the list of records (or FILE.json:KEY)")
     g.add_argument("--dataset", help="hub: dataset id")
 
 
@@ -61,9 +62,9 @@ def task_from_args(args):
         options.update(challenge=challenge or None, text_a=args.text_a, label=args.label_column,
                        labels=[x.strip() for x in args.labels.split(",")] if args.labels else None)
         if args.text_b is not None:
-            options["text_b"] = args.text_b or None
+            options["text_b"] = args.text_b  # '' (single sentences) is kept: None would mean the default
         if args.task == "files":
-            options.update(train=args.train_file, dev=args.dev_file, hard=args.hard_column)
+            options.update(train=args.train_file, dev=args.dev_file, hard=args.hard_column, json_key=args.json_key)
         else:
             options.update(dataset=args.dataset)
     if getattr(args, "eval_sets", None):

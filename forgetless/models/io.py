@@ -16,8 +16,9 @@ from safetensors.torch import load_model as load_safetensors
 from safetensors.torch import save_model as save_safetensors
 from torch import nn
 
-from ..errors import ForgetlessError
+from ..errors import ForgetlessError, ModelFileError
 from ..fsutil import atomic_directory
+from .checks import check_model_folder
 from .stock import stock_config
 from .surgery import model_shape, reshape_like
 
@@ -57,28 +58,44 @@ def read_manifest(path: str | Path) -> dict:
     manifest_path = Path(path) / MANIFEST
     try:
         manifest = json.loads(manifest_path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ForgetlessError(f"{manifest_path}: not a readable forgetless manifest ({exc})") from exc
-    if manifest.get("format") != FORMAT:
-        raise ForgetlessError(f"{manifest_path}: unknown format {manifest.get('format')!r}, expected {FORMAT!r}")
+    except (OSError, ValueError) as exc:
+        raise ModelFileError(f"{manifest_path}: not a readable forgetless manifest ({exc})") from exc
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        found = manifest.get("format") if isinstance(manifest, dict) else type(manifest).__name__
+        raise ModelFileError(f"{manifest_path}: unknown format {found!r}, expected {FORMAT!r}")
+    if not isinstance(manifest.get("shape"), dict) or not isinstance(manifest.get("model_class"), str):
+        raise ModelFileError(f"{manifest_path}: manifest lacks the model class or shape")
+    manifest.setdefault("metadata", {})
     return manifest
 
 
 def load_model(path: str | Path, device: str = "cpu", with_tokenizer: bool = True):
-    """Rebuild a model saved by ``save_model``. Returns ``(model, tokenizer or None)``."""
+    """Rebuild a model saved by ``save_model``. Returns ``(model, tokenizer or None)``.
+
+    The folder is checked first (``checks.check_model_folder``: config, complete safetensors); a
+    manifest whose shapes do not match the config or the weights is a ``ModelFileError``."""
     path = Path(path)
     manifest = read_manifest(path)
     model_class = _transformers_model_class(manifest["model_class"])
-    config = transformers.AutoConfig.from_pretrained(path)
-    model = model_class(config)
-    reshape_like(model, manifest["shape"])
+    config = check_model_folder(path)
     weights = path / "model.safetensors"
     if not weights.is_file():
-        raise ForgetlessError(f"{path}: model.safetensors is missing (incomplete or foreign folder)")
-    missing, unexpected = load_safetensors(model, str(weights), strict=False)
+        raise ModelFileError(f"{path}: model.safetensors is missing (incomplete or foreign folder)")
+    try:
+        model = model_class(config)
+        reshape_like(model, manifest["shape"])
+    except (KeyError, ValueError, IndexError, TypeError, AttributeError, RuntimeError) as exc:
+        raise ModelFileError(f"{path / MANIFEST}: its shape does not fit the model's config "
+                             f"({type(exc).__name__}: {str(exc)[:200]})") from exc
+    try:
+        missing, unexpected = load_safetensors(model, str(weights), strict=False)
+    except (RuntimeError, ValueError, OSError) as exc:
+        first = str(exc).strip().splitlines()
+        detail = next((line.strip() for line in first if "size mismatch" in line), first[0] if first else "")
+        raise ModelFileError(f"{weights}: weights do not match the shape in {MANIFEST} ({detail[:200]})") from exc
     if missing or unexpected:
-        raise ForgetlessError(f"{weights}: weights do not match the recorded shape "
-                              f"(missing {missing[:5]}, unexpected {unexpected[:5]})")
+        raise ModelFileError(f"{weights}: weights do not match the recorded shape "
+                             f"(missing {sorted(missing)[:5]}, unexpected {sorted(unexpected)[:5]})")
     model.to(device).eval()
     tokenizer = None
     if with_tokenizer and (path / "tokenizer_config.json").is_file():
