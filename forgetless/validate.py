@@ -146,7 +146,7 @@ def validate_run(task, config, out_dir, method, objective, overwrite: bool = Fal
 def run_key(task, config) -> str:
     """What makes two runs the same: the resolved configuration (progress bars aside) and the data."""
     data = _jsonable_config(config)
-    data["task"] = {"name": task.name, "kind": task.kind, "labels": list(task.label_names),
+    data["task"] = {"name": task.name, "kind": task.kind, "labels": list(task.label_names or []),
                     "sets": {name: s.fingerprint() for name, s in {"train": task.train, **task.eval_sets()}.items()}}
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:20]
 
