@@ -131,6 +131,7 @@ def validate_run(task, config, out_dir, method, objective, overwrite: bool = Fal
     source = config.teacher if (config.teacher and config.student_init == "teacher") else config.model
     if config.teacher:
         model_dims(config.teacher, kind.generates)  # the teacher folder must be a readable model
+        _check_teacher_labels(config.teacher, task, kind)
     dims = model_dims(source, kind.generates)
     if dims is not None:
         check_method_against_model(method, dims, f"model {source!r}")
@@ -141,6 +142,23 @@ def validate_run(task, config, out_dir, method, objective, overwrite: bool = Fal
     key = run_key(task, config)
     prepare_output(out_dir, key, overwrite, _jsonable_config(config))
     return key
+
+
+def _check_teacher_labels(teacher: str, task, kind) -> None:
+    """A trained classifier given as ``--teacher`` predicts the task's labels, in the same order."""
+    from .models.checks import check_model_folder
+    from .models.loading import check_label_order, resolve_model_path
+
+    path = resolve_model_path(teacher)
+    if kind.generates or not task.label_names or not Path(path).expanduser().is_dir():
+        return
+    config = check_model_folder(path)
+    if not any(a.endswith("ForSequenceClassification") for a in getattr(config, "architectures", None) or []):
+        return
+    if config.num_labels != len(task.label_names):
+        raise OptionError(f"--teacher {teacher}: predicts {config.num_labels} labels, the task has "
+                          f"{len(task.label_names)} ({', '.join(task.label_names)})")
+    check_label_order(config, task.label_names, teacher)
 
 
 def run_key(task, config) -> str:

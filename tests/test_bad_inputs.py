@@ -332,6 +332,51 @@ def test_long_texts_are_cut_before_tokenizing(minilm_tokenizer):
     assert [len(r["input_ids"]) for r in rows] == [32, 32]
 
 
+# ----- small evaluation sets, a read-only teacher, a rerun that moves the old report aside ------------
+def _snapshot_bytes(folder: Path) -> dict:
+    import hashlib
+
+    return {str(f.relative_to(folder)): hashlib.sha256(f.read_bytes()).hexdigest() for f in folder.rglob("*")
+            if f.is_file()}
+
+
+def test_small_eval_set_reports_and_teacher_is_only_read(paths, tmp_path, capsys):
+    """A tiny evaluation set (empty hard / easy subsets) still gives a report; ``--teacher`` is
+    never written to (and one trained for other labels is refused before any work); a rerun with
+    other settings is refused, and with --overwrite it first moves the old report aside."""
+    from forgetless.data.tasks import load_task
+    from forgetless.models.io import save_model
+    from forgetless.models.loading import bundled_tokenizer
+    from forgetless.models.tiny import tiny_classifier
+
+    torch.set_num_threads(1)
+    tokenizer = bundled_tokenizer()
+    labels = load_task("synthetic", train_size=8).label_names
+    teacher = save_model(tiny_classifier("tiny-bert", len(tokenizer), labels, seed=5), tmp_path / "teacher", tokenizer)
+    before = _snapshot_bytes(teacher)
+    out = tmp_path / "run"
+    argv = ["compress", "--method", "heads", "--model", "tiny-bert", "--teacher", paths["saved"],
+            "--train-size", "48", "--eval-size", "3", "--epochs", "1", "--out", str(out), "--no-progress",
+            "--bench-repeats", "1", "--bench-seq-len", "16", "--scoring-examples", "8", "--fine-tune", "false"]
+    code, err = run_cli(argv, capsys)
+    assert code == 2 and "was trained with the labels neg,pos" in err and not out.exists(), err
+    argv[argv.index("--teacher") + 1] = str(teacher)
+    code, err = run_cli(argv, capsys)
+    assert code == 0, err
+    assert _snapshot_bytes(teacher) == before  # read, never written
+    card = json.loads((out / "report.json").read_text())
+    assert card["sets"]["dev"]["compressed"]["n"] == 3
+    code, err = run_cli(argv[:-1] + ["true"], capsys)  # other settings, same folder
+    assert code == 2 and "holds the output of a different run" in err
+    assert json.loads((out / "report.json").read_text()) == card  # untouched
+    old_key = json.loads((out / "forgetless-run.json").read_text())["key"]
+    code, err = run_cli(argv[:-1] + ["true", "--overwrite"], capsys)
+    assert code == 0, err
+    assert json.loads((out / "previous-report" / "report.json").read_text()) == card
+    assert json.loads((out / "forgetless-run.json").read_text())["key"] != old_key
+    assert _snapshot_bytes(teacher) == before
+
+
 def tally(tmp: Path) -> dict:
     """Run every case; count clear errors, tracebacks and silent results."""
     import contextlib

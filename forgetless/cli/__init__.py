@@ -4,6 +4,7 @@ and CoFi for encoder-decoders — runs through ``forgetless compress``."""
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
 import sys
 
@@ -170,6 +171,12 @@ def main(argv: list[str] | None = None) -> int:
         return COMMANDS[args.command](args, owners)
     except ForgetlessError as exc:
         print(f"forgetless: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        if exc.errno != errno.ENOSPC:
+            raise
+        print(f"forgetless: error: disk full writing {exc.filename or getattr(args, 'out', '')} ({exc.strerror}); "
+              "free some space and rerun the same command (it resumes)", file=sys.stderr)
         return 2
 
 

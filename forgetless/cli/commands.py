@@ -56,7 +56,9 @@ def cmd_finetune(args, owners) -> int:
     from ..kinds import kind_for
     from ..models.io import save_model
     from ..training.trainer import fine_tune
+    from ..validate import check_output_path
 
+    check_output_path(args.out)
     task = task_from_args(args)
     kind = kind_for(task)
     transformers.set_seed(args.seed)
@@ -113,7 +115,9 @@ def cmd_bench(args, owners) -> int:
 
 def cmd_sweep(args, owners) -> int:
     from ..sweep import parse_list, run_sweep
+    from ..validate import check_output_path
 
+    check_output_path(args.out)
     task = task_from_args(args)
     method_options = collect(args, owners["method"], "", args.method, "method")
     summary = run_sweep(
@@ -131,7 +135,9 @@ def cmd_profile(args, owners) -> int:
     from ..evaluate.profile import run_profile
     from ..models.io import load_model
     from ..models.loading import load_seq2seq
+    from ..validate import check_output_path
 
+    check_output_path(args.out)
     model, tokenizer = load_seq2seq(args.model, seed=args.seed)
     compressed = load_model(args.compressed) if args.compressed else None
     numbers = lambda text, cast: tuple(cast(x) for x in text.split(",") if x.strip())  # noqa: E731
