@@ -98,6 +98,8 @@ CLI_CASES = [
     ("evaluate-lying-manifest", ["evaluate", "{lying}"], r"lying/forgetless.json: its shape does not fit|weights do not match"),
     ("evaluate-not-a-model", ["evaluate", "{not_a_model}"], r"not a model folder \(no config.json\)"),
     ("evaluate-json-empty", ["evaluate", "{saved}", "--json", ""], r"--json '': name a path"),
+    ("evaluate-json-in-file", ["evaluate", "{saved}", "--json", "{a_file}/m.json"], r"--json .*a-file.txt is a file"),
+    ("evaluate-json-folder", ["evaluate", "{saved}", "--json", "{not_a_model}"], r"--json .*not-a-model: is a folder"),
     ("bench-corrupt", ["bench", "{corrupt_saved}"], r"corrupt-saved/model.safetensors: truncated or corrupt"),
 ]
 

@@ -96,9 +96,25 @@ def killed_run(argv: list[str], moment: str, nth: int) -> None:
         f"{moment}:{nth} never happened (exit status {status})"
 
 
+def weights_sha256(path: Path) -> str:
+    """sha256 over every saved tensor (name, dtype, shape, bytes; sorted by name) and the tied-weight
+    map. (The file's own bytes are not used: safetensors writes the tied-weight map in set order,
+    which differs between runs of the same process.)"""
+    from safetensors import safe_open
+
+    digest = hashlib.sha256()
+    with safe_open(str(path), "pt") as handle:
+        digest.update(json.dumps(sorted((handle.metadata() or {}).items())).encode())
+        for name in sorted(handle.keys()):
+            tensor = handle.get_tensor(name).contiguous()
+            digest.update(f"{name}:{tensor.dtype}:{tuple(tensor.shape)}".encode())
+            digest.update(tensor.view(-1).view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()
+
+
 def fingerprint(out: Path) -> tuple[str, dict]:
     """sha256 of the saved weights, and the report's numbers per set (timings aside)."""
-    digest = hashlib.sha256((out / "model" / "model.safetensors").read_bytes()).hexdigest()
+    digest = weights_sha256(out / "model" / "model.safetensors")
     card = json.loads((out / "report.json").read_text())
     return digest, {"sets": card["sets"], "params": card["params"]["compressed"]["total"]}
 

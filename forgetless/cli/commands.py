@@ -77,6 +77,13 @@ def cmd_finetune(args, owners) -> int:
 def cmd_evaluate(args, owners) -> int:
     from ..pipeline import evaluate_saved
 
+    if args.json:
+        from ..errors import OutputFolderError
+        from ..validate import check_output_path
+
+        if Path(args.json).is_dir():
+            raise OutputFolderError(f"--json {args.json}: is a folder; name a file")
+        check_output_path(Path(args.json).parent, "--json")
     if args.task == "files" and not args.train_file:
         args.train_file = args.dev_file  # evaluation reads no training data; the files task wants one set
     task = task_from_args(args)
