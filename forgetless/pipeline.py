@@ -31,6 +31,7 @@ from .models.io import is_forgetless_folder, load_model, read_manifest, save_mod
 from .objectives import OBJECTIVES
 from .report.card import build_card, write_card
 from .training.trainer import TrainConfig, fine_tune
+from .validate import validate_run
 
 log = logging.getLogger(__name__)
 
@@ -107,13 +108,16 @@ def train_teacher(task: Task, config: RunConfig, work_dir: Path, kind=None):
     return model, tokenizer, {"source": config.model, "reused": False, "path": str(folder)}
 
 
-def compress(task: Task, config: RunConfig, out_dir: str | Path, recipe: dict | None = None) -> dict:
+def compress(task: Task, config: RunConfig, out_dir: str | Path, recipe: dict | None = None,
+             overwrite: bool = False) -> dict:
     """Run the whole job and write ``out_dir/{model/, report.json, report.md, *.png}``;
-    returns the report card. ``recipe`` (the resolved recipe of the run, ``forgetless.recipes``) is
-    saved as ``model/recipe.yaml`` and in the card."""
+    returns the report card. Everything is checked before the first write (``validate.validate_run``);
+    an ``out_dir`` holding another run's output is refused unless ``overwrite``. ``recipe`` (the
+    resolved recipe of the run, ``forgetless.recipes``) is saved as ``model/recipe.yaml`` and in the card."""
+    method, objective = resolve(config)
+    validate_run(task, config, out_dir, method, objective, overwrite)
     out_dir = Path(out_dir)
     work_dir = out_dir / "work"
-    method, objective = resolve(config)
     kind = kind_for(task, method, config.model_kind)
     check_compatible(task, method, objective, config.model_kind)
     work_dir.mkdir(parents=True, exist_ok=True)

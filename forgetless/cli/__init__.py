@@ -4,10 +4,12 @@ and CoFi for encoder-decoders — runs through ``forgetless compress``."""
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
 import sys
 
 from ..errors import ForgetlessError
+from ..validate import check_cli_args
 from . import commands
 from .recipe import cmd_run
 from .options import add_config_options, add_eval_options, add_task_options, add_train_options, parse_bool
@@ -45,6 +47,7 @@ def _compress_options(sub, name: str, help_text: str, owners: dict):
     g.add_argument("--student-init", choices=["teacher", "pretrained"], default="teacher",
                    help="start the compressed model from the fine-tuned teacher or from the pretrained model")
     g.add_argument("--out", default="forgetless-out/run", help="output folder (model/, report.json, report.md)")
+    g.add_argument("--overwrite", action="store_true", help="reuse an output folder that holds another run's output")
     add_eval_options(p)
     b = p.add_argument_group("speed benchmark")
     b.add_argument("--bench-batch-size", type=int, default=32, help="throughput batch size")
@@ -160,6 +163,11 @@ def main(argv: list[str] | None = None) -> int:
         import transformers
 
         transformers.logging.set_verbosity_error()
+    try:
+        check_cli_args(args)
+    except ForgetlessError as exc:
+        print(f"forgetless: error: {exc}", file=sys.stderr)
+        return 2
     if getattr(args, "threads", None):
         import torch
 
@@ -170,6 +178,12 @@ def main(argv: list[str] | None = None) -> int:
         return COMMANDS[args.command](args, owners)
     except ForgetlessError as exc:
         print(f"forgetless: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        if exc.errno != errno.ENOSPC:
+            raise
+        print(f"forgetless: error: disk full writing {exc.filename or getattr(args, 'out', '')} ({exc.strerror}); "
+              "free some space and rerun the same command (it resumes)", file=sys.stderr)
         return 2
 
 

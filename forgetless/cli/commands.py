@@ -45,7 +45,8 @@ def cmd_compress(args, owners) -> int:
 
     run = run_config_from_args(args, owners)
     task = task_from_args(args)
-    card = compress(task, run, args.out, recipe=recipe_from_args(args, "compress"))  # model/recipe.yaml
+    card = compress(task, run, args.out, recipe=recipe_from_args(args, "compress"),  # model/recipe.yaml
+                    overwrite=args.overwrite)
     print(render_markdown(card))
     print(f"report: {Path(args.out) / 'report.md'} (JSON: report.json); model: {Path(args.out) / 'model'}")
     return 0
@@ -58,7 +59,9 @@ def cmd_finetune(args, owners) -> int:
     from ..kinds import kind_for
     from ..models.io import save_model
     from ..training.trainer import fine_tune
+    from ..validate import check_output_path
 
+    check_output_path(args.out)
     task = task_from_args(args)
     kind = kind_for(task)
     transformers.set_seed(args.seed)
@@ -77,6 +80,15 @@ def cmd_finetune(args, owners) -> int:
 def cmd_evaluate(args, owners) -> int:
     from ..pipeline import evaluate_saved
 
+    if args.json:
+        from ..errors import OutputFolderError
+        from ..validate import check_output_path
+
+        if Path(args.json).is_dir():
+            raise OutputFolderError(f"--json {args.json}: is a folder; name a file")
+        check_output_path(Path(args.json).parent, "--json")
+    if args.task == "files" and not args.train_file:
+        args.train_file = args.dev_file  # evaluation reads no training data; the files task wants one set
     task = task_from_args(args)
     result = evaluate_saved(args.model_path, task, args.json, max_length=args.max_length)
     for name, metrics in result["sets"].items():
@@ -113,7 +125,9 @@ def cmd_bench(args, owners) -> int:
 
 def cmd_sweep(args, owners) -> int:
     from ..sweep import parse_list, run_sweep
+    from ..validate import check_output_path
 
+    check_output_path(args.out)
     task = task_from_args(args)
     method_options = collect(args, owners["method"], "", args.method, "method")
     summary = run_sweep(
@@ -131,7 +145,9 @@ def cmd_profile(args, owners) -> int:
     from ..evaluate.profile import run_profile
     from ..models.io import load_model
     from ..models.loading import load_seq2seq
+    from ..validate import check_output_path
 
+    check_output_path(args.out)
     model, tokenizer = load_seq2seq(args.model, seed=args.seed)
     compressed = load_model(args.compressed) if args.compressed else None  # (model, tokenizer)
     numbers = lambda text, cast: tuple(cast(x) for x in text.split(",") if x.strip())  # noqa: E731

@@ -51,6 +51,7 @@ def add_task_options(p: argparse.ArgumentParser, default_task: str = "synthetic"
     g.add_argument("--subset", help="hub / fever: dataset configuration (e.g. mnli of nyu-mll/glue)")
     g.add_argument("--train-split", help="hub / fever: training split (default train)")
     g.add_argument("--dev-split", help="hub: dev split (default validation)")
+    g.add_argument("--json-key", help="files: in JSON files, the key holding the list of records (or FILE.json:KEY)")
 
 
 def task_from_args(args):
@@ -64,9 +65,9 @@ def task_from_args(args):
         options.update(challenge=challenge or None, text_a=args.text_a, label=args.label_column,
                        labels=[x.strip() for x in args.labels.split(",")] if args.labels else None)
         if args.text_b is not None:
-            options["text_b"] = args.text_b or None
+            options["text_b"] = args.text_b  # '' (single sentences) is kept: None would mean the default
         if args.task == "files":
-            options.update(train=args.train_file, dev=args.dev_file, hard=args.hard_column)
+            options.update(train=args.train_file, dev=args.dev_file, hard=args.hard_column, json_key=args.json_key)
         else:
             options.update(dataset=args.dataset, subset=getattr(args, "subset", None),
                            train_split=getattr(args, "train_split", None), dev_split=getattr(args, "dev_split", None))

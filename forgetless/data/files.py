@@ -15,10 +15,21 @@ from .task import ExampleSet, labels_from_names
 csv.field_size_limit(10**8)
 
 
+def split_json_key(path: str | Path, json_key: str | None = None) -> tuple[Path, str | None]:
+    """``file.json:key`` → (``file.json``, ``key``): the records are the list under ``key`` (e.g.
+    AdvGLUE's ``{"sst2": [...]}``); ``json_key`` (``--json-key``) applies to every JSON file."""
+    text = str(path)
+    head, sep, key = text.rpartition(":")
+    if sep and head.lower().endswith(".json") and not Path(text).is_file():
+        return Path(head), key
+    return Path(text), json_key
+
+
 def read_table(path: str | Path, delimiter: str | None = None, quoting: int = csv.QUOTE_MINIMAL,
-               fieldnames: list[str] | None = None) -> list[dict]:
-    """Rows of a ``.tsv``/``.csv``/``.json``/``.jsonl`` file as dicts."""
-    path = Path(path)
+               fieldnames: list[str] | None = None, json_key: str | None = None) -> list[dict]:
+    """Rows of a ``.tsv``/``.csv``/``.json``/``.jsonl`` file as dicts (a JSON file holds a list of
+    records, or an object whose ``json_key`` — also written ``file.json:key`` — holds it)."""
+    path, json_key = split_json_key(path, json_key)
     if not path.is_file():
         raise DataError(f"{path}: file not found")
     suffix = path.suffix.lower()
@@ -28,8 +39,15 @@ def read_table(path: str | Path, delimiter: str | None = None, quoting: int = cs
                 rows = [json.loads(line) for line in handle if line.strip()]
         elif suffix == ".json":
             rows = json.loads(path.read_text(encoding="utf-8"))
+            if json_key is not None:
+                if not isinstance(rows, dict) or json_key not in rows:
+                    keys = sorted(rows)[:10] if isinstance(rows, dict) else "none: the file holds a list"
+                    raise DataError(f"{path}: no key {json_key!r} (keys: {keys})")
+                rows = rows[json_key]
             if not isinstance(rows, list):
-                raise DataError(f"{path}: expected a JSON list of records")
+                hint = f"; pick the list with {path}:KEY or --json-key (keys: {sorted(rows)[:10]})" \
+                    if isinstance(rows, dict) else ""
+                raise DataError(f"{path}: expected a JSON list of records{hint}")
         elif suffix in (".tsv", ".csv", ".txt"):
             sep = delimiter or ("," if suffix == ".csv" else "\t")
             with path.open(encoding="utf-8", newline="") as handle:
@@ -40,14 +58,35 @@ def read_table(path: str | Path, delimiter: str | None = None, quoting: int = cs
         raise DataError(f"{path}: unreadable ({exc})") from exc
     if not rows:
         raise DataError(f"{path}: no rows")
+    for number, row in enumerate(rows, 1):
+        if not isinstance(row, dict):
+            raise DataError(f"{path}: row {number} is a {type(row).__name__}, not a record with named fields")
     return rows
 
 
 def require_columns(rows: list[dict], columns: list[str], where: str) -> None:
+    """Every row has every named column (a missing key or a null value names the row)."""
     have = set(rows[0])
     missing = [c for c in columns if c and c not in have]
     if missing:
         raise DataError(f"{where}: missing column(s) {missing}; columns present: {sorted(have)}")
+    for number, row in enumerate(rows, 1):
+        for column in columns:
+            if column and row.get(column) is None:
+                problem = "has no value for" if column in row else "lacks the column"
+                raise DataError(f"{where}: row {number} {problem} {column!r}")
+
+
+def check_label_names(labels, option: str = "--labels") -> list[str]:
+    """Label names in id order: a list (not one string, which would be split per character) of at
+    least two distinct, non-empty names."""
+    if isinstance(labels, str):
+        raise DataError(f"{option}: give a list of label names, not the string {labels!r} "
+                        f"(e.g. {labels.split(',')!r})")
+    names = [str(x).strip() for x in labels]
+    if len(names) < 2 or any(not n for n in names) or len(set(names)) != len(names):
+        raise DataError(f"{option} {','.join(names)}: need at least two distinct, non-empty label names in id order")
+    return names
 
 
 def example_set_from_rows(rows: list[dict], name: str, where: str, text_a: str, label: str,
@@ -69,6 +108,8 @@ def example_set_from_rows(rows: list[dict], name: str, where: str, text_a: str, 
 
 
 def read_example_set(path: str | Path, name: str, text_a: str, label: str, label_names: list[str],
-                     text_b: str | None = None, hard: str | None = None, group: str | None = None) -> ExampleSet:
-    """One local file → ``ExampleSet``."""
-    return example_set_from_rows(read_table(path), name, str(path), text_a, label, label_names, text_b, hard, group)
+                     text_b: str | None = None, hard: str | None = None, group: str | None = None,
+                     json_key: str | None = None) -> ExampleSet:
+    """One local file → ``ExampleSet`` (``text_b`` None or '': single texts)."""
+    return example_set_from_rows(read_table(path, json_key=json_key), name, str(path), text_a, label, label_names,
+                                 text_b or None, hard, group)

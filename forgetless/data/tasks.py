@@ -13,7 +13,7 @@ import numpy as np
 from ..errors import ConfigError, DataError
 from ..registry import Registry
 from . import generation
-from .files import example_set_from_rows, read_example_set
+from .files import check_label_names, example_set_from_rows, read_example_set
 from .synthetic import synthetic_shortcut_task
 from .task import ExampleSet, PairSet, Task
 
@@ -86,13 +86,17 @@ def _synthetic(data_dir=None, seed: int = 0, n_train: int = 2000, n_dev: int = 5
 @TASKS.register("files")
 def _files(data_dir=None, seed: int = 0, train: str | None = None, dev: str | None = None,
            challenge: dict[str, str] | None = None, text_a: str = "sentence1", text_b: str | None = "sentence2",
-           label: str = "label", labels: list[str] | None = None, hard: str | None = None) -> Task:
-    """Local files: ``train``/``dev`` paths, ``challenge`` {name: path}, column names and label names."""
+           label: str = "label", labels: list[str] | None = None, hard: str | None = None,
+           json_key: str | None = None) -> Task:
+    """Local files: ``train``/``dev`` paths, ``challenge`` {name: path}, column names and label names
+    (``text_b`` '' or None: single-sentence files; ``json_key``: the list inside JSON objects)."""
     if not train or not dev:
         raise ConfigError("task 'files' needs --train FILE and --dev FILE")
     if not labels:
         raise ConfigError("task 'files' needs --labels NAME,NAME,... (label names in id order)")
-    read = lambda path, name, h=hard: read_example_set(path, name, text_a, label, labels, text_b, h)  # noqa: E731
+    labels = check_label_names(labels)
+    read = lambda path, name, h=hard: read_example_set(path, name, text_a, label, labels, text_b, h,  # noqa: E731
+                                                       json_key=json_key)
     challenges = {cname: read(path, cname) for cname, path in (challenge or {}).items()}
     return Task("files", labels, read(train, "train"), read(dev, "dev"), challenges,
                 protocol=f"local files: train {train}, dev {dev}, challenge {challenge or {}}")
@@ -106,6 +110,7 @@ def _hub(data_dir=None, seed: int = 0, dataset: str | None = None, subset: str |
     """A Hugging Face hub dataset (needs network access); ``challenge`` maps names to splits."""
     if not dataset or not labels:
         raise ConfigError("task 'hub' needs --dataset ID and --labels NAME,NAME,...")
+    labels, text_b = check_label_names(labels), text_b or None
     import datasets
 
     def split(name, split_name):

@@ -1,4 +1,7 @@
-"""Batched inference over an ``ExampleSet`` with dynamic padding (examples sorted by length)."""
+"""Batched inference over an ``ExampleSet`` with dynamic padding (examples sorted by length).
+
+Inputs are cut by characters before tokenizing (``training.encode.clip_texts``: at most
+``CHARS_PER_TOKEN × max_length`` characters per text), then by tokens, so memory stays bounded."""
 from __future__ import annotations
 
 import numpy as np
@@ -6,7 +9,7 @@ import torch
 from tqdm.auto import tqdm
 
 from ..data.task import ExampleSet
-from ..training.encode import TOKEN_KEYS, collate, encode
+from ..training.encode import TOKEN_KEYS, clip_texts, collate, encode
 
 
 @torch.no_grad()
@@ -42,7 +45,7 @@ def generate_texts(model, tokenizer, sources: list[str], batch_size: int = 32, m
     starts = range(0, len(order), batch_size)
     for start in tqdm(starts, desc=desc or "generate", disable=not progress, leave=False):
         idx = order[start:start + batch_size]
-        enc = tokenizer([sources[i] for i in idx], truncation=True, max_length=max_length, padding=True,
+        enc = tokenizer(clip_texts([sources[i] for i in idx], max_length), truncation=True, max_length=max_length, padding=True,
                         return_tensors="pt").to(device)
         ids = model.generate(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"],
                              max_new_tokens=max_new_tokens, num_beams=num_beams, do_sample=False)

@@ -14,8 +14,10 @@ a speedup.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
+from safetensors.torch import load_file, save_file
 from torch import nn
 from transformers import TrainerCallback
 
@@ -104,8 +106,15 @@ def magnitude_prune(model: nn.Module, sparsity: float, scope: str = "global") ->
     return pruner.sparsity()
 
 
+MASKS_FILE = "forgetless-magnitude.safetensors"  # masks and schedule history, inside each checkpoint
+
+
 class MagnitudeCallback(TrainerCallback):
-    """Updates masks along the cubic schedule and re-applies them after every optimizer step."""
+    """Updates masks along the cubic schedule and re-applies them after every optimizer step.
+
+    The masks and the schedule history are saved into every checkpoint (``MASKS_FILE``) and
+    restored on resume, so a resumed run prunes exactly as an uninterrupted one: the masks of the
+    last pruning step, not masks rebuilt at the checkpoint's step."""
 
     def __init__(self, pruner: MagnitudePruner, config: MagnitudeConfig):
         self.pruner = pruner
@@ -118,9 +127,27 @@ class MagnitudeCallback(TrainerCallback):
                               c.start_fraction, c.end_fraction)
 
     def on_train_begin(self, args, state, control, **kwargs):
-        # On resume, the masks are rebuilt at the schedule's current sparsity (pruned weights are
-        # exactly zero, hence the smallest, so the same weights stay pruned).
-        self.pruner.prune_to(self._target(state))
+        saved = Path(args.output_dir) / f"checkpoint-{state.global_step}" / MASKS_FILE
+        if state.global_step > 0 and saved.is_file():
+            self._restore(saved)
+        else:
+            self.pruner.prune_to(self._target(state))
+
+    def on_save(self, args, state, control, **kwargs):
+        folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+        if folder.is_dir() and self.pruner.masks is not None:
+            tensors = {f"mask.{i}": m.to(torch.uint8).contiguous() for i, m in enumerate(self.pruner.masks)}
+            tensors["history"] = torch.tensor(self.history, dtype=torch.float64).reshape(-1, 2)
+            save_file(tensors, str(folder / MASKS_FILE))
+
+    def _restore(self, path: Path) -> None:
+        tensors = load_file(str(path))
+        masks = [tensors[f"mask.{i}"].bool() for i in range(len(self.pruner.linears))]
+        if any(m.shape != lin.weight.shape for m, lin in zip(masks, self.pruner.linears)):
+            raise ConfigError(f"{path}: saved masks do not match the model's prunable weights")
+        self.pruner.masks = masks
+        self.pruner.apply()
+        self.history = [(int(step), float(target)) for step, target in tensors["history"].tolist()]
 
     def on_step_end(self, args, state, control, **kwargs):
         if state.global_step % self.config.prune_every == 0 or state.global_step >= state.max_steps:

@@ -16,9 +16,10 @@ from safetensors.torch import load_model as load_safetensors
 from safetensors.torch import save_model as save_safetensors
 from torch import nn
 
-from ..errors import ForgetlessError
+from ..errors import ForgetlessError, ModelFileError
 from ..fsutil import atomic_directory
 from .manifest import FORMAT, MANIFEST, is_forgetless_folder, read_manifest, transformers_model_class
+from .checks import check_model_folder
 from .stock import stock_config
 from .surgery import model_shape, reshape_like
 
@@ -49,20 +50,32 @@ def save_model(model: nn.Module, path: str | Path, tokenizer=None, metadata: dic
 
 
 def load_model(path: str | Path, device: str = "cpu", with_tokenizer: bool = True):
-    """Rebuild a model saved by ``save_model``. Returns ``(model, tokenizer or None)``."""
+    """Rebuild a model saved by ``save_model``. Returns ``(model, tokenizer or None)``.
+
+    The folder is checked first (``checks.check_model_folder``: config, complete safetensors); a
+    manifest whose shapes do not match the config or the weights is a ``ModelFileError``."""
     path = Path(path)
     manifest = read_manifest(path)
     model_class = transformers_model_class(manifest["model_class"])
-    config = transformers.AutoConfig.from_pretrained(path)
-    model = model_class(config)
-    reshape_like(model, manifest["shape"])
+    config = check_model_folder(path)
     weights = path / "model.safetensors"
     if not weights.is_file():
-        raise ForgetlessError(f"{path}: model.safetensors is missing (incomplete or foreign folder)")
-    missing, unexpected = load_safetensors(model, str(weights), strict=False)
+        raise ModelFileError(f"{path}: model.safetensors is missing (incomplete or foreign folder)")
+    try:
+        model = model_class(config)
+        reshape_like(model, manifest["shape"])
+    except (KeyError, ValueError, IndexError, TypeError, AttributeError, RuntimeError) as exc:
+        raise ModelFileError(f"{path / MANIFEST}: its shape does not fit the model's config "
+                             f"({type(exc).__name__}: {str(exc)[:200]})") from exc
+    try:
+        missing, unexpected = load_safetensors(model, str(weights), strict=False)
+    except (RuntimeError, ValueError, OSError) as exc:
+        first = str(exc).strip().splitlines()
+        detail = next((line.strip() for line in first if "size mismatch" in line), first[0] if first else "")
+        raise ModelFileError(f"{weights}: weights do not match the shape in {MANIFEST} ({detail[:200]})") from exc
     if missing or unexpected:
-        raise ForgetlessError(f"{weights}: weights do not match the recorded shape "
-                              f"(missing {missing[:5]}, unexpected {unexpected[:5]})")
+        raise ModelFileError(f"{weights}: weights do not match the recorded shape "
+                             f"(missing {sorted(missing)[:5]}, unexpected {sorted(unexpected)[:5]})")
     model.to(device).eval()
     tokenizer = None
     if with_tokenizer and (path / "tokenizer_config.json").is_file():

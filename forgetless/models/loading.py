@@ -11,6 +11,7 @@ import transformers
 
 from ..errors import ConfigError, ForgetlessError, UnsupportedModelError
 from .adapters import get_adapter
+from .checks import check_model_folder
 from .io import is_forgetless_folder, load_model
 from .seq2seq import build_bert2bert
 from .tiny import TINY_CLASSIFIERS, TINY_SEQ2SEQ, tiny_classifier, tiny_seq2seq
@@ -50,8 +51,14 @@ def load_classifier(name_or_path: str, label_names: list[str], device: str = "cp
         if model.config.num_labels != len(label_names):
             raise ForgetlessError(f"{path} predicts {model.config.num_labels} labels, the task has "
                                   f"{len(label_names)} ({', '.join(label_names)})")
+        check_label_order(model.config, label_names, path)
         return model, tokenizer
     _check_source(path)
+    if Path(path).expanduser().is_dir():
+        config = transformers.AutoConfig.from_pretrained(path)
+        if any(a.endswith("ForSequenceClassification") for a in getattr(config, "architectures", None) or []) \
+                and config.num_labels == len(label_names):
+            check_label_order(config, label_names, path)
     id2label = dict(enumerate(label_names))
     transformers.set_seed(seed)
     try:
@@ -65,6 +72,18 @@ def load_classifier(name_or_path: str, label_names: list[str], device: str = "cp
     get_adapter(model)  # fail early for architectures forgetless cannot compress
     _ensure_pad_token(model, tokenizer, path)
     return model.to(device), tokenizer
+
+
+def check_label_order(config, label_names: list[str], path) -> None:
+    """A trained classifier's label names (``id2label``) must be the task's, in the same order;
+    otherwise every prediction would be read as the wrong label. Generic ``LABEL_0`` names are
+    not checked."""
+    saved = [str(config.id2label.get(i, config.id2label.get(str(i), ""))) for i in range(config.num_labels)]
+    if all(name.upper() == f"LABEL_{i}" for i, name in enumerate(saved)):
+        return
+    if [n.strip().lower() for n in saved] != [n.strip().lower() for n in label_names]:
+        raise ConfigError(f"--labels {','.join(label_names)}: {path} was trained with the labels "
+                          f"{','.join(saved)} (in id order); pass them in that order")
 
 
 def bundled_tokenizer():
@@ -117,10 +136,12 @@ def _ensure_pad_token(model, tokenizer, path: str) -> None:
 
 
 def _check_source(path: str) -> None:
-    """A local path must exist; anything else is treated as a hub id."""
+    """A local path must exist and be a readable model folder; anything else is a hub id."""
     looks_local = path.startswith((".", "/", "~")) or Path(path).exists()
     if looks_local and not Path(path).expanduser().is_dir():
         raise ForgetlessError(f"model folder {path!r} does not exist")
+    if looks_local:
+        check_model_folder(path)
 
 
 __all__ = ["load_classifier", "load_seq2seq", "resolve_model_path", "UnsupportedModelError"]

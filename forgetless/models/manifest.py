@@ -7,7 +7,7 @@ from pathlib import Path
 
 import transformers
 
-from ..errors import ForgetlessError
+from ..errors import ForgetlessError, ModelFileError
 
 FORMAT = "forgetless-model-1"
 MANIFEST = "forgetless.json"
@@ -21,10 +21,14 @@ def read_manifest(path: str | Path) -> dict:
     manifest_path = Path(path) / MANIFEST
     try:
         manifest = json.loads(manifest_path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ForgetlessError(f"{manifest_path}: not a readable forgetless manifest ({exc})") from exc
-    if manifest.get("format") != FORMAT:
-        raise ForgetlessError(f"{manifest_path}: unknown format {manifest.get('format')!r}, expected {FORMAT!r}")
+    except (OSError, ValueError) as exc:
+        raise ModelFileError(f"{manifest_path}: not a readable forgetless manifest ({exc})") from exc
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        found = manifest.get("format") if isinstance(manifest, dict) else type(manifest).__name__
+        raise ModelFileError(f"{manifest_path}: unknown format {found!r}, expected {FORMAT!r}")
+    if not isinstance(manifest.get("shape"), dict) or not isinstance(manifest.get("model_class"), str):
+        raise ModelFileError(f"{manifest_path}: manifest lacks the model class or shape")
+    manifest.setdefault("metadata", {})
     return manifest
 
 

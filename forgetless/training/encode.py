@@ -5,6 +5,12 @@
 
 Extra per-example columns (teacher probabilities, difficulty degrees, sample weights) travel with
 the rows and arrive in the batch as float tensors, so objectives can read them.
+
+Bounded memory: every text is cut to ``CHARS_PER_TOKEN × max_length`` characters *before* it is
+tokenized or paired (``clip_texts``), then the tokenizer truncates to ``max_length`` tokens; so a
+200k-word input costs no more than a long sentence (without the cut, a fast tokenizer builds the
+full pair before truncating it). 16 characters per token keeps every token of ordinary text: a
+WordPiece / BPE token rarely spans more than a dozen characters.
 """
 from __future__ import annotations
 
@@ -18,12 +24,22 @@ from ..errors import DataError
 TOKEN_KEYS = ("input_ids", "attention_mask", "token_type_ids")
 MODEL_KEYS = TOKEN_KEYS + ("labels",)
 IGNORE_INDEX = -100  # label id ignored by token-level losses (padding of targets)
+CHARS_PER_TOKEN = 16  # characters kept per allowed token before tokenizing (bounded memory)
+
+
+def clip_texts(texts: list[str] | None, max_tokens: int) -> list[str] | None:
+    """Each text cut to ``CHARS_PER_TOKEN * max_tokens`` characters (None stays None)."""
+    if texts is None:
+        return None
+    limit = CHARS_PER_TOKEN * max(1, int(max_tokens))
+    return [t if len(t) <= limit else t[:limit] for t in texts]
 
 
 def encode(examples: ExampleSet, tokenizer, max_length: int = 128,
            extras: dict[str, list] | None = None) -> list[dict[str, Any]]:
     """Tokenize ``examples``; each row gets ``labels``, ``index`` and any ``extras`` columns."""
-    enc = tokenizer(examples.text_a, examples.text_b, truncation=True, max_length=max_length)
+    enc = tokenizer(clip_texts(examples.text_a, max_length), clip_texts(examples.text_b, max_length),
+                    truncation=True, max_length=max_length)
     rows = []
     for i in range(len(examples)):
         row = {key: enc[key][i] for key in TOKEN_KEYS if key in enc}
@@ -36,8 +52,9 @@ def encode(examples: ExampleSet, tokenizer, max_length: int = 128,
 def encode_pairs(pairs: PairSet, tokenizer, eos_token_id: int, max_source: int = 128, max_target: int = 32,
                  extras: dict[str, list] | None = None) -> list[dict[str, Any]]:
     """Rows with ``input_ids``, ``attention_mask`` and ``labels`` (target tokens + EOS) per pair."""
-    enc = tokenizer(pairs.sources, truncation=True, max_length=max_source)
-    tgt = tokenizer(pairs.targets, add_special_tokens=False, truncation=True, max_length=max(1, max_target - 1))
+    enc = tokenizer(clip_texts(pairs.sources, max_source), truncation=True, max_length=max_source)
+    tgt = tokenizer(clip_texts(pairs.targets, max_target), add_special_tokens=False, truncation=True,
+                    max_length=max(1, max_target - 1))
     rows = [{"input_ids": enc["input_ids"][i], "attention_mask": enc["attention_mask"][i],
              "labels": list(tgt["input_ids"][i]) + [eos_token_id], "index": i} for i in range(len(pairs))]
     return _add_extras(rows, extras)

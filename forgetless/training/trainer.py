@@ -6,16 +6,21 @@ groups of a regulariser, e.g. L0 log α and Lagrange multipliers) and ``log`` ar
 checkpointing, resume, mixed precision and multi-process training (Accelerate / torchrun: DDP,
 FSDP, DeepSpeed) come from the library, for classification and generation alike.
 
-A run whose output folder holds checkpoints resumes from the last one, but only if they were
-written by the same run (data, settings, objective, model shape: the *run key*); checkpoints of
-another run are moved aside.
+A run whose output folder holds checkpoints resumes from the last *complete* one (a checkpoint is
+marked complete after everything in it is written; one interrupted by a kill or a full disk is
+removed with a message), but only if they were written by the same run (data, settings, objective,
+model shape: the *run key*); checkpoints of another run are moved aside. A full disk is a
+``DiskFullError`` naming the folder and the free space.
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import logging
 import os
+import shutil
+import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -24,15 +29,19 @@ from typing import Protocol
 import torch
 import transformers
 from torch import nn
-from transformers.trainer_utils import get_last_checkpoint
+from transformers import TrainerCallback
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
-from ..errors import ConfigError
+from ..ranges import MAX_TOKENS, check_number
+from ..errors import DiskFullError
 from ..fsutil import atomic_write_text
 from ..objectives.base import Objective
 from .encode import Collator, encode_for_training, split_batch
 
 log = logging.getLogger(__name__)
 RUN_KEY_FILE = "forgetless-run-key.txt"
+COMPLETE_FILE = "forgetless-complete"  # written last into a checkpoint folder: the checkpoint is whole
+TRAINER_STATE_NAME = "trainer_state.json"
 
 
 @dataclass
@@ -58,12 +67,18 @@ class TrainConfig:
     progress: bool = True
 
     def __post_init__(self) -> None:
-        if self.epochs <= 0 and self.max_steps <= 0:
-            raise ConfigError("epochs must be > 0 (or max_steps set)")
-        if self.batch_size < 1 or self.max_length < 8 or self.max_target_length < 2:
-            raise ConfigError("batch_size must be >= 1, max_length >= 8 and max_target_length >= 2")
-        if not 0 < self.learning_rate < 1:
-            raise ConfigError(f"learning_rate {self.learning_rate} out of range (0, 1)")
+        check_number("epochs (--epochs)", self.epochs, 0 if self.max_steps <= 0 else None, 1e6,
+                     low_open=self.max_steps <= 0)
+        check_number("learning_rate (--lr)", self.learning_rate, 0, 1, low_open=True)
+        check_number("batch_size (--batch-size)", self.batch_size, 1, 1_000_000, integer=True)
+        check_number("max_length (--max-length)", self.max_length, 8, MAX_TOKENS, integer=True)
+        check_number("max_target_length (--max-target-length)", self.max_target_length, 2, MAX_TOKENS, integer=True)
+        check_number("save_steps (--save-steps)", self.save_steps, 1, None, integer=True)
+        check_number("logging_steps", self.logging_steps, 1, None, integer=True)
+        check_number("seed (--seed)", self.seed, 0, 2**32 - 1, integer=True)
+        check_number("weight_decay", self.weight_decay, 0, 1)
+        check_number("warmup_ratio", self.warmup_ratio, 0, 1)
+        check_number("max_steps", self.max_steps, -1, None, integer=True)
 
 
 class Regularizer(Protocol):
@@ -176,8 +191,9 @@ def fine_tune(model: nn.Module, tokenizer, train_set, output_dir: str | Path, co
         regularizer=regularizer,
         callbacks=[*(callbacks or []), *objective.callbacks()],
     )
+    trainer.add_callback(CheckpointComplete())  # last: runs after every other callback's on_save
     key = run_key(model, train_set, config, objective, extras, callbacks, regularizer)
-    last = get_last_checkpoint(str(output_dir)) if resume and os.path.isdir(output_dir) else None
+    last = last_complete_checkpoint(output_dir) if resume and os.path.isdir(output_dir) else None
     if last and _stored_key(output_dir) != key:
         stale = Path(output_dir).with_name(Path(output_dir).name + f".stale-{int(time.time())}")
         log.warning("%s holds checkpoints of a different run (settings, data or model changed); moved them to %s "
@@ -188,7 +204,14 @@ def fine_tune(model: nn.Module, tokenizer, train_set, output_dir: str | Path, co
     atomic_write_text(Path(output_dir) / RUN_KEY_FILE, key)
     if last:
         log.info("resuming from %s", last)
-    trainer.train(resume_from_checkpoint=last)
+    try:
+        trainer.train(resume_from_checkpoint=last)
+    except OSError as exc:
+        if exc.errno == errno.ENOSPC:
+            raise DiskFullError(f"disk full while training into {output_dir} ({_free_space(output_dir)} free); "
+                                "free some space and rerun: training resumes from the last complete "
+                                "checkpoint") from exc
+        raise
     model.eval()
     return trainer.model if not hasattr(trainer.model, "module") else trainer.model.module
 
@@ -215,6 +238,55 @@ def run_key(model, train_set, config: TrainConfig, objective, extras, callbacks,
     if extras:
         digest.update(json.dumps({k: list(map(str, v[:50])) for k, v in extras.items()}, sort_keys=True).encode())
     return digest.hexdigest()[:20]
+
+
+class CheckpointComplete(TrainerCallback):
+    """Marks a checkpoint complete once everything in it is written (``on_save`` runs after the
+    Trainer has written weights, optimizer, scheduler, RNG and trainer state, and after the other
+    callbacks' ``on_save``). A checkpoint without the mark was interrupted (kill, full disk)."""
+
+    def on_save(self, args, state, control, **kwargs):
+        folder = Path(args.output_dir) / f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}"
+        if folder.is_dir():
+            atomic_write_text(folder / COMPLETE_FILE, f"{state.global_step}\n")
+
+
+def last_complete_checkpoint(output_dir) -> str | None:
+    """The newest complete checkpoint in ``output_dir``; incomplete ones (no completion mark, or
+    no readable ``trainer_state.json``) are removed with a warning, so a kill or a full disk while
+    a checkpoint is written never blocks a resume."""
+    folders = sorted((p for p in Path(output_dir).glob(f"{PREFIX_CHECKPOINT_DIR}-*")
+                      if p.is_dir() and p.name.split("-")[-1].isdigit()),
+                     key=lambda p: int(p.name.split("-")[-1]), reverse=True)
+    for folder in folders:
+        if _complete(folder):
+            return str(folder)
+        log.warning("%s is an incomplete checkpoint (interrupted while it was written); removed, resuming "
+                    "from an earlier one", folder)
+        print(f"[forgetless] skipping incomplete checkpoint {folder} (interrupted while written)",
+              file=sys.stderr, flush=True)
+        shutil.rmtree(folder, ignore_errors=True)
+    return None
+
+
+def _complete(folder: Path) -> bool:
+    if not (folder / COMPLETE_FILE).is_file():
+        return False
+    try:
+        json.loads((folder / TRAINER_STATE_NAME).read_text())
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def _free_space(path) -> str:
+    probe = Path(path)
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    try:
+        return f"{shutil.disk_usage(probe).free / 2**20:.1f} MiB"
+    except OSError:
+        return "unknown space"
 
 
 def _stored_key(output_dir) -> str | None:

@@ -1,0 +1,247 @@
+"""Everything a run is given is checked before the first file is written.
+
+``validate_run`` is called at the very start of ``pipeline.compress`` (and the CLI checks its own
+options with ``check_cli_args`` before any command runs):
+
+* **options**: every number finite and in range (``--epochs nan``, ``--threads 0``, ``--save-steps 0``,
+  ``--max-length 100000`` are errors, not silent defaults or tracebacks);
+* **ranges against the model**: depth, head count and position limit are read from the model's
+  ``config.json`` without loading weights (tiny models by name, ``minilm`` through its package), so
+  ``--layers 100`` or ``--decoder-layers 100`` fail before a teacher is trained;
+* **model folders**: a folder must hold a ``config.json`` and safetensors weights whose header and
+  size agree (``models.checks.check_model_folder``); pickle-only folders are refused;
+* **the output folder** (``prepare_output``): refused when it is '' , an existing file, inside a
+  file, not writable, or the output of a *different* run (another resolved configuration, or a
+  model folder that is not a forgetless run) unless ``overwrite``; a rerun first moves the old
+  report aside, so a folder never looks complete while the new run is still working.
+
+Each problem is one ``ForgetlessError`` subclass with a one-line message naming the option, file
+or row and what would be valid (the CLI turns it into exit code 2).
+"""
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import math
+import os
+import shutil
+import tempfile
+from dataclasses import asdict, is_dataclass
+from pathlib import Path
+
+from .errors import ModelFileError, OptionError, OutputFolderError
+from .ranges import MAX_TOKENS, check_number
+
+RUN_FILE = "forgetless-run.json"  # the resolved configuration of the run that owns an output folder
+PREVIOUS = "previous-report"      # where a rerun moves the old report before it starts
+REPORT_FILES = ("report.json", "report.md", "report.html")
+MAX_THREADS = 1024
+
+
+# ----- options ------------------------------------------------------------------------------------
+def check_cli_args(args) -> None:
+    """Options every subcommand shares, checked before any command runs."""
+    checks = {"threads": (1, MAX_THREADS), "train_size": (1, None), "eval_size": (1, None),
+              "seed": (0, 2**32 - 1), "batch_size": (1, 1_000_000), "max_length": (8, MAX_TOKENS),
+              "repeats": (1, 10_000), "seq_len": (2, MAX_TOKENS), "num_beams": (1, 64),
+              "max_new_tokens": (1, MAX_TOKENS), "source_length": (1, MAX_TOKENS), "save_steps": (1, None),
+              "eval_batch_size": (1, 1_000_000), "bench_batch_size": (1, 1_000_000),
+              "bench_seq_len": (2, MAX_TOKENS), "bench_repeats": (1, 10_000), "bench_new_tokens": (1, MAX_TOKENS),
+              "clever_examples": (1, None), "clever_batches": (3, None), "clever_samples": (1, None)}
+    for dest, (low, high) in checks.items():
+        value = getattr(args, dest, None)
+        if value is not None:
+            check_number("--" + dest.replace("_", "-"), value, low, high, integer=True)
+    for dest in ("epochs", "teacher_epochs", "lr", "hard_fraction", "clever_radius"):
+        value = getattr(args, dest, None)
+        if value is not None:
+            check_number("--" + dest.replace("_", "-"), value, 0, None, low_open=True)
+    for dest in ("out", "json"):
+        if getattr(args, dest, None) is not None and not str(getattr(args, dest)).strip():
+            raise OutputFolderError(f"--{dest} '': name a path (an empty name would write into the current folder)")
+
+
+# ----- the model's shape, from its config only -----------------------------------------------------
+def model_dims(name_or_path: str, seq2seq: bool = False) -> dict | None:
+    """``{layers, decoder_layers, heads, max_positions}`` of a model, read from its config without
+    loading weights; None for a hub id (not checkable offline). A local folder that is not a usable
+    model is a ``ModelFileError``."""
+    from .models.checks import check_model_folder
+    from .models.loading import resolve_model_path
+    from .models.tiny import TINY_CLASSIFIERS, TINY_SEQ2SEQ, tiny_seq2seq
+
+    if name_or_path in TINY_CLASSIFIERS:  # built by models.tiny.tiny_classifier
+        return {"layers": 2, "decoder_layers": None, "heads": 4, "max_positions": 512}
+    if name_or_path in TINY_SEQ2SEQ:
+        defaults = {k: v.default for k, v in inspect.signature(tiny_seq2seq).parameters.items()}
+        positions = None if name_or_path == "tiny-t5" else defaults["max_positions"]
+        return {"layers": defaults["layers"], "decoder_layers": defaults["layers"], "heads": defaults["heads"],
+                "max_positions": positions}
+    path = resolve_model_path(name_or_path)
+    if not Path(path).expanduser().exists():
+        if path.startswith((".", "/", "~")):
+            raise ModelFileError(f"model folder {path!r} does not exist")
+        return None  # a hub id: checked when it is loaded
+    config = check_model_folder(path)
+    get = lambda *names: next((getattr(config, n) for n in names if getattr(config, n, None)), None)  # noqa: E731
+    layers = get("num_hidden_layers", "num_layers", "encoder_layers", "n_layers", "n_layer")
+    decoder = get("num_decoder_layers", "decoder_layers")
+    if decoder is None and seq2seq and not getattr(config, "is_encoder_decoder", False):
+        decoder = layers  # a BERT folder becomes a bert2bert encoder-decoder of the same depth
+    if getattr(config, "is_encoder_decoder", False) and decoder is None:
+        decoder = layers
+    heads = get("num_attention_heads", "num_heads", "encoder_attention_heads", "n_heads", "n_head")
+    positions = get("max_position_embeddings", "n_positions")
+    return {"layers": layers, "decoder_layers": decoder, "heads": heads, "max_positions": positions}
+
+
+def check_method_against_model(method, dims: dict, where: str) -> None:
+    """Method options that depend on the model's depth / head count (``where`` names the model)."""
+    cfg, name = method.config, method.name
+    layers, heads = dims.get("layers"), dims.get("heads")
+    if layers and name == "truncate" and cfg.layers >= layers:
+        raise OptionError(f"--layers {cfg.layers}: {where} has {layers} layers; keep 1..{layers - 1}")
+    if layers and name == "block-influence":
+        for flag, value in (("--layers", cfg.layers), ("--remove", cfg.remove)):
+            if value >= layers:
+                raise OptionError(f"{flag} {value}: {where} has {layers} layers; valid 0..{layers - 1}")
+    if layers and heads and name == "heads" and cfg.prune_count >= layers * heads:
+        raise OptionError(f"--prune-count {cfg.prune_count}: {where} has {layers * heads} heads "
+                          f"({layers} layers × {heads}); valid 0..{layers * heads - 1}")
+    decoder = dims.get("decoder_layers")
+    if name == "nash" and decoder and cfg.decoder_layers > decoder:
+        raise OptionError(f"--decoder-layers {cfg.decoder_layers}: {where} has {decoder} decoder layers; "
+                          f"valid 1..{decoder}")
+
+
+# ----- the whole run ----------------------------------------------------------------------------------
+def validate_run(task, config, out_dir, method, objective, overwrite: bool = False) -> str:
+    """Check a run (``method`` and ``objective`` resolved from ``config``) before any work; claims
+    ``out_dir`` and returns the run's key (recorded in ``OUT/forgetless-run.json``)."""
+    from .kinds import check_compatible, kind_for
+
+    check_number("seed", config.seed, 0, 2**32 - 1, integer=True)
+    eval_config = config.eval
+    check_number("eval batch_size (--eval-batch-size)", eval_config.batch_size, 1, 1_000_000, integer=True)
+    check_number("max_new_tokens (--max-new-tokens)", eval_config.max_new_tokens, 1, MAX_TOKENS, integer=True)
+    check_number("num_beams (--num-beams)", eval_config.num_beams, 1, 64, integer=True)
+    kind = kind_for(task, method)
+    check_compatible(task, method, objective)
+    source = config.teacher if (config.teacher and config.student_init == "teacher") else config.model
+    if config.teacher:
+        model_dims(config.teacher, kind.generates)  # the teacher folder must be a readable model
+        _check_teacher_labels(config.teacher, task, kind)
+    dims = model_dims(source, kind.generates)
+    if dims is not None:
+        check_method_against_model(method, dims, f"model {source!r}")
+        limit = min(MAX_TOKENS, dims["max_positions"] or MAX_TOKENS)
+        for flag, value in (("--max-length", config.train.max_length), ("--bench-seq-len", config.speed.seq_len)):
+            if value > limit:
+                raise OptionError(f"{flag} {value}: model {source!r} takes at most {limit} tokens; valid 8..{limit}")
+    key = run_key(task, config)
+    prepare_output(out_dir, key, overwrite, _jsonable_config(config))
+    return key
+
+
+def _check_teacher_labels(teacher: str, task, kind) -> None:
+    """A trained classifier given as ``--teacher`` predicts the task's labels, in the same order."""
+    from .models.checks import check_model_folder
+    from .models.loading import check_label_order, resolve_model_path
+
+    path = resolve_model_path(teacher)
+    if kind.generates or not task.label_names or not Path(path).expanduser().is_dir():
+        return
+    config = check_model_folder(path)
+    if not any(a.endswith("ForSequenceClassification") for a in getattr(config, "architectures", None) or []):
+        return
+    if config.num_labels != len(task.label_names):
+        raise OptionError(f"--teacher {teacher}: predicts {config.num_labels} labels, the task has "
+                          f"{len(task.label_names)} ({', '.join(task.label_names)})")
+    check_label_order(config, task.label_names, teacher)
+
+
+def run_key(task, config) -> str:
+    """What makes two runs the same: the resolved configuration (progress bars aside) and the data."""
+    data = _jsonable_config(config)
+    data["task"] = {"name": task.name, "kind": task.kind, "labels": list(task.label_names or []),
+                    "sets": {name: s.fingerprint() for name, s in {"train": task.train, **task.eval_sets()}.items()}}
+    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:20]
+
+
+def _jsonable_config(config) -> dict:
+    data = asdict(config) if is_dataclass(config) else dict(config)
+    data.pop("progress", None)
+    for part in ("train", "teacher_train"):
+        if isinstance(data.get(part), dict):
+            data[part].pop("progress", None)
+    return json.loads(json.dumps(data, sort_keys=True, default=str))
+
+
+# ----- the output folder -------------------------------------------------------------------------------
+def check_output_path(out, flag: str = "--out") -> Path:
+    """The output path is usable: named, not a file, not inside a file, writable. Writes nothing
+    that stays (a write probe in the nearest existing folder is removed at once)."""
+    if out is None or not str(out).strip():
+        raise OutputFolderError(f"{flag} '': name an output folder (an empty name would write into the current folder)")
+    path = Path(out).expanduser()
+    if path.exists() and not path.is_dir():
+        raise OutputFolderError(f"{flag} {out}: is an existing file; name a folder")
+    ancestor = path
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise OutputFolderError(f"{flag} {out}: {ancestor} is a file, so no folder can be made inside it")
+    try:
+        probe = tempfile.mkdtemp(prefix=".forgetless-probe-", dir=ancestor)
+        os.rmdir(probe)
+    except OSError as exc:
+        raise OutputFolderError(f"{flag} {out}: cannot write in {ancestor} ({exc.strerror or exc}); "
+                                "choose a writable folder") from exc
+    return path
+
+
+def prepare_output(out, key: str, overwrite: bool = False, config: dict | None = None) -> Path:
+    """Claim ``out`` for the run ``key``: refuse a folder of another run (unless ``overwrite``) or a
+    model folder that is not a forgetless run; move an old report aside; record the run."""
+    path = check_output_path(out)
+    run_file = path / RUN_FILE
+    if path.is_dir() and any(path.iterdir()):
+        stored = _stored_run(run_file)
+        if stored is None and (path / "config.json").exists() and not overwrite:
+            raise OutputFolderError(f"--out {out}: holds a model (config.json), not a forgetless run; "
+                                    "choose another folder (or pass --overwrite)")
+        if stored is None and any((path / n).exists() for n in ("report.json", "model", "work")) and not overwrite:
+            raise OutputFolderError(f"--out {out}: holds the output of a run this version cannot identify; "
+                                    "choose another folder or pass --overwrite")
+        if stored is not None and stored.get("key") != key and not overwrite:
+            raise OutputFolderError(f"--out {out}: holds the output of a different run (other settings or data); "
+                                    "choose another folder or pass --overwrite to replace it")
+        _move_report_aside(path)
+    path.mkdir(parents=True, exist_ok=True)
+    from .fsutil import atomic_write_json
+
+    atomic_write_json(run_file, {"key": key, "config": config or {}})
+    return path
+
+
+def _stored_run(run_file: Path) -> dict | None:
+    if not run_file.is_file():
+        return None
+    try:
+        data = json.loads(run_file.read_text())
+    except (OSError, ValueError):
+        return {"key": None}  # unreadable: treated as another run
+    return data if isinstance(data, dict) else {"key": None}
+
+
+def _move_report_aside(path: Path) -> None:
+    """Old report files go to ``OUT/previous-report/`` before the new run starts."""
+    present = [name for name in REPORT_FILES if (path / name).exists()]
+    if not present:
+        return
+    aside = path / PREVIOUS
+    shutil.rmtree(aside, ignore_errors=True)
+    aside.mkdir()
+    for name in present:
+        os.replace(path / name, aside / name)

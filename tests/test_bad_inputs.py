@@ -1,0 +1,442 @@
+"""Bad inputs, as a hostile but fair user gives them (issue 9): every one is exit code 2 (CLI) or
+a ``ForgetlessError`` (API) with ONE line naming the culprit, before any work starts (no stage
+line printed), and the output folder is left absent or untouched.
+
+``python -m tests.test_bad_inputs`` (from the repository root) prints the tally: bad inputs tried /
+clear errors / tracebacks / silent results.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import transformers
+
+from forgetless.cli import main
+from forgetless.errors import ForgetlessError
+
+FAST = ["--train-size", "16", "--eval-size", "8", "--epochs", "1", "--no-progress"]
+T5 = ["compress", "--model", "tiny-t5", "--task", "synthetic-lookup", "--method", "nash"]
+
+# (id, argv; '{name}' is replaced by a path of the ``paths`` fixture, {out} by the output folder, pattern)
+CLI_CASES = [
+    ("epochs-nan", ["compress", "--epochs", "nan"], r"--epochs: must be a finite number, got nan"),
+    ("epochs-inf", ["compress", "--epochs", "inf"], r"--epochs: must be a finite number, got inf"),
+    ("epochs-zero", ["compress", "--epochs", "0"], r"--epochs: 0.0 is out of range; valid: > 0"),
+    ("lr-zero", ["compress", "--lr", "0"], r"--lr: 0.0 is out of range"),
+    ("lr-nan", ["compress", "--lr", "nan"], r"--lr: must be a finite number"),
+    ("threads-zero", ["compress", "--threads", "0"], r"--threads: 0 is out of range; valid: >= 1"),
+    ("threads-negative", ["compress", "--threads", "-1"], r"--threads: -1 is out of range"),
+    ("save-steps-zero", ["compress", "--save-steps", "0"], r"--save-steps: 0 is out of range; valid: >= 1"),
+    ("max-length-huge", ["compress", "--max-length", "100000"], r"--max-length: 100000 is out of range; valid: >= 8 and <= 8192"),
+    ("max-length-tiny", ["compress", "--max-length", "4"], r"--max-length: 4 is out of range"),
+    ("max-length-over-positions", ["compress", "--model", "tiny-bert", "--method", "magnitude", "--max-length", "1000"],
+     r"--max-length 1000: model 'tiny-bert' takes at most 512 tokens"),
+    ("bench-seq-len-over-positions", ["compress", "--model", "tiny-bert", "--method", "magnitude", "--bench-seq-len", "600"],
+     r"--bench-seq-len 600: model 'tiny-bert' takes at most 512"),
+    ("train-size-zero", ["compress", "--train-size", "0"], r"--train-size: 0 is out of range; valid: >= 1"),
+    ("eval-size-zero", ["compress", "--eval-size", "0"], r"--eval-size: 0 is out of range"),
+    ("batch-size-zero", ["compress", "--batch-size", "0"], r"--batch-size: 0 is out of range"),
+    ("seed-negative", ["compress", "--seed", "-1"], r"--seed: -1 is out of range"),
+    ("eval-batch-size-zero", ["compress", "--eval-batch-size", "0"], r"--eval-batch-size: 0 is out of range"),
+    ("num-beams-zero", ["compress", "--num-beams", "0"], r"--num-beams: 0 is out of range"),
+    ("fine-tune-ture", ["compress", "--method", "heads", "--fine-tune", "ture"], r"expected true or false, got 'ture'"),
+    ("epochs-text", ["compress", "--epochs", "three"], r"--epochs: invalid float value: 'three'"),
+    ("out-empty", ["compress", "--out", ""], r"--out '': name a"),
+    ("truncate-layers-100", ["compress", "--model", "tiny-bert", "--method", "truncate", "--layers", "100"],
+     r"--layers 100: model 'tiny-bert' has 2 layers; keep 1..1"),
+    ("truncate-layers-all", ["compress", "--model", "tiny-bert", "--method", "truncate", "--layers", "2"],
+     r"--layers 2: model 'tiny-bert' has 2 layers"),
+    ("truncate-layers-zero", ["compress", "--method", "truncate", "--layers", "0"], r"layers must be >= 1, got 0"),
+    ("prune-count-1000", ["compress", "--model", "tiny-bert", "--method", "heads", "--prune-count", "1000"],
+     r"--prune-count 1000: model 'tiny-bert' has 8 heads \(2 layers × 4\); valid 0..7"),
+    ("block-influence-remove", ["compress", "--model", "tiny-bert", "--method", "block-influence", "--remove", "5"],
+     r"--remove 5: model 'tiny-bert' has 2 layers; valid 0..1"),
+    ("nash-decoder-layers-100", [*T5, "--decoder-layers", "100"], r"--decoder-layers 100: model 'tiny-t5' has 4 decoder layers; valid 1..4"),
+    ("nash-decoder-layers-zero", [*T5, "--decoder-layers", "0"], r"decoder_layers must be >= 1, got 0"),
+    ("sparsity-nan", ["compress", "--method", "magnitude", "--sparsity", "nan"], r"sparsity must be in \[0, 1\), got nan"),
+    ("model-missing", ["compress", "--model", "./no/such/model"], r"model folder './no/such/model' does not exist"),
+    ("model-not-a-model", ["compress", "--model", "{not_a_model}"], r"not-a-model: not a model folder \(no config.json\)"),
+    ("model-pickle-only", ["compress", "--model", "{pickle_only}"], r"pickle-only: only pickle weights .* convert them once with"),
+    ("model-empty-safetensors", ["compress", "--model", "{empty_weights}"], r"empty-weights/model.safetensors: empty or truncated"),
+    ("model-truncated-safetensors", ["compress", "--model", "{truncated}"], r"truncated/model.safetensors: truncated or corrupt"),
+    ("model-corrupt-safetensors", ["compress", "--model", "{corrupt}"], r"corrupt/model.safetensors: corrupt safetensors header"),
+    ("model-empty-config", ["compress", "--model", "{empty_config}"], r"empty-config/config.json: unreadable model config"),
+    ("teacher-missing", ["compress", "--teacher", "/no/such/teacher"], r"model folder '/no/such/teacher' does not exist"),
+    ("teacher-corrupt", ["compress", "--model", "tiny-bert", "--teacher", "{corrupt}"], r"corrupt/model.safetensors: corrupt"),
+    ("out-is-file", ["compress", "--out", "{a_file}"], r"--out .*a-file.txt: is an existing file; name a folder"),
+    ("out-inside-file", ["compress", "--out", "{a_file}/run"], r"a-file.txt is a file, so no folder can be made inside it"),
+    ("out-read-only", ["compress", "--out", "/proc/forgetless-run"], r"--out /proc/forgetless-run: cannot write in /proc"),
+    ("out-other-run", ["compress", "--out", "{other_run}"], r"holds the output of a different run .* --overwrite"),
+    ("out-user-model", ["compress", "--out", "{user_model}"], r"holds a model \(config.json\), not a forgetless run"),
+    ("out-unknown-run", ["compress", "--out", "{old_run}"], r"holds the output of a run this version cannot identify"),
+    ("files-no-dev", ["compress", "--task", "files", "--train", "{single_tsv}", "--labels", "neg,pos"],
+     r"needs --train FILE and --dev FILE"),
+    ("files-duplicate-labels", ["compress", "--task", "files", "--train", "{single_tsv}", "--dev", "{single_tsv}",
+                                "--text-a", "sentence", "--text-b", "", "--labels", "0,0"],
+     r"--labels 0,0: need at least two distinct"),
+    ("files-missing-key-row", ["compress", "--task", "files", "--train", "{missing_key}", "--dev", "{missing_key}",
+                               "--text-b", "", "--labels", "0,1"], r"missing-key.jsonl: row 3 lacks the column 'sentence1'"),
+    ("files-label-1.7", ["compress", "--task", "files", "--train", "{fraction_label}", "--dev", "{fraction_label}",
+                         "--text-b", "", "--labels", "0,1"], r"fraction-label.jsonl: unknown label 1.7 in row 2"),
+    ("files-null-text", ["compress", "--task", "files", "--train", "{null_text}", "--dev", "{null_text}",
+                         "--text-b", "", "--labels", "0,1"], r"null-text.jsonl: row 1 has no value for 'sentence1'"),
+    ("files-json-object", ["compress", "--task", "files", "--train", "{advglue}", "--dev", "{advglue}",
+                           "--text-a", "sentence", "--text-b", "", "--labels", "0,1"],
+     r"advglue.json: expected a JSON list of records; pick the list with .*:KEY or --json-key \(keys: \['sst2'\]\)"),
+    ("files-json-bad-key", ["compress", "--task", "files", "--train", "{advglue}:qqp", "--dev", "{advglue}:qqp",
+                            "--text-a", "sentence", "--text-b", "", "--labels", "0,1"], r"advglue.json: no key 'qqp'"),
+    ("evaluate-label-order", ["evaluate", "{saved}", "--task", "files", "--dev", "{single_tsv}", "--text-a", "sentence",
+                              "--text-b", "", "--labels", "pos,neg"],
+     r"--labels pos,neg: .*saved was trained with the labels neg,pos \(in id order\)"),
+    ("evaluate-lying-manifest", ["evaluate", "{lying}"], r"lying/forgetless.json: its shape does not fit|weights do not match"),
+    ("evaluate-not-a-model", ["evaluate", "{not_a_model}"], r"not a model folder \(no config.json\)"),
+    ("evaluate-json-empty", ["evaluate", "{saved}", "--json", ""], r"--json '': name a path"),
+    ("evaluate-json-in-file", ["evaluate", "{saved}", "--json", "{a_file}/m.json"], r"--json .*a-file.txt is a file"),
+    ("evaluate-json-folder", ["evaluate", "{saved}", "--json", "{not_a_model}"], r"--json .*not-a-model: is a folder"),
+    ("bench-corrupt", ["bench", "{corrupt_saved}"], r"corrupt-saved/model.safetensors: truncated or corrupt"),
+]
+
+
+# ----- fixtures: broken folders and files ----------------------------------------------------------
+@pytest.fixture(scope="module")
+def paths(tmp_path_factory, tiny_model_dir):
+    return build_bad_files(tmp_path_factory.mktemp("bad"), tiny_model_dir)
+
+
+def build_bad_files(root: Path, tiny_model_dir: str) -> dict:
+    """Broken model folders, output folders and data files under ``root``; {name: path}."""
+    from forgetless.models.io import save_model
+    from forgetless.models.loading import bundled_tokenizer
+    from forgetless.models.tiny import tiny_classifier
+    from forgetless.validate import RUN_FILE
+
+    p = {}
+
+    def folder(name):
+        path = root / name
+        path.mkdir()
+        p[name.replace("-", "_")] = str(path)
+        return path
+
+    (folder("not-a-model") / "notes.txt").write_text("hello")
+    pickle = folder("pickle-only")
+    shutil.copy(Path(tiny_model_dir) / "config.json", pickle)
+    (pickle / "pytorch_model.bin").write_bytes(b"\x80\x02pickle")
+    for name, mutate in (("empty-weights", lambda b: b""), ("truncated", lambda b: b[: len(b) // 2]),
+                         ("corrupt", lambda b: b"\xff" * 8 + b[8:])):
+        path = folder(name)
+        shutil.copy(Path(tiny_model_dir) / "config.json", path)
+        (path / "model.safetensors").write_bytes(mutate((Path(tiny_model_dir) / "model.safetensors").read_bytes()))
+    empty_config = folder("empty-config")
+    shutil.copy(Path(tiny_model_dir) / "model.safetensors", empty_config)
+    (empty_config / "config.json").write_bytes(b"")
+    user_model = folder("user-model")
+    shutil.copy(Path(tiny_model_dir) / "config.json", user_model)
+    other = folder("other-run")
+    (other / RUN_FILE).write_text(json.dumps({"key": "another-run", "config": {}}))
+    (other / "report.json").write_text("{}")
+    old = folder("old-run")
+    (old / "report.json").write_text("{}")
+    a_file = root / "a-file.txt"
+    a_file.write_text("x")
+    p["a_file"] = str(a_file)
+
+    tokenizer = bundled_tokenizer()
+    model = tiny_classifier("tiny-bert", len(tokenizer), ["neg", "pos"])
+    p["saved"] = str(save_model(model, root / "saved", tokenizer))
+    lying = save_model(model, root / "lying", tokenizer)
+    manifest = json.loads((lying / "forgetless.json").read_text())
+    manifest["shape"]["ffn"] = [[k[0], k[1], 7] for k in manifest["shape"]["ffn"]] if "ffn" in manifest["shape"] \
+        else manifest["shape"]
+    (lying / "forgetless.json").write_text(json.dumps(manifest))
+    p["lying"] = str(lying)
+    corrupt_saved = save_model(model, root / "corrupt-saved", tokenizer)
+    data = (corrupt_saved / "model.safetensors").read_bytes()
+    (corrupt_saved / "model.safetensors").write_bytes(data[:-100])
+    p["corrupt_saved"] = str(corrupt_saved)
+
+    rows = [{"sentence": f"text number {i}", "label": ["neg", "pos"][i % 2]} for i in range(8)]
+    single = root / "single.tsv"
+    single.write_text("sentence\tlabel\n" + "".join(f"{r['sentence']}\t{r['label']}\n" for r in rows))
+    p["single_tsv"] = str(single)
+
+    def jsonl(name, items):
+        (root / name).write_text("".join(json.dumps(r) + "\n" for r in items))
+        return str(root / name)
+
+    p["missing_key"] = jsonl("missing-key.jsonl", [{"sentence1": "a", "label": 0}, {"sentence1": "b", "label": 1},
+                                                   {"label": 0}])
+    p["fraction_label"] = jsonl("fraction-label.jsonl", [{"sentence1": "a", "label": 0}, {"sentence1": "b", "label": 1.7}])
+    p["null_text"] = jsonl("null-text.jsonl", [{"sentence1": None, "label": 0}, {"sentence1": "b", "label": 1}])
+    advglue = root / "advglue.json"
+    advglue.write_text(json.dumps({"sst2": [{"sentence": "a", "label": 0}, {"sentence": "b", "label": 1}]}))
+    p["advglue"] = str(advglue)
+    return p
+
+
+def snapshot(path: Path):
+    """Every file under ``path`` with its size and modification time (None: absent)."""
+    if not path.exists():
+        return None
+    if path.is_file():
+        return (path.stat().st_size, path.stat().st_mtime_ns)
+    return {str(f.relative_to(path)): (f.stat().st_size, f.stat().st_mtime_ns) for f in path.rglob("*")}
+
+
+def run_cli(argv: list[str], capsys) -> tuple[int, str]:
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # argparse: usage + one error line, exit 2
+        code = exc.code
+    return code, capsys.readouterr().err
+
+
+def fill(argv, paths, out):
+    args = [a.format(**paths, out=out) for a in argv]
+    if args[0] in ("compress", "sweep") and "--out" not in args:
+        args += ["--out", out]
+    if args[0] == "compress":
+        args = args[:1] + FAST + args[1:]  # the case's own options come last and win
+    return args
+
+
+def outcome(code, err, before, after) -> str:
+    """'clear', 'traceback' or 'silent' for one bad input."""
+    lines = [line for line in err.splitlines() if "error:" in line]
+    if code == 2 and len(lines) == 1 and "[forgetless]" not in err and before == after:
+        return "clear"
+    return "silent" if code == 0 else "unclear"
+
+
+@pytest.mark.parametrize("case", CLI_CASES, ids=[c[0] for c in CLI_CASES])
+def test_cli_bad_input(case, paths, tmp_path, capsys):
+    torch.set_num_threads(1)
+    _, argv, pattern = case
+    out = tmp_path / "out"
+    args = fill(argv, paths, str(out))
+    target = Path(args[args.index("--out") + 1]) if "--out" in args else out
+    before = snapshot(target) if str(target) not in ("", ".") else snapshot(Path.cwd())
+    code, err = run_cli(args, capsys)
+    after = snapshot(target) if str(target) not in ("", ".") else snapshot(Path.cwd())
+    lines = [line for line in err.splitlines() if "error:" in line]
+    assert code == 2, err
+    assert len(lines) == 1 and re.search(pattern, lines[0]), err
+    assert "[forgetless]" not in err  # no stage started: checked before any work
+    assert before == after  # the output folder is absent or untouched
+    assert not out.exists()
+
+
+# ----- the Python API ------------------------------------------------------------------------------
+def _api_cases(paths, out):
+    from forgetless.data.tasks import load_task
+    from forgetless.models.io import load_model
+    from forgetless.pipeline import RunConfig, compress
+    from forgetless.training.trainer import TrainConfig
+
+    task = lambda: load_task("synthetic", train_size=16, eval_size=8)  # noqa: E731
+    quick = dict(train=TrainConfig(epochs=1, progress=False), progress=False)
+    return [
+        ("api-labels-string", lambda: load_task("files", train=paths["single_tsv"], dev=paths["single_tsv"],
+                                                text_a="sentence", text_b="", labels="neg,pos"),
+         r"--labels: give a list of label names, not the string 'neg,pos'"),
+        ("api-epochs-nan", lambda: TrainConfig(epochs=math.nan), r"epochs \(--epochs\): must be a finite number"),
+        ("api-save-steps-zero", lambda: TrainConfig(save_steps=0), r"save_steps \(--save-steps\): 0 is out of range"),
+        ("api-label-fraction", lambda: load_task("files", train=paths["fraction_label"], dev=paths["fraction_label"],
+                                                 text_b="", labels=["0", "1"]), r"unknown label 1.7 in row 2"),
+        ("api-truncate-layers-100", lambda: compress(task(), RunConfig(model="tiny-bert", method_options={"layers": 100},
+                                                                       **quick), out),
+         r"--layers 100: model 'tiny-bert' has 2 layers"),
+        ("api-out-empty", lambda: compress(task(), RunConfig(model="tiny-bert", method_options={"layers": 1}, **quick), ""),
+         r"--out '': name an output folder"),
+        ("api-nash-decoder-layers", lambda: compress(load_task("synthetic-lookup", train_size=16, eval_size=4),
+                                                     RunConfig(model="tiny-t5", method="nash",
+                                                               method_options={"decoder_layers": 9}, **quick), out),
+         r"--decoder-layers 9: model 'tiny-t5' has 4 decoder layers"),
+        ("api-lying-manifest", lambda: load_model(paths["lying"]), r"lying/forgetless.json: its shape does not fit|weights do not match"),
+        ("api-truncated-model", lambda: load_model(paths["corrupt_saved"]), r"truncated or corrupt safetensors"),
+        ("api-teacher-pickle", lambda: compress(task(), RunConfig(model="tiny-bert", teacher=paths["pickle_only"],
+                                                                  **quick), out), r"only pickle weights"),
+    ]
+
+
+API_IDS = ["api-labels-string", "api-epochs-nan", "api-save-steps-zero", "api-label-fraction",
+           "api-truncate-layers-100", "api-out-empty", "api-nash-decoder-layers", "api-lying-manifest",
+           "api-truncated-model", "api-teacher-pickle"]
+
+
+@pytest.mark.parametrize("name", API_IDS)
+def test_api_bad_input(name, paths, tmp_path):
+    out = tmp_path / "out"
+    cases = {c[0]: c for c in _api_cases(paths, out)}
+    _, call, pattern = cases[name]
+    with pytest.raises(ForgetlessError) as info:
+        call()
+    message = str(info.value)
+    assert "\n" not in message and re.search(pattern, message), message
+    assert not out.exists()
+
+
+# ----- fixed during the unification: checked here ----------------------------------------------------
+def test_train_size_is_exact_and_text_b_empty_means_single_sentences(paths):
+    from forgetless.data.tasks import load_task
+
+    assert len(load_task("synthetic", train_size=64).train) == 64
+    task = load_task("files", train=paths["single_tsv"], dev=paths["single_tsv"], text_a="sentence", text_b="",
+                     labels=["neg", "pos"])
+    assert task.train.text_b is None and task.train.labels == [0, 1] * 4
+    keyed = load_task("files", train=paths["advglue"] + ":sst2", dev=paths["advglue"], json_key="sst2",
+                      text_a="sentence", text_b="", labels=["0", "1"])
+    assert keyed.dev.text_a == ["a", "b"] and keyed.train.labels == [0, 1]
+
+
+def test_evaluate_files_needs_no_train_and_checks_label_order(paths, capsys):
+    code, err = run_cli(["evaluate", paths["saved"], "--task", "files", "--dev", paths["single_tsv"], "--text-a",
+                         "sentence", "--text-b", "", "--labels", "neg,pos"], capsys)
+    assert code == 0, err
+
+
+def test_loaders_read_safetensors_only():
+    """Every ``from_pretrained`` of a model in the package passes ``use_safetensors=True``."""
+    import ast
+
+    package = Path(__file__).resolve().parents[1] / "forgetless"
+    calls = 0
+    for path in package.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr.startswith("from_") and node.func.attr.endswith("pretrained")):
+                continue
+            owner = ast.unparse(node.func.value)
+            if re.search(r"AutoModel|ForConditionalGeneration|ForSequenceClassification|EncoderDecoderModel", owner):
+                calls += 1
+                keywords = {k.arg: ast.unparse(k.value) for k in node.keywords}
+                assert keywords.get("use_safetensors") == "True" or (
+                    keywords.get("encoder_use_safetensors") == keywords.get("decoder_use_safetensors") == "True"), \
+                    f"{path.name}:{node.lineno}: {ast.unparse(node)[:100]}"
+    assert calls >= 3
+
+
+def test_long_texts_are_cut_before_tokenizing(minilm_tokenizer):
+    """Bounded memory: 200k-word pairs encode to max_length tokens from clipped texts."""
+    from forgetless.data.task import ExampleSet
+    from forgetless.training.encode import CHARS_PER_TOKEN, clip_texts, encode
+
+    long = "word " * 200_000
+    assert len(clip_texts([long], 32)[0]) == 32 * CHARS_PER_TOKEN
+    rows = encode(ExampleSet(name="x", text_a=[long] * 2, text_b=[long] * 2, labels=[0, 1], label_names=["a", "b"]), minilm_tokenizer, max_length=32)
+    assert [len(r["input_ids"]) for r in rows] == [32, 32]
+
+
+# ----- small evaluation sets, a read-only teacher, a rerun that moves the old report aside ------------
+def _snapshot_bytes(folder: Path) -> dict:
+    import hashlib
+
+    return {str(f.relative_to(folder)): hashlib.sha256(f.read_bytes()).hexdigest() for f in folder.rglob("*")
+            if f.is_file()}
+
+
+def test_small_eval_set_reports_and_teacher_is_only_read(paths, tmp_path, capsys):
+    """A tiny evaluation set (empty hard / easy subsets) still gives a report; ``--teacher`` is
+    never written to (and one trained for other labels is refused before any work); a rerun with
+    other settings is refused, and with --overwrite it first moves the old report aside."""
+    from forgetless.data.tasks import load_task
+    from forgetless.models.io import save_model
+    from forgetless.models.loading import bundled_tokenizer
+    from forgetless.models.tiny import tiny_classifier
+
+    torch.set_num_threads(1)
+    tokenizer = bundled_tokenizer()
+    labels = load_task("synthetic", train_size=8).label_names
+    teacher = save_model(tiny_classifier("tiny-bert", len(tokenizer), labels, seed=5), tmp_path / "teacher", tokenizer)
+    before = _snapshot_bytes(teacher)
+    out = tmp_path / "run"
+    argv = ["compress", "--method", "heads", "--model", "tiny-bert", "--teacher", paths["saved"],
+            "--train-size", "48", "--eval-size", "3", "--epochs", "1", "--out", str(out), "--no-progress",
+            "--bench-repeats", "1", "--bench-seq-len", "16", "--scoring-examples", "8", "--fine-tune", "false"]
+    code, err = run_cli(argv, capsys)
+    assert code == 2 and "was trained with the labels neg,pos" in err and not out.exists(), err
+    argv[argv.index("--teacher") + 1] = str(teacher)
+    code, err = run_cli(argv, capsys)
+    assert code == 0, err
+    assert _snapshot_bytes(teacher) == before  # read, never written
+    card = json.loads((out / "report.json").read_text())
+    assert card["sets"]["dev"]["compressed"]["n"] == 3
+    code, err = run_cli(argv[:-1] + ["true"], capsys)  # other settings, same folder
+    assert code == 2 and "holds the output of a different run" in err
+    assert json.loads((out / "report.json").read_text()) == card  # untouched
+    old_key = json.loads((out / "forgetless-run.json").read_text())["key"]
+    code, err = run_cli(argv[:-1] + ["true", "--overwrite"], capsys)
+    assert code == 0, err
+    assert json.loads((out / "previous-report" / "report.json").read_text()) == card
+    assert json.loads((out / "forgetless-run.json").read_text())["key"] != old_key
+    assert _snapshot_bytes(teacher) == before
+
+
+def tally(tmp: Path) -> dict:
+    """Run every case; count clear errors, tracebacks and silent results."""
+    import contextlib
+    import io
+
+    counts = {"tried": 0, "clear": 0, "traceback": 0, "silent": 0, "unclear": 0}
+    model_dir = tmp / "tiny-bert"
+    tok = transformers.AutoTokenizer.from_pretrained(__import__("forgetless.models.loading", fromlist=["x"])
+                                                     .resolve_model_path("minilm"))
+    config = transformers.BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2,
+                                     num_attention_heads=4, intermediate_size=64, max_position_embeddings=128)
+    torch.manual_seed(0)
+    transformers.BertModel(config).save_pretrained(model_dir)
+    tok.save_pretrained(model_dir)
+
+    (tmp / "bad").mkdir()
+    p = build_bad_files(tmp / "bad", str(model_dir))
+    for i, (name, argv, _) in enumerate(CLI_CASES):
+        out = tmp / f"out-{i}"
+        args = fill(argv, p, str(out))
+        target = Path(args[args.index("--out") + 1]) if "--out" in args and args[args.index("--out") + 1] else out
+        before = snapshot(target)
+        err = io.StringIO()
+        counts["tried"] += 1
+        try:
+            with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+                try:
+                    code = main(args)
+                except SystemExit as exc:
+                    code = exc.code
+        except Exception:  # noqa: BLE001
+            counts["traceback"] += 1
+            print(f"TRACEBACK {name}")
+            continue
+        result = outcome(code, err.getvalue(), before, snapshot(target))
+        counts[result] += 1
+        if result != "clear":
+            print(f"{result.upper()} {name}: {err.getvalue().strip()[-200:]}")
+    for name, call, _ in _api_cases(p, tmp / "api-out"):
+        counts["tried"] += 1
+        try:
+            call()
+        except ForgetlessError as exc:
+            counts["clear" if "\n" not in str(exc) and not (tmp / "api-out").exists() else "unclear"] += 1
+        except Exception:  # noqa: BLE001
+            counts["traceback"] += 1
+            print(f"TRACEBACK {name}")
+        else:
+            counts["silent"] += 1
+            print(f"SILENT {name}")
+    return counts
+
+
+if __name__ == "__main__":
+    import tempfile
+
+    transformers.logging.set_verbosity_error()
+    torch.set_num_threads(1)
+    with tempfile.TemporaryDirectory() as folder:
+        print(json.dumps(tally(Path(folder)), indent=1))
+    sys.exit(0)
