@@ -29,7 +29,10 @@ from .kinds import KINDS, check_compatible, kind_for
 from .methods import METHODS, CompressionContext
 from .models.io import is_forgetless_folder, load_model, read_manifest, save_model
 from .objectives import OBJECTIVES
+from .models.model_card import write_model_card
 from .report.card import build_card, write_card
+from .report.honest import prediction_rows, training_section
+from .report.model_summary import model_card_summary
 from .training.trainer import TrainConfig, fine_tune
 
 log = logging.getLogger(__name__)
@@ -125,6 +128,7 @@ def compress(task: Task, config: RunConfig, out_dir: str | Path) -> dict:
     _stage(f"objective {objective.name}")
     ctx.objective_extras = objective.prepare(ctx) or None
 
+    fine_tunes = _count_fine_tunes(ctx)
     _stage(f"compress with {method.name}")
     transformers.set_seed(config.seed)
     if config.student_init == "teacher":
@@ -141,7 +145,6 @@ def compress(task: Task, config: RunConfig, out_dir: str | Path) -> dict:
     results = {role: kind.evaluate(model, tokenizer, task, config.eval, config.train.max_length, config.progress)
                for role, model in (("base", teacher), ("compressed", compressed))}
     predictions = {role: results[role].pop("predictions") for role in results}
-    atomic_write_json(work_dir / "predictions.json", predictions)
     robustness = None
     if config.clever is not None:
         if kind.generates:
@@ -156,9 +159,11 @@ def compress(task: Task, config: RunConfig, out_dir: str | Path) -> dict:
                       else None, "source": teacher_info},
              "compressed": {**parameter_counts(compressed), "disk_bytes": disk_size(model_dir), "path": str(model_dir)}}
     card = build_card(task=task, run=config, method=method, objective=objective, kind=kind, results=results,
-                      sizes=sizes, speed=speed, notes=ctx.notes, command=" ".join(sys.argv), robustness=robustness)
+                      sizes=sizes, speed=speed, notes=ctx.notes, command=" ".join(sys.argv), robustness=robustness,
+                      predictions=predictions, training=_training(config, teacher_info, fine_tunes))
     plots = method.plots(out_dir) if hasattr(method, "plots") else []
-    write_card(card, out_dir, extra_plots=plots)
+    write_card(card, out_dir, extra_plots=plots, prediction_rows=prediction_rows(task, predictions))
+    write_model_card(model_dir, model_card_summary(card))
     return card
 
 
@@ -182,6 +187,31 @@ def _clever_summary(model, tokenizer, task: Task, config: CleverConfig, work_dir
     result = clever_evaluate(model, tokenizer, task.dev, config)
     atomic_write_json(work_dir / f"clever-{role}.json", result)
     return {k: v for k, v in result.items() if k != "per_example"}
+
+
+def _count_fine_tunes(ctx: CompressionContext) -> list[dict]:
+    """Record the epochs of every ``ctx.train`` run of the method (for the card's training section)."""
+    runs: list[dict] = []
+    train = ctx.train
+
+    def counting(model, name, callbacks=None, config=None, **kwargs):
+        tc = config or ctx.train_config
+        runs.append({"name": name, "epochs": float(tc.epochs) if tc.max_steps <= 0 else None,
+                     "max_steps": tc.max_steps if tc.max_steps > 0 else None})
+        return train(model, name, callbacks=callbacks, config=config, **kwargs)
+
+    ctx.train = counting
+    return runs
+
+
+def _training(config: RunConfig, teacher_info: dict, fine_tunes: list[dict]) -> dict:
+    """Epochs of the base and the compressed model (base unknown when ``--teacher`` was given)."""
+    teacher_train = config.teacher_train or config.train
+    base = None if config.teacher or teacher_train.max_steps > 0 else float(teacher_train.epochs)
+    if any(run["epochs"] is None for run in fine_tunes):  # max_steps runs: epochs not comparable
+        base = None
+    runs = [{"name": r["name"], "epochs": r["epochs"] or 0.0} for r in fine_tunes]
+    return training_section(base, config.student_init, runs)
 
 
 def _key(data: dict) -> str:
