@@ -13,6 +13,8 @@ import copy
 import hashlib
 import json
 import logging
+import os
+import shutil
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -71,6 +73,7 @@ class RunConfig:
     cache_dir: str | None = None  # shared cache for objectives (default: OUT/work/cache)
     seed: int = 0
     progress: bool = True
+    keep_work: bool = False  # keep training checkpoints in OUT/work after a successful run
 
     def __post_init__(self) -> None:
         if self.student_init not in ("teacher", "pretrained"):
@@ -85,27 +88,54 @@ def resolve(config: RunConfig):
     return method, objective
 
 
+def cache_root() -> Path:
+    """The shared cache folder: ``$FORGETLESS_CACHE``, default ``~/.cache/forgetless``."""
+    return Path(os.environ.get("FORGETLESS_CACHE") or Path.home() / ".cache" / "forgetless").expanduser()
+
+
+def teacher_key(task: Task, config: RunConfig, kind) -> str:
+    """What a cached teacher was trained for: task content (training set and labels), model, model
+    kind, training settings (progress / report_to excluded: they do not change the weights), seed."""
+    train_config = config.teacher_train or config.train
+    settings = {k: v for k, v in asdict(train_config).items() if k not in ("progress", "report_to")}
+    return _key({"model": config.model, "kind": kind.name, "task": task.train.fingerprint(),
+                 "labels": task.label_names, "train": settings, "seed": config.seed})
+
+
 def train_teacher(task: Task, config: RunConfig, work_dir: Path, kind=None):
-    """Fine-tune (or load) the uncompressed model on the task. A finished teacher is kept in
-    ``work_dir/teacher`` under a key of task content, model kind, model and training config, and
-    reused; ``config.teacher`` is only read."""
+    """Fine-tune (or load) the uncompressed model on the task. A finished teacher is kept in the
+    shared cache (``cache_root()/teachers/<key>``, key: ``teacher_key``) and reused by any run with
+    the same key, whatever its output folder; ``config.teacher`` is only read."""
     kind = kind or kind_for(task)
     if config.teacher:
         model, tokenizer = kind.load_model(config.teacher, task, config.seed)
-        return model, tokenizer, {"source": config.teacher, "reused": True}
+        _stage(f"using the given teacher {config.teacher}")
+        return model, tokenizer, {"source": config.teacher, "reused": True, "path": str(config.teacher)}
     train_config = config.teacher_train or config.train
-    key = _key({"model": config.model, "kind": kind.name, "task": task.train.fingerprint(),
-                "labels": task.label_names, "train": asdict(train_config), "seed": config.seed})
-    folder = work_dir / "teacher"
+    key = teacher_key(task, config, kind)
+    folder = cache_root() / "teachers" / key
     if is_forgetless_folder(folder) and read_manifest(folder)["metadata"].get("key") == key:
         model, tokenizer = load_model(folder)
-        _stage(f"reusing the fine-tuned teacher in {folder}")
+        _stage(f"reusing teacher from {folder}")
         return model, tokenizer or task.tokenizer, {"source": config.model, "reused": True, "path": str(folder)}
+    _stage(f"fine-tuning the teacher ({train_config.epochs:g} epochs); it will be cached in {folder}")
     transformers.set_seed(config.seed)
     model, tokenizer = kind.load_model(config.model, task, config.seed)
     model = fine_tune(model, tokenizer, kind.training_set(task, tokenizer), work_dir / "train-teacher", train_config)
-    save_model(model, folder, tokenizer, metadata={"key": key, "role": "teacher", "kind": kind.name})
+    save_model(model, folder, tokenizer, metadata={"key": key, "role": "teacher", "kind": kind.name,
+                                                   "model": config.model, "task": task.name})
     return model, tokenizer, {"source": config.model, "reused": False, "path": str(folder)}
+
+
+def clean_work(work_dir: Path) -> int:
+    """Delete training checkpoints (``checkpoint-*`` folders, stale checkpoint folders) under
+    ``work_dir`` after a successful run; returns the bytes freed. Logs, caches and scores stay."""
+    freed = 0
+    for path in sorted(work_dir.rglob("*")):
+        if path.is_dir() and (path.name.startswith("checkpoint-") or ".stale-" in path.name) and path.exists():
+            freed += disk_size(path)
+            shutil.rmtree(path, ignore_errors=True)
+    return freed
 
 
 def compress(task: Task, config: RunConfig, out_dir: str | Path) -> dict:
@@ -154,7 +184,7 @@ def compress(task: Task, config: RunConfig, out_dir: str | Path) -> dict:
                                  for role, model in (("base", teacher), ("compressed", compressed))}}
     _stage("speed")
     speed = kind.speed(teacher, compressed, config.speed)
-    teacher_dir = work_dir / "teacher"
+    teacher_dir = Path(teacher_info.get("path") or work_dir / "teacher")
     sizes = {"base": {**parameter_counts(teacher), "disk_bytes": disk_size(teacher_dir) if teacher_dir.exists()
                       else None, "source": teacher_info},
              "compressed": {**parameter_counts(compressed), "disk_bytes": disk_size(model_dir), "path": str(model_dir)}}
@@ -164,6 +194,10 @@ def compress(task: Task, config: RunConfig, out_dir: str | Path) -> dict:
     plots = method.plots(out_dir) if hasattr(method, "plots") else []
     write_card(card, out_dir, extra_plots=plots, prediction_rows=prediction_rows(task, predictions))
     write_model_card(model_dir, model_card_summary(card))
+    if not config.keep_work:
+        freed = clean_work(work_dir)
+        if freed:
+            _stage(f"deleted {freed / 1e6:.0f} MB of training checkpoints in {work_dir} (keep them with --keep-work)")
     return card
 
 

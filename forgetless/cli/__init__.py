@@ -9,6 +9,7 @@ import sys
 
 from ..errors import ForgetlessError
 from . import commands
+from .export import add_export_parser, add_shipping_options, cmd_export
 from .options import add_config_options, add_eval_options, add_task_options, add_train_options, parse_bool
 
 DEMO_OUT = "forgetless-out/demo"
@@ -41,6 +42,7 @@ def _compress_options(sub, name: str, help_text: str, owners: dict):
     g.add_argument("--student-init", choices=["teacher", "pretrained"], default="teacher",
                    help="start the compressed model from the fine-tuned teacher or from the pretrained model")
     g.add_argument("--out", default="forgetless-out/run", help="output folder (model/, report.json, report.md)")
+    add_shipping_options(p)
     add_eval_options(p)
     b = p.add_argument_group("speed benchmark")
     b.add_argument("--bench-batch-size", type=int, default=32, help="throughput batch size")
@@ -136,13 +138,14 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict]:
     p.add_argument("--threads", type=int, help="torch CPU threads")
 
     sub.add_parser("list", help="list methods, objectives, tasks and supported model types")
+    add_export_parser(sub)
     return parser, owners
 
 
 COMMANDS = {"compress": commands.cmd_compress, "compress-seq2seq": commands.cmd_compress,
             "demo": commands.cmd_compress, "finetune": commands.cmd_finetune, "evaluate": commands.cmd_evaluate,
             "bench": commands.cmd_bench, "list": commands.cmd_list, "sweep": commands.cmd_sweep,
-            "profile": commands.cmd_profile}
+            "profile": commands.cmd_profile, "export": cmd_export}
 
 
 def main(argv: list[str] | None = None) -> int:
