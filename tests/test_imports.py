@@ -82,6 +82,7 @@ def test_every_module_imports_alone_in_dependency_order():
 
     for node in sorted(graph):
         place(node)
+    order = [name for name in order if not name.endswith(".__main__")]  # running the CLI is not importing
     code = "import importlib, sys\nfor name in sys.argv[1:]:\n    importlib.import_module(name)\nprint('ok')"
     out = subprocess.run([sys.executable, "-c", code, *order], capture_output=True, text=True)
     assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-2000:]

@@ -21,8 +21,7 @@ from ..fsutil import atomic_directory
 from .stock import stock_config
 from .surgery import model_shape, reshape_like
 
-FORMAT = "forgetless-model-1"
-MANIFEST = "forgetless.json"
+from .manifest import FORMAT, MANIFEST, is_forgetless_folder, read_manifest, transformers_model_class  # noqa: F401
 
 
 def save_model(model: nn.Module, path: str | Path, tokenizer=None, metadata: dict | None = None) -> Path:
@@ -49,26 +48,11 @@ def save_model(model: nn.Module, path: str | Path, tokenizer=None, metadata: dic
     return path
 
 
-def is_forgetless_folder(path: str | Path) -> bool:
-    return (Path(path) / MANIFEST).is_file()
-
-
-def read_manifest(path: str | Path) -> dict:
-    manifest_path = Path(path) / MANIFEST
-    try:
-        manifest = json.loads(manifest_path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ForgetlessError(f"{manifest_path}: not a readable forgetless manifest ({exc})") from exc
-    if manifest.get("format") != FORMAT:
-        raise ForgetlessError(f"{manifest_path}: unknown format {manifest.get('format')!r}, expected {FORMAT!r}")
-    return manifest
-
-
 def load_model(path: str | Path, device: str = "cpu", with_tokenizer: bool = True):
     """Rebuild a model saved by ``save_model``. Returns ``(model, tokenizer or None)``."""
     path = Path(path)
     manifest = read_manifest(path)
-    model_class = _transformers_model_class(manifest["model_class"])
+    model_class = transformers_model_class(manifest["model_class"])
     config = transformers.AutoConfig.from_pretrained(path)
     model = model_class(config)
     reshape_like(model, manifest["shape"])
@@ -84,11 +68,3 @@ def load_model(path: str | Path, device: str = "cpu", with_tokenizer: bool = Tru
     if with_tokenizer and (path / "tokenizer_config.json").is_file():
         tokenizer = transformers.AutoTokenizer.from_pretrained(path)
     return model, tokenizer
-
-
-def _transformers_model_class(name: str) -> type:
-    """Only model classes of the transformers package itself are instantiated (no remote code)."""
-    cls = getattr(transformers, name, None)
-    if not (isinstance(cls, type) and issubclass(cls, transformers.PreTrainedModel)):
-        raise ForgetlessError(f"model class {name!r} is not a transformers model class")
-    return cls
