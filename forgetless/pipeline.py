@@ -32,6 +32,7 @@ from .methods import METHODS, CompressionContext
 from .models.io import is_forgetless_folder, load_model, read_manifest, save_model
 from .objectives import OBJECTIVES
 from .models.model_card import write_model_card
+from . import progress
 from .report.card import build_card, write_card
 from .report.honest import prediction_rows, training_section
 from .report.model_summary import model_card_summary
@@ -149,6 +150,7 @@ def compress(task: Task, config: RunConfig, out_dir: str | Path) -> dict:
     work_dir.mkdir(parents=True, exist_ok=True)
     transformers.set_seed(config.seed)
 
+    progress.enabled = config.progress  # one switch for every progress bar of the run (tqdm, stderr)
     _stage("teacher")
     teacher, tokenizer, teacher_info = train_teacher(task, config, work_dir, kind)
     ctx = CompressionContext(task=task, tokenizer=tokenizer, teacher=teacher, work_dir=work_dir,
@@ -171,7 +173,7 @@ def compress(task: Task, config: RunConfig, out_dir: str | Path) -> dict:
         "method": method.describe(), "objective": objective.name, "task": task.name, "kind": kind.name,
         "artifacts": artifacts})
 
-    _stage("evaluate")
+    _stage("evaluate base and compressed on " + ", ".join(task.eval_sets()))
     results = {role: kind.evaluate(model, tokenizer, task, config.eval, config.train.max_length, config.progress)
                for role, model in (("base", teacher), ("compressed", compressed))}
     predictions = {role: results[role].pop("predictions") for role in results}
@@ -179,10 +181,10 @@ def compress(task: Task, config: RunConfig, out_dir: str | Path) -> dict:
     if config.clever is not None:
         if kind.generates:
             raise ConfigError("CLEVER estimates need a classifier's logits; they do not apply to seq2seq models")
-        _stage("CLEVER robustness estimates")
+        _stage(f"CLEVER robustness estimates ({config.clever.examples} dev examples per model)")
         robustness = {"clever": {role: _clever_summary(model, tokenizer, task, config.clever, work_dir, role)
                                  for role, model in (("base", teacher), ("compressed", compressed))}}
-    _stage("speed")
+    _stage(f"speed: base vs compressed, {config.speed.repeats} interleaved repeats")
     speed = kind.speed(teacher, compressed, config.speed)
     teacher_dir = Path(teacher_info.get("path") or work_dir / "teacher")
     sizes = {"base": {**parameter_counts(teacher), "disk_bytes": disk_size(teacher_dir) if teacher_dir.exists()

@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass
 import torch
 
 from ..errors import ConfigError
+from ..progress import bar
 
 
 @dataclass
@@ -75,7 +76,7 @@ def compare_speed(base, compressed, config: SpeedConfig | None = None, generate:
             _time(base, inputs, config, generate)
             _time(compressed, inputs, config, generate)
         base_times, comp_times = [], []
-        for _ in range(config.repeats):
+        for _ in bar(range(config.repeats), f"speed: {label} ({config.repeats} interleaved repeats)"):
             base_times.append(_time(base, inputs, config, generate))
             comp_times.append(_time(compressed, inputs, config, generate))
         b, c = statistics.median(base_times), statistics.median(comp_times)
