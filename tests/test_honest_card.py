@@ -27,7 +27,7 @@ def run_a(tmp_path_factory, tiny_model_dir):
     return out
 
 
-def test_card_with_empty_hard_subset_predictions_intervals_and_model_card(run_a, capsys):
+def test_card_with_empty_hard_subset_predictions_intervals_and_model_card(run_a, tiny_model_dir):
     card = json.loads((run_a / "report.json").read_text())
     # eval size 4: the synthetic dev set has no hard example; every field copes with n = 0
     assert card["hard_easy"]["base"]["n_hard"] == 0 and card["intervals"]["hard_easy"]["base"]["hard"] == \
@@ -50,9 +50,12 @@ def test_card_with_empty_hard_subset_predictions_intervals_and_model_card(run_a,
     assert card["training"]["compressed_epochs"] == 2.0 and card["training"]["base_epochs"] == 1.0
     text = (run_a / "report.md").read_text()
     assert ("## ⚠ Warnings" in text) == bool(card["warnings"]) and "## Training" in text
+    page = (run_a / "report.html").read_text()  # one self-contained file: every plot embedded
+    assert page.count('src="data:image/png;base64,') == len(card["plots"]) >= 2 and "<table>" in page
     # the model folder carries a Hugging Face model card with the headline table and the warnings
     model_card = ModelCard.load(run_a / "model" / "README.md")
     assert model_card.data.to_dict()["tags"][:2] == ["forgetless", "model-compression"]
+    assert model_card.text.lstrip().startswith("# " + Path(tiny_model_dir).name + "-heads-synthetic")
     assert "## Results" in model_card.text and "| dev | accuracy | 4 |" in model_card.text
     assert all(w in model_card.text for w in card["warnings"])
     # checkpoints are gone, the log file is there, and nothing was printed but the card

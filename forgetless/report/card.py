@@ -40,6 +40,7 @@ from ..evaluate.bias import f_bias, relative_gap
 from ..fsutil import atomic_write_json, atomic_write_text
 from . import honest
 from .environment import environment
+from .html import render_html
 from .markdown import render_markdown
 from .plots import accuracy_plot
 from .predictions import write_predictions
@@ -151,7 +152,8 @@ def _hard_easy(metrics: dict) -> dict | None:
 
 def write_card(card: dict, out_dir: str | Path, extra_plots: list | None = None,
                prediction_rows: list[dict] | None = None) -> dict[str, Path]:
-    """Write ``report.json``, ``metrics.png`` and ``report.md`` (which links the plots), and
+    """Write ``report.json``, ``metrics.png``, ``report.md`` (which links the plots), ``report.html``
+    (one self-contained file, plots embedded), and
     ``predictions.jsonl`` when ``prediction_rows`` are given."""
     out_dir = Path(out_dir)
     if prediction_rows is not None:
@@ -160,5 +162,8 @@ def write_card(card: dict, out_dir: str | Path, extra_plots: list | None = None,
     plots = [accuracy_plot(card, out_dir / "metrics.png")] + [Path(p) for p in (extra_plots or [])]
     card["plots"] = [p.name for p in plots]
     atomic_write_json(out_dir / "report.json", card)
-    atomic_write_text(out_dir / "report.md", render_markdown(card))
-    return {"json": out_dir / "report.json", "markdown": out_dir / "report.md"}
+    text = render_markdown(card)
+    atomic_write_text(out_dir / "report.md", text)
+    title = f"forgetless report card: {card['task']['name']} · {card['method']['name']}"
+    atomic_write_text(out_dir / "report.html", render_html(text, out_dir, title))
+    return {"json": out_dir / "report.json", "markdown": out_dir / "report.md", "html": out_dir / "report.html"}

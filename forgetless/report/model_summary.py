@@ -57,6 +57,7 @@ def model_card_summary(card: dict) -> dict:
     if not speed.get("meaningful"):
         summary_speed["note"] = "weights zeroed, not removed: no speedup expected"
     method = card["method"]
-    return {"base_model": card["run"].get("model"), "method": method["name"], "method_options": method["config"],
+    base = str(card["run"].get("model") or "model").rstrip("/").split("/")[-1]
+    return {"model_name": f"{base}-{method['name']}-{card['task']['name']}", "base_model": card["run"].get("model"), "method": method["name"], "method_options": method["config"],
             "objective": method["objective"], "task": card["task"]["name"], "metrics": metrics, "size": size,
             "speed": summary_speed, "warnings": list(card.get("warnings") or [])}
