@@ -119,7 +119,7 @@ def train_teacher(task: Task, config: RunConfig, work_dir: Path, kind=None):
         model, tokenizer = load_model(folder)
         _stage(f"reusing teacher from {folder}")
         return model, tokenizer or task.tokenizer, {"source": config.model, "reused": True, "path": str(folder)}
-    _stage(f"fine-tuning the teacher ({train_config.epochs:g} epochs); it will be cached in {folder}")
+    _stage(f"fine-tuning the teacher ({train_config.epochs:g} epoch(s)); it will be cached in {folder}")
     transformers.set_seed(config.seed)
     model, tokenizer = kind.load_model(config.model, task, config.seed)
     model = fine_tune(model, tokenizer, kind.training_set(task, tokenizer), work_dir / "train-teacher", train_config)

@@ -68,7 +68,7 @@ def _generation(card: dict) -> list[str]:
 
 def _classification(card: dict) -> list[str]:
     iv = card.get("intervals") or {}
-    lines = ["## Accuracy (%, with 95% bootstrap interval)", "", "| set | n | base | compressed | Δ pts |",
+    lines = ["## Accuracy (%, with [95% bootstrap interval])", "", "| set | n | base | compressed | Δ pts |",
              "|---|---:|---:|---:|---:|"]
     for name, entry in card["sets"].items():
         b, c = entry["base"]["accuracy"], entry["compressed"]["accuracy"]
@@ -118,7 +118,7 @@ def _verdict(card: dict) -> str:
         interval = ((card["speed"].get("timing") or {}).get("throughput") or {}).get("speedup")
         if interval and not interval["measurable"]:
             text += f", no measurable speedup ({what} {interval['speedup']:.2f}×, 95% interval " \
-                    f"{interval['low']:.2f}–{interval['high']:.2f} includes 1)"
+                    f"[{interval['low']:.2f}, {interval['high']:.2f}] includes 1)"
         else:
             text += f", {card['speed']['throughput_per_s']['speedup']:.2f}× {what}"
     text += f". Keeps {pct(head['kept'])}% of dev {head['metric']}"
@@ -136,7 +136,7 @@ def pct_ci(value, interval: dict | None) -> str:
     """``81.0 [75.5–86.0]``: a percentage with its bootstrap interval (no interval for n = 0)."""
     if value is None or not interval or interval.get("low") is None:
         return pct(value)
-    return f"{pct(value)} [{pct(interval['low'])}–{pct(interval['high'])}]"
+    return f"{pct(value)} [{pct(interval['low'])}, {pct(interval['high'])}]"
 
 
 def f_bias_text(card: dict, bold: bool = True, digits: int = 3) -> str:
@@ -146,7 +146,7 @@ def f_bias_text(card: dict, bold: bool = True, digits: int = 3) -> str:
         return "undefined (base gap is 0)"
     value = f"{bias['f_bias']:.{digits}f}"
     interval = (card.get("intervals") or {}).get("f_bias") or {}
-    span = f" [{interval['low']:.{digits}f}–{interval['high']:.{digits}f}]" if interval.get("low") is not None else ""
+    span = f" [{interval['low']:.{digits}f}, {interval['high']:.{digits}f}]" if interval.get("low") is not None else ""
     if not bias.get("meaningful", True):
         return f"{value}{span} — not meaningful (see warnings)"
     return (f"**{value}**" if bold else value) + span
@@ -220,7 +220,7 @@ def _speed(card: dict) -> list[str]:
             verdict = "" if sp["measurable"] else " no measurable speedup"
             lines.append(f"| {part} | {1e3 * b['median']:.1f} [{1e3 * b['q1']:.1f}–{1e3 * b['q3']:.1f}] | "
                          f"{1e3 * c['median']:.1f} [{1e3 * c['q1']:.1f}–{1e3 * c['q3']:.1f}] | "
-                         f"{sp['low']:.2f}–{sp['high']:.2f}×{verdict} |")
+                         f"[{sp['low']:.2f}, {sp['high']:.2f}]×{verdict} |")
         lines.append(f"Speedup intervals: percentile bootstrap of the ratio of medians over the {cfg['repeats']} "
                      f"repeats ({next(iter(timing.values()))['speedup']['n_resamples']} resamples); an interval "
                      "that includes 1 is no measurable speedup.")
