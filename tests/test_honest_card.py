@@ -182,3 +182,15 @@ def test_verdict_says_no_measurable_speedup_and_not_meaningful():
     assert "1.10× throughput" in _verdict(_verdict_card(1.05, 1.2))
     assert "not meaningful" in _verdict(_verdict_card(1.05, 1.2, f_bias_meaningful=False))
     assert render_markdown  # the full rendering is checked on the pipeline card above
+
+
+def test_near_constant_generation_warns_and_rows_keep_texts():
+    task = load_task("synthetic-lookup", eval_size=20)
+    sets = task.eval_sets()
+    varied = {name: {"generated": [f"answer {i}" for i in range(len(ex))]} for name, ex in sets.items()}
+    constant = {name: {"generated": ["the same"] * len(ex)} for name, ex in sets.items()}
+    predictions = {"base": varied, "compressed": constant}
+    warnings = honest.collect(task, None, predictions, None, None)
+    assert warnings and all(w.startswith("compressed model on") and "near-constant" in w for w in warnings)
+    rows = honest.prediction_rows(task, predictions)
+    assert rows[0]["predicted"] == "answer 0" and rows[0]["gold"] == list(sets["dev"].references[0])
