@@ -102,6 +102,8 @@ def test_export_cli_round_trip_of_head_pruned_model(run_a, tmp_path, capsys):
 
 def test_export_cli_errors_exit_2(run_a, monkeypatch, capsys):
     assert main(["export", str(run_a / "model")]) == 2
+    assert main(["compress", "--report-to", "tensorbored", "--out", str(run_a.parent / "never")]) == 2
+    assert "--report-to 'tensorbored': unknown" in capsys.readouterr().err
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     assert main(["export", str(run_a / "model"), "--push-to-hub", "me/model"]) == 2
     assert "HF_HUB_OFFLINE" in capsys.readouterr().err

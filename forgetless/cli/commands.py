@@ -41,9 +41,10 @@ def cmd_compress(args, owners) -> int:
     from ..pipeline import compress
     from ..report.markdown import render_markdown
 
-    from .export import check_push_target, push_saved
+    from .export import check_push_target, check_report_to, push_saved
 
     run = run_config_from_args(args, owners)
+    check_report_to(getattr(args, "report_to", None))
     if getattr(args, "report_to", None):
         run.train.report_to = args.report_to
         if run.teacher_train is not None:

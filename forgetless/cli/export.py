@@ -52,6 +52,23 @@ def check_push_target(repo_id: str | None) -> None:
                               "(unset it, or drop --push-to-hub)")
 
 
+def check_report_to(value: str | None) -> None:
+    """``--report-to``: known Trainer integrations that are installed, or a one-line error."""
+    from ..errors import ConfigError
+
+    names = [x.strip() for x in (value or "none").split(",") if x.strip()]
+    if names in ([], ["none"]):
+        return
+    from transformers.integrations import get_available_reporting_integrations
+    from transformers.integrations.integration_utils import INTEGRATION_TO_CALLBACK
+
+    for name in names:
+        if name not in INTEGRATION_TO_CALLBACK:
+            raise ConfigError(f"--report-to {name!r}: unknown; known: none, {', '.join(sorted(INTEGRATION_TO_CALLBACK))}")
+        if name not in get_available_reporting_integrations():
+            raise ConfigError(f"--report-to {name!r}: the integration is not installed (pip install {name})")
+
+
 def push_saved(model_dir: Path, repo_id: str | None) -> None:
     if repo_id is None:
         return
