@@ -95,11 +95,14 @@ def cache_root() -> Path:
 
 
 def teacher_key(task: Task, config: RunConfig, kind) -> str:
-    """What a cached teacher was trained for: task content (training set and labels), model, model
-    kind, training settings (progress / report_to excluded: they do not change the weights), seed."""
+    """What a cached teacher was trained for: task content (training set and labels), model (for a
+    local folder also its files' names, sizes and modification times), model kind, training settings (progress / report_to excluded: they do not change the weights), seed."""
     train_config = config.teacher_train or config.train
     settings = {k: v for k, v in asdict(train_config).items() if k not in ("progress", "report_to")}
-    return _key({"model": config.model, "kind": kind.name, "task": task.train.fingerprint(),
+    local = Path(config.model)
+    files = sorted((str(f.relative_to(local)), f.stat().st_size, f.stat().st_mtime_ns)
+                   for f in local.rglob("*") if f.is_file()) if local.is_dir() else None  # a changed folder: new key
+    return _key({"model": config.model, "files": files, "kind": kind.name, "task": task.train.fingerprint(),
                  "labels": task.label_names, "train": settings, "seed": config.seed})
 
 
