@@ -162,10 +162,11 @@ def _training(card: dict) -> list[str]:
     t = card.get("training")
     if not t:
         return []
-    base = "unknown (teacher given)" if t["base_epochs"] is None else f"{t['base_epochs']:g} epochs"
-    runs = ", ".join(f"{r['name']} {r['epochs']:g}" for r in t["fine_tunes"]) or "none"
+    epochs = lambda x: f"{x:g} epoch" + ("" if x == 1 else "s")  # noqa: E731
+    base = "unknown (teacher given)" if t["base_epochs"] is None else epochs(t["base_epochs"])
+    runs = ", ".join(f"{r['name']} {epochs(r['epochs'])}" for r in t["fine_tunes"]) or "none"
     start = "the fine-tuned teacher" if t["student_init"] == "teacher" else "the pretrained model"
-    total = "" if t["compressed_epochs"] is None else f" ({t['compressed_epochs']:g} epochs in all)"
+    total = "" if t["compressed_epochs"] is None else f" ({epochs(t['compressed_epochs'])} in all)"
     return ["", "## Training", "", f"Base: {base}. Compressed: starts from {start}, then fine-tuning runs "
             f"after / during compression: {runs}{total}."]
 
@@ -221,6 +222,7 @@ def _speed(card: dict) -> list[str]:
             lines.append(f"| {part} | {1e3 * b['median']:.1f} [{1e3 * b['q1']:.1f}–{1e3 * b['q3']:.1f}] | "
                          f"{1e3 * c['median']:.1f} [{1e3 * c['q1']:.1f}–{1e3 * c['q3']:.1f}] | "
                          f"[{sp['low']:.2f}, {sp['high']:.2f}]×{verdict} |")
+        lines.append("")
         lines.append(f"Speedup intervals: percentile bootstrap of the ratio of medians over the {cfg['repeats']} "
                      f"repeats ({next(iter(timing.values()))['speedup']['n_resamples']} resamples); an interval "
                      "that includes 1 is no measurable speedup.")
