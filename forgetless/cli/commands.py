@@ -33,7 +33,7 @@ def run_config_from_args(args, owners):
         speed=SpeedConfig(batch_size=args.bench_batch_size, seq_len=args.bench_seq_len, repeats=args.bench_repeats,
                           new_tokens=args.bench_new_tokens),
         eval=eval_config_from_args(args),
-        clever=clever, seed=args.seed, progress=not args.no_progress,
+        clever=clever, seed=args.seed, progress=not args.no_progress, keep_work=getattr(args, "keep_work", False),
     )
 
 
@@ -42,13 +42,22 @@ def cmd_compress(args, owners) -> int:
     from ..report.markdown import render_markdown
 
     from ..recipes import recipe_from_args
+    from .export import check_push_target, check_report_to, push_saved
 
     run = run_config_from_args(args, owners)
+    check_report_to(getattr(args, "report_to", None))
+    if getattr(args, "report_to", None):
+        run.train.report_to = args.report_to
+        if run.teacher_train is not None:
+            run.teacher_train.report_to = args.report_to
+    check_push_target(getattr(args, "push_to_hub", None))
     task = task_from_args(args)
     card = compress(task, run, args.out, recipe=recipe_from_args(args, "compress"),  # model/recipe.yaml
                     overwrite=args.overwrite)
     print(render_markdown(card))
-    print(f"report: {Path(args.out) / 'report.md'} (JSON: report.json); model: {Path(args.out) / 'model'}")
+    print(f"report: {Path(args.out) / 'report.md'} (JSON: report.json, per-example: predictions.jsonl); "
+          f"model: {Path(args.out) / 'model'} (model card: model/README.md)")
+    push_saved(Path(args.out) / "model", getattr(args, "push_to_hub", None))
     return 0
 
 

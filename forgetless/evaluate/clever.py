@@ -23,6 +23,7 @@ from scipy import stats
 from ..data.task import ExampleSet
 from ..data.tasks import capped
 from ..errors import ConfigError
+from ..progress import bar
 from ..training.encode import TOKEN_KEYS, encode
 
 DUAL = {"2": 2.0, "inf": 1.0}  # perturbation norm → dual norm of the gradient
@@ -150,7 +151,7 @@ def clever_evaluate(model, tokenizer, examples: ExampleSet, config: CleverConfig
         p.requires_grad_(False)
     start = time.perf_counter()
     try:
-        details = [clever_example(model, row, config, generator) for row in rows]
+        details = [clever_example(model, row, config, generator) for row in bar(rows, "CLEVER estimates")]
     finally:
         for p, flag in flags:
             p.requires_grad_(flag)

@@ -22,6 +22,7 @@ from ..data.task import ExampleSet
 from ..errors import ConfigError, UnsupportedModelError
 from ..models.adapters import get_adapter
 from ..models.gates import HookSet
+from ..progress import bar
 from ..training.encode import TOKEN_KEYS, collate, encode
 from .scores import HeadLayout, head_sq_norms, margin, per_example_norm, robustness_ratio
 
@@ -123,7 +124,7 @@ def delta_c_scores(model: nn.Module, batches: list[dict], eps: float = 1e-8,
     count = 0
     try:
         with scoring_mode(model, freeze=True):
-            for batch in batches:
+            for batch in bar(batches, "ΔCLEVER head scores (RAHP eq. 2)"):
                 b = batch["labels"].shape[0]
                 gates.values = None
                 base = robustness_ratio(*margin_and_grad_norm(model, batch), eps=eps).cpu()
@@ -153,7 +154,7 @@ def michel_importance(model: nn.Module, batches: list[dict]) -> torch.Tensor:
     device = _device(model)
     try:
         with scoring_mode(model, freeze=True):
-            for batch in batches:
+            for batch in bar(batches, "head importance (Michel et al. 2019)"):
                 inputs = _inputs(batch, device)
                 b = inputs["input_ids"].shape[0]
                 gates.values = torch.ones(b, gates.layout.total, device=device, requires_grad=True)
@@ -191,7 +192,7 @@ def fisher_scores(model: nn.Module, batches: list[dict]) -> torch.Tensor:
                 lambda m, args, out: captured.__setitem__(id(m), (args[0].detach(), out))))
     try:
         with scoring_mode(model, freeze=True):
-            for batch in batches:
+            for batch in bar(batches, "Fisher head scores (RAHP)"):
                 captured.clear()
                 inputs = _inputs(batch, device)
                 ids = inputs.pop("input_ids")

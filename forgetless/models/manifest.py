@@ -1,11 +1,10 @@
-"""The ``forgetless.json`` manifest of a saved model folder: format name, model class, per-site
-shape and metadata (written by ``io.save_model``, read by loading, the model card and stock checks)."""
+"""The ``forgetless.json`` manifest of a saved model folder: format, model class, per-site shape
+and metadata. Its own module so that save / load (``io``), the stock-loading check (``stock``) and
+the model card (``model_card``) all read it without importing each other."""
 from __future__ import annotations
 
 import json
 from pathlib import Path
-
-import transformers
 
 from ..errors import ForgetlessError, ModelFileError
 
@@ -34,6 +33,8 @@ def read_manifest(path: str | Path) -> dict:
 
 def transformers_model_class(name: str) -> type:
     """Only model classes of the transformers package itself are instantiated (no remote code)."""
+    import transformers
+
     cls = getattr(transformers, name, None)
     if not (isinstance(cls, type) and issubclass(cls, transformers.PreTrainedModel)):
         raise ForgetlessError(f"model class {name!r} is not a transformers model class")
