@@ -9,10 +9,10 @@ from forgetless.data.synthetic import synthetic_shortcut_task
 from forgetless.errors import ConfigError
 from forgetless.heads.fast_delta_c import (boundary_window, eager_attention, exact_delta_c_for,
                                            first_order_delta_c_scores, gated_c_and_gate_grads, heads_to_compute,
-                                           hybrid_delta_c, merge_exact)
+                                           hybrid_delta_c, merge_exact, refine_near_cut)
 from forgetless.heads.model_scoring import ExampleHeadGates, delta_c_scores, fisher_scores, scoring_mode
 from forgetless.heads.runner import rahp_scores
-from forgetless.heads.scores import margin
+from forgetless.heads.scores import margin, rahp_select
 from forgetless.methods import METHODS, CompressionContext
 from forgetless.models.gates import Gates
 from forgetless.training.trainer import TrainConfig
@@ -110,6 +110,24 @@ def test_heads_to_compute_adds_the_delta_c_extremes():
     # S order (Fisher equal among unprotected): 1, 4, 3 | 2, 0; cut after K = 3 → 3 and 2; extremes 1 and 5
     assert need.nonzero().flatten().tolist() == [1, 2, 3, 5]
 
+
+def test_refine_near_cut_fixes_a_misranked_boundary_head_asking_only_for_needed_heads():
+    exact = torch.tensor([5.0, 4.0, 3.0, 2.0, 1.0, 0.0])
+    first_order = torch.tensor([5.0, 4.0, 1.5, 2.0, 1.0, 0.0])  # head 2 estimated below head 3
+    fisher = torch.ones(6)  # equal Fisher, γ = 0: S orders heads by ΔC; K = ⌊0.5·6⌋ = 3
+    pruned = lambda dc: rahp_select(dc, fisher, 0.5, 0.5, 1.0, 0.0)["pruned"].nonzero().flatten().tolist()  # noqa: E731
+    assert pruned(first_order) == [0, 1, 3] and pruned(exact) == [0, 1, 2]
+    calls = []
+
+    def exact_fn(heads):
+        calls.append(sorted(heads))
+        return {h: float(exact[h]) for h in heads}
+
+    out = refine_near_cut(first_order, fisher, 0.5, 0.5, 1.0, 0.0, 1, exact_fn)
+    # round 1: window around the cut (heads 3, 2) and the ΔC extremes (0, 5); round 2 asks nothing new
+    assert calls == [[0, 2, 3, 5]] and out["iterations"] == 1
+    assert pruned(out["delta_c"]) == [0, 1, 2]
+    assert out["delta_c"].tolist() == [5.0, 4.0, 3.0, 2.0, 1.0, 0.0]
 
 def test_hybrid_values_are_exact_where_computed_and_first_order_elsewhere():
     model = tiny(layers=3, heads=4, hidden=16, labels=2)

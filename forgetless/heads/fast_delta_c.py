@@ -20,7 +20,7 @@ Pure math first (window, merge), model glue after.
 from __future__ import annotations
 
 import contextlib
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 import torch
 from torch import nn
@@ -77,6 +77,28 @@ def heads_to_compute(delta_c: torch.Tensor, fisher: torch.Tensor, ratio: float, 
     need[int(torch.argmin(delta_c))] = True
     need[int(torch.argmax(delta_c))] = True
     return need
+
+
+def refine_near_cut(first_order: torch.Tensor, fisher: torch.Tensor, ratio: float, alpha: float, beta: float,
+                    gamma: float, window: int, exact_fn: Callable[[list[int]], dict[int, float]],
+                    eps: float = 1e-8) -> dict:
+    """The hybrid fixed point, with ``exact_fn(heads) → {head: exact ΔC}`` supplying exact values.
+
+    Repeat: ``ΔC`` = ``first_order`` with the exact values obtained so far substituted; ask
+    ``exact_fn`` for the heads of ``heads_to_compute(ΔC, …)`` that are not exact yet; stop when
+    none is new. Returns ``delta_c`` (mixed), ``exact`` (head → value) and ``iterations``."""
+    if window < 0:
+        raise ConfigError(f"hybrid window must be >= 0, got {window}")
+    exact: dict[int, float] = {}
+    iterations = 0
+    while True:
+        mixed = merge_exact(first_order, exact)
+        need = heads_to_compute(mixed, fisher, ratio, alpha, beta, gamma, window, eps)
+        new = [i for i in need.nonzero().flatten().tolist() if i not in exact]
+        if not new:
+            return {"delta_c": mixed, "exact": exact, "iterations": iterations}
+        exact.update(exact_fn(new))
+        iterations += 1
 
 
 # ----- model glue ------------------------------------------------------------------------------------
@@ -170,8 +192,9 @@ def hybrid_delta_c(model: nn.Module, batches: list[dict], fisher: torch.Tensor, 
     """Hybrid ΔC for RAHP's selection at ``ratio`` (eq. 2 exact near the cut, first-order elsewhere).
 
     1. ``ΔC⁽¹⁾`` = first-order ΔC of every head (``first_order_delta_c_scores``), unless given.
-    2. Repeat: ``ΔC`` = ``ΔC⁽¹⁾`` with the exact values computed so far substituted; compute exact
-       ΔC for ``heads_to_compute(ΔC, …)`` that are not exact yet; stop when none is new.
+    2. ``refine_near_cut``: repeat ``ΔC`` = ``ΔC⁽¹⁾`` with the exact values computed so far
+       substituted; compute exact ΔC (``delta_c_scores``) for the heads of
+       ``heads_to_compute(ΔC, …)`` not exact yet; stop when none is new.
 
     At the fixed point, with the returned mixed ΔC and the (exact) Fisher scores: the ``window``
     last pruned and ``window`` first kept unprotected heads of the top-K cut by S (eq. 5) have
@@ -187,14 +210,6 @@ def hybrid_delta_c(model: nn.Module, batches: list[dict], fisher: torch.Tensor, 
         raise ConfigError(f"hybrid window must be >= 0, got {window}")
     if first_order is None:
         first_order, _ = first_order_delta_c_scores(model, batches, eps)
-    exact: dict[int, float] = {}
-    iterations = 0
-    while True:
-        mixed = merge_exact(first_order, exact)
-        need = heads_to_compute(mixed, fisher, ratio, alpha, beta, gamma, window, eps)
-        new = [i for i in need.nonzero().flatten().tolist() if i not in exact]
-        if not new:
-            break
-        exact.update(exact_delta_c_for(model, batches, new, eps, rows_per_pass))
-        iterations += 1
-    return {"delta_c": mixed, "first_order": first_order, "exact": exact, "iterations": iterations}
+    out = refine_near_cut(first_order, fisher, ratio, alpha, beta, gamma, window,
+                          lambda heads: exact_delta_c_for(model, batches, heads, eps, rows_per_pass), eps)
+    return {**out, "first_order": first_order}
