@@ -30,8 +30,8 @@ import torch
 from scipy.stats import spearmanr
 
 from forgetless.data.tasks import load_task
-from forgetless.fsutil import atomic_write_text
-from forgetless.heads.fast_delta_c import first_order_delta_c_scores, hybrid_delta_c
+from forgetless.fsutil import atomic_write_json, atomic_write_text
+from forgetless.heads.fast_delta_c import first_order_delta_c_scores, hybrid_delta_c, refine_near_cut
 from forgetless.heads.model_scoring import delta_c_scores, fisher_scores, scoring_batches
 from forgetless.heads.runner import scoring_subset
 from forgetless.heads.scores import count_from_ratio, rahp_select
@@ -126,8 +126,20 @@ def bench_set(name: str, args, cfg: RahpConfig) -> dict:
         log(f"{name}: ρ={ratio} K={k}: first-order {rows[-1]['fo']}/{k}, hybrid {rows[-1]['hybrid']}/{k} "
             f"({len(hyb['exact'])} exact heads)")
     rho = float(spearmanr(fo.numpy(), exact.numpy()).statistic)
+    sweep = []  # hybrid replayed with exact values looked up in the exact run (no new model passes)
+    lookup = lambda heads: {h: float(exact[h]) for h in heads}  # noqa: E731
+    for window in args.window_sweep:
+        for ratio in args.ratios:
+            out = refine_near_cut(fo, fisher, ratio, cfg.alpha, cfg.beta, cfg.protect, window, lookup, cfg.eps)
+            sweep.append({"window": window, "ratio": ratio, "exact_heads": len(out["exact"]),
+                          "same": len(pruned(out["delta_c"], fisher, ratio, cfg) & pruned(exact, fisher, ratio, cfg)),
+                          "k": count_from_ratio(ratio, fisher.numel())})
+    if args.dump:
+        atomic_write_json(Path(f"{args.dump}-{name}.json"), {
+            "first_order": fo.tolist(), "exact": exact.tolist(), "fisher": fisher.tolist(),
+            "hybrid": results["hybrid"]["delta_c"].tolist(), "hybrid_exact": sorted(results["hybrid"]["exact"])})
     return {"name": name, "n": len(big), "n_exact": len(small), "tokens": tokens, "times": times,
-            "fisher": t_fisher, "spearman": rho, "rows": rows, "heads": fisher.numel()}
+            "fisher": t_fisher, "spearman": rho, "rows": rows, "heads": fisher.numel(), "sweep": sweep}
 
 
 def table(results: list[dict], args, load_before, load_after) -> str:
@@ -157,6 +169,16 @@ def table(results: list[dict], args, load_before, load_after) -> str:
         for row in r["rows"]:
             out.append(f"| {r['name']} | {row['ratio']} | {row['k']} | {row['fo']}/{row['k']} | "
                        f"{row['hybrid']}/{row['k']} | {row['exact_heads']} of {r['heads']} |")
+    if args.window_sweep:
+        out += ["", "Window sweep: hybrid's fixed point replayed on the exact run's values (same arithmetic as "
+                "`hybrid_delta_c`, no extra model passes): heads computed exactly and pruned heads shared with exact "
+                "mode, per window w and ρ.", "",
+                "| set | w | " + " | ".join(f"ρ={r}: exact heads, ∩ exact" for r in args.ratios) + " |",
+                "|---|---|" + "---|" * len(args.ratios)]
+        for r in results:
+            for window in args.window_sweep:
+                cells = [f"{x['exact_heads']}, {x['same']}/{x['k']}" for x in r["sweep"] if x["window"] == window]
+                out.append(f"| {r['name']} | {window} | " + " | ".join(cells) + " |")
     return "\n".join(out) + "\n"
 
 
@@ -171,15 +193,18 @@ def main() -> None:
     parser.add_argument("--ratios", default="0.2,0.4,0.6")
     parser.add_argument("--target-ratio", type=float, default=0.6)
     parser.add_argument("--window", type=int, default=RahpConfig().hybrid_window)
+    parser.add_argument("--window-sweep", default="2,3,4,5,6,8", help="windows replayed on the exact values")
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--max-length", type=int, default=64)
     parser.add_argument("--finetune-steps", type=int, default=60)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--dump", default="", help="prefix of JSON files with the ΔC / Fisher vectors per set")
     parser.add_argument("--out", default=str(Path(__file__).with_name("rahp_delta_c_modes_results.md")))
     args = parser.parse_args()
     args.sets = args.sets.split(",")
     args.long = set(args.long.split(",")) if args.long else set()
     args.ratios = [float(r) for r in args.ratios.split(",")]
+    args.window_sweep = [int(w) for w in args.window_sweep.split(",") if w]
     args.n_exact = {k: int(v) for k, v in (item.split(":") for item in args.n_exact.split(",") if item)}
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
