@@ -95,9 +95,10 @@ def bench_set(name: str, args, cfg: RahpConfig) -> dict:
         times["first-order"].append(t)
         log(f"{name} rep {rep}: first-order on {len(small)}: {t:.1f} s")
         hyb, t = timed(lambda: hybrid_delta_c(model, b_small, fisher, args.target_ratio, cfg.alpha, cfg.beta,
-                                              cfg.protect, args.window, cfg.eps, cfg.rows_per_pass))
+                                              cfg.protect, args.window, cfg.eps, cfg.rows_per_pass,
+                                              extremes=args.extremes))
         times["hybrid"].append(t)
-        log(f"{name} rep {rep}: hybrid (ρ={args.target_ratio}, w={args.window}) on {len(small)}: {t:.1f} s, "
+        log(f"{name} rep {rep}: hybrid (ρ={args.target_ratio}, w={args.window}, e={args.extremes}) on {len(small)}: {t:.1f} s, "
             f"{len(hyb['exact'])} heads exact in {hyb['iterations']} rounds")
         (exact, _), t = timed(lambda: delta_c_scores(model, b_small, cfg.eps, cfg.rows_per_pass))
         times["exact"].append(t)
@@ -119,7 +120,7 @@ def bench_set(name: str, args, cfg: RahpConfig) -> dict:
         else:  # reuse the first-order vector: only the exact part of hybrid is timed here
             hyb, t_extra = timed(lambda: hybrid_delta_c(model, b_small, fisher, ratio, cfg.alpha, cfg.beta,
                                                         cfg.protect, args.window, cfg.eps, cfg.rows_per_pass,
-                                                        first_order=fo))
+                                                        first_order=fo, extremes=args.extremes))
         rows.append({"ratio": ratio, "k": k, "fo": len(pruned(fo, fisher, ratio, cfg) & ref),
                      "hybrid": len(pruned(hyb["delta_c"], fisher, ratio, cfg) & ref),
                      "exact_heads": len(hyb["exact"]), "extra_seconds": t_extra})
@@ -130,7 +131,8 @@ def bench_set(name: str, args, cfg: RahpConfig) -> dict:
     lookup = lambda heads: {h: float(exact[h]) for h in heads}  # noqa: E731
     for window in args.window_sweep:
         for ratio in args.ratios:
-            out = refine_near_cut(fo, fisher, ratio, cfg.alpha, cfg.beta, cfg.protect, window, lookup, cfg.eps)
+            out = refine_near_cut(fo, fisher, ratio, cfg.alpha, cfg.beta, cfg.protect, window, lookup, cfg.eps,
+                                  args.extremes)
             sweep.append({"window": window, "ratio": ratio, "exact_heads": len(out["exact"]),
                           "same": len(pruned(out["delta_c"], fisher, ratio, cfg) & pruned(exact, fisher, ratio, cfg)),
                           "k": count_from_ratio(ratio, fisher.numel())})
@@ -148,7 +150,7 @@ def table(results: list[dict], args, load_before, load_after) -> str:
            f"torch threads {torch.get_num_threads()}; load average (1, 5, 15 min) before "
            f"{', '.join(f'{x:.2f}' for x in load_before)}, after {', '.join(f'{x:.2f}' for x in load_after)}; "
            f"classification head: {'fine-tuned ' + str(args.finetune_steps) + ' steps × 32' if args.finetune_steps else 'untrained (seeded)'}; "
-           f"hybrid window w = {args.window} at ρ = {args.target_ratio}, γ = {RahpConfig().protect}; "
+           f"hybrid window w = {args.window}, extremes e = {args.extremes} at ρ = {args.target_ratio}, γ = {RahpConfig().protect}; "
            f"median (min-max) over {args.repeats} interleaved repeats.", "",
            "| set | n (tokens/ex) | first-order @ n | exact @ n_exact | hybrid @ n_exact | first-order @ n_exact "
            "| hybrid / exact | exact @ n | hybrid @ n | Spearman fo vs exact | Fisher @ n_exact |",
@@ -193,6 +195,7 @@ def main() -> None:
     parser.add_argument("--ratios", default="0.2,0.4,0.6")
     parser.add_argument("--target-ratio", type=float, default=0.6)
     parser.add_argument("--window", type=int, default=RahpConfig().hybrid_window)
+    parser.add_argument("--extremes", type=int, default=RahpConfig().hybrid_extremes)
     parser.add_argument("--window-sweep", default="2,3,4,5,6,8", help="windows replayed on the exact values")
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--max-length", type=int, default=64)

@@ -106,9 +106,13 @@ def test_boundary_window_and_merge_by_hand():
 def test_heads_to_compute_adds_the_delta_c_extremes():
     delta_c = torch.tensor([0.0, 4.0, 1.0, 2.0, 3.0, -1.0])
     fisher = torch.tensor([1.0, 1.0, 1.0, 1.0, 1.0, 9.0])  # head 5 protected (γ = 1/6)
-    need = heads_to_compute(delta_c, fisher, ratio=0.5, alpha=0.5, beta=1.0, gamma=1 / 6, width=1)
+    need = heads_to_compute(delta_c, fisher, ratio=0.5, alpha=0.5, beta=1.0, gamma=1 / 6, width=1, extremes=1)
     # S order (Fisher equal among unprotected): 1, 4, 3 | 2, 0; cut after K = 3 → 3 and 2; extremes 1 and 5
     assert need.nonzero().flatten().tolist() == [1, 2, 3, 5]
+    need = heads_to_compute(delta_c, fisher, ratio=0.5, alpha=0.5, beta=1.0, gamma=1 / 6, width=0, extremes=2)
+    assert need.nonzero().flatten().tolist() == [0, 1, 4, 5]  # ΔC order 5, 0, 2, 3, 4, 1
+    with pytest.raises(ConfigError, match="extremes"):
+        heads_to_compute(delta_c, fisher, 0.5, 0.5, 1.0, 1 / 6, 1, extremes=0)
 
 
 def test_refine_near_cut_fixes_a_misranked_boundary_head_asking_only_for_needed_heads():
@@ -123,7 +127,7 @@ def test_refine_near_cut_fixes_a_misranked_boundary_head_asking_only_for_needed_
         calls.append(sorted(heads))
         return {h: float(exact[h]) for h in heads}
 
-    out = refine_near_cut(first_order, fisher, 0.5, 0.5, 1.0, 0.0, 1, exact_fn)
+    out = refine_near_cut(first_order, fisher, 0.5, 0.5, 1.0, 0.0, 1, exact_fn, extremes=1)
     # round 1: window around the cut (heads 3, 2) and the ΔC extremes (0, 5); round 2 asks nothing new
     assert calls == [[0, 2, 3, 5]] and out["iterations"] == 1
     assert pruned(out["delta_c"]) == [0, 1, 2]
@@ -145,7 +149,7 @@ def test_hybrid_values_are_exact_where_computed_and_first_order_elsewhere():
     assert torch.allclose(out["delta_c"][computed], exact[computed], rtol=1e-4, atol=1e-7)
     assert torch.equal(out["delta_c"][others], out["first_order"][others])
     # fixed point: the heads next to the cut and the extremes of the final ΔC are exact
-    need = heads_to_compute(out["delta_c"], fisher, 0.5, 0.5, 1.0, 0.1, 1)
+    need = heads_to_compute(out["delta_c"], fisher, 0.5, 0.5, 1.0, 0.1, 1, extremes=2)
     assert set(need.nonzero().flatten().tolist()) <= set(computed)
 
 
@@ -201,6 +205,8 @@ def test_bad_modes_and_windows_are_config_errors():
         METHODS.make_config("rahp", {"delta_c_mode": "firstorder"})
     with pytest.raises(ConfigError, match="hybrid_window"):
         METHODS.make_config("rahp", {"hybrid_window": -1})
+    with pytest.raises(ConfigError, match="hybrid_extremes"):
+        METHODS.make_config("rahp", {"hybrid_extremes": 0})
     task = synthetic_shortcut_task(n_train=8, n_dev=4, n_challenge=4, seed=0)
     with pytest.raises(ConfigError, match="exact, first-order, hybrid"):
         rahp_scores(tiny_classifier(), WordTokenizer(), task.train, delta_c_mode="fast")

@@ -11,9 +11,10 @@ models", eq. 1-2 and 5): three ways to obtain ``ΔC_h = E_x[C(x, M∖h) − C(x,
   computation and switched back afterwards.
 * ``hybrid``      — first-order for every head, then EXACT ΔC for the heads that decide the cut of
   RAHP's selection (see ``hybrid_delta_c``): the ``2·w`` unprotected heads ranked nearest the cut
-  ``K = ⌊ρ·L·H⌋`` by the composite score ``S = β·ΔC' − α·I'`` (eq. 5) and the heads holding the
-  minimum and the maximum of ΔC, which fix the min-max normalisation of ΔC'. Iterated until the
-  set is stable. Everything else keeps its first-order value.
+  ``K = ⌊ρ·L·H⌋`` by the composite score ``S = β·ΔC' − α·I'`` (eq. 5) and the ``e`` lowest and
+  ``e`` highest ΔC, whose extremes fix the min-max normalisation of ΔC' (a wrong range rescales
+  ΔC' against I' for every head and flips near-ties at the cut). Iterated until the set is
+  stable. Everything else keeps its first-order value.
 
 Pure math first (window, merge), model glue after.
 """
@@ -68,20 +69,24 @@ def merge_exact(estimate: torch.Tensor, exact: dict[int, float]) -> torch.Tensor
 
 
 def heads_to_compute(delta_c: torch.Tensor, fisher: torch.Tensor, ratio: float, alpha: float, beta: float,
-                     gamma: float, width: int, eps: float = 1e-8) -> torch.Tensor:
+                     gamma: float, width: int, eps: float = 1e-8, extremes: int = 2) -> torch.Tensor:
     """Heads whose ΔC must be exact for RAHP's decision at ``delta_c``: the boundary window of the
-    composite score S (eq. 5) around ``K = ⌊ρ·n⌋`` and the argmin / argmax of ΔC (they set the
-    scale of the min-max normalised ΔC', hence the weight of ΔC against Fisher in S)."""
+    composite score S (eq. 5) around ``K = ⌊ρ·n⌋`` and the ``extremes`` lowest and highest ΔC
+    (the minimum and maximum set the scale of the min-max normalised ΔC', hence the weight of ΔC
+    against Fisher in S; more than one per end because the first-order ranking of the extremes
+    can be off by a place or two)."""
+    if extremes < 1:
+        raise ConfigError(f"extremes must be >= 1, got {extremes}")
     picked = rahp_select(delta_c, fisher, ratio, alpha, beta, gamma, eps)
     need = boundary_window(picked["score"], picked["protected"], count_from_ratio(ratio, fisher.numel()), width)
-    need[int(torch.argmin(delta_c))] = True
-    need[int(torch.argmax(delta_c))] = True
+    order = sorted(range(delta_c.numel()), key=lambda i: (float(delta_c[i]), i))
+    need[order[:extremes] + order[-extremes:]] = True
     return need
 
 
 def refine_near_cut(first_order: torch.Tensor, fisher: torch.Tensor, ratio: float, alpha: float, beta: float,
                     gamma: float, window: int, exact_fn: Callable[[list[int]], dict[int, float]],
-                    eps: float = 1e-8) -> dict:
+                    eps: float = 1e-8, extremes: int = 2) -> dict:
     """The hybrid fixed point, with ``exact_fn(heads) → {head: exact ΔC}`` supplying exact values.
 
     Repeat: ``ΔC`` = ``first_order`` with the exact values obtained so far substituted; ask
@@ -93,7 +98,7 @@ def refine_near_cut(first_order: torch.Tensor, fisher: torch.Tensor, ratio: floa
     iterations = 0
     while True:
         mixed = merge_exact(first_order, exact)
-        need = heads_to_compute(mixed, fisher, ratio, alpha, beta, gamma, window, eps)
+        need = heads_to_compute(mixed, fisher, ratio, alpha, beta, gamma, window, eps, extremes)
         new = [i for i in need.nonzero().flatten().tolist() if i not in exact]
         if not new:
             return {"delta_c": mixed, "exact": exact, "iterations": iterations}
@@ -188,7 +193,7 @@ def exact_delta_c_for(model: nn.Module, batches: list[dict], heads: Sequence[int
 
 def hybrid_delta_c(model: nn.Module, batches: list[dict], fisher: torch.Tensor, ratio: float, alpha: float,
                    beta: float, gamma: float, window: int, eps: float = 1e-8, rows_per_pass: int = 256,
-                   first_order: torch.Tensor | None = None) -> dict:
+                   first_order: torch.Tensor | None = None, extremes: int = 2) -> dict:
     """Hybrid ΔC for RAHP's selection at ``ratio`` (eq. 2 exact near the cut, first-order elsewhere).
 
     1. ``ΔC⁽¹⁾`` = first-order ΔC of every head (``first_order_delta_c_scores``), unless given.
@@ -198,10 +203,11 @@ def hybrid_delta_c(model: nn.Module, batches: list[dict], fisher: torch.Tensor, 
 
     At the fixed point, with the returned mixed ΔC and the (exact) Fisher scores: the ``window``
     last pruned and ``window`` first kept unprotected heads of the top-K cut by S (eq. 5) have
-    exact ΔC, and the minimum and maximum of ΔC, which set the min-max normalisation of ΔC', are
-    exact values, so S of every exactly computed head is its exact-mode S up to the normalisation
-    range being taken over a vector whose other entries are estimates. Estimated: ΔC of heads
-    ranked more than ``window`` places from the cut; their decision is that of first-order ΔC.
+    exact ΔC, and so have the ``extremes`` lowest and highest entries of the returned ΔC; the
+    min-max normalisation of ΔC' therefore uses exact values, and equals exact mode's unless a head
+    whose first-order ΔC ranks outside those ``extremes`` is exactly the most extreme. Then S of
+    every exactly computed head is its exact-mode S. Estimated: ΔC of heads ranked more than
+    ``window`` places from the cut (and not extreme); their decision is first-order ΔC's.
     Protected heads are chosen by Fisher alone and are unaffected.
 
     Returns ``delta_c`` (mixed), ``first_order``, ``exact`` (head → exact value), ``iterations``.
@@ -211,5 +217,5 @@ def hybrid_delta_c(model: nn.Module, batches: list[dict], fisher: torch.Tensor, 
     if first_order is None:
         first_order, _ = first_order_delta_c_scores(model, batches, eps)
     out = refine_near_cut(first_order, fisher, ratio, alpha, beta, gamma, window,
-                          lambda heads: exact_delta_c_for(model, batches, heads, eps, rows_per_pass), eps)
+                          lambda heads: exact_delta_c_for(model, batches, heads, eps, rows_per_pass), eps, extremes)
     return {**out, "first_order": first_order}

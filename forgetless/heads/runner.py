@@ -47,11 +47,13 @@ def layout_from_json(sites: list) -> HeadLayout:
 
 def rahp_scores(model: nn.Module, tokenizer, examples: ExampleSet, batch_size: int = 32, max_length: int = 64,
                 eps: float = 1e-8, rows_per_pass: int = 256, delta_c_mode: str = "hybrid", ratio: float = 0.6,
-                alpha: float = 0.5, beta: float = 1.0, gamma: float = 0.1, hybrid_window: int = 6) -> dict:
+                alpha: float = 0.5, beta: float = 1.0, gamma: float = 0.1, hybrid_window: int = 6,
+                hybrid_extremes: int = 2) -> dict:
     """ΔC (RAHP eq. 2) and Fisher (eq. 3) per head on ``examples``, timed. ``delta_c_mode``:
     ``exact`` (one masked pass per head, baseline C reused), ``first-order`` (``−∂C/∂ξ_h`` by double
     backward) or ``hybrid`` (first-order, then exact for the heads near the cut of the selection at
-    ``ratio``/``alpha``/``beta``/``gamma``, ``hybrid_window`` on each side); see ``fast_delta_c``."""
+    ``ratio``/``alpha``/``beta``/``gamma``, ``hybrid_window`` on each side, and the
+    ``hybrid_extremes`` lowest and highest ΔC); see ``fast_delta_c``."""
     check_delta_c_mode(delta_c_mode)
     batches = scoring_batches(tokenizer, examples, batch_size, max_length)
     layout = head_layout(model)
@@ -73,11 +75,12 @@ def rahp_scores(model: nn.Module, tokenizer, examples: ExampleSet, batch_size: i
         if delta_c_mode == "hybrid":
             mid = time.perf_counter()
             hybrid = hybrid_delta_c(model, batches, fisher, ratio, alpha, beta, gamma, hybrid_window, eps,
-                                    rows_per_pass, first_order=first_order)
+                                    rows_per_pass, first_order=first_order, extremes=hybrid_extremes)
             seconds["delta_c_exact"] = time.perf_counter() - mid
             delta_c, exact_heads = hybrid["delta_c"], sorted(hybrid["exact"])
             entries = layout.entries()
             extra["hybrid"] = {"ratio": ratio, "alpha": alpha, "beta": beta, "gamma": gamma, "window": hybrid_window,
+                               "extremes": hybrid_extremes,
                                "iterations": hybrid["iterations"], "exact_head_indices": exact_heads,
                                "exact_heads": [[*entries[i][0], entries[i][1]] for i in exact_heads]}
     t_delta = time.perf_counter() - start

@@ -12,7 +12,7 @@ models"), Algorithm 1.
 ΔC is computed per ``delta_c_mode`` (``heads/fast_delta_c.py``): ``exact`` (eq. 2, one masked pass
 per head), ``first-order`` (``−∂C/∂ξ_h``, one double backward per batch) or ``hybrid`` (default:
 first-order, then exact for the ``hybrid_window`` heads on each side of the cut K and for the
-ΔC extremes). Decisions at other ratios (plots) use the same scores, exact only near this cut.
+``hybrid_extremes`` lowest and highest ΔC). Decisions at other ratios (plots) use the same scores, exact only near this cut.
 
 Scores, protected set, decisions and scoring time are kept in ``artifacts()`` (saved with the
 model) and ``work_dir/rahp-scores.json``; ``plots()`` draws the paper's Figures 2-5.
@@ -42,6 +42,7 @@ class RahpConfig(HeadPruningOptions):
     rows_per_pass: int = 256      # rows (examples × masked heads) per batched forward+backward
     delta_c_mode: str = "hybrid"  # exact | first-order | hybrid (heads/fast_delta_c.py)
     hybrid_window: int = 6        # hybrid: heads on each side of the cut K whose ΔC is computed exactly
+    hybrid_extremes: int = 2      # hybrid: lowest and highest heads by ΔC computed exactly (normalisation)
     plot_ratios: list[float] = field(default_factory=lambda: [0.2, 0.4, 0.6, 0.8])
 
     def __post_init__(self) -> None:
@@ -55,8 +56,9 @@ class RahpConfig(HeadPruningOptions):
         if self.rows_per_pass < 1 or not self.eps > 0:
             raise ConfigError("rows_per_pass >= 1 and eps > 0 required")
         check_delta_c_mode(self.delta_c_mode)
-        if self.hybrid_window < 0:
-            raise ConfigError(f"hybrid_window must be >= 0, got {self.hybrid_window}")
+        if self.hybrid_window < 0 or self.hybrid_extremes < 1:
+            raise ConfigError(f"hybrid_window must be >= 0 and hybrid_extremes >= 1, got {self.hybrid_window} "
+                              f"and {self.hybrid_extremes}")
         if any(not 0.0 <= r <= 1.0 for r in self.plot_ratios):
             raise ConfigError(f"plot_ratios must lie in [0, 1], got {self.plot_ratios}")
 
@@ -72,7 +74,7 @@ class RobustnessAwareHeadPruning(HeadPruningMethod):
         examples = self.scoring_set(ctx)
         scores = rahp_scores(model, ctx.tokenizer, examples, cfg.scoring_batch, cfg.scoring_length,
                              cfg.eps, cfg.rows_per_pass, cfg.delta_c_mode, cfg.ratio, cfg.alpha, cfg.beta,
-                             cfg.protect, cfg.hybrid_window)
+                             cfg.protect, cfg.hybrid_window, cfg.hybrid_extremes)
         decision = rahp_decision(scores, cfg.ratio, cfg.alpha, cfg.beta, cfg.protect, cfg.eps)
         layout = layout_from_json(scores["layout"])
         self.remove(model, layout, torch.tensor(decision["pruned_mask"]))
