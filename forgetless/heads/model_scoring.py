@@ -113,13 +113,17 @@ def robustness_c(model: nn.Module, batches: list[dict], eps: float = 1e-8) -> to
 
 
 def delta_c_scores(model: nn.Module, batches: list[dict], eps: float = 1e-8,
-                   rows_per_pass: int = 256) -> tuple[torch.Tensor, torch.Tensor]:
+                   rows_per_pass: int = 256, heads: list[int] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """``(ΔC per head, baseline C per example)``: RAHP eq. 2 with one masked forward+backward
-    per head, several heads per pass (each tiled copy of a batch masks a different head)."""
+    per head, several heads per pass (each tiled copy of a batch masks a different head).
+    ``heads`` (flat indices) restricts the computation to those heads; ΔC is then in their order."""
     gates = ExampleHeadGates(model)
     layout = gates.layout
     n = layout.total
-    total = torch.zeros(n, dtype=torch.float64)
+    targets = list(range(n)) if heads is None else [int(h) for h in heads]
+    if any(not 0 <= h < n for h in targets):
+        raise ConfigError(f"head indices must lie in [0, {n}), got {targets}")
+    total = torch.zeros(len(targets), dtype=torch.float64)
     baseline = []
     count = 0
     try:
@@ -130,15 +134,15 @@ def delta_c_scores(model: nn.Module, batches: list[dict], eps: float = 1e-8,
                 base = robustness_ratio(*margin_and_grad_norm(model, batch), eps=eps).cpu()
                 baseline.append(base)
                 chunk = max(1, rows_per_pass // b)
-                for start in range(0, n, chunk):
-                    heads = list(range(start, min(n, start + chunk)))
-                    values = torch.ones(len(heads), b, n, device=_device(model))
-                    for j, h in enumerate(heads):
+                for start in range(0, len(targets), chunk):
+                    masked = targets[start:start + chunk]
+                    values = torch.ones(len(masked), b, n, device=_device(model))
+                    for j, h in enumerate(masked):
                         values[j, :, h] = 0.0
-                    gates.values = values.reshape(len(heads) * b, n)
-                    c = robustness_ratio(*margin_and_grad_norm(model, batch, repeat=len(heads)), eps=eps)
-                    diff = c.cpu().reshape(len(heads), b) - base.unsqueeze(0)
-                    total[start:start + len(heads)] += diff.double().sum(dim=1)
+                    gates.values = values.reshape(len(masked) * b, n)
+                    c = robustness_ratio(*margin_and_grad_norm(model, batch, repeat=len(masked)), eps=eps)
+                    diff = c.cpu().reshape(len(masked), b) - base.unsqueeze(0)
+                    total[start:start + len(masked)] += diff.double().sum(dim=1)
                 count += b
     finally:
         gates.remove()
