@@ -63,7 +63,8 @@ def train_config(args, seed: int) -> TrainConfig:
 def fine_tuning_row(task, objective_name: str, seed: int, args, clever: CleverConfig, work: Path):
     transformers.set_seed(seed)
     model, tokenizer = load_classifier("minilm", task.label_names, seed=seed)
-    objective = OBJECTIVES.get(objective_name)(OBJECTIVES.make_config(objective_name, {}))
+    options = json.loads(args.objective_options).get(objective_name, {})
+    objective = OBJECTIVES.get(objective_name)(OBJECTIVES.make_config(objective_name, options))
     folder = work / f"{objective_name}-seed{seed}"
     shutil.rmtree(folder, ignore_errors=True)
     load = os.getloadavg()[0]
@@ -197,6 +198,8 @@ def main(argv=None) -> int:
     p.add_argument("--clever-samples", type=int, default=8)
     p.add_argument("--methods", default=",".join([o for _, o in FINE_TUNING_ROWS] + [m for _, m in PRUNING_ROWS]),
                    help="subset of rows (objective or method names); 'ce' is always run")
+    p.add_argument("--objective-options", default="{}",
+                   help='JSON {objective: {option: value}}, e.g. \'{"freelb": {"epsilon": 0.03}}\'')
     p.add_argument("--timing-rounds", type=int, default=3, help="interleaved timing rounds (0: none)")
     p.add_argument("--timing-examples", type=int, default=128, help="training examples of a timing epoch")
     p.add_argument("--timing-only", action="store_true", help="only the timing rounds, not the table")
