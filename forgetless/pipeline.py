@@ -206,7 +206,7 @@ def compress(task: Task, config: RunConfig, out_dir: str | Path, recipe: dict | 
     from .evaluate.calibration import calibration_section
     card["calibration"] = calibration_section(task, predictions)  # ECE, confidence: hard vs easy, base vs compressed
     if recipe is not None:  # the resolved recipe beside the model and in the card: `forgetless run` reruns it
-        from .recipes import dump_recipe
+        from .recipes.dump import dump_recipe
         dump_recipe(recipe, model_dir / "recipe.yaml")
         card["recipe"] = recipe
     plots = method.plots(out_dir) if hasattr(method, "plots") else []

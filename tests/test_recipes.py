@@ -11,7 +11,7 @@ from safetensors.torch import load_file
 from forgetless.cli import main
 from forgetless.cli.recipe import run_recipe
 from forgetless.errors import ConfigError
-from forgetless.recipes import load_recipe
+from forgetless.recipes.load import load_recipe
 
 torch.set_num_threads(1)
 ROOT = Path(__file__).resolve().parents[1]

@@ -41,7 +41,7 @@ def cmd_compress(args, owners) -> int:
     from ..pipeline import compress
     from ..report.markdown import render_markdown
 
-    from ..recipes import recipe_from_args
+    from ..recipes.load import recipe_from_args
     from .export import check_push_target, check_report_to, push_saved
 
     run = run_config_from_args(args, owners)

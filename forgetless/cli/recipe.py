@@ -6,29 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-EXAMPLE = ("examples:\n  forgetless run recipes/rmc-table7.yaml --scale cpu\n"
-           "  forgetless run recipes/rmc-table7.yaml --set seeds=[0] --set train_size=2000 --out runs/t7\n"
-           "  forgetless run runs/t7/runs/rmc-s0.4-seed0/model/recipe.yaml   # rerun one saved run")
-
-
-def add_run_parser(sub) -> None:
-    import argparse
-
-    p = sub.add_parser("run", help="run a recipe file (a run, a sweep or a profile) at a scale, with overrides",
-                       description=__doc__, epilog=EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("recipe", help="a recipe YAML file (recipes/*.yaml, or a saved model/recipe.yaml)")
-    p.add_argument("--scale", choices=["cpu", "paper"], help="which scale of the recipe (default cpu)")
-    p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a recipe key (repeatable; the value is read as YAML: 0.4, true, [0, 1, 2])")
-    p.add_argument("--out", help="output folder (default: the recipe's out, else forgetless-out/<name>-<scale>)")
-    p.add_argument("--check", action="store_true", help="validate and print the resolved recipe; run nothing")
-    p.add_argument("--threads", type=int, help="torch CPU threads")
-
 
 def run_recipe(path, scale: str | None = None, sets=(), out: str | None = None, check: bool = False):
     """Load, resolve and run a recipe (also the Python entry point); returns (resolved recipe,
     report card / sweep summary / None); with ``check`` nothing runs."""
-    from ..recipes import load_recipe, namespace_from_recipe, recipe_from_args
+    from ..recipes.load import load_recipe, namespace_from_recipe, recipe_from_args
     from ..recipes.load import META
 
     sets = list(sets)
@@ -76,7 +58,7 @@ def _sweep(args, owners, resolved):
 
 
 def _profile(args, owners, resolved):
-    from ..recipes import dump_recipe
+    from ..recipes.dump import dump_recipe
     from .commands import cmd_profile
 
     cmd_profile(args, {})

@@ -18,6 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .files import read_table, require_columns
+from .registry import resolve_data_dir
 from .task import ExampleSet, Task, labels_from_names, stratified_split
 
 FEVER_LABELS = ["SUPPORTS", "REFUTES"]
@@ -44,8 +45,6 @@ def read_rows(root: Path, *files: str) -> tuple[list[dict], str]:
 
 def fever_task(data_dir=None, seed: int = 0, train_fraction: float = 0.8, dataset: str | None = None,
                subset: str | None = None, train_split: str | None = None) -> Task:
-    from .tasks import resolve_data_dir
-
     root = resolve_data_dir(data_dir)
     dev = claims(*_named(read_rows(root, DEV_FILE), "fever_dev"))
     challenges = {"sym1": claims(*_named(read_rows(root, SYM1_FILE), "sym1")),

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from ..errors import DataError
 from .files import read_table, require_columns
+from .registry import TASKS, resolve_data_dir
 from .task import ExampleSet, Task, labels_from_names, stratified_split
 
 ADVGLUE_FILE = "advglue/dev.json"
@@ -64,8 +65,6 @@ def _split(examples: ExampleSet, fraction: float, seed: int) -> tuple[ExampleSet
 
 
 def _resolve(data_dir) -> Path:
-    from .tasks import resolve_data_dir
-
     return resolve_data_dir(data_dir)
 
 
@@ -182,8 +181,6 @@ def advglue_table(accuracy: dict[str, dict[str, float]]) -> dict:
 
 
 def _register() -> None:
-    from .tasks import TASKS
-
     for name, builder in GLUE_TASKS.items():
         TASKS.register(name)(builder)
 

@@ -11,6 +11,7 @@ import csv
 
 from ..errors import DataError
 from .files import read_table, require_columns
+from .registry import TASKS, resolve_data_dir
 from .task import ExampleSet, Task, labels_from_names, stratified_split
 
 MNLI_LABELS = ["entailment", "neutral", "contradiction"]
@@ -52,8 +53,6 @@ def read_hans(data_dir) -> ExampleSet:
 
 
 def mnli_small_task(data_dir, seed: int = 0, train_fraction: float = 0.8) -> Task:
-    from .tasks import resolve_data_dir
-
     data_dir = resolve_data_dir(data_dir)
     mnli = read_mnli_dev(data_dir)
     train_idx, dev_idx = stratified_split(mnli.labels, train_fraction, seed)
@@ -67,8 +66,6 @@ def mnli_small_task(data_dir, seed: int = 0, train_fraction: float = 0.8) -> Tas
 
 
 def _register():
-    from .tasks import TASKS
-
     TASKS.register("mnli-small")(mnli_small_task)
 
 

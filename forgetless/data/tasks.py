@@ -3,34 +3,16 @@ folder, local files, Hugging Face hub datasets, generation tasks (``generation.p
 ``load_task`` also applies seeded size caps to train / eval sets."""
 from __future__ import annotations
 
-import importlib
-import os
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
-from ..errors import ConfigError, DataError
-from ..registry import Registry
-from . import generation
+from ..errors import ConfigError
+from . import fever, generation, glue, mnli  # noqa: F401  (register their tasks)
+from .registry import DATA_DIR_ENV, TASKS, resolve_data_dir  # noqa: F401
 from .files import check_label_names, example_set_from_rows, read_example_set
 from .synthetic import synthetic_shortcut_task
 from .task import ExampleSet, PairSet, Task
-
-TASKS: Registry[Callable[..., Task]] = Registry("task")
-DATA_DIR_ENV = "FORGETLESS_DATA_DIR"
-
-
-def resolve_data_dir(data_dir: str | None) -> Path:
-    """``--data-dir``, else ``$FORGETLESS_DATA_DIR``; it must exist."""
-    value = data_dir or os.environ.get(DATA_DIR_ENV)
-    if not value:
-        raise DataError(f"this task reads real data: pass --data-dir (e.g. ../shared/data) or set {DATA_DIR_ENV}")
-    path = Path(value).expanduser()
-    if not path.is_dir():
-        raise DataError(f"data folder {path} does not exist")
-    return path
-
 
 def capped(examples: ExampleSet | PairSet, size: int | None, seed: int) -> ExampleSet | PairSet:
     """A seeded random subset of exactly ``size`` examples (all if the set is smaller), stratified
@@ -154,18 +136,7 @@ def _xsum(data_dir=None, seed: int = 0, eval_sets: tuple[str, ...] = ()) -> Task
     return _with_extra_sets(generation.split_task("xsum", root, seed), root, eval_sets)
 
 
-# Real-data protocols live in their own modules and register themselves on import.
-for _module in ("mnli", "glue"):
-    try:
-        importlib.import_module(f"{__package__}.{_module}")
-    except ModuleNotFoundError as exc:
-        if exc.name != f"{__package__}.{_module}":
-            raise
-
-
 @TASKS.register("fever")
 def _fever(data_dir=None, seed: int = 0, dataset: str | None = None, subset: str | None = None,
            train_split: str | None = None) -> Task:
-    from .fever import fever_task
-
-    return fever_task(data_dir, seed, dataset=dataset, subset=subset, train_split=train_split)
+    return fever.fever_task(data_dir, seed, dataset=dataset, subset=subset, train_split=train_split)

@@ -29,6 +29,7 @@ from pathlib import Path
 import yaml
 
 from ..errors import ConfigError
+from .dump import _plain, dump_recipe  # noqa: F401
 
 COMMANDS = ("compress", "sweep", "profile")
 SCALES = ("paper", "cpu")
@@ -41,7 +42,7 @@ NOT_RECIPE = ("help", "command", "verbose")
 def _schema(command: str):
     """(subparser, {dest: action}, {"method": owners, "objective": owners}) of a subcommand. A sweep
     recipe also takes the objective options and the speed-benchmark options of ``compress``."""
-    from ..cli import build_parser
+    from ..cli.parser import build_parser
 
     if command not in COMMANDS:
         raise ConfigError(f"command must be one of {', '.join(COMMANDS)}, got {command!r}")
@@ -274,23 +275,3 @@ def _scalar(text: str):
     """``"0.4"`` → 0.4, ``"ce"`` → "ce" (items of a comma-separated option)."""
     value = yaml.safe_load(text.strip())
     return value if isinstance(value, (int, float, str)) and not isinstance(value, bool) else text.strip()
-
-
-def _plain(value):
-    """YAML-safe plain data (tuples → lists)."""
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    return value
-
-
-def dump_recipe(recipe: dict, path: str | Path) -> Path:
-    """Write a resolved recipe (``forgetless run PATH`` reruns it)."""
-    from ..fsutil import atomic_write_text
-
-    path = Path(path)
-    header = ("# forgetless resolved recipe: every option of this run with its final value.\n"
-              f"# Re-run: forgetless run {path}  (override: --set key=value)\n")
-    atomic_write_text(path, header + yaml.safe_dump(_plain(recipe), sort_keys=False, allow_unicode=True))
-    return path

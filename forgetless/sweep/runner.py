@@ -148,7 +148,7 @@ def run_sweep(task: Task, out_dir: str | Path, objectives=ALL_OBJECTIVES, seeds=
     summary = _summary(records, task, setup, difficulty, started)
     summary["complete"] = True
     if recipe is not None:
-        from ..recipes import dump_recipe
+        from ..recipes.dump import dump_recipe
 
         dump_recipe(recipe, out_dir / "recipe.yaml")
         summary["recipe"] = recipe

@@ -101,6 +101,7 @@ class ForgetlessTrainer(transformers.Trainer):
         super().__init__(*args, **kwargs)
         self.objective = objective or Objective()
         self.regularizer = regularizer
+        self.model_accepts_loss_kwargs = False  # our loss is a batch mean: the Trainer scales it for accumulation
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
         model_inputs, extras = split_batch(inputs)
@@ -208,7 +209,6 @@ def fine_tune(model: nn.Module, tokenizer, train_set, output_dir: str | Path, co
     if last:
         log.info("resuming from %s", last)
         print(f"[forgetless] resuming from {Path(last).name} in {output_dir}", file=sys.stderr, flush=True)
-    trainer.train(resume_from_checkpoint=last)
     try:
         trainer.train(resume_from_checkpoint=last)
     except OSError as exc:

@@ -1,0 +1,27 @@
+"""Writing a resolved recipe (YAML, atomically): a leaf module, so the pipeline and sweeps can save
+recipes without importing the recipe loader (which builds the command-line parser)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from ..fsutil import atomic_write_text
+
+
+def _plain(value):
+    """YAML-safe plain data (tuples → lists)."""
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def dump_recipe(recipe: dict, path: str | Path) -> Path:
+    """Write a resolved recipe (``forgetless run PATH`` reruns it)."""
+    path = Path(path)
+    header = ("# forgetless resolved recipe: every option of this run with its final value.\n"
+              f"# Re-run: forgetless run {path}  (override: --set key=value)\n")
+    atomic_write_text(path, header + yaml.safe_dump(_plain(recipe), sort_keys=False, allow_unicode=True))
+    return path
