@@ -159,3 +159,29 @@ def test_disk_full_during_a_checkpoint_then_resume(tmp_path, monkeypatch, capsys
     assert main([*argv, "--out", str(out)]) == 0
     assert "skipping incomplete checkpoint" in capsys.readouterr().err
     assert fingerprint(out) == fingerprint(tmp_path / "straight")
+
+
+def test_incomplete_checkpoints_are_skipped_with_a_message(tmp_path, capsys):
+    """0-byte files, a missing trainer_state.json or a missing completion mark: the newest
+    complete checkpoint is used and the incomplete ones are removed with a message."""
+    from forgetless.training.trainer import COMPLETE_FILE, last_complete_checkpoint
+
+    def checkpoint(step, mark=True, state=True):
+        folder = tmp_path / f"checkpoint-{step}"
+        folder.mkdir()
+        (folder / "config.json").write_text("{}")
+        if state:
+            (folder / "trainer_state.json").write_text(json.dumps({"global_step": step}))
+        if mark:
+            (folder / COMPLETE_FILE).write_text(f"{step}\n")
+        return folder
+
+    checkpoint(2)
+    checkpoint(4, state=False)
+    (checkpoint(6, mark=False) / "optimizer.pt").write_bytes(b"")
+    (checkpoint(8) / "trainer_state.json").write_bytes(b"")  # 0-byte state: unreadable
+    assert last_complete_checkpoint(tmp_path) == str(tmp_path / "checkpoint-2")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint-2"]
+    err = capsys.readouterr().err
+    assert all(f"skipping incomplete checkpoint {tmp_path / f'checkpoint-{n}'}" in err for n in (4, 6, 8))
+    assert last_complete_checkpoint(tmp_path / "checkpoint-2") is None
