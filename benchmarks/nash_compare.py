@@ -9,6 +9,7 @@ text-to-text classification), parameters and generation speedup measured side by
 from __future__ import annotations
 
 import argparse
+import json
 import os
 from pathlib import Path
 
@@ -50,11 +51,10 @@ def main(argv=None) -> str:
                         level_option="decoder_layers", model=a.model, train=train,
                         teacher_train=TrainConfig(**{**train.__dict__, "epochs": a.teacher_epochs}),
                         student_init="teacher", speed=speed, eval_config=EvalConfig(max_new_tokens=8), progress=False)
-    teacher = next((out / "nash" / "teachers").glob("*-seed0")) / "teacher"
+    teacher = json.loads(next((out / "nash" / "runs").glob("*/report.json")).read_text())["run"]["teacher"]
     cofi = compress(task, RunConfig(model=a.model, method="cofi", teacher=str(teacher), train=train, speed=speed,
                                     method_options={"sparsity": a.cofi_sparsity, "finetune_epochs": a.finetune_epochs},
                                     eval=EvalConfig(max_new_tokens=8), progress=False), out / "cofi")
-    import json
 
     cards = [json.loads((Path(r).parent / "report.json").read_text())
              for r in sorted((out / "nash" / "runs").glob("*/report.json"))] + [cofi]

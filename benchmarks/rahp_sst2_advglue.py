@@ -24,7 +24,7 @@ import torch
 import transformers
 
 from forgetless.data.tasks import capped, load_task
-from forgetless.evaluate.clever import CleverConfig, clever_evaluate, evaluation_subset
+from forgetless.evaluate.clever import CleverConfig, clever_evaluate
 from forgetless.evaluate.predict import predict_logits
 from forgetless.evaluate.speed import SpeedConfig, compare_speed
 from forgetless.fsutil import atomic_write_json, atomic_write_text
@@ -53,7 +53,7 @@ def measure(model, teacher, tokenizer, task, args, clever_cfg) -> dict:
            "advglue": accuracy(model, tokenizer, task.challenges["advglue"], args.max_length)}
     clever = clever_evaluate(model, tokenizer, task.dev, clever_cfg)
     out["clever"] = {k: v for k, v in clever.items() if k != "per_example"}
-    subset = evaluation_subset(task.dev, clever_cfg.examples, clever_cfg.seed)
+    subset = capped(task.dev, clever_cfg.examples, clever_cfg.seed)
     out["c_ratio"] = float(robustness_c(model, scoring_batches(tokenizer, subset, 32, args.max_length)).mean())
     if model is not teacher:
         out["speed"] = compare_speed(teacher, model, SpeedConfig(batch_size=32, seq_len=args.max_length, repeats=9),
@@ -159,7 +159,7 @@ def ablation(method, teacher, tokenizer, task, args, clever_cfg) -> list[dict]:
     (no fine-tuning), measure dev accuracy on a subset and CLEVER on a smaller one."""
     scores = method.record["scores"]
     layout = layout_from_json(scores["layout"])
-    dev = evaluation_subset(task.dev, args.ablation_examples, args.seed + 7)
+    dev = capped(task.dev, args.ablation_examples, args.seed + 7)
     small = CleverConfig(**{**clever_cfg.__dict__, "examples": max(8, clever_cfg.examples // 3)})
     points = []
     for alpha, beta in ((0.0, 1.0), (0.5, 1.0), (1.0, 1.0), (1.0, 0.0)):

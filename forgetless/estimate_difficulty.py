@@ -13,6 +13,12 @@ from .report.rmc_plots import variance_histogram
 from .training.trainer import TrainConfig
 
 
+def kind_for(task):
+    from .kinds import kind_for as pick
+
+    return pick(task)
+
+
 def estimate_difficulty(task, out_dir: str | Path, model: str = "minilm", teacher: str | None = None,
                         train_config=None, config: DifficultyConfig | None = None, alpha: float | None = None,
                         seed: int = 0) -> dict:
@@ -25,7 +31,8 @@ def estimate_difficulty(task, out_dir: str | Path, model: str = "minilm", teache
     run = RunConfig(model=model, teacher=teacher, train=replace(train_config, seed=seed), seed=seed)
     teacher_model, tokenizer, info = train_teacher(task, run, out_dir / "work")
     result = compute_difficulty(teacher_model, tokenizer, task.train, run.train, out_dir / "work",
-                                out_dir / "cache", config, seed)
+                                out_dir / "cache", config, seed, dev_set=task.dev,
+                                pretrained=lambda: kind_for(task).load_model(model, task, seed)[0])
     alpha = alpha if alpha is not None else default_alpha(task.name)
     degrees = result.degrees(alpha)
     summary = {"task": task.name, "protocol": task.protocol, "teacher": info, "alpha": alpha, **result.summary()}

@@ -13,6 +13,8 @@ import copy
 import hashlib
 import json
 import logging
+import os
+import shutil
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -29,7 +31,11 @@ from .kinds import KINDS, check_compatible, kind_for
 from .methods import METHODS, CompressionContext
 from .models.io import is_forgetless_folder, load_model, read_manifest, save_model
 from .objectives import OBJECTIVES
+from .models.model_card import write_model_card
+from . import progress
 from .report.card import build_card, write_card
+from .report.honest import prediction_rows, training_section
+from .report.model_summary import model_card_summary
 from .training.trainer import TrainConfig, fine_tune
 from .validate import validate_run
 
@@ -44,6 +50,7 @@ class EvalConfig:
     max_new_tokens: int = 32
     num_beams: int = 1
     meteor: bool = True  # METEOR on generation tasks (needs nltk; WordNet when available offline)
+    perplexity_file: str | None = None  # causal-lm: held-out perplexity on this text file (one text per line)
 
     def __post_init__(self) -> None:
         if self.batch_size < 1 or self.max_new_tokens < 1 or self.num_beams < 1:
@@ -67,8 +74,10 @@ class RunConfig:
     eval: EvalConfig = field(default_factory=EvalConfig)
     clever: CleverConfig | None = None  # CLEVER estimates of both models on a fixed dev subset
     cache_dir: str | None = None  # shared cache for objectives (default: OUT/work/cache)
+    model_kind: str = "auto"  # classifier | seq2seq | causal-lm (zero-shot label likelihood); auto: by task and method
     seed: int = 0
     progress: bool = True
+    keep_work: bool = False  # keep training checkpoints in OUT/work after a successful run
 
     def __post_init__(self) -> None:
         if self.student_init not in ("teacher", "pretrained"):
@@ -83,42 +92,75 @@ def resolve(config: RunConfig):
     return method, objective
 
 
+def cache_root() -> Path:
+    """The shared cache folder: ``$FORGETLESS_CACHE``, default ``~/.cache/forgetless``."""
+    return Path(os.environ.get("FORGETLESS_CACHE") or Path.home() / ".cache" / "forgetless").expanduser()
+
+
+def teacher_key(task: Task, config: RunConfig, kind) -> str:
+    """What a cached teacher was trained for: task content (training set and labels), model (for a
+    local folder also its files' names, sizes and modification times), model kind, training settings (progress / report_to excluded: they do not change the weights), seed."""
+    train_config = config.teacher_train or config.train
+    settings = {k: v for k, v in asdict(train_config).items() if k not in ("progress", "report_to")}
+    local = Path(config.model)
+    files = sorted((str(f.relative_to(local)), f.stat().st_size, f.stat().st_mtime_ns)
+                   for f in local.rglob("*") if f.is_file()) if local.is_dir() else None  # a changed folder: new key
+    return _key({"model": config.model, "files": files, "kind": kind.name, "task": task.train.fingerprint(),
+                 "labels": task.label_names, "train": settings, "seed": config.seed})
+
+
 def train_teacher(task: Task, config: RunConfig, work_dir: Path, kind=None):
-    """Fine-tune (or load) the uncompressed model on the task. A finished teacher is kept in
-    ``work_dir/teacher`` under a key of task content, model kind, model and training config, and
-    reused; ``config.teacher`` is only read."""
+    """Fine-tune (or load) the uncompressed model on the task. A finished teacher is kept in the
+    shared cache (``cache_root()/teachers/<key>``, key: ``teacher_key``) and reused by any run with
+    the same key, whatever its output folder; ``config.teacher`` is only read."""
     kind = kind or kind_for(task)
     if config.teacher:
         model, tokenizer = kind.load_model(config.teacher, task, config.seed)
-        return model, tokenizer, {"source": config.teacher, "reused": True}
+        _stage(f"using the given teacher {config.teacher}")
+        return model, tokenizer, {"source": config.teacher, "reused": True, "path": str(config.teacher)}
     train_config = config.teacher_train or config.train
-    key = _key({"model": config.model, "kind": kind.name, "task": task.train.fingerprint(),
-                "labels": task.label_names, "train": asdict(train_config), "seed": config.seed})
-    folder = work_dir / "teacher"
+    key = teacher_key(task, config, kind)
+    folder = cache_root() / "teachers" / key
     if is_forgetless_folder(folder) and read_manifest(folder)["metadata"].get("key") == key:
         model, tokenizer = load_model(folder)
-        _stage(f"reusing the fine-tuned teacher in {folder}")
+        _stage(f"reusing teacher from {folder}")
         return model, tokenizer or task.tokenizer, {"source": config.model, "reused": True, "path": str(folder)}
+    _stage(f"fine-tuning the teacher ({train_config.epochs:g} epoch(s)); it will be cached in {folder}")
     transformers.set_seed(config.seed)
     model, tokenizer = kind.load_model(config.model, task, config.seed)
     model = fine_tune(model, tokenizer, kind.training_set(task, tokenizer), work_dir / "train-teacher", train_config)
-    save_model(model, folder, tokenizer, metadata={"key": key, "role": "teacher", "kind": kind.name})
+    save_model(model, folder, tokenizer, metadata={"key": key, "role": "teacher", "kind": kind.name,
+                                                   "model": config.model, "task": task.name})
     return model, tokenizer, {"source": config.model, "reused": False, "path": str(folder)}
 
 
-def compress(task: Task, config: RunConfig, out_dir: str | Path, overwrite: bool = False) -> dict:
+def clean_work(work_dir: Path) -> int:
+    """Delete training checkpoints (``checkpoint-*`` folders, stale checkpoint folders) under
+    ``work_dir`` after a successful run; returns the bytes freed. Logs, caches and scores stay."""
+    freed = 0
+    for path in sorted(work_dir.rglob("*")):
+        if path.is_dir() and (path.name.startswith("checkpoint-") or ".stale-" in path.name) and path.exists():
+            freed += disk_size(path)
+            shutil.rmtree(path, ignore_errors=True)
+    return freed
+
+
+def compress(task: Task, config: RunConfig, out_dir: str | Path, recipe: dict | None = None,
+             overwrite: bool = False) -> dict:
     """Run the whole job and write ``out_dir/{model/, report.json, report.md, *.png}``;
     returns the report card. Everything is checked before the first write (``validate.validate_run``);
-    an ``out_dir`` holding another run's output is refused unless ``overwrite``."""
+    an ``out_dir`` holding another run's output is refused unless ``overwrite``. ``recipe`` (the
+    resolved recipe of the run, ``forgetless.recipes``) is saved as ``model/recipe.yaml`` and in the card."""
     method, objective = resolve(config)
     validate_run(task, config, out_dir, method, objective, overwrite)
     out_dir = Path(out_dir)
     work_dir = out_dir / "work"
-    kind = kind_for(task, method)
-    check_compatible(task, method, objective)
+    kind = kind_for(task, method, config.model_kind)
+    check_compatible(task, method, objective, config.model_kind)
     work_dir.mkdir(parents=True, exist_ok=True)
     transformers.set_seed(config.seed)
 
+    progress.enabled = config.progress  # one switch for every progress bar of the run (tqdm, stderr)
     _stage("teacher")
     teacher, tokenizer, teacher_info = train_teacher(task, config, work_dir, kind)
     ctx = CompressionContext(task=task, tokenizer=tokenizer, teacher=teacher, work_dir=work_dir,
@@ -128,6 +170,7 @@ def compress(task: Task, config: RunConfig, out_dir: str | Path, overwrite: bool
     _stage(f"objective {objective.name}")
     ctx.objective_extras = objective.prepare(ctx) or None
 
+    fine_tunes = _count_fine_tunes(ctx)
     _stage(f"compress with {method.name}")
     transformers.set_seed(config.seed)
     if config.student_init == "teacher":
@@ -140,28 +183,39 @@ def compress(task: Task, config: RunConfig, out_dir: str | Path, overwrite: bool
         "method": method.describe(), "objective": objective.name, "task": task.name, "kind": kind.name,
         "artifacts": artifacts})
 
-    _stage("evaluate")
+    _stage("evaluate base and compressed on " + ", ".join(task.eval_sets()))
     results = {role: kind.evaluate(model, tokenizer, task, config.eval, config.train.max_length, config.progress)
                for role, model in (("base", teacher), ("compressed", compressed))}
     predictions = {role: results[role].pop("predictions") for role in results}
-    atomic_write_json(work_dir / "predictions.json", predictions)
     robustness = None
     if config.clever is not None:
-        if kind.generates:
+        if kind.name != "classifier":
             raise ConfigError("CLEVER estimates need a classifier's logits; they do not apply to seq2seq models")
-        _stage("CLEVER robustness estimates")
+        _stage(f"CLEVER robustness estimates ({config.clever.examples} dev examples per model)")
         robustness = {"clever": {role: _clever_summary(model, tokenizer, task, config.clever, work_dir, role)
                                  for role, model in (("base", teacher), ("compressed", compressed))}}
-    _stage("speed")
+    _stage(f"speed: base vs compressed, {config.speed.repeats} interleaved repeats")
     speed = kind.speed(teacher, compressed, config.speed)
-    teacher_dir = work_dir / "teacher"
+    teacher_dir = Path(teacher_info.get("path") or work_dir / "teacher")
     sizes = {"base": {**parameter_counts(teacher), "disk_bytes": disk_size(teacher_dir) if teacher_dir.exists()
                       else None, "source": teacher_info},
              "compressed": {**parameter_counts(compressed), "disk_bytes": disk_size(model_dir), "path": str(model_dir)}}
     card = build_card(task=task, run=config, method=method, objective=objective, kind=kind, results=results,
-                      sizes=sizes, speed=speed, notes=ctx.notes, command=" ".join(sys.argv), robustness=robustness)
+                      sizes=sizes, speed=speed, notes=ctx.notes, command=" ".join(sys.argv), robustness=robustness,
+                      predictions=predictions, training=_training(config, teacher_info, fine_tunes))
+    from .evaluate.calibration import calibration_section
+    card["calibration"] = calibration_section(task, predictions)  # ECE, confidence: hard vs easy, base vs compressed
+    if recipe is not None:  # the resolved recipe beside the model and in the card: `forgetless run` reruns it
+        from .recipes import dump_recipe
+        dump_recipe(recipe, model_dir / "recipe.yaml")
+        card["recipe"] = recipe
     plots = method.plots(out_dir) if hasattr(method, "plots") else []
-    write_card(card, out_dir, extra_plots=plots)
+    write_card(card, out_dir, extra_plots=plots, prediction_rows=prediction_rows(task, predictions))
+    write_model_card(model_dir, model_card_summary(card))
+    if not config.keep_work:
+        freed = clean_work(work_dir)
+        if freed:
+            _stage(f"deleted {freed / 1e6:.0f} MB of training checkpoints in {work_dir} (keep them with --keep-work)")
     return card
 
 
@@ -185,6 +239,31 @@ def _clever_summary(model, tokenizer, task: Task, config: CleverConfig, work_dir
     result = clever_evaluate(model, tokenizer, task.dev, config)
     atomic_write_json(work_dir / f"clever-{role}.json", result)
     return {k: v for k, v in result.items() if k != "per_example"}
+
+
+def _count_fine_tunes(ctx: CompressionContext) -> list[dict]:
+    """Record the epochs of every ``ctx.train`` run of the method (for the card's training section)."""
+    runs: list[dict] = []
+    train = ctx.train
+
+    def counting(model, name, callbacks=None, config=None, **kwargs):
+        tc = config or ctx.train_config
+        runs.append({"name": name, "epochs": float(tc.epochs) if tc.max_steps <= 0 else None,
+                     "max_steps": tc.max_steps if tc.max_steps > 0 else None})
+        return train(model, name, callbacks=callbacks, config=config, **kwargs)
+
+    ctx.train = counting
+    return runs
+
+
+def _training(config: RunConfig, teacher_info: dict, fine_tunes: list[dict]) -> dict:
+    """Epochs of the base and the compressed model (base unknown when ``--teacher`` was given)."""
+    teacher_train = config.teacher_train or config.train
+    base = None if config.teacher or teacher_train.max_steps > 0 else float(teacher_train.epochs)
+    if any(run["epochs"] is None for run in fine_tunes):  # max_steps runs: epochs not comparable
+        base = None
+    runs = [{"name": r["name"], "epochs": r["epochs"] or 0.0} for r in fine_tunes]
+    return training_section(base, config.student_init, runs)
 
 
 def _key(data: dict) -> str:

@@ -73,6 +73,8 @@ def model_dims(name_or_path: str, seq2seq: bool = False) -> dict | None:
     from .models.loading import resolve_model_path
     from .models.tiny import TINY_CLASSIFIERS, TINY_SEQ2SEQ, tiny_seq2seq
 
+    if name_or_path == "tiny-llama":  # models.tiny.tiny_llama_config: 4 layers, 2 key/value groups per layer
+        return {"layers": 4, "decoder_layers": None, "heads": 2, "max_positions": 512}
     if name_or_path in TINY_CLASSIFIERS:  # built by models.tiny.tiny_classifier
         return {"layers": 2, "decoder_layers": None, "heads": 4, "max_positions": 512}
     if name_or_path in TINY_SEQ2SEQ:
@@ -128,13 +130,13 @@ def validate_run(task, config, out_dir, method, objective, overwrite: bool = Fal
     check_number("eval batch_size (--eval-batch-size)", eval_config.batch_size, 1, 1_000_000, integer=True)
     check_number("max_new_tokens (--max-new-tokens)", eval_config.max_new_tokens, 1, MAX_TOKENS, integer=True)
     check_number("num_beams (--num-beams)", eval_config.num_beams, 1, 64, integer=True)
-    kind = kind_for(task, method)
-    check_compatible(task, method, objective)
+    kind = kind_for(task, method, config.model_kind)
+    check_compatible(task, method, objective, config.model_kind)
     source = config.teacher if (config.teacher and config.student_init == "teacher") else config.model
     if config.teacher:
-        model_dims(config.teacher, kind.generates)  # the teacher folder must be a readable model
+        model_dims(config.teacher, kind.name == "seq2seq")  # the teacher folder must be a readable model
         _check_teacher_labels(config.teacher, task, kind)
-    dims = model_dims(source, kind.generates)
+    dims = model_dims(source, kind.name == "seq2seq")
     if dims is not None:
         check_method_against_model(method, dims, f"model {source!r}")
         limit = min(MAX_TOKENS, dims["max_positions"] or MAX_TOKENS)
@@ -152,7 +154,7 @@ def _check_teacher_labels(teacher: str, task, kind) -> None:
     from .models.loading import check_label_order, resolve_model_path
 
     path = resolve_model_path(teacher)
-    if kind.generates or not task.label_names or not Path(path).expanduser().is_dir():
+    if kind.name == "seq2seq" or not task.label_names or not Path(path).expanduser().is_dir():
         return
     config = check_model_folder(path)
     if not any(a.endswith("ForSequenceClassification") for a in getattr(config, "architectures", None) or []):

@@ -11,6 +11,14 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 transformers.logging.set_verbosity_error()
 
 
+@pytest.fixture(autouse=True, scope="session")
+def forgetless_cache(tmp_path_factory):
+    """Cached teachers go to a tmp folder, never to ~/.cache/forgetless."""
+    path = tmp_path_factory.mktemp("forgetless-cache")
+    os.environ["FORGETLESS_CACHE"] = str(path)
+    return path
+
+
 def tiny_config(model_type: str, num_labels: int = 3, vocab_size: int = 120):
     if model_type == "bert":
         return transformers.BertConfig(vocab_size=vocab_size, hidden_size=32, num_hidden_layers=3, num_attention_heads=4,
@@ -68,3 +76,12 @@ def shared_data():
     if not os.path.isdir(path):
         pytest.skip("../shared/data is not present")
     return path
+
+
+@pytest.fixture(scope="module")
+def one_thread():
+    """One torch thread for the module's tests (tiny models run faster; the machine is shared)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

@@ -35,10 +35,14 @@ CLASSIFIER_CONFIGS = {
     "llama": lambda v: transformers.LlamaConfig(vocab_size=v, hidden_size=32, intermediate_size=48, num_hidden_layers=3,
                                                 num_attention_heads=4, num_key_value_heads=2,
                                                 max_position_embeddings=130, pad_token_id=0),
+    "qwen2": lambda v: transformers.Qwen2Config(vocab_size=v, hidden_size=32, intermediate_size=48, num_hidden_layers=3,
+                                                num_attention_heads=4, num_key_value_heads=2,
+                                                max_position_embeddings=130, pad_token_id=0),
     "gpt2": lambda v: transformers.GPT2Config(vocab_size=v, n_embd=32, n_layer=3, n_head=4, n_positions=130,
                                               pad_token_id=0),
 }
 SEQ2SEQ_MODELS = ("tiny-t5", "tiny-bart", "tiny-bert2bert")
+CAUSAL_LM = "tiny-llama (causal-lm)"  # a decoder-only LM scored by label likelihood
 METHOD_OPTIONS = {"truncate": {"layers": 2}, "magnitude": {"sparsity": 0.5, "prune_every": 1},
                   "heads": {"ratio": 0.25, "scoring_examples": 8}, "rahp": {"ratio": 0.25, "scoring_examples": 8},
                   "nash": {"decoder_layers": 2, "finetune_epochs": 0}, "cofi": {"sparsity": 0.4, "finetune_epochs": 0},
@@ -53,6 +57,8 @@ def _claims():
             cases += [(name, arch) for arch in CLASSIFIER_CONFIGS]
         if "generation" in method.kinds:
             cases += [(name, arch) for arch in SEQ2SEQ_MODELS]
+        if "causal-lm" in method.model_kinds:
+            cases.append((name, CAUSAL_LM))
     return cases
 
 
@@ -69,14 +75,6 @@ def tiny_folders(tmp_path_factory, minilm_tokenizer):
     return folders
 
 
-@pytest.fixture(scope="module")
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 RELOADED = []  # (model folder, kind, inputs, expected) checked in one fresh process at the end
 
 
@@ -84,14 +82,15 @@ RELOADED = []  # (model folder, kind, inputs, expected) checked in one fresh pro
 def test_method_on_architecture(method, arch, tiny_folders, tmp_path_factory, one_thread):
     generation = arch in SEQ2SEQ_MODELS
     task = load_task("synthetic-lookup" if generation else "synthetic", train_size=24, eval_size=8)
-    out = tmp_path_factory.mktemp(f"{method}-{arch}")
-    run = RunConfig(model=arch if generation else tiny_folders[arch], method=method,
+    out = tmp_path_factory.mktemp(f"{method}-{arch.split()[0]}")
+    model = arch if generation else "tiny-llama" if arch == CAUSAL_LM else tiny_folders[arch]
+    run = RunConfig(model=model, method=method, model_kind="causal-lm" if arch == CAUSAL_LM else "auto",
                     method_options=METHOD_OPTIONS.get(method, {}), progress=False, eval=EvalConfig(max_new_tokens=4),
                     train=TrainConfig(epochs=1, batch_size=8, max_length=64, learning_rate=1e-3, progress=False),
                     speed=SpeedConfig(batch_size=2, seq_len=8, repeats=1, warmup=0, new_tokens=2))
     card = compress(task, run, out)
     validate_card(card)
-    assert card["kind"]["model"] == ("seq2seq" if generation else "classifier")
+    assert card["kind"]["model"] == ("seq2seq" if generation else "causal-lm" if arch == CAUSAL_LM else "classifier")
     assert card["params"]["compressed"]["total"] <= card["params"]["base"]["total"]
     model, tokenizer = load_model(out / "model")
     if generation:

@@ -69,7 +69,7 @@ def test_truncate(truncate_run, task):
     ("block-influence", {"remove": 1, "calibration_examples": 16}),
 ])
 def test_methods_with_the_fine_tuned_teacher(method, options, truncate_run, tiny_llama_dir, task, tmp_path):
-    teacher = str(truncate_run[0] / "work" / "teacher")
+    teacher = truncate_run[1]["params"]["base"]["source"]["path"]  # the cached teacher
     out = tmp_path / method
     card = run(task, tiny_llama_dir, out, method, options, teacher=teacher)
     model = check_saved(out, card, task)

@@ -17,12 +17,7 @@ pytest.importorskip("onnxruntime")
 pytest.importorskip("onnxscript")
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.mark.parametrize("arch", ["bert", "distilbert"])

@@ -81,7 +81,8 @@ def test_every_module_imports_alone_in_dependency_order():
         order.append(node)
 
     for node in sorted(graph):
-        place(node)
+        if not node.endswith("__main__"):  # a module that runs the command when imported
+            place(node)
     code = "import importlib, sys\nfor name in sys.argv[1:]:\n    importlib.import_module(name)\nprint('ok')"
     out = subprocess.run([sys.executable, "-c", code, *order], capture_output=True, text=True)
     assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-2000:]

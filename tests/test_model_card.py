@@ -17,12 +17,7 @@ from forgetless.models.stock import stock_loadable
 WARNING = "Warning: stock `from_pretrained` cannot rebuild this model"
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def stock_logits(path, inputs):

@@ -18,12 +18,7 @@ from forgetless.objectives import OBJECTIVES
 from forgetless.training.trainer import TrainConfig
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _tiny(kind="tiny-bert2bert"):

@@ -1,6 +1,8 @@
 """The main job end to end on a tiny model, and the bundled MiniLM pruned, saved and reloaded."""
 import json
+import os
 import subprocess
+from pathlib import Path
 import sys
 
 import pytest
@@ -36,8 +38,10 @@ def test_compress_truncate_end_to_end(tmp_path, tiny_model_dir, capsys):
     assert len(json.loads((out / "work" / "clever-compressed.json").read_text())["per_example"]) == 4
     model, tokenizer = load_model(out / "model")
     assert model.config.num_hidden_layers == 1 and tokenizer is not None
-    # a second run reuses the cached teacher
-    assert json.loads((out / "work" / "teacher" / "forgetless.json").read_text())["metadata"]["role"] == "teacher"
+    # the teacher is kept in the shared cache (FORGETLESS_CACHE, a tmp folder in tests)
+    teacher = Path(card["params"]["base"]["source"]["path"])
+    assert teacher.parent == Path(os.environ["FORGETLESS_CACHE"]) / "teachers"
+    assert json.loads((teacher / "forgetless.json").read_text())["metadata"]["role"] == "teacher"
 
 
 def test_compress_magnitude_reports_sparsity_not_speed(tmp_path, tiny_model_dir, capsys):

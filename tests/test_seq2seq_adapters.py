@@ -18,12 +18,7 @@ from forgetless.models.seq2seq import build_bert2bert
 from forgetless.methods.l0_masks import L0Masks, head_param_count, unit_param_count
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny ops: one thread avoids contention on a shared CPU
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def tiny(kind: str, gated: bool = False, seed: int = 0):

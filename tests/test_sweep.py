@@ -87,7 +87,7 @@ def test_plots_for_several_sparsities(tmp_path):
     summary.update({"task": {"name": "toy"}, "setup": {"method": "magnitude"}})
     paths = sweep_plots(summary, tmp_path)
     assert [p.name for p in paths] == ["accuracy_vs_sparsity.png", "f_bias_per_objective.png",
-                                       "hard_easy_per_objective.png"]
+                                       "hard_easy_per_objective.png", "figure1_hard_easy_vs_sparsity.png"]
     assert all(p.stat().st_size > 1000 for p in paths)
 
 

@@ -11,6 +11,8 @@ import sys
 from ..errors import ForgetlessError
 from ..validate import check_cli_args
 from . import commands
+from .recipe import add_run_parser, cmd_run
+from .export import add_export_parser, add_shipping_options, cmd_export
 from .options import add_config_options, add_eval_options, add_task_options, add_train_options, parse_bool
 
 DEMO_OUT = "forgetless-out/demo"
@@ -18,7 +20,14 @@ EXAMPLES = {
     "compress": "examples:\n  forgetless compress --method magnitude --sparsity 0.4 --out runs/mag40\n"
                 "  forgetless compress --method nash --model tiny-t5 --task synthetic-lookup --decoder-layers 2 "
                 "--train-size 64 --eval-size 32 --epochs 1 --out runs/nash",
-    "demo": "example:\n  forgetless demo --method heads --ratio 0.3",
+    "demo": "example:\n  forgetless demo --method heads --ratio 0.3\n\n"
+            "demo's own defaults (they replace the ones listed above): --epochs 2 --lr 1e-4 --train-size 1500 "
+            "--method truncate --out forgetless-out/demo",
+    "finetune": "example:\n  forgetless finetune --model minilm --task synthetic --epochs 2 --out runs/teacher",
+    "evaluate": "example:\n  forgetless evaluate runs/heads/model --task synthetic --json runs/heads/eval.json",
+    "bench": "example:\n  forgetless bench runs/heads/model --base minilm --repeats 9",
+    "profile": "example:\n  forgetless profile --model tiny-t5 --compressed runs/nash/model --seq-lengths 16,64",
+    "list": "example:\n  forgetless list",
     "sweep": "example:\n  forgetless sweep --objectives ce,rmc --levels 0.2,0.4 --seeds 0,1 --out runs/table7\n"
              "  forgetless sweep --method nash --model tiny-t5 --task synthetic-lookup --objectives nash-distil "
              "--level-option decoder_layers --levels 1,2,3 --out runs/nash-depth",
@@ -26,8 +35,9 @@ EXAMPLES = {
 
 
 def _compress_options(sub, name: str, help_text: str, owners: dict):
-    from ..methods import METHODS
-    from ..objectives import OBJECTIVES
+    from .catalogue import methods, objectives
+
+    METHODS, OBJECTIVES = methods(), objectives()  # names and config dataclasses, without torch
 
     p = sub.add_parser(name, help=help_text, description=help_text, epilog=EXAMPLES.get(name),
                        formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -37,6 +47,9 @@ def _compress_options(sub, name: str, help_text: str, owners: dict):
     g.add_argument("--method", default="truncate", help=f"one of: {', '.join(METHODS.names())} (default truncate)")
     g.add_argument("--objective", help=f"training objective: {', '.join(OBJECTIVES.names())} (default: the method's: "
                                        "ce; nash-distil for nash and cofi)")
+    g.add_argument("--model-kind", default="auto", choices=["auto", "classifier", "seq2seq", "causal-lm"],
+                   help="how the model is used: auto (classifier; seq2seq for generation tasks and nash/cofi), "
+                        "or causal-lm: a decoder-only LM scored zero-shot by label-word likelihood")
     g.add_argument("--teacher", help="a saved fine-tuned model to use as teacher / base instead of fine-tuning "
                                      "(read only)")
     g.add_argument("--teacher-epochs", type=float, help="epochs for the teacher (default: --epochs)")
@@ -44,6 +57,7 @@ def _compress_options(sub, name: str, help_text: str, owners: dict):
                    help="start the compressed model from the fine-tuned teacher or from the pretrained model")
     g.add_argument("--out", default="forgetless-out/run", help="output folder (model/, report.json, report.md)")
     g.add_argument("--overwrite", action="store_true", help="reuse an output folder that holds another run's output")
+    add_shipping_options(p)
     add_eval_options(p)
     b = p.add_argument_group("speed benchmark")
     b.add_argument("--bench-batch-size", type=int, default=32, help="throughput batch size")
@@ -63,7 +77,9 @@ def _compress_options(sub, name: str, help_text: str, owners: dict):
 
 
 def build_parser() -> tuple[argparse.ArgumentParser, dict]:
-    from ..methods import METHODS
+    from .catalogue import methods
+
+    METHODS = methods()
 
     parser = argparse.ArgumentParser(
         prog="forgetless",
@@ -80,13 +96,13 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict]:
                                           "compress it (drop half the layers), evaluate, benchmark, report", owners)
     demo.set_defaults(out=DEMO_OUT, epochs=2.0, lr=1e-4, train_size=1500, method="truncate")
 
-    p = sub.add_parser("finetune", help="fine-tune a model on a task and save it (works under `accelerate launch`)",
+    p = sub.add_parser("finetune", epilog=EXAMPLES["finetune"], help="fine-tune a model on a task and save it (works under `accelerate launch`)",
                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     add_task_options(p)
     add_train_options(p)
     p.add_argument("--out", default="forgetless-out/finetune", help="output folder (checkpoints/, model/)")
 
-    p = sub.add_parser("evaluate", help="scores of a saved model on every set of a task",
+    p = sub.add_parser("evaluate", epilog=EXAMPLES["evaluate"], help="scores of a saved model on every set of a task",
                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("model_path", help="a forgetless model folder (or any HF folder)")
     add_task_options(p)
@@ -94,7 +110,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict]:
     p.add_argument("--max-length", type=int, default=128, help="max input tokens per example")
     p.add_argument("--json", help="also write the metrics to this JSON file")
 
-    p = sub.add_parser("bench", help="inference speed of a saved compressed model vs its base model",
+    p = sub.add_parser("bench", epilog=EXAMPLES["bench"], help="inference speed of a saved compressed model vs its base model",
                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("model_path", help="the compressed model (forgetless folder)")
     p.add_argument("--base", default="minilm", help="the uncompressed model")
@@ -121,7 +137,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict]:
     g.add_argument("--out", default="forgetless-out/sweep", help="output folder (sweep.md, sweep.json, plots, runs)")
     owners["sweep_method"] = add_config_options(p, METHODS, "", "method options")
 
-    p = sub.add_parser("profile", help="encoder-decoder speed profile: time per layer vs sequence length for several "
+    p = sub.add_parser("profile", epilog=EXAMPLES["profile"], help="encoder-decoder speed profile: time per layer vs sequence length for several "
                                        "head / FFN widths, and encoder vs decoder share of generation time (NASH Fig. 3)",
                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--model", default="minilm", help="encoder-decoder to profile (minilm = bert2bert warm start)")
@@ -138,14 +154,18 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict]:
     p.add_argument("--seed", type=int, default=0, help="seed of model construction")
     p.add_argument("--threads", type=int, help="torch CPU threads")
 
-    sub.add_parser("list", help="list methods, objectives, tasks and supported model types")
+    sub.add_parser("list", help="list methods, objectives, tasks and supported model types", epilog=EXAMPLES["list"],
+                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_export_parser(sub)
+
+    add_run_parser(sub)
     return parser, owners
 
 
 COMMANDS = {"compress": commands.cmd_compress, "compress-seq2seq": commands.cmd_compress,
             "demo": commands.cmd_compress, "finetune": commands.cmd_finetune, "evaluate": commands.cmd_evaluate,
             "bench": commands.cmd_bench, "list": commands.cmd_list, "sweep": commands.cmd_sweep,
-            "profile": commands.cmd_profile}
+            "profile": commands.cmd_profile, "run": cmd_run, "export": cmd_export}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -27,13 +27,13 @@ def run_config_from_args(args, owners):
         method_options=collect(args, owners["method"], "", args.method, "method"),
         objective=objective,
         objective_options=collect(args, owners["objective"], "objective-", objective, "objective"),
-        teacher=args.teacher, student_init=args.student_init,
+        teacher=args.teacher, student_init=args.student_init, model_kind=args.model_kind,
         train=train_config_from_args(args),
         teacher_train=train_config_from_args(args, args.teacher_epochs) if args.teacher_epochs else None,
         speed=SpeedConfig(batch_size=args.bench_batch_size, seq_len=args.bench_seq_len, repeats=args.bench_repeats,
                           new_tokens=args.bench_new_tokens),
         eval=eval_config_from_args(args),
-        clever=clever, seed=args.seed, progress=not args.no_progress,
+        clever=clever, seed=args.seed, progress=not args.no_progress, keep_work=getattr(args, "keep_work", False),
     )
 
 
@@ -41,11 +41,23 @@ def cmd_compress(args, owners) -> int:
     from ..pipeline import compress
     from ..report.markdown import render_markdown
 
+    from ..recipes import recipe_from_args
+    from .export import check_push_target, check_report_to, push_saved
+
     run = run_config_from_args(args, owners)
+    check_report_to(getattr(args, "report_to", None))
+    if getattr(args, "report_to", None):
+        run.train.report_to = args.report_to
+        if run.teacher_train is not None:
+            run.teacher_train.report_to = args.report_to
+    check_push_target(getattr(args, "push_to_hub", None))
     task = task_from_args(args)
-    card = compress(task, run, args.out, overwrite=args.overwrite)
+    card = compress(task, run, args.out, recipe=recipe_from_args(args, "compress"),  # model/recipe.yaml
+                    overwrite=args.overwrite)
     print(render_markdown(card))
-    print(f"report: {Path(args.out) / 'report.md'} (JSON: report.json); model: {Path(args.out) / 'model'}")
+    print(f"report: {Path(args.out) / 'report.md'} (JSON: report.json, per-example: predictions.jsonl); "
+          f"model: {Path(args.out) / 'model'} (model card: model/README.md)")
+    push_saved(Path(args.out) / "model", getattr(args, "push_to_hub", None))
     return 0
 
 
@@ -149,12 +161,12 @@ def cmd_profile(args, owners) -> int:
 
     check_output_path(args.out)
     model, tokenizer = load_seq2seq(args.model, seed=args.seed)
-    compressed = load_model(args.compressed) if args.compressed else None
+    compressed = load_model(args.compressed) if args.compressed else None  # (model, tokenizer)
     numbers = lambda text, cast: tuple(cast(x) for x in text.split(",") if x.strip())  # noqa: E731
     run_profile(model, tokenizer, args.out, compressed, numbers(args.seq_lengths, int),
                 numbers(args.head_fractions, float), numbers(args.ffn_fractions, float), args.batch_size,
                 args.num_beams, args.max_new_tokens, args.source_length, args.repeats)
-    print(f"profile: {Path(args.out) / 'profile.json'}")
+    print(f"profile: {Path(args.out) / 'profile.md'} (JSON: profile.json, plot: profile.png)")
     return 0
 
 

@@ -47,8 +47,11 @@ def add_task_options(p: argparse.ArgumentParser, default_task: str = "synthetic"
     g.add_argument("--label-column", help="files/hub: label column")
     g.add_argument("--labels", help="files/hub: label names in id order, comma-separated")
     g.add_argument("--hard-column", help="files: column with ground-truth hard flags (1/true = hard)")
+    g.add_argument("--dataset", help="hub: dataset id; fever: a hub id for the paper-scale FEVER training set")
+    g.add_argument("--subset", help="hub / fever: dataset configuration (e.g. mnli of nyu-mll/glue)")
+    g.add_argument("--train-split", help="hub / fever: training split (default train)")
+    g.add_argument("--dev-split", help="hub: dev split (default validation)")
     g.add_argument("--json-key", help="files: in JSON files, the key holding the list of records (or FILE.json:KEY)")
-    g.add_argument("--dataset", help="hub: dataset id")
 
 
 def task_from_args(args):
@@ -66,7 +69,11 @@ def task_from_args(args):
         if args.task == "files":
             options.update(train=args.train_file, dev=args.dev_file, hard=args.hard_column, json_key=args.json_key)
         else:
-            options.update(dataset=args.dataset)
+            options.update(dataset=args.dataset, subset=getattr(args, "subset", None),
+                           train_split=getattr(args, "train_split", None), dev_split=getattr(args, "dev_split", None))
+    elif args.task == "fever":
+        options.update(dataset=args.dataset, subset=getattr(args, "subset", None),
+                       train_split=getattr(args, "train_split", None))
     if getattr(args, "eval_sets", None):
         options["eval_sets"] = tuple(x.strip() for x in args.eval_sets.split(",") if x.strip())
     return load_task(args.task, data_dir=args.data_dir, seed=args.seed, train_size=args.train_size,
@@ -113,12 +120,14 @@ def add_eval_options(p: argparse.ArgumentParser) -> None:
     e.add_argument("--eval-batch-size", type=int, default=64, help="evaluation batch size")
     e.add_argument("--max-new-tokens", type=int, default=32, help="generation: tokens generated per example")
     e.add_argument("--num-beams", type=int, default=1, help="generation: beam size (1 = greedy)")
+    e.add_argument("--perplexity-file", help="causal-lm: held-out perplexity of both models on this text file")
 
 
 def eval_config_from_args(args):
     from ..pipeline import EvalConfig
 
-    return EvalConfig(batch_size=args.eval_batch_size, max_new_tokens=args.max_new_tokens, num_beams=args.num_beams)
+    return EvalConfig(batch_size=args.eval_batch_size, max_new_tokens=args.max_new_tokens, num_beams=args.num_beams,
+                      perplexity_file=args.perplexity_file)
 
 
 # ----- options generated from config dataclasses ----------------------------------------------

@@ -21,7 +21,9 @@ import torch
 from scipy import stats
 
 from ..data.task import ExampleSet
+from ..data.tasks import capped
 from ..errors import ConfigError
+from ..progress import bar
 from ..training.encode import TOKEN_KEYS, encode
 
 DUAL = {"2": 2.0, "inf": 1.0}  # perturbation norm → dual norm of the gradient
@@ -102,14 +104,6 @@ def clever_score(margin: float, lipschitz: float, radius: float) -> tuple[float,
 
 
 # ----- model glue --------------------------------------------------------------------------------
-def evaluation_subset(examples: ExampleSet, size: int, seed: int) -> ExampleSet:
-    """A fixed, seeded subset (same for base and compressed model)."""
-    if size >= len(examples):
-        return examples
-    order = np.random.default_rng(seed).permutation(len(examples))[:size]
-    return examples.subset(sorted(order.tolist()))
-
-
 def _margin_grad(model, embeds: torch.Tensor, extra: dict, label: int, q: float):
     embeds = embeds.detach().requires_grad_(True)
     logits = model(inputs_embeds=embeds, **extra).logits.float()
@@ -147,7 +141,7 @@ def clever_evaluate(model, tokenizer, examples: ExampleSet, config: CleverConfig
     """Mean / median CLEVER score of ``model`` on a fixed seeded subset of ``examples``, with the
     parameters, timing and per-example details (margin, Lipschitz estimate, fit)."""
     config = config or CleverConfig()
-    subset = evaluation_subset(examples, config.examples, config.seed)
+    subset = capped(examples, config.examples, config.seed)  # fixed, seeded: the same for both models
     rows = encode(subset, tokenizer, config.max_length)
     generator = torch.Generator().manual_seed(config.seed)
     was_training = model.training
@@ -157,7 +151,7 @@ def clever_evaluate(model, tokenizer, examples: ExampleSet, config: CleverConfig
         p.requires_grad_(False)
     start = time.perf_counter()
     try:
-        details = [clever_example(model, row, config, generator) for row in rows]
+        details = [clever_example(model, row, config, generator) for row in bar(rows, "CLEVER estimates")]
     finally:
         for p, flag in flags:
             p.requires_grad_(flag)

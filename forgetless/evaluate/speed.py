@@ -1,8 +1,10 @@
 """Inference speed of base vs compressed model, measured side by side in one run.
 
 Both models see the same inputs; repeats alternate between the two so drift in machine load
-hits both alike. Each timing is the median of ``repeats`` after ``warmup`` runs. The report keeps
-batch size, sequence length, thread count and device with the ratio.
+hits both alike. Each timing is the median of ``repeats`` after ``warmup`` runs; the raw
+per-repeat times (seconds) are kept in ``times_s`` so the report can show their spread and a
+speedup interval (``evaluate.intervals``). The report keeps batch size, sequence length, thread
+count and device with the ratio.
 
 Classifiers are timed on one forward pass (``mode="forward"``); encoder-decoders on a whole
 ``generate`` call decoding exactly ``new_tokens`` tokens (``mode="generate"``: every decoding step
@@ -18,6 +20,7 @@ from dataclasses import asdict, dataclass
 import torch
 
 from ..errors import ConfigError
+from ..progress import bar
 
 
 @dataclass
@@ -46,7 +49,8 @@ def _inputs(model, batch: int, seq_len: int, seed: int = 0) -> dict:
 
 
 @torch.inference_mode()
-def _time(model, inputs, config: SpeedConfig, generate: bool) -> float:
+def time_call(model, inputs, config: SpeedConfig, generate: bool) -> float:
+    """Seconds of one forward pass, or one ``generate`` call of exactly ``config.new_tokens`` tokens."""
     start = time.perf_counter()
     if generate:
         model.generate(**inputs, max_new_tokens=config.new_tokens, min_new_tokens=config.new_tokens,
@@ -66,17 +70,18 @@ def compare_speed(base, compressed, config: SpeedConfig | None = None, generate:
     base.eval()
     compressed.eval()
     result = {"config": asdict(config), "threads": torch.get_num_threads(), "mode": "generate" if generate else "forward",
-              "device": str(next(base.parameters()).device)}
+              "device": str(next(base.parameters()).device), "times_s": {}}
     for label, batch in (("latency", config.latency_batch), ("throughput", config.batch_size)):
         inputs = _inputs(base, batch, config.seq_len)
         for _ in range(config.warmup):
-            _time(base, inputs, config, generate)
-            _time(compressed, inputs, config, generate)
+            time_call(base, inputs, config, generate)
+            time_call(compressed, inputs, config, generate)
         base_times, comp_times = [], []
-        for _ in range(config.repeats):
-            base_times.append(_time(base, inputs, config, generate))
-            comp_times.append(_time(compressed, inputs, config, generate))
+        for _ in bar(range(config.repeats), f"speed: {label} ({config.repeats} interleaved repeats)"):
+            base_times.append(time_call(base, inputs, config, generate))
+            comp_times.append(time_call(compressed, inputs, config, generate))
         b, c = statistics.median(base_times), statistics.median(comp_times)
+        result["times_s"][label] = {"base": base_times, "compressed": comp_times}
         if label == "latency":
             result["latency_ms"] = {"base": b * 1e3, "compressed": c * 1e3, "speedup": b / c}
         else:

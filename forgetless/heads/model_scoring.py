@@ -22,6 +22,7 @@ from ..data.task import ExampleSet
 from ..errors import ConfigError, UnsupportedModelError
 from ..models.adapters import get_adapter
 from ..models.gates import HookSet
+from ..progress import bar
 from ..training.encode import TOKEN_KEYS, collate, encode
 from .scores import HeadLayout, head_sq_norms, margin, per_example_norm, robustness_ratio
 
@@ -112,32 +113,36 @@ def robustness_c(model: nn.Module, batches: list[dict], eps: float = 1e-8) -> to
 
 
 def delta_c_scores(model: nn.Module, batches: list[dict], eps: float = 1e-8,
-                   rows_per_pass: int = 256) -> tuple[torch.Tensor, torch.Tensor]:
+                   rows_per_pass: int = 256, heads: list[int] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """``(ΔC per head, baseline C per example)``: RAHP eq. 2 with one masked forward+backward
-    per head, several heads per pass (each tiled copy of a batch masks a different head)."""
+    per head, several heads per pass (each tiled copy of a batch masks a different head).
+    ``heads`` (flat indices) restricts the computation to those heads; ΔC is then in their order."""
     gates = ExampleHeadGates(model)
     layout = gates.layout
     n = layout.total
-    total = torch.zeros(n, dtype=torch.float64)
+    targets = list(range(n)) if heads is None else [int(h) for h in heads]
+    if any(not 0 <= h < n for h in targets):
+        raise ConfigError(f"head indices must lie in [0, {n}), got {targets}")
+    total = torch.zeros(len(targets), dtype=torch.float64)
     baseline = []
     count = 0
     try:
         with scoring_mode(model, freeze=True):
-            for batch in batches:
+            for batch in bar(batches, "ΔCLEVER head scores (RAHP eq. 2)"):
                 b = batch["labels"].shape[0]
                 gates.values = None
                 base = robustness_ratio(*margin_and_grad_norm(model, batch), eps=eps).cpu()
                 baseline.append(base)
                 chunk = max(1, rows_per_pass // b)
-                for start in range(0, n, chunk):
-                    heads = list(range(start, min(n, start + chunk)))
-                    values = torch.ones(len(heads), b, n, device=_device(model))
-                    for j, h in enumerate(heads):
+                for start in range(0, len(targets), chunk):
+                    masked = targets[start:start + chunk]
+                    values = torch.ones(len(masked), b, n, device=_device(model))
+                    for j, h in enumerate(masked):
                         values[j, :, h] = 0.0
-                    gates.values = values.reshape(len(heads) * b, n)
-                    c = robustness_ratio(*margin_and_grad_norm(model, batch, repeat=len(heads)), eps=eps)
-                    diff = c.cpu().reshape(len(heads), b) - base.unsqueeze(0)
-                    total[start:start + len(heads)] += diff.double().sum(dim=1)
+                    gates.values = values.reshape(len(masked) * b, n)
+                    c = robustness_ratio(*margin_and_grad_norm(model, batch, repeat=len(masked)), eps=eps)
+                    diff = c.cpu().reshape(len(masked), b) - base.unsqueeze(0)
+                    total[start:start + len(masked)] += diff.double().sum(dim=1)
                 count += b
     finally:
         gates.remove()
@@ -153,7 +158,7 @@ def michel_importance(model: nn.Module, batches: list[dict]) -> torch.Tensor:
     device = _device(model)
     try:
         with scoring_mode(model, freeze=True):
-            for batch in batches:
+            for batch in bar(batches, "head importance (Michel et al. 2019)"):
                 inputs = _inputs(batch, device)
                 b = inputs["input_ids"].shape[0]
                 gates.values = torch.ones(b, gates.layout.total, device=device, requires_grad=True)
@@ -191,7 +196,7 @@ def fisher_scores(model: nn.Module, batches: list[dict]) -> torch.Tensor:
                 lambda m, args, out: captured.__setitem__(id(m), (args[0].detach(), out))))
     try:
         with scoring_mode(model, freeze=True):
-            for batch in batches:
+            for batch in bar(batches, "Fisher head scores (RAHP)"):
                 captured.clear()
                 inputs = _inputs(batch, device)
                 ids = inputs.pop("input_ids")

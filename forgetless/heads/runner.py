@@ -1,8 +1,9 @@
 """Scoring runs for head pruning: pick the scoring set, time the scores, choose the heads.
 
-``rahp_scores`` runs RAHP Algorithm 1's scoring part (ΔC per head, eq. 1-2; Fisher per head,
-eq. 3-4) and ``michel_scores`` the gate-gradient importance of Michel et al. (2019); both return
-JSON-able dicts with the scores in flat head order, the layout and the scoring time.
+``rahp_scores`` runs RAHP Algorithm 1's scoring part (ΔC per head, eq. 1-2, exact, first-order or
+hybrid — see ``fast_delta_c``; Fisher per head, eq. 3-4) and ``michel_scores`` the gate-gradient
+importance of Michel et al. (2019); both return JSON-able dicts with the scores in flat head
+order, the layout and the scoring time.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from torch import nn
 
 from ..data.task import ExampleSet
 from ..errors import ConfigError
+from .fast_delta_c import check_delta_c_mode, first_order_delta_c_scores, hybrid_delta_c
 from .model_scoring import delta_c_scores, fisher_scores, head_layout, michel_importance, scoring_batches
 from .scores import HeadLayout, normalize_per_layer, rahp_select
 
@@ -44,24 +46,55 @@ def layout_from_json(sites: list) -> HeadLayout:
 
 
 def rahp_scores(model: nn.Module, tokenizer, examples: ExampleSet, batch_size: int = 32, max_length: int = 64,
-                eps: float = 1e-8, rows_per_pass: int = 256) -> dict:
-    """ΔC (RAHP eq. 2, baseline C reused) and Fisher (eq. 3) per head on ``examples``, timed."""
+                eps: float = 1e-8, rows_per_pass: int = 256, delta_c_mode: str = "hybrid", ratio: float = 0.6,
+                alpha: float = 0.5, beta: float = 1.0, gamma: float = 0.1, hybrid_window: int = 6,
+                hybrid_extremes: int = 2) -> dict:
+    """ΔC (RAHP eq. 2) and Fisher (eq. 3) per head on ``examples``, timed. ``delta_c_mode``:
+    ``exact`` (one masked pass per head, baseline C reused), ``first-order`` (``−∂C/∂ξ_h`` by double
+    backward) or ``hybrid`` (first-order, then exact for the heads near the cut of the selection at
+    ``ratio``/``alpha``/``beta``/``gamma``, ``hybrid_window`` on each side, and the
+    ``hybrid_extremes`` lowest and highest ΔC); see ``fast_delta_c``."""
+    check_delta_c_mode(delta_c_mode)
     batches = scoring_batches(tokenizer, examples, batch_size, max_length)
     layout = head_layout(model)
     start = time.perf_counter()
-    delta_c, baseline = delta_c_scores(model, batches, eps=eps, rows_per_pass=rows_per_pass)
-    t_delta = time.perf_counter() - start
-    start = time.perf_counter()
     fisher = fisher_scores(model, batches)
     t_fisher = time.perf_counter() - start
+    seconds: dict[str, float] = {}
+    extra: dict = {}
+    start = time.perf_counter()
+    if delta_c_mode == "exact":
+        delta_c, baseline = delta_c_scores(model, batches, eps=eps, rows_per_pass=rows_per_pass)
+        exact_heads = list(range(layout.total))
+        seconds["delta_c_exact"] = time.perf_counter() - start
+    else:
+        first_order, baseline = first_order_delta_c_scores(model, batches, eps)
+        seconds["delta_c_first_order"] = time.perf_counter() - start
+        delta_c, exact_heads = first_order, []
+        extra["delta_c_first_order"] = first_order.tolist()
+        if delta_c_mode == "hybrid":
+            mid = time.perf_counter()
+            hybrid = hybrid_delta_c(model, batches, fisher, ratio, alpha, beta, gamma, hybrid_window, eps,
+                                    rows_per_pass, first_order=first_order, extremes=hybrid_extremes)
+            seconds["delta_c_exact"] = time.perf_counter() - mid
+            delta_c, exact_heads = hybrid["delta_c"], sorted(hybrid["exact"])
+            entries = layout.entries()
+            extra["hybrid"] = {"ratio": ratio, "alpha": alpha, "beta": beta, "gamma": gamma, "window": hybrid_window,
+                               "extremes": hybrid_extremes,
+                               "iterations": hybrid["iterations"], "exact_head_indices": exact_heads,
+                               "exact_heads": [[*entries[i][0], entries[i][1]] for i in exact_heads]}
+    t_delta = time.perf_counter() - start
+    seconds.update({"delta_c": t_delta, "fisher": t_fisher, "total": t_delta + t_fisher})
     return {
         "layout": layout_json(layout),
         "delta_c": delta_c.tolist(),
         "fisher": fisher.tolist(),
+        "delta_c_mode": delta_c_mode,
         "baseline_c_mean": float(baseline.mean()),
         "scoring_examples": len(examples),
-        "seconds": {"delta_c": t_delta, "fisher": t_fisher, "total": t_delta + t_fisher},
-        "masked_passes": layout.total * len(examples),
+        "seconds": seconds,
+        "masked_passes": len(exact_heads) * len(examples),
+        **extra,
     }
 
 

@@ -17,26 +17,39 @@ objectives, trainer and report card are shared by both.
 from __future__ import annotations
 
 from ..errors import ConfigError
+from .causal_lm import CausalLMKind
 from .classifier import ClassifierKind
 from .seq2seq import Seq2SeqKind
 
-KINDS = {"classifier": ClassifierKind(), "seq2seq": Seq2SeqKind()}
+KINDS = {"classifier": ClassifierKind(), "seq2seq": Seq2SeqKind(), "causal-lm": CausalLMKind()}
+MODEL_KINDS = ("auto", *KINDS)
 
 
-def kind_for(task, method=None):
-    """The model kind a run of ``method`` on ``task`` uses (see the module docstring)."""
+def kind_for(task, method=None, model_kind: str = "auto"):
+    """The model kind a run of ``method`` on ``task`` uses (see the module docstring); an explicit
+    ``model_kind`` (classifier | seq2seq | causal-lm) overrides the choice."""
+    if model_kind not in MODEL_KINDS:
+        raise ConfigError(f"unknown model kind {model_kind!r}; choose from {', '.join(MODEL_KINDS)}")
+    if model_kind != "auto":
+        return KINDS[model_kind]
     needs_seq2seq = bool(getattr(method, "seq2seq_only", False))
     if task.kind == "generation" or needs_seq2seq:
         return KINDS["seq2seq"]
     return KINDS["classifier"]
 
 
-def check_compatible(task, method, objective) -> None:
+def check_compatible(task, method, objective, model_kind: str = "auto") -> None:
     """One clear error before any work when a method or objective does not apply to the run."""
     if method is not None and task.kind not in method.kinds:
         raise ConfigError(f"method {method.name!r} does not apply to {task.kind} tasks (task {task.name!r}); "
                           f"it handles: {', '.join(method.kinds)}")
-    kind = kind_for(task, method)
+    kind = kind_for(task, method, model_kind)
+    if method is not None and kind.name not in method.model_kinds:
+        raise ConfigError(f"method {method.name!r} does not apply to a {kind.name} model; it compresses: "
+                          f"{', '.join(method.model_kinds)} models")
+    if kind.name == "causal-lm" and task.kind != "classification":
+        raise ConfigError("the causal-lm model kind scores classification tasks by label likelihood; "
+                          f"task {task.name!r} is a {task.kind} task")
     if kind.name not in objective.model_kinds:
         raise ConfigError(f"objective {objective.name!r} does not apply to a {kind.name} model (task {task.name!r}"
                           + (f", method {method.name!r}" if method is not None else "") + "); it trains: "

@@ -9,7 +9,6 @@ from ..models.loading import load_classifier
 
 class ClassifierKind:
     name = "classifier"
-    generates = False
 
     def load_model(self, name: str, task, seed: int = 0):
         """A classifier for the task's labels: pretrained (new seeded head), tiny, or saved."""

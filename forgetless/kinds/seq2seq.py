@@ -45,7 +45,6 @@ def _separator(tokenizer) -> str:
 
 class Seq2SeqKind:
     name = "seq2seq"
-    generates = True
 
     def load_model(self, name: str, task: Task, seed: int = 0):
         return load_seq2seq(name, tokenizer=task.tokenizer, seed=seed)

@@ -71,6 +71,7 @@ class CompressionMethod:
     structured = True  # False: weights are zeroed, not removed (no speedup expected)
     kinds: tuple[str, ...] = ("classification",)  # task kinds the method applies to
     seq2seq_only = False  # True: needs an encoder-decoder model (classification tasks run text-to-text)
+    model_kinds: tuple[str, ...] = ("classifier", "seq2seq", "causal-lm")  # model kinds it compresses
     default_objective = "ce"
 
     def __init__(self, config: Any = None):

@@ -61,6 +61,8 @@ class HeadPruningMethod(CompressionMethod, ABC):
     """Base: subclasses implement ``select(model, ctx)`` which prunes (``self.remove``) and fills
     ``self.record``; fine-tuning, finalize, CLEVER, artifacts and plots are shared."""
 
+    model_kinds = ("classifier",)  # scores use a classification head's logits
+
     def __init__(self, config=None):
         super().__init__(config)
         self.original: HeadLayout | None = None

@@ -94,6 +94,7 @@ class L0Pruning(CompressionMethod):
 
     kinds = ("generation", "classification")
     seq2seq_only = True
+    model_kinds = ("seq2seq",)
     default_objective = "nash-distil"
 
     def __init__(self, config=None):

@@ -9,6 +9,11 @@ models"), Algorithm 1.
 3. Prune the top ``K = ⌊ρ·L·H⌋`` unprotected heads by S in one global step (physically), then
    optionally fine-tune.
 
+ΔC is computed per ``delta_c_mode`` (``heads/fast_delta_c.py``): ``exact`` (eq. 2, one masked pass
+per head), ``first-order`` (``−∂C/∂ξ_h``, one double backward per batch) or ``hybrid`` (default:
+first-order, then exact for the ``hybrid_window`` heads on each side of the cut K and for the
+``hybrid_extremes`` lowest and highest ΔC). Decisions at other ratios (plots) use the same scores, exact only near this cut.
+
 Scores, protected set, decisions and scoring time are kept in ``artifacts()`` (saved with the
 model) and ``work_dir/rahp-scores.json``; ``plots()`` draws the paper's Figures 2-5.
 """
@@ -20,6 +25,7 @@ from pathlib import Path
 import torch
 
 from ..errors import ConfigError
+from ..heads.fast_delta_c import check_delta_c_mode
 from ..heads.runner import layout_from_json, rahp_decision, rahp_scores
 from .base import METHODS
 from .heads import HeadPruningMethod, HeadPruningOptions
@@ -34,6 +40,9 @@ class RahpConfig(HeadPruningOptions):
     scoring_examples: int = 128
     eps: float = 1e-8
     rows_per_pass: int = 256      # rows (examples × masked heads) per batched forward+backward
+    delta_c_mode: str = "hybrid"  # exact | first-order | hybrid (heads/fast_delta_c.py)
+    hybrid_window: int = 6        # hybrid: heads on each side of the cut K whose ΔC is computed exactly
+    hybrid_extremes: int = 2      # hybrid: lowest and highest heads by ΔC computed exactly (normalisation)
     plot_ratios: list[float] = field(default_factory=lambda: [0.2, 0.4, 0.6, 0.8])
 
     def __post_init__(self) -> None:
@@ -46,6 +55,10 @@ class RahpConfig(HeadPruningOptions):
             raise ConfigError("alpha and beta must be >= 0")
         if self.rows_per_pass < 1 or not self.eps > 0:
             raise ConfigError("rows_per_pass >= 1 and eps > 0 required")
+        check_delta_c_mode(self.delta_c_mode)
+        if self.hybrid_window < 0 or self.hybrid_extremes < 1:
+            raise ConfigError(f"hybrid_window must be >= 0 and hybrid_extremes >= 1, got {self.hybrid_window} "
+                              f"and {self.hybrid_extremes}")
         if any(not 0.0 <= r <= 1.0 for r in self.plot_ratios):
             raise ConfigError(f"plot_ratios must lie in [0, 1], got {self.plot_ratios}")
 
@@ -60,7 +73,8 @@ class RobustnessAwareHeadPruning(HeadPruningMethod):
         cfg = self.config
         examples = self.scoring_set(ctx)
         scores = rahp_scores(model, ctx.tokenizer, examples, cfg.scoring_batch, cfg.scoring_length,
-                             cfg.eps, cfg.rows_per_pass)
+                             cfg.eps, cfg.rows_per_pass, cfg.delta_c_mode, cfg.ratio, cfg.alpha, cfg.beta,
+                             cfg.protect, cfg.hybrid_window, cfg.hybrid_extremes)
         decision = rahp_decision(scores, cfg.ratio, cfg.alpha, cfg.beta, cfg.protect, cfg.eps)
         layout = layout_from_json(scores["layout"])
         self.remove(model, layout, torch.tensor(decision["pruned_mask"]))
@@ -70,7 +84,9 @@ class RobustnessAwareHeadPruning(HeadPruningMethod):
         ctx.notes.append(
             f"rahp: pruned {len(decision['pruned'])} of {layout.total} heads (ρ={cfg.ratio}, α={cfg.alpha}, "
             f"β={cfg.beta}, γ={cfg.protect}, {len(decision['protected'])} protected); scoring on {len(examples)} "
-            f"training examples took {s['total']:.1f} s (ΔC {s['delta_c']:.1f} s, Fisher {s['fisher']:.1f} s)")
+            f"training examples took {s['total']:.1f} s (ΔC {s['delta_c']:.1f} s, {cfg.delta_c_mode}"
+            + (f", exact for {len(scores['hybrid']['exact_heads'])} heads near the cut" if "hybrid" in scores else "")
+            + f"; Fisher {s['fisher']:.1f} s)")
         return model
 
     def plots(self, out_dir) -> list[Path]:

@@ -36,6 +36,14 @@ def get_adapter(model: nn.Module) -> "Adapter":
     return _ADAPTERS[model_type]
 
 
+def renumber(layers: nn.ModuleList) -> None:
+    """Give every module of the i-th layer ``layer_idx = i`` (the KV cache is indexed by it)."""
+    for new_idx, layer in enumerate(layers):
+        for module in layer.modules():
+            if hasattr(module, "layer_idx"):
+                module.layer_idx = new_idx
+
+
 def supported_model_types() -> list[str]:
     return sorted(_ADAPTERS)
 
@@ -73,10 +81,7 @@ class Adapter(ABC):
     def after_layer_drop(self, model: nn.Module, stack: str, keep: list[int]) -> None:
         """Renumber layer indices and update the config after layers were dropped."""
         model.config.__setattr__(self.layer_count_keys[stack], len(keep))
-        for new_idx, layer in enumerate(self.stacks(model)[stack]):
-            for module in layer.modules():
-                if hasattr(module, "layer_idx"):
-                    module.layer_idx = new_idx
+        renumber(self.stacks(model)[stack])
 
     def prunable_linears(self, model: nn.Module) -> list[tuple[str, nn.Linear]]:
         """Linear layers inside the transformer stacks (no embeddings, pooler or classifier):
@@ -95,35 +100,37 @@ class Adapter(ABC):
 
 @register_adapter("bert", "roberta", "xlm-roberta", "electra")
 class BertAdapter(Adapter):
-    """BERT-style encoders: ``encoder.layer[i].attention.{self,output}``, ``intermediate``, ``output``."""
+    """BERT-style layers: ``attention.{self,output}`` (and ``crossattention`` in a bert2bert decoder),
+    ``intermediate``, ``output``."""
 
     layer_count_keys = {"encoder": "num_hidden_layers"}
 
     def stacks(self, model):
         return {"encoder": model.base_model.encoder.layer}
 
+    def attentions(self, stack: str, layer: nn.Module) -> list[tuple[str, str]]:
+        """(site kind, attribute) of each attention block of one layer."""
+        return [("self", "attention")]
+
     def attention_sites(self, model):
         sites = []
-        for i, layer in enumerate(self.stacks(model)["encoder"]):
-            attn = layer.attention
-            core = attn.self
-            empty = isinstance(core, EmptyAttention)
-            sites.append(AttentionSite(
-                stack="encoder", layer=i, kind="self",
-                q=None if empty else Slot(core, "query"),
-                k=None if empty else Slot(core, "key"),
-                v=None if empty else Slot(core, "value"),
-                o=Slot(attn.output, "dense"),
-                head_dim=core.attention_head_size if not empty else 0,
-                core=Slot(attn, "self"),
-            ))
+        for stack, layers in self.stacks(model).items():
+            for i, layer in enumerate(layers):
+                for kind, name in self.attentions(stack, layer):
+                    attn = getattr(layer, name)
+                    core = attn.self
+                    empty = isinstance(core, EmptyAttention)
+                    sites.append(AttentionSite(
+                        stack=stack, layer=i, kind=kind,
+                        q=None if empty else Slot(core, "query"), k=None if empty else Slot(core, "key"),
+                        v=None if empty else Slot(core, "value"), o=Slot(attn.output, "dense"),
+                        head_dim=0 if empty else core.attention_head_size, core=Slot(attn, "self"),
+                    ))
         return sites
 
     def ffn_sites(self, model):
-        return [
-            FfnSite("encoder", i, [Slot(layer.intermediate, "dense")], Slot(layer.output, "dense"))
-            for i, layer in enumerate(self.stacks(model)["encoder"])
-        ]
+        return [FfnSite(stack, i, [Slot(layer.intermediate, "dense")], Slot(layer.output, "dense"))
+                for stack, layers in self.stacks(model).items() for i, layer in enumerate(layers)]
 
     def after_head_prune(self, site, keep):
         core = site.core.get()

@@ -18,12 +18,11 @@ from torch import nn
 
 from ..errors import ForgetlessError, ModelFileError
 from ..fsutil import atomic_directory
+from .manifest import FORMAT, MANIFEST, is_forgetless_folder, read_manifest, transformers_model_class
 from .checks import check_model_folder
 from .stock import stock_config
 from .surgery import model_shape, reshape_like
 
-FORMAT = "forgetless-model-1"
-MANIFEST = "forgetless.json"
 
 
 def save_model(model: nn.Module, path: str | Path, tokenizer=None, metadata: dict | None = None) -> Path:
@@ -50,25 +49,6 @@ def save_model(model: nn.Module, path: str | Path, tokenizer=None, metadata: dic
     return path
 
 
-def is_forgetless_folder(path: str | Path) -> bool:
-    return (Path(path) / MANIFEST).is_file()
-
-
-def read_manifest(path: str | Path) -> dict:
-    manifest_path = Path(path) / MANIFEST
-    try:
-        manifest = json.loads(manifest_path.read_text())
-    except (OSError, ValueError) as exc:
-        raise ModelFileError(f"{manifest_path}: not a readable forgetless manifest ({exc})") from exc
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        found = manifest.get("format") if isinstance(manifest, dict) else type(manifest).__name__
-        raise ModelFileError(f"{manifest_path}: unknown format {found!r}, expected {FORMAT!r}")
-    if not isinstance(manifest.get("shape"), dict) or not isinstance(manifest.get("model_class"), str):
-        raise ModelFileError(f"{manifest_path}: manifest lacks the model class or shape")
-    manifest.setdefault("metadata", {})
-    return manifest
-
-
 def load_model(path: str | Path, device: str = "cpu", with_tokenizer: bool = True):
     """Rebuild a model saved by ``save_model``. Returns ``(model, tokenizer or None)``.
 
@@ -76,7 +56,7 @@ def load_model(path: str | Path, device: str = "cpu", with_tokenizer: bool = Tru
     manifest whose shapes do not match the config or the weights is a ``ModelFileError``."""
     path = Path(path)
     manifest = read_manifest(path)
-    model_class = _transformers_model_class(manifest["model_class"])
+    model_class = transformers_model_class(manifest["model_class"])
     config = check_model_folder(path)
     weights = path / "model.safetensors"
     if not weights.is_file():
@@ -101,11 +81,3 @@ def load_model(path: str | Path, device: str = "cpu", with_tokenizer: bool = Tru
     if with_tokenizer and (path / "tokenizer_config.json").is_file():
         tokenizer = transformers.AutoTokenizer.from_pretrained(path)
     return model, tokenizer
-
-
-def _transformers_model_class(name: str) -> type:
-    """Only model classes of the transformers package itself are instantiated (no remote code)."""
-    cls = getattr(transformers, name, None)
-    if not (isinstance(cls, type) and issubclass(cls, transformers.PreTrainedModel)):
-        raise ForgetlessError(f"model class {name!r} is not a transformers model class")
-    return cls

@@ -32,7 +32,7 @@ from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
 from ..errors import ConfigError
 from ..fsutil import atomic_write_text
-from .io import MANIFEST, read_manifest
+from .manifest import MANIFEST, read_manifest
 from .stock import stock_loadable
 
 SUMMARY_KEYS = ("base_model", "method", "method_options", "objective", "task", "metrics", "size", "speed",

@@ -24,7 +24,7 @@ import transformers
 from torch import nn
 
 from ..errors import ForgetlessError
-from .adapters import Adapter, register_adapter
+from .adapters import Adapter, BertAdapter, register_adapter, renumber
 from .sites import AttentionSite, EmptyAttention, FfnSite, Slot
 
 
@@ -136,7 +136,7 @@ class T5Adapter(Adapter):
         # maps ``decoder_layers`` (not ``num_decoder_layers``) to the layer count: record it there.
         for config in (model.config, model.decoder.config):
             config.decoder_layers = model.config.num_decoder_layers
-        _renumber(self.stacks(model)[stack])
+        renumber(self.stacks(model)[stack])
 
 
 def localize_t5_bias(blocks: nn.ModuleList) -> None:
@@ -156,13 +156,6 @@ def localize_t5_bias(blocks: nn.ModuleList) -> None:
                 attn.has_relative_attention_bias = True
             attn.forgetless_own_bias = True
             attn.register_forward_pre_hook(_drop_passed_bias, with_kwargs=True)
-
-
-def _renumber(layers: nn.ModuleList) -> None:
-    for new_idx, layer in enumerate(layers):
-        for module in layer.modules():
-            if hasattr(module, "layer_idx"):
-                module.layer_idx = new_idx
 
 
 # ------------------------------------------------------------------------------------------------
@@ -210,12 +203,12 @@ class BartAdapter(Adapter):
 
     def after_layer_drop(self, model, stack, keep):
         setattr(model.config, self.layer_count_keys[stack], len(keep))
-        _renumber(self.stacks(model)[stack])
+        renumber(self.stacks(model)[stack])
 
 
 # ------------------------------------------------------------------------------------------------
 @register_adapter("encoder-decoder")
-class EncoderDecoderAdapter(Adapter):
+class EncoderDecoderAdapter(BertAdapter):
     """``EncoderDecoderModel`` with BERT-style encoder and decoder ("bert2bert"): decoder layers
     hold ``attention`` (self) and ``crossattention``."""
 
@@ -224,26 +217,8 @@ class EncoderDecoderAdapter(Adapter):
     def stacks(self, model):
         return {"encoder": model.encoder.encoder.layer, "decoder": model.decoder.base_model.encoder.layer}
 
-    def attention_sites(self, model):
-        sites = []
-        for stack, layers in self.stacks(model).items():
-            for i, layer in enumerate(layers):
-                kinds = [("self", "attention")] + ([("cross", "crossattention")] if stack == "decoder" else [])
-                for kind, name in kinds:
-                    attn = getattr(layer, name)
-                    core = attn.self
-                    empty = isinstance(core, EmptyAttention)
-                    sites.append(AttentionSite(
-                        stack=stack, layer=i, kind=kind,
-                        q=None if empty else Slot(core, "query"), k=None if empty else Slot(core, "key"),
-                        v=None if empty else Slot(core, "value"), o=Slot(attn.output, "dense"),
-                        head_dim=0 if empty else core.attention_head_size, core=Slot(attn, "self"),
-                    ))
-        return sites
-
-    def ffn_sites(self, model):
-        return [FfnSite(stack, i, [Slot(layer.intermediate, "dense")], Slot(layer.output, "dense"))
-                for stack, layers in self.stacks(model).items() for i, layer in enumerate(layers)]
+    def attentions(self, stack, layer):
+        return [("self", "attention")] + ([("cross", "crossattention")] if stack == "decoder" else [])
 
     def empty_attention(self, site):
         core = site.core.get()
@@ -251,15 +226,10 @@ class EncoderDecoderAdapter(Adapter):
             return CachedEmptyAttention(layer_idx=core.layer_idx, head_dim=core.attention_head_size)
         return EmptyAttention()
 
-    def after_head_prune(self, site, keep):
-        core = site.core.get()
-        core.num_attention_heads = len(keep)
-        core.all_head_size = len(keep) * site.head_dim
-
     def after_layer_drop(self, model, stack, keep):
         getattr(model.config, stack).num_hidden_layers = len(keep)
         getattr(model, stack).config.num_hidden_layers = len(keep)
-        _renumber(self.stacks(model)[stack])
+        renumber(self.stacks(model)[stack])
 
 
 # ------------------------------------------------------------------------------------------------

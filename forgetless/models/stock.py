@@ -25,6 +25,7 @@ import transformers
 from safetensors import safe_open
 from torch import nn
 
+from .manifest import read_manifest, transformers_model_class
 from .surgery import model_shape
 
 # model_type → {stack: config attribute (dotted for nested configs) holding that stack's FFN width}
@@ -101,13 +102,12 @@ def stock_loadable(model_dir: str | Path) -> tuple[bool, str]:
     compares its per-site shape with the manifest and its parameter shapes with the tensors in
     ``model.safetensors``.
     """
-    from .io import _transformers_model_class, read_manifest
 
     model_dir = Path(model_dir)
     manifest = read_manifest(model_dir)
     config = transformers.AutoConfig.from_pretrained(model_dir)
     try:
-        stock = meta_model(_transformers_model_class(manifest["model_class"]), config)
+        stock = meta_model(transformers_model_class(manifest["model_class"]), config)
         stock_shape = json.loads(json.dumps(model_shape(stock)))
     except Exception as exc:  # noqa: BLE001 - whatever stops stock building it, stock loading fails too
         return False, f"building {manifest['model_class']} from config.json failed ({type(exc).__name__}: {exc})"

@@ -1,7 +1,9 @@
 """Tiny randomly initialised models by name, for fast runs and tests (no download).
 
 ``tiny-t5``, ``tiny-bart``, ``tiny-bert2bert``: encoder-decoders (4 + 4 layers, hidden 32, 4 heads,
-FFN 64). ``tiny-bert``: a 2-layer BERT encoder for classification. Each is built for a tokenizer
+FFN 64). ``tiny-bert``: a 2-layer BERT encoder for classification; ``tiny-llama``: a 4-layer Llama
+with grouped-query attention (4 query heads, 2 key/value heads), as a classifier or, for the
+``causal-lm`` model kind, with its language-modelling head. Each is built for a tokenizer
 (the task's own vocabulary when it has one, else the bundled MiniLM WordPiece tokenizer) and
 seeded, so the same name and seed always give the same weights.
 """
@@ -14,7 +16,7 @@ from ..errors import ConfigError
 from .seq2seq import build_bert2bert
 
 TINY_SEQ2SEQ = ("tiny-t5", "tiny-bart", "tiny-bert2bert")
-TINY_CLASSIFIERS = ("tiny-bert",)
+TINY_CLASSIFIERS = ("tiny-bert", "tiny-llama")
 TINY = TINY_SEQ2SEQ + TINY_CLASSIFIERS
 
 
@@ -51,12 +53,23 @@ def tiny_seq2seq(kind: str, vocab_size: int, pad: int = 0, bos: int = 2, eos: in
     return model
 
 
+def tiny_llama_config(vocab_size: int, pad: int = 0, **overrides) -> transformers.LlamaConfig:
+    """A small Llama with grouped-query attention (4 query heads, 2 key/value heads)."""
+    return transformers.LlamaConfig(**{"vocab_size": vocab_size, "hidden_size": 32, "intermediate_size": 64,
+                                       "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2,
+                                       "max_position_embeddings": 512, "pad_token_id": pad, **overrides})
+
+
 def tiny_classifier(kind: str, vocab_size: int, label_names: list[str], pad: int = 0, seed: int = 0):
-    """A small encoder classifier (``tiny-bert``) with ``len(label_names)`` outputs, seeded."""
-    if kind != "tiny-bert":
+    """A small classifier (``tiny-bert``, ``tiny-llama``) with ``len(label_names)`` outputs, seeded."""
+    if kind not in TINY_CLASSIFIERS:
         raise ConfigError(f"unknown tiny classifier {kind!r}; choose from {', '.join(TINY_CLASSIFIERS)}")
     torch.manual_seed(seed)
     id2label = dict(enumerate(label_names))
+    if kind == "tiny-llama":
+        config = tiny_llama_config(vocab_size, pad, num_labels=len(label_names), id2label=id2label,
+                                   label2id={v: k for k, v in id2label.items()})
+        return transformers.LlamaForSequenceClassification(config)
     config = transformers.BertConfig(vocab_size=vocab_size, hidden_size=32, num_hidden_layers=2,
                                      num_attention_heads=4, intermediate_size=64, max_position_embeddings=512,
                                      pad_token_id=pad, num_labels=len(label_names), id2label=id2label,

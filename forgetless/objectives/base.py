@@ -71,4 +71,4 @@ class CrossEntropy(Objective):
     """Vanilla fine-tuning: cross-entropy with the gold labels (class or target tokens)."""
 
     name = "ce"
-    model_kinds = ("classifier", "seq2seq")
+    model_kinds = ("classifier", "seq2seq", "causal-lm")

@@ -8,7 +8,9 @@ each formula is tested on small hand-computed values (``tests/test_objectives_ma
 - ``smooth_probs``: instance-level smoothing of teacher probabilities, eq. 3,
   ``s_ij = p_ij^{d_i} / Σ_k p_ik^{d_i}``; one ``d`` for every sample is the "Smooth" baseline,
   a per-sample ``d_i`` (eq. 2) is RMC, whose loss is eq. 4 = ``kd_loss`` on the smoothed targets.
-- ``focal_weights`` / ``focal_loss``: appendix B, ``−(1 − p_i)^γ / mean_batch((1 − p_k)^γ) · log p_i``.
+- ``focal_weights`` / ``focal_loss``: appendix B, ``−(1 − p_i)^γ / mean_batch((1 − p_k)^γ) · log p_i``,
+  differentiated as written (the focal loss); ``reweighted_ce_loss``: the same value with the weights
+  detached (sample re-weighted cross-entropy, a different gradient).
 - ``jtt_weights``: Just Train Twice (Liu et al. 2021): misclassified samples up-weighted by λ_up,
   normalised to mean 1.
 """
@@ -83,12 +85,18 @@ def focal_weights(true_class_probs: torch.Tensor, gamma: float = 2.0) -> torch.T
 
 
 def focal_loss(logits: torch.Tensor, labels: torch.Tensor, gamma: float = 2.0) -> torch.Tensor:
-    """``mean_i(−w_i · log p_i)`` with ``w_i`` from :func:`focal_weights`.
+    """Du et al. appendix B focal loss ``mean_i(−(1 − p_i)^γ / mean_batch((1 − p_k)^γ) · log p_i)``,
+    differentiated as written: the gradient flows through ``(1 − p_i)^γ`` and the batch normaliser
+    as well as through ``log p_i`` (Lin et al. 2017's focal loss, batch-normalised)."""
+    log_p = F.log_softmax(logits, dim=-1).gather(-1, labels.unsqueeze(-1)).squeeze(-1)
+    weights = focal_weights(log_p.exp(), gamma)
+    return -(weights * log_p).mean()
 
-    The weights are computed from the current probabilities and *detached*: they re-weight the
-    per-sample CE (as a sample re-weighting method) rather than add the focal term's own
-    gradient through ``(1 − p)^γ``.
-    """
+
+def reweighted_ce_loss(logits: torch.Tensor, labels: torch.Tensor, gamma: float = 2.0) -> torch.Tensor:
+    """The value of :func:`focal_loss` with the weights ``w_i`` *detached*: per-sample CE
+    re-weighted by the current ``(1 − p_i)^γ`` (a sample re-weighting method). Its gradient is
+    not the focal loss's (on random logits they differ by tens of percent)."""
     log_p = F.log_softmax(logits, dim=-1).gather(-1, labels.unsqueeze(-1)).squeeze(-1)
     weights = focal_weights(log_p.detach().exp(), gamma)
     return -(weights * log_p).mean()

@@ -13,7 +13,20 @@ JSON schema ``forgetless-report-2`` (fractions in [0, 1] for accuracies; ROUGE /
     bias {gap_base, gap_compressed, f_bias}             # Du et al. eq. 1 (classification), else null
     hard_easy {base: {hard, easy, gap}, compressed}     # on dev, where ground truth exists, else null
     params {base: {...}, compressed: {...}, ratio, nonzero_ratio}
-    speed {mode: forward|generate, latency_ms, throughput_per_s, config, threads, device, meaningful}
+    speed {mode: forward|generate, latency_ms, throughput_per_s, config, threads, device, meaningful,
+           times_s {latency|throughput: {base: [s], compressed: [s]}},      # raw per-repeat times
+           timing {latency|throughput: {base|compressed: {median, q1, q3, iqr, n},
+                                        speedup: {speedup, low, high, measurable, n_resamples}}}}
+    intervals {method, confidence, n_resamples, seed,   # percentile bootstrap, seeded (report/honest.py)
+               sets {set: {role: {accuracy, low, high, n}}},  # n = 0: accuracy / low / high null
+               hard_easy {role: {hard, easy}} | null, challenge {role} | null,
+               f_bias {f_bias, low, high, base_gap, compressed_gap, base_gap_nonpositive_share,
+                       n_dev, n_challenge, n_resamples} | null}   # paired bootstrap, Du et al. eq. 1
+    bias.meaningful                                     # false: base gap <= 0 or base near chance
+    training {base_epochs, student_init, fine_tunes [{name, epochs}], compressed_extra_epochs,
+              compressed_epochs}                        # epochs each model saw (null: teacher given)
+    warnings [sentence, ..]                             # report/trust.py checks that fired
+    predictions "predictions.jsonl"                     # per-example rows beside the card
     robustness {...}                                    # optional (CLEVER)
     notes [..], run {resolved run configuration}, environment {versions, hardware, created}, seed, command
 """
@@ -25,17 +38,24 @@ from pathlib import Path
 
 from ..evaluate.bias import f_bias, relative_gap
 from ..fsutil import atomic_write_json, atomic_write_text
+from . import honest
 from .environment import environment
+from .html import render_html
 from .markdown import render_markdown
 from .plots import accuracy_plot
+from .predictions import write_predictions
 
 SCHEMA = "forgetless-report-2"
 SECTIONS = ("schema", "kind", "task", "method", "headline", "sets", "challenge", "bias", "hard_easy", "params",
-            "speed", "notes", "run", "seed", "command", "environment")
+            "speed", "notes", "run", "seed", "command", "environment", "intervals", "warnings")
+PREDICTIONS_FILE = "predictions.jsonl"
 
 
 def build_card(task, run, method, objective, kind, results: dict, sizes: dict, speed: dict, notes: list[str],
-               command: str = "", robustness: dict | None = None) -> dict:
+               command: str = "", robustness: dict | None = None, predictions: dict | None = None,
+               training: dict | None = None) -> dict:
+    """The card (schema above). ``predictions`` are the kinds' per-example predictions
+    (``{role: {set: {...}}}``): with them the card gets intervals and warnings."""
     sets = {name: {"base": results["base"]["sets"][name], "compressed": results["compressed"]["sets"][name]}
             for name in results["base"]["sets"]}
     labelled = task.kind == "classification"
@@ -60,15 +80,23 @@ def build_card(task, run, method, objective, kind, results: dict, sizes: dict, s
         if labelled else None,
         "params": {**sizes, "ratio": sizes["compressed"]["total"] / sizes["base"]["total"],
                    "nonzero_ratio": sizes["compressed"]["nonzero"] / sizes["base"]["nonzero"]},
-        "speed": {**speed, "meaningful": bool(method.structured)},
+        "speed": {**speed, "meaningful": bool(method.structured),
+                  "timing": honest.timing_section(speed, run.seed)},
         "notes": list(notes),
         "run": asdict(run),
         "seed": run.seed,
         "command": command,
         "environment": environment(),
     }
+    card["training"] = training
+    card["intervals"] = honest.intervals_section(task, predictions, run.seed) if predictions else None
+    card["warnings"] = honest.collect(task, results, predictions, card["bias"], training) if predictions else []
+    if card["bias"] is not None:
+        card["bias"]["meaningful"] = honest.f_bias_meaningful(card["bias"], card["warnings"])
     if robustness:
         card["robustness"] = robustness
+    if "language_model" in results["base"]:  # causal-lm: held-out perplexity of both models
+        card["language_model"] = {role: results[role]["language_model"] for role in ("base", "compressed")}
     return card
 
 
@@ -90,6 +118,16 @@ def validate_card(card: dict) -> None:
     for part in ("latency_ms", "throughput_per_s"):
         if not all(isinstance(card["speed"][part][k], float) for k in ("base", "compressed", "speedup")):
             raise ValueError(f"report card: speed.{part} must hold base, compressed and speedup")
+    if not isinstance(card["warnings"], list) or not all(isinstance(w, str) for w in card["warnings"]):
+        raise ValueError("report card: warnings must be a list of sentences")
+    intervals = card["intervals"]
+    if intervals is not None:
+        if not isinstance(intervals.get("n_resamples"), int) or "seed" not in intervals:
+            raise ValueError("report card: intervals must record n_resamples and seed")
+        for name, entry in intervals["sets"].items():
+            for role, interval in entry.items():
+                if interval["n"] and not interval["low"] <= interval["accuracy"] <= interval["high"]:
+                    raise ValueError(f"report card: interval of {name} / {role} does not contain its accuracy")
 
 
 def bias_section(results: dict) -> dict:
@@ -114,11 +152,20 @@ def _hard_easy(metrics: dict) -> dict | None:
             "n_hard": metrics["hard"]["n"], "n_easy": metrics["easy"]["n"], "gap": metrics.get("easy_hard_gap")}
 
 
-def write_card(card: dict, out_dir: str | Path, extra_plots: list | None = None) -> dict[str, Path]:
-    """Write ``report.json``, ``metrics.png`` and ``report.md`` (which links the plots)."""
+def write_card(card: dict, out_dir: str | Path, extra_plots: list | None = None,
+               prediction_rows: list[dict] | None = None) -> dict[str, Path]:
+    """Write ``report.json``, ``metrics.png``, ``report.md`` (which links the plots), ``report.html``
+    (one self-contained file, plots embedded), and
+    ``predictions.jsonl`` when ``prediction_rows`` are given."""
     out_dir = Path(out_dir)
+    if prediction_rows is not None:
+        write_predictions(out_dir / PREDICTIONS_FILE, prediction_rows)
+        card["predictions"] = PREDICTIONS_FILE
     plots = [accuracy_plot(card, out_dir / "metrics.png")] + [Path(p) for p in (extra_plots or [])]
     card["plots"] = [p.name for p in plots]
     atomic_write_json(out_dir / "report.json", card)
-    atomic_write_text(out_dir / "report.md", render_markdown(card))
-    return {"json": out_dir / "report.json", "markdown": out_dir / "report.md"}
+    text = render_markdown(card)
+    atomic_write_text(out_dir / "report.md", text)
+    title = f"forgetless report card: {card['task']['name']} · {card['method']['name']}"
+    atomic_write_text(out_dir / "report.html", render_html(text, out_dir, title))
+    return {"json": out_dir / "report.json", "markdown": out_dir / "report.md", "html": out_dir / "report.html"}

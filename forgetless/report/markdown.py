@@ -19,13 +19,22 @@ def num(value) -> str:
 
 def render_markdown(card: dict) -> str:
     lines = [f"# forgetless report card: {card['task']['name']} · {card['method']['name']}", ""]
+    lines += _warnings(card)
     lines += [_verdict(card), ""]
     if card["kind"]["task"] == "classification":
         lines += _classification(card)
     else:
         lines += _generation(card)
-    lines += _size(card) + _speed(card)
+    lm = card.get("language_model")
+    if lm:
+        b, c = lm["base"], lm["compressed"]
+        lines += ["", f"## Language modelling: held-out perplexity on {b['file']} ({b['tokens']} tokens)", "",
+                  f"base {b['perplexity']:.2f}, compressed {c['perplexity']:.2f} "
+                  f"({c['perplexity'] / b['perplexity']:.2f}×; lower is better)."]
+    lines += _training(card) + _size(card) + _speed(card)
     lines += _robustness(card)
+    from ..evaluate.calibration import calibration_markdown
+    lines += calibration_markdown(card)
     if card["notes"]:
         lines += ["", "## Notes", ""] + [f"- {note}" for note in card["notes"]]
     env = card["environment"]
@@ -66,29 +75,42 @@ def _generation(card: dict) -> list[str]:
 
 
 def _classification(card: dict) -> list[str]:
-    lines = ["## Accuracy (%)", "", "| set | n | base | compressed | Δ pts |", "|---|---:|---:|---:|---:|"]
+    iv = card.get("intervals") or {}
+    lines = ["## Accuracy (%, with [95% bootstrap interval])", "", "| set | n | base | compressed | Δ pts |",
+             "|---|---:|---:|---:|---:|"]
     for name, entry in card["sets"].items():
         b, c = entry["base"]["accuracy"], entry["compressed"]["accuracy"]
-        lines.append(f"| {name} | {entry['base']['n']} | {pct(b)} | {pct(c)} | {delta(b, c)} |")
+        ci = (iv.get("sets") or {}).get(name, {})
+        lines.append(f"| {name} | {entry['base']['n']} | {pct_ci(b, ci.get('base'))} | {pct_ci(c, ci.get('compressed'))} "
+                     f"| {delta(b, c)} |")
     ch = card["challenge"]
     if ch["base"] is not None:
-        lines.append(f"| challenge pooled ({' + '.join(ch['sets'])}) | | {pct(ch['base'])} | {pct(ch['compressed'])} "
+        ci = iv.get("challenge") or {}
+        lines.append(f"| challenge pooled ({' + '.join(ch['sets'])}) | {(ci.get('base') or {}).get('n', '')} | "
+                     f"{pct_ci(ch['base'], ci.get('base'))} | {pct_ci(ch['compressed'], ci.get('compressed'))} "
                      f"| {delta(ch['base'], ch['compressed'])} |")
+    if iv.get("n_resamples"):
+        lines += ["", f"Intervals: {iv['method']}, {iv['n_resamples']} resamples of the examples, seed {iv['seed']}; "
+                      "per-example predictions in predictions.jsonl."]
     bias = card["bias"]
     if bias.get("undefined"):
         lines += ["", "## Relative bias (Du et al. 2023, eq. 1)", "", f"F_bias: {bias['undefined']}."]
     if bias["f_bias"] is not None or bias["gap_base"] is not None:
-        fb = "undefined (base gap is 0)" if bias["f_bias"] is None else f"**{bias['f_bias']:.3f}**"
+        fb = f_bias_text(card)
         lines += ["", "## Relative bias (Du et al. 2023, eq. 1)", "",
                   f"gap = (acc_dev − acc_challenge) / acc_dev: base {bias['gap_base']:.3f}, "
                   f"compressed {bias['gap_compressed']:.3f}; F_bias = gap_compressed / gap_base = {fb} "
                   "(> 1: the compressed model leans more on shortcuts than the base model)."]
     if card["hard_easy"]["base"]:
         hb, hc = card["hard_easy"]["base"], card["hard_easy"]["compressed"]
+        he = iv.get("hard_easy") or {}
+        ci = lambda role, part: (he.get(role) or {}).get(part)  # noqa: E731
         lines += ["", f"## Hard vs easy on dev (n hard = {hb['n_hard']}, n easy = {hb['n_easy']})", "",
                   "| | base | compressed | Δ pts |", "|---|---:|---:|---:|",
-                  f"| hard | {pct(hb['hard'])} | {pct(hc['hard'])} | {delta(hb['hard'], hc['hard'])} |",
-                  f"| easy | {pct(hb['easy'])} | {pct(hc['easy'])} | {delta(hb['easy'], hc['easy'])} |",
+                  f"| hard | {pct_ci(hb['hard'], ci('base', 'hard'))} | {pct_ci(hc['hard'], ci('compressed', 'hard'))} "
+                  f"| {delta(hb['hard'], hc['hard'])} |",
+                  f"| easy | {pct_ci(hb['easy'], ci('base', 'easy'))} | {pct_ci(hc['easy'], ci('compressed', 'easy'))} "
+                  f"| {delta(hb['easy'], hc['easy'])} |",
                   f"| easy − hard gap | {pct(hb['gap'])} | {pct(hc['gap'])} | |"]
     lines += _groups(card)
     return lines
@@ -101,15 +123,60 @@ def _verdict(card: dict) -> str:
         text += f" ({card['params']['nonzero_ratio']:.2f}× non-zero)"
     if card["speed"]["meaningful"]:
         what = "generation throughput" if card["speed"].get("mode") == "generate" else "throughput"
-        text += f", {card['speed']['throughput_per_s']['speedup']:.2f}× {what}"
+        interval = ((card["speed"].get("timing") or {}).get("throughput") or {}).get("speedup")
+        if interval and not interval["measurable"]:
+            text += f", no measurable speedup ({what} {interval['speedup']:.2f}×, 95% interval " \
+                    f"[{interval['low']:.2f}, {interval['high']:.2f}] includes 1)"
+        else:
+            text += f", {card['speed']['throughput_per_s']['speedup']:.2f}× {what}"
     text += f". Keeps {pct(head['kept'])}% of dev {head['metric']}"
     ch = card["challenge"]
     if ch and ch["base"]:
         text += f" and {pct(ch['compressed'] / ch['base'])}% of challenge accuracy"
-    f_bias = (card["bias"] or {}).get("f_bias")
-    if f_bias is not None:
-        text += f"; F_bias {f_bias:.2f}"
+    if (card["bias"] or {}).get("f_bias") is not None:
+        text += f"; F_bias {f_bias_text(card, bold=False, digits=2)}"
+    if card.get("warnings"):
+        text += f" ({len(card['warnings'])} warning{'s' if len(card['warnings']) > 1 else ''} above)"
     return text + "."
+
+
+def pct_ci(value, interval: dict | None) -> str:
+    """``81.0 [75.5–86.0]``: a percentage with its bootstrap interval (no interval for n = 0)."""
+    if value is None or not interval or interval.get("low") is None:
+        return pct(value)
+    return f"{pct(value)} [{pct(interval['low'])}, {pct(interval['high'])}]"
+
+
+def f_bias_text(card: dict, bold: bool = True, digits: int = 3) -> str:
+    """F_bias for the verdict and the bias section: bold only when meaningful, with its interval."""
+    bias = card["bias"]
+    if bias["f_bias"] is None:
+        return "undefined (base gap is 0)"
+    value = f"{bias['f_bias']:.{digits}f}"
+    interval = (card.get("intervals") or {}).get("f_bias") or {}
+    span = f" [{interval['low']:.{digits}f}, {interval['high']:.{digits}f}]" if interval.get("low") is not None else ""
+    if not bias.get("meaningful", True):
+        return f"{value}{span} — not meaningful (see warnings)"
+    return (f"**{value}**" if bold else value) + span
+
+
+def _warnings(card: dict) -> list[str]:
+    if not card.get("warnings"):
+        return []
+    return ["## ⚠ Warnings", "", *[f"- {w}" for w in card["warnings"]], ""]
+
+
+def _training(card: dict) -> list[str]:
+    t = card.get("training")
+    if not t:
+        return []
+    epochs = lambda x: f"{x:g} epoch" + ("" if x == 1 else "s")  # noqa: E731
+    base = "unknown (teacher given)" if t["base_epochs"] is None else epochs(t["base_epochs"])
+    runs = ", ".join(f"{r['name']} {epochs(r['epochs'])}" for r in t["fine_tunes"]) or "none"
+    start = "the fine-tuned teacher" if t["student_init"] == "teacher" else "the pretrained model"
+    total = "" if t["compressed_epochs"] is None else f" ({epochs(t['compressed_epochs'])} in all)"
+    return ["", "## Training", "", f"Base: {base}. Compressed: starts from {start}, then fine-tuning runs "
+            f"after / during compression: {runs}{total}."]
 
 
 def _groups(card: dict) -> list[str]:
@@ -150,9 +217,26 @@ def _speed(card: dict) -> list[str]:
              f"{s['latency_ms']['compressed']:.1f} | {s['latency_ms']['speedup']:.2f}× |",
              f"| throughput, batch {cfg['batch_size']} ({unit}/s) | {s['throughput_per_s']['base']:.1f} | "
              f"{s['throughput_per_s']['compressed']:.1f} | {s['throughput_per_s']['speedup']:.2f}× |",
+             *([f"| decode with KV cache, batch {cfg['latency_batch']} (ms per token) | "
+                f"{s['decode_ms_per_token']['base']:.2f} | {s['decode_ms_per_token']['compressed']:.2f} | "
+                f"{s['decode_ms_per_token']['speedup'] or 0:.2f}× |"] if s.get("decode_ms_per_token") else []),
              "", f"{'Whole generate calls decoding ' + str(cfg['new_tokens']) + ' tokens (beam ' + str(cfg['num_beams']) + '), ' if s.get('mode') == 'generate' else 'One forward pass, '}"
              f"input length {cfg['seq_len']}, median of {cfg['repeats']} after {cfg['warmup']} warm-up runs, "
              f"{s['threads']} threads on {s['device']}."]
+    timing = s.get("timing")
+    if timing:
+        lines += ["", "| spread (ms) | base median [IQR] | compressed median [IQR] | speedup 95% interval |",
+                  "|---|---:|---:|---:|"]
+        for part, t in timing.items():
+            b, c, sp = t["base"], t["compressed"], t["speedup"]
+            verdict = "" if sp["measurable"] else " no measurable speedup"
+            lines.append(f"| {part} | {1e3 * b['median']:.1f} [{1e3 * b['q1']:.1f}–{1e3 * b['q3']:.1f}] | "
+                         f"{1e3 * c['median']:.1f} [{1e3 * c['q1']:.1f}–{1e3 * c['q3']:.1f}] | "
+                         f"[{sp['low']:.2f}, {sp['high']:.2f}]×{verdict} |")
+        lines.append("")
+        lines.append(f"Speedup intervals: percentile bootstrap of the ratio of medians over the {cfg['repeats']} "
+                     f"repeats ({next(iter(timing.values()))['speedup']['n_resamples']} resamples); an interval "
+                     "that includes 1 is no measurable speedup.")
     if not s["meaningful"]:
         lines.append("This method zeroes weights without removing them: a dense model runs no faster, and any "
                      "difference above is noise.")

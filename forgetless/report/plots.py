@@ -50,7 +50,8 @@ def accuracy_plot(card: dict, path: str | Path) -> Path:
     f_bias = (card.get("bias") or {}).get("f_bias")
     title = f"{card['task']['name']}: {card['method']['name']}"
     if f_bias is not None:
-        title += f"  (F_bias = {f_bias:.2f})"
+        meaningful = (card.get("bias") or {}).get("meaningful", True)
+        title += f"  (F_bias = {f_bias:.2f}{'' if meaningful else ', not meaningful'})"
     ax.set_title(title)
     ax.legend(loc="lower right")
     return save_figure(fig, path)

@@ -10,6 +10,8 @@ Format: JSON Lines (one object per line, UTF-8), written atomically. Each row ha
     probabilities  list of class probabilities, or null (generation tasks)
     group        group name (HANS heuristic, template ...) or null
     hard         true / false (ground-truth hard example) or null when the task has no such labels
+    generated    the generated text (seq2seq models; for generation tasks ``predicted`` is that text
+                 and ``gold`` the list of references); absent for classifiers
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from ..errors import DataError
 from ..fsutil import atomic_write_text
 
 REQUIRED = ("id", "set", "role", "gold", "predicted")
-OPTIONAL = ("probabilities", "group", "hard")
+OPTIONAL = ("probabilities", "group", "hard", "generated")
 ROLES = ("base", "compressed")
 
 
@@ -40,8 +42,11 @@ def _normalise(row: dict, where: str) -> dict:
     probabilities = row.get("probabilities")
     if probabilities is not None:
         probabilities = [float(p) for p in probabilities]
-    return {**{key: row[key] for key in REQUIRED}, "probabilities": probabilities,
-            "group": row.get("group"), "hard": row.get("hard")}
+    out = {**{key: row[key] for key in REQUIRED}, "probabilities": probabilities,
+           "group": row.get("group"), "hard": row.get("hard")}
+    if row.get("generated") is not None:
+        out["generated"] = str(row["generated"])
+    return out
 
 
 def write_predictions(path: str | Path, rows: Iterable[dict]) -> Path:

@@ -1,6 +1,8 @@
 """Plots of an objective × sparsity × seed sweep (``forgetless.sweep``), after Du et al.,
-"What do Compressed Large Language Models Forget?": Figure 1 (dev and challenge accuracy vs
-sparsity), Figure 3 (F_bias per objective) and Table 11 (hard vs easy accuracy per objective).
+"What do Compressed Large Language Models Forget?": Figure 1 (accuracy on hard vs easy dev
+samples vs sparsity: the compressed model keeps the easy ones and loses the hard ones), Figure 3
+(F_bias per objective) and Table 11 (hard vs easy accuracy per objective); plus dev and challenge
+accuracy vs sparsity (the Table 1 / 4 numbers as curves, not a figure of the paper).
 Error bars are the standard deviation over seeds.
 """
 from __future__ import annotations
@@ -25,12 +27,15 @@ def _series(summary: dict, metric: str) -> dict[str, tuple[list, list, list]]:
     return out
 
 
-def accuracy_vs_sparsity(summary: dict, path: str | Path) -> Path:
-    """Figure 1: dev (solid) and challenge (dashed) accuracy vs sparsity, one colour per objective;
-    the uncompressed teacher is plotted at sparsity 0."""
+def accuracy_vs_sparsity(summary: dict, path: str | Path, metrics=(("dev", "in-distribution (dev)"),
+                                                                   ("challenge", "challenge")),
+                         heading: str = "accuracy vs sparsity") -> Path:
+    """Dev (solid) and challenge (dashed) accuracy vs sparsity (Tables 1 / 4 as curves), one colour
+    per objective; the uncompressed teacher is plotted at sparsity 0. With ``metrics`` hard / easy
+    it is the paper's Figure 1 (:func:`hard_easy_vs_sparsity`)."""
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=False)
     base = summary["base"]
-    for ax, metric, title in ((axes[0], "dev", "in-distribution (dev)"), (axes[1], "challenge", "challenge")):
+    for ax, (metric, title) in zip(axes, metrics):
         for i, (objective, (xs, ys, es)) in enumerate(_series(summary, metric).items()):
             order = sorted(range(len(xs)), key=xs.__getitem__)
             xs, ys, es = ([v[j] for j in order] for v in (xs, ys, es))
@@ -38,14 +43,20 @@ def accuracy_vs_sparsity(summary: dict, path: str | Path) -> Path:
                 xs, ys, es = [0.0] + xs, [base[metric]["mean"]] + ys, [base[metric]["std"] or 0.0] + es
             ax.errorbar([100 * x for x in xs], [100 * y for y in ys], yerr=[100 * e for e in es], marker="o",
                         capsize=3, label=objective, color=COLORS[i % len(COLORS)],
-                        linestyle="-" if metric == "dev" else "--")
+                        linestyle="-" if metric in ("dev", "easy") else "--")
         ax.set_xlabel("sparsity (%)")
         ax.set_ylabel("accuracy (%)")
         ax.set_title(title)
         ax.grid(alpha=0.3)
     axes[1].legend(fontsize=8, loc="best")
-    fig.suptitle(f"{summary['task']['name']}: accuracy vs sparsity ({summary['setup']['method']})")
+    fig.suptitle(f"{summary['task']['name']}: {heading} ({summary['setup']['method']})")
     return save_figure(fig, path)
+
+
+def hard_easy_vs_sparsity(summary: dict, path: str | Path) -> Path:
+    """Du et al. Figure 1: dev accuracy on easy (solid) and hard (dashed) samples vs sparsity."""
+    return accuracy_vs_sparsity(summary, path, (("easy", "easy dev samples"), ("hard", "hard dev samples")),
+                                "Figure 1: hard vs easy accuracy vs sparsity")
 
 
 def _grouped_bars(ax, labels: list[str], groups: dict[str, tuple[list, list]], scale: float = 100.0):
@@ -111,6 +122,7 @@ def sweep_plots(summary: dict, out_dir: str | Path) -> list[Path]:
         paths.append(f_bias_per_objective(summary, out_dir / "f_bias_per_objective.png"))
     if summary["base"]["hard"]["mean"] is not None:
         paths.append(hard_easy_per_objective(summary, out_dir / "hard_easy_per_objective.png"))
+        paths.append(hard_easy_vs_sparsity(summary, out_dir / "figure1_hard_easy_vs_sparsity.png"))
     return paths
 
 

@@ -79,7 +79,7 @@ def run_sweep(task: Task, out_dir: str | Path, objectives=ALL_OBJECTIVES, seeds=
               objective_options: dict[str, dict] | None = None, model: str = "minilm",
               train: TrainConfig | None = None, teacher_train: TrainConfig | None = None,
               student_init: str = "pretrained", speed=None, eval_config=None,
-              progress: bool = True, plots: bool = True, keep_work: bool = False) -> dict:
+              progress: bool = True, plots: bool = True, keep_work: bool = False, recipe: dict | None = None) -> dict:
     """Run every (objective, sparsity, seed) combination and write ``sweep.json``, ``sweep.md`` and
     plots into ``out_dir``; returns the summary (see :func:`aggregate`).
 
@@ -87,7 +87,8 @@ def run_sweep(task: Task, out_dir: str | Path, objectives=ALL_OBJECTIVES, seeds=
     ``objective_options`` maps an objective name to its options (e.g. ``{"rmc": {"alpha": 0.5}}``);
     ``level_option`` is the method option the sparsity levels set (``sparsity`` for magnitude).
     A finished run keeps its model and report; its training checkpoints (``work/``, ~2x the model
-    size with optimiser state) are removed unless ``keep_work``.
+    size with optimiser state) are removed unless ``keep_work``. ``recipe`` (the resolved recipe,
+    ``forgetless.recipes``) is saved as ``out_dir/recipe.yaml`` and in ``sweep.json``.
     """
     objectives, seeds = parse_list(objectives), parse_list(seeds, int)
     sparsities = parse_list(sparsities, _number)
@@ -120,7 +121,7 @@ def run_sweep(task: Task, out_dir: str | Path, objectives=ALL_OBJECTIVES, seeds=
         if "rmc" in objectives:
             difficulty[str(seed)] = _difficulty_summary(task, teacher_dir, seed_train, seed,
                                                         (objective_options or {}).get("rmc", {}),
-                                                        out_dir / "cache")
+                                                        out_dir / "cache", model)
             write_sweep(_summary([], task, setup, difficulty, started), out_dir, plots=False)
         for sparsity in sparsities:
             for name in objectives:
@@ -146,6 +147,11 @@ def run_sweep(task: Task, out_dir: str | Path, objectives=ALL_OBJECTIVES, seeds=
                 write_sweep(_summary(records, task, setup, difficulty, started), out_dir, plots=False)
     summary = _summary(records, task, setup, difficulty, started)
     summary["complete"] = True
+    if recipe is not None:
+        from ..recipes import dump_recipe
+
+        dump_recipe(recipe, out_dir / "recipe.yaml")
+        summary["recipe"] = recipe
     write_sweep(summary, out_dir, plots=plots)
     return summary
 
@@ -200,13 +206,15 @@ def _reuse(run_dir: Path, config, task_key: str) -> dict | None:
 
 
 def _difficulty_summary(task: Task, teacher_dir: str, train: TrainConfig, seed: int, rmc_options: dict,
-                        cache: Path) -> dict:
+                        cache: Path, model: str = "minilm") -> dict:
     """Compute (or load from the shared cache) the difficulty RMC will use, and its agreement with
-    the training set's ground-truth hard flags."""
+    the ground-truth hard flags of the training and dev sets."""
     config = OBJECTIVES.make_config("rmc", rmc_options)
-    teacher, tokenizer = kind_for(task).load_model(teacher_dir, task)
+    kind = kind_for(task)
+    teacher, tokenizer = kind.load_model(teacher_dir, task)
     result = compute_difficulty(teacher, tokenizer, task.train, train, Path(teacher_dir).parent, cache,
-                                config.difficulty_config(), seed)
+                                config.difficulty_config(), seed, dev_set=task.dev,
+                                pretrained=lambda: kind.load_model(model, task, seed)[0])
     alpha = config.alpha if config.alpha is not None else default_alpha(task.name)
     return {"alpha": alpha, **result.summary()}
 

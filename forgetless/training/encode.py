@@ -60,10 +60,24 @@ def encode_pairs(pairs: PairSet, tokenizer, eos_token_id: int, max_source: int =
     return _add_extras(rows, extras)
 
 
+def encode_causal_pairs(pairs: PairSet, tokenizer, max_source: int = 128, max_target: int = 32,
+                        extras: dict[str, list] | None = None) -> list[dict[str, Any]]:
+    """Rows for a decoder-only LM: ``input_ids`` = prompt + target tokens, ``labels`` = the target
+    tokens at their positions and ``IGNORE_INDEX`` over the prompt (the model shifts labels)."""
+    src = tokenizer(pairs.sources, add_special_tokens=False, truncation=True, max_length=max_source)["input_ids"]
+    tgt = tokenizer(pairs.targets, add_special_tokens=False, truncation=True, max_length=max_target)["input_ids"]
+    rows = [{"input_ids": s + t, "attention_mask": [1] * (len(s) + len(t)), "labels": [IGNORE_INDEX] * len(s) + t,
+             "index": i} for i, (s, t) in enumerate(zip(src, tgt))]
+    return _add_extras(rows, extras)
+
+
 def encode_for_training(examples, tokenizer, model, max_length: int, max_target_length: int,
                         extras: dict[str, list] | None = None) -> list[dict[str, Any]]:
-    """Rows of either kind of set (the model's EOS id ends generation targets)."""
+    """Rows of either kind of set (the model's EOS id ends encoder-decoder targets; a decoder-only
+    LM gets prompt + target in one sequence)."""
     if isinstance(examples, PairSet):
+        if not getattr(model.config, "is_encoder_decoder", False):
+            return encode_causal_pairs(examples, tokenizer, max_length, max_target_length, extras)
         eos = model.generation_config.eos_token_id
         eos = eos[0] if isinstance(eos, list) else eos
         return encode_pairs(examples, tokenizer, eos, max_length, max_target_length, extras)

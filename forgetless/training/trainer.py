@@ -37,6 +37,7 @@ from ..errors import DiskFullError
 from ..fsutil import atomic_write_text
 from ..objectives.base import Objective
 from .encode import Collator, encode_for_training, split_batch
+from .logs import route_logs
 
 log = logging.getLogger(__name__)
 RUN_KEY_FILE = "forgetless-run-key.txt"
@@ -65,6 +66,7 @@ class TrainConfig:
     max_steps: int = -1
     freeze_embeddings: bool = False
     progress: bool = True
+    report_to: str = "none"  # Trainer integrations: "none", "tensorboard", "wandb", … (comma-separated)
 
     def __post_init__(self) -> None:
         check_number("epochs (--epochs)", self.epochs, 0 if self.max_steps <= 0 else None, 1e6,
@@ -151,7 +153,7 @@ def training_arguments(output_dir: str | Path, config: TrainConfig) -> transform
         save_steps=config.save_steps,
         save_total_limit=2,
         logging_steps=config.logging_steps,
-        report_to="none",
+        report_to=[x.strip() for x in config.report_to.split(",")] if config.report_to != "none" else "none",
         remove_unused_columns=False,
         disable_tqdm=not config.progress,
         use_cpu=not torch.cuda.is_available(),
@@ -191,6 +193,7 @@ def fine_tune(model: nn.Module, tokenizer, train_set, output_dir: str | Path, co
         regularizer=regularizer,
         callbacks=[*(callbacks or []), *objective.callbacks()],
     )
+    route_logs(trainer, Path(output_dir).parent / "train.log")
     trainer.add_callback(CheckpointComplete())  # last: runs after every other callback's on_save
     key = run_key(model, train_set, config, objective, extras, callbacks, regularizer)
     last = last_complete_checkpoint(output_dir) if resume and os.path.isdir(output_dir) else None
@@ -204,6 +207,8 @@ def fine_tune(model: nn.Module, tokenizer, train_set, output_dir: str | Path, co
     atomic_write_text(Path(output_dir) / RUN_KEY_FILE, key)
     if last:
         log.info("resuming from %s", last)
+        print(f"[forgetless] resuming from {Path(last).name} in {output_dir}", file=sys.stderr, flush=True)
+    trainer.train(resume_from_checkpoint=last)
     try:
         trainer.train(resume_from_checkpoint=last)
     except OSError as exc:
@@ -221,7 +226,7 @@ def run_key(model, train_set, config: TrainConfig, objective, extras, callbacks,
     config), extra columns, callbacks, regulariser and model architecture (parameter names and
     shapes)."""
     digest = hashlib.sha256()
-    digest.update(json.dumps({k: v for k, v in asdict(config).items() if k != "progress"}, sort_keys=True).encode())
+    digest.update(json.dumps({k: v for k, v in asdict(config).items() if k not in ("progress", "report_to")}, sort_keys=True).encode())
     digest.update(train_set.fingerprint().encode())
     digest.update(type(objective).__name__.encode() if objective is not None else b"ce")
     config_of = getattr(objective, "config", None)

@@ -1,0 +1,53 @@
+"""Start-up time of the command line: `forgetless --help` and `forgetless compress --help`.
+
+Runs each command in a fresh interpreter, interleaved (A, B, A, B, …) so machine load hits both
+alike, and reports the median and inter-quartile range of the wall time and of the import time
+(``python -X importtime``: cumulative microseconds of the top-level ``forgetless.cli`` import).
+
+    python benchmarks/cli_startup.py --repeats 7
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+COMMANDS = {"forgetless --help": ["--help"], "forgetless compress --help": ["compress", "--help"]}
+
+
+def run_once(args: list[str]) -> tuple[float, float]:
+    """(wall seconds, import seconds of forgetless.cli) of one `python -m forgetless.cli ARGS`."""
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "forgetless.cli", *args],
+                          capture_output=True, text=True, check=True)
+    wall = time.perf_counter() - start
+    cumulative = [int(m.group(1)) for m in re.finditer(r"import time:\s+\d+ \|\s+(\d+) \| forgetless\.cli$",
+                                                       done.stderr, re.MULTILINE)]
+    return wall, (max(cumulative) / 1e6 if cumulative else float("nan"))
+
+
+def quartiles(values: list[float]) -> str:
+    q = statistics.quantiles(values, n=4) if len(values) > 1 else [values[0]] * 3
+    return f"median {q[1]:.3f} s (IQR {q[0]:.3f}–{q[2]:.3f})"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5, help="runs per command (interleaved)")
+    args = parser.parse_args()
+    results = {name: {"wall": [], "import": []} for name in COMMANDS}
+    run_once(["--help"])  # warm the file cache
+    for _ in range(args.repeats):
+        for name, argv in COMMANDS.items():
+            wall, imported = run_once(argv)
+            results[name]["wall"].append(wall)
+            results[name]["import"].append(imported)
+    for name, r in results.items():
+        print(f"{name:28s} import {quartiles(r['import'])}; wall {quartiles(r['wall'])}; n={args.repeats}")
+
+
+if __name__ == "__main__":
+    main()

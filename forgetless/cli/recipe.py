@@ -1,0 +1,97 @@
+"""``forgetless run RECIPE [--scale cpu|paper] [--set key=value ...] [--out DIR]``: run a recipe file
+(``forgetless.recipes``) — one compression run, a sweep or a speed profile — and save its fully
+resolved recipe beside the results (``model/recipe.yaml`` for a run, ``recipe.yaml`` for a sweep or
+profile), so ``forgetless run OUT/model/recipe.yaml`` reproduces it."""
+from __future__ import annotations
+
+from pathlib import Path
+
+EXAMPLE = ("examples:\n  forgetless run recipes/rmc-table7.yaml --scale cpu\n"
+           "  forgetless run recipes/rmc-table7.yaml --set seeds=[0] --set train_size=2000 --out runs/t7\n"
+           "  forgetless run runs/t7/runs/rmc-s0.4-seed0/model/recipe.yaml   # rerun one saved run")
+
+
+def add_run_parser(sub) -> None:
+    import argparse
+
+    p = sub.add_parser("run", help="run a recipe file (a run, a sweep or a profile) at a scale, with overrides",
+                       description=__doc__, epilog=EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("recipe", help="a recipe YAML file (recipes/*.yaml, or a saved model/recipe.yaml)")
+    p.add_argument("--scale", choices=["cpu", "paper"], help="which scale of the recipe (default cpu)")
+    p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a recipe key (repeatable; the value is read as YAML: 0.4, true, [0, 1, 2])")
+    p.add_argument("--out", help="output folder (default: the recipe's out, else forgetless-out/<name>-<scale>)")
+    p.add_argument("--check", action="store_true", help="validate and print the resolved recipe; run nothing")
+    p.add_argument("--threads", type=int, help="torch CPU threads")
+
+
+def run_recipe(path, scale: str | None = None, sets=(), out: str | None = None, check: bool = False):
+    """Load, resolve and run a recipe (also the Python entry point); returns (resolved recipe,
+    report card / sweep summary / None); with ``check`` nothing runs."""
+    from ..recipes import load_recipe, namespace_from_recipe, recipe_from_args
+    from ..recipes.load import META
+
+    sets = list(sets)
+    if out:
+        sets.append(("out", out))
+    recipe = load_recipe(path, scale, sets)
+    if "out" not in recipe:
+        recipe["out"] = f"forgetless-out/{recipe.get('name') or Path(path).stem}-{recipe.get('scale', 'cpu')}"
+    args, owners = namespace_from_recipe(recipe)
+    meta = {k: v for k, v in recipe.items() if k in META}
+    resolved = recipe_from_args(args, recipe["command"], meta)
+    if check:
+        return resolved, None
+    run = {"compress": _compress, "sweep": _sweep, "profile": _profile}[recipe["command"]]
+    return resolved, run(args, owners, resolved)
+
+
+def _compress(args, owners, resolved):
+    from ..pipeline import compress
+    from .commands import run_config_from_args
+    from .options import task_from_args
+
+    return compress(task_from_args(args), run_config_from_args(args, owners), args.out, recipe=resolved)
+
+
+def _sweep(args, owners, resolved):
+    from ..evaluate.speed import SpeedConfig
+    from ..sweep import distribute_options, parse_list, run_sweep
+    from .options import collect, eval_config_from_args, task_from_args, train_config_from_args
+
+    objectives = parse_list(args.objectives)
+    flat = {key[len("objective_"):]: getattr(args, key) for key in owners["objective"]
+            if getattr(args, key, None) is not None}
+    speed = SpeedConfig(batch_size=args.bench_batch_size, seq_len=args.bench_seq_len, repeats=args.bench_repeats,
+                        new_tokens=args.bench_new_tokens)
+    return run_sweep(
+        task_from_args(args), args.out, objectives=objectives, seeds=parse_list(args.seeds, int),
+        sparsities=args.levels, method=args.method, level_option=args.level_option,
+        method_options=collect(args, owners["method"], "", args.method, "method"),
+        objective_options=distribute_options(objectives, flat), model=args.model,
+        train=train_config_from_args(args),
+        teacher_train=train_config_from_args(args, args.teacher_epochs) if args.teacher_epochs else None,
+        student_init=args.student_init, speed=speed, eval_config=eval_config_from_args(args),
+        progress=not args.no_progress, recipe=resolved)
+
+
+def _profile(args, owners, resolved):
+    from ..recipes import dump_recipe
+    from .commands import cmd_profile
+
+    cmd_profile(args, {})
+    dump_recipe(resolved, Path(args.out) / "recipe.yaml")
+
+
+def cmd_run(args, owners=None) -> int:
+    import yaml
+
+    resolved, _ = run_recipe(args.recipe, args.scale, args.sets, args.out, args.check)
+    if args.check:
+        print(yaml.safe_dump(resolved, sort_keys=False, allow_unicode=True), end="")
+        return 0
+    out = Path(resolved["out"])
+    saved = out / "model" / "recipe.yaml" if resolved["command"] == "compress" else out / "recipe.yaml"
+    print(f"done: {out} (report: {out / ('report.md' if resolved['command'] == 'compress' else 'sweep.md')}; "
+          f"resolved recipe: {saved})")
+    return 0

@@ -1,0 +1,72 @@
+"""FEVER → FEVER-Symmetric: the fact-verification protocol of Du et al. (2023, §3.2, Table 1:
+FEVER with the Symmetric sets as adversarial test sets; F_bias pools Sym1 and Sym2).
+
+Offline (``--data-dir``): FEVER's training set is not in the data folder, so the claim-only
+protocol trains on a seeded, stratified 80% of FEVER ``paper_dev`` and keeps the other 20% as the
+in-distribution dev set. Challenge sets: FEVER-Symmetric v0.1 (``sym1``, Schuster et al. 2019,
+generated) and v0.2 dev + test (``sym2``), pooled (size-weighted) for F_bias as in the paper.
+The input is the claim alone (``paper_dev`` holds evidence ids, not text), which is exactly the
+claim-only bias the Symmetric sets were built to expose. Symmetric sets are SUPPORTS / REFUTES only,
+so NOT ENOUGH INFO claims are left out of training and dev: a 2-way task.
+
+Paper scale (``--dataset ID``, needs network): the training set comes from that hub dataset
+(``--subset``, ``--train-split``; columns ``claim`` and ``label`` with SUPPORTS / REFUTES names or
+ids), the whole filtered ``paper_dev`` is the dev set, and the Symmetric sets stay the challenge.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from .files import read_table, require_columns
+from .task import ExampleSet, Task, labels_from_names, stratified_split
+
+FEVER_LABELS = ["SUPPORTS", "REFUTES"]
+DEV_FILE = "fever/paper_dev.jsonl"
+SYM1_FILE = "fever_symmetric/symmetric_v0.1/fever_symmetric_generated.jsonl"
+SYM2_FILES = ("fever_symmetric/symmetric_v0.2/fever_symmetric_dev.jsonl",
+              "fever_symmetric/symmetric_v0.2/fever_symmetric_test.jsonl")
+
+
+def claims(rows: list[dict], name: str, source: str) -> ExampleSet:
+    """Claim-only examples of FEVER-style rows (``claim``, ``label``); NOT ENOUGH INFO rows dropped."""
+    require_columns(rows, ["claim", "label"], source)
+    kept = [r for r in rows if str(r["label"]).strip() not in ("NOT ENOUGH INFO", "NEI")]
+    return ExampleSet(name, [str(r["claim"]) for r in kept],
+                      labels_from_names([r["label"] for r in kept], FEVER_LABELS, source), FEVER_LABELS, source=source)
+
+
+def read_rows(root: Path, *files: str) -> tuple[list[dict], str]:
+    rows: list[dict] = []
+    for rel in files:
+        rows.extend(read_table(root / rel))
+    return rows, ", ".join(str(root / rel) for rel in files)
+
+
+def fever_task(data_dir=None, seed: int = 0, train_fraction: float = 0.8, dataset: str | None = None,
+               subset: str | None = None, train_split: str | None = None) -> Task:
+    from .tasks import resolve_data_dir
+
+    root = resolve_data_dir(data_dir)
+    dev = claims(*_named(read_rows(root, DEV_FILE), "fever_dev"))
+    challenges = {"sym1": claims(*_named(read_rows(root, SYM1_FILE), "sym1")),
+                  "sym2": claims(*_named(read_rows(root, *SYM2_FILES), "sym2"))}
+    if dataset:
+        import datasets
+
+        rows = [dict(r) for r in datasets.load_dataset(dataset, subset, split=train_split or "train")]
+        train = claims(rows, "train", f"{dataset}:{train_split or 'train'}")
+        protocol = f"FEVER → Symmetric: train {dataset} ({subset or 'default'}), dev = FEVER paper_dev"
+        dev = dev.subset(list(range(len(dev))), "dev")
+    else:
+        train_idx, dev_idx = stratified_split(dev.labels, train_fraction, seed)
+        train, dev = dev.subset(train_idx, "train"), dev.subset(dev_idx, "dev")
+        protocol = (f"FEVER → Symmetric (claim-only): seeded (seed {seed}) stratified {train_fraction:.0%}/"
+                    f"{1 - train_fraction:.0%} split of FEVER paper_dev")
+    return Task("fever", FEVER_LABELS, train, dev, challenges, pooled_challenges=["sym1", "sym2"],
+                protocol=protocol + " without NOT ENOUGH INFO (2-way); challenge FEVER-Symmetric v0.1 (sym1) and "
+                                    "v0.2 dev+test (sym2), pooled for F_bias")
+
+
+def _named(pair: tuple[list[dict], str], name: str) -> tuple[list[dict], str, str]:
+    rows, source = pair
+    return rows, name, source

@@ -1,0 +1,81 @@
+"""FreeLB (Zhu et al. 2020, "FreeLB: Enhanced Adversarial Training for Natural Language
+Understanding", Algorithm 1):
+
+    δ_0 = U(−σ, σ)/√N_δ,  g_0 = 0
+    for t = 1..K:   g_t = g_{t−1} + 1/K · ∇_θ L(f_θ(X + δ_{t−1}), y)
+                    g_adv = ∇_δ L(f_θ(X + δ_{t−1}), y)
+                    δ_t = Π_{‖δ‖_F ≤ ε}(δ_{t−1} + α · g_adv / ‖g_adv‖_F)
+    θ ← θ − τ·g_K  (here: the Trainer's optimizer step on the accumulated gradients)
+
+It replaces the Trainer's step (``training_step``): the K backward passes go through the Trainer's
+accelerator backward with the Trainer's own loss scaling, so gradient accumulation and
+multi-process training keep working (each of the K backward passes is all-reduced under DDP).
+
+Choices, as made here: X is the word-embedding output (a forward hook adds δ); norms and the
+projection are per example over its real tokens (padding gets δ_0 = 0; later steps are
+projected per example); ε = 0 means no perturbation (δ stays 0; the reference code's
+``adv-max-norm 0`` means *unbounded* — use a large ε for that); the K passes share one dropout
+mask (the paper's §3.3: the random state is replayed); the loss is cross-entropy. Defaults follow
+the paper's GLUE ranges: K = 3, α = 0.1, σ = 0.1, ε = 0.3.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from ..errors import ConfigError
+from .base import OBJECTIVES, Objective, cross_entropy
+from .robust_glue import (classification_only, embedding_shape, perturbed_embeddings, rng_state, set_rng_state,
+                          trainer_backward)
+from .robust_math import freelb_init, normalize_l2, project_l2
+
+
+@dataclass
+class FreeLBConfig:
+    ascent_steps: int = 3        # K
+    step_size: float = 0.1       # α, ascent step on the normalised perturbation gradient
+    epsilon: float = 0.3         # ε, radius of each example's Frobenius ball (0: no perturbation)
+    init_magnitude: float = 0.1  # σ of the uniform initial perturbation (0: start at δ = 0)
+
+    def __post_init__(self) -> None:
+        if self.ascent_steps < 1:
+            raise ConfigError(f"ascent_steps must be >= 1, got {self.ascent_steps}")
+        if self.step_size < 0 or self.epsilon < 0 or self.init_magnitude < 0:
+            raise ConfigError("step_size, epsilon and init_magnitude must be >= 0")
+
+
+@OBJECTIVES.register("freelb", FreeLBConfig)
+class FreeLB(Objective):
+    name = "freelb"
+
+    def __init__(self, config: FreeLBConfig | None = None):
+        super().__init__(config or FreeLBConfig())
+        self.last_perturbation: torch.Tensor | None = None
+
+    def training_step(self, trainer, model, inputs, num_items_in_batch=None):
+        from ..training.encode import split_batch
+
+        config = self.config
+        model.train()
+        inputs, _extras = split_batch(trainer._prepare_inputs(inputs))
+        ids = inputs["input_ids"]
+        mask = inputs.get("attention_mask", torch.ones_like(ids))
+        delta = freelb_init(embedding_shape(model, ids), mask, config.init_magnitude).to(ids.device)
+        token_mask = mask.to(delta.dtype).unsqueeze(-1)
+        state = rng_state()
+        total = torch.zeros((), device=ids.device)
+        for step in range(config.ascent_steps):
+            delta.requires_grad_(True)
+            set_rng_state(state)
+            with trainer.compute_loss_context_manager(), perturbed_embeddings(model, delta):
+                logits = model(**inputs).logits
+                classification_only(self.name, logits)
+                loss = cross_entropy(logits, inputs["labels"]) / config.ascent_steps
+            total = total + trainer_backward(trainer, loss, num_items_in_batch)
+            if step == config.ascent_steps - 1:
+                break
+            grad = delta.grad.detach() * token_mask
+            delta = project_l2(delta.detach() + config.step_size * normalize_l2(grad), config.epsilon)
+        self.last_perturbation = delta.detach()
+        return total

@@ -1,0 +1,128 @@
+"""Model and Trainer glue shared by the robust fine-tuning objectives (R-Drop, SMART, FreeLB,
+Child-Tuning_D, ROSE): embedding perturbation by a forward hook, repeating a dropout mask, the
+transformer-layer parameters a selection method acts on, the Trainer's own backward scaling, and
+extra state files inside Hugging Face checkpoint folders (safetensors)."""
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file, save_file
+from torch import nn
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
+
+from ..errors import ConfigError, UnsupportedModelError
+from ..models.adapters import get_adapter
+
+
+def unwrap(model: nn.Module) -> nn.Module:
+    """The model inside a DDP / DataParallel wrapper."""
+    return getattr(model, "module", model)
+
+
+def classification_only(objective: str, logits: torch.Tensor) -> None:
+    if logits.dim() != 2:
+        raise UnsupportedModelError(f"objective {objective!r} supports classification (logits (batch, classes)); "
+                                    f"got logits of shape {tuple(logits.shape)}: use it with a classification task")
+
+
+# ----- embeddings -------------------------------------------------------------------------------
+def embedding_module(model: nn.Module) -> nn.Module:
+    module = unwrap(model).get_input_embeddings()
+    if module is None:
+        raise UnsupportedModelError(f"{type(unwrap(model)).__name__} has no input embeddings to perturb")
+    return module
+
+
+def embedding_shape(model: nn.Module, input_ids: torch.Tensor) -> tuple[int, ...]:
+    return (*input_ids.shape, embedding_module(model).weight.shape[-1])
+
+
+@contextlib.contextmanager
+def perturbed_embeddings(model: nn.Module, delta: torch.Tensor):
+    """Inside the block, the word-embedding lookup returns ``E[x] + δ`` (a forward hook): the model
+    still receives ``input_ids``, so position ids, token types and padding are computed as usual."""
+    def hook(_module, _inputs, output):
+        return output + delta.to(output.dtype)
+
+    handle = embedding_module(model).register_forward_hook(hook)
+    try:
+        yield
+    finally:
+        handle.remove()
+
+
+# ----- dropout masks ----------------------------------------------------------------------------
+def rng_state() -> dict:
+    state = {"cpu": torch.get_rng_state()}
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_rng_state(state: dict) -> None:
+    """Restore the random state, so the next forward pass draws the same dropout masks."""
+    torch.set_rng_state(state["cpu"])
+    if "cuda" in state:
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+# ----- parameters -------------------------------------------------------------------------------
+def layer_parameters(model: nn.Module, weights_only: bool = False) -> list[tuple[str, nn.Parameter]]:
+    """Trainable parameters inside the transformer layers (no embeddings, pooler or classifier), in
+    stack / layer order: the parameters Child-Tuning's and ROSE's reference code select among
+    (names containing ``layer``; ROSE: ``layer`` and ``weight``)."""
+    out = []
+    for stack, layers in get_adapter(unwrap(model)).stacks(unwrap(model)).items():
+        for i, layer in enumerate(layers):
+            for name, param in layer.named_parameters():
+                if param.requires_grad and (not weights_only or name.endswith("weight")):
+                    out.append((f"{stack}.{i}.{name}", param))
+    if not out:
+        raise ConfigError("the model has no trainable parameters inside its transformer layers")
+    return out
+
+
+# ----- the Trainer's backward -------------------------------------------------------------------
+def trainer_backward(trainer, loss: torch.Tensor, num_items_in_batch=None) -> torch.Tensor:
+    """``loss`` through the Trainer's accelerator backward, scaled exactly as ``Trainer.training_step``
+    scales it (multi-GPU mean, gradient-accumulation division, DeepSpeed flag); returns it detached."""
+    from accelerate.utils import DistributedType
+
+    if trainer.args.n_gpu > 1:
+        loss = loss.mean()
+    scaled = trainer.loss_is_scaled_for_ga
+    if scaled is None:
+        scaled = (trainer.model_accepts_loss_kwargs and num_items_in_batch is not None) or \
+            trainer.compute_loss_func is not None
+    if not scaled:
+        loss = loss / trainer.current_gradient_accumulation_steps
+    kwargs = {"scale_wrt_gas": False} if trainer.accelerator.distributed_type == DistributedType.DEEPSPEED else {}
+    trainer.accelerator.backward(loss, **kwargs)
+    return loss.detach()
+
+
+# ----- state inside checkpoints -----------------------------------------------------------------
+def checkpoint_dir(args, state) -> Path:
+    """The folder the Trainer writes (or resumed from) for the current global step."""
+    return Path(args.output_dir) / f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}"
+
+
+def save_checkpoint_tensors(args, state, filename: str, tensors: dict[str, torch.Tensor]) -> None:
+    folder = checkpoint_dir(args, state)
+    if folder.is_dir() and state.is_world_process_zero:
+        save_file({k: v.detach().cpu().clone().contiguous() for k, v in tensors.items()}, str(folder / filename))
+
+
+def load_checkpoint_tensors(args, state, filename: str, what: str) -> dict[str, torch.Tensor]:
+    path = checkpoint_dir(args, state) / filename
+    if not path.is_file():
+        raise ConfigError(f"resuming at step {state.global_step} needs {what} from {path}, which is missing; "
+                          f"delete {args.output_dir} to train from the start")
+    return load_file(str(path))
+
+
+def is_resuming(state) -> bool:
+    """At ``on_train_begin``: the Trainer restored a checkpoint's state (global step > 0)."""
+    return state.global_step > 0

@@ -1,0 +1,164 @@
+"""SMART (Jiang et al. 2020, "SMART: Robust and Efficient Fine-Tuning for Pre-trained Natural
+Language Models through Principled Regularized Optimization", eq. 1-3 and Algorithm 1):
+
+    min_θ  L(θ) + λ_s·R_s(θ) + μ·D_Breg(θ, θ̃_t)
+    R_s(θ)  = 1/n Σ_i max_{‖x̃_i − x_i‖∞ ≤ ε} ℓ_s(f(x̃_i; θ), f(x_i; θ))          (eq. 2)
+    D_Breg  = 1/n Σ_i ℓ_s(f(x_i; θ), f(x_i; θ̃_t))                               (eq. 3)
+    θ̃_t    = (1 − β)·θ_t + β·θ̃_{t−1}                                           (momentum, §3.2)
+
+with ``ℓ_s`` the symmetric KL for classification. The inner max is Algorithm 1: start from
+``x̃ = x + ν``, ``ν ~ N(0, σ²I)``, then ``T_x̃`` steps ``x̃ ← Π_{‖x̃−x‖∞≤ε}(x̃ + η·g̃ / ‖g̃‖∞)``.
+
+Choices the paper leaves open, as made here:
+* ``x`` is the word-embedding output (a forward hook adds the perturbation, so positions and token
+  types are untouched); the noise is added on every position, padding included (masked anyway);
+* the perturbed passes, the clean pass and the anchor's pass all use the *same* dropout mask (the
+  random state is replayed), so R_s measures the input perturbation only and D_Breg the parameter
+  distance only — D_Breg is then exactly 0 while θ̃ = θ;
+* gradients of R_s flow through both the clean and the perturbed predictions (the definition; the
+  MT-DNN code detaches one side per KL direction); the ascent direction is normalised per example;
+* θ̃ (the anchor) is a frozen copy of the model made at the start of training and updated after
+  every optimizer step (S = 1 inner step of Algorithm 1); it is written to every checkpoint as
+  ``smart-anchor.safetensors`` and restored on resume, so a resumed run equals an uninterrupted one.
+Defaults are the paper's: σ = 1e-5, η = 1e-3, ε = 1e-5, T_x̃ = 1, λ_s = 1, μ = 1, β = 0.99.
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+
+import torch
+from transformers import TrainerCallback
+
+from ..errors import ConfigError
+from .base import OBJECTIVES, Objective, cross_entropy
+from .robust_glue import (classification_only, embedding_shape, is_resuming, load_checkpoint_tensors,
+                          perturbed_embeddings, rng_state, save_checkpoint_tensors, set_rng_state, unwrap)
+from .robust_math import ema_update, normalize_linf, project_linf, symmetric_kl
+
+ANCHOR_FILE = "smart-anchor.safetensors"
+
+
+@dataclass
+class SmartConfig:
+    smoothness_weight: float = 1.0  # λ_s, weight of the adversarial smoothness regulariser R_s
+    proximal_weight: float = 1.0    # μ, weight of the Bregman proximal point term
+    momentum: float = 0.99          # β of the anchor θ̃ (exponential moving average of θ)
+    ascent_steps: int = 1           # T_x̃, projected ascent steps on the perturbation
+    step_size: float = 1e-3         # η
+    epsilon: float = 1e-5           # ε, radius of the ℓ∞ ball around the embeddings
+    noise_std: float = 1e-5         # σ of the initial Gaussian perturbation
+
+    def __post_init__(self) -> None:
+        if self.smoothness_weight < 0 or self.proximal_weight < 0:
+            raise ConfigError("smoothness_weight and proximal_weight must be >= 0")
+        if not 0.0 <= self.momentum < 1.0:
+            raise ConfigError(f"momentum must be in [0, 1), got {self.momentum}")
+        if self.ascent_steps < 0:
+            raise ConfigError(f"ascent_steps must be >= 0, got {self.ascent_steps}")
+        if self.step_size < 0 or self.epsilon < 0 or self.noise_std < 0:
+            raise ConfigError("step_size, epsilon and noise_std must be >= 0")
+
+
+def smart_perturbation(model, inputs: dict, clean_logits: torch.Tensor, noise: torch.Tensor, state: dict,
+                       config: SmartConfig) -> torch.Tensor:
+    """The adversarial embedding perturbation of Algorithm 1, detached and inside the ε-ball:
+    ``δ = Π(σ·noise)``, then ``T_x̃`` steps ``δ ← Π(δ + η·g / ‖g‖∞)`` with ``g = ∇_δ ℓ_s(f(x+δ), f(x))``.
+    Every pass replays the random ``state`` (the clean pass's dropout mask)."""
+    delta = project_linf(noise * config.noise_std, config.epsilon)
+    target = clean_logits.detach()
+    for _ in range(config.ascent_steps):
+        delta.requires_grad_(True)
+        set_rng_state(state)
+        with perturbed_embeddings(model, delta):
+            logits = model(**inputs).logits
+        grad, = torch.autograd.grad(symmetric_kl(logits, target).mean(), delta)
+        delta = project_linf(delta.detach() + config.step_size * normalize_linf(grad), config.epsilon)
+    return delta.detach()
+
+
+class AnchorCallback(TrainerCallback):
+    """Creates θ̃ at the start of training (or restores it from the resumed checkpoint), moves it
+    after every optimizer step and saves it with every checkpoint."""
+
+    def __init__(self, objective: "Smart"):
+        self.objective = objective
+
+    def on_train_begin(self, args, state, control, model=None, **kwargs):
+        anchor = self.objective.make_anchor(model)
+        if is_resuming(state):
+            saved = load_checkpoint_tensors(args, state, ANCHOR_FILE, "SMART's momentum model θ̃")
+            with torch.no_grad():
+                for name, param in anchor.named_parameters():
+                    param.copy_(saved[name])
+
+    def on_step_end(self, args, state, control, model=None, **kwargs):
+        anchor = self.objective.anchor
+        params = dict(unwrap(model).named_parameters())
+        names = [name for name, _ in anchor.named_parameters()]
+        ema_update([p for _, p in anchor.named_parameters()], [params[n] for n in names], self.objective.config.momentum)
+
+    def on_save(self, args, state, control, **kwargs):
+        save_checkpoint_tensors(args, state, ANCHOR_FILE, dict(self.objective.anchor.named_parameters()))
+
+
+@OBJECTIVES.register("smart", SmartConfig)
+class Smart(Objective):
+    name = "smart"
+
+    def __init__(self, config: SmartConfig | None = None):
+        super().__init__(config or SmartConfig())
+        self.anchor = None
+        self.last_perturbation: torch.Tensor | None = None
+        self._last: dict[str, float] = {}
+
+    def make_anchor(self, model) -> torch.nn.Module:
+        self.anchor = copy.deepcopy(unwrap(model))
+        self.anchor.requires_grad_(False)
+        return self.anchor
+
+    def callbacks(self) -> list:
+        return [AnchorCallback(self)]
+
+    def loss_terms(self, model, inputs: dict) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, object]:
+        """``(CE, R_s, D_Breg, outputs)`` of one batch in training mode."""
+        config = self.config
+        if self.anchor is None:  # used outside fine_tune: the anchor starts as the current model
+            self.make_anchor(model)
+        # the initial noise is drawn first, so every pass below replays one random state
+        noise = torch.randn(embedding_shape(model, inputs["input_ids"]), device=inputs["input_ids"].device)
+        state = rng_state()
+        outputs = model(**inputs)
+        logits = outputs.logits
+        classification_only(self.name, logits)
+        ce = cross_entropy(logits, inputs["labels"])
+        zero = logits.new_zeros(())
+        bregman = zero
+        if config.proximal_weight > 0:
+            set_rng_state(state)
+            self.anchor.train(model.training)
+            with torch.no_grad():
+                anchor_logits = self.anchor(**inputs).logits
+            bregman = symmetric_kl(logits, anchor_logits).mean()
+        smoothness = zero
+        if config.smoothness_weight > 0:
+            delta = smart_perturbation(model, inputs, logits, noise, state, config)
+            set_rng_state(state)
+            with perturbed_embeddings(model, delta):
+                adv = model(**inputs).logits
+            smoothness = symmetric_kl(adv, logits).mean()
+            self.last_perturbation = delta
+        # every pass replayed one random state, so it now stands where one forward pass leaves it
+        return ce, smoothness, bregman, outputs
+
+    def compute_loss(self, model, inputs, extras):
+        if not model.training:
+            outputs = model(**inputs)
+            return cross_entropy(outputs.logits, inputs["labels"]), outputs
+        ce, smoothness, bregman, outputs = self.loss_terms(model, inputs)
+        self._last = {"smart_ce": float(ce.detach()), "smart_smoothness": float(smoothness.detach()),
+                      "smart_bregman": float(bregman.detach())}
+        return ce + self.config.smoothness_weight * smoothness + self.config.proximal_weight * bregman, outputs
+
+    def log_values(self) -> dict[str, float]:
+        return dict(self._last)

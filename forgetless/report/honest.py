@@ -1,0 +1,154 @@
+"""What makes a report card trustworthy: per-example predictions beside it, bootstrap intervals on
+its numbers, the timing spread, and warnings where a number should not be read at face value.
+
+Built from the per-example ``predictions`` the model kinds return (``kinds/*.evaluate``) and the
+aggregate ``results``; no inference happens here. Intervals are percentile bootstraps
+(Efron & Tibshirani 1993, ch. 13; ``evaluate.intervals``), seeded with the run's seed, with
+``N_RESAMPLES`` resamples (recorded in the card). F_bias follows Du et al. (2023), eq. 1,
+``F_bias = gap_compressed / gap_base`` with ``gap = (acc_dev − acc_challenge) / acc_dev``; its
+interval resamples base and compressed predictions of the same examples together (paired).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..evaluate.intervals import (DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, bootstrap_accuracy, bootstrap_f_bias,
+                                  speedup_interval, timing_summary)
+from . import trust
+
+N_RESAMPLES = DEFAULT_RESAMPLES
+ROLES = ("base", "compressed")
+
+
+# ----- per-example rows (predictions.jsonl) ----------------------------------------------------
+def _mapped(examples, predicted) -> np.ndarray:
+    """Task label ids → this set's label ids; -1 (a generation that names no label) stays -1."""
+    predicted = np.asarray(predicted, dtype=int)
+    out = np.full(len(predicted), -1)
+    known = predicted >= 0
+    if known.any():
+        out[known] = examples.map_predictions(predicted[known])
+    return out
+
+
+def prediction_rows(task, predictions: dict) -> list[dict]:
+    """Rows for ``report/predictions.py``: one per (role, set, example). Classification: gold and
+    predicted label names of the set (null for a generated text that names no label), the
+    probabilities over the task's labels (classifiers), generated text (seq2seq models); generation
+    tasks: ``gold`` the reference texts, ``predicted`` the generated text."""
+    rows = []
+    for role in ROLES:
+        for name, examples in task.eval_sets().items():
+            entry = predictions[role][name]
+            generated = entry.get("generated")
+            if task.kind == "generation":
+                for i, text in enumerate(generated):
+                    rows.append({"id": i, "set": name, "role": role, "gold": list(examples.references[i]),
+                                 "predicted": text})
+                continue
+            names = examples.label_names
+            predicted = _mapped(examples, entry["predicted"])
+            probabilities = entry.get("probabilities")
+            for i, (gold, pred) in enumerate(zip(examples.labels, predicted)):
+                row = {"id": i, "set": name, "role": role, "gold": names[int(gold)],
+                       "predicted": names[int(pred)] if pred >= 0 else None,
+                       "probabilities": probabilities[i] if probabilities is not None else None,
+                       "group": examples.groups[i] if examples.groups is not None else None,
+                       "hard": bool(examples.hard[i]) if examples.hard is not None else None}
+                if generated is not None:
+                    row["generated"] = generated[i]
+                rows.append(row)
+    return rows
+
+
+# ----- intervals -------------------------------------------------------------------------------
+def correctness(task, predictions: dict) -> dict:
+    """``{role: {set: bool array}}``: which examples each model got right (classification)."""
+    return {role: {name: _mapped(examples, predictions[role][name]["predicted"]) == np.asarray(examples.labels)
+                   for name, examples in task.eval_sets().items()} for role in ROLES}
+
+
+def intervals_section(task, predictions: dict, seed: int = 0, n_resamples: int = N_RESAMPLES) -> dict:
+    """Bootstrap intervals for every accuracy on the card: per set, dev hard / easy, the pooled
+    challenge accuracy, and F_bias (paired). Entries of empty subsets have ``n`` 0 and no interval.
+    Generation tasks get ``sets`` {} (their metrics are corpus scores, not resampled here)."""
+    section = {"method": "percentile bootstrap", "confidence": DEFAULT_CONFIDENCE, "n_resamples": n_resamples,
+               "seed": seed, "sets": {}, "hard_easy": None, "challenge": None, "f_bias": None}
+    if task.kind != "classification":
+        return section
+    correct = correctness(task, predictions)
+    boot = lambda values: bootstrap_accuracy(values, n_resamples, seed)  # noqa: E731
+    section["sets"] = {name: {role: boot(correct[role][name]) for role in ROLES} for name in correct["base"]}
+    dev = task.dev
+    if dev.hard is not None:
+        hard = np.asarray(dev.hard, dtype=bool)
+        section["hard_easy"] = {role: {"hard": boot(correct[role]["dev"][hard]),
+                                       "easy": boot(correct[role]["dev"][~hard])} for role in ROLES}
+    pooled = [name for name in task.pooled if name in correct["base"]]
+    if pooled:
+        joined = {role: np.concatenate([correct[role][name] for name in pooled]) for role in ROLES}
+        section["challenge"] = {role: boot(joined[role]) for role in ROLES}
+        if joined["base"].size and correct["base"]["dev"].size:
+            section["f_bias"] = bootstrap_f_bias(correct["base"]["dev"], joined["base"], correct["compressed"]["dev"],
+                                                 joined["compressed"], n_resamples, seed)
+    return section
+
+
+def timing_section(speed: dict, seed: int = 0, n_resamples: int = N_RESAMPLES) -> dict | None:
+    """Median / IQR of the raw per-repeat times (seconds) of both models and the speedup interval,
+    for latency and throughput; None when the speed result carries no raw times."""
+    times = speed.get("times_s")
+    if not times:
+        return None
+    return {part: {"base": timing_summary(t["base"]), "compressed": timing_summary(t["compressed"]),
+                   "speedup": speedup_interval(t["base"], t["compressed"], n_resamples, seed)}
+            for part, t in times.items()}
+
+
+# ----- training and warnings -------------------------------------------------------------------
+def training_section(base_epochs: float | None, student_init: str, fine_tunes: list[dict]) -> dict:
+    """Epochs seen by each model: the base (teacher) and the compressed model (the teacher's epochs
+    when it starts from the teacher, plus every fine-tuning run of the method)."""
+    extra = float(sum(run["epochs"] for run in fine_tunes))
+    inherited = base_epochs if student_init == "teacher" else 0.0
+    total = None if inherited is None else inherited + extra
+    return {"base_epochs": base_epochs, "student_init": student_init, "fine_tunes": fine_tunes,
+            "compressed_extra_epochs": extra, "compressed_epochs": total}
+
+
+def collect(task, results: dict, predictions: dict, bias: dict | None, training: dict | None) -> list[str]:
+    """The warnings of ``report.trust`` that apply to this run, in reading order."""
+    found = []
+    if task.kind == "classification":
+        dev = task.dev
+        counts = np.bincount(np.asarray(dev.labels), minlength=len(dev.label_names))
+        majority = float(counts.max() / counts.sum()) if counts.sum() else None
+        accuracy = results["base"]["sets"]["dev"].get("accuracy")
+        if accuracy is not None and len(task.label_names) >= 2:
+            found.append(trust.near_chance("dev", accuracy, len(task.label_names), majority, role="base"))
+        if bias is not None and results["base"].get("challenge_pooled") is not None:
+            found.append(trust.gap_not_positive(bias.get("gap_base")))
+        for role in ROLES:
+            for name, entry in task.eval_sets().items():
+                predicted = _mapped(entry, predictions[role][name]["predicted"])
+                shares = trust.predicted_shares(entry.label_names[p] if p >= 0 else "(no label)" for p in predicted)
+                found.append(trust.single_class(name, shares, role=role))
+    else:
+        for role in ROLES:
+            for name in task.eval_sets():
+                found.append(trust.near_constant_generation(name, predictions[role][name]["generated"], role=role))
+    if training and training.get("compressed_epochs") is not None and training.get("base_epochs") is not None:
+        metric = "accuracy" if task.kind == "classification" else task.metric
+        base, comp = (results[role]["sets"]["dev"].get(metric) for role in ROLES)
+        if base is not None and comp is not None and comp > base:
+            found.append(trust.more_training_than_base(training["base_epochs"], training["compressed_epochs"]))
+    return trust.collect_warnings(*found)
+
+
+def f_bias_meaningful(bias: dict | None, warnings: list[str]) -> bool:
+    """F_bias is meaningful only with a positive base gap and a base model above chance."""
+    if not bias or bias.get("f_bias") is None:
+        return False
+    if bias.get("gap_base") is None or bias["gap_base"] <= 0:
+        return False
+    return not any("of chance" in w or "majority-class" in w for w in warnings)

@@ -1,0 +1,48 @@
+"""Expected calibration error and hard / easy confidence (Du et al. Observation 2), by hand."""
+import numpy as np
+import pytest
+
+from forgetless.data.task import ExampleSet
+from forgetless.evaluate.calibration import (calibration_markdown, calibration_section, expected_calibration_error,
+                                             mapped_probabilities, set_calibration)
+
+
+def test_ece_by_hand():
+    # bins of width 0.5: {0.3, 0.4} (acc 1/2, conf .35) and {0.9, 1.0} (acc 1, conf .95)
+    ece = expected_calibration_error([0.3, 0.4, 0.9, 1.0], [1, 0, 1, 1], bins=2)
+    assert ece == pytest.approx(0.5 * abs(0.5 - 0.35) + 0.5 * abs(1.0 - 0.95))
+    assert expected_calibration_error([0.8] * 5, [1, 1, 1, 1, 0]) == pytest.approx(0.0)
+    assert expected_calibration_error([], []) is None
+
+
+def test_mapped_probabilities_sum_task_labels():
+    probs = np.array([[0.2, 0.5, 0.3]])
+    out = mapped_probabilities(probs, {0: 0, 1: 1, 2: 1}, 2)
+    assert np.allclose(out, [[0.2, 0.8]])
+
+
+def test_hard_easy_overconfidence():
+    examples = ExampleSet("dev", ["a", "b", "c", "d"], [0, 1, 0, 1], ["x", "y"], hard=[False, False, True, True])
+    probs = np.array([[0.9, 0.1], [0.2, 0.8], [0.3, 0.7], [0.6, 0.4]])  # easy right, hard wrong
+    out = set_calibration(probs, examples, bins=10)
+    assert out["easy"]["accuracy"] == 1.0 and out["hard"]["accuracy"] == 0.0
+    assert out["hard"]["confidence"] == pytest.approx(0.65) and out["hard"]["overconfidence"] == pytest.approx(0.65)
+    assert out["easy"]["ece"] == pytest.approx(0.15)
+
+
+def test_card_section_and_markdown():
+    class Task:
+        kind = "classification"
+        dev = ExampleSet("dev", ["a", "b"], [0, 1], ["x", "y"], hard=[False, True])
+
+        def eval_sets(self):
+            return {"dev": self.dev}
+
+    predictions = {role: {"dev": {"predicted": [0, 0], "probabilities": [[0.9, 0.1], [0.7, 0.3]]}}
+                   for role in ("base", "compressed")}
+    section = calibration_section(Task(), predictions)
+    assert section["sets"]["dev"]["compressed"]["hard"]["n"] == 1
+    text = "\n".join(calibration_markdown({"calibration": section}))
+    assert "| dev | hard | 1 |" in text
+    no_probs = {role: {"dev": {"predicted": [0, 0]}} for role in ("base", "compressed")}
+    assert calibration_section(Task(), no_probs) is None

@@ -1,0 +1,140 @@
+"""Recipe files: validation (unknown keys, wrong types → errors naming key and file), every paper
+scale validated without running, every cpu scale run on tiny models with a handful of examples,
+and a re-run from the saved ``model/recipe.yaml`` giving the same report-card numbers."""
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from forgetless.cli import main
+from forgetless.cli.recipe import run_recipe
+from forgetless.errors import ConfigError
+from forgetless.recipes import load_recipe
+
+torch.set_num_threads(1)
+ROOT = Path(__file__).resolve().parents[1]
+RECIPES = sorted((ROOT / "recipes").glob("*.yaml"))
+DATA = Path("/work/shared/data") if Path("/work/shared/data").is_dir() else ROOT.parent / "shared" / "data"
+TINY = {"train_size": 12, "eval_size": 6, "epochs": 1, "batch_size": 4, "max_length": 32, "no_progress": True,
+        "eval_batch_size": 8}
+BENCH = {"bench_batch_size": 2, "bench_seq_len": 8, "bench_repeats": 1, "bench_new_tokens": 2}
+
+
+def test_recipes_exist_for_the_papers():
+    names = {p.stem for p in RECIPES}
+    for prefix in ("rmc-table1-4", "rmc-table2-5", "rmc-table3-6", "rmc-table7-9", "rmc-table8-10", "rmc-figure1",
+                   "rmc-figure3", "rahp-table1", "rahp-figures2-5", "nash-table3", "nash-table4", "nash-figure3",
+                   "nash-figure5", "nash-table11"):
+        assert any(n.startswith(prefix) for n in names), prefix
+
+
+@pytest.mark.parametrize("path", RECIPES, ids=lambda p: p.stem)
+def test_paper_scale_validates(path):
+    resolved, result = run_recipe(path, "paper", check=True)
+    assert result is None and resolved["scale"] == "paper" and resolved["needs"]
+    assert resolved["model"] not in ("minilm", "tiny-t5", "tiny-bert")  # the paper's own model
+    cpu, _ = run_recipe(path, "cpu", check=True)
+    assert cpu["changes"] and cpu["scale"] == "cpu"
+
+
+def test_unknown_key_and_wrong_type_name_key_and_file(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("method: magnitude\nsparsty: 0.4\n")
+    with pytest.raises(ConfigError, match=r"bad\.yaml: unknown key 'sparsty'.*did you mean 'sparsity'"):
+        load_recipe(bad)
+    bad.write_text("method: magnitude\nepochs: many\n")
+    with pytest.raises(ConfigError, match=r"bad\.yaml: key 'epochs': expected a number"):
+        load_recipe(bad)
+    bad.write_text("method: truncate\nsparsity: 0.4\n")
+    with pytest.raises(ConfigError, match=r"key 'sparsity' does not apply to method truncate"):
+        load_recipe(bad)
+    bad.write_text("freeze_embeddings: 1\n")
+    with pytest.raises(ConfigError, match=r"'freeze_embeddings': expected true or false"):
+        load_recipe(bad)
+    bad.write_text("scales:\n  cpu: {epochs: 1}\n")
+    with pytest.raises(ConfigError, match=r"bad\.yaml: no scale 'paper'"):
+        load_recipe(bad, "paper")
+    bad.write_text("objective: focal\nobjective_gamma: -1\n")
+    with pytest.raises(ConfigError, match=r"gamma must be >= 0"):
+        run_recipe(bad, check=True)
+
+
+def test_cli_reports_recipe_errors(tmp_path, capsys):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("lr: fast\n")
+    assert main(["run", str(bad), "--check"]) == 2
+    assert "bad.yaml: key 'lr'" in capsys.readouterr().err
+
+
+def _overrides(path: Path, out: Path) -> list:
+    recipe = load_recipe(path, "cpu")
+    sets = dict(TINY)
+    if recipe["command"] == "profile":
+        return [("model", "tiny-t5"), ("seq_lengths", [8, 16]), ("head_fractions", [1.0, 0.5]),
+                ("ffn_fractions", [1.0]), ("batch_size", 2), ("max_new_tokens", 2), ("source_length", 8),
+                ("repeats", 1), ("out", str(out))]
+    seq2seq = recipe.get("method") in ("nash", "cofi")
+    sets["model"] = "tiny-t5" if seq2seq else "tiny-bert"
+    if "data_dir" in recipe:
+        sets["data_dir"] = str(DATA)
+    if recipe["command"] == "sweep":
+        sets.update(seeds=[0], levels=str(recipe["levels"]).split(",")[:1], objectives=recipe["objectives"].split(",")[:1])
+        if recipe["level_option"] == "layers":
+            sets["levels"] = [1]  # tiny-bert has 2 layers
+    if seq2seq:
+        sets.update(finetune_epochs=1.0, max_new_tokens=4)
+    if recipe.get("method") in ("heads", "rahp"):
+        sets.update(scoring_examples=6)
+    if recipe.get("method") == "rahp" and recipe["command"] == "compress":
+        sets.update(clever_examples=2, clever_batches=3, clever_samples=2)
+    return list({**sets, **BENCH}.items()) + [("out", str(out))]
+
+
+@pytest.mark.parametrize("path", RECIPES, ids=lambda p: p.stem)
+def test_cpu_scale_runs_on_tiny_models(path, tmp_path):
+    recipe = load_recipe(path, "cpu")
+    if "data_dir" in recipe and not DATA.is_dir():
+        pytest.skip("offline data folder not present")
+    resolved, result = run_recipe(path, "cpu", _overrides(path, tmp_path / "out"))
+    out = tmp_path / "out"
+    saved = out / "model" / "recipe.yaml" if resolved["command"] == "compress" else out / "recipe.yaml"
+    assert load_recipe(saved)["name"] == resolved["name"]
+    if resolved["command"] == "sweep":
+        assert result["complete"] and result["rows"] and result["recipe"]["scale"] == "cpu"
+    elif resolved["command"] == "compress":
+        assert result["recipe"]["model"] == "tiny-bert"
+    else:
+        assert (out / "profile.json").is_file()
+
+
+def test_rerun_from_saved_recipe_gives_the_same_card(tmp_path):
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text("name: rerun\nmodel: tiny-bert\ntask: synthetic\nhard_fraction: 0.3\nmethod: magnitude\n"
+                      "sparsity: 0.5\nobjective: focal\nobjective_gamma: 1.0\nseed: 3\n")
+    sets = list({**TINY, "train_size": 24, "eval_size": 12, **BENCH}.items())
+    _, first = run_recipe(recipe, sets=sets, out=str(tmp_path / "a"))
+    saved = tmp_path / "a" / "model" / "recipe.yaml"
+    assert load_recipe(saved)["objective_gamma"] == 1.0 and load_recipe(saved)["prune_every"] == 10
+    _, again = run_recipe(saved, out=str(tmp_path / "b"))
+    for key in ("sets", "challenge", "bias", "hard_easy", "headline"):
+        assert json.dumps(first[key], sort_keys=True) == json.dumps(again[key], sort_keys=True), key
+    assert first["params"]["compressed"]["nonzero"] == again["params"]["compressed"]["nonzero"]
+    assert first["calibration"] == again["calibration"] and first["calibration"]["sets"]["dev"]["base"]["ece"] >= 0
+    assert {k: v for k, v in first["recipe"].items() if k != "out"} == \
+           {k: v for k, v in again["recipe"].items() if k != "out"}
+    weights = [load_file(next((tmp_path / d / "model").glob("*.safetensors"))) for d in ("a", "b")]
+    assert all(torch.equal(weights[0][k], weights[1][k]) for k in weights[0])
+
+
+def test_compress_command_saves_a_runnable_recipe(tmp_path):
+    out = tmp_path / "c"
+    assert main(["compress", "--model", "tiny-bert", "--method", "truncate", "--layers", "1", "--train-size", "12",
+                 "--eval-size", "6", "--epochs", "1", "--batch-size", "4", "--max-length", "32", "--bench-repeats", "1",
+                 "--bench-batch-size", "2", "--bench-seq-len", "8", "--no-progress", "--out", str(out)]) == 0
+    saved = load_recipe(out / "model" / "recipe.yaml")
+    assert saved["method"] == "truncate" and saved["layers"] == 1 and saved["selection"] == "first"
+    assert saved["objective"] == "ce" and saved["train_size"] == 12
+    resolved, _ = run_recipe(out / "model" / "recipe.yaml", check=True)
+    assert resolved == {**saved, "out": str(out)}
