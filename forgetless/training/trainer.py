@@ -208,7 +208,6 @@ def fine_tune(model: nn.Module, tokenizer, train_set, output_dir: str | Path, co
     if last:
         log.info("resuming from %s", last)
         print(f"[forgetless] resuming from {Path(last).name} in {output_dir}", file=sys.stderr, flush=True)
-    trainer.train(resume_from_checkpoint=last)
     try:
         trainer.train(resume_from_checkpoint=last)
     except OSError as exc:
