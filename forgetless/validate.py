@@ -53,10 +53,12 @@ def check_cli_args(args) -> None:
         value = getattr(args, dest, None)
         if value is not None:
             check_number("--" + dest.replace("_", "-"), value, low, high, integer=True)
-    for dest in ("epochs", "teacher_epochs", "lr", "hard_fraction", "clever_radius"):
+    for dest in ("epochs", "teacher_epochs", "lr", "clever_radius"):
         value = getattr(args, dest, None)
         if value is not None:
             check_number("--" + dest.replace("_", "-"), value, 0, None, low_open=True)
+    if getattr(args, "hard_fraction", None) is not None:
+        check_number("--hard-fraction", args.hard_fraction, 0, 1)
     for dest in ("out", "json"):
         if getattr(args, dest, None) is not None and not str(getattr(args, dest)).strip():
             raise OutputFolderError(f"--{dest} '': name a path (an empty name would write into the current folder)")

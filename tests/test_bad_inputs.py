@@ -48,6 +48,8 @@ CLI_CASES = [
     ("num-beams-zero", ["compress", "--num-beams", "0"], r"--num-beams: 0 is out of range"),
     ("fine-tune-ture", ["compress", "--method", "heads", "--fine-tune", "ture"], r"expected true or false, got 'ture'"),
     ("epochs-text", ["compress", "--epochs", "three"], r"--epochs: invalid float value: 'three'"),
+    ("hard-fraction-over-one", ["compress", "--hard-fraction", "1.5"], r"--hard-fraction: 1.5 is out of range; valid: >= 0 and <= 1"),
+    ("teacher-epochs-nan", ["compress", "--teacher-epochs", "nan"], r"--teacher-epochs: must be a finite number"),
     ("out-empty", ["compress", "--out", ""], r"--out '': name a"),
     ("truncate-layers-100", ["compress", "--model", "tiny-bert", "--method", "truncate", "--layers", "100"],
      r"--layers 100: model 'tiny-bert' has 2 layers; keep 1..1"),

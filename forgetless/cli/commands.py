@@ -95,6 +95,9 @@ def cmd_evaluate(args, owners) -> int:
 
         if Path(args.json).is_dir():
             raise OutputFolderError(f"--json {args.json}: is a folder; name a file")
+        for parent in Path(args.json).parents:
+            if parent.exists() and not parent.is_dir():
+                raise OutputFolderError(f"--json {args.json}: {parent} is a file, so nothing can be written inside it")
         check_output_path(Path(args.json).parent, "--json")
     if args.task == "files" and not args.train_file:
         args.train_file = args.dev_file  # evaluation reads no training data; the files task wants one set
