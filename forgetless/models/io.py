@@ -12,13 +12,12 @@ import json
 from pathlib import Path
 
 import transformers
-from safetensors.torch import load_model as load_safetensors
-from safetensors.torch import save_model as save_safetensors
 from torch import nn
 
 from ..errors import ForgetlessError
 from ..fsutil import atomic_directory
 from .manifest import FORMAT, MANIFEST, is_forgetless_folder, read_manifest, transformers_model_class
+from .quantized_io import load_weights, save_weights
 from .stock import stock_config
 from .surgery import model_shape, reshape_like
 
@@ -36,11 +35,11 @@ def save_model(model: nn.Module, path: str | Path, tokenizer=None, metadata: dic
         stock_config(model).save_pretrained(tmp)  # uniform FFN widths written in: stock loading exact
         if getattr(model, "generation_config", None) is not None and model.can_generate():
             model.generation_config.save_pretrained(tmp)
-        save_safetensors(model, str(tmp / "model.safetensors"))
+        quantization = save_weights(model, tmp)  # model.safetensors; int8 / bf16 layout in quantized_io.py
         if tokenizer is not None:
             tokenizer.save_pretrained(tmp)
         manifest = {"format": FORMAT, "model_class": type(model).__name__, "shape": model_shape(model),
-                    "metadata": metadata or {}}
+                    "metadata": metadata or {}, **({"quantization": quantization} if quantization else {})}
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, default=str) + "\n")
         from .model_card import write_model_card  # a minimal card; enrich it later with a run summary
 
@@ -59,7 +58,7 @@ def load_model(path: str | Path, device: str = "cpu", with_tokenizer: bool = Tru
     weights = path / "model.safetensors"
     if not weights.is_file():
         raise ForgetlessError(f"{path}: model.safetensors is missing (incomplete or foreign folder)")
-    missing, unexpected = load_safetensors(model, str(weights), strict=False)
+    missing, unexpected = load_weights(model, str(weights), manifest.get("quantization"))
     if missing or unexpected:
         raise ForgetlessError(f"{weights}: weights do not match the recorded shape "
                               f"(missing {missing[:5]}, unexpected {unexpected[:5]})")
