@@ -22,11 +22,13 @@ import transformers
 from .data.task import Task
 from .errors import ConfigError
 from .evaluate.clever import CleverConfig, clever_evaluate
+from .evaluate.runtime import check_runtime, deploy, deployment_section
 from .evaluate.size import disk_size, parameter_counts
 from .evaluate.speed import SpeedConfig
 from .fsutil import atomic_write_json
 from .kinds import KINDS, check_compatible, kind_for
 from .methods import METHODS, CompressionContext
+from .methods.then import resolve_then
 from .models.io import is_forgetless_folder, load_model, read_manifest, save_model
 from .objectives import OBJECTIVES
 from .report.card import build_card, write_card
@@ -44,8 +46,10 @@ class EvalConfig:
     num_beams: int = 1
     meteor: bool = True  # METEOR on generation tasks (needs nltk; WordNet when available offline)
     perplexity_file: str | None = None  # causal-lm: held-out perplexity on this text file (one text per line)
+    runtime: str = "torch"  # compressed model evaluated and timed under: torch | torch-bf16 | onnxruntime
 
     def __post_init__(self) -> None:
+        check_runtime(self.runtime)
         if self.batch_size < 1 or self.max_new_tokens < 1 or self.num_beams < 1:
             raise ConfigError("evaluation batch_size, max_new_tokens and num_beams must be >= 1")
 
@@ -57,6 +61,7 @@ class RunConfig:
     model: str = "minilm"
     method: str = "truncate"
     method_options: dict = field(default_factory=dict)
+    then: list[str] = field(default_factory=list)  # methods applied after `method`: METHOD[:OPTION=VALUE,...]
     objective: str | None = None  # None: the method's default objective (ce; nash-distil for nash / cofi)
     objective_options: dict = field(default_factory=dict)
     teacher: str | None = None  # a forgetless folder holding an already fine-tuned teacher (read only)
@@ -113,8 +118,10 @@ def compress(task: Task, config: RunConfig, out_dir: str | Path) -> dict:
     out_dir = Path(out_dir)
     work_dir = out_dir / "work"
     method, objective = resolve(config)
+    then = resolve_then(config.then)  # e.g. quantize:dtype=int8 after a structural method (methods/then.py)
     kind = kind_for(task, method, config.model_kind)
-    check_compatible(task, method, objective, config.model_kind)
+    for checked in (method, *then):
+        check_compatible(task, checked, objective, config.model_kind)
     work_dir.mkdir(parents=True, exist_ok=True)
     transformers.set_seed(config.seed)
 
@@ -134,14 +141,18 @@ def compress(task: Task, config: RunConfig, out_dir: str | Path) -> dict:
     else:
         student, _ = kind.load_model(config.model, task, config.seed)
     compressed = method.compress(student, ctx).eval()
+    for extra in then:
+        _stage(f"then {extra.name}")
+        compressed = extra.compress(compressed, ctx).eval()
     artifacts = method.artifacts() if hasattr(method, "artifacts") else {}
     model_dir = save_model(compressed, out_dir / "model", tokenizer, metadata={
-        "method": method.describe(), "objective": objective.name, "task": task.name, "kind": kind.name,
+        "method": method.describe(), "then": [m.describe() for m in then], "objective": objective.name, "task": task.name, "kind": kind.name,
         "artifacts": artifacts})
 
     _stage("evaluate")
+    deployed = deploy(compressed, config.eval.runtime, kind, work_dir)  # as it will run (evaluate/runtime.py)
     results = {role: kind.evaluate(model, tokenizer, task, config.eval, config.train.max_length, config.progress)
-               for role, model in (("base", teacher), ("compressed", compressed))}
+               for role, model in (("base", teacher), ("compressed", deployed))}
     predictions = {role: results[role].pop("predictions") for role in results}
     atomic_write_json(work_dir / "predictions.json", predictions)
     robustness = None
@@ -152,13 +163,15 @@ def compress(task: Task, config: RunConfig, out_dir: str | Path) -> dict:
         robustness = {"clever": {role: _clever_summary(model, tokenizer, task, config.clever, work_dir, role)
                                  for role, model in (("base", teacher), ("compressed", compressed))}}
     _stage("speed")
-    speed = kind.speed(teacher, compressed, config.speed)
+    speed = kind.speed(teacher, deployed, config.speed)
     teacher_dir = work_dir / "teacher"
     sizes = {"base": {**parameter_counts(teacher), "disk_bytes": disk_size(teacher_dir) if teacher_dir.exists()
                       else None, "source": teacher_info},
              "compressed": {**parameter_counts(compressed), "disk_bytes": disk_size(model_dir), "path": str(model_dir)}}
     card = build_card(task=task, run=config, method=method, objective=objective, kind=kind, results=results,
                       sizes=sizes, speed=speed, notes=ctx.notes, command=" ".join(sys.argv), robustness=robustness)
+    card["method"]["then"] = [{**m.describe(), "structured": m.structured} for m in then]
+    deployment_section(card, config.eval.runtime, [method, *then], predictions)
     plots = method.plots(out_dir) if hasattr(method, "plots") else []
     write_card(card, out_dir, extra_plots=plots)
     return card

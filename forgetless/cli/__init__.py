@@ -9,6 +9,7 @@ import sys
 
 from ..errors import ForgetlessError
 from . import commands
+from .runtime_options import add_runtime_options
 from .options import add_config_options, add_eval_options, add_task_options, add_train_options, parse_bool
 
 DEMO_OUT = "forgetless-out/demo"
@@ -45,6 +46,7 @@ def _compress_options(sub, name: str, help_text: str, owners: dict):
                    help="start the compressed model from the fine-tuned teacher or from the pretrained model")
     g.add_argument("--out", default="forgetless-out/run", help="output folder (model/, report.json, report.md)")
     add_eval_options(p)
+    add_runtime_options(p)
     b = p.add_argument_group("speed benchmark")
     b.add_argument("--bench-batch-size", type=int, default=32, help="throughput batch size")
     b.add_argument("--bench-seq-len", type=int, default=128, help="input length of the timed batches")

@@ -4,7 +4,7 @@
   Training of Neural Networks for Efficient Integer-Arithmetic-Only Inference", eq. 1:
   ``r = S (q − Z)``), with one scale / zero point per output channel of each weight matrix and
   activations quantized per batch at run time (Zafrir et al. 2019, "Q8BERT", apply the same affine
-  map to BERT's Linear layers). Which Linears: ``layers = "stacks"`` (default) every ``nn.Linear``
+  map to BERT's Linear layers). Which Linears: ``linears = "stacks"`` (default) every ``nn.Linear``
   inside the transformer stacks (the adapter's ``prunable_linears``, as magnitude pruning);
   ``"all"`` also the pooler, classifier head and LM head.
 * ``dtype = "bf16"``: every weight (and so every activation) in bfloat16: the same 8-bit exponent
@@ -29,13 +29,13 @@ from ..models.quantized_io import cast_bf16, quantize_int8
 from .base import METHODS, CompressionMethod
 
 GPU_ONLY = ("fp8", "int4")
-LAYERS = ("stacks", "all")
+LINEARS = ("stacks", "all")
 
 
 @dataclass
 class QuantizeConfig:
     dtype: str = "int8"  # int8 (dynamic, per-channel weights) | bf16 (all weights and activations)
-    layers: str = "stacks"  # int8: stacks (Linears inside the transformer layers) | all (also pooler / heads)
+    linears: str = "stacks"  # int8: stacks (Linears inside the transformer layers) | all (also pooler / heads)
 
     def __post_init__(self):
         if self.dtype in GPU_ONLY:
@@ -43,15 +43,15 @@ class QuantizeConfig:
                               "runs on CPU: choose int8 or bf16")
         if self.dtype not in ("int8", "bf16"):
             raise ConfigError(f"quantize: unknown dtype {self.dtype!r}; choose int8 or bf16")
-        if self.layers not in LAYERS:
-            raise ConfigError(f"quantize: unknown layers {self.layers!r}; choose {' or '.join(LAYERS)}")
-        if self.dtype == "bf16" and self.layers != "stacks":
-            raise ConfigError("quantize: bf16 casts the whole model; layers applies to int8 only")
+        if self.linears not in LINEARS:
+            raise ConfigError(f"quantize: unknown linears {self.linears!r}; choose {' or '.join(LINEARS)}")
+        if self.dtype == "bf16" and self.linears != "stacks":
+            raise ConfigError("quantize: bf16 casts the whole model; linears applies to int8 only")
 
 
-def linear_names(model: nn.Module, layers: str) -> list[str]:
-    """Module names of the Linears ``layers`` selects (see the module docstring)."""
-    if layers == "all":
+def linear_names(model: nn.Module, linears: str) -> list[str]:
+    """Module names of the Linears ``linears`` selects (see the module docstring)."""
+    if linears == "all":
         return [name for name, module in model.named_modules() if isinstance(module, nn.Linear)]
     ids = {id(module) for _, module in get_adapter(model).prunable_linears(model)}
     return [name for name, module in model.named_modules() if id(module) in ids]
@@ -93,11 +93,11 @@ class Quantize(CompressionMethod):
             cast_bf16(model)
             what = "every weight and activation in bfloat16"
         else:
-            names = linear_names(model, self.config.layers)
+            names = linear_names(model, self.config.linears)
             if not names:
-                raise ConfigError(f"quantize: no nn.Linear found for layers={self.config.layers!r}")
+                raise ConfigError(f"quantize: no nn.Linear found for linears={self.config.linears!r}")
             quantize_int8(model, names)
-            what = f"{len(names)} Linear modules ({self.config.layers}) in dynamic int8, per-channel weights"
+            what = f"{len(names)} Linear modules ({self.config.linears}) in dynamic int8, per-channel weights"
         expected, why = speedup_expected(model, self.config.dtype)
         self.speedup = {"expected": expected, "why": why}
         ctx.notes.append(f"quantize {self.config.dtype}: {what}; speedup {'expected' if expected else 'not expected'}"
