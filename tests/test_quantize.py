@@ -165,11 +165,17 @@ def test_truncate_then_int8_card_and_reload(teacher_dir):
     assert again["dev"]["predicted"] == saved
 
 
-def test_heads_then_bf16_under_torch_and_bf16_runtime(tmp_path, teacher_dir):
-    _, card = _run(tmp_path, teacher_dir, "--method", "heads", "--ratio", "0.5", "--fine-tune", "false",
-                   "--scoring-examples", "16", "--then", "quantize:dtype=bf16")
+def test_heads_then_bf16_equals_heads_under_the_bf16_runtime(tmp_path, teacher_dir):
+    heads = ["--method", "heads", "--ratio", "0.5", "--fine-tune", "false", "--scoring-examples", "16"]
+    out, card = _run(tmp_path / "then", teacher_dir, *heads, "--then", "quantize:dtype=bf16")
     assert card["method"]["then"][0]["config"]["dtype"] == "bf16" and card["deployment"]["runtime"] == "torch"
     assert card["params"]["compressed"]["total"] < card["params"]["base"]["total"]
+    assert json.loads((out / "model" / "forgetless.json").read_text())["quantization"]["dtype"] == "bf16"
+    runtime_out, runtime_card = _run(tmp_path / "runtime", teacher_dir, *heads, "--runtime", "torch-bf16")
+    assert runtime_card["speed"]["runtime"] == "torch-bf16" and runtime_card["deployment"]["quantization"] == []
+    assert "quantization" not in json.loads((runtime_out / "model" / "forgetless.json").read_text())
+    # the same pruned model cast to bf16, whether by the method or by the runtime: same predictions
+    assert runtime_card["deployment"]["agreement"] == card["deployment"]["agreement"]
     assert 0.5 <= card["deployment"]["agreement"]["pooled"] <= 1.0
 
 
