@@ -13,8 +13,8 @@ One run, one machine, every number against the fp32 PyTorch base measured in the
   print the median and IQR of those ratios, with the load average before and after.
 
 Usage: python benchmarks/runtimes_and_quantization.py --data-dir ../shared/data [--teacher FOLDER]
-       [--repeats 9] [--threads 2] [--finetune-steps 60] [--out benchmarks/runtimes_and_quantization_results.md]
-Without ``--teacher`` the bundled MiniLM is fine-tuned on a 4000-example SST-2 sample first.
+       [--repeats 9] [--threads 2] [--train-size 2000] [--eval-size N] [--finetune-steps 60] [--out benchmarks/runtimes_and_quantization_results.md]
+Without ``--teacher`` the bundled MiniLM is fine-tuned on a ``--train-size`` SST-2 sample first (one epoch).
 """
 from __future__ import annotations
 
@@ -93,12 +93,13 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seq-len", type=int, default=128)
     parser.add_argument("--eval-size", type=int, default=None, help="cap each evaluation set")
+    parser.add_argument("--train-size", type=int, default=2000, help="SST-2 training sample (teacher, pruned)")
     parser.add_argument("--finetune-steps", type=int, default=60, help="steps of fine-tuning after pruning")
     parser.add_argument("--out", default=str(Path(__file__).with_name("runtimes_and_quantization_results.md")))
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     started, load_before = time.time(), os.getloadavg()
-    task = load_task("sst2", data_dir=args.data_dir, seed=0, train_size=4000, eval_size=args.eval_size)
+    task = load_task("sst2", data_dir=args.data_dir, seed=0, train_size=args.train_size, eval_size=args.eval_size)
     work = Path(tempfile.mkdtemp(prefix="runtimes-"))
     train = TrainConfig(epochs=1, batch_size=32, max_length=64, learning_rate=5e-5, progress=False)
     if args.teacher:
@@ -144,7 +145,8 @@ def write(results, args, task, load_before, load_after, wall, base, pruned) -> N
     params = lambda m: sum(p.numel() for p in m.parameters())  # noqa: E731
     lines = ["# Runtimes and quantization: MiniLM-L6 on SST-2 (dev) and AdvGLUE SST-2 (challenge)", "",
              f"`python benchmarks/runtimes_and_quantization.py --repeats {args.repeats} --threads {args.threads}"
-             f"{' --teacher ' + args.teacher if args.teacher else ''} --finetune-steps {args.finetune_steps}`", "",
+             f"{' --teacher ' + args.teacher if args.teacher else ''} --train-size {args.train_size} --eval-size "
+             f"{args.eval_size} --finetune-steps {args.finetune_steps}`", "",
              f"{args.threads} torch threads (onnxruntime: the same, spinning off), sequence length {args.seq_len}; "
              f"dev n={len(task.dev)}, challenge n={sum(len(s) for s in task.challenges.values())}; "
              f"load average {load_before[0]:.1f} before, {load_after[0]:.1f} after; {wall / 60:.1f} min in all; "
