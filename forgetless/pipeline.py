@@ -146,8 +146,8 @@ def compress(task: Task, config: RunConfig, out_dir: str | Path) -> dict:
         compressed = extra.compress(compressed, ctx).eval()
     artifacts = method.artifacts() if hasattr(method, "artifacts") else {}
     model_dir = save_model(compressed, out_dir / "model", tokenizer, metadata={
-        "method": method.describe(), "then": [m.describe() for m in then], "objective": objective.name, "task": task.name, "kind": kind.name,
-        "artifacts": artifacts})
+        "method": method.describe(), "objective": objective.name, "task": task.name, "kind": kind.name,
+        "artifacts": artifacts, "then": [m.describe() for m in then]})
 
     _stage("evaluate")
     deployed = deploy(compressed, config.eval.runtime, kind, work_dir)  # as it will run (evaluate/runtime.py)

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 from conftest import batch, tiny_classifier
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
 
 from forgetless.cli import main
 from forgetless.errors import ConfigError

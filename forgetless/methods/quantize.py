@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import torch
 from torch import nn
 
 from ..errors import ConfigError
@@ -60,9 +59,9 @@ def linear_names(model: nn.Module, linears: str) -> list[str]:
 def speedup_expected(model: nn.Module, dtype: str) -> tuple[bool, str]:
     """Whether a speedup over fp32 is to be expected, and why (recorded in the card)."""
     if dtype == "bf16":
-        native = torch.backends.cpu.get_cpu_capability() in ("AVX512", "AMX") and _cpu_has("avx512_bf16", "amx_bf16")
+        native = _cpu_has("avx512_bf16", "amx_bf16")
         return native, ("this CPU has native bf16 matrix instructions (AVX512-BF16 / AMX)" if native else
-                        "this CPU has no native bf16 instructions: bf16 is emulated and usually slower than fp32")
+                        "no native bf16 instructions found in /proc/cpuinfo: bf16 may be emulated, slower than fp32")
     hidden = int(getattr(model.config, "hidden_size", 0) or getattr(model.config, "d_model", 0) or 0)
     if hidden < 256:
         return False, (f"hidden size {hidden}: int8 dynamic quantization adds a per-batch quantization step "
