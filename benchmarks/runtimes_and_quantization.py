@@ -94,7 +94,7 @@ def main() -> None:
     parser.add_argument("--seq-len", type=int, default=128)
     parser.add_argument("--eval-size", type=int, default=None, help="cap each evaluation set")
     parser.add_argument("--train-size", type=int, default=2000, help="SST-2 training sample (teacher, pruned)")
-    parser.add_argument("--finetune-steps", type=int, default=60, help="steps of fine-tuning after pruning")
+    parser.add_argument("--finetune-steps", type=int, default=60, help="steps of fine-tuning after pruning (0: none)")
     parser.add_argument("--out", default=str(Path(__file__).with_name("runtimes_and_quantization_results.md")))
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -109,8 +109,10 @@ def main() -> None:
         base = fine_tune(base, tokenizer, task.train, work / "teacher", train)
     base = base.float().eval()
     pruned = norm_prune(copy.deepcopy(base))
-    pruned = fine_tune(pruned, tokenizer, task.train, work / "pruned",
-                       TrainConfig(**{**train.__dict__, "max_steps": args.finetune_steps})).eval()
+    if args.finetune_steps > 0:
+        pruned = fine_tune(pruned, tokenizer, task.train, work / "pruned",
+                           TrainConfig(**{**train.__dict__, "max_steps": args.finetune_steps}))
+    pruned.eval()
     kind = KINDS["classifier"]
     variants = {"fp32 base (PyTorch)": (base, None)}
     for prefix, model in (("", base), ("50/50-pruned ", pruned)):
