@@ -80,7 +80,9 @@ def agreement(predictions: dict) -> dict:
     pooled over every set: ``{"sets": {name: share}, "pooled": share, "n": count}``."""
     per_set, same, total = {}, 0, 0
     for name, base in predictions["base"].items():
-        key = "predicted" if "predicted" in base else "generated"
+        key = next((k for k in ("predicted", "generated") if k in base), None)
+        if key is None:
+            continue
         a, b = base[key], predictions["compressed"][name][key]
         equal = sum(x == y for x, y in zip(a, b))
         per_set[name] = equal / len(a) if a else None
