@@ -50,10 +50,12 @@ def quantized_modules(model: nn.Module) -> list[str]:
 
 
 def quantize_int8(model: nn.Module, names: list[str]) -> nn.Module:
-    """Replace the ``nn.Linear`` modules ``names`` by dynamically quantized int8 Linears, in place
+    """Replace the ``nn.Linear`` (or ``Conv1D``) modules ``names`` by dynamically quantized int8 Linears, in place
     (``torch.ao.quantization.quantize_dynamic`` with per-channel weight observers; deprecated in
     favour of torchao, whose CPU int8 path needs ``torch.compile`` to be fast, so the eager fbgemm
     kernels are used here)."""
+    for name in names:
+        _conv1d_to_linear(model, name)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # torch.ao.quantization's deprecation notice, once per call
         from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
@@ -64,6 +66,23 @@ def quantize_int8(model: nn.Module, names: list[str]) -> nn.Module:
     if missing:
         raise ForgetlessError(f"int8 quantization left these modules unquantized (not nn.Linear?): {missing[:5]}")
     return model
+
+
+def _conv1d_to_linear(model: nn.Module, name: str) -> None:
+    """transformers' ``Conv1D`` (GPT-2; weight stored in × out) becomes the equal ``nn.Linear``
+    (weight out × in), so it can be quantized; loading does the same before restoring weights."""
+    from transformers.pytorch_utils import Conv1D
+
+    module = model.get_submodule(name)
+    if not isinstance(module, Conv1D):
+        return
+    linear = nn.Linear(module.weight.shape[0], module.weight.shape[1], bias=module.bias is not None)
+    with torch.no_grad():
+        linear.weight.copy_(module.weight.t())
+        if module.bias is not None:
+            linear.bias.copy_(module.bias)
+    parent, _, child = name.rpartition(".")
+    setattr(model.get_submodule(parent) if parent else model, child, linear)
 
 
 def cast_bf16(model: nn.Module) -> nn.Module:
