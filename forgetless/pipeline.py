@@ -24,11 +24,13 @@ import transformers
 from .data.task import Task
 from .errors import ConfigError
 from .evaluate.clever import CleverConfig, clever_evaluate
+from .evaluate.runtime import check_runtime, deploy, deployment_section
 from .evaluate.size import disk_size, parameter_counts
 from .evaluate.speed import SpeedConfig
 from .fsutil import atomic_write_json
 from .kinds import KINDS, check_compatible, kind_for
 from .methods import METHODS, CompressionContext
+from .methods.then import resolve_then
 from .models.io import is_forgetless_folder, load_model, read_manifest, save_model
 from .objectives import OBJECTIVES
 from .models.model_card import write_model_card
@@ -51,8 +53,10 @@ class EvalConfig:
     num_beams: int = 1
     meteor: bool = True  # METEOR on generation tasks (needs nltk; WordNet when available offline)
     perplexity_file: str | None = None  # causal-lm: held-out perplexity on this text file (one text per line)
+    runtime: str = "torch"  # compressed model evaluated and timed under: torch | torch-bf16 | onnxruntime
 
     def __post_init__(self) -> None:
+        check_runtime(self.runtime)
         if self.batch_size < 1 or self.max_new_tokens < 1 or self.num_beams < 1:
             raise ConfigError("evaluation batch_size, max_new_tokens and num_beams must be >= 1")
 
@@ -64,6 +68,7 @@ class RunConfig:
     model: str = "minilm"
     method: str = "truncate"
     method_options: dict = field(default_factory=dict)
+    then: list[str] = field(default_factory=list)  # methods applied after `method`: METHOD[:OPTION=VALUE,...]
     objective: str | None = None  # None: the method's default objective (ce; nash-distil for nash / cofi)
     objective_options: dict = field(default_factory=dict)
     teacher: str | None = None  # a forgetless folder holding an already fine-tuned teacher (read only)
@@ -152,11 +157,13 @@ def compress(task: Task, config: RunConfig, out_dir: str | Path, recipe: dict | 
     an ``out_dir`` holding another run's output is refused unless ``overwrite``. ``recipe`` (the
     resolved recipe of the run, ``forgetless.recipes``) is saved as ``model/recipe.yaml`` and in the card."""
     method, objective = resolve(config)
+    then = resolve_then(config.then)  # e.g. quantize:dtype=int8 after a structural method (methods/then.py)
     validate_run(task, config, out_dir, method, objective, overwrite)
     out_dir = Path(out_dir)
     work_dir = out_dir / "work"
     kind = kind_for(task, method, config.model_kind)
-    check_compatible(task, method, objective, config.model_kind)
+    for checked in (method, *then):
+        check_compatible(task, checked, objective, config.model_kind)
     work_dir.mkdir(parents=True, exist_ok=True)
     transformers.set_seed(config.seed)
 
@@ -178,14 +185,18 @@ def compress(task: Task, config: RunConfig, out_dir: str | Path, recipe: dict | 
     else:
         student, _ = kind.load_model(config.model, task, config.seed)
     compressed = method.compress(student, ctx).eval()
+    for extra in then:
+        _stage(f"then {extra.name}")
+        compressed = extra.compress(compressed, ctx).eval()
     artifacts = method.artifacts() if hasattr(method, "artifacts") else {}
     model_dir = save_model(compressed, out_dir / "model", tokenizer, metadata={
         "method": method.describe(), "objective": objective.name, "task": task.name, "kind": kind.name,
-        "artifacts": artifacts})
+        "artifacts": artifacts, "then": [m.describe() for m in then]})
 
     _stage("evaluate base and compressed on " + ", ".join(task.eval_sets()))
+    deployed = deploy(compressed, config.eval.runtime, kind, work_dir)  # as it will run (evaluate/runtime.py)
     results = {role: kind.evaluate(model, tokenizer, task, config.eval, config.train.max_length, config.progress)
-               for role, model in (("base", teacher), ("compressed", compressed))}
+               for role, model in (("base", teacher), ("compressed", deployed))}
     predictions = {role: results[role].pop("predictions") for role in results}
     robustness = None
     if config.clever is not None:
@@ -195,7 +206,7 @@ def compress(task: Task, config: RunConfig, out_dir: str | Path, recipe: dict | 
         robustness = {"clever": {role: _clever_summary(model, tokenizer, task, config.clever, work_dir, role)
                                  for role, model in (("base", teacher), ("compressed", compressed))}}
     _stage(f"speed: base vs compressed, {config.speed.repeats} interleaved repeats")
-    speed = kind.speed(teacher, compressed, config.speed)
+    speed = kind.speed(teacher, deployed, config.speed)
     teacher_dir = Path(teacher_info.get("path") or work_dir / "teacher")
     sizes = {"base": {**parameter_counts(teacher), "disk_bytes": disk_size(teacher_dir) if teacher_dir.exists()
                       else None, "source": teacher_info},
@@ -209,6 +220,8 @@ def compress(task: Task, config: RunConfig, out_dir: str | Path, recipe: dict | 
         from .recipes.dump import dump_recipe
         dump_recipe(recipe, model_dir / "recipe.yaml")
         card["recipe"] = recipe
+    card["method"]["then"] = [{**m.describe(), "structured": m.structured} for m in then]
+    deployment_section(card, config.eval.runtime, [method, *then], predictions)
     plots = method.plots(out_dir) if hasattr(method, "plots") else []
     write_card(card, out_dir, extra_plots=plots, prediction_rows=prediction_rows(task, predictions))
     write_model_card(model_dir, model_card_summary(card))

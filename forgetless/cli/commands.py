@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from .options import collect, eval_config_from_args, task_from_args, train_config_from_args
@@ -24,7 +25,7 @@ def run_config_from_args(args, owners):
         objective = METHODS.get(args.method).default_objective
     return RunConfig(
         model=args.model, method=args.method,
-        method_options=collect(args, owners["method"], "", args.method, "method"),
+        method_options=collect(args, owners["method"], "", args.method, "method"), then=args.then,
         objective=objective,
         objective_options=collect(args, owners["objective"], "objective-", objective, "objective"),
         teacher=args.teacher, student_init=args.student_init, model_kind=args.model_kind,
@@ -32,7 +33,7 @@ def run_config_from_args(args, owners):
         teacher_train=train_config_from_args(args, args.teacher_epochs) if args.teacher_epochs else None,
         speed=SpeedConfig(batch_size=args.bench_batch_size, seq_len=args.bench_seq_len, repeats=args.bench_repeats,
                           new_tokens=args.bench_new_tokens),
-        eval=eval_config_from_args(args),
+        eval=replace(eval_config_from_args(args), runtime=args.runtime),  # --runtime: cli/runtime_options.py
         clever=clever, seed=args.seed, progress=not args.no_progress, keep_work=getattr(args, "keep_work", False),
     )
 

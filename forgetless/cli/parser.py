@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from .export import add_export_parser, add_shipping_options
+from .runtime_options import add_runtime_options
 from .options import add_config_options, add_eval_options, add_task_options, add_train_options
 
 RUN_HELP = "run a recipe file (a run, a sweep or a profile) at a scale, with overrides"
@@ -56,6 +57,7 @@ def _compress_options(sub, name: str, help_text: str, owners: dict):
     g.add_argument("--overwrite", action="store_true", help="reuse an output folder that holds another run's output")
     add_shipping_options(p)
     add_eval_options(p)
+    add_runtime_options(p)
     b = p.add_argument_group("speed benchmark")
     b.add_argument("--bench-batch-size", type=int, default=32, help="throughput batch size")
     b.add_argument("--bench-seq-len", type=int, default=128, help="input length of the timed batches")

@@ -6,6 +6,7 @@ from pathlib import Path
 from torch import nn
 
 from ..models.adapters import get_adapter
+from ..models.quantized_io import quantized_weight_counts
 
 
 def parameter_counts(model: nn.Module) -> dict:
@@ -17,13 +18,17 @@ def parameter_counts(model: nn.Module) -> dict:
         seen.add(id(p))
         total += p.numel()
         nonzero += int((p != 0).sum())
+    quantized, quantized_nonzero = quantized_weight_counts(model)  # int8 Linears hold no nn.Parameter
+    total, nonzero = total + quantized, nonzero + quantized_nonzero
     adapter = get_adapter(model)
-    layers = adapter.layer_parameters(model)
+    layers = adapter.layer_parameters(model) + sum(quantized_weight_counts(stack)[0]
+                                                   for stack in adapter.stacks(model).values())
     prunable = [lin.weight for _, lin in adapter.prunable_linears(model)]
     prunable_total = sum(w.numel() for w in prunable)
     prunable_zero = sum(int((w == 0).sum()) for w in prunable)
     return {
         "total": total,
+        "quantized": quantized,
         "layers": layers,
         "nonzero": nonzero,
         "prunable_weights": prunable_total,

@@ -9,6 +9,7 @@ from ..models.loading import load_classifier
 
 class ClassifierKind:
     name = "classifier"
+    runtimes = ("torch", "torch-bf16", "onnxruntime")  # evaluate/runtime.py
 
     def load_model(self, name: str, task, seed: int = 0):
         """A classifier for the task's labels: pretrained (new seeded head), tiny, or saved."""

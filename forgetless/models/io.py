@@ -12,14 +12,13 @@ import json
 from pathlib import Path
 
 import transformers
-from safetensors.torch import load_model as load_safetensors
-from safetensors.torch import save_model as save_safetensors
 from torch import nn
 
 from ..errors import ForgetlessError, ModelFileError
 from ..fsutil import atomic_directory
 from .manifest import FORMAT, MANIFEST, is_forgetless_folder, read_manifest, transformers_model_class
 from .checks import check_model_folder
+from .quantized_io import load_weights, save_weights
 from .stock import stock_config
 from .surgery import model_shape, reshape_like
 
@@ -37,11 +36,11 @@ def save_model(model: nn.Module, path: str | Path, tokenizer=None, metadata: dic
         stock_config(model).save_pretrained(tmp)  # uniform FFN widths written in: stock loading exact
         if getattr(model, "generation_config", None) is not None and model.can_generate():
             model.generation_config.save_pretrained(tmp)
-        save_safetensors(model, str(tmp / "model.safetensors"))
+        quantization = save_weights(model, tmp)  # model.safetensors; int8 / bf16 layout in quantized_io.py
         if tokenizer is not None:
             tokenizer.save_pretrained(tmp)
         manifest = {"format": FORMAT, "model_class": type(model).__name__, "shape": model_shape(model),
-                    "metadata": metadata or {}}
+                    "metadata": metadata or {}, **({"quantization": quantization} if quantization else {})}
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, default=str) + "\n")
         from .model_card import write_model_card  # a minimal card; enrich it later with a run summary
 
@@ -68,7 +67,7 @@ def load_model(path: str | Path, device: str = "cpu", with_tokenizer: bool = Tru
         raise ModelFileError(f"{path / MANIFEST}: its shape does not fit the model's config "
                              f"({type(exc).__name__}: {str(exc)[:200]})") from exc
     try:
-        missing, unexpected = load_safetensors(model, str(weights), strict=False)
+        missing, unexpected = load_weights(model, str(weights), manifest.get("quantization"))
     except (RuntimeError, ValueError, OSError) as exc:
         first = str(exc).strip().splitlines()
         detail = next((line.strip() for line in first if "size mismatch" in line), first[0] if first else "")

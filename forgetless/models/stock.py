@@ -65,7 +65,8 @@ def meta_model(model_class: type, config) -> nn.Module:
 
 
 def _tensor_shapes(state: dict) -> dict[str, tuple[int, ...]]:
-    return {name: tuple(tensor.shape) for name, tensor in state.items()}
+    return {name: tuple(tensor.shape) for name, tensor in state.items()
+            if isinstance(tensor, torch.Tensor)}  # int8 quantized modules also hold dtypes and packed params
 
 
 def stock_config(model: nn.Module):

@@ -32,6 +32,7 @@ def render_markdown(card: dict) -> str:
                   f"base {b['perplexity']:.2f}, compressed {c['perplexity']:.2f} "
                   f"({c['perplexity'] / b['perplexity']:.2f}×; lower is better)."]
     lines += _training(card) + _size(card) + _speed(card)
+    lines += _deployment(card)
     lines += _robustness(card)
     from ..evaluate.calibration import calibration_markdown
     lines += calibration_markdown(card)
@@ -240,6 +241,22 @@ def _speed(card: dict) -> list[str]:
     if not s["meaningful"]:
         lines.append("This method zeroes weights without removing them: a dense model runs no faster, and any "
                      "difference above is noise.")
+    return lines
+
+
+def _deployment(card: dict) -> list[str]:
+    """Runtime, quantization and prediction agreement with the fp32 base (``evaluate/runtime.py``)."""
+    dep = card.get("deployment")
+    if not dep or (dep["runtime"] == "torch" and not dep["quantization"]):
+        return []
+    agree = dep["agreement"]
+    lines = ["", "## Deployment: runtime and quantization", "",
+             f"Compressed model run under **{dep['runtime']}**; base under {dep['base_runtime']}. Prediction "
+             f"agreement with the base: {pct(agree['pooled'])}% of {agree['n']} examples ("
+             + ", ".join(f"{name} {pct(share)}%" for name, share in agree["sets"].items()) + ")."]
+    for q in dep["quantization"]:
+        lines.append(f"- quantize {q['dtype']}: speedup {'expected' if q.get('expected') else 'not expected'} "
+                     f"({q.get('why', '')})")
     return lines
 
 

@@ -1,0 +1,181 @@
+"""Quantized models in plain tensors: apply int8 / bf16 quantization, describe it in the manifest,
+save it to safetensors and rebuild it from there (no pickle, no ``torch.save``).
+
+Two weight formats, recorded under ``quantization`` in ``forgetless.json``:
+
+* ``bf16``: every floating-point tensor of the model cast to bfloat16; ``model.safetensors`` holds
+  them as ``BF16`` tensors under their usual names (stock ``from_pretrained`` reads them too).
+* ``int8``: dynamic quantization (Jacob et al. 2018, "Quantization and Training of Neural Networks
+  for Efficient Integer-Arithmetic-Only Inference", eq. 1 ``r = S (q − Z)``): each listed
+  ``nn.Linear`` keeps int8 weights with one scale ``S`` and zero point ``Z`` per output channel;
+  activations are quantized per batch at run time (PyTorch's fbgemm / onednn kernels). For each
+  quantized module ``M`` the file holds ``M.weight.int8`` (int8, out × in), ``M.weight.scale``
+  (float64, out), ``M.weight.zero_point`` (int64, out) and ``M.bias`` (float32); every other
+  tensor (embeddings, layer norms, heads not quantized) under its usual name.
+
+Loading rebuilds the fp32 architecture, applies the same quantization to the same module names,
+then puts the stored int8 weights, scales and zero points back: the rebuilt model computes exactly
+what was saved.
+"""
+from __future__ import annotations
+
+import itertools
+import warnings
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file, save_file
+from safetensors.torch import load_model as load_safetensors
+from safetensors.torch import save_model as save_safetensors
+from torch import nn
+
+from ..errors import ForgetlessError
+
+DTYPES = ("int8", "bf16")
+INT8_SCHEME = "dynamic int8: per-output-channel affine weights (S, Z), activations quantized per batch"
+
+
+def _dynamic_linear():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from torch.ao.nn.quantized.dynamic import Linear
+
+    return Linear
+
+
+def quantized_modules(model: nn.Module) -> list[str]:
+    """Names of the int8 dynamically quantized Linear modules of ``model``."""
+    linear = _dynamic_linear()
+    return [name for name, module in model.named_modules() if isinstance(module, linear)]
+
+
+def quantize_int8(model: nn.Module, names: list[str]) -> nn.Module:
+    """Replace the ``nn.Linear`` (or ``Conv1D``) modules ``names`` by dynamically quantized int8 Linears, in place
+    (``torch.ao.quantization.quantize_dynamic`` with per-channel weight observers; deprecated in
+    favour of torchao, whose CPU int8 path needs ``torch.compile`` to be fast, so the eager fbgemm
+    kernels are used here)."""
+    for name in names:
+        _conv1d_to_linear(model, name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch.ao.quantization's deprecation notice, once per call
+        from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
+
+        quantize_dynamic(model, {name: per_channel_dynamic_qconfig for name in names}, dtype=torch.qint8,
+                         inplace=True)
+    missing = sorted(set(names) - set(quantized_modules(model)))
+    if missing:
+        raise ForgetlessError(f"int8 quantization left these modules unquantized (not nn.Linear?): {missing[:5]}")
+    return model
+
+
+def _conv1d_to_linear(model: nn.Module, name: str) -> None:
+    """transformers' ``Conv1D`` (GPT-2; weight stored in × out) becomes the equal ``nn.Linear``
+    (weight out × in), so it can be quantized; loading does the same before restoring weights."""
+    from transformers.pytorch_utils import Conv1D
+
+    module = model.get_submodule(name)
+    if not isinstance(module, Conv1D):
+        return
+    linear = nn.Linear(module.weight.shape[0], module.weight.shape[1], bias=module.bias is not None)
+    with torch.no_grad():
+        linear.weight.copy_(module.weight.t())
+        if module.bias is not None:
+            linear.bias.copy_(module.bias)
+    parent, _, child = name.rpartition(".")
+    setattr(model.get_submodule(parent) if parent else model, child, linear)
+
+
+def cast_bf16(model: nn.Module) -> nn.Module:
+    """Every floating-point parameter and buffer in bfloat16 (activations follow)."""
+    model.to(torch.bfloat16)
+    model.config.dtype = "bfloat16"
+    return model
+
+
+def describe(model: nn.Module) -> dict | None:
+    """The manifest's ``quantization`` entry: dtype, scheme and quantized modules; None for fp32."""
+    names = quantized_modules(model)
+    if names:
+        return {"dtype": "int8", "scheme": INT8_SCHEME, "modules": names}
+    floats = {p.dtype for p in itertools.chain(model.parameters(), model.buffers()) if p.is_floating_point()}
+    if floats == {torch.bfloat16}:
+        return {"dtype": "bf16", "scheme": "every floating-point tensor in bfloat16", "modules": []}
+    return None
+
+
+def quantized_weight_counts(model: nn.Module) -> tuple[int, int]:
+    """(elements, non-zero elements) of the int8 weights and biases: parameters ``model.parameters()``
+    no longer lists once a Linear is quantized."""
+    total = nonzero = 0
+    for name in quantized_modules(model):
+        module = model.get_submodule(name)
+        weight, bias = module.weight(), module.bias()
+        total += weight.numel() + (bias.numel() if bias is not None else 0)
+        nonzero += int((weight.int_repr() != weight.q_per_channel_zero_points().view(-1, 1)).sum()
+                       if weight.qscheme() == torch.per_channel_affine else (weight.dequantize() != 0).sum())
+        nonzero += int((bias != 0).sum()) if bias is not None else 0
+    return total, nonzero
+
+
+# ----- save / load ------------------------------------------------------------------------------
+def _plain_tensors(model: nn.Module) -> dict[str, torch.Tensor]:
+    """Parameters and persistent buffers, each shared tensor once (tied weights under one name)."""
+    persistent = set(model.state_dict())
+    return {name: tensor for name, tensor in itertools.chain(model.named_parameters(), model.named_buffers())
+            if name in persistent}
+
+
+def save_weights(model: nn.Module, folder: Path) -> dict | None:
+    """Write ``folder/model.safetensors`` (quantized layout above for int8 models) and return the
+    manifest's ``quantization`` entry (None for an unquantized model)."""
+    entry = describe(model)
+    path = str(Path(folder) / "model.safetensors")
+    if entry is None or entry["dtype"] == "bf16":
+        save_safetensors(model, path)
+        return entry
+    tensors = {name: tensor.detach().contiguous() for name, tensor in _plain_tensors(model).items()}
+    for name in entry["modules"]:
+        module = model.get_submodule(name)
+        weight, bias = module.weight(), module.bias()
+        if weight.qscheme() != torch.per_channel_affine:
+            raise ForgetlessError(f"{name}: only per-channel int8 weights are saved, got {weight.qscheme()}")
+        tensors[f"{name}.weight.int8"] = weight.int_repr().contiguous()
+        tensors[f"{name}.weight.scale"] = weight.q_per_channel_scales().contiguous()
+        tensors[f"{name}.weight.zero_point"] = weight.q_per_channel_zero_points().contiguous()
+        if bias is not None:
+            tensors[f"{name}.bias"] = bias.detach().contiguous()
+    save_file(tensors, path, metadata={"format": "forgetless-int8-dynamic"})
+    return entry
+
+
+def load_weights(model: nn.Module, path: str, quantization: dict | None) -> tuple[list[str], list[str]]:
+    """Load ``path`` into the freshly built ``model`` (quantized in place as the manifest says);
+    returns ``(missing, unexpected)`` tensor names like safetensors' ``load_model``."""
+    if quantization is None:
+        return load_safetensors(model, path, strict=False)
+    dtype = quantization.get("dtype")
+    if dtype == "bf16":
+        cast_bf16(model)
+        return load_safetensors(model, path, strict=False)
+    if dtype != "int8":
+        raise ForgetlessError(f"{path}: unknown quantization dtype {dtype!r} in forgetless.json; known: {DTYPES}")
+    names = quantization["modules"]
+    quantize_int8(model, names)
+    tensors = load_file(path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # quantized-tensor constructors are marked deprecated
+        for name in names:
+            try:
+                ints, scale, zero = (tensors.pop(f"{name}.weight.{k}") for k in ("int8", "scale", "zero_point"))
+            except KeyError as exc:
+                raise ForgetlessError(f"{path}: quantized module {name} has no {exc.args[0]}") from exc
+            weight = torch._make_per_channel_quantized_tensor(ints, scale, zero, 0)
+            model.get_submodule(name).set_weight_bias(weight, tensors.pop(f"{name}.bias", None))
+    expected = _plain_tensors(model)
+    missing = sorted(set(expected) - set(tensors))
+    unexpected = sorted(set(tensors) - set(expected))
+    if not missing and not unexpected:
+        with torch.no_grad():  # quantized modules take no state_dict without their packed params: copy
+            for name, tensor in tensors.items():
+                expected[name].copy_(tensor)
+    return missing, unexpected

@@ -1,0 +1,194 @@
+"""Quantization as a compression method (int8 dynamic, bf16), alone and stacked after a structural
+method; safetensors save / reload in a fresh process; runtimes (torch-bf16, onnxruntime) in the card."""
+import copy
+import json
+import os
+import subprocess
+import sys
+from types import SimpleNamespace
+
+import pytest
+import torch
+from conftest import batch, tiny_classifier
+from safetensors.torch import load_file
+
+from forgetless.cli import main
+from forgetless.errors import ConfigError
+from forgetless.evaluate.runtime import agreement, deploy
+from forgetless.evaluate.size import parameter_counts
+from forgetless.kinds import KINDS
+from forgetless.methods import METHODS
+from forgetless.methods.then import parse_then
+from forgetless.models.io import load_model, save_model
+from forgetless.models.quantized_io import quantized_modules
+from forgetless.models.surgery import drop_layers, prune_heads
+from forgetless.pipeline import EvalConfig
+from forgetless.report.card import validate_card
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+def quantize(model, **options):
+    method = METHODS.get("quantize")(METHODS.make_config("quantize", options))
+    return method.compress(model, SimpleNamespace(notes=[]))
+
+
+def variants():
+    """int8 and bf16, alone and after layer removal / head pruning."""
+    truncated = tiny_classifier()
+    drop_layers(truncated, "encoder", [0, 2])
+    pruned = tiny_classifier()
+    prune_heads(pruned, {("encoder", 0, "self"): [0, 2], ("encoder", 1, "self"): [1]})
+    out = {}
+    for dtype in ("int8", "bf16"):
+        out[f"{dtype}"] = quantize(tiny_classifier(), dtype=dtype)
+        out[f"truncate-{dtype}"] = quantize(copy.deepcopy(truncated), dtype=dtype)
+        out[f"heads-{dtype}"] = quantize(copy.deepcopy(pruned), dtype=dtype)
+    return out
+
+
+RELOAD = """
+import sys, torch
+from safetensors.torch import save_file
+from forgetless.models.io import load_model
+from conftest import batch
+logits = {}
+for name in sys.argv[2:]:
+    model, _ = load_model(sys.argv[1] + "/" + name)
+    with torch.no_grad():
+        logits[name] = model(**batch()).logits.float().contiguous()
+save_file(logits, sys.argv[1] + "/reloaded.safetensors")
+"""
+
+
+def test_quantized_models_reload_in_a_fresh_process_with_identical_outputs(tmp_path):
+    models = variants()
+    expected = {}
+    for name, model in models.items():
+        with torch.no_grad():
+            expected[name] = model(**batch()).logits.float()
+        save_model(model, tmp_path / name)
+    manifest = json.loads((tmp_path / "int8" / "forgetless.json").read_text())
+    assert manifest["quantization"]["dtype"] == "int8" and len(manifest["quantization"]["modules"]) == 18
+    tensors = load_file(tmp_path / "int8" / "model.safetensors")
+    assert tensors["bert.encoder.layer.0.output.dense.weight.int8"].dtype == torch.int8
+    assert tensors["bert.encoder.layer.0.output.dense.weight.scale"].shape == (32,)
+    assert load_file(tmp_path / "bf16" / "model.safetensors")["classifier.weight"].dtype == torch.bfloat16
+    assert not list(tmp_path.rglob("*.bin")) and not list(tmp_path.rglob("*.pt"))
+    tests = os.path.dirname(os.path.abspath(__file__))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.path.dirname(tests), tests])}
+    subprocess.run([sys.executable, "-c", RELOAD, str(tmp_path), *models], check=True, env=env)
+    reloaded = load_file(tmp_path / "reloaded.safetensors")
+    for name in models:
+        assert torch.equal(reloaded[name], expected[name]), name
+    model, _ = load_model(tmp_path / "truncate-int8")
+    assert len(quantized_modules(model)) == 12 and model.config.num_hidden_layers == 2
+
+
+def test_quantization_changes_outputs_a_little_and_keeps_parameter_counts():
+    base = tiny_classifier()
+    with torch.no_grad():
+        ref = base(**batch()).logits
+        for dtype, tol in (("int8", 0.2), ("bf16", 0.1)):
+            model = quantize(copy.deepcopy(base), dtype=dtype)
+            diff = (model(**batch()).logits.float() - ref).abs().max().item()
+            assert 0 < diff < tol, (dtype, diff)
+            assert parameter_counts(model)["total"] == parameter_counts(base)["total"]
+    everything = quantize(copy.deepcopy(base), dtype="int8", linears="all")
+    assert {"classifier", "bert.pooler.dense"} <= set(quantized_modules(everything))
+
+
+def test_bad_names_are_config_errors():
+    with pytest.raises(ConfigError, match="int8 or bf16"):
+        METHODS.make_config("quantize", {"dtype": "int3"})
+    with pytest.raises(ConfigError, match="needs a GPU"):
+        METHODS.make_config("quantize", {"dtype": "fp8"})
+    with pytest.raises(ConfigError, match="unknown runtime 'tensorrt'"):
+        EvalConfig(runtime="tensorrt")
+    with pytest.raises(ConfigError, match="unknown compression method"):
+        parse_then("quantise:dtype=int8")
+    with pytest.raises(ConfigError, match="unknown option"):
+        parse_then("quantize:bits=8")
+    assert parse_then("truncate:layers=2").config.layers == 2
+    with pytest.raises(ConfigError, match="int8-quantized"):
+        deploy(quantize(tiny_classifier(), dtype="int8"), "torch-bf16", KINDS["classifier"], "/nonexistent")
+    with pytest.raises(ConfigError, match="not available for the seq2seq"):
+        deploy(tiny_classifier(), "onnxruntime", KINDS["seq2seq"], "/nonexistent")
+    assert main(["compress", "--model", "tiny-bert", "--method", "quantize", "--dtype", "int4"]) == 2
+    assert main(["compress", "--model", "tiny-bert", "--runtime", "tvm"]) == 2
+
+
+def test_agreement_counts_identical_predictions():
+    predictions = {"base": {"dev": {"predicted": [0, 1, 2, 1]}, "challenge": {"generated": ["a", "b"]}},
+                   "compressed": {"dev": {"predicted": [0, 1, 0, 1]}, "challenge": {"generated": ["a", "c"]}}}
+    result = agreement(predictions)
+    assert result["sets"] == {"dev": 0.75, "challenge": 0.5} and result["pooled"] == pytest.approx(4 / 6)
+
+
+@pytest.fixture(scope="module")
+def teacher_dir(tmp_path_factory, tiny_model_dir):
+    """A pipeline run (truncate, then int8) whose fine-tuned teacher the other runs reuse."""
+    out = tmp_path_factory.mktemp("quantize") / "truncate-int8"
+    code = main(["compress", "--model", tiny_model_dir, "--method", "truncate", "--layers", "1",
+                 "--then", "quantize:dtype=int8", "--train-size", "96", "--eval-size", "32", "--epochs", "1",
+                 "--lr", "1e-3", "--bench-repeats", "1", "--bench-seq-len", "16", "--out", str(out), "--no-progress"])
+    assert code == 0
+    return out
+
+
+def _run(tmp_path, teacher_dir, *extra):
+    out = tmp_path / "run"
+    code = main(["compress", "--teacher", str(teacher_dir / "work" / "teacher"), "--eval-size", "32",
+                 "--bench-repeats", "1", "--bench-seq-len", "16", "--out", str(out), "--no-progress", *extra])
+    assert code == 0
+    card = json.loads((out / "report.json").read_text())
+    validate_card(card)
+    return out, card
+
+
+def test_truncate_then_int8_card_and_reload(teacher_dir):
+    card = json.loads((teacher_dir / "report.json").read_text())
+    validate_card(card)
+    assert card["method"]["name"] == "truncate" and card["method"]["then"][0]["config"]["dtype"] == "int8"
+    assert card["run"]["then"] == ["quantize:dtype=int8"]
+    dep = card["deployment"]
+    assert dep["quantization"][0]["expected"] is False and "hidden size 32" in dep["quantization"][0]["why"]
+    assert 0.0 <= dep["agreement"]["pooled"] <= 1.0 and dep["agreement"]["n"] == 64
+    assert card["speed"]["meaningful"] and "Deployment" in (teacher_dir / "report.md").read_text()
+    model, tokenizer = load_model(teacher_dir / "model")
+    assert len(quantized_modules(model)) == 6
+    saved = json.loads((teacher_dir / "work" / "predictions.json").read_text())["compressed"]["dev"]["predicted"]
+    from forgetless.data.tasks import load_task
+    from forgetless.evaluate.accuracy import evaluate_task
+
+    again = evaluate_task(model, tokenizer, load_task("synthetic", eval_size=32), 64, 128)["predictions"]
+    assert again["dev"]["predicted"] == saved
+
+
+def test_heads_then_bf16_equals_heads_under_the_bf16_runtime(tmp_path, teacher_dir):
+    heads = ["--method", "heads", "--ratio", "0.5", "--fine-tune", "false", "--scoring-examples", "16"]
+    out, card = _run(tmp_path / "then", teacher_dir, *heads, "--then", "quantize:dtype=bf16")
+    assert card["method"]["then"][0]["config"]["dtype"] == "bf16" and card["deployment"]["runtime"] == "torch"
+    assert card["params"]["compressed"]["total"] < card["params"]["base"]["total"]
+    assert json.loads((out / "model" / "forgetless.json").read_text())["quantization"]["dtype"] == "bf16"
+    runtime_out, runtime_card = _run(tmp_path / "runtime", teacher_dir, *heads, "--runtime", "torch-bf16")
+    assert runtime_card["speed"]["runtime"] == "torch-bf16" and runtime_card["deployment"]["quantization"] == []
+    assert "quantization" not in json.loads((runtime_out / "model" / "forgetless.json").read_text())
+    # the same pruned model cast to bf16, whether by the method or by the runtime: same predictions
+    assert runtime_card["deployment"]["agreement"] == card["deployment"]["agreement"]
+    assert 0.5 <= card["deployment"]["agreement"]["pooled"] <= 1.0
+
+
+def test_onnxruntime_runtime_agrees_with_torch(tmp_path, teacher_dir):
+    out, card = _run(tmp_path, teacher_dir, "--method", "heads", "--ratio", "0.5", "--fine-tune", "false",
+                     "--scoring-examples", "16", "--runtime", "onnxruntime")
+    assert card["speed"]["runtime"] == "onnxruntime" and (out / "work" / "onnx" / "model.onnx").is_file()
+    # the same pruned model under torch gives the same predictions as under onnxruntime
+    model, tokenizer = load_model(out / "model")
+    predictions = json.loads((out / "work" / "predictions.json").read_text())
+    from forgetless.data.tasks import load_task
+    from forgetless.evaluate.accuracy import evaluate_task
+
+    torch_run = evaluate_task(model, tokenizer, load_task("synthetic", eval_size=32), 64, 128)["predictions"]
+    assert torch_run["dev"]["predicted"] == predictions["compressed"]["dev"]["predicted"]
+    assert card["deployment"]["agreement"]["n"] == 64
