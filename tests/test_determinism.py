@@ -23,6 +23,7 @@ FAST = {
     "block-influence": {"remove": 1, "calibration_examples": 16, "calibration_batch": 8, "calibration_length": 16},
     "nash": {"decoder_layers": 2, "encoder_sparsity": 0.3, "finetune_epochs": 0.5},
     "cofi": {"sparsity": 0.4, "finetune_epochs": 0.5},
+    "quantize": {"dtype": "int8"},
 }
 
 
@@ -45,7 +46,18 @@ def compress_once(name: str, seed: int, work_dir) -> dict[str, torch.Tensor]:
     ctx.objective_extras = objective.prepare(ctx) or None
     transformers.set_seed(seed)
     model = method.compress(copy.deepcopy(teacher), ctx)
-    return {k: v.detach().clone() for k, v in model.state_dict().items()}
+    return _tensors(model.state_dict())
+
+
+def _tensors(state: dict) -> dict[str, torch.Tensor]:
+    """Every tensor of a state dict (int8 packed weights as their integer representation)."""
+    out = {}
+    for key, value in state.items():
+        parts = value if isinstance(value, tuple) else (value,)
+        for i, part in enumerate(parts):
+            if isinstance(part, torch.Tensor):
+                out[f"{key}.{i}"] = (part.int_repr() if part.is_quantized else part).detach().clone()
+    return out
 
 
 @pytest.mark.parametrize("name", sorted(FAST))

@@ -70,12 +70,12 @@ def _kill_at(moment: str, nth: int) -> None:
         before(ClassifierKind, "evaluate")
         before(Seq2SeqKind, "evaluate")
     elif moment == "save":  # inside save_model: weights written to the temporary folder, not renamed yet
-        original = io.save_safetensors
+        original = io.save_weights
 
         def save_then_die(*args, **kwargs):
             original(*args, **kwargs)
             hit()
-        io.save_safetensors = save_then_die
+        io.save_weights = save_then_die
     else:
         raise ValueError(moment)
 

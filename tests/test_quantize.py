@@ -138,7 +138,8 @@ def teacher_dir(tmp_path_factory, tiny_model_dir):
 
 def _run(tmp_path, teacher_dir, *extra):
     out = tmp_path / "run"
-    code = main(["compress", "--teacher", str(teacher_dir / "work" / "teacher"), "--eval-size", "32",
+    teacher = json.loads((teacher_dir / "report.json").read_text())["params"]["base"]["source"]["path"]  # cached
+    code = main(["compress", "--teacher", teacher, "--eval-size", "32",
                  "--bench-repeats", "1", "--bench-seq-len", "16", "--out", str(out), "--no-progress", *extra])
     assert code == 0
     card = json.loads((out / "report.json").read_text())
@@ -157,11 +158,12 @@ def test_truncate_then_int8_card_and_reload(teacher_dir):
     assert card["speed"]["meaningful"] and "Deployment" in (teacher_dir / "report.md").read_text()
     model, tokenizer = load_model(teacher_dir / "model")
     assert len(quantized_modules(model)) == 6
-    saved = json.loads((teacher_dir / "work" / "predictions.json").read_text())["compressed"]["dev"]["predicted"]
     from forgetless.data.tasks import load_task
     from forgetless.evaluate.accuracy import evaluate_task
 
-    again = evaluate_task(model, tokenizer, load_task("synthetic", eval_size=32), 64, 128)["predictions"]
+    task = load_task("synthetic", eval_size=32)
+    saved = _saved_predictions(teacher_dir, task)
+    again = evaluate_task(model, tokenizer, task, 64, 128)["predictions"]
     assert again["dev"]["predicted"] == saved
 
 
@@ -185,10 +187,18 @@ def test_onnxruntime_runtime_agrees_with_torch(tmp_path, teacher_dir):
     assert card["speed"]["runtime"] == "onnxruntime" and (out / "work" / "onnx" / "model.onnx").is_file()
     # the same pruned model under torch gives the same predictions as under onnxruntime
     model, tokenizer = load_model(out / "model")
-    predictions = json.loads((out / "work" / "predictions.json").read_text())
     from forgetless.data.tasks import load_task
     from forgetless.evaluate.accuracy import evaluate_task
 
-    torch_run = evaluate_task(model, tokenizer, load_task("synthetic", eval_size=32), 64, 128)["predictions"]
-    assert torch_run["dev"]["predicted"] == predictions["compressed"]["dev"]["predicted"]
+    task = load_task("synthetic", eval_size=32)
+    torch_run = evaluate_task(model, tokenizer, task, 64, 128)["predictions"]
+    assert torch_run["dev"]["predicted"] == _saved_predictions(out, task)
     assert card["deployment"]["agreement"]["n"] == 64
+
+
+def _saved_predictions(out, task) -> list[int]:
+    """The compressed model's dev predictions (label ids) from the run's ``predictions.jsonl``."""
+    from forgetless.report.predictions import read_predictions
+
+    rows = [r for r in read_predictions(out / "predictions.jsonl") if r["role"] == "compressed" and r["set"] == "dev"]
+    return [task.label_names.index(r["predicted"]) for r in sorted(rows, key=lambda r: r["id"])]
