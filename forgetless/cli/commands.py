@@ -45,7 +45,8 @@ def cmd_compress(args, owners) -> int:
 
     run = run_config_from_args(args, owners)
     task = task_from_args(args)
-    card = compress(task, run, args.out, recipe=recipe_from_args(args, "compress"))  # model/recipe.yaml
+    recipe = recipe_from_args(args, "compress", owners["schema"]) if "schema" in owners else None
+    card = compress(task, run, args.out, recipe=recipe)  # the resolved recipe: model/recipe.yaml
     print(render_markdown(card))
     print(f"report: {Path(args.out) / 'report.md'} (JSON: report.json); model: {Path(args.out) / 'model'}")
     return 0

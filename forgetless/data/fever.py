@@ -70,3 +70,12 @@ def fever_task(data_dir=None, seed: int = 0, train_fraction: float = 0.8, datase
 def _named(pair: tuple[list[dict], str], name: str) -> tuple[list[dict], str, str]:
     rows, source = pair
     return rows, name, source
+
+
+def _register():
+    from .tasks import TASKS
+
+    TASKS.register("fever")(fever_task)
+
+
+_register()

@@ -150,17 +150,9 @@ def _xsum(data_dir=None, seed: int = 0, eval_sets: tuple[str, ...] = ()) -> Task
 
 
 # Real-data protocols live in their own modules and register themselves on import.
-for _module in ("mnli", "glue"):
+for _module in ("mnli", "glue", "fever"):
     try:
         importlib.import_module(f"{__package__}.{_module}")
     except ModuleNotFoundError as exc:
         if exc.name != f"{__package__}.{_module}":
             raise
-
-
-@TASKS.register("fever")
-def _fever(data_dir=None, seed: int = 0, dataset: str | None = None, subset: str | None = None,
-           train_split: str | None = None) -> Task:
-    from .fever import fever_task
-
-    return fever_task(data_dir, seed, dataset=dataset, subset=subset, train_split=train_split)
