@@ -8,10 +8,8 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from forgetless.cli import main
-from forgetless.cli.recipe import run_recipe
+from forgetless.cli import load_recipe, main, run_recipe
 from forgetless.errors import ConfigError
-from forgetless.recipes.load import load_recipe
 
 torch.set_num_threads(1)
 ROOT = Path(__file__).resolve().parents[1]

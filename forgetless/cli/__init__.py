@@ -21,8 +21,32 @@ COMMANDS = {"compress": commands.cmd_compress, "compress-seq2seq": commands.cmd_
             "profile": commands.cmd_profile, "run": cmd_run, "export": cmd_export}
 
 
+def recipe_schema(parser=None, owners=None):
+    """``schema(command)`` for recipe files: the options of a subcommand of this parser."""
+    from ..recipes import schema_from_parser
+
+    if parser is None:
+        parser, owners = build_parser()
+    return lambda command: schema_from_parser(parser, owners, command)
+
+
+def load_recipe(path, scale: str | None = None, sets=()) -> dict:
+    """A validated recipe file (see ``forgetless.recipes``) at ``scale`` with ``sets`` overrides."""
+    from ..recipes import load_recipe as load
+
+    return load(path, recipe_schema(), scale, sets)
+
+
+def run_recipe(path, scale: str | None = None, sets=(), out: str | None = None, check: bool = False):
+    """``forgetless run`` from Python: (resolved recipe, report card / sweep summary / None)."""
+    from .recipe import run_recipe as run
+
+    return run(path, scale, sets, out, check, recipe_schema())
+
+
 def main(argv: list[str] | None = None) -> int:
     parser, owners = build_parser()
+    owners = {**owners, "schema": recipe_schema(parser, owners)}
     args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(message)s")
     if not args.verbose:
@@ -53,4 +77,4 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
-__all__ = ["main", "build_parser", "parse_bool"]
+__all__ = ["main", "build_parser", "parse_bool", "load_recipe", "run_recipe", "recipe_schema"]

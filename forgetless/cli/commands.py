@@ -53,8 +53,8 @@ def cmd_compress(args, owners) -> int:
             run.teacher_train.report_to = args.report_to
     check_push_target(getattr(args, "push_to_hub", None))
     task = task_from_args(args)
-    card = compress(task, run, args.out, recipe=recipe_from_args(args, "compress"),  # model/recipe.yaml
-                    overwrite=args.overwrite)
+    recipe = recipe_from_args(args, "compress", owners["schema"]) if "schema" in owners else None
+    card = compress(task, run, args.out, recipe=recipe, overwrite=args.overwrite)  # recipe: model/recipe.yaml
     print(render_markdown(card))
     print(f"report: {Path(args.out) / 'report.md'} (JSON: report.json, per-example: predictions.jsonl); "
           f"model: {Path(args.out) / 'model'} (model card: model/README.md)")

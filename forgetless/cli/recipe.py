@@ -7,21 +7,22 @@ from __future__ import annotations
 from pathlib import Path
 
 
-def run_recipe(path, scale: str | None = None, sets=(), out: str | None = None, check: bool = False):
-    """Load, resolve and run a recipe (also the Python entry point); returns (resolved recipe,
-    report card / sweep summary / None); with ``check`` nothing runs."""
-    from ..recipes.load import load_recipe, namespace_from_recipe, recipe_from_args
+def run_recipe(path, scale: str | None, sets, out: str | None, check: bool, schema):
+    """Load, resolve and run a recipe; returns (resolved recipe, report card / sweep summary /
+    None); with ``check`` nothing runs. ``schema(command)``: the command's options (the Python
+    entry point ``forgetless.cli.run_recipe`` passes the CLI parser's)."""
+    from ..recipes import load_recipe, namespace_from_recipe, recipe_from_args
     from ..recipes.load import META
 
     sets = list(sets)
     if out:
         sets.append(("out", out))
-    recipe = load_recipe(path, scale, sets)
+    recipe = load_recipe(path, schema, scale, sets)
     if "out" not in recipe:
         recipe["out"] = f"forgetless-out/{recipe.get('name') or Path(path).stem}-{recipe.get('scale', 'cpu')}"
-    args, owners = namespace_from_recipe(recipe)
+    args, owners = namespace_from_recipe(recipe, schema)
     meta = {k: v for k, v in recipe.items() if k in META}
-    resolved = recipe_from_args(args, recipe["command"], meta)
+    resolved = recipe_from_args(args, recipe["command"], schema, meta)
     if check:
         return resolved, None
     run = {"compress": _compress, "sweep": _sweep, "profile": _profile}[recipe["command"]]
@@ -68,7 +69,7 @@ def _profile(args, owners, resolved):
 def cmd_run(args, owners=None) -> int:
     import yaml
 
-    resolved, _ = run_recipe(args.recipe, args.scale, args.sets, args.out, args.check)
+    resolved, _ = run_recipe(args.recipe, args.scale, args.sets, args.out, args.check, owners["schema"])
     if args.check:
         print(yaml.safe_dump(resolved, sort_keys=False, allow_unicode=True), end="")
         return 0

@@ -39,14 +39,12 @@ COMMA = ("objectives", "seeds", "levels", "eval_sets", "labels", "seq_lengths", 
 NOT_RECIPE = ("help", "command", "verbose")
 
 
-def _schema(command: str):
-    """(subparser, {dest: action}, {"method": owners, "objective": owners}) of a subcommand. A sweep
-    recipe also takes the objective options and the speed-benchmark options of ``compress``."""
-    from ..cli.parser import build_parser
-
+def schema_from_parser(parser: argparse.ArgumentParser, owners: dict, command: str):
+    """(subparser, {dest: action}, {"method": owners, "objective": owners}) of a subcommand of the
+    ``forgetless`` parser (``cli.build_parser()``). A sweep recipe also takes the objective options
+    and the speed-benchmark options of ``compress``."""
     if command not in COMMANDS:
         raise ConfigError(f"command must be one of {', '.join(COMMANDS)}, got {command!r}")
-    parser, owners = build_parser()
     subs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
     actions = {a.dest: a for a in subs[command]._actions if a.dest not in NOT_RECIPE}
     own: dict = {}
@@ -77,12 +75,11 @@ def _number(value, cast, where):
 
 def check_value(key: str, value, action: argparse.Action, source: str):
     """``value`` converted to what the option takes; a wrong type is an error naming key and file."""
-    from ..cli.options import parse_bool
-
     where = f"{source}: key {key!r}"
     if value is None:
         return None
-    if isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction)) or action.type is parse_bool:
+    boolean = getattr(action.type, "__name__", "") == "parse_bool"  # cli.options.parse_bool
+    if isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction)) or boolean:
         if not isinstance(value, bool):
             raise ConfigError(f"{where}: expected true or false, got {value!r}")
         return value
@@ -126,9 +123,10 @@ def parse_set(item: str) -> tuple[str, object]:
     return key.strip(), value
 
 
-def load_recipe(path: str | Path, scale: str | None = None, sets=()) -> dict:
+def load_recipe(path: str | Path, schema, scale: str | None = None, sets=()) -> dict:
     """Read, pick ``scale`` and apply ``sets`` (``[(key, value)]`` or ``["key=value"]``); returns the
-    validated flat recipe (meta keys + option values)."""
+    validated flat recipe (meta keys + option values). ``schema(command)`` gives a command's
+    (subparser, actions, owners) (``cli.recipe.schema``)."""
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"recipe {path} does not exist")
@@ -138,10 +136,10 @@ def load_recipe(path: str | Path, scale: str | None = None, sets=()) -> dict:
         raise ConfigError(f"recipe {path}: not valid YAML ({str(exc).splitlines()[0]})") from None
     if not isinstance(raw, dict):
         raise ConfigError(f"recipe {path}: expected a mapping of keys to values at the top level")
-    return validate_recipe(raw, str(path), scale, sets)
+    return validate_recipe(raw, schema, str(path), scale, sets)
 
 
-def validate_recipe(raw: dict, source: str = "<recipe>", scale: str | None = None, sets=()) -> dict:
+def validate_recipe(raw: dict, schema, source: str = "<recipe>", scale: str | None = None, sets=()) -> dict:
     raw = dict(raw)
     scales = raw.pop("scales", None) or {}
     if not isinstance(scales, dict) or set(scales) - set(SCALES):
@@ -160,7 +158,7 @@ def validate_recipe(raw: dict, source: str = "<recipe>", scale: str | None = Non
         key, value = parse_set(item) if isinstance(item, str) else item
         raw[key], origin[key] = value, "--set"
     command = raw.get("command") or "compress"
-    _, actions, owners = _schema(command)
+    _, actions, owners = schema(command)
     recipe: dict = {"command": command}
     for key, value in raw.items():
         if key in META:
@@ -200,10 +198,10 @@ def _check_owners(recipe: dict, actions: dict, owners: dict, origin: dict) -> No
                                   f"{', '.join(chosen)} (it belongs to {', '.join(entries)})")
 
 
-def namespace_from_recipe(recipe: dict) -> tuple[argparse.Namespace, dict]:
+def namespace_from_recipe(recipe: dict, schema) -> tuple[argparse.Namespace, dict]:
     """The argparse namespace a command line with the recipe's options would give, and the owners
     table of method / objective options (as ``cli.main`` passes them to the commands)."""
-    sub, actions, owners = _schema(recipe["command"])
+    sub, actions, owners = schema(recipe["command"])
     args = sub.parse_args([])
     for key, action in actions.items():
         if not hasattr(args, key) and action.default is not argparse.SUPPRESS:
@@ -215,13 +213,13 @@ def namespace_from_recipe(recipe: dict) -> tuple[argparse.Namespace, dict]:
     return args, owners
 
 
-def recipe_from_args(args: argparse.Namespace, command: str, meta: dict | None = None) -> dict:
+def recipe_from_args(args: argparse.Namespace, command: str, schema, meta: dict | None = None) -> dict:
     """The fully resolved recipe of a parsed command line: every option with its final value; the
     chosen method's and objective's configs with all their fields (defaults filled in)."""
     from ..methods import METHODS
     from ..objectives import OBJECTIVES
 
-    _, actions, owners = _schema(command)
+    _, actions, owners = schema(command)
     recipe = {"command": command, **{k: v for k, v in (meta or {}).items() if k in META and k != "command"}}
     option_keys = {k for role in owners.values() for k in role}
     for key in actions:
@@ -248,12 +246,9 @@ def recipe_from_args(args: argparse.Namespace, command: str, meta: dict | None =
             if value is not None and set(objectives) & set(entries):
                 recipe[key] = _plain(value)
         if command == "sweep":  # each objective's config with the options it takes (bad values fail here)
-            from ..sweep.runner import distribute_options
-
-            flat = {k[len("objective_"):]: recipe[k] for k in owners["objective"] if k in recipe}
-            per = distribute_options(objectives, flat)
             for name in objectives:
-                OBJECTIVES.make_config(name, per.get(name, {}))
+                OBJECTIVES.make_config(name, {k[len("objective_"):]: recipe[k] for k, owners_ in
+                                              owners["objective"].items() if k in recipe and name in owners_})
         if command == "compress":
             name = recipe.get("objective") or METHODS.get(method).default_objective
             recipe["objective"] = name
