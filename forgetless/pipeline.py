@@ -162,8 +162,8 @@ def compress(task: Task, config: RunConfig, out_dir: str | Path, recipe: dict | 
     out_dir = Path(out_dir)
     work_dir = out_dir / "work"
     kind = kind_for(task, method, config.model_kind)
-    for checked in (method, *then):
-        check_compatible(task, checked, objective, config.model_kind)
+    for extra in then:  # validate_run checked the main method
+        check_compatible(task, extra, objective, config.model_kind)
     work_dir.mkdir(parents=True, exist_ok=True)
     transformers.set_seed(config.seed)
 

@@ -17,6 +17,8 @@ from forgetless.methods import METHODS, CompressionContext
 from forgetless.models.gates import Gates
 from forgetless.training.trainer import TrainConfig
 
+from test_rahp_scoring import batch_of  # noqa: E402  (one helper for padded scoring batches)
+
 torch.set_num_threads(1)
 
 
@@ -26,14 +28,6 @@ def tiny(layers=2, heads=3, hidden=12, labels=3, seed=0, attn="eager"):
                                   num_attention_heads=heads, intermediate_size=16, num_labels=labels,
                                   max_position_embeddings=32, initializer_range=0.3, attn_implementation=attn)
     return transformers.BertForSequenceClassification(cfg).eval()
-
-
-def batch_of(ids, lengths, labels):
-    ids = torch.tensor(ids)
-    mask = torch.zeros_like(ids)
-    for i, n in enumerate(lengths):
-        mask[i, :n] = 1
-    return {"input_ids": ids * mask, "attention_mask": mask, "labels": torch.tensor(labels)}
 
 
 BATCH = batch_of([[2, 7, 9, 3, 5], [2, 11, 3, 0, 0], [2, 4, 6, 8, 3]], [5, 3, 4], [1, 2, 0])

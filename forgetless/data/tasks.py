@@ -124,16 +124,17 @@ def _tweetqa(data_dir=None, seed: int = 0, eval_sets: tuple[str, ...] = ()) -> T
     return _with_extra_sets(generation.tweetqa_task(root, seed), root, eval_sets)
 
 
-@TASKS.register("samsum")
-def _samsum(data_dir=None, seed: int = 0, eval_sets: tuple[str, ...] = ()) -> Task:
-    root = resolve_data_dir(data_dir)
-    return _with_extra_sets(generation.split_task("samsum", root, seed), root, eval_sets)
+def _summaries(name: str):
+    """SAMSum or XSum as a task: a seeded 80 / 20 split of the evaluation file (``generation.split_task``)."""
+    def build(data_dir=None, seed: int = 0, eval_sets: tuple[str, ...] = ()) -> Task:
+        root = resolve_data_dir(data_dir)
+        return _with_extra_sets(generation.split_task(name, root, seed), root, eval_sets)
+
+    return build
 
 
-@TASKS.register("xsum")
-def _xsum(data_dir=None, seed: int = 0, eval_sets: tuple[str, ...] = ()) -> Task:
-    root = resolve_data_dir(data_dir)
-    return _with_extra_sets(generation.split_task("xsum", root, seed), root, eval_sets)
+for _name in generation.EXTRA_SETS:
+    TASKS.register(_name)(_summaries(_name))
 
 
 @TASKS.register("fever")

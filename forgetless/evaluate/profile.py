@@ -24,6 +24,7 @@ from torch import nn
 from ..fsutil import atomic_write_json
 from ..models import surgery
 from ..models.adapters import get_adapter
+from ..models.gates import HookSet
 from .speed import SpeedConfig, time_call
 
 
@@ -47,21 +48,17 @@ def stack_share(model: nn.Module, tokenizer, sources: list[str], batch_size: int
     stacks = get_adapter(model).stacks(model)
     spent = {name: 0.0 for name in stacks}
     starts: dict[str, float] = {}
-    handles = []
-    for name, layers in stacks.items():
-        handles.append(layers[0].register_forward_pre_hook(lambda m, a, n=name: starts.__setitem__(n, time.perf_counter())))
-        handles.append(layers[-1].register_forward_hook(
-            lambda m, a, o, n=name: spent.__setitem__(n, spent[n] + time.perf_counter() - starts[n])))
     enc = _inputs(tokenizer, sources, batch_size, max_source_length)
     total = 0.0
-    try:
-        _generate_once(model, enc, max_new_tokens, num_beams)
-        spent = {name: 0.0 for name in stacks}
+    with HookSet() as hooks:
+        for name, layers in stacks.items():
+            hooks.add(layers[0].register_forward_pre_hook(lambda m, a, n=name: starts.__setitem__(n, time.perf_counter())))
+            hooks.add(layers[-1].register_forward_hook(
+                lambda m, a, o, n=name: spent.__setitem__(n, spent[n] + time.perf_counter() - starts[n])))
+        _generate_once(model, enc, max_new_tokens, num_beams)  # warm-up, not counted
+        spent.update({name: 0.0 for name in stacks})
         for _ in range(repeats):
             total += _generate_once(model, enc, max_new_tokens, num_beams)
-    finally:
-        for h in handles:
-            h.remove()
     out = {f"{name}_seconds": s / repeats for name, s in spent.items()}
     out["total_seconds"] = total / repeats
     for name, s in spent.items():

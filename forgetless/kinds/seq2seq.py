@@ -20,7 +20,7 @@ from ..models.loading import load_seq2seq
 
 def label_word(name: str) -> str:
     """The word(s) a seq2seq model generates for a label name."""
-    return " ".join(name.replace("_", " ").replace("-", " - ").split()).replace(" - ", "-").lower()
+    return " ".join(name.replace("_", " ").split()).lower()
 
 
 def _normalise(text: str) -> str:
@@ -67,12 +67,12 @@ class Seq2SeqKind:
     def evaluate(self, model, tokenizer, task: Task, eval_config, max_length: int, progress: bool = False) -> dict:
         sets, predictions = {}, {}
         separator = _separator(tokenizer)
+        max_new = eval_config.max_new_tokens
+        if task.kind == "classification":  # the longest label word, plus EOS and one spare step
+            max_new = max(len(tokenizer(label_word(n), add_special_tokens=False)["input_ids"])
+                          for n in task.label_names) + 2
         for name, examples in task.eval_sets().items():
             sources = examples.sources if task.kind == "generation" else source_texts(examples, separator)
-            max_new = eval_config.max_new_tokens
-            if task.kind == "classification":
-                max_new = max(len(tokenizer(label_word(n), add_special_tokens=False)["input_ids"])
-                              for n in task.label_names) + 2
             texts = generate_texts(model, tokenizer, sources, eval_config.batch_size, max_length, max_new,
                                    eval_config.num_beams, progress, f"generate {name}")
             predictions[name] = {"generated": texts}

@@ -30,8 +30,7 @@ def load_causal_lm(name_or_path: str, device: str = "cpu", tokenizer=None, seed:
             saved = transformers.AutoTokenizer.from_pretrained(path)
         except (OSError, ValueError) as exc:
             raise ForgetlessError(f"could not load causal language model {name_or_path!r}: {exc}") from exc
-    adapter = get_adapter(model)
-    if adapter.is_seq2seq or not hasattr(model, "lm_head") and not hasattr(model, "get_output_embeddings"):
+    if get_adapter(model).is_seq2seq:
         raise UnsupportedModelError(f"{name_or_path!r} is not a decoder-only language model")
     if saved.pad_token_id is None:
         if saved.eos_token is None:
