@@ -129,11 +129,11 @@ def bench_set(name: str, args, cfg: RahpConfig) -> dict:
     rho = float(spearmanr(fo.numpy(), exact.numpy()).statistic)
     sweep = []  # hybrid replayed with exact values looked up in the exact run (no new model passes)
     lookup = lambda heads: {h: float(exact[h]) for h in heads}  # noqa: E731
-    for window in args.window_sweep:
+    for window, extremes in [(w, e) for w in args.window_sweep for e in args.extremes_sweep]:
         for ratio in args.ratios:
             out = refine_near_cut(fo, fisher, ratio, cfg.alpha, cfg.beta, cfg.protect, window, lookup, cfg.eps,
-                                  args.extremes)
-            sweep.append({"window": window, "ratio": ratio, "exact_heads": len(out["exact"]),
+                                  extremes)
+            sweep.append({"window": window, "extremes": extremes, "ratio": ratio, "exact_heads": len(out["exact"]),
                           "same": len(pruned(out["delta_c"], fisher, ratio, cfg) & pruned(exact, fisher, ratio, cfg)),
                           "k": count_from_ratio(ratio, fisher.numel())})
     if args.dump:
@@ -174,13 +174,14 @@ def table(results: list[dict], args, load_before, load_after) -> str:
     if args.window_sweep:
         out += ["", "Window sweep: hybrid's fixed point replayed on the exact run's values (same arithmetic as "
                 "`hybrid_delta_c`, no extra model passes): heads computed exactly and pruned heads shared with exact "
-                "mode, per window w and ρ.", "",
-                "| set | w | " + " | ".join(f"ρ={r}: exact heads, ∩ exact" for r in args.ratios) + " |",
-                "|---|---|" + "---|" * len(args.ratios)]
+                "mode, per window w, extremes e and ρ.", "",
+                "| set | w | e | " + " | ".join(f"ρ={r}: exact heads, ∩ exact" for r in args.ratios) + " |",
+                "|---|---|---|" + "---|" * len(args.ratios)]
         for r in results:
-            for window in args.window_sweep:
-                cells = [f"{x['exact_heads']}, {x['same']}/{x['k']}" for x in r["sweep"] if x["window"] == window]
-                out.append(f"| {r['name']} | {window} | " + " | ".join(cells) + " |")
+            for window, extremes in [(w, e) for w in args.window_sweep for e in args.extremes_sweep]:
+                cells = [f"{x['exact_heads']}, {x['same']}/{x['k']}" for x in r["sweep"]
+                         if x["window"] == window and x["extremes"] == extremes]
+                out.append(f"| {r['name']} | {window} | {extremes} | " + " | ".join(cells) + " |")
     return "\n".join(out) + "\n"
 
 
@@ -197,6 +198,7 @@ def main() -> None:
     parser.add_argument("--window", type=int, default=RahpConfig().hybrid_window)
     parser.add_argument("--extremes", type=int, default=RahpConfig().hybrid_extremes)
     parser.add_argument("--window-sweep", default="2,3,4,5,6,8", help="windows replayed on the exact values")
+    parser.add_argument("--extremes-sweep", default="1,2", help="extremes replayed on the exact values")
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--max-length", type=int, default=64)
     parser.add_argument("--finetune-steps", type=int, default=60)
@@ -208,11 +210,12 @@ def main() -> None:
     args.long = set(args.long.split(",")) if args.long else set()
     args.ratios = [float(r) for r in args.ratios.split(",")]
     args.window_sweep = [int(w) for w in args.window_sweep.split(",") if w]
+    args.extremes_sweep = [int(e) for e in args.extremes_sweep.split(",") if e]
     args.n_exact = {k: int(v) for k, v in (item.split(":") for item in args.n_exact.split(",") if item)}
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     np.random.seed(0)
-    cfg = RahpConfig(ratio=args.target_ratio, hybrid_window=args.window)
+    cfg = RahpConfig(ratio=args.target_ratio, hybrid_window=args.window, hybrid_extremes=args.extremes)
     load_before = os.getloadavg()
     results = [bench_set(name, args, cfg) for name in args.sets]
     text = table(results, args, load_before, os.getloadavg())

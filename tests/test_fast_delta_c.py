@@ -7,7 +7,7 @@ import transformers
 
 from forgetless.data.synthetic import synthetic_shortcut_task
 from forgetless.errors import ConfigError
-from forgetless.heads.fast_delta_c import (boundary_window, eager_attention, exact_delta_c_for,
+from forgetless.heads.fast_delta_c import (boundary_window, eager_attention, ExactDeltaC,
                                            first_order_delta_c_scores, gated_c_and_gate_grads, heads_to_compute,
                                            hybrid_delta_c, merge_exact, refine_near_cut)
 from forgetless.heads.model_scoring import ExampleHeadGates, delta_c_scores, fisher_scores, scoring_mode
@@ -133,9 +133,12 @@ def test_hybrid_values_are_exact_where_computed_and_first_order_elsewhere():
                batch_of([[2, 4, 7, 3], [2, 12, 3, 0]], [4, 3], [1, 1])]
     exact, _ = delta_c_scores(model, batches)
     fisher = fisher_scores(model, batches)
-    subset = exact_delta_c_for(model, batches, [7, 2, 7])
+    exact_for = ExactDeltaC(model, batches)
+    subset = exact_for([7, 2, 7])
     assert sorted(subset) == [2, 7]
     assert torch.allclose(torch.tensor([subset[2], subset[7]]), exact[[2, 7]], rtol=1e-4, atol=1e-7)
+    later = exact_for([4])  # a second round reuses the baseline C of the first: same values as a full run
+    assert exact_for.baseline is not None and abs(later[4] - float(exact[4])) <= 1e-4 * abs(float(exact[4])) + 1e-7
     out = hybrid_delta_c(model, batches, fisher, ratio=0.5, alpha=0.5, beta=1.0, gamma=0.1, window=1)
     computed = sorted(out["exact"])
     assert 0 < len(computed) < 12 and out["iterations"] >= 1

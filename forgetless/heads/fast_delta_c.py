@@ -181,14 +181,22 @@ def first_order_delta_c_scores(model: nn.Module, batches: list[dict],
     return (total / max(count, 1)).float(), torch.cat(baseline)
 
 
-def exact_delta_c_for(model: nn.Module, batches: list[dict], heads: Sequence[int], eps: float = 1e-8,
-                      rows_per_pass: int = 256) -> dict[int, float]:
-    """Exact ΔC (RAHP eq. 2, ``delta_c_scores``) of the given flat head indices only."""
-    heads = sorted(set(int(h) for h in heads))
-    if not heads:
-        return {}
-    values, _ = delta_c_scores(model, batches, eps=eps, rows_per_pass=rows_per_pass, heads=heads)
-    return dict(zip(heads, values.tolist()))
+class ExactDeltaC:
+    """Exact ΔC (RAHP eq. 2, ``delta_c_scores``) of chosen heads on fixed batches; called with a
+    list of flat head indices, returns ``{head: ΔC}``. The unmasked baseline C(x, M) is computed on
+    the first call and reused by later ones (hybrid mode calls once per refinement round)."""
+
+    def __init__(self, model: nn.Module, batches: list[dict], eps: float = 1e-8, rows_per_pass: int = 256):
+        self.model, self.batches, self.eps, self.rows_per_pass = model, batches, eps, rows_per_pass
+        self.baseline: torch.Tensor | None = None
+
+    def __call__(self, heads: Sequence[int]) -> dict[int, float]:
+        heads = sorted(set(int(h) for h in heads))
+        if not heads:
+            return {}
+        values, self.baseline = delta_c_scores(self.model, self.batches, eps=self.eps,
+                                               rows_per_pass=self.rows_per_pass, heads=heads, baseline=self.baseline)
+        return dict(zip(heads, values.tolist()))
 
 
 def hybrid_delta_c(model: nn.Module, batches: list[dict], fisher: torch.Tensor, ratio: float, alpha: float,
@@ -217,5 +225,5 @@ def hybrid_delta_c(model: nn.Module, batches: list[dict], fisher: torch.Tensor, 
     if first_order is None:
         first_order, _ = first_order_delta_c_scores(model, batches, eps)
     out = refine_near_cut(first_order, fisher, ratio, alpha, beta, gamma, window,
-                          lambda heads: exact_delta_c_for(model, batches, heads, eps, rows_per_pass), eps, extremes)
+                          ExactDeltaC(model, batches, eps, rows_per_pass), eps, extremes)
     return {**out, "first_order": first_order}

@@ -113,10 +113,13 @@ def robustness_c(model: nn.Module, batches: list[dict], eps: float = 1e-8) -> to
 
 
 def delta_c_scores(model: nn.Module, batches: list[dict], eps: float = 1e-8,
-                   rows_per_pass: int = 256, heads: list[int] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+                   rows_per_pass: int = 256, heads: list[int] | None = None,
+                   baseline: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """``(ΔC per head, baseline C per example)``: RAHP eq. 2 with one masked forward+backward
     per head, several heads per pass (each tiled copy of a batch masks a different head).
-    ``heads`` (flat indices) restricts the computation to those heads; ΔC is then in their order."""
+    ``heads`` (flat indices) restricts the computation to those heads; ΔC is then in their order.
+    ``baseline`` (the C(x, M) this function returned before for the same batches) skips the
+    unmasked pass: hybrid mode calls this once per refinement round."""
     gates = ExampleHeadGates(model)
     layout = gates.layout
     n = layout.total
@@ -124,14 +127,19 @@ def delta_c_scores(model: nn.Module, batches: list[dict], eps: float = 1e-8,
     if any(not 0 <= h < n for h in targets):
         raise ConfigError(f"head indices must lie in [0, {n}), got {targets}")
     total = torch.zeros(len(targets), dtype=torch.float64)
-    baseline = []
+    given, baseline = baseline, []
     count = 0
     try:
         with scoring_mode(model, freeze=True):
             for batch in bar(batches, "ΔCLEVER head scores (RAHP eq. 2)"):
                 b = batch["labels"].shape[0]
                 gates.values = None
-                base = robustness_ratio(*margin_and_grad_norm(model, batch), eps=eps).cpu()
+                if given is None:
+                    base = robustness_ratio(*margin_and_grad_norm(model, batch), eps=eps).cpu()
+                else:
+                    base = given[count:count + b]
+                    if base.shape[0] != b:
+                        raise ConfigError(f"baseline has {given.shape[0]} values, fewer than the batches' examples")
                 baseline.append(base)
                 chunk = max(1, rows_per_pass // b)
                 for start in range(0, len(targets), chunk):

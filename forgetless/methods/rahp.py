@@ -41,8 +41,8 @@ class RahpConfig(HeadPruningOptions):
     eps: float = 1e-8
     rows_per_pass: int = 256      # rows (examples × masked heads) per batched forward+backward
     delta_c_mode: str = "hybrid"  # exact | first-order | hybrid (heads/fast_delta_c.py)
-    hybrid_window: int = 6        # hybrid: heads on each side of the cut K whose ΔC is computed exactly
-    hybrid_extremes: int = 2      # hybrid: lowest and highest heads by ΔC computed exactly (normalisation)
+    hybrid_window: int = 3        # hybrid: heads on each side of the cut K whose ΔC is computed exactly
+    hybrid_extremes: int = 1      # hybrid: lowest and highest heads by ΔC computed exactly (normalisation)
     plot_ratios: list[float] = field(default_factory=lambda: [0.2, 0.4, 0.6, 0.8])
 
     def __post_init__(self) -> None:
