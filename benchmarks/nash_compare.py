@@ -18,7 +18,8 @@ import torch
 from forgetless.data.tasks import load_task
 from forgetless.evaluate.speed import SpeedConfig
 from forgetless.fsutil import atomic_write_text
-from forgetless.pipeline import EvalConfig, RunConfig, compress
+from forgetless.evaluate.config import EvalConfig
+from forgetless.pipeline import RunConfig, compress
 from forgetless.sweep import run_sweep
 from forgetless.training.trainer import TrainConfig
 

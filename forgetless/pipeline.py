@@ -24,11 +24,12 @@ import transformers
 from .data.task import Task
 from .errors import ConfigError
 from .evaluate.clever import CleverConfig, clever_evaluate
-from .evaluate.runtime import check_runtime, deploy, deployment_section
+from .evaluate.config import EvalConfig
+from .evaluate.runtime import deploy, deployment_section
 from .evaluate.size import disk_size, parameter_counts
 from .evaluate.speed import SpeedConfig
 from .fsutil import atomic_write_json
-from .kinds import KINDS, check_compatible, kind_for
+from .kinds import check_compatible, kind_for
 from .methods import METHODS, CompressionContext
 from .methods.then import resolve_then
 from .models.io import is_forgetless_folder, load_model, read_manifest, save_model
@@ -42,23 +43,6 @@ from .training.trainer import TrainConfig, fine_tune
 from .validate import validate_run
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class EvalConfig:
-    """Evaluation settings: batch size, and for generating models the decoding length / beams."""
-
-    batch_size: int = 64
-    max_new_tokens: int = 32
-    num_beams: int = 1
-    meteor: bool = True  # METEOR on generation tasks (needs nltk; WordNet when available offline)
-    perplexity_file: str | None = None  # causal-lm: held-out perplexity on this text file (one text per line)
-    runtime: str = "torch"  # compressed model evaluated and timed under: torch | torch-bf16 | onnxruntime
-
-    def __post_init__(self) -> None:
-        check_runtime(self.runtime)
-        if self.batch_size < 1 or self.max_new_tokens < 1 or self.num_beams < 1:
-            raise ConfigError("evaluation batch_size, max_new_tokens and num_beams must be >= 1")
 
 
 @dataclass
@@ -230,21 +214,6 @@ def compress(task: Task, config: RunConfig, out_dir: str | Path, recipe: dict | 
         if freed:
             _stage(f"deleted {freed / 1e6:.0f} MB of training checkpoints in {work_dir} (keep them with --keep-work)")
     return card
-
-
-def evaluate_saved(model_path: str, task: Task, out: str | Path | None = None, batch_size: int = 64,
-                   max_length: int = 128) -> dict:
-    """Scores of a saved model (forgetless folder or HF folder) on every set of ``task``."""
-    kind = kind_for(task)
-    if is_forgetless_folder(model_path) and read_manifest(model_path)["metadata"].get("kind") == "seq2seq":
-        kind = KINDS["seq2seq"]
-    model, tokenizer = kind.load_model(model_path, task)
-    result = kind.evaluate(model, tokenizer, task, EvalConfig(batch_size=batch_size), max_length)
-    result.pop("predictions")
-    result["params"] = parameter_counts(model)
-    if out:
-        atomic_write_json(out, result)
-    return result
 
 
 def _clever_summary(model, tokenizer, task: Task, config: CleverConfig, work_dir: Path, role: str) -> dict:

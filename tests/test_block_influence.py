@@ -14,7 +14,7 @@ from forgetless.methods.base import CompressionContext
 from forgetless.methods.block_influence import (BlockInfluenceConfig, block_influence, layer_block_influence,
                                                 lowest_influence, token_cosines)
 from forgetless.models.adapters import get_adapter
-from forgetless.training import TrainConfig
+from forgetless.training.trainer import TrainConfig
 
 torch.set_num_threads(1)
 

@@ -14,7 +14,8 @@ from forgetless.data.tasks import load_task
 from forgetless.evaluate.speed import SpeedConfig
 from forgetless.methods import METHODS
 from forgetless.models.io import load_model
-from forgetless.pipeline import EvalConfig, RunConfig, compress
+from forgetless.evaluate.config import EvalConfig
+from forgetless.pipeline import RunConfig, compress
 from forgetless.report.card import validate_card
 from forgetless.training.trainer import TrainConfig
 

@@ -11,8 +11,9 @@ import transformers
 from forgetless.data.tasks import load_task
 from forgetless.evaluate.speed import SpeedConfig
 from forgetless.models.io import load_model
-from forgetless.pipeline import EvalConfig, RunConfig, compress
-from forgetless.training import TrainConfig
+from forgetless.evaluate.config import EvalConfig
+from forgetless.pipeline import RunConfig, compress
+from forgetless.training.trainer import TrainConfig
 
 torch.set_num_threads(1)
 

@@ -13,7 +13,8 @@ from forgetless.evaluate import generation as metrics
 from forgetless.evaluate.speed import SpeedConfig
 from forgetless.kinds.seq2seq import label_word, parse_labels
 from forgetless.models import io
-from forgetless.pipeline import EvalConfig, RunConfig, compress
+from forgetless.evaluate.config import EvalConfig
+from forgetless.pipeline import RunConfig, compress
 from forgetless.report.card import validate_card
 from forgetless.training.encode import collate, encode_pairs
 from forgetless.training.trainer import TrainConfig

@@ -45,7 +45,7 @@ def test_pruning_during_training_keeps_zeros(tmp_path, tiny_model_dir):
     from forgetless.data.synthetic import synthetic_shortcut_task
     from forgetless.methods import METHODS, CompressionContext
     from forgetless.models.loading import load_classifier
-    from forgetless.training import TrainConfig
+    from forgetless.training.trainer import TrainConfig
 
     task = synthetic_shortcut_task(n_train=192, n_dev=32, n_challenge=32)
     model, tokenizer = load_classifier(tiny_model_dir, task.label_names)

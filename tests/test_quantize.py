@@ -22,7 +22,7 @@ from forgetless.methods.then import parse_then
 from forgetless.models.io import load_model, save_model
 from forgetless.models.quantized_io import quantized_modules
 from forgetless.models.surgery import drop_layers, prune_heads
-from forgetless.pipeline import EvalConfig
+from forgetless.evaluate.config import EvalConfig
 from forgetless.report.card import validate_card
 
 pytestmark = pytest.mark.usefixtures("one_thread")

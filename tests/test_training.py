@@ -13,7 +13,7 @@ from transformers import TrainerCallback
 from forgetless.data.synthetic import synthetic_shortcut_task
 from forgetless.models.io import load_model
 from forgetless.models.loading import load_classifier
-from forgetless.training import TrainConfig, fine_tune
+from forgetless.training.trainer import TrainConfig, fine_tune
 
 
 class Crash(TrainerCallback):

@@ -88,7 +88,7 @@ def cmd_finetune(args, owners) -> int:
 
 
 def cmd_evaluate(args, owners) -> int:
-    from ..pipeline import evaluate_saved
+    from ..evaluate_saved import evaluate_saved
 
     if args.json:
         from ..errors import OutputFolderError

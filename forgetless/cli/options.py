@@ -124,7 +124,7 @@ def add_eval_options(p: argparse.ArgumentParser) -> None:
 
 
 def eval_config_from_args(args):
-    from ..pipeline import EvalConfig
+    from ..evaluate.config import EvalConfig
 
     return EvalConfig(batch_size=args.eval_batch_size, max_new_tokens=args.max_new_tokens, num_beams=args.num_beams,
                       perplexity_file=args.perplexity_file)

@@ -16,8 +16,6 @@ import shutil
 import warnings
 from pathlib import Path
 
-import nltk
-
 _LEXNAMES = ("adj.all adj.pert adv.all noun.Tops noun.act noun.animal noun.artifact noun.attribute noun.body "
              "noun.cognition noun.communication noun.event noun.feeling noun.food noun.group noun.location "
              "noun.motive noun.object noun.person noun.phenomenon noun.plant noun.possession noun.process "
@@ -40,6 +38,7 @@ def ensure_wordnet():
     global _WORDNET
     if _WORDNET is not None:
         return _WORDNET or None
+    import nltk  # here, not at module level: nltk costs ~0.5 s of start-up for commands that never score text
     from nltk.corpus.reader.wordnet import WordNetCorpusReader
 
     home = _nltk_home()

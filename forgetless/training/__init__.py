@@ -1,5 +1,3 @@
-"""Fine-tuning on the Hugging Face Trainer with pluggable objectives (see ``trainer.py``)."""
-from .encode import collate, encode
-from .trainer import ForgetlessTrainer, TrainConfig, fine_tune
-
-__all__ = ["ForgetlessTrainer", "TrainConfig", "collate", "encode", "fine_tune"]
+"""Fine-tuning on the Hugging Face Trainer with pluggable objectives (``trainer.py``) and the
+encoding of examples into token ids (``encode.py``). Import from the submodules: importing this
+package does not import the Trainer stack (about 2 s), so evaluation-only commands start fast."""
