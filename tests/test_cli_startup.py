@@ -16,6 +16,16 @@ def test_building_the_parser_imports_no_heavy_module():
     assert json.loads(out.strip().splitlines()[-1]) == []
 
 
+def test_evaluate_imports_neither_the_trainer_nor_the_report_stack():
+    """`forgetless evaluate` only needs a kind, the data and the metrics (benchmarks/evaluate_vs_plain.py)."""
+    code = ("import sys, json; from forgetless.evaluate_saved import evaluate_saved; "
+            "from forgetless.data.tasks import load_task; "
+            "print(json.dumps([m for m in ('transformers.trainer', 'forgetless.pipeline', 'forgetless.training.trainer', "
+            "'forgetless.report.card', 'matplotlib', 'nltk', 'datasets', 'scipy') if m in sys.modules]))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert json.loads(out.strip().splitlines()[-1]) == []
+
+
 def _fields(cls):
     if cls is None:
         return None
