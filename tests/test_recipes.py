@@ -136,3 +136,21 @@ def test_compress_command_saves_a_runnable_recipe(tmp_path):
     assert saved["objective"] == "ce" and saved["train_size"] == 12
     resolved, _ = run_recipe(out / "model" / "recipe.yaml", check=True)
     assert resolved == {**saved, "out": str(out)}
+
+
+def test_each_sweep_run_saves_a_recipe_that_reruns_it(tmp_path):
+    recipe = tmp_path / "s.yaml"
+    recipe.write_text("name: sweep-rerun\ncommand: sweep\nmodel: tiny-bert\ntask: synthetic\nhard_fraction: 0.3\n"
+                      "method: magnitude\nobjectives: [ce, focal]\nobjective_gamma: 1.0\nlevel_option: sparsity\n"
+                      "levels: [0.5]\nseeds: [1]\n")
+    sets = list({**TINY, "train_size": 24, "eval_size": 12, **BENCH}.items())
+    _, summary = run_recipe(recipe, sets=sets, out=str(tmp_path / "s"))
+    saved = tmp_path / "s" / "runs" / "focal-s0.5-seed1" / "model" / "recipe.yaml"
+    loaded = load_recipe(saved)
+    assert loaded["command"] == "compress" and loaded["objective"] == "focal" and loaded["objective_gamma"] == 1.0
+    assert loaded["sparsity"] == 0.5 and loaded["seed"] == 1 and "objectives" not in loaded
+    assert "objective_gamma" not in load_recipe(tmp_path / "s" / "runs" / "ce-s0.5-seed1" / "model" / "recipe.yaml")
+    first = json.loads((saved.parent.parent / "report.json").read_text())
+    _, again = run_recipe(saved, out=str(tmp_path / "again"))
+    for key in ("sets", "challenge", "bias", "hard_easy", "headline"):
+        assert json.dumps(first[key], sort_keys=True) == json.dumps(again[key], sort_keys=True), key

@@ -10,8 +10,8 @@ from .runtime_options import add_runtime_options
 from .options import add_config_options, add_eval_options, add_task_options, add_train_options
 
 RUN_HELP = "run a recipe file (a run, a sweep or a profile) at a scale, with overrides"
-RUN_EXAMPLE = ("examples:\n  forgetless run recipes/rmc-table7.yaml --scale cpu\n"
-           "  forgetless run recipes/rmc-table7.yaml --set seeds=[0] --set train_size=2000 --out runs/t7\n"
+RUN_EXAMPLE = ("examples:\n  forgetless run recipes/rmc-table7-9-objectives.yaml --scale cpu\n"
+           "  forgetless run recipes/rmc-table7-9-objectives.yaml --set seeds=[0] --set train_size=2000 --out runs/t7\n"
            "  forgetless run runs/t7/runs/rmc-s0.4-seed0/model/recipe.yaml   # rerun one saved run")
 DEMO_OUT = "forgetless-out/demo"
 EXAMPLES = {

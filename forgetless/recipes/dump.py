@@ -25,3 +25,19 @@ def dump_recipe(recipe: dict, path: str | Path) -> Path:
               f"# Re-run: forgetless run {path}  (override: --set key=value)\n")
     atomic_write_text(path, header + yaml.safe_dump(_plain(recipe), sort_keys=False, allow_unicode=True))
     return path
+
+
+SWEEP_ONLY = ("objectives", "seeds", "levels", "level_option")
+
+
+def sweep_run_recipe(sweep: dict, objective: str, objective_options: dict, level_option: str, level,
+                     seed: int, teacher: str, out: str | Path) -> dict:
+    """The ``compress`` recipe of one run of a resolved ``sweep`` recipe: the sweep's options
+    without its grid (``SWEEP_ONLY``), this run's objective with only its own options, level, seed
+    and output folder, and the sweep's teacher of that seed (so a rerun starts from the same
+    teacher and gives the same card)."""
+    run = {k: v for k, v in sweep.items() if k not in SWEEP_ONLY and not k.startswith("objective_")}
+    run.update({"command": "compress", "objective": objective, level_option: _plain(level), "seed": seed,
+                "teacher": str(teacher), "out": str(out)})
+    run.update({f"objective_{k}": _plain(v) for k, v in objective_options.items()})
+    return run

@@ -30,6 +30,7 @@ from ..kinds import kind_for
 from ..methods import METHODS
 from ..objectives import OBJECTIVES
 from ..pipeline import RunConfig, compress, train_teacher
+from ..recipes.dump import dump_recipe, sweep_run_recipe
 from ..training.trainer import TrainConfig
 from .table import _record, _summary, write_sweep
 
@@ -88,7 +89,9 @@ def run_sweep(task: Task, out_dir: str | Path, objectives=ALL_OBJECTIVES, seeds=
     ``level_option`` is the method option the sparsity levels set (``sparsity`` for magnitude).
     A finished run keeps its model and report; its training checkpoints (``work/``, ~2x the model
     size with optimiser state) are removed unless ``keep_work``. ``recipe`` (the resolved recipe,
-    ``forgetless.recipes``) is saved as ``out_dir/recipe.yaml`` and in ``sweep.json``.
+    ``forgetless.recipes``) is saved as ``out_dir/recipe.yaml`` and in ``sweep.json``, and each
+    run's own ``compress`` recipe (``recipes.dump.sweep_run_recipe``) as ``runs/<run>/model/recipe.yaml``
+    and in its card: ``forgetless run`` on it reruns that one run.
     """
     objectives, seeds = parse_list(objectives), parse_list(seeds, int)
     sparsities = parse_list(sparsities, _number)
@@ -137,7 +140,9 @@ def run_sweep(task: Task, out_dir: str | Path, objectives=ALL_OBJECTIVES, seeds=
                     log.info("sweep run %s", run_dir.name)
                     shutil.rmtree(run_dir, ignore_errors=True)  # never resume another configuration's checkpoints
                     t0 = time.time()
-                    card = compress(task, config, run_dir)
+                    run_recipe = None if recipe is None else sweep_run_recipe(
+                        recipe, name, config.objective_options, level_option, sparsity, seed, teacher_dir, run_dir)
+                    card = compress(task, config, run_dir, recipe=run_recipe)
                     card["sweep_run"] = {"key": run_key(config, task_key), "seconds": time.time() - t0}
                     atomic_write_json(run_dir / "sweep-run.json", card["sweep_run"])
                     if not keep_work:
@@ -148,8 +153,6 @@ def run_sweep(task: Task, out_dir: str | Path, objectives=ALL_OBJECTIVES, seeds=
     summary = _summary(records, task, setup, difficulty, started)
     summary["complete"] = True
     if recipe is not None:
-        from ..recipes.dump import dump_recipe
-
         dump_recipe(recipe, out_dir / "recipe.yaml")
         summary["recipe"] = recipe
     write_sweep(summary, out_dir, plots=plots)
