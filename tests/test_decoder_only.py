@@ -241,10 +241,10 @@ def test_rahp_fisher_per_unit_equals_squared_gradients(arch):
     from forgetless.heads.scores import head_sq_norms
 
     model = tiny(arch, head="cls")
-    # no padding: fisher_scores feeds inputs_embeds, with which transformers' decoder-only
-    # classifiers pool the last position, not the last non-padding token
+    # right padding: scoring feeds inputs_embeds, and the adapter pools each row's last real token
     ids = torch.randint(1, VOCAB, (3, 6), generator=torch.Generator().manual_seed(5))
     mask = torch.ones_like(ids)
+    ids[1, 4:], mask[1, 4:] = PAD, 0
     labels = torch.tensor([0, 2, 1])
     fisher = fisher_scores(model, [{"input_ids": ids, "attention_mask": mask, "labels": labels}])
     sites = get_adapter(model).attention_sites(model)
@@ -261,6 +261,25 @@ def test_rahp_fisher_per_unit_equals_squared_gradients(arch):
                 ref[s * n:(s + 1) * n] += (sq.reshape(3, n).sum(dim=0) if role == "qkv" else sq) / 3
     assert fisher.shape == (3 * n,)
     torch.testing.assert_close(fisher, ref, rtol=1e-4, atol=1e-12)
+
+
+@pytest.mark.parametrize("arch", ["llama", "gpt2"])
+def test_rahp_margin_of_a_padded_row_is_its_unpadded_margin(arch):
+    """RAHP eq. 1's margin g and ‖∇ₓg‖ come from input embeddings; a right-padded row must be scored
+    at its last real token, as the row alone would be (not at a pad position)."""
+    from forgetless.heads.model_scoring import margin_and_grad_norm
+    from forgetless.heads.scores import margin
+
+    model = tiny(arch, head="cls")
+    ids = torch.randint(1, VOCAB, (3, 7), generator=torch.Generator().manual_seed(6))
+    mask = torch.ones_like(ids)
+    ids[0, 3:], mask[0, 3:] = PAD, 0
+    ids[2, 5:], mask[2, 5:] = PAD, 0
+    labels = torch.tensor([1, 0, 2])
+    g, _ = margin_and_grad_norm(model, {"input_ids": ids, "attention_mask": mask, "labels": labels})
+    with torch.no_grad():
+        alone = torch.cat([model(input_ids=ids[i:i + 1, :int(mask[i].sum())]).logits for i in range(3)])
+    torch.testing.assert_close(g, margin(alone.float(), labels), atol=1e-5, rtol=0)
 
 
 def test_michel_importance_of_a_kv_group_sums_its_query_heads_gradients():

@@ -23,6 +23,7 @@ from scipy import stats
 from ..data.task import ExampleSet
 from ..data.tasks import capped
 from ..errors import ConfigError
+from ..models.adapters import get_adapter
 from ..progress import bar
 from ..training.encode import TOKEN_KEYS, encode
 
@@ -106,7 +107,7 @@ def clever_score(margin: float, lipschitz: float, radius: float) -> tuple[float,
 # ----- model glue --------------------------------------------------------------------------------
 def _margin_grad(model, embeds: torch.Tensor, extra: dict, label: int, q: float):
     embeds = embeds.detach().requires_grad_(True)
-    logits = model(inputs_embeds=embeds, **extra).logits.float()
+    logits = get_adapter(model).logits_from_embeds(model, embeds, extra).float()
     true = logits[:, label]
     others = torch.cat([logits[:, :label], logits[:, label + 1:]], dim=1).max(dim=1).values
     g = true - others

@@ -27,6 +27,7 @@ import torch
 from torch import nn
 
 from ..errors import ConfigError, UnsupportedModelError
+from ..models.adapters import get_adapter
 from .model_scoring import ExampleHeadGates, _device, _inputs, delta_c_scores, scoring_mode
 from .scores import count_from_ratio, margin, per_example_norm, rahp_select, robustness_ratio
 
@@ -150,7 +151,7 @@ def gated_c_and_gate_grads(model: nn.Module, batch: dict, gates: ExampleHeadGate
     values = torch.ones(b, gates.layout.total, device=device, dtype=embeds.dtype, requires_grad=True)
     gates.values = values
     try:
-        logits = _wide(model(inputs_embeds=embeds, **inputs).logits)
+        logits = _wide(get_adapter(model).logits_from_embeds(model, embeds, inputs))
         g = margin(logits, batch["labels"].to(device))
         (grad_x,) = torch.autograd.grad(g.sum(), embeds, create_graph=True)
         c = robustness_ratio(g, per_example_norm(grad_x), eps=eps)

@@ -98,7 +98,7 @@ def margin_and_grad_norm(model: nn.Module, batch: dict, repeat: int = 1) -> tupl
     device = _device(model)
     inputs = _inputs(batch, device, repeat)
     embeds = model.get_input_embeddings()(inputs.pop("input_ids")).detach().requires_grad_(True)
-    logits = model(inputs_embeds=embeds, **inputs).logits.float()
+    logits = get_adapter(model).logits_from_embeds(model, embeds, inputs).float()
     labels = batch["labels"].to(device).repeat(repeat)
     g = margin(logits, labels)
     (grad,) = torch.autograd.grad(g.sum(), embeds)
@@ -210,7 +210,7 @@ def fisher_scores(model: nn.Module, batches: list[dict]) -> torch.Tensor:
                 ids = inputs.pop("input_ids")
                 # weights stay frozen; a grad-requiring input makes every projection output differentiable
                 embeds = model.get_input_embeddings()(ids).detach().requires_grad_(True)
-                logits = model(inputs_embeds=embeds, **inputs).logits.float()
+                logits = get_adapter(model).logits_from_embeds(model, embeds, inputs).float()
                 loss = nn.functional.cross_entropy(logits, batch["labels"].to(device), reduction="sum")
                 outs = [captured[id(lin)][1] for *_, lin in linears]
                 deltas = torch.autograd.grad(loss, outs)

@@ -67,6 +67,11 @@ class Adapter(ABC):
         """Every feed-forward block, in stack and layer order."""
 
     # ----- helpers shared by every family -------------------------------------------------
+    def logits_from_embeds(self, model: nn.Module, embeds, inputs: dict):
+        """Classifier logits for input embeddings ``embeds`` (gradients w.r.t. the input: RAHP
+        ΔCLEVER, CLEVER) and the other token inputs (attention mask, …)."""
+        return model(inputs_embeds=embeds, **inputs).logits
+
     def empty_attention(self, site: AttentionSite) -> nn.Module:
         """Module that replaces ``site.core`` once it has no head left."""
         return EmptyAttention()

@@ -22,6 +22,7 @@ What these families need beyond the encoder adapters:
 """
 from __future__ import annotations
 
+import torch
 from torch import nn
 
 from ..errors import UnsupportedModelError
@@ -40,6 +41,22 @@ class DecoderOnlyAdapter(Adapter):
 
     def stacks(self, model):
         return {"decoder": getattr(model.base_model, self.layers_attr)}
+
+    def logits_from_embeds(self, model, embeds, inputs):
+        """Logits at each row's last real token. ``*ForSequenceClassification`` finds that token from
+        ``input_ids`` and, given only ``inputs_embeds``, scores the last position: a padded row's pad.
+        Here the position is the last 1 of the attention mask (either padding side)."""
+        head = getattr(model, "score", None)
+        if head is None:
+            raise UnsupportedModelError(f"{type(model).__name__}: no `score` head to classify from input embeddings")
+        hidden = model.base_model(inputs_embeds=embeds, **inputs).last_hidden_state
+        logits = head(hidden)
+        mask = inputs.get("attention_mask")
+        if mask is None:
+            return logits[:, -1]
+        positions = torch.arange(mask.shape[1], device=mask.device)
+        last = (positions * (mask != 0)).argmax(dim=-1)
+        return logits[torch.arange(logits.shape[0], device=logits.device), last]
 
     def after_layer_drop(self, model, stack, keep):
         config = model.config
