@@ -108,3 +108,20 @@ def test_run_key_depends_on_task_content():
     assert task_fingerprint(a) == task_fingerprint(synthetic_shortcut_task(n_train=16, n_dev=8, n_challenge=8, seed=0))
     assert task_fingerprint(a) != task_fingerprint(b)
     assert run_key(RunConfig(), task_fingerprint(a)) != run_key(RunConfig(), task_fingerprint(b))
+
+
+def test_cli_sweep_passes_objective_options_and_saves_recipes(tmp_path):
+    """`forgetless sweep` and `forgetless run` share one path: an objective option given on the
+    command line reaches that objective, and the sweep and each run save their recipes."""
+    from forgetless.cli import main
+    from forgetless.cli import load_recipe
+
+    out = tmp_path / "sw"
+    assert main(["sweep", "--model", "tiny-bert", "--objectives", "focal", "--objective-gamma", "1.5", "--levels", "0.5",
+                 "--train-size", "12", "--eval-size", "6", "--epochs", "1", "--batch-size", "4", "--max-length", "32",
+                 "--bench-repeats", "1", "--bench-batch-size", "2", "--bench-seq-len", "8", "--no-progress",
+                 "--out", str(out)]) == 0
+    assert load_recipe(out / "recipe.yaml")["objective_gamma"] == 1.5
+    run = json.loads((out / "runs" / "focal-s0.5-seed0" / "forgetless-run.json").read_text())
+    assert run["config"]["objective_options"] == {"gamma": 1.5}
+    assert load_recipe(out / "runs" / "focal-s0.5-seed0" / "model" / "recipe.yaml")["objective_gamma"] == 1.5

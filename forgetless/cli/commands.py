@@ -136,21 +136,38 @@ def cmd_bench(args, owners) -> int:
     return 0
 
 
+def sweep_from_args(args, owners, recipe: dict | None = None) -> dict:
+    """``run_sweep`` with everything the command line or a recipe gave: objectives with their own
+    options, levels of the method option, seeds, training, evaluation and speed settings."""
+    from ..evaluate.speed import SpeedConfig
+    from ..sweep import distribute_options, parse_list, run_sweep
+
+    objectives = parse_list(args.objectives)
+    flat = {key[len("objective_"):]: getattr(args, key) for key in owners["objective"]
+            if getattr(args, key, None) is not None}
+    speed = SpeedConfig(batch_size=args.bench_batch_size, seq_len=args.bench_seq_len, repeats=args.bench_repeats,
+                        new_tokens=args.bench_new_tokens)
+    return run_sweep(
+        task_from_args(args), args.out, objectives=objectives, seeds=parse_list(args.seeds, int),
+        sparsities=args.levels, method=args.method, level_option=args.level_option,
+        method_options=collect(args, owners["method"], "", args.method, "method"),
+        objective_options=distribute_options(objectives, flat), model=args.model,
+        train=train_config_from_args(args),
+        teacher_train=train_config_from_args(args, args.teacher_epochs) if args.teacher_epochs else None,
+        student_init=args.student_init, speed=speed, eval_config=eval_config_from_args(args),
+        progress=not args.no_progress, recipe=recipe)
+
+
 def cmd_sweep(args, owners) -> int:
-    from ..sweep import parse_list, run_sweep
+    from ..recipes.load import recipe_from_args
     from ..validate import check_output_path
 
     check_output_path(args.out)
-    task = task_from_args(args)
-    method_options = collect(args, owners["method"], "", args.method, "method")
-    summary = run_sweep(
-        task, args.out, objectives=parse_list(args.objectives), seeds=parse_list(args.seeds, int),
-        sparsities=args.levels, method=args.method, method_options=method_options, level_option=args.level_option,
-        model=args.model, train=train_config_from_args(args),
-        teacher_train=train_config_from_args(args, args.teacher_epochs) if args.teacher_epochs else None,
-        student_init=args.student_init, eval_config=eval_config_from_args(args), progress=not args.no_progress)
+    recipe = recipe_from_args(args, "sweep", owners["schema"]) if "schema" in owners else None
+    summary = sweep_from_args(args, owners, recipe)
     print((Path(args.out) / "sweep.md").read_text())
-    print(f"sweep: {Path(args.out) / 'sweep.md'} (JSON: sweep.json, plots: {', '.join(summary.get('plots', []))})")
+    print(f"sweep: {Path(args.out) / 'sweep.md'} (JSON: sweep.json, plots: {', '.join(summary.get('plots', []))}; "
+          f"recipe: {Path(args.out) / 'recipe.yaml'})")
     return 0
 
 

@@ -32,6 +32,14 @@ EXAMPLES = {
 }
 
 
+def add_bench_options(p) -> None:
+    b = p.add_argument_group("speed benchmark")
+    b.add_argument("--bench-batch-size", type=int, default=32, help="throughput batch size")
+    b.add_argument("--bench-seq-len", type=int, default=128, help="input length of the timed batches")
+    b.add_argument("--bench-repeats", type=int, default=5, help="interleaved repeats (median reported)")
+    b.add_argument("--bench-new-tokens", type=int, default=16, help="generation: tokens decoded per timed call")
+
+
 def _compress_options(sub, name: str, help_text: str, owners: dict):
     from .catalogue import methods, objectives
 
@@ -58,11 +66,7 @@ def _compress_options(sub, name: str, help_text: str, owners: dict):
     add_shipping_options(p)
     add_eval_options(p)
     add_runtime_options(p)
-    b = p.add_argument_group("speed benchmark")
-    b.add_argument("--bench-batch-size", type=int, default=32, help="throughput batch size")
-    b.add_argument("--bench-seq-len", type=int, default=128, help="input length of the timed batches")
-    b.add_argument("--bench-repeats", type=int, default=5, help="interleaved repeats (median reported)")
-    b.add_argument("--bench-new-tokens", type=int, default=16, help="generation: tokens decoded per timed call")
+    add_bench_options(p)
     r = p.add_argument_group("robustness")
     r.add_argument("--clever", action="store_true", help="add CLEVER estimates (Weng et al. 2018) of both models on a "
                                                          "fixed dev subset (always on for --method rahp)")
@@ -76,7 +80,7 @@ def _compress_options(sub, name: str, help_text: str, owners: dict):
 
 
 def build_parser() -> tuple[argparse.ArgumentParser, dict]:
-    from .catalogue import methods
+    from .catalogue import methods, objectives
 
     METHODS = methods()
 
@@ -134,7 +138,9 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict]:
     g.add_argument("--student-init", choices=["teacher", "pretrained"], default="pretrained",
                    help="start each compressed model from the fine-tuned teacher or the pretrained model")
     g.add_argument("--out", default="forgetless-out/sweep", help="output folder (sweep.md, sweep.json, plots, runs)")
+    add_bench_options(p)
     owners["sweep_method"] = add_config_options(p, METHODS, "", "method options")
+    owners["objective"] = add_config_options(p, objectives(), "objective-", "objective options")
 
     p = sub.add_parser("profile", epilog=EXAMPLES["profile"], help="encoder-decoder speed profile: time per layer vs sequence length for several "
                                        "head / FFN widths, and encoder vs decoder share of generation time (NASH Fig. 3)",

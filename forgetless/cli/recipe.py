@@ -38,24 +38,9 @@ def _compress(args, owners, resolved):
 
 
 def _sweep(args, owners, resolved):
-    from ..evaluate.speed import SpeedConfig
-    from ..sweep import distribute_options, parse_list, run_sweep
-    from .options import collect, eval_config_from_args, task_from_args, train_config_from_args
+    from .commands import sweep_from_args
 
-    objectives = parse_list(args.objectives)
-    flat = {key[len("objective_"):]: getattr(args, key) for key in owners["objective"]
-            if getattr(args, key, None) is not None}
-    speed = SpeedConfig(batch_size=args.bench_batch_size, seq_len=args.bench_seq_len, repeats=args.bench_repeats,
-                        new_tokens=args.bench_new_tokens)
-    return run_sweep(
-        task_from_args(args), args.out, objectives=objectives, seeds=parse_list(args.seeds, int),
-        sparsities=args.levels, method=args.method, level_option=args.level_option,
-        method_options=collect(args, owners["method"], "", args.method, "method"),
-        objective_options=distribute_options(objectives, flat), model=args.model,
-        train=train_config_from_args(args),
-        teacher_train=train_config_from_args(args, args.teacher_epochs) if args.teacher_epochs else None,
-        student_init=args.student_init, speed=speed, eval_config=eval_config_from_args(args),
-        progress=not args.no_progress, recipe=resolved)
+    return sweep_from_args(args, owners, resolved)
 
 
 def _profile(args, owners, resolved):

@@ -41,8 +41,7 @@ NOT_RECIPE = ("help", "command", "verbose")
 
 def schema_from_parser(parser: argparse.ArgumentParser, owners: dict, command: str):
     """(subparser, {dest: action}, {"method": owners, "objective": owners}) of a subcommand of the
-    ``forgetless`` parser (``cli.build_parser()``). A sweep recipe also takes the objective options
-    and the speed-benchmark options of ``compress``."""
+    ``forgetless`` parser (``cli.build_parser()``): a recipe's keys are exactly the command's flags."""
     if command not in COMMANDS:
         raise ConfigError(f"command must be one of {', '.join(COMMANDS)}, got {command!r}")
     subs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
@@ -52,9 +51,6 @@ def schema_from_parser(parser: argparse.ArgumentParser, owners: dict, command: s
         own = {"method": owners["method"], "objective": owners["objective"]}
     elif command == "sweep":
         own = {"method": owners["sweep_method"], "objective": owners["objective"]}
-        for a in subs["compress"]._actions:
-            if a.dest.startswith("bench_") or a.dest in owners["objective"]:
-                actions.setdefault(a.dest, a)
     return subs[command], actions, own
 
 
