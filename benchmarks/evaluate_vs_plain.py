@@ -2,7 +2,7 @@
 
 Both evaluate the same saved model (the bundled MiniLM with a seeded head, saved as a Hugging
 Face folder) on the same data, per task of ``--tasks``: every set of the forgetless task (SST-2:
-dev 872 + AdvGLUE-sst2 148 short sentences; QNLI: the 20% dev split 1,093 + AdvGLUE-qnli 148
+dev 872 + AdvGLUE-sst2 148 short sentences; QNLI: the 20% dev split 1,092 + AdvGLUE-qnli 148
 question/sentence pairs), which the benchmark writes to a JSON file that the plain script reads. Each is a fresh interpreter (import time included), run interleaved
 (forgetless, plain, forgetless, plain, …) so machine load hits both alike; the script prints the
 median and spread of each and the ratio, with the load average, and checks that both report the
@@ -12,7 +12,9 @@ The plain script is what a user writes from the transformers docs: read the exam
 each batch of 32 with ``padding=True, truncation=True, max_length=128``, ``torch.no_grad()``,
 argmax, accuracy. A second variant pads every batch to 128 tokens (``padding="max_length"``, the
 default of the transformers examples' ``run_glue.py``): the ratio against it is printed too, but
-the per-batch-padding script is the fair baseline.
+the per-batch-padding script is the fair baseline. Batch sizes are each side's default: 64 for
+`forgetless evaluate` (length-sorted), 32 in the plain script (in file order; a larger batch there
+only pads more).
 
     python benchmarks/evaluate_vs_plain.py --data-dir ../shared/data --tasks sst2,qnli --repeats 5
 """

@@ -43,7 +43,7 @@ MAX_THREADS = 1024
 def check_cli_args(args) -> None:
     """Options every subcommand shares, checked before any command runs."""
     checks = {"threads": (1, MAX_THREADS), "train_size": (1, None), "eval_size": (1, None),
-              "seed": (0, 2**32 - 1), "batch_size": (1, 1_000_000), "max_length": (8, MAX_TOKENS),
+              "seed": (0, 2**32 - 1), "data_seed": (0, 2**32 - 1), "batch_size": (1, 1_000_000), "max_length": (8, MAX_TOKENS),
               "repeats": (1, 10_000), "seq_len": (2, MAX_TOKENS), "num_beams": (1, 64),
               "max_new_tokens": (1, MAX_TOKENS), "source_length": (1, MAX_TOKENS), "save_steps": (1, None),
               "eval_batch_size": (1, 1_000_000), "bench_batch_size": (1, 1_000_000),

@@ -139,7 +139,11 @@ def test_hybrid_values_are_exact_where_computed_and_first_order_elsewhere():
     assert torch.allclose(torch.tensor([subset[2], subset[7]]), exact[[2, 7]], rtol=1e-4, atol=1e-7)
     later = exact_for([4])  # a second round reuses the baseline C of the first: same values as a full run
     assert exact_for.baseline is not None and abs(later[4] - float(exact[4])) <= 1e-4 * abs(float(exact[4])) + 1e-7
-    out = hybrid_delta_c(model, batches, fisher, ratio=0.5, alpha=0.5, beta=1.0, gamma=0.1, window=1)
+    shifted, _ = delta_c_scores(model, batches, heads=[4], baseline=exact_for.baseline + 1.0)  # the given one is used
+    assert abs(float(shifted[0]) - (later[4] - 1.0)) < 1e-5
+    with pytest.raises(ConfigError, match="baseline"):
+        delta_c_scores(model, batches, heads=[4], baseline=torch.cat([exact_for.baseline, exact_for.baseline]))
+    out = hybrid_delta_c(model, batches, fisher, ratio=0.5, alpha=0.5, beta=1.0, gamma=0.1, window=1, extremes=2)
     computed = sorted(out["exact"])
     assert 0 < len(computed) < 12 and out["iterations"] >= 1
     others = [i for i in range(12) if i not in out["exact"]]

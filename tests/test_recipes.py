@@ -139,18 +139,24 @@ def test_compress_command_saves_a_runnable_recipe(tmp_path):
 
 
 def test_each_sweep_run_saves_a_recipe_that_reruns_it(tmp_path):
+    """A run of a 3-seed-style sweep (training seed 1, the sweep's data seed 0) reruns from its own
+    recipe, in place of the documented command (no --out), to the same data, card and weights."""
     recipe = tmp_path / "s.yaml"
     recipe.write_text("name: sweep-rerun\ncommand: sweep\nmodel: tiny-bert\ntask: synthetic\nhard_fraction: 0.3\n"
                       "method: magnitude\nobjectives: [ce, focal]\nobjective_gamma: 1.0\nlevel_option: sparsity\n"
                       "levels: [0.5]\nseeds: [1]\n")
     sets = list({**TINY, "train_size": 24, "eval_size": 12, **BENCH}.items())
-    _, summary = run_recipe(recipe, sets=sets, out=str(tmp_path / "s"))
-    saved = tmp_path / "s" / "runs" / "focal-s0.5-seed1" / "model" / "recipe.yaml"
-    loaded = load_recipe(saved)
+    run_recipe(recipe, sets=sets, out=str(tmp_path / "s"))
+    run_dir = tmp_path / "s" / "runs" / "focal-s0.5-seed1"
+    loaded = load_recipe(run_dir / "model" / "recipe.yaml")
     assert loaded["command"] == "compress" and loaded["objective"] == "focal" and loaded["objective_gamma"] == 1.0
-    assert loaded["sparsity"] == 0.5 and loaded["seed"] == 1 and "objectives" not in loaded
+    assert loaded["sparsity"] == 0.5 and loaded["seed"] == 1 and loaded["data_seed"] == 0
+    assert "objectives" not in loaded and "teacher_epochs" not in loaded
     assert "objective_gamma" not in load_recipe(tmp_path / "s" / "runs" / "ce-s0.5-seed1" / "model" / "recipe.yaml")
-    first = json.loads((saved.parent.parent / "report.json").read_text())
-    _, again = run_recipe(saved, out=str(tmp_path / "again"))
-    for key in ("sets", "challenge", "bias", "hard_easy", "headline"):
+    first = json.loads((run_dir / "report.json").read_text())
+    _, again = run_recipe(run_dir / "model" / "recipe.yaml")  # its saved out: <sweep>/reruns/<run>
+    assert Path(again["recipe"]["out"]) == tmp_path / "s" / "reruns" / "focal-s0.5-seed1"
+    for key in ("task", "sets", "challenge", "bias", "hard_easy", "headline"):
         assert json.dumps(first[key], sort_keys=True) == json.dumps(again[key], sort_keys=True), key
+    weights = [load_file(next((d / "model").glob("*.safetensors"))) for d in (run_dir, Path(again["recipe"]["out"]))]
+    assert all(torch.equal(weights[0][k], weights[1][k]) for k in weights[0])

@@ -76,7 +76,9 @@ def task_from_args(args):
                        train_split=getattr(args, "train_split", None))
     if getattr(args, "eval_sets", None):
         options["eval_sets"] = tuple(x.strip() for x in args.eval_sets.split(",") if x.strip())
-    return load_task(args.task, data_dir=args.data_dir, seed=args.seed, train_size=args.train_size,
+    data_seed = getattr(args, "data_seed", None)
+    return load_task(args.task, data_dir=args.data_dir, seed=args.seed if data_seed is None else data_seed,
+                     train_size=args.train_size,
                      eval_size=args.eval_size, **options)
 
 
@@ -102,6 +104,8 @@ def add_train_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--freeze-embeddings", type=parse_bool, default=False, metavar="BOOL",
                    help="do not train token embeddings / output projection (saves time on CPU)")
     g.add_argument("--seed", type=int, default=0, help="seed for data splits, model construction, masks and training")
+    g.add_argument("--data-seed", type=int, help="seed of the data splits and caps only (default: --seed); the runs "
+                                                 "of a sweep share one")
     g.add_argument("--no-progress", action="store_true", help="hide progress bars")
     g.add_argument("--threads", type=int, help="torch CPU threads (1 is often faster on a busy machine)")
 

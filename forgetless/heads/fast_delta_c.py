@@ -70,7 +70,7 @@ def merge_exact(estimate: torch.Tensor, exact: dict[int, float]) -> torch.Tensor
 
 
 def heads_to_compute(delta_c: torch.Tensor, fisher: torch.Tensor, ratio: float, alpha: float, beta: float,
-                     gamma: float, width: int, eps: float = 1e-8, extremes: int = 2) -> torch.Tensor:
+                     gamma: float, width: int, eps: float = 1e-8, extremes: int = 1) -> torch.Tensor:
     """Heads whose ΔC must be exact for RAHP's decision at ``delta_c``: the boundary window of the
     composite score S (eq. 5) around ``K = ⌊ρ·n⌋`` and the ``extremes`` lowest and highest ΔC
     (the minimum and maximum set the scale of the min-max normalised ΔC', hence the weight of ΔC
@@ -87,7 +87,7 @@ def heads_to_compute(delta_c: torch.Tensor, fisher: torch.Tensor, ratio: float, 
 
 def refine_near_cut(first_order: torch.Tensor, fisher: torch.Tensor, ratio: float, alpha: float, beta: float,
                     gamma: float, window: int, exact_fn: Callable[[list[int]], dict[int, float]],
-                    eps: float = 1e-8, extremes: int = 2) -> dict:
+                    eps: float = 1e-8, extremes: int = 1) -> dict:
     """The hybrid fixed point, with ``exact_fn(heads) → {head: exact ΔC}`` supplying exact values.
 
     Repeat: ``ΔC`` = ``first_order`` with the exact values obtained so far substituted; ask
@@ -202,7 +202,7 @@ class ExactDeltaC:
 
 def hybrid_delta_c(model: nn.Module, batches: list[dict], fisher: torch.Tensor, ratio: float, alpha: float,
                    beta: float, gamma: float, window: int, eps: float = 1e-8, rows_per_pass: int = 256,
-                   first_order: torch.Tensor | None = None, extremes: int = 2) -> dict:
+                   first_order: torch.Tensor | None = None, extremes: int = 1) -> dict:
     """Hybrid ΔC for RAHP's selection at ``ratio`` (eq. 2 exact near the cut, first-order elsewhere).
 
     1. ``ΔC⁽¹⁾`` = first-order ΔC of every head (``first_order_delta_c_scores``), unless given.

@@ -154,6 +154,8 @@ def delta_c_scores(model: nn.Module, batches: list[dict], eps: float = 1e-8,
                 count += b
     finally:
         gates.remove()
+    if given is not None and given.shape[0] != count:
+        raise ConfigError(f"baseline has {given.shape[0]} values for {count} examples")
     return (total / max(count, 1)).float(), torch.cat(baseline)
 
 

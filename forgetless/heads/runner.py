@@ -47,8 +47,8 @@ def layout_from_json(sites: list) -> HeadLayout:
 
 def rahp_scores(model: nn.Module, tokenizer, examples: ExampleSet, batch_size: int = 32, max_length: int = 64,
                 eps: float = 1e-8, rows_per_pass: int = 256, delta_c_mode: str = "hybrid", ratio: float = 0.6,
-                alpha: float = 0.5, beta: float = 1.0, gamma: float = 0.1, hybrid_window: int = 6,
-                hybrid_extremes: int = 2) -> dict:
+                alpha: float = 0.5, beta: float = 1.0, gamma: float = 0.1, hybrid_window: int = 3,
+                hybrid_extremes: int = 1) -> dict:
     """ΔC (RAHP eq. 2) and Fisher (eq. 3) per head on ``examples``, timed. ``delta_c_mode``:
     ``exact`` (one masked pass per head, baseline C reused), ``first-order`` (``−∂C/∂ξ_h`` by double
     backward) or ``hybrid`` (first-order, then exact for the heads near the cut of the selection at

@@ -45,7 +45,9 @@ class DecoderOnlyAdapter(Adapter):
     def logits_from_embeds(self, model, embeds, inputs):
         """Logits at each row's last real token. ``*ForSequenceClassification`` finds that token from
         ``input_ids`` and, given only ``inputs_embeds``, scores the last position: a padded row's pad.
-        Here the position is the last 1 of the attention mask (either padding side)."""
+        Here the position is the last 1 of the attention mask (either padding side). It equals
+        transformers' choice unless a real token carries the pad id (forgetless sets pad = eos when
+        a tokenizer has none, so an appended EOS): then transformers pools before it, this at it."""
         head = getattr(model, "score", None)
         if head is None:
             raise UnsupportedModelError(f"{type(model).__name__}: no `score` head to classify from input embeddings")

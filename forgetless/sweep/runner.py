@@ -91,7 +91,7 @@ def run_sweep(task: Task, out_dir: str | Path, objectives=ALL_OBJECTIVES, seeds=
     size with optimiser state) are removed unless ``keep_work``. ``recipe`` (the resolved recipe,
     ``forgetless.recipes``) is saved as ``out_dir/recipe.yaml`` and in ``sweep.json``, and each
     run's own ``compress`` recipe (``recipes.dump.sweep_run_recipe``) as ``runs/<run>/model/recipe.yaml``
-    and in its card: ``forgetless run`` on it reruns that one run.
+    and in its card: ``forgetless run`` on it reruns that one run into ``reruns/<run>``.
     """
     objectives, seeds = parse_list(objectives), parse_list(seeds, int)
     sparsities = parse_list(sparsities, _number)
@@ -141,7 +141,8 @@ def run_sweep(task: Task, out_dir: str | Path, objectives=ALL_OBJECTIVES, seeds=
                     shutil.rmtree(run_dir, ignore_errors=True)  # never resume another configuration's checkpoints
                     t0 = time.time()
                     run_recipe = None if recipe is None else sweep_run_recipe(
-                        recipe, name, config.objective_options, level_option, sparsity, seed, teacher_dir, run_dir)
+                        recipe, name, config.objective_options, level_option, sparsity, seed, teacher_dir,
+                        out_dir / "reruns" / run_dir.name)
                     card = compress(task, config, run_dir, recipe=run_recipe)
                     card["sweep_run"] = {"key": run_key(config, task_key), "seconds": time.time() - t0}
                     atomic_write_json(run_dir / "sweep-run.json", card["sweep_run"])
