@@ -8,7 +8,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from forgetless.cli import load_recipe, main, run_recipe
+from forgetless.cli import load_recipe, main, recipe_schema, run_recipe
 from forgetless.errors import ConfigError
 
 torch.set_num_threads(1)
@@ -78,7 +78,10 @@ def _overrides(path: Path, out: Path) -> list:
     if "data_dir" in recipe:
         sets["data_dir"] = str(DATA)
     if recipe["command"] == "sweep":
-        sets.update(seeds=[0], levels=str(recipe["levels"]).split(",")[:1], objectives=recipe["objectives"].split(",")[:1])
+        objectives = recipe["objectives"].split(",")
+        owners = recipe_schema()("sweep")[2]["objective"]  # an objective option in the recipe keeps its objective
+        needed = [o for o in objectives if any(k in owners and o in owners[k] for k in recipe)]
+        sets.update(seeds=[0], levels=str(recipe["levels"]).split(",")[:1], objectives=needed or objectives[:1])
         if recipe["level_option"] == "layers":
             sets["levels"] = [1]  # tiny-bert has 2 layers
     if seq2seq:
