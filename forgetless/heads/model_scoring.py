@@ -128,18 +128,17 @@ def delta_c_scores(model: nn.Module, batches: list[dict], eps: float = 1e-8,
         raise ConfigError(f"head indices must lie in [0, {n}), got {targets}")
     total = torch.zeros(len(targets), dtype=torch.float64)
     given, baseline = baseline, []
+    examples = sum(batch["labels"].shape[0] for batch in batches)
+    if given is not None and given.shape[0] != examples:
+        raise ConfigError(f"baseline has {given.shape[0]} values for {examples} examples")
     count = 0
     try:
         with scoring_mode(model, freeze=True):
             for batch in bar(batches, "ΔCLEVER head scores (RAHP eq. 2)"):
                 b = batch["labels"].shape[0]
                 gates.values = None
-                if given is None:
-                    base = robustness_ratio(*margin_and_grad_norm(model, batch), eps=eps).cpu()
-                else:
-                    base = given[count:count + b]
-                    if base.shape[0] != b:
-                        raise ConfigError(f"baseline has {given.shape[0]} values, fewer than the batches' examples")
+                base = (robustness_ratio(*margin_and_grad_norm(model, batch), eps=eps).cpu() if given is None
+                        else given[count:count + b])
                 baseline.append(base)
                 chunk = max(1, rows_per_pass // b)
                 for start in range(0, len(targets), chunk):
@@ -154,8 +153,6 @@ def delta_c_scores(model: nn.Module, batches: list[dict], eps: float = 1e-8,
                 count += b
     finally:
         gates.remove()
-    if given is not None and given.shape[0] != count:
-        raise ConfigError(f"baseline has {given.shape[0]} values for {count} examples")
     return (total / max(count, 1)).float(), torch.cat(baseline)
 
 

@@ -52,13 +52,12 @@ class DecoderOnlyAdapter(Adapter):
         if head is None:
             raise UnsupportedModelError(f"{type(model).__name__}: no `score` head to classify from input embeddings")
         hidden = model.base_model(inputs_embeds=embeds, **inputs).last_hidden_state
-        logits = head(hidden)
         mask = inputs.get("attention_mask")
         if mask is None:
-            return logits[:, -1]
+            return head(hidden[:, -1])
         positions = torch.arange(mask.shape[1], device=mask.device)
         last = (positions * (mask != 0)).argmax(dim=-1)
-        return logits[torch.arange(logits.shape[0], device=logits.device), last]
+        return head(hidden[torch.arange(hidden.shape[0], device=hidden.device), last])
 
     def after_layer_drop(self, model, stack, keep):
         config = model.config
