@@ -1,0 +1,77 @@
+"""Second-order statistics of a linear layer's inputs, as SparseGPT and GPTQ use them.
+
+For a layer ``y = W x`` and the reconstruction loss ``‖W X − Ŵ X‖²_F`` over ``n`` calibration
+tokens, the Hessian with respect to each output row of ``W`` is the same matrix
+
+    H = 2 X Xᵀ / n                                  (Frantar et al. 2022, GPTQ, §3; eq. for H_F)
+
+(``X``: in_features × n). Wanda's activation norm ``‖X_j‖₂`` is ``sqrt(n · H_jj / 2)``, so one
+accumulator serves all three methods. The damped inverse follows both papers: add
+``λ = damp · mean(diag H)`` to the diagonal, then take the *upper* Cholesky factor ``U`` of
+``H⁻¹`` (``H⁻¹ = Uᵀ U``): row ``i`` of ``U`` scaled by ``U_ii`` is row ``i`` of the inverse
+Hessian of the columns not yet processed, which is what the column-by-column OBS updates need.
+"""
+from __future__ import annotations
+
+import torch
+
+
+class HessianAccumulator:
+    """Running ``Σ x xᵀ`` over calibration tokens for one linear layer (float64 on the CPU)."""
+
+    def __init__(self, in_features: int, device: str | torch.device = "cpu"):
+        self.sum = torch.zeros(in_features, in_features, dtype=torch.float64, device=device)
+        self.tokens = 0
+
+    def add(self, inputs: torch.Tensor, token_mask: torch.Tensor | None = None) -> None:
+        """Add the inputs of one batch (``… × in_features``); ``token_mask`` (``…``, bool) keeps
+        only real tokens (padding contributes nothing)."""
+        x = inputs.detach().reshape(-1, inputs.shape[-1])
+        if token_mask is not None:
+            x = x[token_mask.reshape(-1).to(x.device)]
+        x = x.to(self.sum.dtype)
+        self.sum += x.T @ x
+        self.tokens += x.shape[0]
+
+    @property
+    def hessian(self) -> torch.Tensor:
+        if self.tokens == 0:
+            raise ValueError("no calibration tokens reached this layer")
+        return 2.0 * self.sum / self.tokens
+
+    def column_norms(self) -> torch.Tensor:
+        """``‖X_j‖₂`` for every input feature ``j`` (Wanda's activation term)."""
+        return self.sum.diagonal().clamp_min(0).sqrt()
+
+
+def prepare_hessian(hessian: torch.Tensor, weight: torch.Tensor, damp: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """Dead inputs (``H_jj = 0``: the feature is always zero) get ``H_jj = 1`` and their weights
+    are zeroed (they cannot matter); then ``λ = damp · mean(diag H)`` is added to the diagonal.
+    Returns the damped Hessian and the weight (float64 copies)."""
+    h = hessian.to(torch.float64).clone()
+    w = weight.detach().to(torch.float64).clone()
+    dead = h.diagonal() == 0
+    h[dead, dead] = 1.0
+    w[:, dead] = 0.0
+    h.diagonal().add_(damp * h.diagonal().mean())
+    return h, w
+
+
+def inverse_cholesky_upper(hessian: torch.Tensor) -> torch.Tensor:
+    """The upper Cholesky factor ``U`` of ``H⁻¹`` (``H⁻¹ = Uᵀ U``); ``H`` must be positive definite
+    (damp it first)."""
+    lower = torch.linalg.cholesky(hessian)
+    inverse = torch.cholesky_inverse(lower)
+    return torch.linalg.cholesky(inverse, upper=True)
+
+
+def relative_reconstruction_error(weight: torch.Tensor, compressed: torch.Tensor, hessian: torch.Tensor) -> float:
+    """``‖W X − Ŵ X‖_F / ‖W X‖_F`` from the (undamped) Hessian alone:
+    ``‖ΔW X‖²_F = tr(ΔW X Xᵀ ΔWᵀ) ∝ tr(ΔW H ΔWᵀ)`` (the factor 2/n cancels in the ratio)."""
+    h = hessian.to(torch.float64)
+    w = weight.detach().to(torch.float64)
+    delta = w - compressed.detach().to(torch.float64)
+    reference = torch.einsum("ij,jk,ik->", w, h, w).clamp_min(0)
+    if reference == 0:
+        return 0.0
+    return float((torch.einsum("ij,jk,ik->", delta, h, delta).clamp_min(0) / reference).sqrt())

@@ -1,0 +1,1 @@
+"""SparseGPT: one-shot pruning with OBS weight reconstruction (Frantar & Alistarh 2023)."""

@@ -1,0 +1,1 @@
+"""Wanda: pruning by weights and activations (Sun et al. 2023)."""

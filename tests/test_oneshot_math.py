@@ -1,0 +1,175 @@
+"""Hand-checked maths of the one-shot LLM pruning / quantization solvers (Wanda, SparseGPT, GPTQ):
+pure tensors, no model."""
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from forgetless.methods._shared.hessian import HessianAccumulator, relative_reconstruction_error
+from forgetless.methods._shared.masks import nm_keep_mask, nm_pattern_holds, row_keep_mask
+from forgetless.methods.gptq.packing import pack_codes, unpack_codes
+from forgetless.methods.gptq.solver import group_grid, gptq_quantize
+from forgetless.methods.sparsegpt.solver import sparsegpt_prune
+from forgetless.methods.wanda.metric import wanda_mask, wanda_scores
+
+
+def calibration(in_features=24, tokens=400, seed=0):
+    """Correlated, unevenly scaled inputs (as real activations are) and their accumulator."""
+    g = torch.Generator().manual_seed(seed)
+    mix = torch.randn(in_features, in_features, generator=g, dtype=torch.float64)
+    scale = torch.linspace(0.2, 3.0, in_features, dtype=torch.float64)
+    x = (torch.randn(tokens, in_features, generator=g, dtype=torch.float64) @ mix) * scale
+    acc = HessianAccumulator(in_features)
+    acc.add(x[: tokens // 2])
+    acc.add(x[tokens // 2:])
+    return x, acc
+
+
+def test_hessian_and_norms_by_hand():
+    x = torch.tensor([[1.0, 2.0], [3.0, -1.0], [0.0, 5.0]])
+    acc = HessianAccumulator(2)
+    acc.add(x.reshape(1, 3, 2), token_mask=torch.tensor([[True, True, False]]))  # the padded token counts nothing
+    assert acc.tokens == 2
+    torch.testing.assert_close(acc.hessian, torch.tensor([[10.0, -1.0], [-1.0, 5.0]], dtype=torch.float64))  # 2/2 · XᵀX
+    torch.testing.assert_close(acc.column_norms(), torch.tensor([10.0, 5.0], dtype=torch.float64).sqrt())
+
+
+def test_relative_reconstruction_error_equals_direct():
+    x, acc = calibration()
+    w = torch.randn(8, 24, dtype=torch.float64)
+    w_hat = w * (torch.rand_like(w) > 0.5)
+    direct = ((w - w_hat) @ x.T).norm() / (w @ x.T).norm()
+    assert relative_reconstruction_error(w, w_hat, acc.hessian) == pytest.approx(float(direct), rel=1e-10)
+
+
+def test_wanda_scores_and_masks_by_hand():
+    w = torch.tensor([[1.0, -4.0, 2.0, 0.5], [-3.0, 1.0, 1.0, 2.0]])
+    norms = torch.tensor([2.0, 0.25, 1.0, 4.0])
+    expected = torch.tensor([[2.0, 1.0, 2.0, 2.0], [6.0, 0.25, 1.0, 8.0]], dtype=torch.float64)
+    torch.testing.assert_close(wanda_scores(w, norms), expected)
+    # per output row: row 0 drops its lowest (col 1) and, of the tied 2.0s, keeps the lower indices
+    assert wanda_mask(w, norms, 0.5).tolist() == [[True, False, True, False], [True, False, False, True]]
+    # 2:4 on one group of four per row: the same rule, the same choice
+    assert wanda_mask(w, norms, nm=(2, 4)).tolist() == [[True, False, True, False], [True, False, False, True]]
+    with pytest.raises(ValueError, match="do not match"):
+        wanda_scores(w, norms[:3])
+
+
+def test_nm_masks_keep_exactly_n_of_every_m():
+    scores = torch.rand(16, 64, generator=torch.Generator().manual_seed(1))
+    for n, m in [(2, 4), (1, 4), (4, 8)]:
+        mask = nm_keep_mask(scores, n, m)
+        assert (mask.reshape(16, -1, m).sum(dim=2) == n).all()
+        kept_min = torch.where(mask, scores, torch.inf).reshape(16, -1, m).min(dim=2).values
+        dropped_max = torch.where(mask, -torch.inf, scores).reshape(16, -1, m).max(dim=2).values
+        assert (kept_min >= dropped_max).all()  # the n highest of each group are the ones kept
+        assert nm_pattern_holds(scores * mask, n, m) and not nm_pattern_holds(scores, n, m)
+    assert (row_keep_mask(scores, 0.25).sum(dim=1) == 48).all()
+    with pytest.raises(ValueError, match="multiple of M"):
+        nm_keep_mask(scores[:, :6], 2, 4)
+
+
+def obs_reference(weight, hessian, keep=None, quantize=None, damp=0.01):
+    """The OBS sweep solved directly: for each column j (left to right) invert the Hessian of the
+    columns not yet fixed, fix column j (prune where ``keep`` is False, or ``quantize`` it) and
+    move the remaining columns by −δ·[H_F⁻¹]_{j,F} (SparseGPT eq. 3 / GPTQ eq. 2-3)."""
+    h = hessian.clone()
+    h.diagonal().add_(damp * h.diagonal().mean())
+    w = weight.clone()
+    for j in range(w.shape[1]):
+        inverse = torch.linalg.inv(h[j:, j:])
+        target = torch.where(keep[:, j], w[:, j], torch.zeros_like(w[:, j])) if keep is not None else quantize(j, w[:, j])
+        delta = (w[:, j] - target) / inverse[0, 0]
+        w[:, j:] -= delta.unsqueeze(1) * inverse[0].unsqueeze(0)
+        w[:, j] = target
+    return w
+
+
+@pytest.mark.parametrize("nm", [None, (2, 4)])
+def test_sparsegpt_update_equals_direct_obs_solve(nm):
+    x, acc = calibration()
+    w = torch.randn(10, 24, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
+    result = sparsegpt_prune(w, acc.hessian, 0.5, nm=nm, block_size=8)  # 3 blocks: lazy updates across them
+    assert result.keep.sum() == 120  # exactly half of 240
+    reference = obs_reference(w, acc.hessian, keep=result.keep)
+    torch.testing.assert_close(result.weight, reference, atol=1e-5, rtol=0)
+    assert (result.weight[~result.keep] == 0).all()
+    if nm:
+        assert nm_pattern_holds(result.weight, *nm)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_sparsegpt_reconstructs_better_than_magnitude_and_wanda(seed):
+    """Features of unequal scale, moderately correlated (the OBS update has something to use)."""
+    g = torch.Generator().manual_seed(seed)
+    mix = torch.eye(64, dtype=torch.float64) + torch.randn(64, 64, generator=g, dtype=torch.float64) / 8
+    x = (torch.randn(2000, 64, generator=g, dtype=torch.float64) * torch.linspace(0.2, 3.0, 64, dtype=torch.float64)) @ mix
+    acc = HessianAccumulator(64)
+    acc.add(x)
+    w = torch.randn(32, 64, dtype=torch.float64, generator=g)
+    h = acc.hessian
+    for nm in [None, (2, 4)]:
+        magnitude = w * (nm_keep_mask(w.abs(), *nm) if nm else row_keep_mask(w.abs(), 0.5))
+        wanda = w * wanda_mask(w, acc.column_norms(), 0.5, nm)
+        sparse = sparsegpt_prune(w, h, 0.5, nm=nm).weight
+        errors = [relative_reconstruction_error(w, m, h) for m in (magnitude, wanda, sparse)]
+        assert errors[2] < min(errors[:2]), errors
+
+
+def test_group_grid_by_hand():
+    values = torch.tensor([[-1.0, 0.5, 2.0], [0.0, 0.0, 0.0]], dtype=torch.float64)
+    scale, zero = group_grid(values, 4, symmetric=False)
+    torch.testing.assert_close(scale, torch.tensor([3.0 / 15, 2.0 / 15], dtype=torch.float64))  # flat row → [−1, 1]
+    torch.testing.assert_close(zero, torch.tensor([5.0, 8.0], dtype=torch.float64))  # round(1 / 0.2) = 5; round(1 / (2/15)) = 8 (7.5 → even)
+    scale, zero = group_grid(values, 4, symmetric=True)
+    torch.testing.assert_close(scale, torch.tensor([4.0 / 15, 2.0 / 15], dtype=torch.float64))
+    assert zero.tolist() == [8.0, 8.0]
+
+
+@pytest.mark.parametrize("order,symmetric", [("natural", False), ("activation", True)])
+def test_gptq_equals_direct_obs_and_beats_rounding(order, symmetric):
+    x, acc = calibration(in_features=32, tokens=600)
+    w = torch.randn(12, 32, dtype=torch.float64, generator=torch.Generator().manual_seed(4))
+    result = gptq_quantize(w, acc.hessian, bits=4, group_size=8, symmetric=symmetric, order=order, block_size=16)
+    assert result.codes.dtype == torch.uint8 and int(result.codes.max()) <= 15
+    grid = result.grid
+    if order == "natural":  # replay the sweep directly with the grids GPTQ chose (taken per group as it went)
+        quantize = lambda j, column: (grid.scales[:, j // 8].double()
+                                      * (grid.quantize(column.float(), j // 8).double() - grid.zeros[:, j // 8].double()))
+        reference = obs_reference(w, acc.hessian, quantize=quantize)
+        torch.testing.assert_close(result.dequantized(torch.float64), reference, atol=1e-4, rtol=0)
+    rounding = torch.stack([grid.quantize(w[:, j].float(), j // 8) for j in range(32)], dim=1)
+    rtn = grid.dequantize_codes(rounding)
+    h = acc.hessian
+    assert relative_reconstruction_error(w, result.dequantized(torch.float64), h) < relative_reconstruction_error(w, rtn, h)
+
+
+@pytest.mark.parametrize("bits,columns", [(4, 7), (4, 8), (8, 5)])
+def test_packing_round_trip(bits, columns):
+    codes = torch.randint(0, 2 ** bits, (3, columns), generator=torch.Generator().manual_seed(5), dtype=torch.uint8)
+    packed = pack_codes(codes, bits)
+    assert packed.dtype == torch.uint8 and packed.shape[1] == (-(-columns // 2) if bits == 4 else columns)
+    assert torch.equal(unpack_codes(packed, bits, columns), codes)
+
+
+def test_packed_gptq_reloads_bit_identical_in_a_fresh_process(tmp_path):
+    from safetensors.torch import save_file
+
+    x, acc = calibration(in_features=32, tokens=300)
+    w = torch.randn(6, 32, generator=torch.Generator().manual_seed(6))
+    result = gptq_quantize(w, acc.hessian, bits=4, group_size=16)
+    save_file({"qweight": pack_codes(result.codes, 4), "scales": result.grid.scales.contiguous(),
+               "zeros": result.grid.zeros.contiguous()}, str(tmp_path / "q.safetensors"))
+    expected = result.dequantized().numpy().tobytes().hex()
+    script = f"""
+import torch
+from safetensors.torch import load_file
+from forgetless.methods.gptq.packing import unpack_codes
+from forgetless.methods.gptq.solver import QuantGrid
+t = load_file({str(tmp_path / 'q.safetensors')!r})
+grid = QuantGrid(4, 16, t["scales"], t["zeros"])
+print(grid.dequantize_codes(unpack_codes(t["qweight"], 4, 32)).float().numpy().tobytes().hex())
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == expected
