@@ -173,3 +173,45 @@ print(grid.dequantize_codes(unpack_codes(t["qweight"], 4, 32)).float().numpy().t
 """
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout.strip()
     assert out == expected
+
+
+def test_sequential_runner_feeds_each_layer_what_the_whole_model_would():
+    """Nothing compressed: the inputs the runner gives layer i equal the model's hidden state i,
+    and each Linear's Hessian counts exactly the real (unpadded) tokens."""
+    from transformers import LlamaConfig
+
+    from forgetless.methods._shared.sequential import run_layer_by_layer
+
+    from transformers import LlamaForCausalLM
+
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(LlamaConfig(vocab_size=50, hidden_size=16, intermediate_size=32, num_hidden_layers=3,
+                                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=32)).eval()
+    ids = torch.randint(0, 50, (2, 7), generator=torch.Generator().manual_seed(1))
+    mask = torch.ones(2, 7, dtype=torch.long)
+    mask[1, :2] = 0  # left padding in the second row
+    batches = [{"input_ids": ids, "attention_mask": mask}]
+    with torch.no_grad():
+        expected = model(**batches[0], output_hidden_states=True).hidden_states
+    seen = []
+
+    def record(stack, index, layer, stats):
+        seen.append((index, {name: acc.tokens for name, (_, acc) in stats.items()}))
+        return index
+
+    captured = {i: [] for i in range(3)}
+    hooks = [layer.register_forward_pre_hook(
+        lambda m, a, k, i=i: captured[i].append((a[0] if a else k["hidden_states"]).clone()), with_kwargs=True)
+        for i, layer in enumerate(model.model.layers)]
+    reports = run_layer_by_layer(model, batches, record)
+    for h in hooks:
+        h.remove()
+    assert reports == {"decoder": [0, 1, 2]}
+    # layer 0 is also reached by the capture pass; every layer then runs twice (statistics, outputs)
+    assert [len(captured[i]) for i in range(3)] == [3, 2, 2]
+    for i in range(3):
+        for hidden in captured[i]:
+            torch.testing.assert_close(hidden, expected[i], atol=1e-6, rtol=0)
+    assert all(tokens == 12 for _, counts in seen for tokens in counts.values())  # 7 + 5 real tokens
+    assert set(seen[0][1]) == {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
+                               "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"}

@@ -1,0 +1,109 @@
+"""Layer-by-layer calibration, as SparseGPT (Frantar & Alistarh 2023, §4 "Implementation") and GPTQ
+(Frantar et al. 2022, §4) run it, and llm-compressor's sequential pipeline after them.
+
+The calibration batches go through the model once up to the first layer of a stack, where that
+layer's inputs (positional and keyword: hidden states, attention mask, rotary embeddings, encoder
+states, …) are captured. Then, layer after layer: run the layer on the captured inputs with a hook
+on each of its ``nn.Linear`` modules accumulating the Hessian of that module's inputs (real tokens
+only), let the method compress the layer from those statistics, and run the *compressed* layer
+again to get the inputs of the next one, so each layer is fitted to what its compressed
+predecessors feed it. Memory holds one layer's activations for the calibration set, never the
+whole model's. Stacks run in the adapter's order (an encoder-decoder's decoder is captured after its
+encoder was compressed).
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+from torch import nn
+
+from ...errors import UnsupportedModelError
+from ...models.adapters import get_adapter
+from .hessian import HessianAccumulator
+
+# compress(stack, index, layer, {name in layer: (linear, accumulator)}) → anything the method reports
+LayerCompressor = Callable[[str, int, nn.Module, dict[str, tuple[nn.Linear, HessianAccumulator]]], object]
+
+
+class _Captured(Exception):
+    """Raised by the capture hook to stop the forward pass at the first layer."""
+
+
+def capture_layer_inputs(model: nn.Module, layer: nn.Module, batches: list[dict]) -> list[tuple[tuple, dict]]:
+    """``(args, kwargs)`` that ``layer`` receives for each batch (the forward stops there)."""
+    captured: list[tuple[tuple, dict]] = []
+
+    def hook(module, args, kwargs):
+        captured.append((args, dict(kwargs)))
+        raise _Captured
+
+    handle = layer.register_forward_pre_hook(hook, with_kwargs=True)
+    try:
+        with torch.no_grad():
+            for batch in batches:
+                try:
+                    model(**batch, use_cache=False) if _takes_use_cache(model) else model(**batch)
+                except _Captured:
+                    pass
+    finally:
+        handle.remove()
+    if len(captured) != len(batches):
+        raise UnsupportedModelError(f"{type(model).__name__}: the calibration forward pass did not reach the first layer")
+    return captured
+
+
+def _takes_use_cache(model: nn.Module) -> bool:
+    return bool(getattr(getattr(model, "config", None), "use_cache", False))
+
+
+def _with_hidden(args: tuple, kwargs: dict, hidden: torch.Tensor) -> tuple[tuple, dict]:
+    if args:
+        return (hidden, *args[1:]), kwargs
+    return args, {**kwargs, "hidden_states": hidden}
+
+
+def _hidden_of(output) -> torch.Tensor:
+    return output[0] if isinstance(output, (tuple, list)) else output
+
+
+def run_layer_by_layer(model: nn.Module, batches: list[dict], compress: LayerCompressor,
+                       token_masks: list[torch.Tensor] | None = None) -> dict[str, list]:
+    """Calibrate and compress every layer of every stack in order; returns, per stack, what
+    ``compress`` returned for each layer. ``token_masks`` (one ``batch × tokens`` bool tensor per
+    batch, default the batches' attention masks) select the tokens whose activations count."""
+    adapter = get_adapter(model)
+    masks = token_masks or [b["attention_mask"].bool() if "attention_mask" in b else None for b in batches]
+    reports: dict[str, list] = {}
+    for stack, layers in adapter.stacks(model).items():
+        inputs = capture_layer_inputs(model, layers[0], batches)
+        reports[stack] = []
+        for index, layer in enumerate(layers):
+            linears = {name: m for name, m in layer.named_modules() if isinstance(m, nn.Linear)}
+            if not linears:
+                raise UnsupportedModelError(f"{stack} layer {index} of {type(model).__name__} has no nn.Linear "
+                                            "to calibrate (e.g. GPT-2's Conv1D): one-shot methods need Linear layers")
+            stats = {name: (m, HessianAccumulator(m.in_features, device=m.weight.device)) for name, m in linears.items()}
+            current: list[torch.Tensor | None] = [None]
+            handles = [m.register_forward_hook(_accumulate(acc, current)) for m, acc in stats.values()]
+            try:
+                with torch.no_grad():
+                    for (args, kwargs), mask in zip(inputs, masks):
+                        current[0] = mask
+                        layer(*args, **kwargs)
+            finally:
+                for handle in handles:
+                    handle.remove()
+            reports[stack].append(compress(stack, index, layer, stats))
+            with torch.no_grad():
+                inputs = [_with_hidden(args, kwargs, _hidden_of(layer(*args, **kwargs))) for args, kwargs in inputs]
+    return reports
+
+
+def _accumulate(accumulator: HessianAccumulator, current_mask: list):
+    def hook(module, args, output):
+        x = args[0]
+        mask = current_mask[0]
+        accumulator.add(x, mask if mask is not None and mask.shape == x.shape[:-1] else None)
+
+    return hook
