@@ -10,11 +10,16 @@ from .evaluate.size import parameter_counts
 from .fsutil import atomic_write_json
 from .kinds import KINDS, kind_for
 from .models.io import is_forgetless_folder, read_manifest
+from .outputs import WRITTEN_BY, check_output
 
 
 def evaluate_saved(model_path: str, task: Task, out: str | Path | None = None, batch_size: int = 64,
-                   max_length: int = 128) -> dict:
-    """Scores of a saved model (forgetless folder or HF folder) on every set of ``task``."""
+                   max_length: int = 128, overwrite: bool = False) -> dict:
+    """Scores of a saved model (forgetless folder or HF folder) on every set of ``task``; with ``out``
+    also written there as JSON (a new file, or one an earlier evaluate wrote with ``overwrite``)."""
+    if out is not None:
+        check_output(out, "--json", command="evaluate", inputs={"MODEL_PATH": model_path}, overwrite=overwrite,
+                     is_file=True)
     kind = kind_for(task)
     if is_forgetless_folder(model_path) and read_manifest(model_path)["metadata"].get("kind") == "seq2seq":
         kind = KINDS["seq2seq"]
@@ -23,5 +28,5 @@ def evaluate_saved(model_path: str, task: Task, out: str | Path | None = None, b
     result.pop("predictions")
     result["params"] = parameter_counts(model)
     if out:
-        atomic_write_json(out, result)
+        atomic_write_json(out, {WRITTEN_BY: "forgetless evaluate", **result})
     return result

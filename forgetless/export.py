@@ -31,6 +31,7 @@ from torch import nn
 
 from .errors import ConfigError, ForgetlessError, UnsupportedModelError
 from .fsutil import atomic_directory
+from .outputs import check_output, mark_output
 
 DEFAULT_OPSET = 18
 DEFAULT_ATOL = 1e-4
@@ -150,14 +151,27 @@ def _resolve(model_dir_or_model) -> tuple[nn.Module, object, Path | None]:
 
 
 def export_onnx(model_dir_or_model, out_dir: str | Path, opset: int = DEFAULT_OPSET, atol: float = DEFAULT_ATOL,
-                threads: int = 1, seed: int = 0) -> dict:
+                threads: int = 1, seed: int = 0, overwrite: bool = False) -> dict:
     """Export an encoder classifier (one graph) or encoder-decoder (encoder + decoder step) to ONNX in
     ``out_dir`` (written atomically, with ``config.json``, the tokenizer when known and
     ``export.json``), check it with onnxruntime against PyTorch on two sample batches of different
     shapes, and return ``{"kind", "files", "inputs", "max_abs_diff", "per_graph", "opset", "atol"}``.
 
-    A difference above ``atol`` is a ``ForgetlessError`` naming the graph and the difference."""
+    A difference above ``atol`` is a ``ForgetlessError`` naming the graph and the difference.
+    ``out_dir`` follows the output rule (``outputs.check_output``): new, empty, or an earlier
+    export's folder with ``overwrite`` (moved aside, then replaced); never the model or any other folder."""
+    from .ranges import check_number
+    from .validate import MAX_OPSET
+
+    check_number("opset (--opset)", opset, 18, MAX_OPSET, integer=True)  # dynamo writes 18 or later
+    check_number("atol (--atol)", atol, 0, None)
+    source_path = None if isinstance(model_dir_or_model, nn.Module) else model_dir_or_model
+    out_dir = check_output(out_dir, command="export", inputs={"MODEL_PATH": source_path}, overwrite=overwrite)
     model, tokenizer, source = _resolve(model_dir_or_model)
+    if any(type(m).__module__.startswith("torch.ao.nn.quantized") or "quantized" in type(m).__module__
+           for m in model.modules()):
+        raise UnsupportedModelError(f"{source_path or type(model).__name__}: an int8-quantized model; ONNX export "
+                                    "takes float models (export the model before --then quantize)")
     config = model.config
     out_dir = Path(out_dir)
     batches = sample_batches(model, seed)
@@ -173,11 +187,20 @@ def export_onnx(model_dir_or_model, out_dir: str | Path, opset: int = DEFAULT_OP
         config.save_pretrained(tmp)
         if tokenizer is not None:
             tokenizer.save_pretrained(tmp)
-        result.update(opset=opset, atol=atol, source=str(source) if source else None,
-                      max_abs_diff=max(result["per_graph"].values()))
+        result.update(opset=_written_opset(tmp / next(iter(result["files"].values()))), requested_opset=opset,
+                      atol=atol, source=str(source) if source else None, max_abs_diff=max(result["per_graph"].values()))
         (tmp / "export.json").write_text(json.dumps(result, indent=2) + "\n")
+        mark_output(tmp, "export")
     result["files"] = {name: str(out_dir / file) for name, file in result["files"].items()}
     return result
+
+
+def _written_opset(path: Path) -> int:
+    """The default-domain opset the exporter actually wrote (it may raise a lower request)."""
+    import onnx
+
+    graph = onnx.load(str(path), load_external_data=False)
+    return int(next((o.version for o in graph.opset_import if o.domain in ("", "ai.onnx")), 0))
 
 
 def _export_classifier(model, batches, tmp: Path, opset: int, atol: float, threads: int) -> dict:

@@ -1,24 +1,95 @@
 """Atomic writes: build output in a temporary sibling, then rename, so an interrupted run never
-leaves a half-written folder or file that looks complete."""
+leaves a half-written folder or file that looks complete; a full disk during any write is one
+``DiskFullError`` naming the folder and its free space (``disk_full_guard``), and the temporary
+sibling is removed (a later run also removes those a kill left: ``remove_leftovers``)."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import shutil
 import tempfile
+import time
 from pathlib import Path
 from typing import Any, Iterator
+
+from .errors import DiskFullError
+
+# how a full disk shows through libraries that drop errno: safetensors' message, torch's zip writer
+FULL_DISK_MESSAGES = ("No space left on device", "Disk quota exceeded", "PytorchStreamWriter failed writing",
+                      "file write failed")
+
+
+def free_space(path) -> str:
+    """Free space of the file system holding ``path`` (its nearest existing ancestor), for messages."""
+    probe = Path(path).expanduser()
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    try:
+        return f"{shutil.disk_usage(probe).free / 2**20:.1f} MiB"
+    except OSError:
+        return "unknown space"
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """``exc`` (or an exception it was raised from) is a full disk or an exceeded quota."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            return True
+        if any(message in str(exc) for message in FULL_DISK_MESSAGES):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+@contextlib.contextmanager
+def disk_full_guard(folder, doing: str = "writing into", advice: str = "rerun the same command (it resumes)"):
+    """Turn a full disk inside the block into ``DiskFullError("disk full while <doing> <folder> (<free>
+    free); free some space and <advice>")``."""
+    try:
+        yield
+    except DiskFullError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - only full disks are translated; everything else re-raised
+        if not is_disk_full(exc):
+            raise
+        raise DiskFullError(f"disk full while {doing} {folder} ({free_space(folder)} free); free some space "
+                            f"and {advice}") from exc
+
+
+def remove_leftovers(folder, names: tuple[str, ...] = (".*.tmp-*", ".*.old-*"), min_age_s: float = 0) -> int:
+    """Delete the temporary siblings (``.NAME.tmp-*``, ``.NAME.old-*``) an interrupted write left in
+    ``folder`` (only forgetless's own names; only those older than ``min_age_s``: call it while
+    holding the folder's lock, or with an age no running writer reaches); returns how many."""
+    folder, removed = Path(folder), 0
+    if not folder.is_dir():
+        return 0
+    for pattern in names:
+        for path in folder.glob(pattern):
+            try:
+                old = time.time() - path.lstat().st_mtime >= min_age_s
+            except OSError:
+                continue
+            if old:
+                shutil.rmtree(path, ignore_errors=True) if path.is_dir() and not path.is_symlink() else \
+                    path.unlink(missing_ok=True)
+                removed += 1
+    return removed
 
 
 @contextlib.contextmanager
 def atomic_directory(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary folder beside ``path``; on success it replaces ``path`` by rename."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-", dir=path.parent))
+    with disk_full_guard(path.parent):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-", dir=path.parent))
     try:
-        yield tmp
+        with disk_full_guard(path.parent):
+            yield tmp
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -33,16 +104,17 @@ def atomic_directory(path: str | os.PathLike) -> Iterator[Path]:
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+    with disk_full_guard(path.parent):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp-", dir=path.parent)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:

@@ -13,7 +13,6 @@ import copy
 import hashlib
 import json
 import logging
-import os
 import shutil
 import sys
 from dataclasses import asdict, dataclass, field
@@ -28,7 +27,7 @@ from .evaluate.config import EvalConfig
 from .evaluate.runtime import deploy, deployment_section
 from .evaluate.size import disk_size, parameter_counts
 from .evaluate.speed import SpeedConfig
-from .fsutil import atomic_write_json
+from .fsutil import atomic_write_json, disk_full_guard, remove_leftovers
 from .kinds import check_compatible, kind_for
 from .methods import METHODS, CompressionContext
 from .methods.then import resolve_then
@@ -40,7 +39,8 @@ from .report.card import build_card, write_card
 from .report.honest import prediction_rows, training_section
 from .report.model_summary import model_card_summary
 from .training.trainer import TrainConfig, fine_tune
-from .validate import validate_run
+from .outputs import cache_root, output_lock, teacher_lock
+from .validate import _jsonable_config, prepare_output, run_inputs, validate_run
 
 log = logging.getLogger(__name__)
 
@@ -81,11 +81,6 @@ def resolve(config: RunConfig):
     return method, objective
 
 
-def cache_root() -> Path:
-    """The shared cache folder: ``$FORGETLESS_CACHE``, default ``~/.cache/forgetless``."""
-    return Path(os.environ.get("FORGETLESS_CACHE") or Path.home() / ".cache" / "forgetless").expanduser()
-
-
 def teacher_key(task: Task, config: RunConfig, kind) -> str:
     """What a cached teacher was trained for: task content (training set and labels), model (for a
     local folder also its files' names, sizes and modification times), model kind, training settings (progress / report_to excluded: they do not change the weights), seed."""
@@ -110,17 +105,19 @@ def train_teacher(task: Task, config: RunConfig, work_dir: Path, kind=None):
     train_config = config.teacher_train or config.train
     key = teacher_key(task, config, kind)
     folder = cache_root() / "teachers" / key
-    if is_forgetless_folder(folder) and read_manifest(folder)["metadata"].get("key") == key:
-        model, tokenizer = load_model(folder)
-        _stage(f"reusing teacher from {folder}")
-        return model, tokenizer or task.tokenizer, {"source": config.model, "reused": True, "path": str(folder)}
-    _stage(f"fine-tuning the teacher ({train_config.epochs:g} epoch(s)); it will be cached in {folder}")
-    transformers.set_seed(config.seed)
-    model, tokenizer = kind.load_model(config.model, task, config.seed)
-    model = fine_tune(model, tokenizer, kind.training_set(task, tokenizer), work_dir / "train-teacher", train_config)
-    save_model(model, folder, tokenizer, metadata={"key": key, "role": "teacher", "kind": kind.name,
-                                                   "model": config.model, "task": task.name})
-    return model, tokenizer, {"source": config.model, "reused": False, "path": str(folder)}
+    with teacher_lock(folder):  # a second run needing this teacher waits here, then reuses it
+        remove_leftovers(folder.parent, (f".{key}.tmp-*", f".{key}.old-*"))  # of a killed save of this teacher
+        if is_forgetless_folder(folder) and read_manifest(folder)["metadata"].get("key") == key:
+            model, tokenizer = load_model(folder)
+            _stage(f"reusing teacher from {folder}")
+            return model, tokenizer or task.tokenizer, {"source": config.model, "reused": True, "path": str(folder)}
+        _stage(f"fine-tuning the teacher ({train_config.epochs:g} epoch(s)); it will be cached in {folder}")
+        transformers.set_seed(config.seed)
+        model, tokenizer = kind.load_model(config.model, task, config.seed)
+        model = fine_tune(model, tokenizer, kind.training_set(task, tokenizer), work_dir / "train-teacher", train_config)
+        save_model(model, folder, tokenizer, metadata={"key": key, "role": "teacher", "kind": kind.name,
+                                                       "model": config.model, "task": task.name})
+        return model, tokenizer, {"source": config.model, "reused": False, "path": str(folder)}
 
 
 def clean_work(work_dir: Path) -> int:
@@ -142,8 +139,14 @@ def compress(task: Task, config: RunConfig, out_dir: str | Path, recipe: dict | 
     resolved recipe of the run, ``forgetless.recipes``) is saved as ``model/recipe.yaml`` and in the card."""
     method, objective = resolve(config)
     then = resolve_then(config.then)  # e.g. quantize:dtype=int8 after a structural method (methods/then.py)
-    validate_run(task, config, out_dir, method, objective, overwrite)
-    out_dir = Path(out_dir)
+    key = validate_run(task, config, out_dir, method, objective, overwrite)
+    with output_lock(out_dir), disk_full_guard(out_dir):  # a second run on the same folder stops here
+        prepare_output(out_dir, key, overwrite, _jsonable_config(config), run_inputs(task, config))
+        remove_leftovers(out_dir)  # .model.tmp-* of a killed save (we hold the folder's lock)
+        return _compress(task, config, Path(out_dir), method, objective, then, recipe)
+
+
+def _compress(task: Task, config: RunConfig, out_dir: Path, method, objective, then, recipe) -> dict:
     work_dir = out_dir / "work"
     kind = kind_for(task, method, config.model_kind)
     for extra in then:  # validate_run checked the main method
@@ -198,6 +201,8 @@ def compress(task: Task, config: RunConfig, out_dir: str | Path, recipe: dict | 
     card = build_card(task=task, run=config, method=method, objective=objective, kind=kind, results=results,
                       sizes=sizes, speed=speed, notes=ctx.notes, command=" ".join(sys.argv), robustness=robustness,
                       predictions=predictions, training=_training(config, teacher_info, fine_tunes))
+    source = config.teacher if (config.teacher and config.student_init == "teacher") else config.model
+    card["model"] = {"compressed": source, "model_type": getattr(compressed.config, "model_type", None)}
     from .evaluate.calibration import calibration_section
     card["calibration"] = calibration_section(task, predictions)  # ECE, confidence: hard vs easy, base vs compressed
     if recipe is not None:  # the resolved recipe beside the model and in the card: `forgetless run` reruns it

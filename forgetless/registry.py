@@ -63,4 +63,11 @@ def build_dataclass(cls: type, options: dict[str, Any], what: str) -> Any:
     unknown = sorted(set(options) - fields)
     if unknown:
         raise ConfigError(f"unknown option(s) for {what}: {', '.join(unknown)}; it accepts: {', '.join(sorted(fields))}")
-    return cls(**options)
+    try:
+        return cls(**options)
+    except ConfigError as exc:  # "prune_every must be >= 1" → "--prune-every 0: prune_every must be >= 1"
+        field = next((f for f in sorted(options, key=len, reverse=True) if str(exc).startswith(f + " ")), None)
+        if field is None:
+            raise
+        flag = "--" + ("objective-" if what.startswith("objective") else "") + field.replace("_", "-")
+        raise type(exc)(f"{flag} {options[field]}: {exc}") from None

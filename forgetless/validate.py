@@ -26,17 +26,17 @@ import json
 import math
 import os
 import shutil
-import tempfile
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
 
 from .errors import ModelFileError, OptionError, OutputFolderError
+from .outputs import RUN_FILE, check_cache, check_output, mark_output, read_mark  # noqa: F401  (RUN_FILE: tests, callers)
 from .ranges import MAX_TOKENS, check_number
 
-RUN_FILE = "forgetless-run.json"  # the resolved configuration of the run that owns an output folder
 PREVIOUS = "previous-report"      # where a rerun moves the old report before it starts
 REPORT_FILES = ("report.json", "report.md", "report.html")
 MAX_THREADS = 1024
+MAX_OPSET = 30
 
 
 # ----- options ------------------------------------------------------------------------------------
@@ -59,6 +59,10 @@ def check_cli_args(args) -> None:
             check_number("--" + dest.replace("_", "-"), value, 0, None, low_open=True)
     if getattr(args, "hard_fraction", None) is not None:
         check_number("--hard-fraction", args.hard_fraction, 0, 1)
+    if getattr(args, "opset", None) is not None:  # export: torch's dynamo exporter writes opset 18 or later
+        check_number("--opset", args.opset, 18, MAX_OPSET, integer=True)
+    if getattr(args, "atol", None) is not None:
+        check_number("--atol", args.atol, 0, None)
     for dest in ("out", "json"):
         if getattr(args, dest, None) is not None and not str(getattr(args, dest)).strip():
             raise OutputFolderError(f"--{dest} '': name a path (an empty name would write into the current folder)")
@@ -121,9 +125,14 @@ def check_method_against_model(method, dims: dict, where: str) -> None:
 
 # ----- the whole run ----------------------------------------------------------------------------------
 def validate_run(task, config, out_dir, method, objective, overwrite: bool = False) -> str:
-    """Check a run (``method`` and ``objective`` resolved from ``config``) before any work; claims
-    ``out_dir`` and returns the run's key (recorded in ``OUT/forgetless-run.json``)."""
+    """Check a run (``method`` and ``objective`` resolved from ``config``) before any work, its
+    output folder first; returns the run's key (``prepare_output`` records it when the run claims
+    the folder, under its lock)."""
     from .kinds import check_compatible, kind_for
+
+    check_output(out_dir, command="compress", inputs=run_inputs(task, config), overwrite=overwrite)
+    if not config.teacher:
+        check_cache()  # the teacher is saved there: a file or a read-only folder fails now, not after training
 
     check_number("seed", config.seed, 0, 2**32 - 1, integer=True)
     eval_config = config.eval
@@ -135,7 +144,9 @@ def validate_run(task, config, out_dir, method, objective, overwrite: bool = Fal
     source = config.teacher if (config.teacher and config.student_init == "teacher") else config.model
     if config.teacher:
         model_dims(config.teacher, kind.name == "seq2seq")  # the teacher folder must be a readable model
+        _check_teacher_family(config.teacher, config.model)
         _check_teacher_labels(config.teacher, task, kind)
+    _check_some_training(task, config)
     dims = model_dims(source, kind.name == "seq2seq")
     if dims is not None:
         check_method_against_model(method, dims, f"model {source!r}")
@@ -144,8 +155,58 @@ def validate_run(task, config, out_dir, method, objective, overwrite: bool = Fal
             if value > limit:
                 raise OptionError(f"{flag} {value}: model {source!r} takes at most {limit} tokens; valid 8..{limit}")
     key = run_key(task, config)
-    prepare_output(out_dir, key, overwrite, _jsonable_config(config))
+    _check_same_run(out_dir, key, overwrite)
     return key
+
+
+def run_inputs(task, config) -> dict:
+    """Every path a run reads (the output rule protects them): model, teacher, data files, cache."""
+    inputs = {"--model": config.model, "--teacher": config.teacher, "cache_dir": config.cache_dir}
+    for name, example_set in {"train": task.train, **task.eval_sets()}.items():
+        source = str(getattr(example_set, "source", "") or "")
+        if source and not Path(source).exists():
+            source = source.rsplit(":", 1)[0]  # FILE:KEY of a JSON file
+        inputs[f"the {name} file"] = source or None
+    return inputs
+
+
+def _check_some_training(task, config) -> None:
+    """``--epochs`` so small that it is less than one optimisation step would still train one full
+    step while the card records the tiny number: an error instead."""
+    for flag, train in (("--epochs", config.train), ("--teacher-epochs", config.teacher_train)):
+        batches = max(1, -(-len(task.train) // max(1, train.batch_size))) if train is not None else 1
+        if train is not None and train.max_steps <= 0 and train.epochs * batches < 1:
+            raise OptionError(f"{flag} {train.epochs:g}: less than one training step ({len(task.train)} "
+                              f"examples in batches of {train.batch_size}: {batches} step(s) per epoch); "
+                              f"give at least {1 / batches:.3g}")
+
+
+TINY_TYPES = {"tiny-bert": "bert", "tiny-llama": "llama", "tiny-t5": "t5", "tiny-bart": "bart",
+              "tiny-bert2bert": "encoder-decoder"}
+
+
+def model_type_of(name: str) -> str | None:
+    """``model_type`` of a model name or folder, from its config only (None: a hub id)."""
+    from .models.checks import check_model_folder
+    from .models.loading import resolve_model_path
+
+    if name in TINY_TYPES:
+        return TINY_TYPES[name]
+    path = resolve_model_path(name)
+    return check_model_folder(path).model_type if Path(path).expanduser().is_dir() else None
+
+
+def _check_teacher_family(teacher: str, model: str) -> None:
+    """``--teacher`` is the fine-tuned ``--model``: the same family, and not quantized (int8 layers
+    cannot be trained or pruned again)."""
+    from .models.manifest import is_forgetless_folder, read_manifest
+
+    teacher_type, model_type = model_type_of(teacher), model_type_of(model)
+    if teacher_type and model_type and teacher_type != model_type:
+        raise OptionError(f"--teacher {teacher}: is a {teacher_type} model, --model {model} a {model_type}; the "
+                          "teacher must be --model fine-tuned (pass the teacher's base model as --model)")
+    if is_forgetless_folder(teacher) and read_manifest(teacher).get("quantization"):
+        raise OptionError(f"--teacher {teacher}: is a quantized model; give the model before quantization")
 
 
 def _check_teacher_labels(teacher: str, task, kind) -> None:
@@ -183,60 +244,24 @@ def _jsonable_config(config) -> dict:
 
 
 # ----- the output folder -------------------------------------------------------------------------------
-def check_output_path(out, flag: str = "--out") -> Path:
-    """The output path is usable: named, not a file, not inside a file, writable. Writes nothing
-    that stays (a write probe in the nearest existing folder is removed at once)."""
-    if out is None or not str(out).strip():
-        raise OutputFolderError(f"{flag} '': name an output folder (an empty name would write into the current folder)")
-    path = Path(out).expanduser()
-    if path.exists() and not path.is_dir():
-        raise OutputFolderError(f"{flag} {out}: is an existing file; name a folder")
-    ancestor = path
-    while not ancestor.exists():
-        ancestor = ancestor.parent
-    if not ancestor.is_dir():
-        raise OutputFolderError(f"{flag} {out}: {ancestor} is a file, so no folder can be made inside it")
-    try:
-        probe = tempfile.mkdtemp(prefix=".forgetless-probe-", dir=ancestor)
-        os.rmdir(probe)
-    except OSError as exc:
-        raise OutputFolderError(f"{flag} {out}: cannot write in {ancestor} ({exc.strerror or exc}); "
-                                "choose a writable folder") from exc
-    return path
-
-
-def prepare_output(out, key: str, overwrite: bool = False, config: dict | None = None) -> Path:
-    """Claim ``out`` for the run ``key``: refuse a folder of another run (unless ``overwrite``) or a
-    model folder that is not a forgetless run; move an old report aside; record the run."""
-    path = check_output_path(out)
-    run_file = path / RUN_FILE
-    if path.is_dir() and any(path.iterdir()):
-        stored = _stored_run(run_file)
-        if stored is None and (path / "config.json").exists() and not overwrite:
-            raise OutputFolderError(f"--out {out}: holds a model (config.json), not a forgetless run; "
-                                    "choose another folder (or pass --overwrite)")
-        if stored is None and any((path / n).exists() for n in ("report.json", "model", "work")) and not overwrite:
-            raise OutputFolderError(f"--out {out}: holds the output of a run this version cannot identify; "
-                                    "choose another folder or pass --overwrite")
-        if stored is not None and stored.get("key") != key and not overwrite:
-            raise OutputFolderError(f"--out {out}: holds the output of a different run (other settings or data); "
-                                    "choose another folder or pass --overwrite to replace it")
+def prepare_output(out, key: str, overwrite: bool = False, config: dict | None = None,
+                   inputs: dict | None = None) -> Path:
+    """Claim ``out`` for the compress run ``key`` (``outputs.check_output``; the caller holds
+    ``outputs.output_lock``): a folder of the same run resumes, one of another run needs
+    ``overwrite``; an old report is moved aside; the run is recorded."""
+    path = check_output(out, command="compress", inputs=inputs, overwrite=overwrite)
+    _check_same_run(path, key, overwrite)
+    if path.is_dir():
         _move_report_aside(path)
-    path.mkdir(parents=True, exist_ok=True)
-    from .fsutil import atomic_write_json
-
-    atomic_write_json(run_file, {"key": key, "config": config or {}})
+    mark_output(path, "compress", key=key, config=config or {})
     return path
 
 
-def _stored_run(run_file: Path) -> dict | None:
-    if not run_file.is_file():
-        return None
-    try:
-        data = json.loads(run_file.read_text())
-    except (OSError, ValueError):
-        return {"key": None}  # unreadable: treated as another run
-    return data if isinstance(data, dict) else {"key": None}
+def _check_same_run(out, key: str, overwrite: bool) -> None:
+    stored = read_mark(Path(out)) if Path(out).is_dir() else None
+    if stored is not None and stored.get("key") != key and not overwrite:
+        raise OutputFolderError(f"--out {out}: holds the output of a different run (other settings or data); "
+                                "choose another folder or pass --overwrite to replace it")
 
 
 def _move_report_aside(path: Path) -> None:

@@ -73,7 +73,7 @@ CLI_CASES = [
     ("teacher-missing", ["compress", "--teacher", "/no/such/teacher"], r"model folder '/no/such/teacher' does not exist"),
     ("teacher-corrupt", ["compress", "--model", "tiny-bert", "--teacher", "{corrupt}"], r"corrupt/model.safetensors: corrupt"),
     ("out-is-file", ["compress", "--out", "{a_file}"], r"--out .*a-file.txt: is an existing file; name a folder"),
-    ("out-inside-file", ["compress", "--out", "{a_file}/run"], r"a-file.txt is a file, so no folder can be made inside it"),
+    ("out-inside-file", ["compress", "--out", "{a_file}/run"], r"a-file.txt is a file, so nothing can be written inside it"),
     ("out-read-only", ["compress", "--out", "/proc/forgetless-run"], r"--out /proc/forgetless-run: cannot write in /proc"),
     ("out-other-run", ["compress", "--out", "{other_run}"], r"holds the output of a different run .* --overwrite"),
     ("out-user-model", ["compress", "--out", "{user_model}"], r"holds a model \(config.json\), not a forgetless run"),

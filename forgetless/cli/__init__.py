@@ -3,8 +3,8 @@ are thin wrappers over Python functions (``commands.py``). Every method — enco
 and CoFi for encoder-decoders — runs through ``forgetless compress``."""
 from __future__ import annotations
 
-import errno
 import logging
+import os
 import sys
 
 from ..errors import ForgetlessError
@@ -44,20 +44,53 @@ def run_recipe(path, scale: str | None = None, sets=(), out: str | None = None, 
     return run(path, scale, sets, out, check, recipe_schema())
 
 
+def join_negative_values(argv: list[str]) -> list[str]:
+    """``--lr -1e-4`` → ``--lr=-1e-4``: argparse reads a negative number in exponent form as an
+    option, so the range check (which names the flag) would never see it."""
+    out: list[str] = []
+    for token in argv:
+        previous = out[-1] if out else ""
+        if previous.startswith("--") and "=" not in previous and _is_number(token) and token.startswith("-"):
+            out[-1] = f"{previous}={token}"
+        else:
+            out.append(token)
+    return out
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     parser, owners = build_parser()
     owners = {**owners, "schema": recipe_schema(parser, owners)}
-    args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    args = parser.parse_args(join_negative_values(list(sys.argv[1:] if argv is None else argv)))
+    try:
+        check_cli_args(args)  # before torch / transformers are imported: a bad option answers at once
+    except ForgetlessError as exc:
+        print(f"forgetless: error: {exc}", file=sys.stderr)
+        return 2
+    stdin = sys.stdin
+    with open(os.devnull) as sys.stdin:  # nothing may prompt (transformers' "run the custom code? [y/N]")
+        try:
+            return _run(args, owners)
+        finally:
+            sys.stdin = stdin
+
+
+def _run(args, owners) -> int:
+    from ..models.checks import allow_remote_code
+
+    allow_remote_code(getattr(args, "trust_remote_code", False))
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(message)s")
     if not args.verbose:
         import transformers
 
         transformers.logging.set_verbosity_error()
-    try:
-        check_cli_args(args)
-    except ForgetlessError as exc:
-        print(f"forgetless: error: {exc}", file=sys.stderr)
-        return 2
     if getattr(args, "threads", None):
         import torch
 
@@ -69,11 +102,14 @@ def main(argv: list[str] | None = None) -> int:
     except ForgetlessError as exc:
         print(f"forgetless: error: {exc}", file=sys.stderr)
         return 2
-    except OSError as exc:
-        if exc.errno != errno.ENOSPC:
+    except Exception as exc:  # noqa: BLE001 - a full disk anywhere else (a plot, a log) is still one line
+        from ..fsutil import free_space, is_disk_full
+
+        if not is_disk_full(exc):
             raise
-        print(f"forgetless: error: disk full writing {exc.filename or getattr(args, 'out', '')} ({exc.strerror}); "
-              "free some space and rerun the same command (it resumes)", file=sys.stderr)
+        where = getattr(exc, "filename", None) or getattr(args, "out", None) or getattr(args, "json", None) or "."
+        print(f"forgetless: error: disk full while writing {where} ({free_space(where)} free); free some space and "
+              "rerun the same command (it resumes)", file=sys.stderr)
         return 2
 
 

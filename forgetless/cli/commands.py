@@ -1,6 +1,7 @@
 """The subcommands: each a thin wrapper over a Python function of the package."""
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -69,41 +70,48 @@ def cmd_finetune(args, owners) -> int:
     from ..kinds import kind_for
     from ..models.io import save_model
     from ..training.trainer import fine_tune
-    from ..validate import check_output_path
+    from ..outputs import check_output, mark_output, output_lock
 
-    check_output_path(args.out)
+    out = check_output(args.out, command="finetune", inputs=cli_inputs(args))
     task = task_from_args(args)
     kind = kind_for(task)
-    transformers.set_seed(args.seed)
-    model, tokenizer = kind.load_model(args.model, task, args.seed)
-    out = Path(args.out)
-    model = fine_tune(model, tokenizer, kind.training_set(task, tokenizer), out / "checkpoints",
-                      train_config_from_args(args))
     state = PartialState()
-    if state.is_main_process:
-        save_model(model, out / "model", tokenizer, metadata={"role": "fine-tuned", "task": task.name, "kind": kind.name,
-                                                               "world_size": state.num_processes})
-        print(f"saved {out / 'model'} (trained on {state.num_processes} process(es))")
+    transformers.set_seed(args.seed)
+    model, tokenizer = kind.load_model(args.model, task, args.seed)  # a bad model fails before OUT is made
+    with output_lock(out) if state.is_main_process else contextlib.nullcontext():
+        if state.is_main_process:
+            mark_output(out, "finetune")
+        model = fine_tune(model, tokenizer, kind.training_set(task, tokenizer), out / "checkpoints",
+                          train_config_from_args(args))
+        if state.is_main_process:
+            save_model(model, out / "model", tokenizer, metadata={"role": "fine-tuned", "task": task.name,
+                                                                   "kind": kind.name, "world_size": state.num_processes})
+            print(f"saved {out / 'model'} (trained on {state.num_processes} process(es))")
     return 0
+
+
+def cli_inputs(args) -> dict:
+    """Every path a command reads, by the flag that named it (the output rule protects them)."""
+    inputs = {f"--{dest.replace('_', '-')}": getattr(args, dest, None) for dest in ("model", "teacher", "base", "compressed")}
+    inputs.update({"MODEL_PATH": getattr(args, "model_path", None), "RECIPE": getattr(args, "recipe", None)})
+    inputs.update({"--train": getattr(args, "train_file", None), "--dev": getattr(args, "dev_file", None)})
+    for item in getattr(args, "challenge", None) or []:
+        inputs[f"--challenge {item}"] = str(item).partition("=")[2] or None
+    return inputs
 
 
 def cmd_evaluate(args, owners) -> int:
     from ..evaluate_saved import evaluate_saved
 
     if args.json:
-        from ..errors import OutputFolderError
-        from ..validate import check_output_path
+        from ..outputs import check_output
 
-        if Path(args.json).is_dir():
-            raise OutputFolderError(f"--json {args.json}: is a folder; name a file")
-        for parent in Path(args.json).parents:
-            if parent.exists() and not parent.is_dir():
-                raise OutputFolderError(f"--json {args.json}: {parent} is a file, so nothing can be written inside it")
-        check_output_path(Path(args.json).parent, "--json")
+        check_output(args.json, "--json", command="evaluate", inputs=cli_inputs(args), overwrite=args.overwrite,
+                     is_file=True)
     if args.task == "files" and not args.train_file:
         args.train_file = args.dev_file  # evaluation reads no training data; the files task wants one set
     task = task_from_args(args)
-    result = evaluate_saved(args.model_path, task, args.json, max_length=args.max_length)
+    result = evaluate_saved(args.model_path, task, args.json, max_length=args.max_length, overwrite=args.overwrite)
     for name, metrics in result["sets"].items():
         if "accuracy" in metrics:
             extra = ""
@@ -124,6 +132,7 @@ def cmd_bench(args, owners) -> int:
     from ..models.io import load_model
     from ..models.loading import load_classifier, load_seq2seq
 
+    check_bench(args)
     compressed, _ = load_model(args.model_path, with_tokenizer=False)
     generate = get_adapter(compressed).is_seq2seq
     if generate:
@@ -134,6 +143,22 @@ def cmd_bench(args, owners) -> int:
                                                          repeats=args.repeats), generate=generate)
     print(json.dumps(result, indent=2))
     return 0
+
+
+def check_bench(args) -> None:
+    """``bench``: the base is the compressed model's family, and ``--seq-len`` fits both models."""
+    from ..errors import OptionError
+    from ..validate import model_dims, model_type_of
+
+    compressed, base = model_type_of(args.model_path), model_type_of(args.base)
+    if compressed and base and compressed != base:
+        raise OptionError(f"--base {args.base}: is a {base} model, MODEL_PATH {args.model_path} a {compressed}; "
+                          "give the model it was compressed from")
+    for flag, name in (("MODEL_PATH", args.model_path), ("--base", args.base)):
+        positions = (model_dims(name) or {}).get("max_positions")
+        if positions and args.seq_len > positions:
+            raise OptionError(f"--seq-len {args.seq_len}: {flag} {name} takes at most {positions} tokens; "
+                              f"valid 2..{positions}")
 
 
 def sweep_from_args(args, owners, recipe: dict | None = None) -> dict:
@@ -159,10 +184,10 @@ def sweep_from_args(args, owners, recipe: dict | None = None) -> dict:
 
 
 def cmd_sweep(args, owners) -> int:
+    from ..outputs import check_output
     from ..recipes.load import recipe_from_args
-    from ..validate import check_output_path
 
-    check_output_path(args.out)
+    check_output(args.out, command="sweep", inputs=cli_inputs(args))
     recipe = recipe_from_args(args, "sweep", owners["schema"]) if "schema" in owners else None
     summary = sweep_from_args(args, owners, recipe)
     print((Path(args.out) / "sweep.md").read_text())
@@ -175,15 +200,17 @@ def cmd_profile(args, owners) -> int:
     from ..evaluate.profile import run_profile
     from ..models.io import load_model
     from ..models.loading import load_seq2seq
-    from ..validate import check_output_path
+    from ..outputs import check_output, mark_output, output_lock
 
-    check_output_path(args.out)
+    out = check_output(args.out, command="profile", inputs=cli_inputs(args), overwrite=args.overwrite)
     model, tokenizer = load_seq2seq(args.model, seed=args.seed)
     compressed = load_model(args.compressed) if args.compressed else None  # (model, tokenizer)
-    numbers = lambda text, cast: tuple(cast(x) for x in text.split(",") if x.strip())  # noqa: E731
-    run_profile(model, tokenizer, args.out, compressed, numbers(args.seq_lengths, int),
-                numbers(args.head_fractions, float), numbers(args.ffn_fractions, float), args.batch_size,
-                args.num_beams, args.max_new_tokens, args.source_length, args.repeats)
+    with output_lock(out):
+        mark_output(out, "profile")
+        numbers = lambda text, cast: tuple(cast(x) for x in text.split(",") if x.strip())  # noqa: E731
+        run_profile(model, tokenizer, args.out, compressed, numbers(args.seq_lengths, int),
+                    numbers(args.head_fractions, float), numbers(args.ffn_fractions, float), args.batch_size,
+                    args.num_beams, args.max_new_tokens, args.source_length, args.repeats)
     print(f"profile: {Path(args.out) / 'profile.md'} (JSON: profile.json, plot: profile.png)")
     return 0
 

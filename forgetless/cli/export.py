@@ -32,7 +32,8 @@ def add_export_parser(sub) -> argparse.ArgumentParser:
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("model_path", help="a model folder written by forgetless (e.g. OUT/model)")
     p.add_argument("--format", choices=["onnx"], help="export format (onnx)")
-    p.add_argument("--out", help="output folder of the export (default: MODEL_PATH/../onnx)")
+    p.add_argument("--out", help="output folder of the export, new or empty (default: MODEL_PATH/../onnx)")
+    p.add_argument("--overwrite", action="store_true", help="replace the output of an earlier export in --out")
     p.add_argument("--opset", type=int, default=18, help="ONNX opset")
     p.add_argument("--atol", type=float, default=1e-4, help="largest accepted |ONNX − PyTorch| difference")
     p.add_argument("--push-to-hub", metavar="REPO", help="upload the model folder to this hub repository")
@@ -88,7 +89,7 @@ def cmd_export(args, owners) -> int:
         from ..export import export_onnx
 
         out = Path(args.out) if args.out else model_dir.parent / "onnx"
-        result = export_onnx(model_dir, out, opset=args.opset, atol=args.atol)
+        result = export_onnx(model_dir, out, opset=args.opset, atol=args.atol, overwrite=args.overwrite)
         print(f"exported {model_dir} ({result['kind']}) to {out}: " + ", ".join(
             f"{name} {Path(path).name}" for name, path in result["files"].items()))
         print("verified with onnxruntime against PyTorch on 2 batches of different shapes: max |diff| "

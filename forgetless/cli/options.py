@@ -13,11 +13,11 @@ import typing
 
 from ..errors import ConfigError
 
-TRUE, FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
+TRUE, FALSE = ("true",), ("false",)
 
 
 def parse_bool(value) -> bool:
-    """true/false spellings only (``ture`` is an error, not False)."""
+    """``true`` or ``false`` only, as documented (``1``, ``yes`` or ``ture`` are errors, not a guess)."""
     text = str(value).strip().lower()
     if text in TRUE:
         return True
@@ -82,10 +82,18 @@ def task_from_args(args):
                      eval_size=args.eval_size, **options)
 
 
+RESERVED_SETS = ("train", "dev")  # a challenge set of these names would replace the task's own set
+
+
 def _pair(item: str) -> tuple[str, str]:
     if "=" not in item:
-        raise ConfigError(f"expected NAME=VALUE, got {item!r}")
-    name, value = item.split("=", 1)
+        raise ConfigError(f"--challenge {item}: expected NAME=PATH")
+    name, value = (x.strip() for x in item.split("=", 1))
+    if not name or not value:
+        raise ConfigError(f"--challenge {item}: expected NAME=PATH with a name and a path")
+    if name.lower() in RESERVED_SETS:
+        raise ConfigError(f"--challenge {item}: {name!r} is the task's own {name.lower()} set; give the challenge "
+                          "set another name (e.g. adv-dev)")
     return name, value
 
 

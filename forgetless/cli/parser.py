@@ -111,7 +111,8 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict]:
     add_task_options(p)
     p.add_argument("--seed", type=int, default=0, help="seed of data splits and caps")
     p.add_argument("--max-length", type=int, default=128, help="max input tokens per example")
-    p.add_argument("--json", help="also write the metrics to this JSON file")
+    p.add_argument("--json", help="also write the metrics to this JSON file (a new file)")
+    p.add_argument("--overwrite", action="store_true", help="replace a --json file an earlier evaluate wrote")
 
     p = sub.add_parser("bench", epilog=EXAMPLES["bench"], help="inference speed of a saved compressed model vs its base model",
                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
@@ -148,6 +149,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict]:
     p.add_argument("--model", default="minilm", help="encoder-decoder to profile (minilm = bert2bert warm start)")
     p.add_argument("--compressed", help="a compressed model folder to profile too")
     p.add_argument("--out", default="forgetless-out/profile", help="output folder (profile.json)")
+    p.add_argument("--overwrite", action="store_true", help="replace the output of an earlier profile in --out")
     p.add_argument("--seq-lengths", default="16,32,64,128,256", help="comma-separated input lengths")
     p.add_argument("--head-fractions", default="1.0,0.5,0.25", help="comma-separated shares of heads kept")
     p.add_argument("--ffn-fractions", default="1.0,0.5,0.25", help="comma-separated shares of FFN units kept")
@@ -164,6 +166,11 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict]:
     add_export_parser(sub)
 
     add_run_parser(sub)
+    for name, command in sub.choices.items():
+        if name != "list":
+            command.add_argument("--trust-remote-code", action="store_true",
+                                 help="let transformers run the Python files of a model folder that needs them "
+                                      "(auto_map); off by default: such a folder is refused")
     return parser, owners
 
 

@@ -35,10 +35,10 @@ def read_table(path: str | Path, delimiter: str | None = None, quoting: int = cs
     suffix = path.suffix.lower()
     try:
         if suffix == ".jsonl":
-            with path.open(encoding="utf-8") as handle:
+            with path.open(encoding="utf-8-sig") as handle:
                 rows = [json.loads(line) for line in handle if line.strip()]
         elif suffix == ".json":
-            rows = json.loads(path.read_text(encoding="utf-8"))
+            rows = json.loads(path.read_text(encoding="utf-8-sig"))
             if json_key is not None:
                 if not isinstance(rows, dict) or json_key not in rows:
                     keys = sorted(rows)[:10] if isinstance(rows, dict) else "none: the file holds a list"
@@ -50,7 +50,7 @@ def read_table(path: str | Path, delimiter: str | None = None, quoting: int = cs
                 raise DataError(f"{path}: expected a JSON list of records{hint}")
         elif suffix in (".tsv", ".csv", ".txt"):
             sep = delimiter or ("," if suffix == ".csv" else "\t")
-            with path.open(encoding="utf-8", newline="") as handle:
+            with path.open(encoding="utf-8-sig", newline="") as handle:
                 rows = list(csv.DictReader(handle, delimiter=sep, quoting=quoting, fieldnames=fieldnames))
         else:
             raise DataError(f"{path}: unsupported file type {suffix!r} (use .tsv, .csv, .json or .jsonl)")

@@ -7,6 +7,7 @@ import transformers
 
 from ..errors import ForgetlessError, UnsupportedModelError
 from .adapters import get_adapter
+from .checks import trust_remote_code
 from .io import is_forgetless_folder, load_model
 from .loading import bundled_tokenizer, resolve_model_path
 from .tiny import tiny_llama_config
@@ -26,8 +27,8 @@ def load_causal_lm(name_or_path: str, device: str = "cpu", tokenizer=None, seed:
         model, saved = load_model(path, device=device)
     else:
         try:
-            model = transformers.AutoModelForCausalLM.from_pretrained(path, use_safetensors=True)
-            saved = transformers.AutoTokenizer.from_pretrained(path)
+            model = transformers.AutoModelForCausalLM.from_pretrained(path, use_safetensors=True, trust_remote_code=trust_remote_code())
+            saved = transformers.AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code())
         except (OSError, ValueError) as exc:
             raise ForgetlessError(f"could not load causal language model {name_or_path!r}: {exc}") from exc
     if get_adapter(model).is_seq2seq:

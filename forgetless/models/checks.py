@@ -8,6 +8,7 @@ import json
 import struct
 from pathlib import Path
 
+import torch
 import transformers
 
 from ..errors import ModelFileError
@@ -17,19 +18,61 @@ INDEX = "model.safetensors.index.json"
 PICKLE_WEIGHTS = ("pytorch_model.bin", "pytorch_model.bin.index.json", "tf_model.h5", "flax_model.msgpack")
 
 
+_REMOTE_CODE = {"allowed": False}  # set by --trust-remote-code (cli) or allow_remote_code(True) (Python)
+
+
+def allow_remote_code(allowed: bool) -> None:
+    """Let transformers run the Python files of model folders that need them (``auto_map``); off
+    by default, and every config / tokenizer / model load passes ``trust_remote_code`` explicitly."""
+    _REMOTE_CODE["allowed"] = bool(allowed)
+
+
+def trust_remote_code() -> bool:
+    """The value every ``from_pretrained`` call passes as ``trust_remote_code`` (False unless asked)."""
+    return _REMOTE_CODE["allowed"]
+
+
+def check_remote_code(path: str | Path) -> None:
+    """A local folder whose ``config.json`` names a ``model_type`` transformers does not know needs
+    the folder's own Python code (``auto_map``): refused unless remote code was allowed, with one
+    clear error and no prompt on stdin. A known type with an ``auto_map`` loads the library's class."""
+    path = Path(path).expanduser()
+    if trust_remote_code() or not (path / "config.json").is_file():
+        return
+    try:
+        data = json.loads((path / "config.json").read_text())
+    except (OSError, ValueError):
+        return  # unreadable: check_model_folder names it
+    if not isinstance(data, dict) or data.get("model_type") is None:
+        return
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    if str(data["model_type"]) in CONFIG_MAPPING:
+        return
+    if data.get("auto_map"):
+        raise ModelFileError(f"{path / 'config.json'}: model_type {data['model_type']!r} needs the folder's own "
+                             f"Python code (auto_map {', '.join(sorted(data['auto_map']))[:80]}); forgetless never "
+                             "runs it unless you pass --trust-remote-code")
+    raise ModelFileError(f"{path / 'config.json'}: model_type {data['model_type']!r} is not an architecture "
+                         "transformers knows")
+
+
 def check_model_folder(path: str | Path):
     """The config of a local model folder, after checking it can be loaded safely: a readable
     ``config.json`` and safetensors weights whose header and size agree (a truncated, 0-byte or
     corrupt file is caught here, not in the middle of loading). Pickle-only folders are refused
     with the command that converts them. Raises ``ModelFileError``; reads no tensor data."""
     path = Path(path).expanduser()
+    if path.exists() and not path.is_dir():
+        raise ModelFileError(f"{path}: is a file; a model is a folder (config.json and model.safetensors)")
     if not path.is_dir():
         raise ModelFileError(f"model folder {str(path)!r} does not exist")
     config_file = path / "config.json"
     if not config_file.is_file():
         raise ModelFileError(f"{path}: not a model folder (no config.json)")
+    check_remote_code(path)
     try:
-        config = transformers.AutoConfig.from_pretrained(str(path))
+        config = transformers.AutoConfig.from_pretrained(str(path), trust_remote_code=trust_remote_code())
     except (OSError, ValueError, KeyError, TypeError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ModelFileError(f"{config_file}: unreadable model config ({first[:200]})") from exc
@@ -76,3 +119,33 @@ def check_safetensors(file: str | Path) -> None:
     if 8 + length + end != size:
         raise ModelFileError(f"{file}: truncated or corrupt safetensors file ({size} bytes, the header "
                              f"describes {8 + length + end})")
+
+
+# heads a checkpoint of another task has or lacks: a new classifier head is initialised, a
+# pre-training head (MLM, LM, QA) is left out; every other tensor must come from the checkpoint
+TASK_HEADS = ("classifier", "score", "pre_classifier", "classification_head", "cls", "lm_head", "qa_outputs",
+              "pooler", "generator_predictions", "generator_lm_head", "discriminator_predictions", "final_logits_bias")
+
+
+def check_loaded(model, path, info: dict | None = None) -> None:
+    """After a load: every floating tensor finite, and (``info``: ``from_pretrained``'s
+    ``output_loading_info``) no tensor of the model body missing from the checkpoint or left unused
+    (a missing tensor would silently be random). Raises ``ModelFileError`` naming the tensor."""
+    prefix = getattr(model, "base_model_prefix", "") or ""
+
+    def body(key: str) -> bool:
+        parts = key.split(".")
+        parts = parts[1:] if parts and parts[0] == prefix else parts
+        return not parts or parts[0] not in TASK_HEADS
+
+    for kind in ("missing_keys", "unexpected_keys"):
+        keys = sorted(k for k in (info or {}).get(kind) or () if body(k))
+        if keys:
+            what = "lacks" if kind == "missing_keys" else "has tensors the model does not use:"
+            raise ModelFileError(f"{path}: the checkpoint {what} {len(keys)} tensor(s) of the model "
+                                 f"({', '.join(keys[:3])}{', …' if len(keys) > 3 else ''}); it does not match its "
+                                 "config.json")
+    for name, tensor in [*model.named_parameters(), *model.named_buffers()]:
+        if tensor.is_floating_point() and tensor.device.type != "meta" and not bool(torch.isfinite(tensor).all()):
+            raise ModelFileError(f"{path}: tensor {name} holds NaN or infinite values; such a model cannot be "
+                                 "evaluated or compressed")

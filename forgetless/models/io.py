@@ -14,10 +14,10 @@ from pathlib import Path
 import transformers
 from torch import nn
 
-from ..errors import ForgetlessError, ModelFileError
+from ..errors import ForgetlessError, ModelFileError, OutputFolderError
 from ..fsutil import atomic_directory
 from .manifest import FORMAT, MANIFEST, is_forgetless_folder, read_manifest, transformers_model_class
-from .checks import check_model_folder
+from .checks import check_loaded, check_model_folder, trust_remote_code
 from .quantized_io import load_weights, save_weights
 from .stock import stock_config
 from .surgery import model_shape, reshape_like
@@ -31,6 +31,11 @@ def save_model(model: nn.Module, path: str | Path, tokenizer=None, metadata: dic
     ``from_pretrained`` rebuilds the model exactly; see ``stock.py``); ``README.md`` is a minimal
     model card (shapes, how to load), to be enriched with ``model_card.write_model_card``."""
     path = Path(path)
+    if path.is_dir() and any(path.iterdir()) and not is_forgetless_folder(path):
+        raise OutputFolderError(f"{path}: holds files forgetless did not write; save_model replaces only a "
+                                "model folder it wrote (name a new or empty folder)")
+    if path.exists() and not path.is_dir():
+        raise OutputFolderError(f"{path}: is an existing file; name a folder")
     with atomic_directory(path) as tmp:
         model.config.architectures = [type(model).__name__]
         stock_config(model).save_pretrained(tmp)  # uniform FFN widths written in: stock loading exact
@@ -75,8 +80,9 @@ def load_model(path: str | Path, device: str = "cpu", with_tokenizer: bool = Tru
     if missing or unexpected:
         raise ModelFileError(f"{weights}: weights do not match the recorded shape "
                              f"(missing {sorted(missing)[:5]}, unexpected {sorted(unexpected)[:5]})")
+    check_loaded(model, path)  # NaN / inf weights are an error, not a report of chance accuracy
     model.to(device).eval()
     tokenizer = None
     if with_tokenizer and (path / "tokenizer_config.json").is_file():
-        tokenizer = transformers.AutoTokenizer.from_pretrained(path)
+        tokenizer = transformers.AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code())
     return model, tokenizer

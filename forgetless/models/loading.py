@@ -11,7 +11,8 @@ import transformers
 
 from ..errors import ConfigError, ForgetlessError, UnsupportedModelError
 from .adapters import get_adapter
-from .checks import check_model_folder
+from .checks import check_loaded, check_model_folder, check_remote_code
+from .checks import trust_remote_code as allowed_remote_code
 from .io import is_forgetless_folder, load_model
 from .seq2seq import build_bert2bert
 from .tiny import TINY_CLASSIFIERS, TINY_SEQ2SEQ, tiny_classifier, tiny_seq2seq
@@ -30,17 +31,19 @@ def resolve_model_path(name_or_path: str) -> str:
             raise ForgetlessError(f"model {name_or_path!r} needs the package "
                                   f"{SHORT_NAMES[name_or_path].replace('_', '-')}: pip install it") from exc
         return str(package.get_model_path())
+    check_remote_code(name_or_path)  # a local folder needing custom code: one clear error, no prompt
     return name_or_path
 
 
 def load_classifier(name_or_path: str, label_names: list[str], device: str = "cpu",
-                    trust_remote_code: bool = False, attn_implementation: str = "sdpa", seed: int = 0,
+                    trust_remote_code: bool | None = None, attn_implementation: str = "sdpa", seed: int = 0,
                     tokenizer=None):
     """A sequence classifier with ``len(label_names)`` outputs, and its tokenizer.
 
     A forgetless folder is reloaded as saved (its label count must match); a plain folder or hub
     id gets a new, seeded classification head when it has none.
     """
+    trust_remote_code = allowed_remote_code() if trust_remote_code is None else trust_remote_code
     if name_or_path in TINY_CLASSIFIERS:
         tokenizer = tokenizer or bundled_tokenizer()
         model = tiny_classifier(name_or_path, len(tokenizer), label_names, tokenizer.pad_token_id or 0, seed)
@@ -55,20 +58,22 @@ def load_classifier(name_or_path: str, label_names: list[str], device: str = "cp
         return model, tokenizer
     _check_source(path)
     if Path(path).expanduser().is_dir():
-        config = transformers.AutoConfig.from_pretrained(path)
+        config = transformers.AutoConfig.from_pretrained(path, trust_remote_code=trust_remote_code)
         if any(a.endswith("ForSequenceClassification") for a in getattr(config, "architectures", None) or []) \
                 and config.num_labels == len(label_names):
             check_label_order(config, label_names, path)
     id2label = dict(enumerate(label_names))
     transformers.set_seed(seed)
     try:
-        model = transformers.AutoModelForSequenceClassification.from_pretrained(
+        model, info = transformers.AutoModelForSequenceClassification.from_pretrained(
             path, num_labels=len(label_names), id2label=id2label, label2id={v: k for k, v in id2label.items()},
             trust_remote_code=trust_remote_code, attn_implementation=attn_implementation, use_safetensors=True,
+            output_loading_info=True,
         )
         tokenizer = transformers.AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
     except OSError as exc:
         raise ForgetlessError(f"could not load model {name_or_path!r}: {exc}") from exc
+    check_loaded(model, path, info)  # a missing body tensor or NaN weights: an error, not a random model
     get_adapter(model)  # fail early for architectures forgetless cannot compress
     _ensure_pad_token(model, tokenizer, path)
     return model.to(device), tokenizer
@@ -87,13 +92,16 @@ def check_label_order(config, label_names: list[str], path) -> None:
 
 
 def bundled_tokenizer():
-    return transformers.AutoTokenizer.from_pretrained(resolve_model_path("minilm"))
+    return transformers.AutoTokenizer.from_pretrained(resolve_model_path("minilm"), trust_remote_code=False)
 
 
 def load_seq2seq(name_or_path: str, device: str = "cpu", tokenizer=None, seed: int = 0, max_length: int = 64):
     """``(model, tokenizer)`` of an encoder-decoder: a tiny model (built for ``tokenizer``, else the
     bundled MiniLM tokenizer), a forgetless folder (reloaded as saved), ``minilm`` or any BERT
     folder (bert2bert warm start, seeded new cross-attention), or a seq2seq Hugging Face folder."""
+    if name_or_path in TINY_CLASSIFIERS:
+        raise UnsupportedModelError(f"model {name_or_path!r} is a classifier; an encoder-decoder is needed: "
+                                    f"{', '.join(TINY_SEQ2SEQ)}, minilm (bert2bert) or a seq2seq folder")
     if name_or_path in TINY_SEQ2SEQ:
         tokenizer = tokenizer or bundled_tokenizer()
         ids = dict(pad=tokenizer.pad_token_id, bos=tokenizer.cls_token_id, eos=tokenizer.sep_token_id)
@@ -108,15 +116,17 @@ def load_seq2seq(name_or_path: str, device: str = "cpu", tokenizer=None, seed: i
         return model, saved_tokenizer
     _check_source(path)
     try:
-        config = transformers.AutoConfig.from_pretrained(path)
-        tokenizer = transformers.AutoTokenizer.from_pretrained(path)
+        config = transformers.AutoConfig.from_pretrained(path, trust_remote_code=allowed_remote_code())
+        tokenizer = transformers.AutoTokenizer.from_pretrained(path, trust_remote_code=allowed_remote_code())
     except OSError as exc:
         raise ForgetlessError(f"could not load model {name_or_path!r}: {exc}") from exc
     transformers.set_seed(seed)
     if config.model_type == "bert":
         model = build_bert2bert(path, tokenizer=tokenizer, max_length=max_length)
     else:
-        model = transformers.AutoModelForSeq2SeqLM.from_pretrained(path, use_safetensors=True)
+        model, info = transformers.AutoModelForSeq2SeqLM.from_pretrained(
+            path, use_safetensors=True, trust_remote_code=allowed_remote_code(), output_loading_info=True)
+        check_loaded(model, path, info)
     if not get_adapter(model).is_seq2seq:
         raise UnsupportedModelError(f"{name_or_path!r} is not an encoder-decoder model")
     return model.to(device), tokenizer
@@ -138,10 +148,8 @@ def _ensure_pad_token(model, tokenizer, path: str) -> None:
 def _check_source(path: str) -> None:
     """A local path must exist and be a readable model folder; anything else is a hub id."""
     looks_local = path.startswith((".", "/", "~")) or Path(path).exists()
-    if looks_local and not Path(path).expanduser().is_dir():
-        raise ForgetlessError(f"model folder {path!r} does not exist")
     if looks_local:
-        check_model_folder(path)
+        check_model_folder(path)  # missing, a file, no config, pickle only: one clear error
 
 
 __all__ = ["load_classifier", "load_seq2seq", "resolve_model_path", "UnsupportedModelError"]

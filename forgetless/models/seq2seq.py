@@ -250,8 +250,9 @@ def build_bert2bert(encoder: str | transformers.BertConfig, decoder: str | trans
         ids = dict(cls=1, pad=0, sep=2)
     else:
         model = transformers.EncoderDecoderModel.from_encoder_decoder_pretrained(
-            str(encoder), str(decoder), encoder_use_safetensors=True, decoder_use_safetensors=True)
-        tok = tokenizer or transformers.AutoTokenizer.from_pretrained(str(encoder))
+            str(encoder), str(decoder), encoder_use_safetensors=True, decoder_use_safetensors=True,
+            encoder_trust_remote_code=False, decoder_trust_remote_code=False)  # bert2bert: BERT folders only
+        tok = tokenizer or transformers.AutoTokenizer.from_pretrained(str(encoder), trust_remote_code=False)
         ids = dict(cls=tok.cls_token_id, pad=tok.pad_token_id, sep=tok.sep_token_id)
     for cfg in (model.config, model.generation_config):
         cfg.decoder_start_token_id = ids["cls"]

@@ -25,6 +25,7 @@ import transformers
 from safetensors import safe_open
 from torch import nn
 
+from .checks import trust_remote_code
 from .manifest import read_manifest, transformers_model_class
 from .surgery import model_shape
 
@@ -106,7 +107,7 @@ def stock_loadable(model_dir: str | Path) -> tuple[bool, str]:
 
     model_dir = Path(model_dir)
     manifest = read_manifest(model_dir)
-    config = transformers.AutoConfig.from_pretrained(model_dir)
+    config = transformers.AutoConfig.from_pretrained(model_dir, trust_remote_code=trust_remote_code())
     try:
         stock = meta_model(transformers_model_class(manifest["model_class"]), config)
         stock_shape = json.loads(json.dumps(model_shape(stock)))

@@ -90,6 +90,8 @@ def check_value(key: str, value, action: argparse.Action, source: str):
     if cast in (int, float):
         value = _number(value, cast, where)
     elif cast in (None, str):
+        if key in COMMA and (value == [] or (isinstance(value, str) and not value.strip(", "))):
+            raise ConfigError(f"{where}: an empty list; give at least one value")
         if key in COMMA and isinstance(value, (list, tuple)):
             value = ",".join(str(v) for v in value)
         elif key in COMMA and isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -119,17 +121,78 @@ def parse_set(item: str) -> tuple[str, object]:
     return key.strip(), value
 
 
+MAX_RECIPE_BYTES = 1_000_000
+MAX_NODES = 10_000  # YAML nodes after alias expansion: a "billion laughs" file is refused, not expanded
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that refuses duplicate keys (YAML keeps the last one silently)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if isinstance(key, (str, int, float, bool)) and key in seen:
+                raise ConfigError(f"{self.source}: key {key!r} appears twice (line {key_node.start_mark.line + 1}); "
+                                  "keep one")
+            seen.add(key)
+        return super().construct_mapping(node, deep)
+
+
+def _expanded_size(node, memo: dict, limit: int) -> int:
+    """Nodes of ``node`` with every alias expanded (memoised per node: aliases share node objects)."""
+    if id(node) in memo:
+        return memo[id(node)]
+    memo[id(node)] = limit + 1  # a cycle counts as too large
+    size = 1
+    if isinstance(node, yaml.SequenceNode):
+        for child in node.value:
+            size += _expanded_size(child, memo, limit)
+            if size > limit:
+                break
+    elif isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            size += _expanded_size(key, memo, limit) + _expanded_size(value, memo, limit)
+            if size > limit:
+                break
+    memo[id(node)] = size
+    return size
+
+
+def read_yaml(text: str, source: str):
+    """One YAML document, strictly: no duplicate keys, at most ``MAX_NODES`` nodes once aliases
+    are expanded; every problem a ``ConfigError`` naming ``source``."""
+    loader = _StrictLoader(text)
+    loader.source = source
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        if _expanded_size(node, {}, MAX_NODES) > MAX_NODES:
+            raise ConfigError(f"{source}: more than {MAX_NODES} values once its aliases (*name) are expanded; "
+                              "a recipe that large is refused")
+        return loader.construct_document(node)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{source}: not valid YAML ({str(exc).splitlines()[0]})") from None
+    finally:
+        loader.dispose()
+
+
 def load_recipe(path: str | Path, schema, scale: str | None = None, sets=()) -> dict:
     """Read, pick ``scale`` and apply ``sets`` (``[(key, value)]`` or ``["key=value"]``); returns the
     validated flat recipe (meta keys + option values). ``schema(command)`` gives a command's
     (subparser, actions, owners) (``cli.recipe.schema``)."""
     path = Path(path)
     if not path.is_file():
-        raise ConfigError(f"recipe {path} does not exist")
+        raise ConfigError(f"recipe {path} {'is a folder, not a file' if path.is_dir() else 'does not exist'}")
+    if path.stat().st_size > MAX_RECIPE_BYTES:
+        raise ConfigError(f"recipe {path}: {path.stat().st_size} bytes; a recipe is a small YAML file "
+                          f"(at most {MAX_RECIPE_BYTES} bytes)")
     try:
-        raw = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"recipe {path}: not valid YAML ({str(exc).splitlines()[0]})") from None
+        text = path.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"recipe {path}: not a UTF-8 text file (byte {exc.start}); give a YAML recipe") from None
+    raw = read_yaml(text, str(path))
     if not isinstance(raw, dict):
         raise ConfigError(f"recipe {path}: expected a mapping of keys to values at the top level")
     return validate_recipe(raw, schema, str(path), scale, sets)
@@ -147,8 +210,10 @@ def validate_recipe(raw: dict, schema, source: str = "<recipe>", scale: str | No
         if not isinstance(scales[scale], dict):
             raise ConfigError(f"{source}: scale {scale!r} must be a mapping of option values")
         raw = {**raw, **scales[scale], "scale": scale}
-    elif scale is not None and raw.get("scale") not in (None, scale):
-        raise ConfigError(f"{source}: a resolved recipe of scale {raw['scale']!r}; --scale {scale} does not apply")
+    elif scale is not None and raw.get("scale") is None:
+        raise ConfigError(f"--scale {scale}: {source} has no scales; drop --scale")
+    elif scale is not None and raw.get("scale") != scale:
+        raise ConfigError(f"--scale {scale}: {source} is a resolved recipe of scale {raw['scale']!r}")
     origin = {key: source for key in raw}
     for item in sets:
         key, value = parse_set(item) if isinstance(item, str) else item

@@ -29,7 +29,8 @@ from ..fsutil import atomic_write_json
 from ..kinds import kind_for
 from ..methods import METHODS
 from ..objectives import OBJECTIVES
-from ..pipeline import RunConfig, compress, train_teacher
+from ..outputs import check_output, mark_output, output_lock
+from ..pipeline import RunConfig, clean_work, compress, train_teacher
 from ..recipes.dump import dump_recipe, sweep_run_recipe
 from ..training.trainer import TrainConfig
 from .table import _record, _summary, write_sweep
@@ -104,60 +105,63 @@ def run_sweep(task: Task, out_dir: str | Path, objectives=ALL_OBJECTIVES, seeds=
     unknown = set(objective_options or {}) - set(objectives)
     if unknown:
         raise ConfigError(f"options given for objectives not in the sweep: {sorted(unknown)}")
-    out_dir = Path(out_dir)
-    train = train or TrainConfig()
-    speed = speed or SpeedConfig(batch_size=8, seq_len=64, warmup=1, repeats=2)
-    records, difficulty, started = [], {}, time.time()
-    setup = {"method": method, "method_options": method_options or {}, "level_option": level_option,
-             "objectives": objectives, "seeds": seeds,
-             "sparsities": sparsities, "objective_options": objective_options or {}, "model": model,
-             "student_init": student_init, "train": asdict(train), "teacher_train": asdict(teacher_train or train)}
-    task_key = task_fingerprint(task)
-    cache = out_dir / "cache"
-    for seed in seeds:
-        seed_train = replace(train, seed=seed)
-        seed_teacher_train = replace(teacher_train or train, seed=seed)
-        base = RunConfig(model=model, train=seed_train, teacher_train=seed_teacher_train, seed=seed)
-        # one teacher folder per task content and seed: a changed task never resumes an old teacher's checkpoints
-        _, _, info = train_teacher(task, base, out_dir / "teachers" / f"{task_key}-seed{seed}", kind)
-        teacher_dir = info["path"] if "path" in info else str(info["source"])
-        if "rmc" in objectives:
-            difficulty[str(seed)] = _difficulty_summary(task, teacher_dir, seed_train, seed,
-                                                        (objective_options or {}).get("rmc", {}),
-                                                        out_dir / "cache", model)
-            write_sweep(_summary([], task, setup, difficulty, started), out_dir, plots=False)
-        for sparsity in sparsities:
-            for name in objectives:
-                config = RunConfig(model=model, method=method,
-                                   method_options={**(method_options or {}), level_option: sparsity},
-                                   objective=name, objective_options=dict((objective_options or {}).get(name, {})),
-                                   teacher=teacher_dir, student_init=student_init, train=seed_train,
-                                   speed=speed, seed=seed, progress=progress, cache_dir=str(cache),
-                                   **({"eval": eval_config} if eval_config is not None else {}))
-                run_dir = out_dir / "runs" / f"{name}-s{sparsity:g}-seed{seed}"
-                card = _reuse(run_dir, config, task_key)
-                if card is None:
-                    log.info("sweep run %s", run_dir.name)
-                    shutil.rmtree(run_dir, ignore_errors=True)  # never resume another configuration's checkpoints
-                    t0 = time.time()
-                    run_recipe = None if recipe is None else sweep_run_recipe(
-                        recipe, name, config.objective_options, level_option, sparsity, seed, teacher_dir,
-                        out_dir / "reruns" / run_dir.name)
-                    card = compress(task, config, run_dir, recipe=run_recipe)
-                    card["sweep_run"] = {"key": run_key(config, task_key), "seconds": time.time() - t0}
-                    atomic_write_json(run_dir / "sweep-run.json", card["sweep_run"])
-                    if not keep_work:
-                        shutil.rmtree(run_dir / "work", ignore_errors=True)
-                records.append(_record(card, level_option))
-                # partial results after every run: an interrupted sweep still has its table
-                write_sweep(_summary(records, task, setup, difficulty, started), out_dir, plots=False)
-    summary = _summary(records, task, setup, difficulty, started)
-    summary["complete"] = True
-    if recipe is not None:
-        dump_recipe(recipe, out_dir / "recipe.yaml")
-        summary["recipe"] = recipe
-    write_sweep(summary, out_dir, plots=plots)
-    return summary
+    out_dir = check_output(out_dir, command="sweep", inputs={"--model": model})
+    with output_lock(out_dir):  # a second sweep on the same folder stops here; this one resumes its runs
+        mark_output(out_dir, "sweep")
+        train = train or TrainConfig()
+        speed = speed or SpeedConfig(batch_size=8, seq_len=64, warmup=1, repeats=2)
+        records, difficulty, started = [], {}, time.time()
+        setup = {"method": method, "method_options": method_options or {}, "level_option": level_option,
+                 "objectives": objectives, "seeds": seeds,
+                 "sparsities": sparsities, "objective_options": objective_options or {}, "model": model,
+                 "student_init": student_init, "train": asdict(train), "teacher_train": asdict(teacher_train or train)}
+        task_key = task_fingerprint(task)
+        cache = out_dir / "cache"
+        for seed in seeds:
+            seed_train = replace(train, seed=seed)
+            seed_teacher_train = replace(teacher_train or train, seed=seed)
+            base = RunConfig(model=model, train=seed_train, teacher_train=seed_teacher_train, seed=seed)
+            # one teacher folder per task content and seed: a changed task never resumes an old teacher's checkpoints
+            _, _, info = train_teacher(task, base, out_dir / "teachers" / f"{task_key}-seed{seed}", kind)
+            teacher_dir = info["path"] if "path" in info else str(info["source"])
+            if "rmc" in objectives:
+                difficulty[str(seed)] = _difficulty_summary(task, teacher_dir, seed_train, seed,
+                                                            (objective_options or {}).get("rmc", {}),
+                                                            out_dir / "cache", model)
+                write_sweep(_summary([], task, setup, difficulty, started), out_dir, plots=False)
+            for sparsity in sparsities:
+                for name in objectives:
+                    config = RunConfig(model=model, method=method,
+                                       method_options={**(method_options or {}), level_option: sparsity},
+                                       objective=name, objective_options=dict((objective_options or {}).get(name, {})),
+                                       teacher=teacher_dir, student_init=student_init, train=seed_train,
+                                       speed=speed, seed=seed, progress=progress, cache_dir=str(cache),
+                                       **({"eval": eval_config} if eval_config is not None else {}))
+                    run_dir = out_dir / "runs" / f"{name}-s{sparsity:g}-seed{seed}"
+                    card = _reuse(run_dir, config, task_key)
+                    if card is None:
+                        log.info("sweep run %s", run_dir.name)
+                        shutil.rmtree(run_dir, ignore_errors=True)  # never resume another configuration's checkpoints
+                        t0 = time.time()
+                        run_recipe = None if recipe is None else sweep_run_recipe(
+                            recipe, name, config.objective_options, level_option, sparsity, seed, teacher_dir,
+                            out_dir / "reruns" / run_dir.name)
+                        card = compress(task, config, run_dir, recipe=run_recipe)
+                        card["sweep_run"] = {"key": run_key(config, task_key), "seconds": time.time() - t0}
+                        atomic_write_json(run_dir / "sweep-run.json", card["sweep_run"])
+                        if not keep_work:
+                            shutil.rmtree(run_dir / "work", ignore_errors=True)
+                    records.append(_record(card, level_option))
+                    # partial results after every run: an interrupted sweep still has its table
+                    write_sweep(_summary(records, task, setup, difficulty, started), out_dir, plots=False)
+        summary = _summary(records, task, setup, difficulty, started)
+        summary["complete"] = True
+        if recipe is not None:
+            dump_recipe(recipe, out_dir / "recipe.yaml")
+            summary["recipe"] = recipe
+        write_sweep(summary, out_dir, plots=plots)
+        clean_work(out_dir / "teachers")  # the teachers' training checkpoints (the teachers are in the cache)
+        return summary
 
 
 def collect_sweep(out_dir: str | Path, write: bool = True, plots: bool = True) -> dict:

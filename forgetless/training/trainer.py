@@ -14,7 +14,6 @@ model shape: the *run key*); checkpoints of another run are moved aside. A full 
 """
 from __future__ import annotations
 
-import errno
 import hashlib
 import json
 import logging
@@ -33,8 +32,7 @@ from transformers import TrainerCallback
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 from ..ranges import MAX_TOKENS, check_number
-from ..errors import DiskFullError
-from ..fsutil import atomic_write_text
+from ..fsutil import atomic_write_text, disk_full_guard
 from ..objectives.base import Objective
 from .encode import Collator, encode_for_training, split_batch
 from .logs import route_logs
@@ -166,7 +164,7 @@ def training_arguments(output_dir: str | Path, config: TrainConfig) -> transform
 def freeze_embeddings(model: nn.Module) -> None:
     """Stop training the token embeddings and the (often tied) output projection."""
     modules = [model.get_input_embeddings(), model.get_output_embeddings()]
-    if hasattr(model, "get_encoder"):
+    if getattr(model.config, "is_encoder_decoder", False):  # v5: a BERT classifier's get_encoder() has no embeddings
         modules.append(model.get_encoder().get_input_embeddings())
     for module in modules:
         if module is not None:
@@ -209,14 +207,8 @@ def fine_tune(model: nn.Module, tokenizer, train_set, output_dir: str | Path, co
     if last:
         log.info("resuming from %s", last)
         print(f"[forgetless] resuming from {Path(last).name} in {output_dir}", file=sys.stderr, flush=True)
-    try:
+    with disk_full_guard(output_dir, "training into", "rerun: training resumes from the last complete checkpoint"):
         trainer.train(resume_from_checkpoint=last)
-    except OSError as exc:
-        if exc.errno == errno.ENOSPC:
-            raise DiskFullError(f"disk full while training into {output_dir} ({_free_space(output_dir)} free); "
-                                "free some space and rerun: training resumes from the last complete "
-                                "checkpoint") from exc
-        raise
     model.eval()
     return trainer.model if not hasattr(trainer.model, "module") else trainer.model.module
 
@@ -282,16 +274,6 @@ def _complete(folder: Path) -> bool:
     except (OSError, ValueError):
         return False
     return True
-
-
-def _free_space(path) -> str:
-    probe = Path(path)
-    while not probe.exists() and probe != probe.parent:
-        probe = probe.parent
-    try:
-        return f"{shutil.disk_usage(probe).free / 2**20:.1f} MiB"
-    except OSError:
-        return "unknown space"
 
 
 def _stored_key(output_dir) -> str | None:

@@ -1,0 +1,169 @@
+"""A full disk at every write site of a run (issue 18) is one ``DiskFullError`` line naming the
+folder and its free space, exit code 2, and the same command afterwards resumes to the weights
+and numbers of an uninterrupted run, leaving no temporary folders behind. The writers are patched
+to fail as the libraries do: ``OSError(ENOSPC)``, safetensors' ``SafetensorError`` (no errno, a
+message) and torch's ``RuntimeError`` from its zip writer. Also: the cache folder is checked before
+a teacher is trained, and two processes on one output folder or one teacher."""
+from __future__ import annotations
+
+import errno
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+import transformers
+
+from forgetless.cli import main
+
+from test_faults import COMMON, RUNS, fingerprint
+
+ARGV = RUNS["truncate"] + COMMON
+
+
+def error_lines(capsys) -> list[str]:
+    return [line for line in capsys.readouterr().err.splitlines() if "error:" in line]
+
+
+def test_disk_full_at_every_write_site_then_resume(tmp_path, monkeypatch, capsys):
+    from safetensors import SafetensorError
+
+    from forgetless.models import io
+    from forgetless.report import card
+
+    torch.set_num_threads(1)
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("FORGETLESS_CACHE", str(tmp_path / "straight-cache"))
+    assert main([*ARGV, "--out", str(tmp_path / "straight")]) == 0
+    monkeypatch.setenv("FORGETLESS_CACHE", str(cache))
+    out = tmp_path / "full"
+    save_weights, checkpoint = io.save_weights, transformers.Trainer._save_optimizer_and_scheduler
+    write_card = card.atomic_write_json
+
+    def cache_full(model, folder):  # the teacher's save into the cache: safetensors' own error
+        if str(cache) in str(folder):
+            raise SafetensorError('Error while serializing: IoError(Os { code: 28, kind: StorageFull, '
+                                  'message: "No space left on device" })')
+        return save_weights(model, folder)
+
+    def checkpoint_full(self, output_dir):  # torch's zip writer hides the errno
+        if "teacher" in str(output_dir):
+            return checkpoint(self, output_dir)
+        raise RuntimeError("[enforce fail at inline_container.cc:672] . PytorchStreamWriter failed writing file "
+                           "data/0: file write failed")
+
+    def model_full(model, folder):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    def report_full(path, data):
+        if Path(path).name == "report.json":
+            raise OSError(errno.ENOSPC, "No space left on device", str(path))
+        return write_card(path, data)
+
+    sites = [("cache", io, "save_weights", cache_full, str(cache / "teachers")),
+             ("checkpoint", transformers.Trainer, "_save_optimizer_and_scheduler", checkpoint_full,
+              str(out / "work" / "train-truncate")),
+             ("model", io, "save_weights", model_full, str(out)),
+             ("report", card, "atomic_write_json", report_full, str(out))]
+    for site, owner, name, patched, folder in sites:
+        with monkeypatch.context() as patch:
+            patch.setattr(owner, name, patched)
+            capsys.readouterr()
+            assert main([*ARGV, "--out", str(out)]) == 2, site
+            lines = error_lines(capsys)
+            assert len(lines) == 1, (site, lines)
+            assert re.search(rf"disk full while (writing into|training into) {re.escape(folder)} \([0-9.]+ MiB free\)",
+                             lines[0]), (site, lines[0])
+            assert not (out / "report.json").exists()
+        assert not list(out.glob(".*.tmp-*")) and not list((cache / "teachers").glob(".*.tmp-*")), site
+    assert main([*ARGV, "--out", str(out)]) == 0
+    assert fingerprint(out) == fingerprint(tmp_path / "straight")
+    assert not list(out.rglob("*.tmp-*")) and not list(cache.rglob("*.tmp-*"))
+
+
+def test_leftovers_of_a_killed_save_are_removed_by_the_next_run(tmp_path):
+    """``.model.tmp-*`` in OUT and ``.<key>.tmp-*`` in the cache (what a kill while saving leaves)."""
+    from forgetless.fsutil import remove_leftovers
+
+    (tmp_path / ".model.tmp-abc").mkdir()
+    (tmp_path / ".model.tmp-abc" / "model.safetensors").write_bytes(b"")
+    (tmp_path / ".report.json.tmp-x").write_text("{")
+    (tmp_path / "user.tmp-1").write_text("not ours")  # not a forgetless temporary name: kept
+    assert remove_leftovers(tmp_path) == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["user.tmp-1"]
+    (tmp_path / ".k.tmp-1").mkdir()
+    assert remove_leftovers(tmp_path, min_age_s=3600) == 0  # too young: a running writer's
+
+
+@pytest.mark.parametrize("setup, pattern", [
+    ("file", r"FORGETLESS_CACHE=.*cache-file: is a file; point it to a folder"),
+    ("inside-file", r"FORGETLESS_CACHE=.*cache-file/sub: is inside the file .*cache-file"),
+    ("read-only", r"FORGETLESS_CACHE=.*read-only: cannot write in"),
+])
+def test_cache_folder_checked_before_the_teacher_is_trained(setup, pattern, tmp_path, monkeypatch, capsys):
+    (tmp_path / "cache-file").write_text("x")
+    read_only = tmp_path / "read-only"
+    read_only.mkdir()
+    read_only.chmod(0o500)
+    if os.access(read_only, os.W_OK):
+        read_only.chmod(0o700)
+        if setup == "read-only":
+            pytest.skip("running as a user who can write into read-only folders (root)")
+    cache = {"file": tmp_path / "cache-file", "inside-file": tmp_path / "cache-file" / "sub",
+             "read-only": read_only}[setup]
+    monkeypatch.setenv("FORGETLESS_CACHE", str(cache))
+    out = tmp_path / "out"
+    code = main([*ARGV, "--out", str(out)])
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if "error:" in line]
+    read_only.chmod(0o700)
+    assert code == 2 and len(lines) == 1 and re.search(pattern, lines[0]), err
+    assert "[forgetless]" not in err and not out.exists()
+
+
+# ----- two processes ---------------------------------------------------------------------------------------
+def _start(argv, tmp_path, cache, name):
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), "HF_HUB_OFFLINE": "1",
+           "FORGETLESS_CACHE": str(cache)}
+    log = open(tmp_path / f"{name}.log", "w")
+    return subprocess.Popen([sys.executable, "-m", "forgetless", *argv], stdout=log, stderr=subprocess.STDOUT,
+                            env=env), tmp_path / f"{name}.log"
+
+
+@pytest.mark.slow
+def test_second_run_on_the_same_folder_stops_clearly(tmp_path, monkeypatch, capsys):
+    """~25 s on 2 shared cores: one run in a child process, the second in this process."""
+    cache = tmp_path / "cache"
+    out = tmp_path / "out"
+    first, log = _start([*ARGV, "--epochs", "4", "--out", str(out)], tmp_path, cache, "first")
+    deadline = time.time() + 240
+    while "[forgetless] teacher" not in log.read_text() and first.poll() is None and time.time() < deadline:
+        time.sleep(0.2)
+    assert first.poll() is None, log.read_text()
+    monkeypatch.setenv("FORGETLESS_CACHE", str(cache))
+    assert main([*ARGV, "--epochs", "4", "--out", str(out)]) == 2
+    lines = error_lines(capsys)
+    assert len(lines) == 1 and "another forgetless run is writing into it" in lines[0], lines
+    assert first.wait(timeout=600) == 0, log.read_text()
+    assert (out / "report.json").is_file()
+
+
+@pytest.mark.slow
+def test_two_runs_needing_one_teacher_train_it_once(tmp_path):
+    """~40 s on 2 shared cores: two processes, two output folders, one cached teacher."""
+    cache = tmp_path / "cache"
+    runs = [_start([*ARGV, "--out", str(tmp_path / name)], tmp_path, cache, name) for name in ("a", "b")]
+    for process, log in runs:
+        assert process.wait(timeout=600) == 0, log.read_text()
+    logs = [log.read_text() for _, log in runs]
+    assert sum("fine-tuning the teacher" in text for text in logs) == 1, logs
+    assert sum("reusing teacher from" in text for text in logs) == 1, logs
+    assert len(list((cache / "teachers").iterdir())) == 2  # the teacher and its lock file
+    cards = [json.loads((tmp_path / name / "report.json").read_text()) for name in ("a", "b")]
+    assert cards[0]["sets"] == cards[1]["sets"]
+
