@@ -59,7 +59,8 @@ def fever_task(data_dir=None, seed: int = 0, train_fraction: float = 0.8, datase
             train = _hub_train(dataset, subset, train_split)
         else:
             train = claims(*_named(hub.load_rows("fever/train"), "train"))
-        protocol = f"FEVER → Symmetric: train {dataset or 'FEVER v1.0 train'}, dev = FEVER paper_dev (Hugging Face hub)"
+        protocol = (f"FEVER → Symmetric: train {dataset or 'FEVER v1.0 train'}, dev = FEVER paper_dev "
+                    "(Hugging Face hub)")
         return _task(train, dev, challenges, protocol)
     dev = claims(*_named(read_rows(root, DEV_FILE), "fever_dev"))
     challenges = {"sym1": claims(*_named(read_rows(root, SYM1_FILE), "sym1")),

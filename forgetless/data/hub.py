@@ -123,7 +123,8 @@ def load_rows(key: str) -> tuple[list[dict], str]:
     spec = SETS[key]
     offline = os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
     if not offline and not _reachable(spec.host()):
-        raise _unreachable(spec, f"is needed but {spec.host()} cannot be reached")
+        raise _unreachable(spec, f"is needed but {spec.host()} cannot be reached "
+                                 "(HF_HUB_OFFLINE=1 reads datasets' cache)")
     import datasets
 
     try:

@@ -86,9 +86,11 @@ def mnli_task(data_dir=None, seed: int = 0) -> Task:
         raise DataError("task mnli needs GLUE MNLI train, which the data folder lacks: use --task mnli-small "
                         "(80/20 of MNLI dev matched) or drop --data-dir / FORGETLESS_DATA_DIR to read the hub")
     train = hub.example_set("mnli/train", "train", MNLI_LABELS)
-    return Task("mnli", MNLI_LABELS, train, hub.example_set("mnli/dev", "dev", MNLI_LABELS), {"hans": hub_hans()},
-                protocol="mnli → HANS: GLUE MNLI train / validation_matched; HANS 30k challenge (3-way → entailment / "
-                         "non-entailment); no hard/easy split (the hardness flags are not on the hub); Hugging Face hub")
+    dev = hub.example_set("mnli/dev", "dev", MNLI_LABELS)
+    return Task("mnli", MNLI_LABELS, train, dev, {"hans": hub_hans()},
+                protocol="mnli → HANS: GLUE MNLI train / validation_matched; HANS 30k challenge (3-way → "
+                         "entailment / non-entailment); no hard/easy split (the hardness flags are not on the hub); "
+                         "Hugging Face hub")
 
 
 def _register():
