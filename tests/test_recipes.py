@@ -10,10 +10,12 @@ from safetensors.torch import load_file
 
 from forgetless.cli import load_recipe, main, recipe_schema, run_recipe
 from forgetless.errors import ConfigError
+from forgetless.recipes.catalog import builtin_folder, find_recipe, recipe_names
 
 torch.set_num_threads(1)
 ROOT = Path(__file__).resolve().parents[1]
-RECIPES = sorted((ROOT / "recipes").glob("*.yaml"))
+RECIPES = sorted(builtin_folder().glob("*.yaml"))
+REAL_DATA = ("sst2", "rte", "qnli", "qqp", "mnli-small", "fever", "tweetqa", "samsum", "xsum")
 DATA = Path("/work/shared/data") if Path("/work/shared/data").is_dir() else ROOT.parent / "shared" / "data"
 TINY = {"train_size": 12, "eval_size": 6, "epochs": 1, "batch_size": 4, "max_length": 32, "no_progress": True,
         "eval_batch_size": 8}
@@ -75,7 +77,7 @@ def _overrides(path: Path, out: Path) -> list:
                 ("repeats", 1), ("out", str(out))]
     seq2seq = recipe.get("method") in ("nash", "cofi")
     sets["model"] = "tiny-t5" if seq2seq else "tiny-bert"
-    if "data_dir" in recipe:
+    if recipe.get("task") in REAL_DATA:  # recipes name no data folder: the test gives the offline one
         sets["data_dir"] = str(DATA)
     if recipe["command"] == "sweep":
         objectives = recipe["objectives"].split(",")
@@ -96,7 +98,7 @@ def _overrides(path: Path, out: Path) -> list:
 @pytest.mark.parametrize("path", RECIPES, ids=lambda p: p.stem)
 def test_cpu_scale_runs_on_tiny_models(path, tmp_path):
     recipe = load_recipe(path, "cpu")
-    if "data_dir" in recipe and not DATA.is_dir():
+    if recipe.get("task") in REAL_DATA and not DATA.is_dir():
         pytest.skip("offline data folder not present")
     resolved, result = run_recipe(path, "cpu", _overrides(path, tmp_path / "out"))
     out = tmp_path / "out"
@@ -163,3 +165,28 @@ def test_each_sweep_run_saves_a_recipe_that_reruns_it(tmp_path):
         assert json.dumps(first[key], sort_keys=True) == json.dumps(again[key], sort_keys=True), key
     weights = [load_file(next((d / "model").glob("*.safetensors"))) for d in (run_dir, Path(again["recipe"]["out"]))]
     assert all(torch.equal(weights[0][k], weights[1][k]) for k in weights[0])
+
+
+def test_builtin_recipes_by_name_from_any_folder(tmp_path, monkeypatch, capsys):
+    """Recipes are package data: a name works from any folder, ``forgetless recipes`` lists each with
+    its paper table, ``run --data-dir`` sets the data folder, and recipes name no data folder."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("FORGETLESS_DATA_DIR", raising=False)
+    assert len(recipe_names()) == len(RECIPES) >= 14 and find_recipe("rahp-table1") == builtin_folder() / "rahp-table1.yaml"
+    assert all("data_dir" not in p.read_text() for p in RECIPES)
+    resolved, _ = run_recipe("rahp-table1", check=True)
+    assert resolved["name"] == "rahp-table1" and resolved["task"] == "sst2" and "data_dir" not in resolved
+    resolved, _ = run_recipe("rahp-table1.yaml", "paper", check=True, data_dir=str(tmp_path))
+    assert resolved["data_dir"] == str(tmp_path.resolve()) and resolved["model"] == "bert-base-uncased"
+    monkeypatch.setenv("FORGETLESS_DATA_DIR", str(tmp_path))  # the folder actually read is saved
+    assert run_recipe("rahp-table1", check=True)[0]["data_dir"] == str(tmp_path.resolve())
+    with pytest.raises(ConfigError, match=r"recipe rahp-tabel1 is neither a file nor a built-in recipe \(did you "
+                                          r"mean 'rahp-table1'\?\).*rmc-table7-9-objectives"):
+        run_recipe("rahp-tabel1", check=True)
+    with pytest.raises(ConfigError, match="--data-dir does not apply to a profile recipe"):
+        run_recipe("nash-figure3-profile", check=True, data_dir=str(tmp_path))
+    assert main(["recipes"]) == 0
+    out = capsys.readouterr().out
+    assert "rahp-table1 " in out and "RAHP Table 1: GLUE / AdvGLUE" in out and f"{len(RECIPES)} recipes" in out
+    assert main(["run", "rmc-table1-4-magnitude", "--scale", "paper", "--check"]) == 0
+    assert "task: mnli\n" in capsys.readouterr().out  # paper scale: GLUE MNLI train → HANS from the hub

@@ -13,12 +13,12 @@ from . import commands
 from .export import cmd_export
 from .options import parse_bool
 from .parser import DEMO_OUT, build_parser  # noqa: F401  (DEMO_OUT: the demo's folder)
-from .recipe import cmd_run
+from .recipe import cmd_recipes, cmd_run
 
 COMMANDS = {"compress": commands.cmd_compress, "compress-seq2seq": commands.cmd_compress,
             "demo": commands.cmd_compress, "finetune": commands.cmd_finetune, "evaluate": commands.cmd_evaluate,
             "bench": commands.cmd_bench, "list": commands.cmd_list, "sweep": commands.cmd_sweep,
-            "profile": commands.cmd_profile, "run": cmd_run, "export": cmd_export}
+            "profile": commands.cmd_profile, "run": cmd_run, "recipes": cmd_recipes, "export": cmd_export}
 
 
 def recipe_schema(parser=None, owners=None):
@@ -37,11 +37,12 @@ def load_recipe(path, scale: str | None = None, sets=()) -> dict:
     return load(path, recipe_schema(), scale, sets)
 
 
-def run_recipe(path, scale: str | None = None, sets=(), out: str | None = None, check: bool = False):
+def run_recipe(path, scale: str | None = None, sets=(), out: str | None = None, check: bool = False,
+               data_dir: str | None = None):
     """``forgetless run`` from Python: (resolved recipe, report card / sweep summary / None)."""
     from .recipe import run_recipe as run
 
-    return run(path, scale, sets, out, check, recipe_schema())
+    return run(path, scale, sets, out, check, recipe_schema(), data_dir=data_dir)
 
 
 def join_negative_values(argv: list[str]) -> list[str]:

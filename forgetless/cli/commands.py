@@ -40,6 +40,7 @@ def run_config_from_args(args, owners):
 
 
 def cmd_compress(args, owners) -> int:
+    task = task_from_args(args)  # first: a missing data folder or unreachable hub stops before the heavy imports
     from ..pipeline import compress
     from ..report.markdown import render_markdown
 
@@ -53,7 +54,6 @@ def cmd_compress(args, owners) -> int:
         if run.teacher_train is not None:
             run.teacher_train.report_to = args.report_to
     check_push_target(getattr(args, "push_to_hub", None))
-    task = task_from_args(args)
     recipe = recipe_from_args(args, "compress", owners["schema"]) if "schema" in owners else None
     card = compress(task, run, args.out, recipe=recipe, overwrite=args.overwrite)  # recipe: model/recipe.yaml
     print(render_markdown(card))

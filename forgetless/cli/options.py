@@ -29,11 +29,12 @@ def parse_bool(value) -> bool:
 def add_task_options(p: argparse.ArgumentParser, default_task: str = "synthetic") -> None:
     g = p.add_argument_group("task")
     g.add_argument("--task", default=default_task,
-                   help="classification: synthetic (built-in), mnli-small (→ HANS), sst2, rte, qnli, qqp (→ AdvGLUE / "
-                        "PAWS; need --data-dir), files (local files), hub (a Hugging Face dataset id); generation: "
-                        "synthetic-lookup (built-in), tweetqa, samsum, xsum (need --data-dir)")
-    g.add_argument("--data-dir", help="folder with the real evaluation data (e.g. ../shared/data); "
-                                      "default: $FORGETLESS_DATA_DIR")
+                   help="classification: synthetic (built-in), mnli-small, mnli (→ HANS), sst2, rte, qnli, qqp (→ AdvGLUE / "
+                        "PAWS), fever (→ FEVER-Symmetric) from --data-dir or the hub, files (local files), hub (a "
+                        "Hugging Face dataset id); generation: synthetic-lookup (built-in), tweetqa, samsum, xsum "
+                        "(need --data-dir)")
+    g.add_argument("--data-dir", help="folder with the real evaluation data (e.g. ../shared/data); default: "
+                                      "$FORGETLESS_DATA_DIR, else the named benchmarks load from the Hugging Face hub")
     g.add_argument("--train-size", type=int, help="cap the training set (seeded, stratified sample of exactly N)")
     g.add_argument("--eval-size", type=int, help="cap each evaluation set (seeded, stratified sample of exactly N)")
     g.add_argument("--hard-fraction", type=float, help="synthetic: share of shortcut-breaking training examples")

@@ -10,9 +10,11 @@ from .runtime_options import add_runtime_options
 from .options import add_config_options, add_eval_options, add_task_options, add_train_options
 
 RUN_HELP = "run a recipe file (a run, a sweep or a profile) at a scale, with overrides"
-RUN_EXAMPLE = ("examples:\n  forgetless run recipes/rmc-table7-9-objectives.yaml --scale cpu\n"
-           "  forgetless run recipes/rmc-table7-9-objectives.yaml --set seeds=[0] --set train_size=2000 --out runs/t7\n"
-           "  forgetless run runs/t7/runs/rmc-s0.4-seed0/model/recipe.yaml   # rerun one saved run")
+RUN_EXAMPLE = ("examples:\n  forgetless run rmc-table7-9-objectives --scale cpu --data-dir DATA   # a built-in recipe\n"
+           "  forgetless run rahp-table1 --check          # print the resolved recipe, run nothing\n"
+           "  forgetless run rmc-table7-9-objectives --set seeds=[0] --set train_size=2000 --out runs/t7\n"
+           "  forgetless run runs/t7/runs/rmc-s0.4-seed0/model/recipe.yaml   # rerun one saved run\n"
+           "list the built-in recipes with `forgetless recipes`")
 DEMO_OUT = "forgetless-out/demo"
 EXAMPLES = {
     "compress": "examples:\n  forgetless compress --method magnitude --sparsity 0.4 --out runs/mag40\n"
@@ -180,10 +182,16 @@ def add_run_parser(sub) -> None:
 
     p = sub.add_parser("run", help="run a recipe file (a run, a sweep or a profile) at a scale, with overrides",
                        description=RUN_HELP, epilog=RUN_EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("recipe", help="a recipe YAML file (recipes/*.yaml, or a saved model/recipe.yaml)")
+    p.add_argument("recipe", help="a built-in recipe's name (see `forgetless recipes`) or a recipe YAML file "
+                                  "(e.g. a saved model/recipe.yaml)")
     p.add_argument("--scale", choices=["cpu", "paper"], help="which scale of the recipe (default cpu)")
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                    help="override a recipe key (repeatable; the value is read as YAML: 0.4, true, [0, 1, 2])")
     p.add_argument("--out", help="output folder (default: the recipe's out, else forgetless-out/<name>-<scale>)")
+    p.add_argument("--data-dir", help="data folder of the named benchmarks (default: the recipe's data_dir, else "
+                                      "$FORGETLESS_DATA_DIR, else the Hugging Face hub)")
     p.add_argument("--check", action="store_true", help="validate and print the resolved recipe; run nothing")
     p.add_argument("--threads", type=int, help="torch CPU threads")
+    sub.add_parser("recipes", help="list the built-in recipes and the paper table or figure each reproduces",
+                   epilog="example:\n  forgetless recipes\n  forgetless run rahp-table1 --scale cpu",
+                   formatter_class=argparse.RawDescriptionHelpFormatter)

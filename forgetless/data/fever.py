@@ -9,16 +9,22 @@ The input is the claim alone (``paper_dev`` holds evidence ids, not text), which
 claim-only bias the Symmetric sets were built to expose. Symmetric sets are SUPPORTS / REFUTES only,
 so NOT ENOUGH INFO claims are left out of training and dev: a 2-way task.
 
-Paper scale (``--dataset ID``, needs network): the training set comes from that hub dataset
-(``--subset``, ``--train-split``; columns ``claim`` and ``label`` with SUPPORTS / REFUTES names or
-ids), the whole filtered ``paper_dev`` is the dev set, and the Symmetric sets stay the challenge.
+From the hub (no data folder; ``hub.py``): the paper's protocol, FEVER v1.0 ``train`` (claims
+de-duplicated: the hub has a row per evidence sentence) and the whole ``paper_dev`` as dev set; the
+Symmetric sets come from the authors' release (they are not on the hub).
+
+Paper scale with a data folder (``--dataset ID``, needs network): the training set comes from
+that hub dataset (``--subset``, ``--train-split``; columns ``claim`` and ``label`` with SUPPORTS /
+REFUTES names or ids), the whole filtered ``paper_dev`` is the dev set, and the Symmetric sets
+stay the challenge. ``--dataset`` also replaces the training set of the hub protocol.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
 from .files import read_table, require_columns
-from .registry import resolve_data_dir
+from . import hub
+from .registry import data_root
 from .task import ExampleSet, Task, labels_from_names, stratified_split
 
 FEVER_LABELS = ["SUPPORTS", "REFUTES"]
@@ -45,25 +51,44 @@ def read_rows(root: Path, *files: str) -> tuple[list[dict], str]:
 
 def fever_task(data_dir=None, seed: int = 0, train_fraction: float = 0.8, dataset: str | None = None,
                subset: str | None = None, train_split: str | None = None) -> Task:
-    root = resolve_data_dir(data_dir)
+    root = data_root(data_dir)
+    if root is None:
+        dev = claims(*_named(hub.load_rows("fever/dev"), "dev"))
+        challenges = {name: claims(*_named(hub.load_rows(f"fever/{name}"), name)) for name in ("sym1", "sym2")}
+        if dataset:
+            train = _hub_train(dataset, subset, train_split)
+        else:
+            train = claims(*_named(hub.load_rows("fever/train"), "train"))
+        protocol = (f"FEVER → Symmetric: train {dataset or 'FEVER v1.0 train'}, dev = FEVER paper_dev "
+                    "(Hugging Face hub)")
+        return _task(train, dev, challenges, protocol)
     dev = claims(*_named(read_rows(root, DEV_FILE), "fever_dev"))
     challenges = {"sym1": claims(*_named(read_rows(root, SYM1_FILE), "sym1")),
                   "sym2": claims(*_named(read_rows(root, *SYM2_FILES), "sym2"))}
     if dataset:
-        import datasets
-
-        rows = [dict(r) for r in datasets.load_dataset(dataset, subset, split=train_split or "train")]
-        train = claims(rows, "train", f"{dataset}:{train_split or 'train'}")
+        train = _hub_train(dataset, subset, train_split)
         protocol = f"FEVER → Symmetric: train {dataset} ({subset or 'default'}), dev = FEVER paper_dev"
         dev = dev.subset(list(range(len(dev))), "dev")
     else:
         train_idx, dev_idx = stratified_split(dev.labels, train_fraction, seed)
         train, dev = dev.subset(train_idx, "train"), dev.subset(dev_idx, "dev")
         protocol = (f"FEVER → Symmetric (claim-only): seeded (seed {seed}) stratified {train_fraction:.0%}/"
-                    f"{1 - train_fraction:.0%} split of FEVER paper_dev")
+                    f"{1 - train_fraction:.0%} split of FEVER paper_dev (data folder)")
+    return _task(train, dev, challenges, protocol)
+
+
+def _task(train: ExampleSet, dev: ExampleSet, challenges: dict, protocol: str) -> Task:
     return Task("fever", FEVER_LABELS, train, dev, challenges, pooled_challenges=["sym1", "sym2"],
                 protocol=protocol + " without NOT ENOUGH INFO (2-way); challenge FEVER-Symmetric v0.1 (sym1) and "
                                     "v0.2 dev+test (sym2), pooled for F_bias")
+
+
+def _hub_train(dataset: str, subset: str | None, train_split: str | None) -> ExampleSet:
+    """``--dataset``: a hub FEVER training set (claim, label columns)."""
+    import datasets
+
+    rows = [dict(r) for r in datasets.load_dataset(dataset, subset, split=train_split or "train")]
+    return claims(rows, "train", f"{dataset}:{train_split or 'train'}")
 
 
 def _named(pair: tuple[list[dict], str], name: str) -> tuple[list[dict], str, str]:

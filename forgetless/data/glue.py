@@ -1,13 +1,18 @@
-"""GLUE tasks with AdvGLUE challenge sets (Wang et al. 2021), read offline from a data folder,
-following the protocols of the data README:
+"""GLUE tasks with AdvGLUE challenge sets (Wang et al. 2021), from a data folder (the protocols
+of the data README) or, with no data folder, from the hub (``hub.py``):
 
-* ``sst2`` — SST-2 train / dev → AdvGLUE-sst2;
-* ``rte``  — RTE train / dev → AdvGLUE-rte;
-* ``qnli`` — seeded stratified split of QNLI dev (no train set offline) → AdvGLUE-qnli;
-* ``qqp``  — seeded stratified split of a QQP train slice → AdvGLUE-qqp, PAWS-QQP and PAWS-Wiki.
+* ``sst2`` — SST-2 train / dev → AdvGLUE-sst2 (folder and hub alike);
+* ``rte``  — RTE train / dev → AdvGLUE-rte (folder and hub alike);
+* ``qnli`` — folder: seeded stratified split of QNLI dev (no train set offline); hub: GLUE QNLI
+  train / validation → AdvGLUE-qnli;
+* ``qqp``  — folder: seeded stratified split of a QQP train slice → AdvGLUE-qqp, PAWS-QQP and
+  PAWS-Wiki; hub: GLUE QQP train / validation → AdvGLUE-qqp and PAWS-Wiki (PAWS-QQP is not on
+  the hub).
 
-AdvGLUE labels follow the GLUE label ids, so no prediction map is needed. ``advglue_table``
-builds the RAHP paper's Table 1 layout (GLUE and AdvGLUE accuracy per task, averages, Avg Δ).
+The folder splits a set in two only where its train set is missing; the hub has the official
+splits. AdvGLUE labels follow the GLUE label ids, so no prediction map is needed.
+``advglue_table`` builds the RAHP paper's Table 1 layout (GLUE and AdvGLUE accuracy per task,
+averages, Avg Δ).
 """
 from __future__ import annotations
 
@@ -18,7 +23,8 @@ from pathlib import Path
 
 from ..errors import DataError
 from .files import read_table, require_columns
-from .registry import TASKS, resolve_data_dir
+from . import hub
+from .registry import TASKS, data_root
 from .task import ExampleSet, Task, labels_from_names, stratified_split
 
 ADVGLUE_FILE = "advglue/dev.json"
@@ -64,13 +70,23 @@ def _split(examples: ExampleSet, fraction: float, seed: int) -> tuple[ExampleSet
     return examples.subset(first, "train"), examples.subset(second, "dev")
 
 
-def _resolve(data_dir) -> Path:
-    return resolve_data_dir(data_dir)
+def origin(root: Path | None) -> str:
+    """Where a task's sets came from, for its protocol line."""
+    return "data folder" if root is not None else "Hugging Face hub"
+
+
+def _hub_pair(task: str, labels: list[str]) -> dict[str, ExampleSet]:
+    return {split: hub.example_set(f"{task}/{split}", split, labels) for split in ("train", "dev")}
 
 
 def sst2_task(data_dir=None, seed: int = 0) -> Task:
-    data_dir = _resolve(data_dir)
-    sets = {}
+    root = data_root(data_dir)
+    if root is None:
+        sets = _hub_pair("sst2", SST2_LABELS)
+        return Task("sst2", SST2_LABELS, sets["train"], sets["dev"],
+                    {"advglue": hub.example_set("advglue/sst2", "advglue", SST2_LABELS)}, pooled_challenges=["advglue"],
+                    protocol=_SST2 + " (Hugging Face hub)")
+    data_dir, sets = root, {}
     for split in ("train", "dev"):
         rows, where = _table(data_dir, f"glue/SST-2/{split}.tsv", ["sentence", "label"])
         sets[split] = ExampleSet(split, [r["sentence"].strip() for r in rows],
@@ -78,12 +94,21 @@ def sst2_task(data_dir=None, seed: int = 0) -> Task:
                                  source=where)
     return Task("sst2", SST2_LABELS, sets["train"], sets["dev"],
                 {"advglue": read_advglue(data_dir, "sst2", SST2_LABELS)}, pooled_challenges=["advglue"],
-                protocol="sst2 → AdvGLUE-sst2: GLUE SST-2 train / dev, AdvGLUE dev sst2 subset as challenge")
+                protocol=_SST2 + f" ({origin(root)})")
+
+
+_SST2 = "sst2 → AdvGLUE-sst2: GLUE SST-2 train / dev, AdvGLUE dev sst2 subset as challenge"
+_RTE = "rte → AdvGLUE-rte: GLUE RTE train / dev, AdvGLUE dev rte subset as challenge"
 
 
 def rte_task(data_dir=None, seed: int = 0) -> Task:
-    data_dir = _resolve(data_dir)
-    sets = {}
+    root = data_root(data_dir)
+    if root is None:
+        sets = _hub_pair("rte", NLI_LABELS)
+        return Task("rte", NLI_LABELS, sets["train"], sets["dev"],
+                    {"advglue": hub.example_set("advglue/rte", "advglue", NLI_LABELS)}, pooled_challenges=["advglue"],
+                    protocol=_RTE + " (Hugging Face hub)")
+    data_dir, sets = root, {}
     for split in ("train", "dev"):
         rows, where = _table(data_dir, f"glue/RTE/{split}.tsv", ["sentence1", "sentence2", "label"],
                              quoting=csv.QUOTE_MINIMAL)
@@ -92,11 +117,17 @@ def rte_task(data_dir=None, seed: int = 0) -> Task:
                                  text_b=[r["sentence2"] for r in rows], source=where)
     return Task("rte", NLI_LABELS, sets["train"], sets["dev"],
                 {"advglue": read_advglue(data_dir, "rte", NLI_LABELS)}, pooled_challenges=["advglue"],
-                protocol="rte → AdvGLUE-rte: GLUE RTE train / dev, AdvGLUE dev rte subset as challenge")
+                protocol=_RTE + f" ({origin(root)})")
 
 
 def qnli_task(data_dir=None, seed: int = 0, train_fraction: float = 0.8) -> Task:
-    data_dir = _resolve(data_dir)
+    data_dir = data_root(data_dir)
+    if data_dir is None:  # the hub has QNLI train: no split of dev (train_fraction does not apply)
+        sets = _hub_pair("qnli", NLI_LABELS)
+        return Task("qnli", NLI_LABELS, sets["train"], sets["dev"],
+                    {"advglue": hub.example_set("advglue/qnli", "advglue", NLI_LABELS)}, pooled_challenges=["advglue"],
+                    protocol="qnli → AdvGLUE-qnli: GLUE QNLI train / validation, AdvGLUE dev qnli subset as challenge "
+                             "(Hugging Face hub)")
     rows, where = _table(data_dir, "glue/QNLI/dev.tsv", ["question", "sentence", "label"])
     full = ExampleSet("qnli_dev", [r["question"] for r in rows],
                       labels_from_names([r["label"] for r in rows], NLI_LABELS, where), NLI_LABELS,
@@ -105,7 +136,8 @@ def qnli_task(data_dir=None, seed: int = 0, train_fraction: float = 0.8) -> Task
     return Task("qnli", NLI_LABELS, train, dev, {"advglue": read_advglue(data_dir, "qnli", NLI_LABELS)},
                 pooled_challenges=["advglue"],
                 protocol=(f"qnli → AdvGLUE-qnli: seeded (seed {seed}) stratified {train_fraction:.0%}/"
-                          f"{1 - train_fraction:.0%} split of GLUE QNLI dev ({len(full)} rows; no train set offline)"))
+                          f"{1 - train_fraction:.0%} split of GLUE QNLI dev ({len(full)} rows; no train set offline; "
+                          f"{origin(data_dir)})"))
 
 
 QQP_FILE = "glue/QQP/qqp_train_heldout_23k_mieseung.tsv"
@@ -151,7 +183,14 @@ def read_paws(data_dir: Path, rel: str, name: str) -> ExampleSet:
 
 
 def qqp_task(data_dir=None, seed: int = 0, train_fraction: float = 0.8) -> Task:
-    data_dir = _resolve(data_dir)
+    data_dir = data_root(data_dir)
+    if data_dir is None:  # GLUE QQP train / validation; PAWS-QQP is not on the hub
+        sets = _hub_pair("qqp", QQP_LABELS)
+        challenges = {"advglue": hub.example_set("advglue/qqp", "advglue", QQP_LABELS),
+                      "paws_wiki": hub.example_set("paws_wiki", "paws_wiki", QQP_LABELS)}
+        return Task("qqp", QQP_LABELS, sets["train"], sets["dev"], challenges, pooled_challenges=["advglue"],
+                    protocol="qqp → AdvGLUE-qqp, PAWS-Wiki: GLUE QQP train / validation (Hugging Face hub; PAWS-QQP "
+                             "is not on the hub, pass --data-dir for it)")
     full, skipped = read_qqp_slice(data_dir)
     train, dev = _split(full, train_fraction, seed)
     challenges = {"advglue": read_advglue(data_dir, "qqp", QQP_LABELS),
@@ -160,7 +199,7 @@ def qqp_task(data_dir=None, seed: int = 0, train_fraction: float = 0.8) -> Task:
     return Task("qqp", QQP_LABELS, train, dev, challenges, pooled_challenges=["advglue"],
                 protocol=(f"qqp-slice → AdvGLUE-qqp, PAWS-QQP, PAWS-Wiki: seeded (seed {seed}) stratified "
                           f"{train_fraction:.0%}/{1 - train_fraction:.0%} split of a {len(full)}-row QQP train slice "
-                          f"({skipped} malformed row(s) skipped)"))
+                          f"({skipped} malformed row(s) skipped; {origin(data_dir)})"))
 
 
 GLUE_TASKS = {"sst2": sst2_task, "rte": rte_task, "qnli": qnli_task, "qqp": qqp_task}

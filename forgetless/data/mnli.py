@@ -1,9 +1,15 @@
-"""mnli-small → HANS: the offline protocol of the data README.
+"""MNLI → HANS (McCoy et al. 2019), the RMC paper's main setting (Du et al. 2023, §3.2).
 
-Train on a seeded, stratified 80% of MNLI dev matched, keep the other 20% as the in-distribution
-dev set; HANS (McCoy et al. 2019) is the challenge set, where the 3-way predictions collapse to
-entailment vs non-entailment. Gururangan et al. (2018) hardness gives ground-truth easy/hard
-flags for every MNLI row (hard = a hypothesis-only model gets it wrong).
+* ``mnli-small``: the offline protocol of the data README. Train on a seeded, stratified 80% of
+  MNLI dev matched, keep the other 20% as the in-distribution dev set. From the data folder,
+  Gururangan et al. (2018) hardness gives ground-truth easy/hard flags for every MNLI row (hard =
+  a hypothesis-only model gets it wrong); from the hub (GLUE MNLI validation_matched, the same rows
+  in the same order) there are no hardness flags, so no hard / easy split.
+* ``mnli``: GLUE MNLI train / validation_matched, the paper's protocol; the hub only (the data
+  folder has no MNLI train set).
+
+HANS is the challenge set of both, where the 3-way predictions collapse to entailment vs
+non-entailment.
 """
 from __future__ import annotations
 
@@ -11,7 +17,8 @@ import csv
 
 from ..errors import DataError
 from .files import read_table, require_columns
-from .registry import TASKS, resolve_data_dir
+from . import hub
+from .registry import TASKS, data_root
 from .task import ExampleSet, Task, labels_from_names, stratified_split
 
 MNLI_LABELS = ["entailment", "neutral", "contradiction"]
@@ -52,21 +59,43 @@ def read_hans(data_dir) -> ExampleSet:
     )
 
 
+def hub_hans() -> ExampleSet:
+    return hub.example_set("hans", "hans", HANS_LABELS, prediction_map=MNLI_TO_HANS)
+
+
 def mnli_small_task(data_dir, seed: int = 0, train_fraction: float = 0.8) -> Task:
-    data_dir = resolve_data_dir(data_dir)
-    mnli = read_mnli_dev(data_dir)
+    root = data_root(data_dir)
+    if root is None:
+        mnli, hans = hub.example_set("mnli/dev", "mnli_dev_matched", MNLI_LABELS), hub_hans()
+        hardness = "no hard/easy split (the hardness flags are not on the hub); Hugging Face hub"
+    else:
+        mnli, hans = read_mnli_dev(root), read_hans(root)
+        hardness = "hard/easy = Gururangan et al. 2018 hardness; data folder"
     train_idx, dev_idx = stratified_split(mnli.labels, train_fraction, seed)
     return Task(
-        "mnli-small", MNLI_LABELS, mnli.subset(train_idx, "train"), mnli.subset(dev_idx, "dev"),
-        {"hans": read_hans(data_dir)},
+        "mnli-small", MNLI_LABELS, mnli.subset(train_idx, "train"), mnli.subset(dev_idx, "dev"), {"hans": hans},
         protocol=(f"mnli-small → HANS: seeded (seed {seed}) stratified {train_fraction:.0%}/"
                   f"{1 - train_fraction:.0%} split of MNLI dev matched ({len(mnli)} rows); HANS 30k challenge "
-                  "(3-way → entailment / non-entailment); hard/easy = Gururangan et al. 2018 hardness"),
+                  f"(3-way → entailment / non-entailment); {hardness}"),
     )
+
+
+def mnli_task(data_dir=None, seed: int = 0) -> Task:
+    """GLUE MNLI train / validation_matched → HANS (the hub: the data folder has no MNLI train)."""
+    if data_root(data_dir) is not None:
+        raise DataError("task mnli needs GLUE MNLI train, which the data folder lacks: use --task mnli-small "
+                        "(80/20 of MNLI dev matched) or drop --data-dir / FORGETLESS_DATA_DIR to read the hub")
+    train = hub.example_set("mnli/train", "train", MNLI_LABELS)
+    dev = hub.example_set("mnli/dev", "dev", MNLI_LABELS)
+    return Task("mnli", MNLI_LABELS, train, dev, {"hans": hub_hans()},
+                protocol="mnli → HANS: GLUE MNLI train / validation_matched; HANS 30k challenge (3-way → "
+                         "entailment / non-entailment); no hard/easy split (the hardness flags are not on the hub); "
+                         "Hugging Face hub")
 
 
 def _register():
     TASKS.register("mnli-small")(mnli_small_task)
+    TASKS.register("mnli")(mnli_task)
 
 
 _register()

@@ -1,5 +1,6 @@
-"""Task registry for every kind: built-in synthetic tasks, real offline protocols from a data
-folder, local files, Hugging Face hub datasets, generation tasks (``generation.py``).
+"""Task registry for every kind: built-in synthetic tasks, named benchmarks (from a data folder,
+else the hub: ``hub.py``), local files, any Hugging Face hub dataset (``hub``), generation tasks
+(``generation.py``; a data folder only).
 ``load_task`` also applies seeded size caps to train / eval sets."""
 from __future__ import annotations
 
@@ -120,14 +121,14 @@ def _with_extra_sets(task: Task, data_dir: Path, eval_sets) -> Task:
 
 @TASKS.register("tweetqa")
 def _tweetqa(data_dir=None, seed: int = 0, eval_sets: tuple[str, ...] = ()) -> Task:
-    root = resolve_data_dir(data_dir)
+    root = resolve_data_dir(data_dir, "task tweetqa")
     return _with_extra_sets(generation.tweetqa_task(root, seed), root, eval_sets)
 
 
 def _summaries(name: str):
     """SAMSum or XSum as a task: a seeded 80 / 20 split of the evaluation file (``generation.split_task``)."""
     def build(data_dir=None, seed: int = 0, eval_sets: tuple[str, ...] = ()) -> Task:
-        root = resolve_data_dir(data_dir)
+        root = resolve_data_dir(data_dir, f"task {name}")
         return _with_extra_sets(generation.split_task(name, root, seed), root, eval_sets)
 
     return build

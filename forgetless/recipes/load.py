@@ -24,10 +24,12 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import difflib
+import os
 from pathlib import Path
 
 import yaml
 
+from ..data.registry import DATA_DIR_ENV
 from ..errors import ConfigError
 from .dump import _plain, dump_recipe  # noqa: F401
 
@@ -179,12 +181,12 @@ def read_yaml(text: str, source: str):
 
 
 def load_recipe(path: str | Path, schema, scale: str | None = None, sets=()) -> dict:
-    """Read, pick ``scale`` and apply ``sets`` (``[(key, value)]`` or ``["key=value"]``); returns the
+    """Read a recipe file or a built-in recipe by name (``catalog.py``), pick ``scale`` and apply ``sets`` (``[(key, value)]`` or ``["key=value"]``); returns the
     validated flat recipe (meta keys + option values). ``schema(command)`` gives a command's
     (subparser, actions, owners) (``cli.recipe.schema``)."""
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"recipe {path} {'is a folder, not a file' if path.is_dir() else 'does not exist'}")
+    from .catalog import find_recipe
+
+    path = find_recipe(path)  # a file, else a built-in recipe by name
     if path.stat().st_size > MAX_RECIPE_BYTES:
         raise ConfigError(f"recipe {path}: {path.stat().st_size} bytes; a recipe is a small YAML file "
                           f"(at most {MAX_RECIPE_BYTES} bytes)")
@@ -287,8 +289,9 @@ def recipe_from_args(args: argparse.Namespace, command: str, schema, meta: dict 
         if key in option_keys:
             continue
         value = getattr(args, key, None)
-        if key == "data_dir" and value and Path(value).is_dir():
-            value = str(Path(value).resolve())
+        if key == "data_dir":  # the folder actually read: --data-dir, else $FORGETLESS_DATA_DIR (none: the hub)
+            value = value or os.environ.get(DATA_DIR_ENV) or None
+            value = str(Path(value).resolve()) if value and Path(value).is_dir() else value
         if value is not None and value != []:
             recipe[key] = _plain([_scalar(x) for x in value.split(",") if x.strip()]
                                  if key in COMMA and isinstance(value, str) else value)
