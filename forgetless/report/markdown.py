@@ -31,6 +31,10 @@ def render_markdown(card: dict) -> str:
         lines += ["", f"## Language modelling: held-out perplexity on {b['file']} ({b['tokens']} tokens)", "",
                   f"base {b['perplexity']:.2f}, compressed {c['perplexity']:.2f} "
                   f"({c['perplexity'] / b['perplexity']:.2f}×; lower is better)."]
+    if card.get("provenance"):  # a converted base (models/smollm2.py)
+        p = card["provenance"]
+        lines += ["", f"Base provenance: {p['model']} from `{p['source_file']}` (sha256 {p['source_sha256']}); "
+                      f"{p['note']}."]
     lines += _training(card) + _size(card) + _speed(card)
     lines += _deployment(card)
     lines += _robustness(card)
@@ -173,6 +177,8 @@ def _training(card: dict) -> list[str]:
         return []
     epochs = lambda x: f"{x:g} epoch" + ("" if x == 1 else "s")  # noqa: E731
     base = "unknown (teacher given)" if t["base_epochs"] is None else epochs(t["base_epochs"])
+    if t.get("base") == "as-is":
+        base = "none (the pretrained model as it is)"
     runs = ", ".join(f"{r['name']} {epochs(r['epochs'])}" for r in t["fine_tunes"]) or "none"
     start = "the fine-tuned teacher" if t["student_init"] == "teacher" else "the pretrained model"
     total = "" if t["compressed_epochs"] is None else f" ({epochs(t['compressed_epochs'])} in all)"
