@@ -86,3 +86,14 @@ def test_base_as_is_with_recovery_none_never_trains(tmp_path, monkeypatch):
     assert after == teachers_before  # no teacher written to the cache
     assert card["zero_shot"]["score_calibration"] == "set-mean" and card["zero_shot"]["template"] == "plain"
     assert card["speed"]["flop_limit"]["ratio"] > 1.0 and card["speed"]["decode_ms_per_token"]["speedup"] is not None
+
+
+def test_old_recipes_fine_tune_is_read_as_recovery():
+    from forgetless.cli import recipe_schema
+    from forgetless.recipes.load import validate_recipe
+
+    recipe = validate_recipe({"method": "heads", "fine_tune": False}, recipe_schema(), "old.yaml")
+    assert recipe["recovery"] == "none" and "fine_tune" not in recipe
+    assert validate_recipe({"method": "block-influence", "remove": 1, "fine_tune": "true"}, recipe_schema())["recovery"] == "fine-tune"
+    with pytest.raises(Exception, match="fine_tune"):
+        validate_recipe({"method": "heads", "fine_tune": "maybe"}, recipe_schema())

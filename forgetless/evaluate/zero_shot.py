@@ -25,6 +25,7 @@ with a generator seeded by ``(seed, example index)`` and never equal to the eval
 """
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 
 import numpy as np
@@ -166,6 +167,7 @@ def one_pass_scores(model, prefixes: list[list[int]], labels: list[list[int]], p
     model.eval()
     device, dtype = next(model.parameters()).device, _float_dtype(model)
     extra = sum(map(len, labels))
+    keeps_logits = "logits_to_keep" in inspect.signature(model.forward).parameters
     order = sorted(range(len(prefixes)), key=lambda i: len(prefixes[i]))
     scores = np.zeros((len(prefixes), len(labels)))
     for start in bar(range(0, len(order), batch_size), desc, total=(len(order) + batch_size - 1) // batch_size):
@@ -175,11 +177,15 @@ def one_pass_scores(model, prefixes: list[list[int]], labels: list[list[int]], p
         ids = torch.tensor([b[0] for b in built], device=device)
         positions = torch.tensor([b[1] for b in built], device=device)
         mask = torch.stack([b[2] for b in built])[:, None].to(device)
-        logp = torch.log_softmax(model(input_ids=ids, position_ids=positions, attention_mask=mask).logits.float(), -1)
+        first = min(len(prefixes[i]) for i in rows) - 1  # earliest position whose logits are needed
+        kwargs = {"logits_to_keep": width - first} if keeps_logits else {}  # the LM head only where scored
+        logits = model(input_ids=ids, position_ids=positions, attention_mask=mask, **kwargs).logits
+        offset = width - logits.shape[1]
+        logp = torch.log_softmax(logits.float(), -1)
         for r, i in enumerate(rows):
             p = len(prefixes[i])
             for j, (word, s) in enumerate(zip(labels, built[r][3])):
-                before = torch.tensor([p - 1] + list(range(s, s + len(word) - 1)), device=device)
+                before = torch.tensor([p - 1] + list(range(s, s + len(word) - 1)), device=device) - offset
                 scores[i, j] = float(logp[r, before, torch.tensor(word, device=device)].sum())
     return scores
 
