@@ -45,6 +45,9 @@ from .validate import _jsonable_config, prepare_output, run_inputs, validate_run
 log = logging.getLogger(__name__)
 
 
+BASES = ("fine-tune", "as-is")
+
+
 @dataclass
 class RunConfig:
     """Everything that defines one compression run (recorded in the report card)."""
@@ -56,6 +59,7 @@ class RunConfig:
     objective: str | None = None  # None: the method's default objective (ce; nash-distil for nash / cofi)
     objective_options: dict = field(default_factory=dict)
     teacher: str | None = None  # a forgetless folder holding an already fine-tuned teacher (read only)
+    base: str = "fine-tune"  # fine-tune: the base is `model` fine-tuned on the task; as-is: `model` as it is (no training)
     student_init: str = "teacher"  # "teacher": start from the fine-tuned teacher; "pretrained": from the base model
     train: TrainConfig = field(default_factory=TrainConfig)
     teacher_train: TrainConfig | None = None
@@ -71,6 +75,12 @@ class RunConfig:
     def __post_init__(self) -> None:
         if self.student_init not in ("teacher", "pretrained"):
             raise ConfigError(f"student_init must be 'teacher' or 'pretrained', got {self.student_init!r}")
+        if self.base not in BASES:
+            raise ConfigError(f"--base: {self.base!r} is not one of {', '.join(BASES)}")
+        if self.base == "as-is" and self.teacher:
+            raise ConfigError("--base as-is: the base is --model as it is; --teacher names another base, give one")
+        if self.model_kind == "auto" and self.model == "smollm2":  # a pretrained LLM: scored by label likelihood
+            self.model_kind = "causal-lm"
 
 
 def resolve(config: RunConfig):
@@ -98,6 +108,10 @@ def train_teacher(task: Task, config: RunConfig, work_dir: Path, kind=None):
     shared cache (``cache_root()/teachers/<key>``, key: ``teacher_key``) and reused by any run with
     the same key, whatever its output folder; ``config.teacher`` is only read."""
     kind = kind or kind_for(task)
+    if config.base == "as-is":  # post-training compression: nothing is trained, nothing is written
+        _stage(f"base: {config.model} as it is (no fine-tuning)")
+        model, tokenizer = kind.load_model(config.model, task, config.seed)
+        return model, tokenizer, _as_is_info(config.model)
     if config.teacher:
         model, tokenizer = kind.load_model(config.teacher, task, config.seed)
         _stage(f"using the given teacher {config.teacher}")
@@ -118,6 +132,19 @@ def train_teacher(task: Task, config: RunConfig, work_dir: Path, kind=None):
         save_model(model, folder, tokenizer, metadata={"key": key, "role": "teacher", "kind": kind.name,
                                                        "model": config.model, "task": task.name})
         return model, tokenizer, {"source": config.model, "reused": False, "path": str(folder)}
+
+
+def _as_is_info(model: str) -> dict:
+    """Where an as-is base came from; a converted base (``--model smollm2``) adds its provenance."""
+    from .models.loading import resolve_model_path
+    from .models.smollm2 import provenance
+
+    path = Path(resolve_model_path(model))
+    info = {"source": model, "reused": False, "as_is": True, "path": str(path) if path.is_dir() else None}
+    recorded = provenance(path) if path.is_dir() else None
+    if recorded:
+        info["provenance"] = recorded
+    return info
 
 
 def clean_work(work_dir: Path) -> int:
@@ -203,6 +230,8 @@ def _compress(task: Task, config: RunConfig, out_dir: Path, method, objective, t
                       predictions=predictions, training=_training(config, teacher_info, fine_tunes))
     source = config.teacher if (config.teacher and config.student_init == "teacher") else config.model
     card["model"] = {"compressed": source, "model_type": getattr(compressed.config, "model_type", None)}
+    if teacher_info.get("provenance"):  # a converted base (--model smollm2): where its weights came from
+        card["provenance"] = teacher_info["provenance"]
     from .evaluate.calibration import calibration_section
     card["calibration"] = calibration_section(task, predictions)  # ECE, confidence: hard vs easy, base vs compressed
     if recipe is not None:  # the resolved recipe beside the model and in the card: `forgetless run` reruns it
@@ -247,10 +276,12 @@ def _training(config: RunConfig, teacher_info: dict, fine_tunes: list[dict]) -> 
     """Epochs of the base and the compressed model (base unknown when ``--teacher`` was given)."""
     teacher_train = config.teacher_train or config.train
     base = None if config.teacher or teacher_train.max_steps > 0 else float(teacher_train.epochs)
+    if config.base == "as-is":
+        base = 0.0
     if any(run["epochs"] is None for run in fine_tunes):  # max_steps runs: epochs not comparable
         base = None
     runs = [{"name": r["name"], "epochs": r["epochs"] or 0.0} for r in fine_tunes]
-    return training_section(base, config.student_init, runs)
+    return {**training_section(base, config.student_init, runs), "base": config.base}
 
 
 def _key(data: dict) -> str:

@@ -46,7 +46,8 @@ CLI_CASES = [
     ("seed-negative", ["compress", "--seed", "-1"], r"--seed: -1 is out of range"),
     ("eval-batch-size-zero", ["compress", "--eval-batch-size", "0"], r"--eval-batch-size: 0 is out of range"),
     ("num-beams-zero", ["compress", "--num-beams", "0"], r"--num-beams: 0 is out of range"),
-    ("fine-tune-ture", ["compress", "--method", "heads", "--fine-tune", "ture"], r"expected true or false, got 'ture'"),
+    ("freeze-embeddings-ture", ["compress", "--freeze-embeddings", "ture"], r"expected true or false, got 'ture'"),
+    ("recovery-typo", ["compress", "--method", "heads", "--recovery", "nope"], r"--recovery: 'nope' is not one of fine-tune, none"),
     ("epochs-text", ["compress", "--epochs", "three"], r"--epochs: invalid float value: 'three'"),
     ("hard-fraction-over-one", ["compress", "--hard-fraction", "1.5"], r"--hard-fraction: 1.5 is out of range; valid: >= 0 and <= 1"),
     ("teacher-epochs-nan", ["compress", "--teacher-epochs", "nan"], r"--teacher-epochs: must be a finite number"),
@@ -361,7 +362,7 @@ def test_small_eval_set_reports_and_teacher_is_only_read(paths, tmp_path, capsys
     out = tmp_path / "run"
     argv = ["compress", "--method", "heads", "--model", "tiny-bert", "--teacher", paths["saved"],
             "--train-size", "48", "--eval-size", "3", "--epochs", "1", "--out", str(out), "--no-progress",
-            "--bench-repeats", "1", "--bench-seq-len", "16", "--scoring-examples", "8", "--fine-tune", "false"]
+            "--bench-repeats", "1", "--bench-seq-len", "16", "--scoring-examples", "8", "--recovery", "none"]
     code, err = run_cli(argv, capsys)
     assert code == 2 and "was trained with the labels neg,pos" in err and not out.exists(), err
     argv[argv.index("--teacher") + 1] = str(teacher)

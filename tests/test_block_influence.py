@@ -99,7 +99,7 @@ def synthetic_task():
 
 def run_method(model, tokenizer, task, tmp_path, **options):
     config = METHODS.make_config("block-influence", {"calibration_examples": 24, "calibration_batch": 8,
-                                                     "fine_tune": False, **options})
+                                                     "recovery": "none", **options})
     ctx = CompressionContext(task=task, tokenizer=tokenizer, teacher=model, work_dir=tmp_path,
                              train_config=TrainConfig(epochs=1, progress=False))
     method = METHODS.get("block-influence")(config)

@@ -1,6 +1,5 @@
-"""Decoder-only LMs as their own model kind: zero-shot label-likelihood scoring (hand-checked),
-held-out perplexity (hand-checked), prompt + label-word training rows, and the CLI runs the issue
-asks for (tiny-llama as classifier with heads / block-influence; as causal LM end to end)."""
+"""Decoder-only LMs as their own model kind (zero-shot scoring: test_zero_shot.py): held-out
+perplexity (hand-checked), prompt + label-word training rows, and the CLI runs the issue asks for (tiny-llama as classifier with heads / block-influence; as causal LM end to end)."""
 import json
 import math
 
@@ -9,23 +8,9 @@ import torch
 from forgetless.cli import main
 from forgetless.data.task import PairSet
 from forgetless.evaluate.perplexity import perplexity
-from forgetless.kinds.causal_lm import label_log_likelihoods
 from forgetless.models.causal import load_causal_lm
 from forgetless.report.card import validate_card
 from forgetless.training.encode import IGNORE_INDEX, encode_causal_pairs
-
-
-def test_label_likelihood_is_the_sum_of_the_word_token_log_probs(minilm_tokenizer):
-    torch.set_num_threads(1)
-    model, tok = load_causal_lm("tiny-llama", tokenizer=minilm_tokenizer, seed=3)
-    prompt, word = "the doctor saw the lawyer Answer:", "non entailment"
-    scores = label_log_likelihoods(model, tok, [prompt], ["entailment", word], max_length=64)
-    p_ids = tok(prompt, add_special_tokens=False)["input_ids"]
-    w_ids = tok(" " + word, add_special_tokens=False)["input_ids"]
-    with torch.no_grad():
-        logp = torch.log_softmax(model(input_ids=torch.tensor([p_ids + w_ids])).logits[0].float(), -1)
-    expected = sum(float(logp[len(p_ids) - 1 + k, t]) for k, t in enumerate(w_ids))
-    assert abs(scores[0, 1] - expected) < 1e-4 and len(w_ids) > 1
 
 
 def test_perplexity_of_a_uniform_model_is_the_vocabulary_size(minilm_tokenizer):

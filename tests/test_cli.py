@@ -53,7 +53,7 @@ def test_sweep_profile_and_alias_help(capsys):
 
 def test_one_vocabulary_and_strict_booleans(capsys, tmp_path):
     with pytest.raises(SystemExit):
-        main(["compress", "--method", "heads", "--fine-tune", "ture", "--out", str(tmp_path / "o")])
+        main(["compress", "--method", "heads", "--freeze-embeddings", "ture", "--out", str(tmp_path / "o")])
     assert "expected true or false, got 'ture'" in capsys.readouterr().err
     code, _, err = run(capsys, "compress", "--method", "truncate", "--selection", "uniform", "--out", str(tmp_path / "o"))
     assert code == 2 and "ambiguous" in err and not (tmp_path / "o").exists()

@@ -184,7 +184,7 @@ def test_hybrid_prunes_the_same_heads_as_exact_through_the_method(tmp_path):
                                  train_config=TrainConfig(epochs=1, batch_size=16, max_length=24, progress=False))
         # ρ = 0.5 of 8 heads, γ = 0: K = 4, a window of 4 covers every head, so hybrid must equal exact
         config = METHODS.make_config("rahp", {"ratio": 0.5, "protect": 0.0, "scoring_examples": 12,
-                                              "scoring_batch": 6, "scoring_length": 16, "fine_tune": False,
+                                              "scoring_batch": 6, "scoring_length": 16, "recovery": "none",
                                               "delta_c_mode": mode, "hybrid_window": 4})
         method = METHODS.get("rahp")(config)
         method.compress(teacher, ctx)

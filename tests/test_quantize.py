@@ -168,7 +168,7 @@ def test_truncate_then_int8_card_and_reload(teacher_dir):
 
 
 def test_heads_then_bf16_equals_heads_under_the_bf16_runtime(tmp_path, teacher_dir):
-    heads = ["--method", "heads", "--ratio", "0.5", "--fine-tune", "false", "--scoring-examples", "16"]
+    heads = ["--method", "heads", "--ratio", "0.5", "--recovery", "none", "--scoring-examples", "16"]
     out, card = _run(tmp_path / "then", teacher_dir, *heads, "--then", "quantize:dtype=bf16")
     assert card["method"]["then"][0]["config"]["dtype"] == "bf16" and card["deployment"]["runtime"] == "torch"
     assert card["params"]["compressed"]["total"] < card["params"]["base"]["total"]
@@ -182,7 +182,7 @@ def test_heads_then_bf16_equals_heads_under_the_bf16_runtime(tmp_path, teacher_d
 
 
 def test_onnxruntime_runtime_agrees_with_torch(tmp_path, teacher_dir):
-    out, card = _run(tmp_path, teacher_dir, "--method", "heads", "--ratio", "0.5", "--fine-tune", "false",
+    out, card = _run(tmp_path, teacher_dir, "--method", "heads", "--ratio", "0.5", "--recovery", "none",
                      "--scoring-examples", "16", "--runtime", "onnxruntime")
     assert card["speed"]["runtime"] == "onnxruntime" and (out / "work" / "onnx" / "model.onnx").is_file()
     # the same pruned model under torch gives the same predictions as under onnxruntime

@@ -55,7 +55,7 @@ def test_rahp_prunes_top_k_keeps_protected_and_saves(tmp_path):
     teacher = tiny_model()
     ctx = context(tmp_path, teacher)
     config = METHODS.make_config("rahp", {"ratio": 0.5, "protect": 0.25, "scoring_examples": 12, "scoring_batch": 6,
-                                          "scoring_length": 16, "fine_tune": False,
+                                          "scoring_length": 16, "recovery": "none",
                                           "rows_per_pass": 24})
     method = METHODS.get("rahp")(config)
     model = method.compress(teacher, ctx)
@@ -85,7 +85,7 @@ def test_rahp_finalize_prunes_an_unpruned_copy(tmp_path):
     teacher = tiny_model()
     ctx = context(tmp_path, teacher)
     method = METHODS.get("rahp")(METHODS.make_config("rahp", {
-        "ratio": 0.25, "scoring_examples": 8, "scoring_length": 16, "fine_tune": False}))
+        "ratio": 0.25, "scoring_examples": 8, "scoring_length": 16, "recovery": "none"}))
     pruned = method.compress(teacher, ctx)
     fresh = method.finalize(tiny_model(), ctx)  # same architecture, decisions applied by finalize
     assert heads_of(fresh) == heads_of(pruned)

@@ -29,7 +29,7 @@ def run_config_from_args(args, owners):
         method_options=collect(args, owners["method"], "", args.method, "method"), then=args.then,
         objective=objective,
         objective_options=collect(args, owners["objective"], "objective-", objective, "objective"),
-        teacher=args.teacher, student_init=args.student_init, model_kind=args.model_kind,
+        teacher=args.teacher, base=args.base, student_init=args.student_init, model_kind=args.model_kind,
         train=train_config_from_args(args),
         teacher_train=train_config_from_args(args, args.teacher_epochs) if args.teacher_epochs else None,
         speed=SpeedConfig(batch_size=args.bench_batch_size, seq_len=args.bench_seq_len, repeats=args.bench_repeats,

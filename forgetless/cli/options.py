@@ -133,14 +133,26 @@ def add_eval_options(p: argparse.ArgumentParser) -> None:
     e.add_argument("--eval-batch-size", type=int, default=64, help="evaluation batch size")
     e.add_argument("--max-new-tokens", type=int, default=32, help="generation: tokens generated per example")
     e.add_argument("--num-beams", type=int, default=1, help="generation: beam size (1 = greedy)")
-    e.add_argument("--perplexity-file", help="causal-lm: held-out perplexity of both models on this text file")
+    e.add_argument("--perplexity-file", help="causal-lm: held-out perplexity of both models on this text file (one "
+                                             "text per line, or .jsonl; default with --data-dir: its XSum sample)")
+    e.add_argument("--perplexity-texts", type=int, default=40, help="causal-lm: the first N texts of that file")
+    e.add_argument("--prompt-template", default="auto", help="causal-lm: auto (the chat template when the tokenizer "
+                                                             "has one) | chat | plain")
+    e.add_argument("--shots", type=int, default=0, help="causal-lm: k-shot prompts from the training split (seeded)")
+    e.add_argument("--label-score", default="sum", help="causal-lm: sum | mean (length-normalised) label-word log-prob")
+    e.add_argument("--score-calibration", default="content-free",
+                   help="causal-lm: none | content-free | set-mean (contextual calibration, Zhao et al. 2021)")
 
 
 def eval_config_from_args(args):
     from ..evaluate.config import EvalConfig
 
+    from ..evaluate.perplexity import default_perplexity_file
+
     return EvalConfig(batch_size=args.eval_batch_size, max_new_tokens=args.max_new_tokens, num_beams=args.num_beams,
-                      perplexity_file=args.perplexity_file)
+                      perplexity_file=args.perplexity_file or default_perplexity_file(getattr(args, "data_dir", None)),
+                      perplexity_texts=args.perplexity_texts, prompt_template=args.prompt_template, shots=args.shots,
+                      label_score=args.label_score, score_calibration=args.score_calibration, shot_seed=args.seed)
 
 
 # ----- options generated from config dataclasses ----------------------------------------------

@@ -61,6 +61,9 @@ def _compress_options(sub, name: str, help_text: str, owners: dict):
     g.add_argument("--teacher", help="a saved fine-tuned model to use as teacher / base instead of fine-tuning "
                                      "(read only)")
     g.add_argument("--teacher-epochs", type=float, help="epochs for the teacher (default: --epochs)")
+    g.add_argument("--base", choices=["fine-tune", "as-is"], default="fine-tune",
+                   help="fine-tune: the base (teacher) is --model fine-tuned on the task; as-is: --model as it is, "
+                        "no training, nothing written (post-training compression of a pretrained LLM)")
     g.add_argument("--student-init", choices=["teacher", "pretrained"], default="teacher",
                    help="start the compressed model from the fine-tuned teacher or from the pretrained model")
     g.add_argument("--out", default="forgetless-out/run", help="output folder (model/, report.json, report.md)")

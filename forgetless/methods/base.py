@@ -18,10 +18,26 @@ from typing import Any, Callable
 from torch import nn
 
 from ..data.task import Task
+from ..errors import ConfigError
 from ..registry import Registry
 from ..training.trainer import TrainConfig, fine_tune
 
 METHODS: Registry = Registry("compression method")
+
+RECOVERIES = ("fine-tune", "none")  # the `recovery` option: train after compressing, or not (post-training)
+
+
+def check_recovery(value: str) -> None:
+    if value not in RECOVERIES:
+        raise ConfigError(f"--recovery: {value!r} is not one of {', '.join(RECOVERIES)}")
+
+
+def legacy_recovery(fine_tune) -> str:
+    """``recovery`` from the old ``fine_tune: true|false`` of recipes and saved ``model/recipe.yaml``."""
+    text = str(fine_tune).strip().lower()
+    if text not in ("true", "false", "1", "0", "yes", "no"):
+        raise ConfigError(f"fine_tune (old name of recovery): expected true or false, got {fine_tune!r}")
+    return "fine-tune" if text in ("true", "1", "yes") else "none"
 
 
 @dataclass
@@ -86,9 +102,15 @@ class CompressionMethod:
     def finalize(self, model: nn.Module, ctx: CompressionContext) -> nn.Module:
         return model
 
+    def recovers(self) -> bool:
+        """Whether the method trains after (or while) compressing: a config's ``recovery`` option
+        (``fine-tune`` | ``none``); methods without that option always train."""
+        return getattr(self.config, "recovery", "fine-tune") != "none"
+
     def compress(self, model: nn.Module, ctx: CompressionContext) -> nn.Module:
         model = self.prepare(model, ctx)
-        model = ctx.train(model, f"train-{self.name}", callbacks=self.callbacks(model, ctx))
+        if self.recovers():
+            model = ctx.train(model, f"train-{self.name}", callbacks=self.callbacks(model, ctx))
         return self.finalize(model, ctx)
 
     def describe(self) -> dict:

@@ -24,7 +24,7 @@ from ..heads.runner import scoring_subset
 from ..models.adapters import get_adapter
 from ..models.surgery import drop_layers
 from ..training.encode import TOKEN_KEYS
-from .base import METHODS, CompressionContext, CompressionMethod
+from .base import METHODS, CompressionContext, CompressionMethod, check_recovery
 
 
 @dataclass
@@ -35,9 +35,10 @@ class BlockInfluenceConfig:
     calibration_batch: int = 16
     calibration_length: int = 128  # max tokens per calibration example
     stack: str = ""  # layer stack to shorten; "": the model's first stack
-    fine_tune: bool = True
+    recovery: str = "fine-tune"  # fine-tune | none (ShortGPT's post-training setting)
 
     def __post_init__(self):
+        check_recovery(self.recovery)
         if self.layers < 0 or self.remove < 0 or (self.layers > 0) == (self.remove > 0):
             raise ConfigError(f"block-influence: give exactly one of layers (kept) or remove (removed) as a "
                               f"positive count, got layers={self.layers}, remove={self.remove}")
@@ -153,11 +154,11 @@ class BlockInfluenceRemoval(CompressionMethod):
         atomic_write_json(ctx.work_dir / f"{self.name}-scores.json", self.record)
         ctx.notes.append(f"block-influence: BI per {stack} layer {[round(s, 4) for s in scores]} on "
                          f"{len(examples)} calibration examples; removed layers {removed} of {total}"
-                         + (", then fine-tuned" if cfg.fine_tune else ""))
+                         + (", then fine-tuned" if self.recovers() else ", no recovery training"))
         return model
 
     def compress(self, model: nn.Module, ctx: CompressionContext) -> nn.Module:
         model = self.prepare(model, ctx)
-        if self.config.fine_tune:
+        if self.recovers():
             model = ctx.train(model, f"train-{self.name}", callbacks=self.callbacks(model, ctx))
         return self.finalize(model, ctx)

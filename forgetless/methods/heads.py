@@ -25,7 +25,7 @@ from ..heads.runner import layout_from_json, michel_scores, scoring_subset
 from ..heads.scores import HeadLayout, count_from_ratio, select_lowest
 from ..models.adapters import get_adapter
 from ..models.surgery import prune_heads
-from .base import METHODS, CompressionContext, CompressionMethod
+from .base import METHODS, CompressionContext, CompressionMethod, check_recovery
 
 
 @dataclass
@@ -36,9 +36,10 @@ class HeadPruningOptions:
     scoring_examples: int = 256   # size of the seeded scoring subset of the training set
     scoring_batch: int = 32
     scoring_length: int = 64      # max tokens per scoring example
-    fine_tune: bool = True
+    recovery: str = "fine-tune"   # fine-tune | none (post-training: score and remove only)
 
     def __post_init__(self) -> None:
+        check_recovery(self.recovery)
         if not 0.0 <= self.ratio <= 1.0:
             raise ConfigError(f"ratio must be in [0, 1], got {self.ratio}")
         if self.scoring_examples < 1 or self.scoring_batch < 1 or self.scoring_length < 8:
@@ -114,7 +115,7 @@ class HeadPruningMethod(CompressionMethod, ABC):
         self.record["heads_before"] = self.original.total
         self.record["heads_after"] = sum(len(v) for v in self.alive.values())
         atomic_write_json(ctx.work_dir / f"{self.name}-scores.json", self.artifacts())
-        if self.config.fine_tune:
+        if self.recovers():
             model = ctx.train(model, f"train-{self.name}")
         model = self.finalize(model, ctx).eval()
         atomic_write_json(ctx.work_dir / f"{self.name}-scores.json", self.artifacts())

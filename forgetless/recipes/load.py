@@ -220,6 +220,10 @@ def validate_recipe(raw: dict, schema, source: str = "<recipe>", scale: str | No
     for item in sets:
         key, value = parse_set(item) if isinstance(item, str) else item
         raw[key], origin[key] = value, "--set"
+    if "fine_tune" in raw and "recovery" not in raw:  # old name of recovery (methods/base.py)
+        from ..methods.base import legacy_recovery
+        origin["recovery"] = origin.pop("fine_tune")
+        raw["recovery"] = legacy_recovery(raw.pop("fine_tune"))
     command = raw.get("command") or "compress"
     _, actions, owners = schema(command)
     recipe: dict = {"command": command}

@@ -95,6 +95,9 @@ def build_card(task, run, method, objective, kind, results: dict, sizes: dict, s
         card["bias"]["meaningful"] = honest.f_bias_meaningful(card["bias"], card["warnings"])
     if robustness:
         card["robustness"] = robustness
+    if "zero_shot" in results["base"]:  # causal-lm: the prompt and scoring both models were evaluated with
+        card["zero_shot"] = {**results["base"]["zero_shot"], "truncated_prompts": {
+            role: results[role]["zero_shot"]["truncated_prompts"] for role in ("base", "compressed")}}
     if "language_model" in results["base"]:  # causal-lm: held-out perplexity of both models
         card["language_model"] = {role: results[role]["language_model"] for role in ("base", "compressed")}
     return card

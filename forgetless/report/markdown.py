@@ -25,12 +25,27 @@ def render_markdown(card: dict) -> str:
         lines += _classification(card)
     else:
         lines += _generation(card)
+    zs = card.get("zero_shot")
+    if zs:
+        words = " / ".join(zs["label_words"])
+        lines += ["", "## Zero-shot prompt", "",
+                  f"{zs['template']} template; instruction: \"{zs['instruction']}\"; text: `{zs['body']!r}`; label "
+                  f"words {words} (label order); {zs['shots']} shot(s) (seed {zs['shot_seed']}); label score "
+                  f"{zs['label_score']} of token log-probabilities; calibration {zs['score_calibration']}"
+                  + (f" (content-free inputs {zs['content_free_inputs']})" if zs.get("content_free_inputs") else "")
+                  + f"; prompts cut to their last {zs['max_length']} tokens: "
+                  + ", ".join(f"{role} {sum(t.values())}" for role, t in zs["truncated_prompts"].items()) + "."]
     lm = card.get("language_model")
     if lm:
         b, c = lm["base"], lm["compressed"]
-        lines += ["", f"## Language modelling: held-out perplexity on {b['file']} ({b['tokens']} tokens)", "",
+        lines += ["", f"## Language modelling: held-out perplexity on {b['file']} ({b.get('texts', '?')} texts, "
+                      f"{b['tokens']} tokens)", "",
                   f"base {b['perplexity']:.2f}, compressed {c['perplexity']:.2f} "
                   f"({c['perplexity'] / b['perplexity']:.2f}×; lower is better)."]
+    if card.get("provenance"):  # a converted base (models/smollm2.py)
+        p = card["provenance"]
+        lines += ["", f"Base provenance: {p['model']} from `{p['source_file']}` (sha256 {p['source_sha256']}); "
+                      f"{p['note']}."]
     lines += _training(card) + _size(card) + _speed(card)
     lines += _deployment(card)
     lines += _robustness(card)
@@ -173,6 +188,8 @@ def _training(card: dict) -> list[str]:
         return []
     epochs = lambda x: f"{x:g} epoch" + ("" if x == 1 else "s")  # noqa: E731
     base = "unknown (teacher given)" if t["base_epochs"] is None else epochs(t["base_epochs"])
+    if t.get("base") == "as-is":
+        base = "none (the pretrained model as it is)"
     runs = ", ".join(f"{r['name']} {epochs(r['epochs'])}" for r in t["fine_tunes"]) or "none"
     start = "the fine-tuned teacher" if t["student_init"] == "teacher" else "the pretrained model"
     total = "" if t["compressed_epochs"] is None else f" ({epochs(t['compressed_epochs'])} in all)"
@@ -221,6 +238,12 @@ def _speed(card: dict) -> list[str]:
              *([f"| decode with KV cache, batch {cfg['latency_batch']} (ms per token) | "
                 f"{s['decode_ms_per_token']['base']:.2f} | {s['decode_ms_per_token']['compressed']:.2f} | "
                 f"{s['decode_ms_per_token']['speedup'] or 0:.2f}× |"] if s.get("decode_ms_per_token") else []),
+             *([f"| decode with KV cache, batch {cfg['batch_size']} (ms per step) | "
+                f"{s['decode_ms_per_token_batch']['base']:.2f} | {s['decode_ms_per_token_batch']['compressed']:.2f} | "
+                f"{s['decode_ms_per_token_batch']['speedup'] or 0:.2f}× |"] if s.get("decode_ms_per_token_batch") else []),
+             *([f"| FLOP limit (base / compressed FLOPs of a prefill) | | | "
+                + (f"{s['flop_limit']['ratio']:.2f}× |" if s["flop_limit"].get("ratio") else
+                   f"– ({s['flop_limit'].get('why', 'not counted')}) |")] if s.get("flop_limit") else []),
              "", f"{'Whole generate calls decoding ' + str(cfg['new_tokens']) + ' tokens (beam ' + str(cfg['num_beams']) + '), ' if s.get('mode') == 'generate' else 'One forward pass, '}"
              f"input length {cfg['seq_len']}, median of {cfg['repeats']} after {cfg['warmup']} warm-up runs, "
              f"{s['threads']} threads on {s['device']}."]
