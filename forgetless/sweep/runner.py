@@ -29,7 +29,7 @@ from ..fsutil import atomic_write_json
 from ..kinds import kind_for
 from ..methods import METHODS
 from ..objectives import OBJECTIVES
-from ..outputs import check_output, mark_output, output_lock
+from ..outputs import check_cache, check_output, mark_output, output_lock
 from ..pipeline import RunConfig, clean_work, compress, train_teacher
 from ..recipes.dump import dump_recipe, sweep_run_recipe
 from ..training.trainer import TrainConfig
@@ -106,6 +106,7 @@ def run_sweep(task: Task, out_dir: str | Path, objectives=ALL_OBJECTIVES, seeds=
     if unknown:
         raise ConfigError(f"options given for objectives not in the sweep: {sorted(unknown)}")
     out_dir = check_output(out_dir, command="sweep", inputs={"--model": model})
+    check_cache()  # the teachers are saved there: checked before the first one is trained
     with output_lock(out_dir):  # a second sweep on the same folder stops here; this one resumes its runs
         mark_output(out_dir, "sweep")
         train = train or TrainConfig()
