@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .data.task import Task
+from .errors import ConfigError
 from .evaluate.config import EvalConfig
 from .evaluate.size import parameter_counts
 from .fsutil import atomic_write_json
@@ -21,7 +22,12 @@ def evaluate_saved(model_path: str, task: Task, out: str | Path | None = None, b
         check_output(out, "--json", command="evaluate", inputs={"MODEL_PATH": model_path}, overwrite=overwrite,
                      is_file=True)
     kind = kind_for(task)
-    if is_forgetless_folder(model_path) and read_manifest(model_path)["metadata"].get("kind") == "seq2seq":
+    metadata = read_manifest(model_path)["metadata"] if is_forgetless_folder(model_path) else {}
+    if metadata.get("task_kind") not in (None, task.kind):
+        raise ConfigError(f"MODEL_PATH {model_path}: trained on the {metadata['task_kind']} task "
+                          f"{metadata.get('task')!r}; its scores on the {task.kind} task {task.name!r} would mean "
+                          "nothing (choose a task of the same kind)")
+    if metadata.get("kind") == "seq2seq":
         kind = KINDS["seq2seq"]
     model, tokenizer = kind.load_model(model_path, task)
     result = kind.evaluate(model, tokenizer, task, EvalConfig(batch_size=batch_size), max_length)

@@ -130,7 +130,8 @@ def train_teacher(task: Task, config: RunConfig, work_dir: Path, kind=None):
         model, tokenizer = kind.load_model(config.model, task, config.seed)
         model = fine_tune(model, tokenizer, kind.training_set(task, tokenizer), work_dir / "train-teacher", train_config)
         save_model(model, folder, tokenizer, metadata={"key": key, "role": "teacher", "kind": kind.name,
-                                                       "model": config.model, "task": task.name})
+                                                       "model": config.model, "task": task.name,
+                                                       "task_kind": task.kind})
         return model, tokenizer, {"source": config.model, "reused": False, "path": str(folder)}
 
 
@@ -204,7 +205,8 @@ def _compress(task: Task, config: RunConfig, out_dir: Path, method, objective, t
         compressed = extra.compress(compressed, ctx).eval()
     artifacts = method.artifacts() if hasattr(method, "artifacts") else {}
     model_dir = save_model(compressed, out_dir / "model", tokenizer, metadata={
-        "method": method.describe(), "objective": objective.name, "task": task.name, "kind": kind.name,
+        "method": method.describe(), "objective": objective.name, "task": task.name, "task_kind": task.kind,
+        "kind": kind.name,
         "artifacts": artifacts, "then": [m.describe() for m in then]})
 
     _stage("evaluate base and compressed on " + ", ".join(task.eval_sets()))

@@ -39,6 +39,8 @@ CASES = [
     ("run-scale-without-scales", ["run", "{plain_recipe}", "--scale", "paper"], r"--scale paper: .*plain.yaml has no scales"),
     ("epochs-1e-9", ["compress", *FAST, "--model", "tiny-bert", "--epochs", "1e-9"],
      r"--epochs 1e-09: less than one training step \(16 examples in batches of 32: 1 step\(s\) per epoch\)"),
+    ("evaluate-generation-model-on-classification", ["evaluate", "{t5}", "--eval-size", "4"],
+     r"MODEL_PATH .*t5: trained on the generation task 'synthetic-lookup'; its scores on the classification task"),
     ("recipe-duplicate-key", ["run", "{duplicate_recipe}"], r"duplicate.yaml: key 'lr' appears twice \(line 3\)"),
     # tracebacks before
     ("freeze-embeddings-1", ["compress", "--freeze-embeddings", "1"], r"--freeze-embeddings: expected true or false, got '1'"),
@@ -90,7 +92,8 @@ def build(root: Path, tiny_model_dir: str) -> dict:
         nan.classifier.weight.fill_(float("nan"))
     p["nan_model"] = str(save_model(nan, root / "nan-model", tokenizer))
     p["llama"] = str(save_model(tiny_classifier("tiny-llama", len(tokenizer), labels), root / "llama", tokenizer))
-    p["t5"] = str(save_model(tiny_seq2seq("tiny-t5", len(tokenizer)), root / "t5", tokenizer))
+    p["t5"] = str(save_model(tiny_seq2seq("tiny-t5", len(tokenizer)), root / "t5", tokenizer, metadata={
+        "kind": "seq2seq", "task": "synthetic-lookup", "task_kind": "generation"}))
     int8 = tiny_classifier("tiny-bert", len(tokenizer), labels)
     quantize_int8(int8, linear_names(int8, "stacks"))
     p["int8"] = str(save_model(int8, root / "int8", tokenizer))
@@ -151,6 +154,18 @@ def test_bom_in_a_tsv_header_is_stripped(bad):
 
     task = load_task("files", train=bad["tsv"], dev=bad["tsv"], text_a="sentence", text_b="", labels=["neg", "pos"])
     assert task.train.text_a[:2] == ["text 0", "text 1"] and task.train.labels[:2] == [0, 1]
+
+
+def test_freeze_embeddings_works_for_an_encoder_classifier():
+    """``--freeze-embeddings true`` raised AttributeError on a BERT classifier (v5's get_encoder())."""
+    from forgetless.models.loading import bundled_tokenizer
+    from forgetless.models.tiny import tiny_classifier
+    from forgetless.training.trainer import freeze_embeddings
+
+    model = tiny_classifier("tiny-bert", len(bundled_tokenizer()), ["a", "b"])
+    freeze_embeddings(model)
+    assert not model.get_input_embeddings().weight.requires_grad
+    assert model.classifier.weight.requires_grad
 
 
 def test_card_model_is_what_was_compressed(bad, tmp_path, monkeypatch, capsys):

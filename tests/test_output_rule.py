@@ -169,15 +169,18 @@ def test_rerun_replaces_only_its_own_output(world, tmp_path, capsys, monkeypatch
     code, err = run_cli(argv, capsys)
     assert code == 2 and "pass --overwrite to replace it" in err
     assert run_cli([*argv, "--overwrite"], capsys)[0] == 0
+    from forgetless.outputs import mark_output
+
     onnx = tmp_path / "onnx"
+    mark_output(onnx, "export")  # an earlier export's folder (one real export below keeps the test short)
+    (onnx / "model.onnx").write_bytes(b"stale")
     export = ["export", world["model"], "--format", "onnx", "--out", str(onnx)]
-    assert run_cli(export, capsys)[0] == 0, capsys.readouterr().err
-    assert json.loads((onnx / "forgetless-run.json").read_text())["command"] == "export"
     code, err = run_cli(export, capsys)
     assert code == 2 and "holds the output of an earlier `forgetless export`; pass --overwrite" in err
-    (onnx / "model.onnx").write_bytes(b"stale")
     assert run_cli([*export, "--overwrite"], capsys)[0] == 0
     assert (onnx / "model.onnx").read_bytes() != b"stale"
+    assert json.loads((onnx / "forgetless-run.json").read_text())["command"] == "export"
+    assert json.loads((onnx / "export.json").read_text())["opset"] == 18  # the opset actually written
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".onnx")]  # the old one moved aside, then gone
     code, err = run_cli(["compress", *FAST, "--out", str(onnx), "--overwrite"], capsys)
     assert code == 2 and "holds the output of `forgetless export`, not of `forgetless compress`" in err
@@ -198,20 +201,29 @@ def _remote_code_folder(root: Path, tiny_model_dir: str) -> tuple[Path, Path]:
     return folder, marker
 
 
-def test_remote_code_never_runs_even_when_stdin_says_yes(tmp_path, tiny_model_dir):
+def test_remote_code_never_runs_even_when_stdin_says_yes(tmp_path, tiny_model_dir, capsys, monkeypatch):
+    """``echo y | forgetless evaluate FOLDER`` (a real process, a real stdin) and compress in-process
+    with "y" on stdin: one clear error, and the folder's Python never ran."""
+    import io
+
     folder, marker = _remote_code_folder(tmp_path, tiny_model_dir)
     before = tree_hashes(folder)
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), "HF_HUB_OFFLINE": "1",
            "FORGETLESS_CACHE": str(tmp_path / "cache")}
-    for argv in (["evaluate", str(folder), "--eval-size", "4"],
-                 ["compress", *FAST[:-2], "--model", str(folder), "--out", str(tmp_path / "run")]):
-        done = subprocess.run([sys.executable, "-m", "forgetless", *argv], input="y\ny\n", capture_output=True,
-                              text=True, env=env, timeout=300)
-        lines = [line for line in done.stderr.splitlines() if "error:" in line]
-        assert done.returncode == 2, done.stderr
+    done = subprocess.run([sys.executable, "-m", "forgetless", "evaluate", str(folder), "--eval-size", "4"],
+                          input="y\ny\n", capture_output=True, text=True, env=env, timeout=300)
+    monkeypatch.setattr(sys, "stdin", io.StringIO("y\ny\n"))
+    code, err = run_cli(["compress", *FAST[:-2], "--model", str(folder), "--out", str(tmp_path / "run")], capsys)
+    for returncode, stderr in ((done.returncode, done.stderr), (code, err)):
+        lines = [line for line in stderr.splitlines() if "error:" in line]
+        assert returncode == 2, stderr
         assert len(lines) == 1 and "needs the folder's own Python code" in lines[0] and "--trust-remote-code" in lines[0]
-        assert not marker.exists()
+    assert not marker.exists()
     assert tree_hashes(folder) == before and not (tmp_path / "run").exists()
+    config = json.loads((folder / "config.json").read_text())  # a known model_type that also names auto_map:
+    (folder / "config.json").write_text(json.dumps({**config, "model_type": "bert", "architectures": ["BertModel"]}))
+    code, err = run_cli(["evaluate", str(folder), "--eval-size", "4"], capsys)  # transformers' own BERT code
+    assert code == 0 and not marker.exists(), err
 
 
 def test_every_load_passes_trust_remote_code():

@@ -63,6 +63,7 @@ def test_sweep_end_to_end_and_resume(tmp_path):
         assert (out / name).stat().st_size > 1000
     assert not (out / "runs" / "ce-s0.5-seed0" / "work").exists()  # checkpoints removed, model kept
     assert (out / "runs" / "ce-s0.5-seed0" / "model").is_dir()
+    assert not list((out / "teachers").rglob("checkpoint-*"))  # the teachers' checkpoints too (issue 18)
     stamp = (out / "runs" / "ce-s0.5-seed0" / "report.json").stat().st_mtime_ns
     again = run_sweep(task, tmp_path / "sweep", **kwargs)  # every run reused
     assert (out / "runs" / "ce-s0.5-seed0" / "report.json").stat().st_mtime_ns == stamp

@@ -162,6 +162,7 @@ def _scan(package: str, registry: str) -> dict[str, type | None]:
     return configs
 
 
+@lru_cache(maxsize=None)  # the parser is built on every start: scan the sources once per process
 def light_registry(package: str, registry: str):
     """``(registry-like, light)``: the scanned catalogue, or the real registry when the sources
     cannot be read that way (``light`` False)."""

@@ -84,7 +84,7 @@ def cmd_finetune(args, owners) -> int:
         model = fine_tune(model, tokenizer, kind.training_set(task, tokenizer), out / "checkpoints",
                           train_config_from_args(args))
         if state.is_main_process:
-            save_model(model, out / "model", tokenizer, metadata={"role": "fine-tuned", "task": task.name,
+            save_model(model, out / "model", tokenizer, metadata={"role": "fine-tuned", "task": task.name, "task_kind": task.kind,
                                                                    "kind": kind.name, "world_size": state.num_processes})
             print(f"saved {out / 'model'} (trained on {state.num_processes} process(es))")
     return 0

@@ -25,11 +25,11 @@ from ..data.task import Task
 from ..difficulty import compute_difficulty, default_alpha
 from ..errors import ConfigError
 from ..evaluate.speed import SpeedConfig
-from ..fsutil import atomic_write_json
+from ..fsutil import atomic_write_json, remove_leftovers
 from ..kinds import kind_for
 from ..methods import METHODS
 from ..objectives import OBJECTIVES
-from ..outputs import check_output, mark_output, output_lock
+from ..outputs import check_cache, check_output, mark_output, output_lock
 from ..pipeline import RunConfig, clean_work, compress, train_teacher
 from ..recipes.dump import dump_recipe, sweep_run_recipe
 from ..training.trainer import TrainConfig
@@ -106,8 +106,10 @@ def run_sweep(task: Task, out_dir: str | Path, objectives=ALL_OBJECTIVES, seeds=
     if unknown:
         raise ConfigError(f"options given for objectives not in the sweep: {sorted(unknown)}")
     out_dir = check_output(out_dir, command="sweep", inputs={"--model": model})
+    check_cache()  # the teachers are saved there: checked before the first one is trained
     with output_lock(out_dir):  # a second sweep on the same folder stops here; this one resumes its runs
         mark_output(out_dir, "sweep")
+        remove_leftovers(out_dir)  # temporary files a killed sweep left (we hold the folder's lock)
         train = train or TrainConfig()
         speed = speed or SpeedConfig(batch_size=8, seq_len=64, warmup=1, repeats=2)
         records, difficulty, started = [], {}, time.time()
