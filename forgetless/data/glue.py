@@ -70,6 +70,10 @@ def _split(examples: ExampleSet, fraction: float, seed: int) -> tuple[ExampleSet
     return examples.subset(first, "train"), examples.subset(second, "dev")
 
 
+_SST2 = "sst2 → AdvGLUE-sst2: GLUE SST-2 train / dev, AdvGLUE dev sst2 subset as challenge"
+_RTE = "rte → AdvGLUE-rte: GLUE RTE train / dev, AdvGLUE dev rte subset as challenge"
+
+
 def origin(root: Path | None) -> str:
     """Where a task's sets came from, for its protocol line."""
     return "data folder" if root is not None else "Hugging Face hub"
@@ -95,10 +99,6 @@ def sst2_task(data_dir=None, seed: int = 0) -> Task:
     return Task("sst2", SST2_LABELS, sets["train"], sets["dev"],
                 {"advglue": read_advglue(data_dir, "sst2", SST2_LABELS)}, pooled_challenges=["advglue"],
                 protocol=_SST2 + f" ({origin(root)})")
-
-
-_SST2 = "sst2 → AdvGLUE-sst2: GLUE SST-2 train / dev, AdvGLUE dev sst2 subset as challenge"
-_RTE = "rte → AdvGLUE-rte: GLUE RTE train / dev, AdvGLUE dev rte subset as challenge"
 
 
 def rte_task(data_dir=None, seed: int = 0) -> Task:
