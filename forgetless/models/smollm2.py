@@ -80,7 +80,7 @@ def plain_copy(model):
 def smollm2_folder() -> Path:
     """The converted safetensors folder in the cache, converting the GGUF on first use."""
     from ..fsutil import atomic_directory
-    from ..pipeline import cache_root
+    from ..outputs import cache_root
 
     source = gguf_path()
     sha = file_sha256(source)
