@@ -172,14 +172,25 @@ def mark_output(folder, command: str, **extra) -> None:
     atomic_write_json(folder / RUN_FILE, {"command": command, **extra})
 
 
+def distributed_follower() -> bool:
+    """Whether this is a non-first process of a distributed launch (accelerate / torchrun set
+    ``RANK`` and ``LOCAL_RANK``): locks are the first process's, or the ranks would lock each other
+    out (output) or deadlock (a teacher trained by all ranks together)."""
+    return any(int(os.environ.get(name, "0") or 0) > 0 for name in ("RANK", "LOCAL_RANK"))
+
+
 @contextlib.contextmanager
 def output_lock(folder, flag: str = "--out") -> Iterator[Path]:
     """Hold ``folder/.forgetless.lock`` (created with the folder) while the command writes into it;
-    a second process gets an ``OutputFolderError`` at once."""
+    a second process gets an ``OutputFolderError`` at once. In a distributed launch only the
+    first process takes it (the others belong to the same run)."""
     from filelock import FileLock, Timeout
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
+    if distributed_follower():
+        yield folder
+        return
     lock = FileLock(str(folder / LOCK_FILE), timeout=0)
     try:
         lock.acquire()
@@ -219,6 +230,9 @@ def teacher_lock(folder) -> Iterator[None]:
 
     folder = Path(folder)
     folder.parent.mkdir(parents=True, exist_ok=True)
+    if distributed_follower():  # trains the teacher together with the first process, which holds the lock
+        yield
+        return
     lock = FileLock(str(folder.parent / f".{folder.name}.lock"))
     try:
         lock.acquire(timeout=0)

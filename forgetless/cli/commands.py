@@ -1,7 +1,6 @@
 """The subcommands: each a thin wrapper over a Python function of the package."""
 from __future__ import annotations
 
-import contextlib
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -78,7 +77,7 @@ def cmd_finetune(args, owners) -> int:
     state = PartialState()
     transformers.set_seed(args.seed)
     model, tokenizer = kind.load_model(args.model, task, args.seed)  # a bad model fails before OUT is made
-    with output_lock(out) if state.is_main_process else contextlib.nullcontext():
+    with output_lock(out):  # held by the first process of a distributed launch (outputs.distributed_follower)
         if state.is_main_process:
             mark_output(out, "finetune")
         model = fine_tune(model, tokenizer, kind.training_set(task, tokenizer), out / "checkpoints",
