@@ -89,8 +89,8 @@ def run_sweep(task: Task, out_dir: str | Path, objectives=ALL_OBJECTIVES, seeds=
     ``level_option`` is the method option the sparsity levels set (``sparsity`` for magnitude).
     A finished run keeps its model and report; its training checkpoints (``work/``, ~2x the model
     size with optimiser state) are removed unless ``keep_work``. ``teacher_seed`` trains one teacher
-    (with that seed) shared by every seed of the sweep; by default each seed has its own. ``recipe`` (the resolved recipe,
-    ``forgetless.recipes``) is saved as ``out_dir/recipe.yaml`` and in ``sweep.json``, and each
+    (with that seed) shared by every seed of the sweep; by default each seed has its own. ``recipe``
+    (the resolved recipe, ``forgetless.recipes``) is saved as ``out_dir/recipe.yaml`` and in ``sweep.json``, and each
     run's own ``compress`` recipe (``recipes.dump.sweep_run_recipe``) as ``runs/<run>/model/recipe.yaml``
     and in its card: ``forgetless run`` on it reruns that one run into ``reruns/<run>``.
     """
@@ -112,7 +112,8 @@ def run_sweep(task: Task, out_dir: str | Path, objectives=ALL_OBJECTIVES, seeds=
     setup = {"method": method, "method_options": method_options or {}, "level_option": level_option,
              "objectives": objectives, "seeds": seeds,
              "sparsities": sparsities, "objective_options": objective_options or {}, "model": model,
-             "student_init": student_init, "teacher_seed": teacher_seed, "train": asdict(train), "teacher_train": asdict(teacher_train or train)}
+             "student_init": student_init, "teacher_seed": teacher_seed, "train": asdict(train),
+             "teacher_train": asdict(teacher_train or train)}
     task_key = task_fingerprint(task)
     cache = out_dir / "cache"
     for seed in seeds:
