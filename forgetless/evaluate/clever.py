@@ -7,8 +7,8 @@ embeddings perturbed jointly), take the maximum dual-norm gradient ``‖∇_e g�
 fit a reverse Weibull distribution to the batch maxima and use its location as the local
 Lipschitz estimate L̂ (Weng et al., Algorithm 1; where the best fit's location diverges, forgetless
 falls back to another fit and says so per example and in the card: ``choose_fit``). The score is
-``min(g(e)/L̂, R)`` (the estimate only holds inside the ball); the uncapped ratio is reported too. Misclassified examples
-(g ≤ 0) score 0: they need no perturbation at all.
+``min(g(e)/L̂, R)`` (the estimate only holds inside the ball); the uncapped ratio is reported too.
+Misclassified examples (g ≤ 0) score 0: they need no perturbation at all.
 """
 from __future__ import annotations
 
