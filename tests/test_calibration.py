@@ -46,3 +46,15 @@ def test_card_section_and_markdown():
     assert "| dev | hard | 1 |" in text
     no_probs = {role: {"dev": {"predicted": [0, 0]}} for role in ("base", "compressed")}
     assert calibration_section(Task(), no_probs) is None
+
+
+def test_ece_bins_are_right_closed_at_edge_confidences():
+    """Guo et al.'s bins ((m−1)/M, m/M]: 0.5 closes bin (0.4, 0.5], 0.55 is in (0.5, 0.6]."""
+    # 0.5 and 0.55 in different bins: ½·|1 − 0.5| + ½·|0 − 0.55|
+    assert expected_calibration_error([0.5, 0.55], [1, 0], bins=10) == pytest.approx(0.525)
+    # 0.45 and 0.5 share (0.4, 0.5]: |½ − 0.475|
+    assert expected_calibration_error([0.45, 0.5], [1, 0], bins=10) == pytest.approx(0.025)
+    # 0 joins (0, 0.1] (the first bin), 1.0 closes the last one
+    assert expected_calibration_error([0.0, 0.1], [1, 0], bins=10) == pytest.approx(abs(0.5 - 0.05))
+    assert expected_calibration_error([0.95, 1.0], [1, 0], bins=10) == pytest.approx(abs(0.5 - 0.975))
+    assert expected_calibration_error([0.3, 0.30001], [1, 0], bins=10) == pytest.approx(0.5 * 0.7 + 0.5 * 0.30001)

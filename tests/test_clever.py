@@ -6,8 +6,8 @@ from scipy import stats
 
 from forgetless.data.task import ExampleSet
 from forgetless.errors import ConfigError
-from forgetless.evaluate.clever import (CleverConfig, clever_evaluate, clever_example, clever_score,
-                                        fit_reverse_weibull, sample_ball)
+from forgetless.evaluate.clever import (CleverConfig, choose_fit, clever_evaluate, clever_example, clever_score,
+                                        fit_reverse_weibull, sample_ball, summarise)
 
 
 @pytest.mark.parametrize("shape,loc,scale", [(2.0, 3.0, 0.5), (5.0, 10.0, 2.0), (3.0, 0.7, 0.1)])
@@ -27,6 +27,32 @@ def test_reverse_weibull_fit_degenerate_and_errors():
         fit_reverse_weibull([1.0, 2.0])
     with pytest.raises(ConfigError):
         fit_reverse_weibull([1.0, float("nan"), 2.0])
+
+
+def test_divergent_best_fit_is_flagged_and_the_card_shows_both_means():
+    # maxima in [1, 2]: a location above 2 + 5·1 = 7 diverged. The best KS fit (p 0.9) is at 40.
+    candidates = [(0.9, 0.3, 40.0, 30.0), (0.6, 2.0, 2.2, 0.8), (0.2, 5.0, 2.05, 1.0)]
+    fit = choose_fit(candidates, top=2.0, spread=1.0)
+    assert fit["fallback"] and fit["fallback_reason"] == "diverged" and fit["reference_location"] == 40.0
+    assert (fit["location"], fit["shape"], fit["ks_pvalue"]) == (2.2, 2.0, 0.6)  # the best fit that holds
+    every = choose_fit([(0.9, 0.3, 40.0, 30.0), (0.5, 0.2, 9.0, 9.0)], top=2.0, spread=1.0)
+    assert every["fallback"] and every["location"] == 2.0 and every["reference_location"] == 40.0
+    plain = choose_fit([(0.4, 0.3, 40.0, 30.0), (0.6, 2.0, 2.2, 0.8)], top=2.0, spread=1.0)
+    assert not plain["fallback"] and plain["reference_location"] is None and plain["location"] == 2.2
+    assert choose_fit([], top=2.0, spread=1.0)["fallback_reason"] == "no fit"
+    details = [{"margin": 1.0, "score": 0.5, "uncapped": 0.5, "fit": fit},
+               {"margin": 1.0, "score": 0.1, "uncapped": 0.1, "fit": plain},
+               {"margin": -1.0, "score": 0.0, "uncapped": 0.0, "fit": None}]
+    summary = summarise(details)
+    assert summary["fallbacks"] == 1 and summary["examples"] == 3
+    assert summary["mean"] == pytest.approx(0.2) and summary["mean_without_fallbacks"] == pytest.approx(0.05)
+    from forgetless.report.markdown import _robustness
+
+    params = {"examples": 3, "batches": 3, "samples": 2, "norm": "2", "radius": 1.0}
+    side = {**summary, "set": "dev", "seconds": 1.0, "params": params}
+    text = "\n".join(_robustness({"robustness": {"clever": {"base": side, "compressed": side}}}))
+    assert "| fallback Weibull fits (best-KS fit diverged) | 1/3 | 1/3 | |" in text
+    assert "| mean CLEVER score without those examples | 0.05 | 0.05 | |" in text
 
 
 def test_sample_ball_radius_and_uniformity():

@@ -199,6 +199,10 @@ def test_hybrid_prunes_the_same_heads_as_exact_through_the_method(tmp_path):
     assert records["first-order"]["masked_passes"] == 0 and "hybrid" not in records["first-order"]
     assert set(records["hybrid"]["seconds"]) >= {"delta_c_first_order", "delta_c_exact", "fisher", "total"}
     assert "hybrid, exact for 8 heads near the cut" in notes["hybrid"] and "first-order;" in notes["first-order"]
+    # the card says how many pruned heads first-order ΔC decided alone: none here for exact and hybrid
+    assert "0 of the 4 pruned heads were decided by first-order ΔC alone" in notes["exact"]
+    assert "0 of the 4 pruned heads were decided by first-order ΔC alone (exact mode" in notes["hybrid"]
+    assert "4 of the 4 pruned heads were decided by first-order ΔC alone (exact mode" in notes["first-order"]
 
 
 def test_bad_modes_and_windows_are_config_errors():

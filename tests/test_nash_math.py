@@ -91,6 +91,12 @@ def test_kd_loss_hand_computed():
     assert float(kd_loss(student, teacher, mask)) == pytest.approx(kl_ts, abs=1e-6)
     assert float(kd_loss(student, teacher, mask, direction="reverse")) == pytest.approx(kl_st, abs=1e-6)
     assert float(kd_loss(student, teacher, torch.tensor([[True, True]]))) == pytest.approx(kl_ts / 2, abs=1e-6)
+    # batchmean (CoFi-style): the per-sequence sum over target tokens, averaged over 2 sequences
+    two = (torch.cat([student, student]), torch.cat([teacher, teacher]), torch.tensor([[True, False], [True, True]]))
+    assert float(kd_loss(*two, reduction="batchmean")) == pytest.approx((kl_ts + kl_ts) / 2, abs=1e-6)
+    assert float(kd_loss(*two, reduction="token")) == pytest.approx(2 * kl_ts / 3, abs=1e-6)
+    with pytest.raises(ConfigError, match="kl_reduction"):
+        kd_loss(*two, reduction="sum")
 
 
 def test_hidden_mse_pairs_and_mask():

@@ -74,6 +74,27 @@ def test_sweep_end_to_end_and_resume(tmp_path):
     assert collected["difficulty"] == json.loads((out / "sweep.json").read_text())["difficulty"]
 
 
+def test_teacher_seed_trains_one_teacher_for_every_seed(tmp_path):
+    import yaml
+
+    tokenizer = tiny_tokenizer()
+    model_dir = tmp_path / "tiny"
+    tiny_bert(tokenizer).save_pretrained(model_dir)
+    tokenizer.save_pretrained(model_dir)
+    task = synthetic_shortcut_task(n_train=32, n_dev=16, n_challenge=16, hard_fraction=0.25, seed=0)
+    train = TrainConfig(epochs=1, batch_size=16, max_length=32, save_steps=10 ** 6, progress=False)
+    out = tmp_path / "sweep"
+    recipe = {"name": "t", "command": "sweep", "seed": 0, "teacher_seed": 0, "objectives": "ce"}
+    summary = run_sweep(task, out, objectives="ce", seeds="0,1", sparsities="0.5", model=str(model_dir), train=train,
+                        teacher_seed=0, progress=False, plots=False, recipe=recipe)
+    assert summary["setup"]["teacher_seed"] == 0 and summary["rows"][0]["seeds"] == [0, 1]
+    assert "one teacher (seed 0) shared by every seed" in (out / "sweep.md").read_text()
+    assert [p.name.split("-")[-1] for p in (out / "teachers").iterdir()] == ["seed0"]  # one teacher
+    runs = [yaml.safe_load((out / "runs" / f"ce-s0.5-seed{s}" / "model" / "recipe.yaml").read_text()) for s in (0, 1)]
+    assert runs[0]["teacher"] == runs[1]["teacher"] and [r["seed"] for r in runs] == [0, 1]
+    assert "teacher_seed" not in runs[0]  # a run's recipe names its teacher instead
+
+
 def test_plots_for_several_sparsities(tmp_path):
     from forgetless.report.rmc_plots import sweep_plots
 

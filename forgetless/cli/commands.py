@@ -178,7 +178,7 @@ def sweep_from_args(args, owners, recipe: dict | None = None) -> dict:
         objective_options=distribute_options(objectives, flat), model=args.model,
         train=train_config_from_args(args),
         teacher_train=train_config_from_args(args, args.teacher_epochs) if args.teacher_epochs else None,
-        student_init=args.student_init, speed=speed, eval_config=eval_config_from_args(args),
+        teacher_seed=args.teacher_seed, student_init=args.student_init, speed=speed, eval_config=eval_config_from_args(args),
         progress=not args.no_progress, recipe=recipe)
 
 

@@ -141,6 +141,8 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict]:
                                                                 "decoder_layers …)")
     g.add_argument("--method", default="magnitude", help=f"one of: {', '.join(METHODS.names())}")
     g.add_argument("--teacher-epochs", type=float, help="epochs for the teacher (default: --epochs)")
+    g.add_argument("--teacher-seed", type=int, help="seed of one teacher shared by every seed of the sweep "
+                                                    "(default: one teacher per seed)")
     g.add_argument("--student-init", choices=["teacher", "pretrained"], default="pretrained",
                    help="start each compressed model from the fine-tuned teacher or the pretrained model")
     g.add_argument("--out", default="forgetless-out/sweep", help="output folder (sweep.md, sweep.json, plots, runs)")

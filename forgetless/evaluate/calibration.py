@@ -2,7 +2,8 @@
 Observation 2: compressed models are *overconfident on easy samples* and poor on hard ones).
 
 Expected calibration error (Naeini et al. 2015; Guo et al. 2017, eq. 3): predictions are binned
-by confidence ``ĉ_i = max_j p_ij`` into ``M`` equal-width bins ``B_m`` over [0, 1], and
+by confidence ``ĉ_i = max_j p_ij`` into ``M`` equal-width bins ``B_m = ((m−1)/M, m/M]``, m = 1 … M
+(right-closed as in Guo et al. §2; a confidence of exactly 0 goes to the first bin), and
 
     ECE = Σ_m |B_m| / n · | acc(B_m) − conf(B_m) |,
 
@@ -26,7 +27,9 @@ def expected_calibration_error(confidence, correct, bins: int = BINS) -> float |
     confidence, correct = np.asarray(confidence, dtype=float), np.asarray(correct, dtype=float)
     if len(confidence) == 0:
         return None
-    index = np.minimum((confidence * bins).astype(int), bins - 1)  # bin m holds (m/M, (m+1)/M]; 1.0 in the last
+    # index m-1 holds ((m−1)/M, m/M]: an edge confidence k/M goes to the bin it closes (Guo et al.);
+    # the edges are k/M exactly (not k·(1/M)), so a confidence written as 0.3 meets the edge 3/10
+    index = np.searchsorted(np.arange(1, bins) / bins, confidence, side="left")
     total = 0.0
     for m in range(bins):
         inside = index == m

@@ -5,9 +5,10 @@ For an example x with embeddings e and margin ``g(z) = z_c − max_{c'≠c} z_c'
 draw ``batches × samples`` points uniformly in the ℓp ball of radius R around e (all real tokens'
 embeddings perturbed jointly), take the maximum dual-norm gradient ``‖∇_e g‖_q`` of each batch,
 fit a reverse Weibull distribution to the batch maxima and use its location as the local
-Lipschitz estimate L̂ (Weng et al., Algorithm 1). The score is ``min(g(e)/L̂, R)`` (the estimate
-only holds inside the ball); the uncapped ratio is reported too. Misclassified examples
-(g ≤ 0) score 0: they need no perturbation at all.
+Lipschitz estimate L̂ (Weng et al., Algorithm 1; where the best fit's location diverges, forgetless
+falls back to another fit and says so per example and in the card: ``choose_fit``). The score is
+``min(g(e)/L̂, R)`` (the estimate only holds inside the ball); the uncapped ratio is reported too.
+Misclassified examples (g ≤ 0) score 0: they need no perturbation at all.
 """
 from __future__ import annotations
 
@@ -57,32 +58,48 @@ def fit_reverse_weibull(maxima, shape_guesses=(0.5, 2.0, 5.0, 20.0, 100.0),
     """Maximum-likelihood reverse Weibull (``scipy.stats.weibull_max``) fit of batch maxima,
     started from several shape values; as in Weng et al.'s code the fit with the best
     Kolmogorov-Smirnov p-value wins (the likelihood is unbounded for shapes < 1). Returns
-    location (the estimated maximum), shape, scale and the KS-test p-value of the fit. Degenerate
-    samples (all equal), or fits that all diverge (location more than ``max_excess`` ranges
-    above the largest maximum), return the largest maximum with ``fallback`` set."""
+    location (the estimated maximum), shape, scale, the KS-test p-value and ``fallback`` (see
+    :func:`choose_fit`). Degenerate samples (all equal) return the largest maximum, ``fallback`` set."""
     x = np.asarray(maxima, dtype=np.float64)
     if x.size < 3 or not np.all(np.isfinite(x)):
         raise ConfigError("the reverse Weibull fit needs at least 3 finite batch maxima")
     top, spread = float(x.max()), float(x.max() - x.min())
     if spread <= 1e-12 * max(1.0, abs(top)):
-        return {"location": top, "shape": float("inf"), "scale": 0.0, "ks_pvalue": 1.0, "fallback": True}
-    best = None
+        return {"location": top, "shape": float("inf"), "scale": 0.0, "ks_pvalue": 1.0, "fallback": True,
+                "fallback_reason": "degenerate", "reference_location": None}
+    candidates = []
     for c0 in shape_guesses:
         try:
             c, loc, scale = stats.weibull_max.fit(x, c0, loc=top + 0.1 * spread, scale=spread)
         except (ValueError, RuntimeError, FloatingPointError):
             continue
-        if not (np.isfinite(c) and np.isfinite(loc) and scale > 0) or loc > top + max_excess * spread:
-            continue  # diverged: a location far beyond the observed range is no estimate
+        if not (np.isfinite(c) and np.isfinite(loc) and scale > 0):
+            continue
         pvalue = float(stats.kstest(x, "weibull_max", args=(c, loc, scale)).pvalue)
-        if np.isfinite(pvalue) and (best is None or pvalue > best[0]):
-            best = (pvalue, c, loc, scale)
-    if best is None:
-        return {"location": top, "shape": float("nan"), "scale": float("nan"), "ks_pvalue": float("nan"),
-                "fallback": True}
-    pvalue, c, loc, scale = best
-    return {"location": max(float(loc), top), "shape": float(c), "scale": float(scale), "ks_pvalue": pvalue,
-            "fallback": False}
+        if np.isfinite(pvalue):
+            candidates.append((pvalue, float(c), float(loc), float(scale)))
+    return choose_fit(candidates, top, spread, max_excess)
+
+
+def choose_fit(candidates, top: float, spread: float, max_excess: float = 5.0) -> dict:
+    """The fit among ``candidates`` ``(ks_pvalue, shape, location, scale)``: the best KS p-value, as
+    the reference code chooses, unless that fit diverged (location more than ``max_excess`` ×
+    ``spread`` above the largest maximum ``top``: no estimate). Then forgetless takes the best
+    non-divergent fit, or ``top`` when every fit diverged, and marks the result ``fallback``
+    (``fallback_reason`` "diverged"; ``reference_location``: the divergent location the reference
+    would have used). The location is never below ``top``."""
+    ranked = sorted(candidates, key=lambda f: -f[0])
+    reference = ranked[0] if ranked else None
+    kept = [f for f in ranked if f[2] <= top + max_excess * spread]
+    diverged = reference is not None and reference not in kept
+    out = {"fallback": diverged or not kept, "fallback_reason": None,
+           "reference_location": reference[2] if diverged else None}
+    if out["fallback"]:
+        out["fallback_reason"] = "diverged" if diverged else "no fit"
+    if not kept:
+        return {"location": top, "shape": float("nan"), "scale": float("nan"), "ks_pvalue": float("nan"), **out}
+    pvalue, c, loc, scale = kept[0]
+    return {"location": max(loc, top), "shape": c, "scale": scale, "ks_pvalue": pvalue, **out}
 
 
 def sample_ball(n: int, shape: tuple[int, ...], radius: float, norm: str, generator: torch.Generator) -> torch.Tensor:
@@ -126,7 +143,7 @@ def clever_example(model, row: dict, config: CleverConfig, generator: torch.Gene
     g0, _ = _margin_grad(model, center, extra, label, q)
     g0 = float(g0[0])
     if g0 <= 0:
-        return {"margin": g0, "lipschitz": None, "score": 0.0, "uncapped": 0.0, "fit": None}
+        return {"margin": g0, "lipschitz": None, "score": 0.0, "uncapped": 0.0, "fit": None, "fallback": False}
     tiled = {k: v.expand(config.samples, -1) for k, v in extra.items()}
     maxima = []
     for _ in range(config.batches):
@@ -135,7 +152,8 @@ def clever_example(model, row: dict, config: CleverConfig, generator: torch.Gene
         maxima.append(float(norms.max()))
     fit = fit_reverse_weibull(maxima)
     score, uncapped = clever_score(g0, fit["location"], config.radius)
-    return {"margin": g0, "lipschitz": fit["location"], "score": score, "uncapped": uncapped, "fit": fit}
+    return {"margin": g0, "lipschitz": fit["location"], "score": score, "uncapped": uncapped, "fit": fit,
+            "fallback": fit["fallback"]}
 
 
 def clever_evaluate(model, tokenizer, examples: ExampleSet, config: CleverConfig | None = None) -> dict:
@@ -157,8 +175,17 @@ def clever_evaluate(model, tokenizer, examples: ExampleSet, config: CleverConfig
         for p, flag in flags:
             p.requires_grad_(flag)
         model.train(was_training)
+    return {**summarise(details), "set": examples.name, "seconds": time.perf_counter() - start,
+            "params": asdict(config), "per_example": details}
+
+
+def summarise(details: list[dict]) -> dict:
+    """Mean / median scores of per-example results, and how many used a fallback fit
+    (:func:`choose_fit`) with the mean over the examples that did not (None when all did)."""
     scores = [d["score"] for d in details]
     correct = [d for d in details if d["margin"] > 0]
+    fallback = [bool(d["fit"] and d["fit"].get("fallback")) for d in details]
+    kept = [s for s, f in zip(scores, fallback) if not f]
     return {
         "mean": float(np.mean(scores)),
         "median": float(statistics.median(scores)),
@@ -166,8 +193,6 @@ def clever_evaluate(model, tokenizer, examples: ExampleSet, config: CleverConfig
         "mean_uncapped": float(np.mean([d["uncapped"] for d in details])),
         "correct": len(correct),
         "examples": len(details),
-        "set": examples.name,
-        "seconds": time.perf_counter() - start,
-        "params": asdict(config),
-        "per_example": details,
+        "fallbacks": int(sum(fallback)),
+        "mean_without_fallbacks": float(np.mean(kept)) if kept else None,
     }

@@ -5,9 +5,10 @@ parameter on the training data,
     F(w) = 1/|D| Σ_j (∂ log p(y_j | x_j; w) / ∂w)²,
 
 picks the *child network*: the ``kept_share`` of parameters with the highest F. During training
-only the child is updated: gradients outside it are zeroed before every optimizer step, and after
-the step the parameters outside it are put back to their values (so AdamW's decoupled weight decay
-does not move them either: frozen parameters do not change at all).
+only the child is updated: gradients outside it are zeroed before every optimizer step, so AdamW's
+moments stay zero there and its step is zero; AdamW's decoupled weight decay still shrinks them,
+as the reference ``ChildTuningAdamW`` does (it masks the gradient and decays every parameter of a
+weight-decay group).
 
 Conventions, as made here:
 * ``kept_share`` is the share of parameters that stay **trainable** (the paper's ``p_D``, 0.1-0.3).
@@ -18,9 +19,10 @@ Conventions, as made here:
   the top share is taken over all those parameters at once (one global threshold);
 * the Fisher pass runs at ``on_train_begin`` with the model the Trainer hands to its callbacks, in
   training mode (dropout on), over the whole training set in order, with the Trainer's batch size
-  and collator, one batch-mean gradient per batch (the paper's code; it also clips each gradient,
-  which the definition does not, so it is not done here). Each process of a multi-process run
-  computes it over the full set, so all processes hold the same mask;
+  and collator, one batch-mean gradient per batch, each parameter tensor's gradient clipped to
+  ℓ2 norm ``max_grad_norm`` (the Trainer's, 1.0 by default) before squaring, as the reference code
+  does (``clip_grad_norm_`` per tensor; the definition has no clipping). Each process of a
+  multi-process run computes it over the full set, so all processes hold the same mask;
 * the mask is saved in every checkpoint (``child-tuning-mask.safetensors``) and restored on
   resume, so a resumed run does not recompute it on already-trained weights.
 """
@@ -35,7 +37,7 @@ from transformers import TrainerCallback
 from ..errors import ConfigError
 from .base import OBJECTIVES, Objective, cross_entropy
 from .robust_glue import (is_resuming, layer_parameters, load_checkpoint_tensors, save_checkpoint_tensors)
-from .robust_math import fisher_information, top_share_masks
+from .robust_math import clip_tensor_norm, fisher_information, top_share_masks
 
 MASK_FILE = "child-tuning-mask.safetensors"
 
@@ -49,9 +51,10 @@ class ChildTuningConfig:
             raise ConfigError(f"kept_share must be in (0, 1], got {self.kept_share}")
 
 
-def fisher_scores(model, params: list[torch.Tensor], loader, device) -> list[torch.Tensor]:
-    """Eq. 4 of Xu et al. over ``loader`` (batches of the Trainer's collator), without touching
-    ``.grad``."""
+def fisher_scores(model, params: list[torch.Tensor], loader, device, max_grad_norm: float | None = None
+                  ) -> list[torch.Tensor]:
+    """Eq. 4 of Xu et al. over ``loader`` (batches of the Trainer's collator), each tensor's batch
+    gradient clipped to ``max_grad_norm`` first (the reference code), without touching ``.grad``."""
     from ..training.encode import split_batch
 
     sums = [torch.zeros_like(p, dtype=torch.float32) for p in params]
@@ -63,7 +66,7 @@ def fisher_scores(model, params: list[torch.Tensor], loader, device) -> list[tor
         loss = cross_entropy(model(**inputs).logits, inputs["labels"])
         for total, grad in zip(sums, torch.autograd.grad(loss, params, allow_unused=True)):
             if grad is not None:
-                total.add_(grad.detach().float() ** 2)
+                total.add_(clip_tensor_norm(grad.detach().float(), max_grad_norm) ** 2)
         batches += 1
     model.train(was_training)
     return fisher_information(sums, batches)
@@ -86,19 +89,13 @@ class ChildTuningCallback(TrainerCallback):
                 raise ConfigError("child-tuning needs the training dataloader at on_train_begin")
             loader = DataLoader(train_dataloader.dataset, batch_size=args.per_device_train_batch_size,
                                 shuffle=False, collate_fn=train_dataloader.collate_fn)
-            fisher = fisher_scores(model, objective.params, loader, args.device)
+            fisher = fisher_scores(model, objective.params, loader, args.device, args.max_grad_norm)
             objective.masks = top_share_masks(fisher, objective.config.kept_share)
-        objective.frozen_values = [p.detach().clone() for p in objective.params]
 
     def on_pre_optimizer_step(self, args, state, control, **kwargs):
         for param, mask in zip(self.objective.params, self.objective.masks):
             if param.grad is not None:
                 param.grad.mul_(mask)
-
-    def on_optimizer_step(self, args, state, control, **kwargs):
-        with torch.no_grad():
-            for param, mask, frozen in zip(self.objective.params, self.objective.masks, self.objective.frozen_values):
-                param.copy_(torch.where(mask, param, frozen))
 
     def on_save(self, args, state, control, **kwargs):
         save_checkpoint_tensors(args, state, MASK_FILE, {n: m.to(torch.uint8) for n, m in
@@ -116,7 +113,6 @@ class ChildTuning(Objective):
         self.names: list[str] = []
         self.params: list[torch.Tensor] = []
         self.masks: list[torch.Tensor] = []
-        self.frozen_values: list[torch.Tensor] = []
 
     def callbacks(self) -> list:
         return [ChildTuningCallback(self)]

@@ -3,7 +3,12 @@
     L = w_kd · L_pred + w_ce · CE + λ_enc · L_h^enc + λ_dec · L_h^dec
 
 ``L_pred`` is the token-level KL divergence between teacher and student next-token distributions
-on the target positions (``token_kd_loss``), ``L_h`` the MSE between each student layer's output and
+on the target positions (``token_kd_loss``), reduced per option ``kl_reduction``: ``token``
+(default here: the mean over target tokens) or ``batchmean`` (the CoFi-style code NASH builds on:
+``kl_div(..., reduction="batchmean")``, the sum over a sequence's target tokens averaged over
+sequences). The reduction sets how λ_enc / λ_dec weigh against L_pred: ``batchmean`` is about
+(target tokens per sequence) times larger, so the paper's λ = 0.001 is relatively weaker there;
+``L_h`` the MSE between each student layer's output and
 the teacher layer it was initialised from (``hidden_mse``; the pairs come from the compression
 method's layer map, e.g. NASH's shallow decoder keeps teacher layers [0, 2, 4] → student layers
 0, 1, 2 are distilled from them). The method's own regulariser (NASH's Lagrangian sparsity term)
@@ -21,11 +26,14 @@ from ..models.gates import HookSet
 from .base import OBJECTIVES, Objective, cross_entropy
 
 DIRECTIONS = ("forward", "reverse")
+KL_REDUCTIONS = ("token", "batchmean")
 
 
 def token_kd_loss(student_logits: torch.Tensor, teacher_logits: torch.Tensor, mask: torch.Tensor,
-                  temperature: float = 1.0, direction: str = "forward") -> torch.Tensor:
-    """Token-level KL divergence averaged over target tokens where ``mask`` is true, scaled by T².
+                  temperature: float = 1.0, direction: str = "forward", reduction: str = "token") -> torch.Tensor:
+    """Token-level KL divergence over the target tokens where ``mask`` (batch × length) is true,
+    scaled by T²: averaged over those tokens (``token``) or summed per sequence and averaged over the
+    batch (``batchmean``, CoFi-style code).
 
     ``forward``: KL(p_teacher ‖ p_student), what the CoFi / NASH code computes
     (``kl_div(log_softmax(student), softmax(teacher))``); ``reverse``: KL(p_student ‖ p_teacher),
@@ -41,7 +49,11 @@ def token_kd_loss(student_logits: torch.Tensor, teacher_logits: torch.Tensor, ma
     else:
         raise ConfigError(f"kd direction must be one of {DIRECTIONS}, got {direction!r}")
     mask = mask.to(per_token.dtype)
-    return (per_token * mask).sum() / mask.sum().clamp_min(1.0) * t * t
+    if reduction == "token":
+        return (per_token * mask).sum() / mask.sum().clamp_min(1.0) * t * t
+    if reduction == "batchmean":
+        return (per_token * mask).sum() / max(per_token.shape[0], 1) * t * t
+    raise ConfigError(f"kl_reduction must be one of {KL_REDUCTIONS}, got {reduction!r}")
 
 
 def hidden_mse(student: list[torch.Tensor], teacher: list[torch.Tensor], pairs: list[tuple[int, int]],
@@ -67,10 +79,13 @@ class NashDistilConfig:
     lambda_dec: float = 0.001    # weight of the decoder hidden-state MSE (paper: 0.001)
     kd_weight: float = 1.0       # weight of the token-level KL
     ce_weight: float = 0.0       # weight of cross-entropy with the gold target tokens
+    kl_reduction: str = "token"  # token: mean over target tokens (default); batchmean: per-sequence sum (CoFi code)
 
     def __post_init__(self) -> None:
         if self.direction not in DIRECTIONS:
             raise ConfigError(f"direction must be one of {DIRECTIONS}, got {self.direction!r}")
+        if self.kl_reduction not in KL_REDUCTIONS:
+            raise ConfigError(f"kl_reduction must be one of {KL_REDUCTIONS}, got {self.kl_reduction!r}")
         if not self.temperature > 0:
             raise ConfigError(f"temperature must be > 0, got {self.temperature}")
         if min(self.lambda_enc, self.lambda_dec, self.kd_weight, self.ce_weight) < 0:
@@ -119,7 +134,7 @@ class NashDistil(Objective):
         target_mask = labels != -100
         loss = outputs.logits.new_zeros((), dtype=torch.float32)
         if c.kd_weight:
-            kd = token_kd_loss(outputs.logits, teacher_logits, target_mask, c.temperature, c.direction)
+            kd = token_kd_loss(outputs.logits, teacher_logits, target_mask, c.temperature, c.direction, c.kl_reduction)
             loss = loss + c.kd_weight * kd
             self._logged["kd"] = float(kd.detach())
         if c.ce_weight:

@@ -2,11 +2,16 @@
 goes through the model twice, so two different dropout masks give two predictions P1, P2; the
 loss is the cross-entropy of both plus ``α/2 · (KL(P1‖P2) + KL(P2‖P1))``.
 
-Choices the paper leaves open, as made here: the two passes are two forward calls (the paper's code
-concatenates the batch with itself: same distribution of masks, same cost); the equation's sum of
-the two cross-entropies is kept (its code averages them); KL and CE are averaged over the batch;
-α defaults to 1.0 (the paper tunes α ∈ {0.1, 0.5, 1.0} per GLUE task). Outside training (no
-dropout) the loss is plain cross-entropy of one pass.
+The batch reduction decides what α means (``robust_math.rdrop_loss``, option ``kl_reduction``):
+``sum`` (default) is the authors' GLUE code — batch-mean cross-entropies plus α/2 · the
+symmetric KL *summed* over the batch, with their value α = 0.5 — so the paper's tuned α (0.1-1.0)
+applies as published; ``mean`` averages eq. 3 per example, which makes the KL term B times weaker
+for the same α (B = batch size). The authors' README snippet, ½(CE1 + CE2) + α′/2 · Σ symKL, is
+half the ``sum`` loss with α′ = α/2.
+
+Other choices, as made here: the two passes are two forward calls (the code concatenates the batch
+with itself: same distribution of masks, same cost). Outside training (no dropout) the loss is plain
+cross-entropy of one pass.
 """
 from __future__ import annotations
 
@@ -17,14 +22,19 @@ from .base import OBJECTIVES, Objective, cross_entropy
 from .robust_glue import classification_only
 from .robust_math import rdrop_loss
 
+KL_REDUCTIONS = ("sum", "mean")
+
 
 @dataclass
 class RDropConfig:
-    kl_weight: float = 1.0  # α of eq. 3 (weight of the symmetric KL between the two dropout passes)
+    kl_weight: float = 0.5  # α of eq. 3 (the authors' GLUE code: 0.5; the paper tunes 0.1-1.0 per task)
+    kl_reduction: str = "sum"  # "sum": KL summed over the batch (the authors' code); "mean": eq. 3 per example
 
     def __post_init__(self) -> None:
         if self.kl_weight < 0:
             raise ConfigError(f"kl_weight must be >= 0, got {self.kl_weight}")
+        if self.kl_reduction not in KL_REDUCTIONS:
+            raise ConfigError(f"kl_reduction must be one of {', '.join(KL_REDUCTIONS)}, got {self.kl_reduction!r}")
 
 
 @OBJECTIVES.register("rdrop", RDropConfig)
@@ -40,4 +50,5 @@ class RDrop(Objective):
             return cross_entropy(first.logits, inputs["labels"]), first
         classification_only(self.name, first.logits)
         second = model(**inputs)
-        return rdrop_loss(first.logits, second.logits, inputs["labels"], self.config.kl_weight), first
+        return rdrop_loss(first.logits, second.logits, inputs["labels"], self.config.kl_weight,
+                          self.config.kl_reduction), first

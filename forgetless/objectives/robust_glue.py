@@ -39,14 +39,27 @@ def embedding_shape(model: nn.Module, input_ids: torch.Tensor) -> tuple[int, ...
     return (*input_ids.shape, embedding_module(model).weight.shape[-1])
 
 
+def embedding_output_module(model: nn.Module) -> nn.Module:
+    """The embedding layer whose output (word + position + token type, after LayerNorm) the first
+    transformer layer reads: ``base_model.embeddings`` (BERT, RoBERTa, ELECTRA, DistilBERT)."""
+    module = getattr(unwrap(model).base_model, "embeddings", None)
+    if not isinstance(module, nn.Module) or module is embedding_module(model):
+        raise UnsupportedModelError(f"{type(unwrap(model)).__name__} has no embedding layer with a LayerNorm "
+                                    "(base_model.embeddings) to perturb after")
+    return module
+
+
 @contextlib.contextmanager
-def perturbed_embeddings(model: nn.Module, delta: torch.Tensor):
+def perturbed_embeddings(model: nn.Module, delta: torch.Tensor, after_layer_norm: bool = False):
     """Inside the block, the word-embedding lookup returns ``E[x] + δ`` (a forward hook): the model
-    still receives ``input_ids``, so position ids, token types and padding are computed as usual."""
+    still receives ``input_ids``, so position ids, token types and padding are computed as usual.
+    ``after_layer_norm``: δ is added to the whole embedding layer's output instead (SMART's MT-DNN
+    code perturbs there)."""
     def hook(_module, _inputs, output):
         return output + delta.to(output.dtype)
 
-    handle = embedding_module(model).register_forward_hook(hook)
+    module = embedding_output_module(model) if after_layer_norm else embedding_module(model)
+    handle = module.register_forward_hook(hook)
     try:
         yield
     finally:

@@ -23,17 +23,60 @@ def symmetric_kl(logits_p: torch.Tensor, logits_q: torch.Tensor) -> torch.Tensor
 
 
 def rdrop_loss(logits_1: torch.Tensor, logits_2: torch.Tensor, labels: torch.Tensor,
-               kl_weight: float) -> torch.Tensor:
-    """R-Drop (Wu et al. 2021, "R-Drop: Regularized Dropout for Neural Networks", eq. 3), averaged
-    over the batch:
+               kl_weight: float, reduction: str = "sum") -> torch.Tensor:
+    """R-Drop (Wu et al. 2021, "R-Drop: Regularized Dropout for Neural Networks", eq. 3),
+    ``CE1 + CE2 + α/2 · (KL(P1‖P2) + KL(P2‖P1))`` with P1, P2 the predictions of two forward passes
+    under different dropout masks, reduced over the batch in one of two ways:
 
-        L_i = −log P1(y_i|x_i) − log P2(y_i|x_i) + α/2 · (KL(P1‖P2) + KL(P2‖P1)),
+    * ``"sum"`` (the authors' GLUE code, ``huggingface_transformer_src`` ``bert_kl``): batch
+      means of the cross-entropies, the KL *summed* over the batch,
+      ``mean(CE1) + mean(CE2) + α/2 · Σ_i (KL(P1‖P2) + KL(P2‖P1))`` (their code's constant 0.5 is α);
+      the paper's tuned α (0.1-1.0) is an α of this loss;
+    * ``"mean"`` (eq. 3 averaged per example): ``mean_i[CE1 + CE2 + α/2 · (KL(P1‖P2) + KL(P2‖P1))]``,
+      whose KL is B times weaker than ``"sum"`` for the same α (B the batch size).
 
-    with P1, P2 the predictions of two forward passes under different dropout masks. The paper's
-    equation sums the two cross-entropies (its reference code averages them and sums the KL over
-    the batch); forgetless follows the equation, so ``α`` has the paper's meaning."""
+    The README snippet of the authors, ``½(CE1 + CE2) + α′/2 · Σ_i symKL``, is ½ × ``"sum"`` with
+    α′ = α/2."""
     ce = F.cross_entropy(logits_1, labels, reduction="none") + F.cross_entropy(logits_2, labels, reduction="none")
-    return (ce + 0.5 * kl_weight * symmetric_kl(logits_1, logits_2)).mean()
+    sym = symmetric_kl(logits_1, logits_2)
+    if reduction == "sum":
+        return ce.mean() + 0.5 * kl_weight * sym.sum()
+    if reduction == "mean":
+        return (ce + 0.5 * kl_weight * sym).mean()
+    raise ValueError(f"R-Drop reduction must be 'sum' or 'mean', got {reduction!r}")
+
+
+def symmetric_kl_one_side(logits_p: torch.Tensor, logits_q: torch.Tensor) -> torch.Tensor:
+    """Per-row ``KL(P‖Q) + KL(Q‖P)`` with the *target* side of each direction detached, as MT-DNN's
+    ``SymKlCriterion`` (SMART's reference code): the value equals :func:`symmetric_kl`, but the
+    gradient of ``KL(P‖Q)`` flows through Q only and that of ``KL(Q‖P)`` through P only."""
+    log_p = F.log_softmax(logits_p.float(), dim=-1)
+    log_q = F.log_softmax(logits_q.float(), dim=-1)
+    p, q = log_p.exp().detach(), log_q.exp().detach()
+    return (p * (log_p.detach() - log_q)).sum(-1) + (q * (log_q.detach() - log_p)).sum(-1)
+
+
+STABLE_KL_EPSILON = 1e-6  # MT-DNN loss.py stable_kl's default
+
+
+def stable_kl_sum(logits: torch.Tensor, target: torch.Tensor, epsilon: float = STABLE_KL_EPSILON) -> torch.Tensor:
+    """MT-DNN's ``stable_kl(logits, target, reduce=False)``, the loss SMART's reference code ascends
+    to find the perturbation: ``Σ_i Σ_c 2·p_ic·(r(p_ic) − r(y_ic))`` summed over the batch, with
+    ``p = softmax(logits)``, ``y = softmax(target)`` and the detached log-odds
+    ``r(x) = −log(1/(x + ε) − 1 + ε)``; gradients flow through ``p`` only."""
+    p = F.softmax(logits.float(), dim=-1)
+    y = F.softmax(target.float(), dim=-1)
+    log_odds = lambda x: -torch.log(1.0 / (x + epsilon) - 1.0 + epsilon).detach()  # noqa: E731
+    return (2.0 * p * (log_odds(p) - log_odds(y))).sum()
+
+
+def mtdnn_step(noise: torch.Tensor, grad: torch.Tensor, step_size: float, stabiliser: float) -> torch.Tensor:
+    """One ascent step of SMART's reference code (MT-DNN ``SmartPerturbation``, ``norm_p='inf'``,
+    token level): ``ν ← (ν + η·g) / (max_h |ν + η·g| + ε)``, the maximum over the hidden dimension
+    of each token. There is no projection onto an ε-ball: every token's perturbation ends with an
+    ℓ∞ norm of about 1, and ε only keeps the division finite."""
+    moved = noise + step_size * grad
+    return moved / (moved.abs().amax(dim=-1, keepdim=True) + stabiliser)
 
 
 # ----- embedding perturbations (SMART, FreeLB) --------------------------------------------------
@@ -111,6 +154,15 @@ def top_share_masks(scores: list[torch.Tensor], keep_share: float) -> list[torch
     return out
 
 
+def clip_tensor_norm(grad: torch.Tensor, max_norm: float | None) -> torch.Tensor:
+    """``grad`` scaled to ℓ2 norm at most ``max_norm`` (``torch.nn.utils.clip_grad_norm_`` on one
+    tensor: factor ``min(1, max_norm / (‖grad‖ + 1e-6))``); ``None`` or ≤ 0: unchanged. Child-Tuning's
+    reference code clips every parameter tensor's gradient this way in its Fisher pass."""
+    if max_norm is None or max_norm <= 0:
+        return grad
+    return grad * (max_norm / (grad.norm() + 1e-6)).clamp(max=1.0)
+
+
 def fisher_information(squared_grad_sums: list[torch.Tensor], batches: int) -> list[torch.Tensor]:
     """Empirical Fisher information per parameter, ``F(w) = 1/|D| Σ_j (∂ log p(y_j|x_j) / ∂w)²``
     (Xu et al. 2021, eq. 4), estimated like the paper's code from mini-batch gradients: the sum of
@@ -129,6 +181,19 @@ def interval_rank_mask(risk: torch.Tensor, lower_quantile: float, upper_quantile
     mask = torch.zeros(n, dtype=torch.float32)
     mask[order[lo:hi]] = 1.0
     return mask.reshape(risk.shape).to(risk.device)
+
+
+def quantile_interval_mask(risk: torch.Tensor, lower_quantile: float, upper_quantile: float) -> torch.Tensor:
+    """ROSE's selection as its reference code computes it: keep the entries with
+    ``quantile(risk, l) ≤ risk ≤ quantile(risk, u)`` (``torch.quantile``, linear interpolation, both
+    ends inclusive). The kept count can differ by one from :func:`interval_rank_mask` (risk 0…15,
+    l = 0.55, u = 0.95: the quantiles are 8.25 and 14.25, so 9…14 are kept; ranks keep 8…14)."""
+    values = risk.detach().reshape(-1).float().cpu()
+    lo, hi = torch.quantile(values, lower_quantile), torch.quantile(values, upper_quantile)
+    return ((values >= lo) & (values <= hi)).float().reshape(risk.shape).to(risk.device)
+
+
+ROSE_SELECTIONS = {"quantile": quantile_interval_mask, "rank": interval_rank_mask}
 
 
 def second_order_risk(grad_norms: torch.Tensor, momentum_norms: torch.Tensor, beta1: float) -> torch.Tensor:

@@ -20,8 +20,11 @@ inside the transformer layers (names with ``layer`` and ``weight``; embeddings, 
 classifier are always updated); for a dropped tensor the gradient is replaced by Adam's first moment
 before the step (so its momentum does not move), and after the step ``θ_t + M ⊙ (θ' − θ_t)`` is
 written back (the update, including AdamW's decoupled weight decay, is scaled by M). The reference
-starts masking after the warm-up steps; so does this. Selection is on ranks, so exactly
-``floor(u·n) − floor(l·n)`` of ``n`` tensors are kept. RAHP's Table 1 drops 60% of the updates; the
+starts masking after the warm-up steps; so does this. Selection (option ``selection``):
+``quantile`` (default, the reference code) keeps the tensors with ``quantile(risk, l) ≤ risk ≤
+quantile(risk, u)`` (``torch.quantile``, both ends inclusive); ``rank`` keeps the ranks
+``[floor(l·n), floor(u·n))`` in ascending risk, so exactly ``floor(u·n) − floor(l·n)`` of ``n`` (the
+two can differ by one tensor, e.g. for n = 16 and for RoBERTa-base). RAHP's Table 1 drops 60% of the updates; the
 defaults drop the 55% least valuable and the 5% least robust (``lower_quantile = 0.55``,
 ``upper_quantile = 0.95``; the reference code's defaults are 0.50 / 0.95). With gradient
 accumulation, first-order risks are summed over the micro-batches; in multi-process runs they are
@@ -37,15 +40,18 @@ from transformers import TrainerCallback
 from ..errors import ConfigError
 from .base import OBJECTIVES, Objective, cross_entropy
 from .robust_glue import classification_only, layer_parameters, trainer_backward
-from .robust_math import apply_update_mask, ensemble_mask, interval_rank_mask, second_order_risk, symmetric_kl
+from .robust_math import ROSE_SELECTIONS, apply_update_mask, ensemble_mask, second_order_risk, symmetric_kl
 
 
 @dataclass
 class RoseConfig:
     lower_quantile: float = 0.55  # updates with risk below this quantile are dropped (of little value)
     upper_quantile: float = 0.95  # updates with risk above this quantile are dropped (unrobust)
+    selection: str = "quantile"   # "quantile": torch.quantile bounds, both inclusive (reference); "rank": exact count
 
     def __post_init__(self) -> None:
+        if self.selection not in ROSE_SELECTIONS:
+            raise ConfigError(f"selection must be one of {', '.join(ROSE_SELECTIONS)}, got {self.selection!r}")
         if not 0.0 <= self.lower_quantile < self.upper_quantile <= 1.0:
             raise ConfigError(f"need 0 <= lower_quantile < upper_quantile <= 1, got "
                               f"{self.lower_quantile} and {self.upper_quantile}")
@@ -65,7 +71,7 @@ class RoseEnsembleConfig(RoseConfig):
             raise ConfigError(f"first_order_weight must be in [0, 1], got {self.first_order_weight}")
 
 
-def second_order_mask(params, optimizer, lower: float, upper: float) -> torch.Tensor:
+def second_order_mask(params, optimizer, lower: float, upper: float, selection: str = "quantile") -> torch.Tensor:
     """ROSE-Second's mask over ``params`` from their gradients and the optimizer's first moments."""
     state = optimizer.state
     moments = [state[p].get("exp_avg") if p in state else None for p in params]
@@ -76,7 +82,7 @@ def second_order_mask(params, optimizer, lower: float, upper: float) -> torch.Te
     beta1 = optimizer.param_groups[0]["betas"][0]
     grads = torch.stack([p.grad.detach().float().norm() if p.grad is not None else torch.zeros(()) for p in params])
     history = torch.stack([m.float().norm() if m is not None else torch.zeros(()) for m in moments])
-    return interval_rank_mask(second_order_risk(grads.cpu(), history.cpu(), beta1), lower, upper)
+    return ROSE_SELECTIONS[selection](second_order_risk(grads.cpu(), history.cpu(), beta1), lower, upper)
 
 
 class RoseCallback(TrainerCallback):
@@ -138,7 +144,8 @@ class RoseSecond(Objective):
         return [RoseCallback(self)]
 
     def current_mask(self, optimizer) -> torch.Tensor:
-        return second_order_mask(self.params, optimizer, self.config.lower_quantile, self.config.upper_quantile)
+        return second_order_mask(self.params, optimizer, self.config.lower_quantile, self.config.upper_quantile,
+                                 self.config.selection)
 
     def log_values(self) -> dict[str, float]:
         return {"rose_kept_share": float(self.mask.mean())} if self.mask is not None else {}
@@ -173,7 +180,7 @@ class FirstOrderStep:
         if torch.distributed.is_available() and torch.distributed.is_initialized():
             torch.distributed.all_reduce(risk)
             risk = risk / torch.distributed.get_world_size()
-        return interval_rank_mask(risk.cpu(), self.config.lower_quantile, self.config.upper_quantile)
+        return ROSE_SELECTIONS[self.config.selection](risk.cpu(), self.config.lower_quantile, self.config.upper_quantile)
 
 
 @OBJECTIVES.register("rose-first", RoseConfig)
@@ -193,5 +200,6 @@ class RoseEnsemble(FirstOrderStep, RoseSecond):
 
     def current_mask(self, optimizer) -> torch.Tensor:
         first = self.first_order_mask(optimizer)
-        second = second_order_mask(self.params, optimizer, self.config.lower_quantile, self.config.upper_quantile)
+        second = second_order_mask(self.params, optimizer, self.config.lower_quantile, self.config.upper_quantile,
+                                   self.config.selection)
         return ensemble_mask(first, second, self.config.first_order_weight)

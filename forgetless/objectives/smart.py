@@ -6,21 +6,32 @@ Language Models through Principled Regularized Optimization", eq. 1-3 and Algori
     D_Breg  = 1/n Σ_i ℓ_s(f(x_i; θ), f(x_i; θ̃_t))                               (eq. 3)
     θ̃_t    = (1 − β)·θ_t + β·θ̃_{t−1}                                           (momentum, §3.2)
 
-with ``ℓ_s`` the symmetric KL for classification. The inner max is Algorithm 1: start from
-``x̃ = x + ν``, ``ν ~ N(0, σ²I)``, then ``T_x̃`` steps ``x̃ ← Π_{‖x̃−x‖∞≤ε}(x̃ + η·g̃ / ‖g̃‖∞)``.
+with ``ℓ_s`` the symmetric KL for classification. Two readings of the inner max (option
+``perturbation``):
 
-Choices the paper leaves open, as made here:
-* ``x`` is the word-embedding output (a forward hook adds the perturbation, so positions and token
-  types are untouched); the noise is added on every position, padding included (masked anyway);
-* the perturbed passes, the clean pass and the anchor's pass all use the *same* dropout mask (the
-  random state is replayed), so R_s measures the input perturbation only and D_Breg the parameter
-  distance only — D_Breg is then exactly 0 while θ̃ = θ;
-* gradients of R_s flow through both the clean and the perturbed predictions (the definition; the
-  MT-DNN code detaches one side per KL direction); the ascent direction is normalised per example;
-* θ̃ (the anchor) is a frozen copy of the model made at the start of training and updated after
-  every optimizer step (S = 1 inner step of Algorithm 1); it is written to every checkpoint as
-  ``smart-anchor.safetensors`` and restored on resume, so a resumed run equals an uninterrupted one.
-Defaults are the paper's: σ = 1e-5, η = 1e-3, ε = 1e-5, T_x̃ = 1, λ_s = 1, μ = 1, β = 0.99.
+* ``mt_dnn`` (default: the authors' code, MT-DNN ``SmartPerturbation`` with ``train.py``'s defaults
+  ``adv_noise_var`` σ = 1e-5, ``adv_step_size`` η = 1e-5, ``adv_epsilon`` 1e-6, ``adv_k`` 1,
+  ``adv_alpha`` λ_s = 1, ``adv_p_norm`` inf): ν is added to the *embedding layer's output* (after
+  its LayerNorm: what the first transformer layer reads); ν₀ = σ·N(0, I); each step ascends MT-DNN's
+  ``stable_kl`` summed over the batch and sets ``ν ← (ν + η·g) / (max_h |ν + η·g| + ε)`` per token
+  (``robust_math.mtdnn_step``): no ε-ball, every token's perturbation ends near ℓ∞ norm 1 and ε only
+  keeps the division finite; R_s is ``SymKlCriterion``, the batch mean of the symmetric KL with one
+  side detached per direction (``robust_math.symmetric_kl_one_side``). MT-DNN feeds the perturbed
+  output back through ``inputs_embeds``, which adds position embeddings and LayerNorm a second time
+  (so its "perturbed" pass differs from the clean one even at ν = 0); here a forward hook adds ν to
+  the output instead, so ν is the only difference.
+* ``alg1_literal`` (Algorithm 1 read literally; forgetless' earlier default): ν on the raw
+  word-embedding lookup, projected onto the ℓ∞ ball of radius ``epsilon`` (1e-5) after each step
+  ``x̃ ← Π(x̃ + η·g̃/‖g̃‖∞)`` (η = 1e-3 per example), gradients of R_s through both predictions. At
+  these defaults the perturbation is ~1e-5 and R_s ~1e-9: the objective is CE + the proximal term.
+
+Choices shared by both, as made here: the perturbed passes, the clean pass and the anchor's pass use
+the *same* dropout mask (the random state is replayed; MT-DNN draws a new one per pass), so R_s
+measures the input perturbation only and D_Breg the parameter distance only — D_Breg is then exactly
+0 while θ̃ = θ; θ̃ (the anchor) is a frozen copy of the model made at the start of training and
+updated after every optimizer step (S = 1 inner step of Algorithm 1; MT-DNN's public code has no
+proximal term: set ``proximal_weight`` 0 for it); it is written to every checkpoint as
+``smart-anchor.safetensors`` and restored on resume, so a resumed run equals an uninterrupted one.
 """
 from __future__ import annotations
 
@@ -34,9 +45,11 @@ from ..errors import ConfigError
 from .base import OBJECTIVES, Objective, cross_entropy
 from .robust_glue import (classification_only, embedding_shape, is_resuming, load_checkpoint_tensors,
                           perturbed_embeddings, rng_state, save_checkpoint_tensors, set_rng_state, unwrap)
-from .robust_math import ema_update, normalize_linf, project_linf, symmetric_kl
+from .robust_math import (ema_update, mtdnn_step, normalize_linf, project_linf, stable_kl_sum, symmetric_kl,
+                          symmetric_kl_one_side)
 
 ANCHOR_FILE = "smart-anchor.safetensors"
+PERTURBATIONS = {"mt_dnn": 1e-5, "alg1_literal": 1e-3}  # reading → its default step size η
 
 
 @dataclass
@@ -44,12 +57,20 @@ class SmartConfig:
     smoothness_weight: float = 1.0  # λ_s, weight of the adversarial smoothness regulariser R_s
     proximal_weight: float = 1.0    # μ, weight of the Bregman proximal point term
     momentum: float = 0.99          # β of the anchor θ̃ (exponential moving average of θ)
-    ascent_steps: int = 1           # T_x̃, projected ascent steps on the perturbation
-    step_size: float = 1e-3         # η
-    epsilon: float = 1e-5           # ε, radius of the ℓ∞ ball around the embeddings
-    noise_std: float = 1e-5         # σ of the initial Gaussian perturbation
+    ascent_steps: int = 1           # T_x̃ (MT-DNN adv_k), ascent steps on the perturbation
+    step_size: float | None = None  # η: default 1e-5 (mt_dnn, adv_step_size) or 1e-3 (alg1_literal)
+    epsilon: float = 1e-5           # alg1_literal: ε, radius of the ℓ∞ ball around the word embeddings
+    noise_std: float = 1e-5         # σ of the initial Gaussian perturbation (MT-DNN adv_noise_var)
+    perturbation: str = "mt_dnn"    # "mt_dnn" (the authors' code) or "alg1_literal" (Algorithm 1 read literally)
+    norm_epsilon: float = 1e-6      # mt_dnn: stabiliser of the per-token normalisation (MT-DNN adv_epsilon)
 
     def __post_init__(self) -> None:
+        if self.perturbation not in PERTURBATIONS:
+            raise ConfigError(f"perturbation must be one of {', '.join(PERTURBATIONS)}, got {self.perturbation!r}")
+        if self.step_size is None:
+            self.step_size = PERTURBATIONS[self.perturbation]
+        if self.norm_epsilon < 0:
+            raise ConfigError(f"norm_epsilon must be >= 0, got {self.norm_epsilon}")
         if self.smoothness_weight < 0 or self.proximal_weight < 0:
             raise ConfigError("smoothness_weight and proximal_weight must be >= 0")
         if not 0.0 <= self.momentum < 1.0:
@@ -60,9 +81,28 @@ class SmartConfig:
             raise ConfigError("step_size, epsilon and noise_std must be >= 0")
 
 
+def mtdnn_perturbation(model, inputs: dict, clean_logits: torch.Tensor, noise: torch.Tensor, state: dict,
+                       config: SmartConfig) -> torch.Tensor | None:
+    """The perturbation of SMART's reference code (MT-DNN), detached: ``ν = σ·noise``, then
+    ``T_x̃`` steps ``ν ← mtdnn_step(ν, ∇_ν stable_kl_sum(f(x + ν), f(x)))`` on the embedding layer's
+    output. ``None`` when the gradient is not finite (MT-DNN then skips the term)."""
+    delta = noise * config.noise_std
+    target = clean_logits.detach()
+    for _ in range(config.ascent_steps):
+        delta.requires_grad_(True)
+        set_rng_state(state)
+        with perturbed_embeddings(model, delta, after_layer_norm=True):
+            logits = model(**inputs).logits
+        grad, = torch.autograd.grad(stable_kl_sum(logits, target), delta)
+        if not torch.isfinite(grad.norm()):
+            return None
+        delta = mtdnn_step(delta.detach(), grad, config.step_size, config.norm_epsilon)
+    return delta.detach()
+
+
 def smart_perturbation(model, inputs: dict, clean_logits: torch.Tensor, noise: torch.Tensor, state: dict,
                        config: SmartConfig) -> torch.Tensor:
-    """The adversarial embedding perturbation of Algorithm 1, detached and inside the ε-ball:
+    """The adversarial embedding perturbation of Algorithm 1 read literally, detached and inside the ε-ball:
     ``δ = Π(σ·noise)``, then ``T_x̃`` steps ``δ ← Π(δ + η·g / ‖g‖∞)`` with ``g = ∇_δ ℓ_s(f(x+δ), f(x))``.
     Every pass replays the random ``state`` (the clean pass's dropout mask)."""
     delta = project_linf(noise * config.noise_std, config.epsilon)
@@ -141,7 +181,15 @@ class Smart(Objective):
                 anchor_logits = self.anchor(**inputs).logits
             bregman = symmetric_kl(logits, anchor_logits).mean()
         smoothness = zero
-        if config.smoothness_weight > 0:
+        if config.smoothness_weight > 0 and config.perturbation == "mt_dnn":
+            delta = mtdnn_perturbation(model, inputs, logits, noise, state, config)
+            if delta is not None:
+                set_rng_state(state)
+                with perturbed_embeddings(model, delta, after_layer_norm=True):
+                    adv = model(**inputs).logits
+                smoothness = symmetric_kl_one_side(logits, adv).mean()
+            self.last_perturbation = delta
+        elif config.smoothness_weight > 0:
             delta = smart_perturbation(model, inputs, logits, noise, state, config)
             set_rng_state(state)
             with perturbed_embeddings(model, delta):

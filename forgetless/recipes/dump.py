@@ -27,7 +27,7 @@ def dump_recipe(recipe: dict, path: str | Path) -> Path:
     return path
 
 
-NOT_PER_RUN = ("objectives", "seeds", "levels", "level_option", "teacher_epochs")
+NOT_PER_RUN = ("objectives", "seeds", "levels", "level_option", "teacher_epochs", "teacher_seed")
 
 
 def sweep_run_recipe(sweep: dict, objective: str, objective_options: dict, level_option: str, level,

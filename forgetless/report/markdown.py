@@ -297,6 +297,12 @@ def _robustness(card: dict) -> list[str]:
         ratio = f"{c[key] / b[key]:.2f}" if b[key] else "–"
         lines.append(f"| {label} | {b[key]:.4g} | {c[key]:.4g} | {ratio} |")
     lines.append(f"| correctly classified | {b['correct']}/{b['examples']} | {c['correct']}/{c['examples']} | |")
+    if "fallbacks" in b and "fallbacks" in c:  # cards written before the count have none
+        fmt = lambda v: "–" if v is None else f"{v:.4g}"  # noqa: E731
+        lines.append(f"| fallback Weibull fits (best-KS fit diverged) | {b['fallbacks']}/{b['examples']} | "
+                     f"{c['fallbacks']}/{c['examples']} | |")
+        lines.append(f"| mean CLEVER score without those examples | {fmt(b['mean_without_fallbacks'])} | "
+                     f"{fmt(c['mean_without_fallbacks'])} | |")
     lines += ["", f"Fixed seeded subset of {p['examples']} {b['set']} examples; {p['batches']} batches × "
               f"{p['samples']} samples in an ℓ{p['norm']} ball of radius {p['radius']} around the input embeddings; "
               f"reverse-Weibull location as Lipschitz estimate; scores capped at R. Time: base {b['seconds']:.0f} s, "

@@ -80,7 +80,7 @@ def run_sweep(task: Task, out_dir: str | Path, objectives=ALL_OBJECTIVES, seeds=
               method: str = "magnitude", method_options: dict | None = None, level_option: str = "sparsity",
               objective_options: dict[str, dict] | None = None, model: str = "minilm",
               train: TrainConfig | None = None, teacher_train: TrainConfig | None = None,
-              student_init: str = "pretrained", speed=None, eval_config=None,
+              teacher_seed: int | None = None, student_init: str = "pretrained", speed=None, eval_config=None,
               progress: bool = True, plots: bool = True, keep_work: bool = False, recipe: dict | None = None) -> dict:
     """Run every (objective, sparsity, seed) combination and write ``sweep.json``, ``sweep.md`` and
     plots into ``out_dir``; returns the summary (see :func:`aggregate`).
@@ -89,7 +89,8 @@ def run_sweep(task: Task, out_dir: str | Path, objectives=ALL_OBJECTIVES, seeds=
     ``objective_options`` maps an objective name to its options (e.g. ``{"rmc": {"alpha": 0.5}}``);
     ``level_option`` is the method option the sparsity levels set (``sparsity`` for magnitude).
     A finished run keeps its model and report; its training checkpoints (``work/``, ~2x the model
-    size with optimiser state) are removed unless ``keep_work``. ``recipe`` (the resolved recipe,
+    size with optimiser state) are removed unless ``keep_work``. ``teacher_seed`` trains one teacher
+    (with that seed) shared by every seed of the sweep; by default each seed has its own. ``recipe`` (the resolved recipe,
     ``forgetless.recipes``) is saved as ``out_dir/recipe.yaml`` and in ``sweep.json``, and each
     run's own ``compress`` recipe (``recipes.dump.sweep_run_recipe``) as ``runs/<run>/model/recipe.yaml``
     and in its card: ``forgetless run`` on it reruns that one run into ``reruns/<run>``.
@@ -116,15 +117,16 @@ def run_sweep(task: Task, out_dir: str | Path, objectives=ALL_OBJECTIVES, seeds=
         setup = {"method": method, "method_options": method_options or {}, "level_option": level_option,
                  "objectives": objectives, "seeds": seeds,
                  "sparsities": sparsities, "objective_options": objective_options or {}, "model": model,
-                 "student_init": student_init, "train": asdict(train), "teacher_train": asdict(teacher_train or train)}
+                 "student_init": student_init, "teacher_seed": teacher_seed, "train": asdict(train), "teacher_train": asdict(teacher_train or train)}
         task_key = task_fingerprint(task)
         cache = out_dir / "cache"
         for seed in seeds:
             seed_train = replace(train, seed=seed)
-            seed_teacher_train = replace(teacher_train or train, seed=seed)
-            base = RunConfig(model=model, train=seed_train, teacher_train=seed_teacher_train, seed=seed)
+            t_seed = seed if teacher_seed is None else teacher_seed
+            seed_teacher_train = replace(teacher_train or train, seed=t_seed)
+            base = RunConfig(model=model, train=replace(train, seed=t_seed), teacher_train=seed_teacher_train, seed=t_seed)
             # one teacher folder per task content and seed: a changed task never resumes an old teacher's checkpoints
-            _, _, info = train_teacher(task, base, out_dir / "teachers" / f"{task_key}-seed{seed}", kind)
+            _, _, info = train_teacher(task, base, out_dir / "teachers" / f"{task_key}-seed{t_seed}", kind)
             teacher_dir = info["path"] if "path" in info else str(info["source"])
             if "rmc" in objectives:
                 difficulty[str(seed)] = _difficulty_summary(task, teacher_dir, seed_train, seed,

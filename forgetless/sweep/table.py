@@ -101,7 +101,9 @@ def render_markdown(summary: dict) -> str:
     level = setup.get("level_option", "sparsity")
     lines += [f"method {setup['method']} {setup['method_options'] or ''} ({level} per row); student init {setup['student_init']}; "
               f"seeds {setup['seeds']}; training {setup['train']['epochs']:g} epochs "
-              f"(teacher {setup['teacher_train']['epochs']:g}); train set {summary['task']['train']} examples; "
+              f"(teacher {setup['teacher_train']['epochs']:g}"
+              + (f"; one teacher (seed {setup['teacher_seed']}) shared by every seed" if setup.get("teacher_seed") is not None
+                 else "") + f"); train set {summary['task']['train']} examples; "
               f"eval sets {summary['task']['sets']}", ""]
     lines += [f"| objective | {level} | dev | challenge | F_bias | hard | easy | seeds |",
               "|---|---|---|---|---|---|---|---|"]
