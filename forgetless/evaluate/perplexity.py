@@ -22,6 +22,7 @@ from pathlib import Path
 import torch
 
 from ..errors import DataError
+from ..progress import bar
 
 
 DEFAULT_FILE = "xsum/test_1000_llm_decoding.jsonl"  # inside the data folder
@@ -74,7 +75,7 @@ def perplexity(model, tokenizer, texts: list[str], max_length: int = 128, batch_
         raise DataError("perplexity: no text window has two tokens or more")
     total, count = 0.0, 0
     pad = tokenizer.pad_token_id or 0
-    for start in range(0, len(windows), batch_size):
+    for start in bar(range(0, len(windows), batch_size), f"perplexity ({len(windows)} windows)"):
         rows = windows[start:start + batch_size]
         width = max(map(len, rows))
         ids = torch.tensor([r + [pad] * (width - len(r)) for r in rows], device=device)
