@@ -86,6 +86,9 @@ def test_base_as_is_with_recovery_none_never_trains(tmp_path, monkeypatch):
     assert after == teachers_before  # no teacher written to the cache
     assert card["zero_shot"]["score_calibration"] == "set-mean" and card["zero_shot"]["template"] == "plain"
     assert card["speed"]["flop_limit"]["ratio"] > 1.0 and card["speed"]["decode_ms_per_token"]["speedup"] is not None
+    report = (tmp_path / "run" / "report.md").read_text()
+    assert "Base: none (the pretrained model as it is). Compressed: starts from the base (the pretrained model as it is)" \
+        in report and "fine-tuned teacher" not in report
 
 
 def test_old_recipes_fine_tune_is_read_as_recovery():

@@ -188,10 +188,10 @@ def _training(card: dict) -> list[str]:
         return []
     epochs = lambda x: f"{x:g} epoch" + ("" if x == 1 else "s")  # noqa: E731
     base = "unknown (teacher given)" if t["base_epochs"] is None else epochs(t["base_epochs"])
-    if t.get("base") == "as-is":
-        base = "none (the pretrained model as it is)"
-    runs = ", ".join(f"{r['name']} {epochs(r['epochs'])}" for r in t["fine_tunes"]) or "none"
     start = "the fine-tuned teacher" if t["student_init"] == "teacher" else "the pretrained model"
+    if t.get("base") == "as-is":
+        base, start = "none (the pretrained model as it is)", "the base (the pretrained model as it is)"
+    runs = ", ".join(f"{r['name']} {epochs(r['epochs'])}" for r in t["fine_tunes"]) or "none"
     total = "" if t["compressed_epochs"] is None else f" ({epochs(t['compressed_epochs'])} in all)"
     return ["", "## Training", "", f"Base: {base}. Compressed: starts from {start}, then fine-tuning runs "
             f"after / during compression: {runs}{total}."]
