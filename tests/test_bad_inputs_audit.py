@@ -18,6 +18,7 @@ import torch
 import transformers
 
 from forgetless.cli import main
+from test_bad_inputs import run_cli  # noqa: E402  (one home for the in-process CLI call)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_output_rule import tree_hashes  # noqa: E402
@@ -123,14 +124,6 @@ def build(root: Path, tiny_model_dir: str) -> dict:
     (root / "binary.yaml").write_bytes(bytes(range(256)) * 4)
     p["binary"] = str(root / "binary.yaml")
     return p
-
-
-def run_cli(argv, capsys):
-    try:
-        code = main(argv)
-    except SystemExit as exc:
-        code = exc.code
-    return code, capsys.readouterr().err
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from forgetless.cli import main
+from test_bad_inputs import run_cli  # noqa: E402  (one home for the in-process CLI call)
 from forgetless.errors import ForgetlessError, OutputFolderError
 
 
@@ -101,14 +101,6 @@ CASES = [
     ("profile-out-compressed", ["profile", "--model", "tiny-t5", "--compressed", "{model}", "--out", "{model}"],
      r"is an input of this command \(--compressed"),
 ]
-
-
-def run_cli(argv, capsys):
-    try:
-        code = main(argv)
-    except SystemExit as exc:
-        code = exc.code
-    return code, capsys.readouterr().err
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
