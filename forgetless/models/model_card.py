@@ -117,7 +117,8 @@ def _loading_section(model_class: str, loadable: bool, reason: str) -> list[str]
     if loadable:
         lines += ["Every layer has the shape `config.json` describes, so stock `transformers` loads it too:", "",
                   "```python", "import transformers", "",
-                  f'model = transformers.{model_class}.from_pretrained("path/to/this/folder", use_safetensors=True)',
+                  f'model = transformers.{model_class}.from_pretrained("path/to/this/folder", use_safetensors=True, '
+                  'trust_remote_code=False)',
                   "```", ""]
     else:
         lines += [f"> **Warning: stock `from_pretrained` cannot rebuild this model.** {reason[0].upper()}{reason[1:]}. "
