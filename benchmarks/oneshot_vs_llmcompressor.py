@@ -1,8 +1,10 @@
 """forgetless's one-shot solvers (Wanda, SparseGPT, GPTQ) against llm-compressor's modifiers on the
 same model, the same calibration sequences and the same held-out text.
 
-Each compression runs in a fresh process (wall time and peak resident memory of that process),
-forgetless and llm-compressor interleaved config by config. llm-compressor pins transformers
+Each compression runs in a fresh process (wall time of the compression step and peak resident
+memory of that process, which the model load may dominate), forgetless and llm-compressor
+interleaved config by config; the compressed decoder-layer weights come back as safetensors and
+both tools' models are evaluated here, by the same code. llm-compressor pins transformers
 ≤ 5.17, so it runs from its own virtual environment (``--llmc-python``), e.g.
 
     python -m venv --system-site-packages /work/venv-llmc && /work/venv-llmc/bin/pip install llmcompressor
@@ -121,12 +123,10 @@ def worker(args) -> None:
     import torch
     from safetensors.torch import save_file
 
-    from forgetless.evaluate.perplexity import perplexity
-
     torch.manual_seed(args.seed)
     torch.set_num_threads(args.threads)
     method, options = CONFIGS[args.config]
-    calibration_docs, heldout = texts(Path(args.data_dir), args.seed)
+    calibration_docs, _ = texts(Path(args.data_dir), args.seed)
     model, tokenizer = load(args.model)
     ids = calibration_ids(tokenizer, calibration_docs, args.calibration, args.seq_len)
     start = time.perf_counter()
@@ -138,25 +138,40 @@ def worker(args) -> None:
         llmc_compress(model, ids, method, options)
     seconds = time.perf_counter() - start
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    model.eval()
-    ppl = perplexity(model, tokenizer, heldout[: args.eval_docs], max_length=args.seq_len)
-    masks = {f"{i}.{name}": (m.weight.data == 0).to(torch.uint8) for i, layer in enumerate(model.model.layers)
-             for name, m in layer.named_modules() if isinstance(m, torch.nn.Linear)}
-    if method != "gptq":
-        save_file(masks, str(Path(args.out) / f"{args.config}.{args.worker}.masks.safetensors"))
-    zero = sum(int(m.sum()) for m in masks.values()) / sum(m.numel() for m in masks.values())
+    weights = {f"{i}.{name}": m.weight.data.detach().float().contiguous() for i, layer in enumerate(model.model.layers)
+               for name, m in layer.named_modules() if isinstance(m, torch.nn.Linear)}
+    save_file(weights, str(Path(args.out) / f"{args.config}.{args.worker}.weights.safetensors"))
+    zero = sum(int((w == 0).sum()) for w in weights.values()) / sum(w.numel() for w in weights.values())
     print(json.dumps({"config": args.config, "tool": args.worker, "seconds": seconds, "peak_mib": peak_mib,
-                      "perplexity": ppl["perplexity"], "tokens": ppl["tokens"], "zero_share": zero}))
+                      "zero_share": zero}))
+
+
+def evaluate_weights(args, config: str, tool: str) -> float:
+    """Perplexity of the base with one tool's compressed decoder-layer weights, in THIS environment:
+    both tools' models are evaluated by the same code and library versions (llm-compressor's venv
+    pins an older transformers, and its own evaluation of the same weights differed)."""
+    from safetensors.torch import load_file
+
+    from forgetless.evaluate.perplexity import perplexity
+
+    model, tokenizer = load(args.model)
+    weights = load_file(str(Path(args.out) / f"{config}.{tool}.weights.safetensors"))
+    for i, layer in enumerate(model.model.layers):
+        for name, m in layer.named_modules():
+            if f"{i}.{name}" in weights:
+                m.weight.data.copy_(weights[f"{i}.{name}"])
+    heldout = texts(Path(args.data_dir), args.seed)[1][: args.eval_docs]
+    return perplexity(model, tokenizer, heldout, max_length=args.seq_len)["perplexity"]
 
 
 def agreement(out: Path, config: str) -> float | None:
     from safetensors.torch import load_file
 
-    a, b = (out / f"{config}.{tool}.masks.safetensors" for tool in ("forgetless", "llmcompressor"))
+    a, b = (out / f"{config}.{tool}.weights.safetensors" for tool in ("forgetless", "llmcompressor"))
     if not (a.exists() and b.exists()):
         return None
     ma, mb = load_file(str(a)), load_file(str(b))
-    same = sum(int((ma[k] == mb[k]).sum()) for k in ma)
+    same = sum(int(((ma[k] == 0) == (mb[k] == 0)).sum()) for k in ma)
     return same / sum(ma[k].numel() for k in ma)
 
 
@@ -201,6 +216,7 @@ def main() -> None:
                 continue
             row = json.loads(done.stdout.strip().splitlines()[-1])
             row["load"] = os.getloadavg()[0]
+            row["perplexity"] = evaluate_weights(args, config, tool)
             rows.append(row)
             print(json.dumps(row), flush=True)
         agree = agreement(Path(args.out), config)
