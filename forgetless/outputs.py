@@ -156,11 +156,17 @@ def check_output(out, flag: str = "--out", *, command: str, inputs: Mapping[str,
     if not ancestor.is_dir():
         raise OutputFolderError(f"{flag} {out}: {ancestor} is a file, so nothing can be written inside it")
     try:
-        os.rmdir(tempfile.mkdtemp(prefix=".forgetless-probe-", dir=ancestor))
+        probe_writable(ancestor)
     except OSError as exc:
         raise OutputFolderError(f"{flag} {out}: cannot write in {ancestor} ({exc.strerror or exc}); "
                                 "choose a writable folder") from exc
     return path
+
+
+def probe_writable(folder: Path) -> None:
+    """Create and remove an empty folder in ``folder``: raises the ``OSError`` of a folder that
+    cannot be written (permissions, read-only file system), before any work."""
+    os.rmdir(tempfile.mkdtemp(prefix=".forgetless-probe-", dir=folder))
 
 
 def mark_output(folder, command: str, **extra) -> None:
@@ -213,7 +219,7 @@ def check_cache(flag: str = "FORGETLESS_CACHE") -> Path:
         what = "is a file" if probe == root else f"is inside the file {probe}"
         raise OutputFolderError(f"{flag}={root}: {what}; point it to a folder")
     try:
-        os.rmdir(tempfile.mkdtemp(prefix=".forgetless-probe-", dir=probe))
+        probe_writable(probe)
     except OSError as exc:
         raise OutputFolderError(f"{flag}={root}: cannot write in {probe} ({exc.strerror or exc}); point it to "
                                 "a writable folder") from exc
