@@ -1,73 +1,132 @@
-"""Name → (config dataclass, implementation) tables for methods, objectives and tasks.
+"""Name ⇄ config type ⇄ implementation tables for methods, objectives and tasks (peft's
+``register_peft_method``, torchao's config → handler table).
 
-Unknown names and unknown config keys are errors that list what is available
-(the practice of peft's ``register_peft_method`` / torchao's config → handler table).
+A method or objective registers its config dataclass, in a module that imports no torch::
+
+    @METHODS.register("magnitude", implementation=".method:MagnitudePruning")
+    @dataclass
+    class MagnitudeConfig(MethodConfig): ...
+
+The tables fill lazily: the first lookup imports every ``config.py`` of the package's folders
+(``forgetless/methods/<name>/config.py``) and the modules named in ``$FORGETLESS_PLUGINS``
+(comma-separated; a plugin may be a single file holding a config and its implementation). The
+implementation (torch code) is imported only when a run builds it. Unknown names and unknown
+config keys are errors that list what is available.
 """
 from __future__ import annotations
 
-import dataclasses
 import difflib
-from typing import Any, Callable, Generic, TypeVar
+import importlib
+import os
+import pkgutil
+from typing import Any, Callable
 
 from .errors import ConfigError
 
-T = TypeVar("T")
+PLUGINS_ENV = "FORGETLESS_PLUGINS"
 
 
-class Registry(Generic[T]):
-    """A table of named entries, each with an optional config dataclass."""
+class Registry:
+    """A table of named entries: a config class with a lazily imported implementation, or (for
+    tasks) an implementation alone."""
 
-    def __init__(self, kind: str):
+    def __init__(self, kind: str, package: str | None = None):
         self.kind = kind
-        self._entries: dict[str, T] = {}
+        self.package = package
         self._configs: dict[str, type | None] = {}
+        self._implementations: dict[str, Any] = {}
+        self._loaded = package is None
 
-    def register(self, name: str, config_cls: type | None = None) -> Callable[[T], T]:
-        def decorator(obj: T) -> T:
-            if name in self._entries:
-                raise ValueError(f"{self.kind} {name!r} registered twice")
-            self._entries[name] = obj
-            self._configs[name] = config_cls
+    def register(self, name: str, implementation: str | None = None) -> Callable:
+        """Decorator. With ``implementation`` (``"module:Class"``, ``".module:Class"`` relative to
+        the config's package) it decorates the config class; without, the implementation itself."""
+
+        def decorator(obj):
+            if name in self._configs and self._configs[name] is not obj:
+                raise ConfigError(f"{self.kind} {name!r} registered twice")
+            if implementation is None:
+                self._configs[name], self._implementations[name] = None, obj
+            else:
+                obj.name = name
+                self._configs[name], self._implementations[name] = obj, (obj.__module__, implementation)
             return obj
 
         return decorator
 
-    def names(self) -> list[str]:
-        return sorted(self._entries)
+    def _load(self) -> None:
+        if self._loaded:
+            return
+        self._loaded = True
+        package = importlib.import_module(self.package)
+        for module in pkgutil.iter_modules(package.__path__):
+            if module.ispkg and not module.name.startswith("_"):
+                try:
+                    importlib.import_module(f"{self.package}.{module.name}.config")
+                except ModuleNotFoundError as exc:
+                    if exc.name != f"{self.package}.{module.name}.config":
+                        raise
+        for name in filter(None, (x.strip() for x in os.environ.get(PLUGINS_ENV, "").split(","))):
+            try:
+                importlib.import_module(name)
+            except ImportError as exc:
+                raise ConfigError(f"${PLUGINS_ENV}: cannot import plugin module {name!r} ({exc})") from None
 
-    def get(self, name: str) -> T:
-        if name not in self._entries:
-            hint = difflib.get_close_matches(name, self.names(), n=1)
+    def names(self) -> list[str]:
+        self._load()
+        return sorted(self._configs)
+
+    def _check(self, name: str) -> None:
+        if name not in self._configs:
+            self._load()
+        if name not in self._configs:
+            hint = difflib.get_close_matches(str(name), self.names(), n=1)
             extra = f" Did you mean {hint[0]!r}?" if hint else ""
             raise ConfigError(f"unknown {self.kind} {name!r}; available: {', '.join(self.names())}.{extra}")
-        return self._entries[name]
 
     def config_class(self, name: str) -> type | None:
-        self.get(name)
+        self._check(name)
         return self._configs[name]
 
-    def make_config(self, name: str, options: dict[str, Any] | None = None) -> Any:
-        """Build the config dataclass of ``name`` from ``options``; unknown keys are an error."""
+    def get(self, name: str):
+        """The implementation of ``name`` (imported on first use)."""
+        self._check(name)
+        entry = self._implementations[name]
+        if isinstance(entry, tuple):
+            owner, target = entry
+            module, _, attribute = target.partition(":")
+            if module.startswith("."):
+                module = owner.rsplit(".", 1)[0] + module if module != "." else owner
+            entry = self._implementations[name] = getattr(importlib.import_module(module), attribute)
+        return entry
+
+    def make_config(self, name: str, options: dict | None = None):
+        """The config of ``name`` built from ``options`` (text or typed values); unknown keys are errors."""
+        from .options import build
+
         cls = self.config_class(name)
         options = {k: v for k, v in (options or {}).items() if v is not None}
         if cls is None:
             if options:
                 raise ConfigError(f"{self.kind} {name!r} takes no options, got: {', '.join(sorted(options))}")
             return None
-        return build_dataclass(cls, options, f"{self.kind} {name!r}")
+        return build(cls, options, f"{self.kind} {name!r}")
+
+    def config(self, value):
+        """A config instance from a name or a config (``"heads"`` or ``HeadsConfig(ratio=0.5)``)."""
+        if isinstance(value, str):
+            return self.make_config(value)
+        name = getattr(type(value), "name", None)
+        if name is None or self._configs.get(name) is not type(value):
+            self._load()
+            raise ConfigError(f"expected a {self.kind} name or config ({', '.join(self.names())}), got "
+                              f"{type(value).__name__}")
+        return value
+
+    def build(self, config):
+        """The implementation instance for a config (``METHODS.build(MagnitudeConfig())``)."""
+        config = self.config(config)
+        return self.get(config.name)(config)
 
 
-def build_dataclass(cls: type, options: dict[str, Any], what: str) -> Any:
-    """Instantiate dataclass ``cls`` from a dict, rejecting unknown keys with a helpful message."""
-    fields = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(options) - fields)
-    if unknown:
-        raise ConfigError(f"unknown option(s) for {what}: {', '.join(unknown)}; it accepts: {', '.join(sorted(fields))}")
-    try:
-        return cls(**options)
-    except ConfigError as exc:  # "prune_every must be >= 1" → "--prune-every 0: prune_every must be >= 1"
-        field = next((f for f in sorted(options, key=len, reverse=True) if str(exc).startswith(f + " ")), None)
-        if field is None:
-            raise
-        flag = "--" + ("objective-" if what.startswith("objective") else "") + field.replace("_", "-")
-        raise type(exc)(f"{flag} {options[field]}: {exc}") from None
+METHODS = Registry("compression method", "forgetless.methods")
+OBJECTIVES = Registry("objective", "forgetless.objectives")

@@ -1,0 +1,183 @@
+"""The option schema: configuration dataclasses whose fields carry their own flag, help, range and
+choices (``option``), and the one set of functions that reads values into them from the command
+line, a recipe (YAML) or Python, and checks every range in one place (``Config.__post_init__``).
+
+Standard library only: importing a config module (``forgetless.config``, ``forgetless/methods/*/
+config.py``) never imports torch, so ``--help`` and ``forgetless list`` start at once.
+
+A field's *flag* is its name with dashes (``train_size`` → ``--train-size``) unless ``option(flag=)``
+names another (``learning_rate`` → ``--lr``); an objective's fields are prefixed (``--objective-lam``).
+The flag without dashes is also the field's flat recipe key (``lr``, ``objective_lam``), kept as the
+alias layer of the config tree (``train.learning_rate``).
+"""
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from dataclasses import MISSING, dataclass, field
+from typing import Any, ClassVar
+
+from .errors import ConfigError
+from .ranges import check_number
+
+
+def option(default: Any = MISSING, *, help: str = "", flag: str | None = None, low=None, high=None,
+           low_open: bool = False, choices=None, factory=None, cli: bool = True, negate: str | None = None):
+    """A config field with its command-line metadata. ``low`` / ``high`` (``low_open``: strictly
+    above ``low``) and ``choices`` are checked whenever the config is built; ``cli=False`` keeps the
+    field out of the command line (Python and recipes only); ``negate`` names a flag that sets a
+    boolean field to False (``progress`` ← ``--no-progress``)."""
+    metadata = {"help": help, "flag": flag, "low": low, "high": high, "low_open": low_open,
+                "choices": tuple(choices) if choices else None, "cli": cli, "negate": negate}
+    if factory is not None:
+        return field(default_factory=factory, metadata=metadata)
+    return field(default=default, metadata=metadata)
+
+
+@dataclass
+class Config:
+    """Base of every configuration dataclass: ranges and choices of its fields are checked when it
+    is built, then ``check()`` (relations between fields)."""
+
+    flag_prefix: ClassVar[str] = ""
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            check_field(type(self), f, getattr(self, f.name))
+        self.check()
+
+    def check(self) -> None:
+        """Checks between fields (override)."""
+
+    @classmethod
+    def flag(cls, name: str) -> str:
+        f = next(f for f in dataclasses.fields(cls) if f.name == name)
+        return "--" + flag_name(cls, f)
+
+
+def flag_name(cls: type, f: dataclasses.Field) -> str:
+    return f.metadata.get("flag") or getattr(cls, "flag_prefix", "") + f.name.replace("_", "-")
+
+
+def hint_of(cls: type, name: str):
+    """``(base type, is_list, optional)`` of a field: ``int | None`` → (int, False, True)."""
+    hint = typing.get_type_hints(cls)[name]
+    optional = False
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(hint) if a is not type(None)]
+        optional = len(args) < len(typing.get_args(hint))
+        hint = args[0] if len(args) == 1 else hint
+    if typing.get_origin(hint) in (list, tuple):
+        return (typing.get_args(hint) or (str,))[0], True, optional
+    return hint, False, optional
+
+
+def check_field(cls: type, f: dataclasses.Field, value) -> None:
+    meta = f.metadata
+    if value is None or not meta:
+        return
+    flag = "--" + flag_name(cls, f)
+    choices = meta.get("choices")
+    hint, is_list, _ = hint_of(cls, f.name)
+    for item in (value if is_list and isinstance(value, (list, tuple)) else [value]):
+        if choices and item not in choices:
+            raise ConfigError(f"{flag} {item}: not one of {', '.join(map(str, choices))}")
+        if (meta.get("low") is not None or meta.get("high") is not None) and hint in (int, float):
+            check_number(flag, item, meta.get("low"), meta.get("high"),
+                         integer=hint is int, low_open=meta.get("low_open", False))
+
+
+# ----- reading values ------------------------------------------------------------------------------
+def parse_bool(value) -> bool:
+    """``true`` or ``false`` only (``1``, ``yes`` or ``ture`` are errors, not a guess)."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "false"):
+        return text == "true"
+    raise ValueError(f"expected true or false, got {value!r}")
+
+
+def _scalar(hint, value, where: str):
+    if hint is bool:
+        try:
+            return parse_bool(value)
+        except ValueError:
+            raise ConfigError(f"{where}: expected true or false, got {value!r}") from None
+    if hint in (int, float):
+        if isinstance(value, bool):
+            raise ConfigError(f"{where}: expected a number, got {value!r}")
+        try:
+            number = float(value) if isinstance(value, str) else value
+        except ValueError:
+            raise ConfigError(f"{where}: expected a number, got {value!r}") from None
+        if not isinstance(number, (int, float)):
+            raise ConfigError(f"{where}: expected a number, got {value!r}")
+        if hint is int:
+            if number != number or number in (float("inf"), float("-inf")) or not float(number).is_integer():
+                raise ConfigError(f"{where}: expected a whole number, got {value!r}")
+            return int(number)
+        return float(number)
+    if hint is str:
+        if isinstance(value, (dict, list, tuple)) or isinstance(value, bool):
+            raise ConfigError(f"{where}: expected text, got {value!r}")
+        return str(value)
+    return value  # Any / nested structures: taken as given
+
+
+def coerce(cls: type, name: str, value, where: str | None = None):
+    """``value`` (text from the command line, or a YAML / Python value) as field ``name`` of ``cls``
+    takes it; a comma-separated text is a list for list fields. Errors name the flag."""
+    f = next(x for x in dataclasses.fields(cls) if x.name == name)
+    where = where or "--" + flag_name(cls, f)
+    if value is None:
+        return None
+    hint, is_list, _ = hint_of(cls, name)
+    if is_list:
+        if isinstance(value, str):
+            value = [x.strip() for x in value.split(",") if x.strip()]
+        elif not isinstance(value, (list, tuple)):
+            value = [value]
+        return [_scalar(hint, item, where) for item in value]
+    return _scalar(hint, value, where)
+
+
+def leaves(cls: type) -> list[dataclasses.Field]:
+    """The option fields of a config class (those with metadata)."""
+    return [f for f in dataclasses.fields(cls) if f.metadata]
+
+
+def default_of(f: dataclasses.Field):
+    if f.default is not MISSING:
+        return f.default
+    if f.default_factory is not MISSING:  # type: ignore[misc]
+        return f.default_factory()  # type: ignore[misc]
+    return None
+
+
+def build(cls: type, options: dict, what: str):
+    """``cls(**options)`` with every value coerced; unknown keys are one error listing the valid ones."""
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(options) - names)
+    if unknown:
+        raise ConfigError(f"unknown option(s) for {what}: {', '.join(unknown)}; it accepts: "
+                          f"{', '.join(sorted(n for n in names)) or 'nothing'}")
+    values = {k: coerce(cls, k, v) if any(f.name == k and f.metadata for f in dataclasses.fields(cls)) else v
+              for k, v in options.items() if v is not None}
+    return cls(**values)
+
+
+def as_dict(config) -> dict:
+    """A config (tree) as plain data: nested configs as mappings, a method / objective config with
+    its registered ``name`` first."""
+    if dataclasses.is_dataclass(config) and not isinstance(config, type):
+        data = {"name": config.name} if getattr(type(config), "name", None) else {}
+        for f in dataclasses.fields(config):
+            data[f.name] = as_dict(getattr(config, f.name))
+        return data
+    if isinstance(config, (list, tuple)):
+        return [as_dict(x) for x in config]
+    if isinstance(config, dict):
+        return {k: as_dict(v) for k, v in config.items()}
+    return config
