@@ -47,8 +47,10 @@ class MethodConfig(Config):
         return getattr(self, "recovery", "fine-tune") != "none"
 
 
-RECOVERY = option("fine-tune", choices=("fine-tune", "none"),
-                  help="fine-tune: train after (or while) compressing; none: post-training, nothing is trained")
+def recovery_option(help: str = "fine-tune: train after (or while) compressing; none: post-training, nothing "
+                                  "is trained"):
+    """The ``recovery`` field of a method that can run post-training (one field object per class)."""
+    return option("fine-tune", choices=("fine-tune", "none"), help=help)
 
 
 @dataclass

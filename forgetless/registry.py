@@ -44,7 +44,9 @@ class Registry:
         def decorator(obj):
             if name in self._configs and self._configs[name] is not obj:
                 raise ConfigError(f"{self.kind} {name!r} registered twice")
-            if implementation is None:
+            if not isinstance(implementation, str):  # TRANSITION (removed at the end of the redesign):
+                self._configs[name], self._implementations[name] = implementation, obj  # old style
+            elif implementation is None:
                 self._configs[name], self._implementations[name] = None, obj
             else:
                 obj.name = name
@@ -57,7 +59,7 @@ class Registry:
         if self._loaded:
             return
         self._loaded = True
-        package = importlib.import_module(self.package)
+        package = importlib.import_module(self.package)  # TRANSITION: its __init__ may register old-style
         for module in pkgutil.iter_modules(package.__path__):
             if module.ispkg and not module.name.startswith("_"):
                 try:

@@ -11,7 +11,7 @@ from ..errors import DataError
 from ..registry import Registry
 from .task import Task
 
-TASKS: Registry[Callable[..., Task]] = Registry("task")
+TASKS = Registry("task")
 DATA_DIR_ENV = "FORGETLESS_DATA_DIR"
 
 

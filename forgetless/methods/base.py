@@ -19,10 +19,9 @@ from torch import nn
 
 from ..data.task import Task
 from ..errors import ConfigError
-from ..registry import Registry
 from ..training.trainer import TrainConfig, fine_tune
 
-METHODS: Registry = Registry("compression method")
+from ..registry import METHODS  # noqa: E402
 
 RECOVERIES = ("fine-tune", "none")  # the `recovery` option: train after compressing, or not (post-training)
 

@@ -28,9 +28,8 @@ from typing import Any
 import torch
 from torch.nn import functional as F
 
-from ..registry import Registry
 
-OBJECTIVES: Registry = Registry("objective")
+from ..registry import OBJECTIVES  # noqa: E402
 
 
 def cross_entropy(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
