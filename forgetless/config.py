@@ -9,9 +9,11 @@ Python builds it directly. Every range is checked when a config is built (``opti
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from .errors import OptionError
 from .options import Config, option
 from .ranges import MAX_TOKENS
 
@@ -60,3 +62,238 @@ class ObjectiveConfig(Config):
     name: ClassVar[str] = ""
     flag_prefix: ClassVar[str] = "objective-"
     model_kinds: ClassVar[tuple[str, ...]] = ("classifier",)
+
+
+# ----- the run ------------------------------------------------------------------------------------
+@dataclass
+class TaskConfig(Config):
+    """Which data: a registered task by name and its options (``forgetless list`` names the tasks)."""
+
+    group: ClassVar[str] = "task"
+    name: str = option("synthetic", flag="task", help=(
+        "classification: synthetic (built-in), mnli-small, mnli (→ HANS), sst2, rte, qnli, qqp (→ AdvGLUE / PAWS), "
+        "fever (→ FEVER-Symmetric) from --data-dir or the hub, files (local files), hub (a Hugging Face dataset "
+        "id); generation: synthetic-lookup (built-in), tweetqa, samsum, xsum (need --data-dir)"))
+    data_dir: str | None = option(None, help="folder with the real evaluation data (e.g. ../shared/data); default: "
+                                             "$FORGETLESS_DATA_DIR, else the named benchmarks load from the hub")
+    train_size: int | None = option(None, low=1, help="cap the training set (seeded, stratified sample of exactly N)")
+    eval_size: int | None = option(None, low=1, help="cap each evaluation set (seeded, stratified sample of exactly N)")
+    data_seed: int | None = option(None, **SEED, help="seed of the data splits and caps only (default: --seed); the "
+                                                      "runs of a sweep share one")
+    hard_fraction: float | None = option(None, low=0, high=1, help="synthetic: share of shortcut-breaking "
+                                                                   "training examples")
+    eval_sets: list[str] | None = option(None, help="generation tasks: extra evaluation sets, comma-separated "
+                                                    "(samsum, xsum)")
+    train_file: str | None = option(None, flag="train", help="files: training file (.tsv/.csv/.json/.jsonl)")
+    dev_file: str | None = option(None, flag="dev", help="files: dev file")
+    challenge: list[str] = option(factory=list, help="files: a challenge set NAME=PATH (repeatable); hub: NAME=SPLIT")
+    text_a: str | None = option(None, help="files/hub: column of the first text")
+    text_b: str | None = option(None, help="files/hub: column of the second text ('' for single sentences)")
+    label_column: str | None = option(None, help="files/hub: label column")
+    labels: list[str] | None = option(None, help="files/hub: label names in id order, comma-separated")
+    hard_column: str | None = option(None, help="files: column with ground-truth hard flags (1/true = hard)")
+    dataset: str | None = option(None, help="hub: dataset id; fever: a hub id for the paper-scale FEVER training set")
+    subset: str | None = option(None, help="hub / fever: dataset configuration (e.g. mnli of nyu-mll/glue)")
+    train_split: str | None = option(None, help="hub / fever: training split (default train)")
+    dev_split: str | None = option(None, help="hub: dev split (default validation)")
+    json_key: str | None = option(None, help="files: in JSON files, the key holding the list of records "
+                                             "(or FILE.json:KEY)")
+
+
+@dataclass
+class TrainConfig(Config):
+    """Training hyper-parameters of the compressed model (and of the teacher, with ``teacher_epochs``).
+    ``max_length`` caps input tokens (the source, for generation); ``max_target_length`` caps
+    generation targets."""
+
+    group: ClassVar[str] = "training"
+    epochs: float = option(3.0, low=0, high=1e6, help="training epochs of the compressed model (nash/cofi: the "
+                                                      "pruning phase; --finetune-epochs follows)")
+    learning_rate: float = option(5e-5, flag="lr", low=0, high=1, low_open=True, help="learning rate")
+    batch_size: int = option(32, low=1, high=1_000_000, help="training batch size per device")
+    max_length: int = option(128, low=8, high=MAX_TOKENS, help="max input tokens per example")
+    max_target_length: int = option(32, low=2, high=MAX_TOKENS, help="generation: max target tokens in training")
+    weight_decay: float = option(0.01, low=0, high=1, help="AdamW weight decay")
+    warmup_ratio: float = option(0.0, low=0, high=1, help="share of steps with a linear learning-rate warm-up")
+    seed: int = option(0, **SEED, cli=False, help="training seed (the run's --seed)")
+    save_steps: int = option(200, low=1, help="checkpoint every N steps (resume point)")
+    logging_steps: int = option(50, low=1, help="log the training loss every N steps")
+    max_steps: int = option(-1, low=-1, help="stop after N optimisation steps (-1: run --epochs)")
+    freeze_embeddings: bool = option(False, help="do not train token embeddings / output projection (saves time "
+                                                 "on CPU)")
+    progress: bool = option(True, cli=False, help="progress bars (the run's --no-progress)")
+    report_to: str = option("none", help="Trainer integrations for training logs: none, tensorboard, wandb, … "
+                                         "(comma-separated)")
+
+    def check(self) -> None:
+        if self.max_steps == 0:
+            raise OptionError("--max-steps 0: give -1 (run --epochs) or at least 1 step")
+        if self.max_steps < 0 and self.epochs <= 0:
+            raise OptionError(f"--epochs {self.epochs}: is out of range; valid: > 0")
+
+
+@dataclass
+class EvalConfig(Config):
+    """Evaluation: batch size, decoding for generating models, the runtime of the compressed model,
+    and zero-shot scoring of a causal LM (``evaluate/zero_shot.py``)."""
+
+    group: ClassVar[str] = "evaluation"
+    batch_size: int = option(64, flag="eval-batch-size", low=1, high=1_000_000, help="evaluation batch size")
+    max_new_tokens: int = option(32, low=1, high=MAX_TOKENS, help="generation: tokens generated per example")
+    num_beams: int = option(1, low=1, high=64, help="generation: beam size (1 = greedy)")
+    meteor: bool = option(True, cli=False, help="METEOR on generation tasks (needs nltk's WordNet offline)")
+    runtime: str = option("torch", choices=("torch", "torch-bf16", "onnxruntime"), help=(
+        "the compressed model is evaluated and timed under this runtime (the base always in fp32 PyTorch); "
+        "onnxruntime and torch-bf16: classifiers only"))
+    perplexity_file: str | None = option(None, help="causal-lm: held-out perplexity of both models on this text file "
+                                                    "(one text per line, or .jsonl; default with --data-dir: its XSum "
+                                                    "sample)")
+    perplexity_texts: int = option(40, low=1, help="causal-lm: the first N texts of that file")
+    prompt_template: str = option("auto", choices=("auto", "chat", "plain"), help=(
+        "causal-lm: auto (the chat template when the tokenizer has one) | chat | plain"))
+    shots: int = option(0, low=0, high=64, help="causal-lm: k-shot prompts from the training split (seeded)")
+    label_score: str = option("sum", choices=("sum", "mean"), help="causal-lm: sum | mean (length-normalised) "
+                                                                   "label-word log-probability")
+    score_calibration: str = option("content-free", choices=("none", "content-free", "set-mean"), help=(
+        "causal-lm: none | content-free | set-mean (contextual calibration, Zhao et al. 2021)"))
+    shot_seed: int = option(0, **SEED, cli=False, help="seed of the k-shot examples (the run's --seed)")
+
+
+@dataclass
+class SpeedConfig(Config):
+    """The speed benchmark: base vs compressed, interleaved repeats, median and spread reported."""
+
+    group: ClassVar[str] = "speed benchmark"
+    batch_size: int = option(32, flag="bench-batch-size", low=1, high=1_000_000, help="throughput batch size")
+    seq_len: int = option(128, flag="bench-seq-len", low=2, high=MAX_TOKENS, help="input length of the timed batches")
+    warmup: int = option(2, low=0, cli=False, help="untimed calls before timing")
+    repeats: int = option(5, flag="bench-repeats", low=1, high=10_000, help="interleaved repeats (median reported)")
+    latency_batch: int = option(1, low=1, cli=False, help="batch size of the single-request latency figure")
+    new_tokens: int = option(16, flag="bench-new-tokens", low=1, high=MAX_TOKENS,
+                             help="generation: tokens decoded per timed call")
+    num_beams: int = option(1, low=1, high=64, cli=False, help="generation: beam size of the timed calls")
+
+
+@dataclass
+class CleverConfig(Config):
+    """CLEVER estimates (Weng et al. 2018) of both models on a fixed, seeded dev subset."""
+
+    group: ClassVar[str] = "robustness"
+    enabled: bool = option(False, flag="clever", switch=True, help="add CLEVER estimates of both models (always "
+                                                                   "on for methods that need them, e.g. rahp)")
+    examples: int = option(64, flag="clever-examples", low=1, help="size of the CLEVER evaluation subset")
+    batches: int = option(20, flag="clever-batches", low=3, help="batch maxima for the reverse-Weibull fit")
+    samples: int = option(16, flag="clever-samples", low=1, help="points sampled per batch")
+    radius: float = option(2.0, flag="clever-radius", low=0, low_open=True, help="ℓ2 ball radius in embedding units")
+    norm: str = option("2", flag="clever-norm", choices=("2", "inf"), help="perturbation norm")
+    max_length: int = option(64, low=8, high=MAX_TOKENS, cli=False, help="max tokens (min(64, --max-length))")
+    seed: int = option(0, **SEED, cli=False, help="seed of the subset (the run's --seed)")
+
+
+BASES = ("fine-tune", "as-is")
+
+
+@dataclass
+class RunConfig(Config):
+    """Everything that defines one compression run (recorded in the report card and as the
+    resolved recipe). ``method`` / ``then`` / ``objective`` take a registered name or config."""
+
+    group: ClassVar[str] = "compression"
+    model: Any = option("minilm", help="model to start from: 'minilm' (bundled), smollm2 (converted GGUF), tiny-bert "
+                                       "/ tiny-t5 / tiny-bart / tiny-llama (random, quick runs), a local folder, or a "
+                                       "hub id; in Python also a PreTrainedModel")
+    method: Any = option("truncate", help="compression method (forgetless list)")
+    then: list = option(factory=list, help="a method applied after --method, with its own options "
+                                           "METHOD[:OPTION=VALUE,...] (repeatable, in order), e.g. --method heads "
+                                           "--then quantize:dtype=int8")
+    objective: Any = option(None, help="training objective (default: the method's: ce; nash-distil for nash and "
+                                       "cofi)")
+    teacher: str | None = option(None, help="a saved fine-tuned model to use as teacher / base instead of "
+                                            "fine-tuning (read only)")
+    teacher_epochs: float | None = option(None, low=0, low_open=True, high=1e6,
+                                          help="epochs for the teacher (default: --epochs)")
+    base: str = option("fine-tune", choices=BASES, help=(
+        "fine-tune: the base (teacher) is --model fine-tuned on the task; as-is: --model as it is, no training, "
+        "nothing written (post-training compression of a pretrained LLM)"))
+    student_init: str = option("teacher", choices=("teacher", "pretrained"), help=(
+        "start the compressed model from the fine-tuned teacher or from the pretrained model"))
+    model_kind: str = option("auto", choices=("auto",) + MODEL_KINDS, help=(
+        "how the model is used: auto (classifier; seq2seq for generation tasks and nash/cofi; causal-lm for "
+        "smollm2), or causal-lm: a decoder-only LM scored zero-shot by label-word likelihood"))
+    seed: int = option(0, **SEED, help="seed for data splits, model construction, masks and training")
+    progress: bool = option(True, negate="no-progress", help="progress bars (--no-progress hides them)")
+    keep_work: bool = option(False, switch=True, help="keep training checkpoints in OUT/work (default: deleted "
+                                                      "after a successful run)")
+    cache_dir: str | None = option(None, cli=False, help="shared cache of objectives (default: OUT/work/cache)")
+    task: TaskConfig = option(factory=TaskConfig, help="the data")
+    train: TrainConfig = option(factory=TrainConfig, help="training")
+    eval: EvalConfig = option(factory=EvalConfig, help="evaluation")
+    speed: SpeedConfig = option(factory=SpeedConfig, help="speed benchmark")
+    clever: CleverConfig = option(factory=CleverConfig, help="robustness estimates")
+
+    def check(self) -> None:
+        from .registry import METHODS, OBJECTIVES
+
+        self.method = METHODS.config(self.method)
+        self.then = [METHODS.config(item) for item in self.then]
+        self.objective = OBJECTIVES.config(self.objective or self.method.default_objective)
+        replace = dataclasses.replace  # copies: a nested config may be shared by several runs (a sweep)
+        self.train = replace(self.train, seed=self.seed, progress=self.progress)  # one seed for the run
+        self.eval = replace(self.eval, shot_seed=self.seed)
+        self.clever = replace(self.clever, seed=self.seed, max_length=min(64, self.train.max_length))
+        if self.base == "as-is" and self.teacher:
+            raise OptionError("--base as-is: the base is --model as it is; --teacher names another base, give one")
+        if self.model_kind == "auto" and self.model == "smollm2":  # a pretrained LLM: scored by label likelihood
+            self.model_kind = "causal-lm"
+
+    @property
+    def teacher_train(self) -> TrainConfig:
+        """The teacher's training: ``train`` with ``teacher_epochs``."""
+        if self.teacher_epochs is None:
+            return self.train
+        return dataclasses.replace(self.train, epochs=self.teacher_epochs)
+
+    @property
+    def robustness(self) -> bool:
+        return self.clever.enabled or self.method.needs_clever
+
+
+@dataclass
+class SweepConfig(RunConfig):
+    """A sweep: one configuration over objectives × levels of a method option × seeds (Du et al.
+    Table 7, Figures 1 and 3). Objective options apply to every listed objective that has them."""
+
+    group: ClassVar[str] = "sweep"
+    method: Any = option("magnitude", help="compression method (forgetless list)")
+    student_init: str = option("pretrained", choices=("teacher", "pretrained"), help=(
+        "start each compressed model from the fine-tuned teacher or the pretrained model"))
+    objectives: list[str] = option(factory=lambda: ["ce", "distil", "smooth", "focal", "jtt", "rmc"],
+                                   help="objective names, comma-separated")
+    objective_options: dict = option(factory=dict, cli=False, help="objective options by field name")
+    seeds: list[int] = option(factory=lambda: [0], help="seeds, comma-separated (the paper uses 3)")
+    levels: list[str] = option(factory=lambda: ["0.4"], help="values of --level-option, comma-separated")
+    level_option: str = option("sparsity", help="method option the levels set (sparsity, layers, decoder_layers …)")
+    teacher_seed: int | None = option(None, **SEED, help="seed of one teacher shared by every seed of the sweep "
+                                                         "(default: one teacher per seed)")
+
+
+@dataclass
+class ProfileConfig(Config):
+    """The encoder-decoder speed profile (NASH Figure 3): time per layer vs sequence length for several
+    head / FFN widths, and the encoder vs decoder share of generation time."""
+
+    group: ClassVar[str] = "profile"
+    model: str = option("minilm", help="encoder-decoder to profile (minilm = bert2bert warm start)")
+    compressed: str | None = option(None, help="a compressed model folder to profile too")
+    seq_lengths: list[int] = option(factory=lambda: [16, 32, 64, 128, 256], low=1, high=MAX_TOKENS,
+                                    help="input lengths, comma-separated")
+    head_fractions: list[float] = option(factory=lambda: [1.0, 0.5, 0.25], low=0, low_open=True, high=1,
+                                         help="shares of heads kept, comma-separated")
+    ffn_fractions: list[float] = option(factory=lambda: [1.0, 0.5, 0.25], low=0, low_open=True, high=1,
+                                        help="shares of FFN units kept, comma-separated")
+    batch_size: int = option(8, low=1, high=1_000_000, help="batch size")
+    num_beams: int = option(1, low=1, high=64, help="beam size of the timed generation")
+    max_new_tokens: int = option(16, low=1, high=MAX_TOKENS, help="tokens decoded per timed generation")
+    source_length: int = option(64, low=1, high=MAX_TOKENS, help="source tokens of the timed generation")
+    repeats: int = option(3, low=1, high=10_000, help="repeats (median reported)")
+    seed: int = option(0, **SEED, help="seed of model construction")

@@ -23,13 +23,15 @@ from .ranges import check_number
 
 
 def option(default: Any = MISSING, *, help: str = "", flag: str | None = None, low=None, high=None,
-           low_open: bool = False, choices=None, factory=None, cli: bool = True, negate: str | None = None):
+           low_open: bool = False, choices=None, factory=None, cli: bool = True, negate: str | None = None,
+           switch: bool = False):
     """A config field with its command-line metadata. ``low`` / ``high`` (``low_open``: strictly
     above ``low``) and ``choices`` are checked whenever the config is built; ``cli=False`` keeps the
     field out of the command line (Python and recipes only); ``negate`` names a flag that sets a
-    boolean field to False (``progress`` ← ``--no-progress``)."""
+    boolean field to False (``progress`` ← ``--no-progress``); ``switch``: a boolean flag that takes no
+    value (``--clever``), where others take ``true`` / ``false``."""
     metadata = {"help": help, "flag": flag, "low": low, "high": high, "low_open": low_open,
-                "choices": tuple(choices) if choices else None, "cli": cli, "negate": negate}
+                "choices": tuple(choices) if choices else None, "cli": cli, "negate": negate, "switch": switch}
     if factory is not None:
         return field(default_factory=factory, metadata=metadata)
     return field(default=default, metadata=metadata)

@@ -15,80 +15,46 @@ import json
 import logging
 import shutil
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import transformers
 
 from .data.task import Task
 from .errors import ConfigError
-from .evaluate.clever import CleverConfig, clever_evaluate
-from .evaluate.config import EvalConfig
+from .config import CleverConfig
+from .evaluate.clever import clever_evaluate
+from .evaluate.perplexity import default_perplexity_file
 from .evaluate.runtime import deploy, deployment_section
 from .evaluate.size import disk_size, parameter_counts
-from .evaluate.speed import SpeedConfig
 from .fsutil import atomic_write_json, disk_full_guard, remove_leftovers
 from .kinds import check_compatible, kind_for
-from .methods import METHODS, CompressionContext
-from .methods.then import resolve_then
+from .config import RunConfig
+from .methods.base import CompressionContext
+from .recipes.dump import drop_empty, dump_recipe
+from .registry import METHODS, OBJECTIVES
+from .tree import to_recipe
 from .models.io import is_forgetless_folder, load_model, read_manifest, save_model
-from .objectives import OBJECTIVES
 from .models.model_card import write_model_card
 from . import progress
 from .report.card import build_card, write_card
 from .report.honest import prediction_rows, training_section
 from .report.model_summary import model_card_summary
-from .training.trainer import TrainConfig, fine_tune
+from .training.trainer import fine_tune
 from .outputs import cache_root, output_lock, teacher_lock
 from .validate import _jsonable_config, prepare_output, run_inputs, validate_run
 
 log = logging.getLogger(__name__)
 
 
-BASES = ("fine-tune", "as-is")
-
-
-@dataclass
-class RunConfig:
-    """Everything that defines one compression run (recorded in the report card)."""
-
-    model: str = "minilm"
-    method: str = "truncate"
-    method_options: dict = field(default_factory=dict)
-    then: list[str] = field(default_factory=list)  # methods applied after `method`: METHOD[:OPTION=VALUE,...]
-    objective: str | None = None  # None: the method's default objective (ce; nash-distil for nash / cofi)
-    objective_options: dict = field(default_factory=dict)
-    teacher: str | None = None  # a forgetless folder holding an already fine-tuned teacher (read only)
-    base: str = "fine-tune"  # fine-tune: the base is `model` fine-tuned on the task; as-is: `model` as it is (no training)
-    student_init: str = "teacher"  # "teacher": start from the fine-tuned teacher; "pretrained": from the base model
-    train: TrainConfig = field(default_factory=TrainConfig)
-    teacher_train: TrainConfig | None = None
-    speed: SpeedConfig = field(default_factory=SpeedConfig)
-    eval: EvalConfig = field(default_factory=EvalConfig)
-    clever: CleverConfig | None = None  # CLEVER estimates of both models on a fixed dev subset
-    cache_dir: str | None = None  # shared cache for objectives (default: OUT/work/cache)
-    model_kind: str = "auto"  # classifier | seq2seq | causal-lm (zero-shot label likelihood); auto: by task and method
-    seed: int = 0
-    progress: bool = True
-    keep_work: bool = False  # keep training checkpoints in OUT/work after a successful run
-
-    def __post_init__(self) -> None:
-        if self.student_init not in ("teacher", "pretrained"):
-            raise ConfigError(f"student_init must be 'teacher' or 'pretrained', got {self.student_init!r}")
-        if self.base not in BASES:
-            raise ConfigError(f"--base: {self.base!r} is not one of {', '.join(BASES)}")
-        if self.base == "as-is" and self.teacher:
-            raise ConfigError("--base as-is: the base is --model as it is; --teacher names another base, give one")
-        if self.model_kind == "auto" and self.model == "smollm2":  # a pretrained LLM: scored by label likelihood
-            self.model_kind = "causal-lm"
-
-
 def resolve(config: RunConfig):
-    """(method, objective) instances for a run; unknown names and options are errors."""
-    method = METHODS.get(config.method)(METHODS.make_config(config.method, config.method_options))
-    name = config.objective or method.default_objective
-    objective = OBJECTIVES.get(name)(OBJECTIVES.make_config(name, config.objective_options))
-    return method, objective
+    """(method, objective, then) implementation instances of a run's configs."""
+    return METHODS.build(config.method), OBJECTIVES.build(config.objective), [METHODS.build(c) for c in config.then]
+
+
+def recipe_of(config: RunConfig, meta: dict | None = None) -> dict:
+    """The resolved recipe of a run: ``forgetless run`` on it reruns the run."""
+    return {"command": "compress", **(meta or {}), **to_recipe(config)}
 
 
 def teacher_key(task: Task, config: RunConfig, kind) -> str:
@@ -159,15 +125,16 @@ def clean_work(work_dir: Path) -> int:
     return freed
 
 
-def compress(task: Task, config: RunConfig, out_dir: str | Path, recipe: dict | None = None,
+def compress(task: Task, config: RunConfig, out_dir: str | Path, meta: dict | None = None,
              overwrite: bool = False) -> dict:
     """Run the whole job and write ``out_dir/{model/, report.json, report.md, *.png}``;
     returns the report card. Everything is checked before the first write (``validate.validate_run``);
-    an ``out_dir`` holding another run's output is refused unless ``overwrite``. ``recipe`` (the
-    resolved recipe of the run, ``forgetless.recipes``) is saved as ``model/recipe.yaml`` and in the card."""
-    method, objective = resolve(config)
-    then = resolve_then(config.then)  # e.g. quantize:dtype=int8 after a structural method (methods/then.py)
+    an ``out_dir`` holding another run's output is refused unless ``overwrite``. The resolved recipe
+    (``meta``: name, paper, scale … of a recipe file, then the config tree) is saved as
+    ``model/recipe.yaml`` and in the card."""
+    method, objective, then = resolve(config)  # then: e.g. quantize after a structural method
     key = validate_run(task, config, out_dir, method, objective, overwrite)
+    recipe = recipe_of(config, meta)
     with output_lock(out_dir), disk_full_guard(out_dir):  # a second run on the same folder stops here
         prepare_output(out_dir, key, overwrite, _jsonable_config(config), run_inputs(task, config))
         remove_leftovers(out_dir)  # .model.tmp-* of a killed save (we hold the folder's lock)
@@ -211,11 +178,13 @@ def _compress(task: Task, config: RunConfig, out_dir: Path, method, objective, t
 
     _stage("evaluate base and compressed on " + ", ".join(task.eval_sets()))
     deployed = deploy(compressed, config.eval.runtime, kind, work_dir)  # as it will run (evaluate/runtime.py)
-    results = {role: kind.evaluate(model, tokenizer, task, config.eval, config.train.max_length, config.progress)
+    eval_config = config.eval if config.eval.perplexity_file else replace(
+        config.eval, perplexity_file=default_perplexity_file(config.task.data_dir))
+    results = {role: kind.evaluate(model, tokenizer, task, eval_config, config.train.max_length, config.progress)
                for role, model in (("base", teacher), ("compressed", deployed))}
     predictions = {role: results[role].pop("predictions") for role in results}
     robustness = None
-    if config.clever is not None:
+    if config.robustness:
         if kind.name != "classifier":
             raise ConfigError("CLEVER estimates need a classifier's logits; they do not apply to seq2seq models")
         _stage(f"CLEVER robustness estimates ({config.clever.examples} dev examples per model)")
@@ -236,10 +205,8 @@ def _compress(task: Task, config: RunConfig, out_dir: Path, method, objective, t
         card["provenance"] = teacher_info["provenance"]
     from .evaluate.calibration import calibration_section
     card["calibration"] = calibration_section(task, predictions)  # ECE, confidence: hard vs easy, base vs compressed
-    if recipe is not None:  # the resolved recipe beside the model and in the card: `forgetless run` reruns it
-        from .recipes.dump import dump_recipe
-        dump_recipe(recipe, model_dir / "recipe.yaml")
-        card["recipe"] = recipe
+    dump_recipe(recipe, model_dir / "recipe.yaml")  # beside the model and in the card: `forgetless run` reruns it
+    card["recipe"] = drop_empty(recipe)
     card["method"]["then"] = [{**m.describe(), "structured": m.structured} for m in then]
     deployment_section(card, config.eval.runtime, [method, *then], predictions)
     plots = method.plots(out_dir) if hasattr(method, "plots") else []

@@ -46,6 +46,8 @@ class Registry:
                 raise ConfigError(f"{self.kind} {name!r} registered twice")
             if not isinstance(implementation, str):  # TRANSITION (removed at the end of the redesign):
                 self._configs[name], self._implementations[name] = implementation, obj  # old style
+                if implementation is not None:
+                    implementation.name = name
             elif implementation is None:
                 self._configs[name], self._implementations[name] = None, obj
             else:

@@ -1,13 +1,13 @@
 """Everything a run is given is checked before the first file is written.
 
-``validate_run`` is called at the very start of ``pipeline.compress`` (and the CLI checks its own
-options with ``check_cli_args`` before any command runs):
+``validate_run`` is called at the very start of ``pipeline.compress``; every option's own range
+was checked when its config was built (``options.Config``: ``--epochs nan``, ``--save-steps 0``,
+``--max-length 100000`` are errors, not silent defaults or tracebacks). Here:
 
-* **options**: every number finite and in range (``--epochs nan``, ``--threads 0``, ``--save-steps 0``,
-  ``--max-length 100000`` are errors, not silent defaults or tracebacks);
 * **ranges against the model**: depth, head count and position limit are read from the model's
-  ``config.json`` without loading weights (tiny models by name, ``minilm`` through its package), so
-  ``--layers 100`` or ``--decoder-layers 100`` fail before a teacher is trained;
+  ``config.json`` without loading weights (tiny models by name, ``minilm`` through its package) and
+  given to each method config's ``check_model``, so ``--layers 100`` or ``--decoder-layers 100`` fail
+  before a teacher is trained;
 * **model folders**: a folder must hold a ``config.json`` and safetensors weights whose header and
   size agree (``models.checks.check_model_folder``); pickle-only folders are refused;
 * **the output folder** (``prepare_output``): refused when it is '' , an existing file, inside a
@@ -23,7 +23,6 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
-import math
 import os
 import shutil
 from dataclasses import asdict, is_dataclass
@@ -31,41 +30,10 @@ from pathlib import Path
 
 from .errors import ModelFileError, OptionError, OutputFolderError
 from .outputs import RUN_FILE, check_cache, check_output, mark_output, read_mark  # noqa: F401  (RUN_FILE: tests, callers)
-from .ranges import MAX_TOKENS, check_number
+from .ranges import MAX_TOKENS
 
 PREVIOUS = "previous-report"      # where a rerun moves the old report before it starts
 REPORT_FILES = ("report.json", "report.md", "report.html")
-MAX_THREADS = 1024
-MAX_OPSET = 30
-
-
-# ----- options ------------------------------------------------------------------------------------
-def check_cli_args(args) -> None:
-    """Options every subcommand shares, checked before any command runs."""
-    checks = {"threads": (1, MAX_THREADS), "train_size": (1, None), "eval_size": (1, None),
-              "seed": (0, 2**32 - 1), "data_seed": (0, 2**32 - 1), "batch_size": (1, 1_000_000), "max_length": (8, MAX_TOKENS),
-              "repeats": (1, 10_000), "seq_len": (2, MAX_TOKENS), "num_beams": (1, 64),
-              "max_new_tokens": (1, MAX_TOKENS), "source_length": (1, MAX_TOKENS), "save_steps": (1, None),
-              "eval_batch_size": (1, 1_000_000), "bench_batch_size": (1, 1_000_000),
-              "bench_seq_len": (2, MAX_TOKENS), "bench_repeats": (1, 10_000), "bench_new_tokens": (1, MAX_TOKENS),
-              "clever_examples": (1, None), "clever_batches": (3, None), "clever_samples": (1, None)}
-    for dest, (low, high) in checks.items():
-        value = getattr(args, dest, None)
-        if value is not None:
-            check_number("--" + dest.replace("_", "-"), value, low, high, integer=True)
-    for dest in ("epochs", "teacher_epochs", "lr", "clever_radius"):
-        value = getattr(args, dest, None)
-        if value is not None:
-            check_number("--" + dest.replace("_", "-"), value, 0, None, low_open=True)
-    if getattr(args, "hard_fraction", None) is not None:
-        check_number("--hard-fraction", args.hard_fraction, 0, 1)
-    if getattr(args, "opset", None) is not None:  # export: torch's dynamo exporter writes opset 18 or later
-        check_number("--opset", args.opset, 18, MAX_OPSET, integer=True)
-    if getattr(args, "atol", None) is not None:
-        check_number("--atol", args.atol, 0, None)
-    for dest in ("out", "json"):
-        if getattr(args, dest, None) is not None and not str(getattr(args, dest)).strip():
-            raise OutputFolderError(f"--{dest} '': name a path (an empty name would write into the current folder)")
 
 
 # ----- the model's shape, from its config only -----------------------------------------------------
@@ -104,25 +72,6 @@ def model_dims(name_or_path: str, seq2seq: bool = False) -> dict | None:
     return {"layers": layers, "decoder_layers": decoder, "heads": heads, "max_positions": positions}
 
 
-def check_method_against_model(method, dims: dict, where: str) -> None:
-    """Method options that depend on the model's depth / head count (``where`` names the model)."""
-    cfg, name = method.config, method.name
-    layers, heads = dims.get("layers"), dims.get("heads")
-    if layers and name == "truncate" and cfg.layers >= layers:
-        raise OptionError(f"--layers {cfg.layers}: {where} has {layers} layers; keep 1..{layers - 1}")
-    if layers and name == "block-influence":
-        for flag, value in (("--layers", cfg.layers), ("--remove", cfg.remove)):
-            if value >= layers:
-                raise OptionError(f"{flag} {value}: {where} has {layers} layers; valid 0..{layers - 1}")
-    if layers and heads and name == "heads" and cfg.prune_count >= layers * heads:
-        raise OptionError(f"--prune-count {cfg.prune_count}: {where} has {layers * heads} heads "
-                          f"({layers} layers × {heads}); valid 0..{layers * heads - 1}")
-    decoder = dims.get("decoder_layers")
-    if name == "nash" and decoder and cfg.decoder_layers > decoder:
-        raise OptionError(f"--decoder-layers {cfg.decoder_layers}: {where} has {decoder} decoder layers; "
-                          f"valid 1..{decoder}")
-
-
 # ----- the whole run ----------------------------------------------------------------------------------
 def validate_run(task, config, out_dir, method, objective, overwrite: bool = False) -> str:
     """Check a run (``method`` and ``objective`` resolved from ``config``) before any work, its
@@ -134,11 +83,6 @@ def validate_run(task, config, out_dir, method, objective, overwrite: bool = Fal
     if not config.teacher:
         check_cache()  # the teacher is saved there: a file or a read-only folder fails now, not after training
 
-    check_number("seed", config.seed, 0, 2**32 - 1, integer=True)
-    eval_config = config.eval
-    check_number("eval batch_size (--eval-batch-size)", eval_config.batch_size, 1, 1_000_000, integer=True)
-    check_number("max_new_tokens (--max-new-tokens)", eval_config.max_new_tokens, 1, MAX_TOKENS, integer=True)
-    check_number("num_beams (--num-beams)", eval_config.num_beams, 1, 64, integer=True)
     kind = kind_for(task, method, config.model_kind)
     check_compatible(task, method, objective, config.model_kind)
     source = config.teacher if (config.teacher and config.student_init == "teacher") else config.model
@@ -149,7 +93,8 @@ def validate_run(task, config, out_dir, method, objective, overwrite: bool = Fal
     _check_some_training(task, config)
     dims = model_dims(source, kind.name == "seq2seq")
     if dims is not None:
-        check_method_against_model(method, dims, f"model {source!r}")
+        for item in (config.method, *config.then):
+            item.check_model(dims, f"model {source!r}")
         limit = min(MAX_TOKENS, dims["max_positions"] or MAX_TOKENS)
         for flag, value in (("--max-length", config.train.max_length), ("--bench-seq-len", config.speed.seq_len)):
             if value > limit:

@@ -1,19 +1,42 @@
-"""`forgetless --help` stays fast: building the parser imports neither the Trainer nor nltk (nor
-torch), and the light catalogue of method / objective configs equals the real registries."""
-import dataclasses
+"""`forgetless --help` and `forgetless list` stay fast: building the parser, the config tree and
+every registered method / objective config imports neither torch nor transformers (the configs are
+the schema; implementations load when a run builds them)."""
 import json
 import subprocess
 import sys
 
-from forgetless.cli.options import field_type
+HEAVY = ("transformers.trainer", "transformers", "nltk", "torch", "datasets", "numpy")
 
 
-def test_building_the_parser_imports_no_heavy_module():
-    code = ("import sys, json; from forgetless.cli import build_parser; build_parser(); "
-            "print(json.dumps([m for m in ('transformers.trainer', 'transformers', 'nltk', 'torch', 'datasets') "
-            "if m in sys.modules]))")
+def _imported(code: str) -> list[str]:
+    code = f"import sys, json; {code}; print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert json.loads(out.strip().splitlines()[-1]) == []
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def test_building_the_parser_and_every_config_imports_no_heavy_module():
+    assert _imported("from forgetless.cli import build_parser; build_parser()") == []
+    assert _imported("from forgetless.registry import METHODS, OBJECTIVES; "
+                     "[r.config_class(n) for r in (METHODS, OBJECTIVES) for n in r.names()]") == []
+    assert _imported("from forgetless.cli.parser import build_parser, config_from_args; "
+                     "config_from_args(build_parser().parse_args(['compress', '--method', 'heads', '--ratio', '0.3']))") == []
+
+
+def test_each_method_config_module_imports_no_torch():
+    from forgetless.registry import METHODS, OBJECTIVES
+
+    modules = sorted({r.config_class(n).__module__ for r in (METHODS, OBJECTIVES) for n in r.names()})
+    assert all(m.endswith(".config") for m in modules), modules
+    for module in modules:
+        assert _imported(f"import {module}") == [], module
+
+
+def test_list_imports_no_torch_and_names_every_adapter_family():
+    from forgetless.models.adapters import supported_model_types
+    from forgetless.models.families import MODEL_TYPES
+
+    assert [m for m in _imported("from forgetless.cli import main; main(['list'])") if m != "numpy"] == []
+    assert sorted(MODEL_TYPES) == supported_model_types()
 
 
 def test_evaluate_imports_neither_the_trainer_nor_the_report_stack():
@@ -24,28 +47,3 @@ def test_evaluate_imports_neither_the_trainer_nor_the_report_stack():
             "'forgetless.report.card', 'matplotlib', 'nltk', 'datasets', 'scipy') if m in sys.modules]))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert json.loads(out.strip().splitlines()[-1]) == []
-
-
-def _fields(cls):
-    if cls is None:
-        return None
-    out = []
-    for f in dataclasses.fields(cls):
-        default = f.default if f.default is not dataclasses.MISSING else (
-            f.default_factory() if f.default_factory is not dataclasses.MISSING else "MISSING")
-        kind = field_type(f, cls)
-        out.append((f.name, repr(default), getattr(kind, "__name__", "list")))
-    return out
-
-
-def test_light_catalogue_matches_the_real_registries():
-    from forgetless.cli.catalogue import light_registry
-    from forgetless.methods import METHODS
-    from forgetless.objectives import OBJECTIVES
-
-    for package, name, real in (("methods", "METHODS", METHODS), ("objectives", "OBJECTIVES", OBJECTIVES)):
-        light, was_light = light_registry(package, name)
-        assert was_light, f"{package}: the catalogue fell back to importing the registry"
-        assert light.names() == real.names()
-        for entry in real.names():
-            assert _fields(light.config_class(entry)) == _fields(real.config_class(entry)), entry

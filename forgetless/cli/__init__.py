@@ -1,5 +1,6 @@
-"""The ``forgetless`` command: one parser, one option vocabulary (``options.py``), subcommands that
-are thin wrappers over Python functions (``commands.py``). Every method — encoder pruning, NASH
+"""The ``forgetless`` command: one parser generated from the config tree (``parser.py``; a flag is a
+config field is a recipe key), subcommands that are thin wrappers over Python functions
+(``commands.py``). Every method — encoder pruning, NASH
 and CoFi for encoder-decoders — runs through ``forgetless compress``."""
 from __future__ import annotations
 
@@ -7,42 +8,33 @@ import logging
 import os
 import sys
 
-from ..errors import ForgetlessError
-from ..validate import check_cli_args
+from ..errors import ForgetlessError, OutputFolderError
+from ..ranges import check_number
 from . import commands
 from .export import cmd_export
-from .options import parse_bool
-from .parser import DEMO_OUT, build_parser  # noqa: F401  (DEMO_OUT: the demo's folder)
-from .recipe import cmd_recipes, cmd_run
+from .parser import DEMO_OUT, build_parser, config_from_args  # noqa: F401  (DEMO_OUT: the demo's folder)
+from .recipe import cmd_recipes, cmd_run, run_recipe  # noqa: F401  (run_recipe: `forgetless run` from Python)
 
 COMMANDS = {"compress": commands.cmd_compress, "compress-seq2seq": commands.cmd_compress,
             "demo": commands.cmd_compress, "finetune": commands.cmd_finetune, "evaluate": commands.cmd_evaluate,
             "bench": commands.cmd_bench, "list": commands.cmd_list, "sweep": commands.cmd_sweep,
             "profile": commands.cmd_profile, "run": cmd_run, "recipes": cmd_recipes, "export": cmd_export}
+MAX_THREADS = 1024
+COMMAND_OPTIONS = {"threads": (1, MAX_THREADS), "batch_size": (1, 1_000_000), "seq_len": (2, 8192),
+                   "repeats": (1, 10_000), "opset": (18, 30)}  # options of commands outside the config tree
 
 
-def recipe_schema(parser=None, owners=None):
-    """``schema(command)`` for recipe files: the options of a subcommand of this parser."""
-    from ..recipes import schema_from_parser
-
-    if parser is None:
-        parser, owners = build_parser()
-    return lambda command: schema_from_parser(parser, owners, command)
-
-
-def load_recipe(path, scale: str | None = None, sets=()) -> dict:
-    """A validated recipe file (see ``forgetless.recipes``) at ``scale`` with ``sets`` overrides."""
-    from ..recipes import load_recipe as load
-
-    return load(path, recipe_schema(), scale, sets)
-
-
-def run_recipe(path, scale: str | None = None, sets=(), out: str | None = None, check: bool = False,
-               data_dir: str | None = None):
-    """``forgetless run`` from Python: (resolved recipe, report card / sweep summary / None)."""
-    from .recipe import run_recipe as run
-
-    return run(path, scale, sets, out, check, recipe_schema(), data_dir=data_dir)
+def check_command_options(args) -> None:
+    """Options of a command that are not in the config tree (``--threads``, ``bench``, ``export``)."""
+    for dest, (low, high) in COMMAND_OPTIONS.items():
+        value = getattr(args, dest, None)
+        if isinstance(value, int):
+            check_number("--" + dest.replace("_", "-"), value, low, high, integer=True)
+    if getattr(args, "atol", None) is not None:
+        check_number("--atol", args.atol, 0, None)
+    for dest in ("out", "json"):
+        if getattr(args, dest, None) is not None and not str(getattr(args, dest)).strip():
+            raise OutputFolderError(f"--{dest} '': name a path (an empty name would write into the current folder)")
 
 
 def join_negative_values(argv: list[str]) -> list[str]:
@@ -67,23 +59,23 @@ def _is_number(text: str) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser, owners = build_parser()
-    owners = {**owners, "schema": recipe_schema(parser, owners)}
+    parser = build_parser()
     args = parser.parse_args(join_negative_values(list(sys.argv[1:] if argv is None else argv)))
-    try:
-        check_cli_args(args)  # before torch / transformers are imported: a bad option answers at once
+    try:  # every option checked before torch / transformers are imported: a bad one answers at once
+        check_command_options(args)
+        config = config_from_args(args)
     except ForgetlessError as exc:
         print(f"forgetless: error: {exc}", file=sys.stderr)
         return 2
     stdin = sys.stdin
     with open(os.devnull) as sys.stdin:  # nothing may prompt (transformers' "run the custom code? [y/N]")
         try:
-            return _run(args, owners)
+            return _run(args, config)
         finally:
             sys.stdin = stdin
 
 
-def _run(args, owners) -> int:
+def _run(args, config) -> int:
     from ..models.checks import allow_remote_code
 
     allow_remote_code(getattr(args, "trust_remote_code", False))
@@ -96,10 +88,8 @@ def _run(args, owners) -> int:
         import torch
 
         torch.set_num_threads(args.threads)
-    if args.command == "sweep":
-        owners = {**owners, "method": owners["sweep_method"]}
     try:
-        return COMMANDS[args.command](args, owners)
+        return COMMANDS[args.command](args, config)
     except ForgetlessError as exc:
         print(f"forgetless: error: {exc}", file=sys.stderr)
         return 2
@@ -114,4 +104,4 @@ def _run(args, owners) -> int:
         return 2
 
 
-__all__ = ["main", "build_parser", "parse_bool", "load_recipe", "run_recipe", "recipe_schema"]
+__all__ = ["main", "build_parser", "config_from_args", "run_recipe"]

@@ -1,5 +1,5 @@
 """``forgetless export``: a saved model to ONNX (checked against PyTorch) and / or the Hugging Face
-hub; and the shipping options of ``compress`` (``--push-to-hub``, ``--keep-work``, ``--report-to``).
+hub; the checks of ``compress``'s ``--push-to-hub`` and ``--report-to``.
 Light at import time: the exporter is imported when the command runs."""
 from __future__ import annotations
 
@@ -11,16 +11,6 @@ from pathlib import Path
 EXPORT_EXAMPLE = ("examples:\n  forgetless export runs/heads/model --format onnx --out runs/heads/onnx\n"
                   "  forgetless export runs/heads/model --push-to-hub me/minilm-heads-30")
 _REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
-
-
-def add_shipping_options(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("output and logging")
-    g.add_argument("--push-to-hub", metavar="REPO", help="after the run, upload OUT/model (with its model card) to "
-                                                         "this Hugging Face hub repository (needs network and a token)")
-    g.add_argument("--keep-work", action="store_true", help="keep training checkpoints in OUT/work (default: "
-                                                             "deleted after a successful run)")
-    g.add_argument("--report-to", default="none", help="Trainer integrations for training logs: none, tensorboard, "
-                                                       "wandb, … (comma-separated; must be installed)")
 
 
 def add_export_parser(sub) -> argparse.ArgumentParser:

@@ -1,23 +1,27 @@
-"""The ``forgetless`` argument parser: every subcommand and its options (one vocabulary: see
-``options.py``). Building it imports no model code, so ``--help`` is fast; the subcommands
-themselves live in ``commands.py``, ``recipe.py`` and ``export.py``."""
+"""The ``forgetless`` argument parser, generated from the config tree (``forgetless.config``,
+``forgetless.tree``): every option of ``RunConfig`` / ``SweepConfig`` / ``ProfileConfig`` and of every
+registered method and objective config is a flag with its help, default and range. Building it
+imports no torch, so ``--help`` is fast. The commands live in ``commands.py``, ``recipe.py`` and
+``export.py``."""
 from __future__ import annotations
 
 import argparse
 
-from .export import add_export_parser, add_shipping_options
-from .runtime_options import add_runtime_options
-from .options import add_config_options, add_eval_options, add_task_options, add_train_options
+from .. import tree
+from ..config import ProfileConfig, RunConfig, SweepConfig
+from ..options import default_of
+from ..registry import METHODS, OBJECTIVES
+from .export import add_export_parser
 
-RUN_HELP = "run a recipe file (a run, a sweep or a profile) at a scale, with overrides"
-RUN_EXAMPLE = ("examples:\n  forgetless run rmc-table7-9-objectives --scale cpu --data-dir DATA   # a built-in recipe\n"
-           "  forgetless run rahp-table1 --check          # print the resolved recipe, run nothing\n"
-           "  forgetless run rmc-table7-9-objectives --set seeds=[0] --set train_size=2000 --out runs/t7\n"
-           "  forgetless run runs/t7/runs/rmc-s0.4-seed0/model/recipe.yaml   # rerun one saved run\n"
-           "list the built-in recipes with `forgetless recipes`")
 DEMO_OUT = "forgetless-out/demo"
+RUN_EXAMPLE = ("examples:\n  forgetless run rmc-table7-9-objectives --scale cpu --data-dir DATA   # a built-in recipe\n"
+               "  forgetless run rahp-table1 --check          # print the resolved recipe, run nothing\n"
+               "  forgetless run rmc-table7-9-objectives --set seeds=[0] --set train.learning_rate=1e-4 --out runs/t7\n"
+               "  forgetless run runs/t7/runs/rmc-s0.4-seed0/model/recipe.yaml   # rerun one saved run\n"
+               "list the built-in recipes with `forgetless recipes`")
 EXAMPLES = {
     "compress": "examples:\n  forgetless compress --method magnitude --sparsity 0.4 --out runs/mag40\n"
+                "  forgetless compress --method heads --ratio 0.3 --then quantize:dtype=int8 --out runs/heads-int8\n"
                 "  forgetless compress --method nash --model tiny-t5 --task synthetic-lookup --decoder-layers 2 "
                 "--train-size 64 --eval-size 32 --epochs 1 --out runs/nash",
     "demo": "example:\n  forgetless demo --method heads --ratio 0.3\n\n"
@@ -28,67 +32,85 @@ EXAMPLES = {
     "bench": "example:\n  forgetless bench runs/heads/model --base minilm --repeats 9",
     "profile": "example:\n  forgetless profile --model tiny-t5 --compressed runs/nash/model --seq-lengths 16,64",
     "list": "example:\n  forgetless list",
-    "sweep": "example:\n  forgetless sweep --objectives ce,rmc --levels 0.2,0.4 --seeds 0,1 --out runs/table7\n"
+    "sweep": "examples:\n  forgetless sweep --objectives ce,rmc --levels 0.2,0.4 --seeds 0,1 --out runs/table7\n"
              "  forgetless sweep --method nash --model tiny-t5 --task synthetic-lookup --objectives nash-distil "
              "--level-option decoder_layers --levels 1,2,3 --out runs/nash-depth",
 }
+FINETUNE_PATHS = ("model", "seed", "progress", "task.", "train.")
+EVALUATE_PATHS = ("seed", "task.", "train.max_length")
+CONFIGS = {"compress": RunConfig, "compress-seq2seq": RunConfig, "demo": RunConfig, "finetune": RunConfig,
+           "evaluate": RunConfig, "sweep": SweepConfig, "profile": ProfileConfig}  # commands built from the tree
+KEEP = {"finetune": FINETUNE_PATHS, "evaluate": EVALUATE_PATHS}
 
 
-def add_bench_options(p) -> None:
-    b = p.add_argument_group("speed benchmark")
-    b.add_argument("--bench-batch-size", type=int, default=32, help="throughput batch size")
-    b.add_argument("--bench-seq-len", type=int, default=128, help="input length of the timed batches")
-    b.add_argument("--bench-repeats", type=int, default=5, help="interleaved repeats (median reported)")
-    b.add_argument("--bench-new-tokens", type=int, default=16, help="generation: tokens decoded per timed call")
+def _keep(command: str, leaf) -> bool:
+    paths = KEEP.get(command)
+    return paths is None or any(leaf.dotted == p or (p.endswith(".") and leaf.dotted.startswith(p)) for p in paths)
 
 
-def _compress_options(sub, name: str, help_text: str, owners: dict):
-    from .catalogue import methods, objectives
+def _default_text(leaf) -> str:
+    if leaf.owners:  # '0.2 (heads), 0.6 (rahp)': each owner's own default
+        registry = METHODS if leaf.path[0] == "method" else OBJECTIVES
+        parts = []
+        for name in leaf.owners:
+            field = next(f for f in __import__("dataclasses").fields(registry.config_class(name))
+                         if f.name == leaf.field.name)
+            parts.append(f"{_plain(default_of(field))} ({name})")
+        return "default " + ", ".join(parts)
+    value = default_of(leaf.field)
+    if value is None or value == [] or leaf.field.metadata.get("negate") or leaf.field.metadata.get("switch"):
+        return ""
+    return f"default {_plain(value)}"
 
-    METHODS, OBJECTIVES = methods(), objectives()  # names and config dataclasses, without torch
 
+def _plain(value) -> str:
+    if isinstance(value, (list, tuple)):
+        return ",".join(map(str, value))
+    if isinstance(value, bool):
+        return str(value).lower()
+    return getattr(value, "name", None) if hasattr(value, "name") and not isinstance(value, str) else str(value)
+
+
+def add_tree_options(parser: argparse.ArgumentParser, cls: type, command: str) -> None:
+    """One flag per option of ``cls``'s tree (``dest`` = the flat key), grouped as the tree is."""
+    groups: dict[str, argparse._ArgumentGroup] = {}
+    for leaf in tree.table(cls):
+        if not leaf.cli or not _keep(command, leaf):
+            continue
+        title = (f"{leaf.path[0]} options" if leaf.owners else getattr(leaf.cls, "group", "options"))
+        group = groups.get(title) or groups.setdefault(title, parser.add_argument_group(title))
+        meta = leaf.field.metadata
+        default = _default_text(leaf)
+        help_text = meta.get("help", "") + (f" ({default})" if default else "")
+        kwargs = {"dest": leaf.key, "default": argparse.SUPPRESS, "help": help_text.replace("%", "%%")}
+        if meta.get("switch") or meta.get("negate"):
+            kwargs["action"] = "store_true"
+        elif leaf.dotted in ("then", "task.challenge"):
+            kwargs.update(action="append", metavar="METHOD[:OPTION=VALUE,...]" if leaf.dotted == "then" else "NAME=PATH")
+        else:
+            kwargs["metavar"] = (meta.get("choices") and "{" + ",".join(map(str, meta["choices"])) + "}") \
+                or leaf.field.name.upper()
+        group.add_argument(leaf.flag, **kwargs)
+
+
+def _command(sub, name: str, help_text: str, cls: type | None = None, **kwargs) -> argparse.ArgumentParser:
     p = sub.add_parser(name, help=help_text, description=help_text, epilog=EXAMPLES.get(name),
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_task_options(p)
-    add_train_options(p)
-    g = p.add_argument_group("compression")
-    g.add_argument("--method", default="truncate", help=f"one of: {', '.join(METHODS.names())} (default truncate)")
-    g.add_argument("--objective", help=f"training objective: {', '.join(OBJECTIVES.names())} (default: the method's: "
-                                       "ce; nash-distil for nash and cofi)")
-    g.add_argument("--model-kind", default="auto", choices=["auto", "classifier", "seq2seq", "causal-lm"],
-                   help="how the model is used: auto (classifier; seq2seq for generation tasks and nash/cofi), "
-                        "or causal-lm: a decoder-only LM scored zero-shot by label-word likelihood")
-    g.add_argument("--teacher", help="a saved fine-tuned model to use as teacher / base instead of fine-tuning "
-                                     "(read only)")
-    g.add_argument("--teacher-epochs", type=float, help="epochs for the teacher (default: --epochs)")
-    g.add_argument("--base", choices=["fine-tune", "as-is"], default="fine-tune",
-                   help="fine-tune: the base (teacher) is --model fine-tuned on the task; as-is: --model as it is, "
-                        "no training, nothing written (post-training compression of a pretrained LLM)")
-    g.add_argument("--student-init", choices=["teacher", "pretrained"], default="teacher",
-                   help="start the compressed model from the fine-tuned teacher or from the pretrained model")
-    g.add_argument("--out", default="forgetless-out/run", help="output folder (model/, report.json, report.md)")
-    g.add_argument("--overwrite", action="store_true", help="reuse an output folder that holds another run's output")
-    add_shipping_options(p)
-    add_eval_options(p)
-    add_runtime_options(p)
-    add_bench_options(p)
-    r = p.add_argument_group("robustness")
-    r.add_argument("--clever", action="store_true", help="add CLEVER estimates (Weng et al. 2018) of both models on a "
-                                                         "fixed dev subset (always on for --method rahp)")
-    r.add_argument("--clever-examples", type=int, default=64, help="size of the CLEVER evaluation subset")
-    r.add_argument("--clever-batches", type=int, default=20, help="batch maxima for the reverse-Weibull fit")
-    r.add_argument("--clever-samples", type=int, default=16, help="points sampled per batch")
-    r.add_argument("--clever-radius", type=float, default=2.0, help="ℓ2 ball radius in embedding units")
-    owners["method"] = add_config_options(p, METHODS, "", "method options")
-    owners["objective"] = add_config_options(p, OBJECTIVES, "objective-", "objective options")
+                       formatter_class=argparse.RawDescriptionHelpFormatter, **kwargs)
+    if cls is not None:
+        add_tree_options(p, cls, name)
     return p
 
 
-def build_parser() -> tuple[argparse.ArgumentParser, dict]:
-    from .catalogue import methods, objectives
+def _outputs(p, default: str, what: str, overwrite_help: str, push: bool = False) -> None:
+    g = p.add_argument_group("output")
+    g.add_argument("--out", default=default, help=f"output folder ({what}; default {default})")
+    g.add_argument("--overwrite", action="store_true", help=overwrite_help)
+    if push:
+        g.add_argument("--push-to-hub", metavar="REPO", help="after the run, upload OUT/model (with its model card) "
+                                                             "to this Hugging Face hub repository (needs network)")
 
-    METHODS = methods()
 
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="forgetless",
         description="Compress transformer models and report what compression cost: accuracy on in-distribution "
@@ -96,107 +118,73 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict]:
                     "and measured speedup.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log library messages")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    owners: dict = {}
-    _compress_options(sub, "compress", "fine-tune a teacher, compress it with a method, evaluate both, report", owners)
-    for alias in ("compress-seq2seq",):  # kept for old scripts: the same command
-        _compress_options(sub, alias, "alias of `compress` (every method, encoder-decoders included)", owners)
-    demo = _compress_options(sub, "demo", "the main job on the built-in synthetic task: fine-tune the bundled MiniLM, "
-                                          "compress it (drop half the layers), evaluate, benchmark, report", owners)
-    demo.set_defaults(out=DEMO_OUT, epochs=2.0, lr=1e-4, train_size=1500, method="truncate")
+    for name, text in (("compress", "fine-tune a teacher, compress it with a method, evaluate both, report"),
+                       ("compress-seq2seq", "alias of `compress` (every method, encoder-decoders included)"),
+                       ("demo", "the main job on the built-in synthetic task: fine-tune the bundled MiniLM, compress "
+                                "it (drop half the layers), evaluate, benchmark, report")):
+        p = _command(sub, name, text, RunConfig)
+        _outputs(p, "forgetless-out/run", "model/, report.json, report.md",
+                 "reuse an output folder that holds another run's output", push=True)
+    sub.choices["demo"].set_defaults(out=DEMO_OUT, epochs="2", lr="1e-4", train_size="1500", method="truncate")
 
-    p = sub.add_parser("finetune", epilog=EXAMPLES["finetune"], help="fine-tune a model on a task and save it (works under `accelerate launch`)",
-                       formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    add_task_options(p)
-    add_train_options(p)
+    p = _command(sub, "finetune", "fine-tune a model on a task and save it (works under `accelerate launch`)",
+                 RunConfig)
     p.add_argument("--out", default="forgetless-out/finetune", help="output folder (checkpoints/, model/)")
 
-    p = sub.add_parser("evaluate", epilog=EXAMPLES["evaluate"], help="scores of a saved model on every set of a task",
-                       formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = _command(sub, "evaluate", "scores of a saved model on every set of a task")
     p.add_argument("model_path", help="a forgetless model folder (or any HF folder)")
-    add_task_options(p)
-    p.add_argument("--seed", type=int, default=0, help="seed of data splits and caps")
-    p.add_argument("--max-length", type=int, default=128, help="max input tokens per example")
+    add_tree_options(p, RunConfig, "evaluate")
     p.add_argument("--json", help="also write the metrics to this JSON file (a new file)")
     p.add_argument("--overwrite", action="store_true", help="replace a --json file an earlier evaluate wrote")
 
-    p = sub.add_parser("bench", epilog=EXAMPLES["bench"], help="inference speed of a saved compressed model vs its base model",
-                       formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = _command(sub, "bench", "inference speed of a saved compressed model vs its base model")
     p.add_argument("model_path", help="the compressed model (forgetless folder)")
-    p.add_argument("--base", default="minilm", help="the uncompressed model")
-    p.add_argument("--batch-size", type=int, default=32, help="throughput batch size")
-    p.add_argument("--seq-len", type=int, default=128, help="input length")
-    p.add_argument("--repeats", type=int, default=5, help="interleaved repeats (median reported)")
+    p.add_argument("--base", default="minilm", help="the uncompressed model (default minilm)")
+    p.add_argument("--batch-size", type=int, default=32, help="throughput batch size (default 32)")
+    p.add_argument("--seq-len", type=int, default=128, help="input length (default 128)")
+    p.add_argument("--repeats", type=int, default=5, help="interleaved repeats, median reported (default 5)")
 
-    p = sub.add_parser("sweep", help="one configuration over objectives × levels of a method option × seeds: "
-                                     "mean ± std per set, F_bias, hard/easy, plots (Du et al. Table 7, Figures 1, 3)",
-                       epilog=EXAMPLES["sweep"], formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_task_options(p)
-    add_train_options(p)
-    add_eval_options(p)
-    g = p.add_argument_group("sweep")
-    g.add_argument("--objectives", default="ce,distil,smooth,focal,jtt,rmc", help="comma-separated objective names")
-    g.add_argument("--seeds", default="0", help="comma-separated seeds (the paper uses 3)")
-    g.add_argument("--levels", default="0.4", help="comma-separated values of --level-option")
-    g.add_argument("--level-option", default="sparsity", help="method option the levels set (sparsity, layers, "
-                                                                "decoder_layers …)")
-    g.add_argument("--method", default="magnitude", help=f"one of: {', '.join(METHODS.names())}")
-    g.add_argument("--teacher-epochs", type=float, help="epochs for the teacher (default: --epochs)")
-    g.add_argument("--teacher-seed", type=int, help="seed of one teacher shared by every seed of the sweep "
-                                                    "(default: one teacher per seed)")
-    g.add_argument("--student-init", choices=["teacher", "pretrained"], default="pretrained",
-                   help="start each compressed model from the fine-tuned teacher or the pretrained model")
-    g.add_argument("--out", default="forgetless-out/sweep", help="output folder (sweep.md, sweep.json, plots, runs)")
-    add_bench_options(p)
-    owners["sweep_method"] = add_config_options(p, METHODS, "", "method options")
-    owners["objective"] = add_config_options(p, objectives(), "objective-", "objective options")
+    p = _command(sub, "sweep", "one configuration over objectives × levels of a method option × seeds: mean ± std "
+                               "per set, F_bias, hard/easy, plots (Du et al. Table 7, Figures 1, 3)", SweepConfig)
+    _outputs(p, "forgetless-out/sweep", "sweep.md, sweep.json, plots, runs/",
+             "reuse an output folder that holds another sweep's output")
 
-    p = sub.add_parser("profile", epilog=EXAMPLES["profile"], help="encoder-decoder speed profile: time per layer vs sequence length for several "
-                                       "head / FFN widths, and encoder vs decoder share of generation time (NASH Fig. 3)",
-                       formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--model", default="minilm", help="encoder-decoder to profile (minilm = bert2bert warm start)")
-    p.add_argument("--compressed", help="a compressed model folder to profile too")
-    p.add_argument("--out", default="forgetless-out/profile", help="output folder (profile.json)")
-    p.add_argument("--overwrite", action="store_true", help="replace the output of an earlier profile in --out")
-    p.add_argument("--seq-lengths", default="16,32,64,128,256", help="comma-separated input lengths")
-    p.add_argument("--head-fractions", default="1.0,0.5,0.25", help="comma-separated shares of heads kept")
-    p.add_argument("--ffn-fractions", default="1.0,0.5,0.25", help="comma-separated shares of FFN units kept")
-    p.add_argument("--batch-size", type=int, default=8, help="batch size")
-    p.add_argument("--num-beams", type=int, default=1, help="beam size of the timed generation")
-    p.add_argument("--max-new-tokens", type=int, default=16, help="tokens decoded per timed generation")
-    p.add_argument("--source-length", type=int, default=64, help="source tokens of the timed generation")
-    p.add_argument("--repeats", type=int, default=3, help="repeats (median reported)")
-    p.add_argument("--seed", type=int, default=0, help="seed of model construction")
-    p.add_argument("--threads", type=int, help="torch CPU threads")
+    p = _command(sub, "profile", "encoder-decoder speed profile: time per layer vs sequence length for several head "
+                                 "/ FFN widths, and encoder vs decoder share of generation time (NASH Fig. 3)",
+                 ProfileConfig)
+    _outputs(p, "forgetless-out/profile", "profile.json, profile.md, profile.png",
+             "replace the output of an earlier profile in --out")
 
-    sub.add_parser("list", help="list methods, objectives, tasks and supported model types", epilog=EXAMPLES["list"],
-                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    _command(sub, "list", "list methods, objectives, tasks and supported model types")
     add_export_parser(sub)
-
-    add_run_parser(sub)
-    for name, command in sub.choices.items():
-        if name != "list":
-            command.add_argument("--trust-remote-code", action="store_true",
-                                 help="let transformers run the Python files of a model folder that needs them "
-                                      "(auto_map); off by default: such a folder is refused")
-    return parser, owners
-
-
-
-def add_run_parser(sub) -> None:
-    import argparse
-
-    p = sub.add_parser("run", help="run a recipe file (a run, a sweep or a profile) at a scale, with overrides",
-                       description=RUN_HELP, epilog=RUN_EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = _command(sub, "run", "run a recipe file (a run, a sweep or a profile) at a scale, with overrides")
+    p.epilog = RUN_EXAMPLE
     p.add_argument("recipe", help="a built-in recipe's name (see `forgetless recipes`) or a recipe YAML file "
                                   "(e.g. a saved model/recipe.yaml)")
     p.add_argument("--scale", choices=["cpu", "paper"], help="which scale of the recipe (default cpu)")
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a recipe key (repeatable; the value is read as YAML: 0.4, true, [0, 1, 2])")
+                   help="override a recipe key: a flag's name (lr=1e-4) or a dotted path (train.learning_rate=1e-4); "
+                        "the value is read as YAML: 0.4, true, [0, 1, 2] (repeatable)")
     p.add_argument("--out", help="output folder (default: the recipe's out, else forgetless-out/<name>-<scale>)")
     p.add_argument("--data-dir", help="data folder of the named benchmarks (default: the recipe's data_dir, else "
                                       "$FORGETLESS_DATA_DIR, else the Hugging Face hub)")
     p.add_argument("--check", action="store_true", help="validate and print the resolved recipe; run nothing")
-    p.add_argument("--threads", type=int, help="torch CPU threads")
     sub.add_parser("recipes", help="list the built-in recipes and the paper table or figure each reproduces",
                    epilog="example:\n  forgetless recipes\n  forgetless run rahp-table1 --scale cpu",
                    formatter_class=argparse.RawDescriptionHelpFormatter)
+    for name, command in sub.choices.items():
+        if name not in ("list", "recipes"):
+            command.add_argument("--threads", type=int, help="torch CPU threads (1 is often faster on a busy machine)")
+            command.add_argument("--trust-remote-code", action="store_true",
+                                 help="let transformers run the Python files of a model folder that needs them "
+                                      "(auto_map); off by default: such a folder is refused")
+    return parser
+
+
+def config_from_args(args: argparse.Namespace):
+    """The config a parsed command line describes (None for commands that take no config)."""
+    cls = CONFIGS.get(args.command)
+    if cls is None:
+        return None
+    known = tree.index(cls)
+    return tree.build(cls, {k: v for k, v in vars(args).items() if k in known and k != "command"})

@@ -142,3 +142,44 @@ for _name in generation.EXTRA_SETS:
 def _fever(data_dir=None, seed: int = 0, dataset: str | None = None, subset: str | None = None,
            train_split: str | None = None) -> Task:
     return fever.fever_task(data_dir, seed, dataset=dataset, subset=subset, train_split=train_split)
+
+
+RESERVED_SETS = ("train", "dev")  # a challenge set of these names would replace the task's own set
+
+
+def task_from_config(config, seed: int = 0) -> Task:
+    """The task a ``TaskConfig`` (``forgetless.config``) names, with its options; ``seed`` is the
+    run's seed (``config.data_seed`` overrides it for splits and caps)."""
+    options: dict = {}
+    if config.name == "synthetic":
+        options["hard_fraction"] = config.hard_fraction
+    elif config.name in ("files", "hub"):
+        challenge = dict(_challenge_pair(item) for item in config.challenge)
+        options.update(challenge=challenge or None, text_a=config.text_a, label=config.label_column,
+                       labels=config.labels or None)
+        if config.text_b is not None:
+            options["text_b"] = config.text_b  # '' (single sentences) is kept: None would mean the default
+        if config.name == "files":
+            options.update(train=config.train_file, dev=config.dev_file, hard=config.hard_column,
+                           json_key=config.json_key)
+        else:
+            options.update(dataset=config.dataset, subset=config.subset, train_split=config.train_split,
+                           dev_split=config.dev_split)
+    elif config.name == "fever":
+        options.update(dataset=config.dataset, subset=config.subset, train_split=config.train_split)
+    if config.eval_sets:
+        options["eval_sets"] = tuple(config.eval_sets)
+    return load_task(config.name, data_dir=config.data_dir, seed=seed if config.data_seed is None else config.data_seed,
+                     train_size=config.train_size, eval_size=config.eval_size, **options)
+
+
+def _challenge_pair(item: str) -> tuple[str, str]:
+    if "=" not in item:
+        raise ConfigError(f"--challenge {item}: expected NAME=PATH")
+    name, value = (x.strip() for x in item.split("=", 1))
+    if not name or not value:
+        raise ConfigError(f"--challenge {item}: expected NAME=PATH with a name and a path")
+    if name.lower() in RESERVED_SETS:
+        raise ConfigError(f"--challenge {item}: {name!r} is the task's own {name.lower()} set; give the challenge "
+                          "set another name (e.g. adv-dev)")
+    return name, value

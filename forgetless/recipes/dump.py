@@ -18,29 +18,20 @@ def _plain(value):
     return value
 
 
+def drop_empty(data):
+    """Unset options (None, []) are left out of a written recipe: reading it back gives them again."""
+    if isinstance(data, dict):
+        return {k: drop_empty(v) for k, v in data.items() if v is not None and v != []}
+    if isinstance(data, (list, tuple)):
+        return [drop_empty(v) for v in data]
+    return data
+
+
 def dump_recipe(recipe: dict, path: str | Path) -> Path:
     """Write a resolved recipe (``forgetless run PATH`` reruns it)."""
     path = Path(path)
+    recipe = drop_empty(recipe)
     header = ("# forgetless resolved recipe: every option of this run with its final value.\n"
               f"# Re-run: forgetless run {path}  (override: --set key=value)\n")
     atomic_write_text(path, header + yaml.safe_dump(_plain(recipe), sort_keys=False, allow_unicode=True))
     return path
-
-
-NOT_PER_RUN = ("objectives", "seeds", "levels", "level_option", "teacher_epochs", "teacher_seed")
-
-
-def sweep_run_recipe(sweep: dict, objective: str, objective_options: dict, level_option: str, level,
-                     seed: int, teacher: str, out: str | Path) -> dict:
-    """The ``compress`` recipe of one run of a resolved ``sweep`` recipe: the sweep's options
-    without its grid and teacher settings (``NOT_PER_RUN``), this run's objective with only its own options, level and
-    training seed; the sweep's data seed (the runs of a sweep share one data split); the sweep's
-    teacher of that seed (so a rerun starts from the same teacher and gives the same card); and
-    ``out`` (a fresh folder: the sweep's own run folder holds the original)."""
-    data_seed = sweep.get("data_seed")
-    run = {k: v for k, v in sweep.items() if k not in NOT_PER_RUN and not k.startswith("objective_")}
-    run.update({"command": "compress", "objective": objective, level_option: _plain(level), "seed": seed,
-                "data_seed": sweep.get("seed", 0) if data_seed is None else data_seed,
-                "teacher": str(teacher), "out": str(out)})
-    run.update({f"objective_{k}": _plain(v) for k, v in objective_options.items()})
-    return run

@@ -24,15 +24,14 @@ from pathlib import Path
 from ..data.task import Task
 from ..difficulty import compute_difficulty, default_alpha
 from ..errors import ConfigError
-from ..evaluate.speed import SpeedConfig
 from ..fsutil import atomic_write_json, remove_leftovers
 from ..kinds import kind_for
-from ..methods import METHODS
-from ..objectives import OBJECTIVES
+from ..registry import METHODS, OBJECTIVES
 from ..outputs import check_cache, check_output, mark_output, output_lock
-from ..pipeline import RunConfig, clean_work, compress, train_teacher
-from ..recipes.dump import dump_recipe, sweep_run_recipe
-from ..training.trainer import TrainConfig
+from ..config import RunConfig, SweepConfig, TrainConfig
+from ..pipeline import clean_work, compress, train_teacher
+from ..recipes.dump import dump_recipe
+from ..tree import to_recipe
 from .table import _record, _summary, write_sweep
 
 log = logging.getLogger(__name__)
@@ -41,28 +40,11 @@ ALL_OBJECTIVES = ("ce", "distil", "smooth", "focal", "jtt", "rmc")
 
 
 def parse_list(value, cast=str) -> list:
-    """``"a,b,c"`` (command line) or a sequence → list of ``cast`` values."""
+    """``"a,b,c"`` or a sequence → list of ``cast`` values."""
     if value is None:
         return []
     items = value.split(",") if isinstance(value, str) else list(value)
     return [cast(str(v).strip()) for v in items if str(v).strip()]
-
-
-def distribute_options(objectives, options: dict | None) -> dict[str, dict]:
-    """Flat command-line objective options (``{"alpha": 0.3, "lam": 0.8}``) → per-objective options:
-    each option goes to every objective of the sweep whose config has that field. An option that
-    no objective of the sweep accepts is an error."""
-    out: dict[str, dict] = {}
-    for key, value in (options or {}).items():
-        if value is None:
-            continue
-        takers = [name for name in parse_list(objectives) if OBJECTIVES.config_class(name) is not None
-                  and key in {f.name for f in dataclasses.fields(OBJECTIVES.config_class(name))}]
-        if not takers:
-            raise ConfigError(f"objective option {key!r} applies to none of the objectives {parse_list(objectives)}")
-        for name in takers:
-            out.setdefault(name, {})[key] = value
-    return out
 
 
 def task_fingerprint(task: Task) -> str:
@@ -76,96 +58,92 @@ def run_key(config, task_key: str = "") -> str:
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-def run_sweep(task: Task, out_dir: str | Path, objectives=ALL_OBJECTIVES, seeds=(0,), sparsities=(0.4,),
-              method: str = "magnitude", method_options: dict | None = None, level_option: str = "sparsity",
-              objective_options: dict[str, dict] | None = None, model: str = "minilm",
-              train: TrainConfig | None = None, teacher_train: TrainConfig | None = None,
-              teacher_seed: int | None = None, student_init: str = "pretrained", speed=None, eval_config=None,
-              progress: bool = True, plots: bool = True, keep_work: bool = False, recipe: dict | None = None) -> dict:
-    """Run every (objective, sparsity, seed) combination and write ``sweep.json``, ``sweep.md`` and
-    plots into ``out_dir``; returns the summary (see :func:`aggregate`).
+def run_sweep(task: Task, sweep: SweepConfig, out_dir: str | Path, meta: dict | None = None,
+              plots: bool = True) -> dict:
+    """Run every (objective, level, seed) combination of ``sweep`` and write ``sweep.json``,
+    ``sweep.md`` and plots into ``out_dir``; returns the summary (see :func:`aggregate`).
 
-    ``objectives``/``seeds``/``sparsities`` take sequences or comma-separated strings;
-    ``objective_options`` maps an objective name to its options (e.g. ``{"rmc": {"alpha": 0.5}}``);
-    ``level_option`` is the method option the sparsity levels set (``sparsity`` for magnitude).
+    ``sweep.levels`` are values of the method option ``sweep.level_option`` (``sparsity`` for
+    magnitude); ``sweep.objective_options`` go to every listed objective whose config has them.
     A finished run keeps its model and report; its training checkpoints (``work/``, ~2x the model
     size with optimiser state) are removed unless ``keep_work``. ``teacher_seed`` trains one teacher
-    (with that seed) shared by every seed of the sweep; by default each seed has its own. ``recipe`` (the resolved recipe,
-    ``forgetless.recipes``) is saved as ``out_dir/recipe.yaml`` and in ``sweep.json``, and each
-    run's own ``compress`` recipe (``recipes.dump.sweep_run_recipe``) as ``runs/<run>/model/recipe.yaml``
-    and in its card: ``forgetless run`` on it reruns that one run into ``reruns/<run>``.
+    (with that seed) shared by every seed of the sweep; by default each seed has its own. The
+    resolved recipe (``meta`` + the tree) is saved as ``out_dir/recipe.yaml`` and in ``sweep.json``,
+    and each run's own ``compress`` recipe as ``runs/<run>/model/recipe.yaml`` and in its card:
+    ``forgetless run`` on it reruns that one run into ``reruns/<run>``.
     """
-    objectives, seeds = parse_list(objectives), parse_list(seeds, int)
-    sparsities = parse_list(sparsities, _number)
-    if not objectives or not seeds or not sparsities:
-        raise ConfigError("a sweep needs at least one objective, one seed and one sparsity")
-    for name in objectives:
-        OBJECTIVES.get(name)  # unknown names fail before any training
-    method_obj = METHODS.get(method)(METHODS.make_config(method, {**(method_options or {}), level_option: sparsities[0]}))
-    kind = kind_for(task, method_obj)
-    unknown = set(objective_options or {}) - set(objectives)
-    if unknown:
-        raise ConfigError(f"options given for objectives not in the sweep: {sorted(unknown)}")
-    out_dir = check_output(out_dir, command="sweep", inputs={"--model": model})
+    levels = [_number(str(level)) for level in sweep.levels]
+    if not sweep.objectives or not sweep.seeds or not levels:
+        raise ConfigError("a sweep needs at least one objective, one seed and one level")
+    objectives = {name: OBJECTIVES.make_config(name, {k: v for k, v in sweep.objective_options.items()
+                                                      if k in _fields(OBJECTIVES.config_class(name))})
+                  for name in sweep.objectives}  # unknown names and options fail before any training
+    methods = {level: _with_level(sweep.method, sweep.level_option, level) for level in levels}
+    kind = kind_for(task, METHODS.build(methods[levels[0]]))
+    out_dir = check_output(out_dir, command="sweep", inputs={"--model": sweep.model})
     check_cache()  # the teachers are saved there: checked before the first one is trained
+    base = RunConfig(**{f.name: getattr(sweep, f.name) for f in dataclasses.fields(RunConfig)})
+    base = replace(base, task=replace(base.task, data_seed=sweep.seed if sweep.task.data_seed is None
+                                      else sweep.task.data_seed))  # the runs of a sweep share one data split
+    recipe = {"command": "sweep", **(meta or {}), **to_recipe(sweep)}
     with output_lock(out_dir):  # a second sweep on the same folder stops here; this one resumes its runs
         mark_output(out_dir, "sweep")
         remove_leftovers(out_dir)  # temporary files a killed sweep left (we hold the folder's lock)
-        train = train or TrainConfig()
-        speed = speed or SpeedConfig(batch_size=8, seq_len=64, warmup=1, repeats=2)
         records, difficulty, started = [], {}, time.time()
-        setup = {"method": method, "method_options": method_options or {}, "level_option": level_option,
-                 "objectives": objectives, "seeds": seeds,
-                 "sparsities": sparsities, "objective_options": objective_options or {}, "model": model,
-                 "student_init": student_init, "teacher_seed": teacher_seed, "train": asdict(train), "teacher_train": asdict(teacher_train or train)}
+        setup = {"method": sweep.method.name, "method_options": asdict(sweep.method),
+                 "level_option": sweep.level_option, "objectives": list(sweep.objectives), "seeds": list(sweep.seeds),
+                 "sparsities": levels, "objective_options": {n: asdict(c) for n, c in objectives.items() if c},
+                 "model": sweep.model, "student_init": sweep.student_init, "teacher_seed": sweep.teacher_seed,
+                 "train": asdict(sweep.train), "teacher_train": asdict(sweep.teacher_train)}
         task_key = task_fingerprint(task)
         cache = out_dir / "cache"
-        for seed in seeds:
-            seed_train = replace(train, seed=seed)
-            t_seed = seed if teacher_seed is None else teacher_seed
-            seed_teacher_train = replace(teacher_train or train, seed=t_seed)
-            base = RunConfig(model=model, train=replace(train, seed=t_seed), teacher_train=seed_teacher_train, seed=t_seed)
+        for seed in sweep.seeds:
+            t_seed = seed if sweep.teacher_seed is None else sweep.teacher_seed
+            teacher_run = replace(base, seed=t_seed)
             # one teacher folder per task content and seed: a changed task never resumes an old teacher's checkpoints
-            _, _, info = train_teacher(task, base, out_dir / "teachers" / f"{task_key}-seed{t_seed}", kind)
+            _, _, info = train_teacher(task, teacher_run, out_dir / "teachers" / f"{task_key}-seed{t_seed}", kind)
             teacher_dir = info["path"] if "path" in info else str(info["source"])
             if "rmc" in objectives:
-                difficulty[str(seed)] = _difficulty_summary(task, teacher_dir, seed_train, seed,
-                                                            (objective_options or {}).get("rmc", {}),
-                                                            out_dir / "cache", model)
+                difficulty[str(seed)] = _difficulty_summary(task, teacher_dir, replace(base, seed=seed).train, seed,
+                                                            asdict(objectives["rmc"]), cache, sweep.model)
                 write_sweep(_summary([], task, setup, difficulty, started), out_dir, plots=False)
-            for sparsity in sparsities:
-                for name in objectives:
-                    config = RunConfig(model=model, method=method,
-                                       method_options={**(method_options or {}), level_option: sparsity},
-                                       objective=name, objective_options=dict((objective_options or {}).get(name, {})),
-                                       teacher=teacher_dir, student_init=student_init, train=seed_train,
-                                       speed=speed, seed=seed, progress=progress, cache_dir=str(cache),
-                                       **({"eval": eval_config} if eval_config is not None else {}))
-                    run_dir = out_dir / "runs" / f"{name}-s{sparsity:g}-seed{seed}"
+            for level in levels:
+                for name, objective in objectives.items():
+                    config = replace(base, method=methods[level], objective=objective, teacher=teacher_dir,
+                                     seed=seed, cache_dir=str(cache))
+                    run_dir = out_dir / "runs" / f"{name}-s{level:g}-seed{seed}"
                     card = _reuse(run_dir, config, task_key)
                     if card is None:
                         log.info("sweep run %s", run_dir.name)
                         shutil.rmtree(run_dir, ignore_errors=True)  # never resume another configuration's checkpoints
                         t0 = time.time()
-                        run_recipe = None if recipe is None else sweep_run_recipe(
-                            recipe, name, config.objective_options, level_option, sparsity, seed, teacher_dir,
-                            out_dir / "reruns" / run_dir.name)
-                        card = compress(task, config, run_dir, recipe=run_recipe)
+                        card = compress(task, config, run_dir, meta={"out": str(out_dir / "reruns" / run_dir.name)})
                         card["sweep_run"] = {"key": run_key(config, task_key), "seconds": time.time() - t0}
                         atomic_write_json(run_dir / "sweep-run.json", card["sweep_run"])
-                        if not keep_work:
+                        if not sweep.keep_work:
                             shutil.rmtree(run_dir / "work", ignore_errors=True)
-                    records.append(_record(card, level_option))
+                    records.append(_record(card, sweep.level_option))
                     # partial results after every run: an interrupted sweep still has its table
                     write_sweep(_summary(records, task, setup, difficulty, started), out_dir, plots=False)
         summary = _summary(records, task, setup, difficulty, started)
         summary["complete"] = True
-        if recipe is not None:
-            dump_recipe(recipe, out_dir / "recipe.yaml")
-            summary["recipe"] = recipe
+        dump_recipe(recipe, out_dir / "recipe.yaml")
+        summary["recipe"] = recipe
         write_sweep(summary, out_dir, plots=plots)
         clean_work(out_dir / "teachers")  # the teachers' training checkpoints (the teachers are in the cache)
         return summary
+
+
+def _fields(cls) -> set[str]:
+    return {f.name for f in dataclasses.fields(cls)} if cls is not None else set()
+
+
+def _with_level(method, option: str, level):
+    """The sweep's method config with ``option`` set to ``level`` (an unknown option is an error)."""
+    if option not in _fields(type(method)):
+        raise ConfigError(f"--level-option {option}: not an option of method {method.name!r} (it has "
+                          f"{', '.join(sorted(_fields(type(method))))})")
+    return METHODS.make_config(method.name, {**asdict(method), option: level})
 
 
 def collect_sweep(out_dir: str | Path, write: bool = True, plots: bool = True) -> dict:

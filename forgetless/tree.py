@@ -1,0 +1,232 @@
+"""The config tree (``forgetless.config``) ⇄ the names users type: command-line flags, flat recipe
+keys, dotted keys and nested YAML.
+
+Every option of the tree has one *path* (``train.learning_rate``, ``method.ratio``,
+``objective.lam``) and, when it is on the command line, one *flag* (``--lr``, ``--ratio``,
+``--objective-lam``) whose underscore form is its flat key (``lr``, ``ratio``, ``objective_lam``):
+the keys of recipes written before the tree existed, still read. The options of ``method`` and
+``objective`` are the fields of every registered config (an option must belong to the chosen one).
+``build`` turns any mix of these keys into a config; ``to_recipe`` writes the tree back. Standard
+library only (the method and objective configs it reads import no torch).
+"""
+from __future__ import annotations
+
+import dataclasses
+import difflib
+from dataclasses import dataclass
+
+from .errors import ConfigError
+from .options import build as build_config, coerce, default_of, flag_name, hint_of, leaves, parse_bool
+from .registry import METHODS, OBJECTIVES
+
+CHOSEN = {"method": METHODS, "objective": OBJECTIVES}  # fields whose config class is chosen by name
+OBJECTIVE_PREFIX = "objective-"
+LEGACY = {"fine_tune": "method.recovery"}  # old recipe keys (model/recipe.yaml of earlier versions)
+
+
+@dataclass
+class Leaf:
+    """One option of the tree: where it lives, its flag, and (method / objective options) which
+    registered configs own it."""
+
+    path: tuple[str, ...]
+    cls: type
+    field: dataclasses.Field
+    owners: tuple[str, ...] = ()
+
+    @property
+    def flag(self) -> str:
+        negate = self.field.metadata.get("negate")
+        if self.owners:  # a method / objective option
+            return "--" + OBJECTIVE_PREFIX * (self.path[0] == "objective") + self.field.name.replace("_", "-")
+        return "--" + (negate or flag_name(self.cls, self.field))
+
+    @property
+    def key(self) -> str:
+        return self.flag[2:].replace("-", "_")
+
+    @property
+    def dotted(self) -> str:
+        return ".".join(self.path)
+
+    @property
+    def cli(self) -> bool:
+        return self.field.metadata.get("cli", True)
+
+
+def _is_config(hint) -> bool:
+    return isinstance(hint, type) and dataclasses.is_dataclass(hint)
+
+
+def table(cls: type) -> list[Leaf]:
+    """Every option of the tree rooted at ``cls``, nested configs and chosen configs included."""
+    out: list[Leaf] = []
+    for f in leaves(cls):
+        hint = hint_of(cls, f.name)[0]
+        if _is_config(hint):
+            out += [Leaf((f.name,) + leaf.path, leaf.cls, leaf.field) for leaf in table(hint)]
+            continue
+        out.append(Leaf((f.name,), cls, f))
+        if f.name in CHOSEN:
+            out += _chosen_options(f.name, CHOSEN[f.name])
+    return out
+
+
+def _chosen_options(role: str, registry) -> list[Leaf]:
+    seen: dict[str, Leaf] = {}
+    for name in registry.names():
+        cls = registry.config_class(name)
+        for f in dataclasses.fields(cls) if cls is not None else ():  # every field is an option
+            if f.name in seen:
+                seen[f.name].owners += (name,)
+            else:
+                seen[f.name] = Leaf((role, f.name), cls, f, (name,))
+    return list(seen.values())
+
+
+def index(cls: type) -> dict[str, Leaf]:
+    """Flat keys (command-line options) and dotted paths → their option."""
+    found: dict[str, Leaf] = {}
+    for leaf in table(cls):
+        found[leaf.dotted] = leaf
+        if leaf.cli:
+            found.setdefault(leaf.key, leaf)
+    return found
+
+
+def flatten(values: dict, prefix: str = "") -> dict:
+    """Nested mappings → dotted keys; ``method: {name: heads, ratio: 0.5}`` → ``method: heads``,
+    ``method.ratio: 0.5``. Lists (``then``, ``seeds``) stay values."""
+    flat: dict = {}
+    for key, value in values.items():
+        key = f"{prefix}{key}"
+        if isinstance(value, dict) and key not in ("objective_options",):
+            inner = dict(value)
+            if key in CHOSEN and "name" in inner:
+                flat[key] = inner.pop("name")
+            flat.update(flatten(inner, key + "."))
+        else:
+            flat[key] = value
+    return flat
+
+
+def build(cls: type, values: dict, source: str = "the command line"):
+    """A config of type ``cls`` (``RunConfig``, ``SweepConfig``, ``ProfileConfig`` …) from flat keys,
+    dotted keys or nested mappings; unknown keys and options of another method are errors naming
+    the key and ``source``."""
+    known = index(cls)
+    given: dict[tuple, tuple] = {}  # path → (value, key as the user wrote it)
+    for key, value in flatten(values).items():
+        if key in LEGACY and LEGACY[key] in known:
+            value = "fine-tune" if parse_bool(value) else "none"
+            key = LEGACY[key]
+        leaf = known.get(key)
+        if leaf is None:
+            close = difflib.get_close_matches(key, list(known), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ConfigError(f"{source}: unknown key {key!r}{hint}")
+        if leaf.field.metadata.get("negate") and key == leaf.key:
+            value = not parse_bool(value)
+        given[leaf.path] = (value, key)
+    return _assemble(cls, given, (), source)
+
+
+def _where(key: str, source: str) -> str:
+    flag = key if "." in key else "--" + key.replace("_", "-")
+    return flag if source == "the command line" else f"{source}: key {key!r}"
+
+
+def _assemble(cls: type, given: dict, prefix: tuple, source: str):
+    kwargs: dict = {}
+    for f in dataclasses.fields(cls):
+        path = prefix + (f.name,)
+        hint = hint_of(cls, f.name)[0] if f.metadata else None
+        if _is_config(hint):
+            if any(p[:len(path)] == path for p in given):
+                kwargs[f.name] = _assemble(hint, given, path, source)
+            continue
+        if f.name in CHOSEN and not prefix:
+            kwargs[f.name] = _chosen(cls, f, given, source)
+        elif f.name == "then" and not prefix and path in given:
+            kwargs[f.name] = [parse_then(item, _where(given[path][1], source)) for item in given[path][0] or []]
+        elif f.name == "objective_options" and path in given:
+            kwargs[f.name] = dict(given[path][0])
+        elif path in given:
+            value, key = given[path]
+            kwargs[f.name] = coerce(cls, f.name, value, _where(key, source)) if f.metadata else value
+    config = cls(**kwargs)
+    if hasattr(config, "objectives"):  # a sweep: objective options belong to the listed objectives
+        config.objective_options = _sweep_objective_options(config, given, source)
+    return config
+
+
+def _chosen(cls: type, f: dataclasses.Field, given: dict, source: str):
+    """The method / objective config: the chosen name (or the default) built with its options."""
+    role, registry = f.name, CHOSEN[f.name]
+    if role == "objective" and hasattr(cls, "objectives"):
+        return None  # a sweep lists its objectives (their options: _sweep_objective_options)
+    name = given.get((role,), (None,))[0]
+    if name is not None and not isinstance(name, str):
+        return name  # a config instance (Python)
+    if name is None and role == "objective":
+        method = given.get(("method",), (None,))[0] or default_of(next(x for x in dataclasses.fields(cls)
+                                                                          if x.name == "method"))
+        name = (METHODS.config_class(method) if isinstance(method, str) else type(method)).default_objective
+    name = name if name is not None else default_of(f)
+    options = {path[1]: value for path, value in given.items() if len(path) == 2 and path[0] == role}
+    owned = _fields(registry, name)
+    for option, (value, key) in options.items():
+        if option not in owned:
+            owners = ", ".join(n for n in registry.names() if option in _fields(registry, n))
+            raise ConfigError(f"{_where(key, source)} does not apply to {role} {name} (it belongs to {owners})")
+    config_cls = registry.config_class(name)
+    typed = {option: coerce(config_cls, option, value, _where(key, source)) for option, (value, key) in options.items()}
+    return registry.make_config(name, typed)
+
+
+def _fields(registry, name: str) -> set[str]:
+    cls = registry.config_class(name)
+    return {x.name for x in dataclasses.fields(cls)} if cls else set()
+
+
+def _sweep_objective_options(config, given: dict, source: str) -> dict:
+    options = dict(config.objective_options)
+    for path, (value, key) in given.items():
+        if len(path) == 2 and path[0] == "objective":
+            owners = [n for n in config.objectives if path[1] in _fields(OBJECTIVES, n)]
+            if not owners:
+                raise ConfigError(f"{_where(key, source)} does not apply to objective(s) "
+                                  f"{', '.join(config.objectives)}")
+            options[path[1]] = coerce(OBJECTIVES.config_class(owners[0]), path[1], value, _where(key, source))
+    for name in config.objectives:  # every objective's config builds with the options it takes
+        OBJECTIVES.make_config(name, {k: v for k, v in options.items() if k in _fields(OBJECTIVES, name)})
+    return options
+
+
+def parse_then(item, where: str = "--then"):
+    """A method config from ``METHOD[:OPTION=VALUE,...]`` (the command line) or a mapping
+    ``{name: METHOD, OPTION: VALUE}`` (a recipe) or a config (Python)."""
+    if isinstance(item, dict):
+        options = dict(item)
+        name = options.pop("name", None)
+        if not isinstance(name, str):
+            raise ConfigError(f"{where}: each item needs a method name ({item!r})")
+        return METHODS.make_config(name, options)
+    if not isinstance(item, str):
+        return METHODS.config(item)
+    name, _, rest = item.partition(":")
+    options = {}
+    for part in filter(None, (x.strip() for x in rest.split(","))):
+        key, sep, value = part.partition("=")
+        if not sep:
+            raise ConfigError(f"{where} {item}: expected OPTION=VALUE, got {part!r}")
+        options[key.strip().replace("-", "_")] = value.strip()
+    return METHODS.make_config(name.strip(), options)
+
+
+def to_recipe(config) -> dict:
+    """The tree as plain data for YAML: nested mappings, the method / objective as ``{name: …,
+    options}``, ``then`` as a list of those."""
+    from .options import as_dict
+
+    return as_dict(config)
