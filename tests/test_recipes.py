@@ -1,6 +1,8 @@
 """Recipe files: validation (unknown keys, wrong types → errors naming key and file), every paper
 scale validated without running, every cpu scale run on tiny models with a handful of examples,
-and a re-run from the saved ``model/recipe.yaml`` giving the same report-card numbers."""
+a re-run from the saved ``model/recipe.yaml`` giving the same report-card numbers, and a
+``model/recipe.yaml`` saved before the config tree existed (flat keys) giving the same card and
+weights as when it was written."""
 import json
 from pathlib import Path
 
@@ -8,7 +10,8 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from forgetless.cli import load_recipe, main, recipe_schema, run_recipe
+from forgetless.cli import main, run_recipe
+from forgetless.recipes import load_recipe
 from forgetless.errors import ConfigError
 from forgetless.recipes.catalog import builtin_folder, find_recipe, recipe_names
 
@@ -48,7 +51,7 @@ def test_unknown_key_and_wrong_type_name_key_and_file(tmp_path):
     with pytest.raises(ConfigError, match=r"bad\.yaml: key 'epochs': expected a number"):
         load_recipe(bad)
     bad.write_text("method: truncate\nsparsity: 0.4\n")
-    with pytest.raises(ConfigError, match=r"key 'sparsity' does not apply to method truncate"):
+    with pytest.raises(ConfigError, match=r"key 'sparsity' does not apply to method truncate \(it belongs to"):
         load_recipe(bad)
     bad.write_text("freeze_embeddings: 1\n")
     with pytest.raises(ConfigError, match=r"'freeze_embeddings': expected true or false"):
@@ -57,8 +60,11 @@ def test_unknown_key_and_wrong_type_name_key_and_file(tmp_path):
     with pytest.raises(ConfigError, match=r"bad\.yaml: no scale 'paper'"):
         load_recipe(bad, "paper")
     bad.write_text("objective: focal\nobjective_gamma: -1\n")
-    with pytest.raises(ConfigError, match=r"gamma must be >= 0"):
+    with pytest.raises(ConfigError, match=r"key 'objective_gamma': -1 is out of range; valid: >= 0"):
         run_recipe(bad, check=True)
+    bad.write_text("train: {learning_rate: 2}\n")
+    with pytest.raises(ConfigError, match=r"--lr: 2 is out of range"):
+        load_recipe(bad)
 
 
 def test_cli_reports_recipe_errors(tmp_path, capsys):
@@ -70,35 +76,43 @@ def test_cli_reports_recipe_errors(tmp_path, capsys):
 
 def _overrides(path: Path, out: Path) -> list:
     recipe = load_recipe(path, "cpu")
+    config = recipe["config"]
     sets = dict(TINY)
     if recipe["command"] == "profile":
         return [("model", "tiny-t5"), ("seq_lengths", [8, 16]), ("head_fractions", [1.0, 0.5]),
                 ("ffn_fractions", [1.0]), ("batch_size", 2), ("max_new_tokens", 2), ("source_length", 8),
                 ("repeats", 1), ("out", str(out))]
-    seq2seq = recipe.get("method") in ("nash", "cofi")
+    seq2seq = config.method.name in ("nash", "cofi")
     sets["model"] = "tiny-t5" if seq2seq else "tiny-bert"
-    if recipe.get("task") in REAL_DATA:  # recipes name no data folder: the test gives the offline one
+    if config.task.name in REAL_DATA:  # recipes name no data folder: the test gives the offline one
         sets["data_dir"] = str(DATA)
     if recipe["command"] == "sweep":
-        objectives = recipe["objectives"].split(",")
-        owners = recipe_schema()("sweep")[2]["objective"]  # an objective option in the recipe keeps its objective
-        needed = [o for o in objectives if any(k in owners and o in owners[k] for k in recipe)]
-        sets.update(seeds=[0], levels=str(recipe["levels"]).split(",")[:1], objectives=needed or objectives[:1])
-        if recipe["level_option"] == "layers":
+        given = config.objective_options  # an objective option in the recipe keeps its objective
+        needed = [o for o in config.objectives if any(k in given for k in _fields(o))]
+        sets.update(seeds=[0], levels=config.levels[:1], objectives=needed or config.objectives[:1])
+        if config.level_option == "layers":
             sets["levels"] = [1]  # tiny-bert has 2 layers
     if seq2seq:
         sets.update(finetune_epochs=1.0, max_new_tokens=4)
-    if recipe.get("method") in ("heads", "rahp"):
+    if config.method.name in ("heads", "rahp"):
         sets.update(scoring_examples=6)
-    if recipe.get("method") == "rahp" and recipe["command"] == "compress":
+    if config.method.name == "rahp" and recipe["command"] == "compress":
         sets.update(clever_examples=2, clever_batches=3, clever_samples=2)
     return list({**sets, **BENCH}.items()) + [("out", str(out))]
+
+
+def _fields(objective: str) -> set:
+    import dataclasses
+
+    from forgetless.registry import OBJECTIVES
+
+    return {f.name for f in dataclasses.fields(OBJECTIVES.config_class(objective))}
 
 
 @pytest.mark.parametrize("path", RECIPES, ids=lambda p: p.stem)
 def test_cpu_scale_runs_on_tiny_models(path, tmp_path):
     recipe = load_recipe(path, "cpu")
-    if recipe.get("task") in REAL_DATA and not DATA.is_dir():
+    if recipe["command"] != "profile" and recipe["config"].task.name in REAL_DATA and not DATA.is_dir():
         pytest.skip("offline data folder not present")
     resolved, result = run_recipe(path, "cpu", _overrides(path, tmp_path / "out"))
     out = tmp_path / "out"
@@ -107,7 +121,7 @@ def test_cpu_scale_runs_on_tiny_models(path, tmp_path):
     if resolved["command"] == "sweep":
         assert result["complete"] and result["rows"] and result["recipe"]["scale"] == "cpu"
     elif resolved["command"] == "compress":
-        assert result["recipe"]["model"] == "tiny-bert"
+        assert result["recipe"]["model"] == "tiny-bert" and result["recipe"]["name"] == resolved["name"]
     else:
         assert (out / "profile.json").is_file()
 
@@ -119,7 +133,8 @@ def test_rerun_from_saved_recipe_gives_the_same_card(tmp_path):
     sets = list({**TINY, "train_size": 24, "eval_size": 12, **BENCH}.items())
     _, first = run_recipe(recipe, sets=sets, out=str(tmp_path / "a"))
     saved = tmp_path / "a" / "model" / "recipe.yaml"
-    assert load_recipe(saved)["objective_gamma"] == 1.0 and load_recipe(saved)["prune_every"] == 10
+    saved_config = load_recipe(saved)["config"]
+    assert saved_config.objective.gamma == 1.0 and saved_config.method.prune_every == 10
     _, again = run_recipe(saved, out=str(tmp_path / "b"))
     for key in ("sets", "challenge", "bias", "hard_easy", "headline"):
         assert json.dumps(first[key], sort_keys=True) == json.dumps(again[key], sort_keys=True), key
@@ -137,10 +152,12 @@ def test_compress_command_saves_a_runnable_recipe(tmp_path):
                  "--eval-size", "6", "--epochs", "1", "--batch-size", "4", "--max-length", "32", "--bench-repeats", "1",
                  "--bench-batch-size", "2", "--bench-seq-len", "8", "--no-progress", "--out", str(out)]) == 0
     saved = load_recipe(out / "model" / "recipe.yaml")
-    assert saved["method"] == "truncate" and saved["layers"] == 1 and saved["selection"] == "first"
-    assert saved["objective"] == "ce" and saved["train_size"] == 12
+    config = saved["config"]
+    assert config.method.name == "truncate" and config.method.layers == 1 and config.method.selection == "first"
+    assert config.objective.name == "ce" and config.task.train_size == 12 and saved["out"] == str(out)
     resolved, _ = run_recipe(out / "model" / "recipe.yaml", check=True)
-    assert resolved == {**saved, "out": str(out)}
+    assert resolved["method"] == {"name": "truncate", "layers": 1, "selection": "first", "recovery": "fine-tune"}
+    assert resolved["train"]["batch_size"] == 4 and resolved["out"] == str(out)
 
 
 def test_each_sweep_run_saves_a_recipe_that_reruns_it(tmp_path):
@@ -154,10 +171,12 @@ def test_each_sweep_run_saves_a_recipe_that_reruns_it(tmp_path):
     run_recipe(recipe, sets=sets, out=str(tmp_path / "s"))
     run_dir = tmp_path / "s" / "runs" / "focal-s0.5-seed1"
     loaded = load_recipe(run_dir / "model" / "recipe.yaml")
-    assert loaded["command"] == "compress" and loaded["objective"] == "focal" and loaded["objective_gamma"] == 1.0
-    assert loaded["sparsity"] == 0.5 and loaded["seed"] == 1 and loaded["data_seed"] == 0
-    assert "objectives" not in loaded and "teacher_epochs" not in loaded
-    assert "objective_gamma" not in load_recipe(tmp_path / "s" / "runs" / "ce-s0.5-seed1" / "model" / "recipe.yaml")
+    config = loaded["config"]
+    assert loaded["command"] == "compress" and config.objective.name == "focal" and config.objective.gamma == 1.0
+    assert config.method.sparsity == 0.5 and config.seed == 1 and config.task.data_seed == 0
+    assert not hasattr(config, "objectives") and config.teacher_epochs is None
+    ce = load_recipe(tmp_path / "s" / "runs" / "ce-s0.5-seed1" / "model" / "recipe.yaml")["config"]
+    assert ce.objective.name == "ce" and not hasattr(ce.objective, "gamma")
     first = json.loads((run_dir / "report.json").read_text())
     _, again = run_recipe(run_dir / "model" / "recipe.yaml")  # its saved out: <sweep>/reruns/<run>
     assert Path(again["recipe"]["out"]) == tmp_path / "s" / "reruns" / "focal-s0.5-seed1"
@@ -175,11 +194,11 @@ def test_builtin_recipes_by_name_from_any_folder(tmp_path, monkeypatch, capsys):
     assert len(recipe_names()) == len(RECIPES) >= 14 and find_recipe("rahp-table1") == builtin_folder() / "rahp-table1.yaml"
     assert all("data_dir" not in p.read_text() for p in RECIPES)
     resolved, _ = run_recipe("rahp-table1", check=True)
-    assert resolved["name"] == "rahp-table1" and resolved["task"] == "sst2" and "data_dir" not in resolved
+    assert resolved["name"] == "rahp-table1" and resolved["task"]["name"] == "sst2" and "data_dir" not in resolved["task"]
     resolved, _ = run_recipe("rahp-table1.yaml", "paper", check=True, data_dir=str(tmp_path))
-    assert resolved["data_dir"] == str(tmp_path.resolve()) and resolved["model"] == "bert-base-uncased"
+    assert resolved["task"]["data_dir"] == str(tmp_path.resolve()) and resolved["model"] == "bert-base-uncased"
     monkeypatch.setenv("FORGETLESS_DATA_DIR", str(tmp_path))  # the folder actually read is saved
-    assert run_recipe("rahp-table1", check=True)[0]["data_dir"] == str(tmp_path.resolve())
+    assert run_recipe("rahp-table1", check=True)[0]["task"]["data_dir"] == str(tmp_path.resolve())
     with pytest.raises(ConfigError, match=r"recipe rahp-tabel1 is neither a file nor a built-in recipe \(did you "
                                           r"mean 'rahp-table1'\?\).*rmc-table7-9-objectives"):
         run_recipe("rahp-tabel1", check=True)
@@ -189,4 +208,20 @@ def test_builtin_recipes_by_name_from_any_folder(tmp_path, monkeypatch, capsys):
     out = capsys.readouterr().out
     assert "rahp-table1 " in out and "RAHP Table 1: GLUE / AdvGLUE" in out and f"{len(RECIPES)} recipes" in out
     assert main(["run", "rmc-table1-4-magnitude", "--scale", "paper", "--check"]) == 0
-    assert "task: mnli\n" in capsys.readouterr().out  # paper scale: GLUE MNLI train → HANS from the hub
+    assert "task:\n  name: mnli\n" in capsys.readouterr().out  # paper scale: GLUE MNLI train → HANS from the hub
+
+
+def test_a_recipe_saved_before_the_config_tree_gives_the_same_card(tmp_path):
+    """``tests/fixtures/legacy/recipe.yaml`` is a ``model/recipe.yaml`` written by the flat-key code
+    (before ``forgetless.config``); ``expected.json`` holds that run's card numbers and a checksum
+    of its weights. Rerun now: the same numbers, the same weights (training on CPU is deterministic)."""
+    fixture = ROOT / "tests" / "fixtures" / "legacy"
+    expected = json.loads((fixture / "expected.json").read_text())
+    _, card = run_recipe(fixture / "recipe.yaml", out=str(tmp_path / "legacy"))
+    for name, roles in expected["sets"].items():
+        assert {role: card["sets"][name][role]["accuracy"] for role in roles} == roles, name
+    assert {role: card["params"][role]["total"] for role in expected["params"]} == expected["params"]
+    weights = load_file(tmp_path / "legacy" / "model" / "model.safetensors")
+    assert len(weights) == expected["tensors"]
+    assert abs(sum(float(t.double().abs().sum()) for t in weights.values()) - expected["weights_abs_sum"]) < 1e-6
+    assert card["recipe"]["method"]["name"] == "heads" and card["recipe"]["objective"]["lam"] == 0.9

@@ -6,7 +6,7 @@ import pytest
 from forgetless.data.synthetic import synthetic_shortcut_task
 from forgetless.errors import ConfigError
 from forgetless.sweep import aggregate, collect_sweep, parse_list, render_markdown, run_sweep
-from forgetless.training.trainer import TrainConfig
+from forgetless.config import SweepConfig, TrainConfig
 from test_objectives_prepare import tiny_bert, tiny_tokenizer
 
 
@@ -28,15 +28,6 @@ def test_aggregate_mean_and_sample_std():
     assert ce["groups"]["c/x/entailment"]["mean"] == pytest.approx(0.7)
 
 
-def test_distribute_options():
-    from forgetless.sweep import distribute_options
-
-    out = distribute_options("ce,distil,rmc,focal", {"lam": 0.8, "alpha": 0.3, "gamma": 1.0})
-    assert out == {"distil": {"lam": 0.8}, "rmc": {"lam": 0.8, "alpha": 0.3}, "focal": {"gamma": 1.0}}
-    with pytest.raises(ConfigError):
-        distribute_options("ce,distil", {"alpha": 0.3})
-
-
 def test_parse_list():
     assert parse_list("ce, rmc") == ["ce", "rmc"] and parse_list("0.2,0.4", float) == [0.2, 0.4]
     assert parse_list([0, 1], int) == [0, 1]
@@ -49,9 +40,9 @@ def test_sweep_end_to_end_and_resume(tmp_path):
     tokenizer.save_pretrained(model_dir)
     task = synthetic_shortcut_task(n_train=64, n_dev=32, n_challenge=32, hard_fraction=0.25, seed=0)
     train = TrainConfig(epochs=1, batch_size=16, max_length=32, save_steps=10 ** 6, progress=False)
-    kwargs = dict(objectives="ce,rmc", seeds="0,1", sparsities="0.5", model=str(model_dir), train=train,
-                  objective_options={"rmc": {"sparsities": "0.2,0.5", "recovery_epochs": 0}}, progress=False)
-    summary = run_sweep(task, tmp_path / "sweep", **kwargs)
+    sweep = SweepConfig(objectives=["ce", "rmc"], seeds=[0, 1], levels=["0.5"], model=str(model_dir), train=train,
+                        objective_options={"sparsities": "0.2,0.5", "recovery_epochs": 0}, progress=False)
+    summary = run_sweep(task, sweep, tmp_path / "sweep")
     assert [(r["objective"], r["sparsity"]) for r in summary["rows"]] == [("ce", 0.5), ("rmc", 0.5)]
     assert all(r["dev"]["n"] == 2 for r in summary["rows"])
     assert set(summary["difficulty"]) == {"0", "1"} and summary["difficulty"]["0"]["agreement"]["n"] == 64
@@ -65,7 +56,7 @@ def test_sweep_end_to_end_and_resume(tmp_path):
     assert (out / "runs" / "ce-s0.5-seed0" / "model").is_dir()
     assert not list((out / "teachers").rglob("checkpoint-*"))  # the teachers' checkpoints too (issue 18)
     stamp = (out / "runs" / "ce-s0.5-seed0" / "report.json").stat().st_mtime_ns
-    again = run_sweep(task, tmp_path / "sweep", **kwargs)  # every run reused
+    again = run_sweep(task, sweep, tmp_path / "sweep")  # every run reused
     assert (out / "runs" / "ce-s0.5-seed0" / "report.json").stat().st_mtime_ns == stamp
     assert again["rows"][0]["dev"] == summary["rows"][0]["dev"]
     assert render_markdown(again) == text
@@ -84,15 +75,16 @@ def test_teacher_seed_trains_one_teacher_for_every_seed(tmp_path):
     task = synthetic_shortcut_task(n_train=32, n_dev=16, n_challenge=16, hard_fraction=0.25, seed=0)
     train = TrainConfig(epochs=1, batch_size=16, max_length=32, save_steps=10 ** 6, progress=False)
     out = tmp_path / "sweep"
-    recipe = {"name": "t", "command": "sweep", "seed": 0, "teacher_seed": 0, "objectives": "ce"}
-    summary = run_sweep(task, out, objectives="ce", seeds="0,1", sparsities="0.5", model=str(model_dir), train=train,
-                        teacher_seed=0, progress=False, plots=False, recipe=recipe)
+    sweep = SweepConfig(objectives=["ce"], seeds=[0, 1], levels=["0.5"], model=str(model_dir), train=train,
+                        teacher_seed=0, progress=False)
+    summary = run_sweep(task, sweep, out, meta={"name": "t"}, plots=False)
+    assert yaml.safe_load((out / "recipe.yaml").read_text())["teacher_seed"] == 0
     assert summary["setup"]["teacher_seed"] == 0 and summary["rows"][0]["seeds"] == [0, 1]
     assert "one teacher (seed 0) shared by every seed" in (out / "sweep.md").read_text()
     assert [p.name.split("-")[-1] for p in (out / "teachers").iterdir()] == ["seed0"]  # one teacher
     runs = [yaml.safe_load((out / "runs" / f"ce-s0.5-seed{s}" / "model" / "recipe.yaml").read_text()) for s in (0, 1)]
     assert runs[0]["teacher"] == runs[1]["teacher"] and [r["seed"] for r in runs] == [0, 1]
-    assert "teacher_seed" not in runs[0]  # a run's recipe names its teacher instead
+    assert "teacher_seed" not in runs[0] and "objectives" not in runs[0]  # a run's recipe names its teacher instead
 
 
 def test_plots_for_several_sparsities(tmp_path):
@@ -115,14 +107,16 @@ def test_plots_for_several_sparsities(tmp_path):
 
 def test_sweep_rejects_unknown_objective(tmp_path):
     task = synthetic_shortcut_task(n_train=16, n_dev=8, n_challenge=8, seed=0)
-    with pytest.raises(ConfigError):
-        run_sweep(task, tmp_path, objectives="ce,nope")
-    with pytest.raises(ConfigError):
-        run_sweep(task, tmp_path, objectives="ce", objective_options={"rmc": {}})
+    with pytest.raises(ConfigError, match="unknown objective 'nope'"):
+        run_sweep(task, SweepConfig(objectives=["ce", "nope"]), tmp_path)
+    with pytest.raises(ConfigError, match="unknown option.*alpha"):
+        run_sweep(task, SweepConfig(objectives=["ce"], objective_options={"alpha": 0.3}), tmp_path)
+    with pytest.raises(ConfigError, match="--level-option ratio: not an option of method 'magnitude'"):
+        run_sweep(task, SweepConfig(objectives=["ce"], level_option="ratio"), tmp_path)
 
 
 def test_run_key_depends_on_task_content():
-    from forgetless.pipeline import RunConfig
+    from forgetless.config import RunConfig
     from forgetless.sweep.runner import run_key, task_fingerprint
 
     a = synthetic_shortcut_task(n_train=16, n_dev=8, n_challenge=8, seed=0)
@@ -136,14 +130,14 @@ def test_cli_sweep_passes_objective_options_and_saves_recipes(tmp_path):
     """`forgetless sweep` and `forgetless run` share one path: an objective option given on the
     command line reaches that objective, and the sweep and each run save their recipes."""
     from forgetless.cli import main
-    from forgetless.cli import load_recipe
+    from forgetless.recipes import load_recipe
 
     out = tmp_path / "sw"
     assert main(["sweep", "--model", "tiny-bert", "--objectives", "focal", "--objective-gamma", "1.5", "--levels", "0.5",
                  "--train-size", "12", "--eval-size", "6", "--epochs", "1", "--batch-size", "4", "--max-length", "32",
                  "--bench-repeats", "1", "--bench-batch-size", "2", "--bench-seq-len", "8", "--no-progress",
                  "--out", str(out)]) == 0
-    assert load_recipe(out / "recipe.yaml")["objective_gamma"] == 1.5
+    assert load_recipe(out / "recipe.yaml")["config"].objective_options == {"gamma": 1.5}
     run = json.loads((out / "runs" / "focal-s0.5-seed0" / "forgetless-run.json").read_text())
     assert run["config"]["objective_options"] == {"gamma": 1.5}
-    assert load_recipe(out / "runs" / "focal-s0.5-seed0" / "model" / "recipe.yaml")["objective_gamma"] == 1.5
+    assert load_recipe(out / "runs" / "focal-s0.5-seed0" / "model" / "recipe.yaml")["config"].objective.gamma == 1.5

@@ -9,9 +9,11 @@ from pathlib import Path
 def cmd_compress(args, config) -> int:
     from ..data.tasks import task_from_config
     from .export import check_push_target, check_report_to
+    from .recipe import with_data_dir
 
     check_report_to(config.train.report_to)
     check_push_target(getattr(args, "push_to_hub", None))
+    config = with_data_dir(config)
     task = task_from_config(config.task, config.seed)  # a missing data folder stops before the heavy imports
     run_compress(task, config, args.out, overwrite=args.overwrite, push_to_hub=args.push_to_hub)
     return 0
@@ -137,7 +139,9 @@ def check_bench(args) -> None:
 
 
 def cmd_sweep(args, config) -> int:
-    run_sweep_command(config, args.out)
+    from .recipe import with_data_dir
+
+    run_sweep_command(with_data_dir(config), args.out)
     return 0
 
 

@@ -75,6 +75,10 @@ def run_sweep(task: Task, sweep: SweepConfig, out_dir: str | Path, meta: dict | 
     levels = [_number(str(level)) for level in sweep.levels]
     if not sweep.objectives or not sweep.seeds or not levels:
         raise ConfigError("a sweep needs at least one objective, one seed and one level")
+    for option in sweep.objective_options:
+        if not any(option in _fields(OBJECTIVES.config_class(name)) for name in sweep.objectives):
+            raise ConfigError(f"unknown option --objective-{option.replace('_', '-')}: no objective of the sweep "
+                              f"({', '.join(sweep.objectives)}) has it")
     objectives = {name: OBJECTIVES.make_config(name, {k: v for k, v in sweep.objective_options.items()
                                                       if k in _fields(OBJECTIVES.config_class(name))})
                   for name in sweep.objectives}  # unknown names and options fail before any training
