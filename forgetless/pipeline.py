@@ -29,7 +29,8 @@ from .evaluate.size import disk_size, parameter_counts
 from .evaluate.speed import SpeedConfig
 from .fsutil import atomic_write_json, disk_full_guard, remove_leftovers
 from .kinds import check_compatible, kind_for
-from .methods import METHODS, CompressionContext
+from .methods.base import CompressionContext
+from .registry import METHODS
 from .methods.then import resolve_then
 from .models.io import is_forgetless_folder, load_model, read_manifest, save_model
 from .objectives import OBJECTIVES

@@ -106,21 +106,7 @@ def model_dims(name_or_path: str, seq2seq: bool = False) -> dict | None:
 
 def check_method_against_model(method, dims: dict, where: str) -> None:
     """Method options that depend on the model's depth / head count (``where`` names the model)."""
-    cfg, name = method.config, method.name
-    layers, heads = dims.get("layers"), dims.get("heads")
-    if layers and name == "truncate" and cfg.layers >= layers:
-        raise OptionError(f"--layers {cfg.layers}: {where} has {layers} layers; keep 1..{layers - 1}")
-    if layers and name == "block-influence":
-        for flag, value in (("--layers", cfg.layers), ("--remove", cfg.remove)):
-            if value >= layers:
-                raise OptionError(f"{flag} {value}: {where} has {layers} layers; valid 0..{layers - 1}")
-    if layers and heads and name == "heads" and cfg.prune_count >= layers * heads:
-        raise OptionError(f"--prune-count {cfg.prune_count}: {where} has {layers * heads} heads "
-                          f"({layers} layers × {heads}); valid 0..{layers * heads - 1}")
-    decoder = dims.get("decoder_layers")
-    if name == "nash" and decoder and cfg.decoder_layers > decoder:
-        raise OptionError(f"--decoder-layers {cfg.decoder_layers}: {where} has {decoder} decoder layers; "
-                          f"valid 1..{decoder}")
+    method.config.check_model(dims, where)
 
 
 # ----- the whole run ----------------------------------------------------------------------------------

@@ -40,7 +40,7 @@ def _fields(cls):
 
 def test_light_catalogue_matches_the_real_registries():
     from forgetless.cli.catalogue import light_registry
-    from forgetless.methods import METHODS
+    from forgetless.registry import METHODS
     from forgetless.objectives import OBJECTIVES
 
     for package, name, real in (("methods", "METHODS", METHODS), ("objectives", "OBJECTIVES", OBJECTIVES)):

@@ -3,7 +3,8 @@ import pytest
 import torch
 
 from forgetless.errors import ConfigError
-from forgetless.methods.magnitude import MagnitudeConfig, cubic_sparsity, magnitude_masks, magnitude_prune
+from forgetless.methods.magnitude.config import MagnitudeConfig
+from forgetless.methods.magnitude.pruning import cubic_sparsity, magnitude_masks, magnitude_prune
 from conftest import tiny_classifier
 
 
@@ -43,7 +44,8 @@ def test_config_errors(bad):
 
 def test_pruning_during_training_keeps_zeros(tmp_path, tiny_model_dir):
     from forgetless.data.synthetic import synthetic_shortcut_task
-    from forgetless.methods import METHODS, CompressionContext
+    from forgetless.methods.base import CompressionContext
+    from forgetless.registry import METHODS
     from forgetless.models.loading import load_classifier
     from forgetless.training.trainer import TrainConfig
 

@@ -17,7 +17,7 @@ from forgetless.errors import ConfigError
 from forgetless.evaluate.runtime import agreement, deploy
 from forgetless.evaluate.size import parameter_counts
 from forgetless.kinds import KINDS
-from forgetless.methods import METHODS
+from forgetless.registry import METHODS
 from forgetless.methods.then import parse_then
 from forgetless.models.io import load_model, save_model
 from forgetless.models.quantized_io import quantized_modules
@@ -99,7 +99,7 @@ def test_quantization_changes_outputs_a_little_and_keeps_parameter_counts():
 
 
 def test_bad_names_are_config_errors():
-    with pytest.raises(ConfigError, match="int8 or bf16"):
+    with pytest.raises(ConfigError, match="--dtype int3: not one of int8, bf16"):
         METHODS.make_config("quantize", {"dtype": "int3"})
     with pytest.raises(ConfigError, match="needs a GPU"):
         METHODS.make_config("quantize", {"dtype": "fp8"})

@@ -20,9 +20,9 @@ def run_config_from_args(args, owners):
                               max_length=min(64, args.max_length), seed=args.seed)
     objective = args.objective
     if objective is None:
-        from ..methods import METHODS
+        from ..registry import METHODS
 
-        objective = METHODS.get(args.method).default_objective
+        objective = METHODS.config_class(args.method).default_objective
     return RunConfig(
         model=args.model, method=args.method,
         method_options=collect(args, owners["method"], "", args.method, "method"), then=args.then,
@@ -216,11 +216,11 @@ def cmd_profile(args, owners) -> int:
 
 def cmd_list(args, owners) -> int:
     from ..data.tasks import TASKS
-    from ..methods import METHODS
+    from ..registry import METHODS
     from ..models.adapters import supported_model_types
     from ..objectives import OBJECTIVES
 
-    print("methods:    ", ", ".join(f"{n} ({'/'.join(METHODS.get(n).kinds)})" for n in METHODS.names()))
+    print("methods:    ", ", ".join(f"{n} ({'/'.join(METHODS.config_class(n).task_types)})" for n in METHODS.names()))
     print("objectives: ", ", ".join(f"{n} ({'/'.join(OBJECTIVES.get(n).model_kinds)})" for n in OBJECTIVES.names()))
     print("tasks:      ", ", ".join(TASKS.names()))
     print("model types:", ", ".join(supported_model_types()))

@@ -11,7 +11,7 @@ import dataclasses
 import typing
 
 from ..errors import ConfigError
-from .base import METHODS
+from ..registry import METHODS
 
 
 def _typed(cls: type, name: str, text: str):

@@ -245,7 +245,7 @@ def validate_recipe(raw: dict, schema, source: str = "<recipe>", scale: str | No
 
 def _check_owners(recipe: dict, actions: dict, owners: dict, origin: dict) -> None:
     """A method option must belong to the recipe's method (objective option: to its objective(s))."""
-    from ..methods import METHODS
+    from ..registry import METHODS
     from ..objectives import OBJECTIVES
 
     if not owners:
@@ -255,7 +255,7 @@ def _check_owners(recipe: dict, actions: dict, owners: dict, origin: dict) -> No
     if recipe["command"] == "sweep":
         objectives = [x.strip() for x in recipe.get("objectives", actions["objectives"].default).split(",")]
     else:
-        objectives = [recipe.get("objective") or METHODS.get(method).default_objective]
+        objectives = [recipe.get("objective") or METHODS.config_class(method).default_objective]
     for name in objectives:
         OBJECTIVES.get(name)
     for role, chosen in (("method", [method]), ("objective", objectives)):
@@ -283,7 +283,7 @@ def namespace_from_recipe(recipe: dict, schema) -> tuple[argparse.Namespace, dic
 def recipe_from_args(args: argparse.Namespace, command: str, schema, meta: dict | None = None) -> dict:
     """The fully resolved recipe of a parsed command line: every option with its final value; the
     chosen method's and objective's configs with all their fields (defaults filled in)."""
-    from ..methods import METHODS
+    from ..registry import METHODS
     from ..objectives import OBJECTIVES
 
     _, actions, owners = schema(command)
@@ -318,7 +318,7 @@ def recipe_from_args(args: argparse.Namespace, command: str, schema, meta: dict 
                 OBJECTIVES.make_config(name, {k[len("objective_"):]: recipe[k] for k, owners_ in
                                               owners["objective"].items() if k in recipe and name in owners_})
         if command == "compress":
-            name = recipe.get("objective") or METHODS.get(method).default_objective
+            name = recipe.get("objective") or METHODS.config_class(method).default_objective
             recipe["objective"] = name
             given = {k[len("objective_"):]: recipe[k] for k in owners["objective"] if k in recipe}
             config = OBJECTIVES.make_config(name, given)

@@ -27,7 +27,7 @@ from ..errors import ConfigError
 from ..evaluate.speed import SpeedConfig
 from ..fsutil import atomic_write_json, remove_leftovers
 from ..kinds import kind_for
-from ..methods import METHODS
+from ..registry import METHODS
 from ..objectives import OBJECTIVES
 from ..outputs import check_cache, check_output, mark_output, output_lock
 from ..pipeline import RunConfig, clean_work, compress, train_teacher
