@@ -1,4 +1,4 @@
-"""Benchmark: RAHP ΔC (eq. 2) computed exactly, first-order and hybrid (heads/fast_delta_c.py).
+"""Benchmark: RAHP ΔC (eq. 2) computed exactly, first-order and hybrid (methods/rahp/fast_delta_c.py).
 
 Bundled MiniLM (6 × 12 heads), optionally with a briefly fine-tuned classification head
 (``--finetune-steps`` steps of batch 32 on the task's training set), scoring sets drawn from the

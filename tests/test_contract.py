@@ -12,6 +12,7 @@ import torch
 import transformers
 
 from forgetless.data.tasks import load_task
+from forgetless.errors import OptionError
 from forgetless.evaluate.speed import SpeedConfig
 from forgetless.registry import METHODS
 from forgetless.models.io import load_model
@@ -65,6 +66,19 @@ def test_every_method_declares_a_valid_smoke_config():
     for name in METHODS.names():
         config = METHODS.make_config(name, METHODS.config_class(name).smoke)
         assert config.name == name and METHODS.build(config).config is config
+
+
+@pytest.mark.parametrize("name, options, message", [
+    ("truncate", {"layers": 3}, "--layers 3: model m has 3 layers; keep 1..2"),
+    ("block-influence", {"remove": 3}, "--remove 3: model m has 3 layers; valid 0..2"),
+    ("heads", {"prune_count": 12}, r"--prune-count 12: model m has 12 heads \(3 layers × 4\); valid 0..11"),
+    ("nash", {"decoder_layers": 3}, "--decoder-layers 3: model m has 2 decoder layers; valid 1..2")])
+def test_configs_check_options_against_the_model_shape(name, options, message):
+    dims = {"layers": 3, "decoder_layers": 2, "heads": 4, "max_positions": 128}
+    with pytest.raises(OptionError, match=message):
+        METHODS.make_config(name, options).check_model(dims, "model m")
+    for entry in METHODS.names():  # every smoke config fits this shape
+        METHODS.make_config(entry, METHODS.config_class(entry).smoke).check_model(dims, "model m")
 
 
 @pytest.fixture(scope="module")
