@@ -71,7 +71,7 @@ def forgetless_compress(model, batches, method: str, options: dict) -> None:
     from forgetless.methods._shared.masks import row_keep_mask
     from forgetless.methods._shared.sequential import run_layer_by_layer
     from forgetless.methods.gptq.solver import gptq_quantize
-    from forgetless.methods.magnitude import magnitude_masks
+    from forgetless.methods.magnitude.pruning import magnitude_masks
     from forgetless.methods.sparsegpt.solver import sparsegpt_prune
     from forgetless.methods.wanda.metric import wanda_mask
 

@@ -1,4 +1,4 @@
-"""Benchmark: RAHP ΔC (eq. 2) computed exactly, first-order and hybrid (heads/fast_delta_c.py).
+"""Benchmark: RAHP ΔC (eq. 2) computed exactly, first-order and hybrid (methods/rahp/fast_delta_c.py).
 
 Bundled MiniLM (6 × 12 heads), optionally with a briefly fine-tuned classification head
 (``--finetune-steps`` steps of batch 32 on the task's training set), scoring sets drawn from the
@@ -31,11 +31,11 @@ from scipy.stats import spearmanr
 
 from forgetless.data.tasks import load_task
 from forgetless.fsutil import atomic_write_json, atomic_write_text
-from forgetless.heads.fast_delta_c import first_order_delta_c_scores, hybrid_delta_c, refine_near_cut
-from forgetless.heads.model_scoring import delta_c_scores, fisher_scores, scoring_batches
-from forgetless.heads.runner import scoring_subset
-from forgetless.heads.scores import count_from_ratio, rahp_select
-from forgetless.methods.rahp import RahpConfig
+from forgetless.methods._shared.calibration import scoring_batches, scoring_subset
+from forgetless.methods.rahp.config import RahpConfig
+from forgetless.methods.rahp.fast_delta_c import first_order_delta_c_scores, hybrid_delta_c, refine_near_cut
+from forgetless.methods.rahp.model_scoring import delta_c_scores, fisher_scores
+from forgetless.methods.rahp.scores import count_from_ratio, rahp_select
 from forgetless.models.loading import load_classifier
 from forgetless.training.encode import encode
 from forgetless.training.trainer import TrainConfig, fine_tune

@@ -28,10 +28,13 @@ from forgetless.evaluate.clever import CleverConfig, clever_evaluate
 from forgetless.evaluate.predict import predict_logits
 from forgetless.evaluate.speed import SpeedConfig, compare_speed
 from forgetless.fsutil import atomic_write_json, atomic_write_text
-from forgetless.heads.model_scoring import robustness_c, scoring_batches
-from forgetless.heads.plots import ablation_scatter
-from forgetless.heads.runner import layout_from_json, rahp_decision
-from forgetless.methods import METHODS, CompressionContext
+from forgetless.methods._shared.calibration import scoring_batches
+from forgetless.methods.rahp.model_scoring import robustness_c
+from forgetless.methods.rahp.plots import ablation_scatter
+from forgetless.methods.rahp.runner import rahp_decision
+from forgetless.methods.rahp.scores import layout_from_json
+from forgetless.methods.base import CompressionContext
+from forgetless.registry import METHODS
 from forgetless.models.adapters import get_adapter
 from forgetless.models.io import is_forgetless_folder, load_model, save_model
 from forgetless.models.loading import load_classifier

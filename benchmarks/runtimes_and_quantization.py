@@ -33,7 +33,7 @@ from forgetless.evaluate.accuracy import evaluate_task
 from forgetless.evaluate.runtime import agreement, deploy
 from forgetless.evaluate.speed import SpeedConfig, _inputs, time_call
 from forgetless.kinds import KINDS
-from forgetless.methods import METHODS
+from forgetless.registry import METHODS
 from forgetless.models import surgery
 from forgetless.models.adapters import get_adapter
 from forgetless.models.io import load_model

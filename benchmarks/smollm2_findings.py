@@ -29,7 +29,8 @@ from forgetless.evaluate.perplexity import default_perplexity_file, perplexity, 
 from forgetless.evaluate.speed import SpeedConfig
 from forgetless.fsutil import atomic_write_json, atomic_write_text
 from forgetless.kinds import KINDS
-from forgetless.methods import METHODS, CompressionContext
+from forgetless.methods.base import CompressionContext
+from forgetless.registry import METHODS
 from forgetless.report import honest
 from forgetless.report.card import bias_section
 from forgetless.training.trainer import TrainConfig

@@ -191,7 +191,9 @@ class _KeepMasks(transformers.TrainerCallback):
 
 def _independent_model(pretrained, tokenizer, train_set, train_config, work_dir, sparsity: float, seed: int):
     """The pre-trained model fine-tuned on the task with iterative magnitude pruning to ``sparsity``."""
-    from .methods.magnitude import MagnitudeCallback, MagnitudeConfig, MagnitudePruner
+    from .methods.magnitude.config import MagnitudeConfig
+    from .methods.magnitude.method import MagnitudeCallback
+    from .methods.magnitude.pruning import MagnitudePruner
     from .training.trainer import fine_tune
 
     if pretrained is None:
@@ -215,7 +217,7 @@ def compute_difficulty(teacher, tokenizer, train_set, train_config, work_dir: st
     score the held-out dev set (agreement with its hardness); ``pretrained``: a function returning
     a fresh pre-trained model (needed by the ``independent`` schedule)."""
     from .evaluate.predict import predict_logits
-    from .methods.magnitude import MagnitudePruner
+    from .methods.magnitude.pruning import MagnitudePruner
     from .objectives.teacher import atomic_save_npz, load_npz, model_fingerprint
     from .training.trainer import fine_tune
 

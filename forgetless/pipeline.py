@@ -159,7 +159,6 @@ def _compress(task: Task, config: RunConfig, out_dir: Path, method, objective, t
     _stage(f"objective {objective.name}")
     ctx.objective_extras = objective.prepare(ctx) or None
 
-    fine_tunes = _count_fine_tunes(ctx)
     _stage(f"compress with {method.name}")
     transformers.set_seed(config.seed)
     if config.student_init == "teacher":
@@ -170,7 +169,7 @@ def _compress(task: Task, config: RunConfig, out_dir: Path, method, objective, t
     for extra in then:
         _stage(f"then {extra.name}")
         compressed = extra.compress(compressed, ctx).eval()
-    artifacts = method.artifacts() if hasattr(method, "artifacts") else {}
+    artifacts = method.artifacts()
     model_dir = save_model(compressed, out_dir / "model", tokenizer, metadata={
         "method": method.describe(), "objective": objective.name, "task": task.name, "task_kind": task.kind,
         "kind": kind.name,
@@ -198,7 +197,7 @@ def _compress(task: Task, config: RunConfig, out_dir: Path, method, objective, t
              "compressed": {**parameter_counts(compressed), "disk_bytes": disk_size(model_dir), "path": str(model_dir)}}
     card = build_card(task=task, run=config, method=method, objective=objective, kind=kind, results=results,
                       sizes=sizes, speed=speed, notes=ctx.notes, command=" ".join(sys.argv), robustness=robustness,
-                      predictions=predictions, training=_training(config, teacher_info, fine_tunes))
+                      predictions=predictions, training=_training(config, teacher_info, ctx.fine_tunes))
     source = config.teacher if (config.teacher and config.student_init == "teacher") else config.model
     card["model"] = {"compressed": source, "model_type": getattr(compressed.config, "model_type", None)}
     if teacher_info.get("provenance"):  # a converted base (--model smollm2): where its weights came from
@@ -209,7 +208,7 @@ def _compress(task: Task, config: RunConfig, out_dir: Path, method, objective, t
     card["recipe"] = drop_empty(recipe)
     card["method"]["then"] = [{**m.describe(), "structured": m.structured} for m in then]
     deployment_section(card, config.eval.runtime, [method, *then], predictions)
-    plots = method.plots(out_dir) if hasattr(method, "plots") else []
+    plots = method.plots(out_dir)
     write_card(card, out_dir, extra_plots=plots, prediction_rows=prediction_rows(task, predictions))
     write_model_card(model_dir, model_card_summary(card))
     if not config.keep_work:
@@ -224,21 +223,6 @@ def _clever_summary(model, tokenizer, task: Task, config: CleverConfig, work_dir
     result = clever_evaluate(model, tokenizer, task.dev, config)
     atomic_write_json(work_dir / f"clever-{role}.json", result)
     return {k: v for k, v in result.items() if k != "per_example"}
-
-
-def _count_fine_tunes(ctx: CompressionContext) -> list[dict]:
-    """Record the epochs of every ``ctx.train`` run of the method (for the card's training section)."""
-    runs: list[dict] = []
-    train = ctx.train
-
-    def counting(model, name, callbacks=None, config=None, **kwargs):
-        tc = config or ctx.train_config
-        runs.append({"name": name, "epochs": float(tc.epochs) if tc.max_steps <= 0 else None,
-                     "max_steps": tc.max_steps if tc.max_steps > 0 else None})
-        return train(model, name, callbacks=callbacks, config=config, **kwargs)
-
-    ctx.train = counting
-    return runs
 
 
 def _training(config: RunConfig, teacher_info: dict, fine_tunes: list[dict]) -> dict:

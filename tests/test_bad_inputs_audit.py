@@ -77,7 +77,7 @@ def build(root: Path, tiny_model_dir: str) -> dict:
     from safetensors.torch import load_file, save_file
 
     from forgetless.data.tasks import load_task
-    from forgetless.methods.quantize import linear_names
+    from forgetless.methods.quantize.method import linear_names
     from forgetless.models.io import save_model
     from forgetless.models.loading import bundled_tokenizer
     from forgetless.models.quantized_io import quantize_int8

@@ -9,10 +9,11 @@ from conftest import tiny_classifier
 
 from forgetless.data.tasks import load_task
 from forgetless.errors import ConfigError
-from forgetless.methods import METHODS
+from forgetless.registry import METHODS
 from forgetless.methods.base import CompressionContext
-from forgetless.methods.block_influence import (BlockInfluenceConfig, block_influence, layer_block_influence,
-                                                lowest_influence, token_cosines)
+from forgetless.methods.block_influence.config import BlockInfluenceConfig
+from forgetless.methods.block_influence.influence import (block_influence, layer_block_influence, lowest_influence,
+                                                          token_cosines)
 from forgetless.models.adapters import get_adapter
 from forgetless.training.trainer import TrainConfig
 

@@ -1,7 +1,8 @@
 """The contract of every registered method on every architecture it claims, through the one
 pipeline on tiny models built from configs: compress → report card validates against the schema →
 the saved model reloads in a FRESH process with outputs equal to the in-memory model (logits to
-1e-5, greedy generation token for token)."""
+1e-5, greedy generation token for token). The matrix comes from the registry: the task types and
+model kinds each method's config declares, run with the config's small ``smoke`` options."""
 import json
 import subprocess
 import sys
@@ -11,8 +12,9 @@ import torch
 import transformers
 
 from forgetless.data.tasks import load_task
+from forgetless.errors import OptionError
 from forgetless.evaluate.speed import SpeedConfig
-from forgetless.methods import METHODS
+from forgetless.registry import METHODS
 from forgetless.models.io import load_model
 from forgetless.evaluate.config import EvalConfig
 from forgetless.pipeline import RunConfig, compress
@@ -44,23 +46,39 @@ CLASSIFIER_CONFIGS = {
 }
 SEQ2SEQ_MODELS = ("tiny-t5", "tiny-bart", "tiny-bert2bert")
 CAUSAL_LM = "tiny-llama (causal-lm)"  # a decoder-only LM scored by label likelihood
-METHOD_OPTIONS = {"truncate": {"layers": 2}, "magnitude": {"sparsity": 0.5, "prune_every": 1},
-                  "heads": {"ratio": 0.25, "scoring_examples": 8}, "rahp": {"ratio": 0.25, "scoring_examples": 8},
-                  "nash": {"decoder_layers": 2, "finetune_epochs": 0}, "cofi": {"sparsity": 0.4, "finetune_epochs": 0},
-                  "block-influence": {"layers": 2, "calibration_examples": 8}}
 
 
 def _claims():
+    """(method, architecture) for every architecture each registered config declares it handles."""
     cases = []
     for name in METHODS.names():
-        method = METHODS.get(name)
-        if "classification" in method.kinds and not method.seq2seq_only:
+        config = METHODS.config_class(name)
+        if "classification" in config.task_types and not config.seq2seq_only:
             cases += [(name, arch) for arch in CLASSIFIER_CONFIGS]
-        if "generation" in method.kinds:
+        if "generation" in config.task_types:
             cases += [(name, arch) for arch in SEQ2SEQ_MODELS]
-        if "causal-lm" in method.model_kinds:
+        if "causal-lm" in config.model_kinds:
             cases.append((name, CAUSAL_LM))
     return cases
+
+
+def test_every_method_declares_a_valid_smoke_config():
+    for name in METHODS.names():
+        config = METHODS.make_config(name, METHODS.config_class(name).smoke)
+        assert config.name == name and METHODS.build(config).config is config
+
+
+@pytest.mark.parametrize("name, options, message", [
+    ("truncate", {"layers": 3}, "--layers 3: model m has 3 layers; keep 1..2"),
+    ("block-influence", {"remove": 3}, "--remove 3: model m has 3 layers; valid 0..2"),
+    ("heads", {"prune_count": 12}, r"--prune-count 12: model m has 12 heads \(3 layers × 4\); valid 0..11"),
+    ("nash", {"decoder_layers": 3}, "--decoder-layers 3: model m has 2 decoder layers; valid 1..2")])
+def test_configs_check_options_against_the_model_shape(name, options, message):
+    dims = {"layers": 3, "decoder_layers": 2, "heads": 4, "max_positions": 128}
+    with pytest.raises(OptionError, match=message):
+        METHODS.make_config(name, options).check_model(dims, "model m")
+    for entry in METHODS.names():  # every smoke config fits this shape
+        METHODS.make_config(entry, METHODS.config_class(entry).smoke).check_model(dims, "model m")
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +104,7 @@ def test_method_on_architecture(method, arch, tiny_folders, tmp_path_factory, on
     out = tmp_path_factory.mktemp(f"{method}-{arch.split()[0]}")
     model = arch if generation else "tiny-llama" if arch == CAUSAL_LM else tiny_folders[arch]
     run = RunConfig(model=model, method=method, model_kind="causal-lm" if arch == CAUSAL_LM else "auto",
-                    method_options=METHOD_OPTIONS.get(method, {}), progress=False, eval=EvalConfig(max_new_tokens=4),
+                    method_options=METHODS.config_class(method).smoke, progress=False, eval=EvalConfig(max_new_tokens=4),
                     train=TrainConfig(epochs=1, batch_size=8, max_length=64, learning_rate=1e-3, progress=False),
                     speed=SpeedConfig(batch_size=2, seq_len=8, repeats=1, warmup=0, new_tokens=2))
     card = compress(task, run, out)

@@ -11,7 +11,7 @@ import pytest
 import torch
 import transformers
 
-from forgetless.methods.magnitude import magnitude_prune
+from forgetless.methods.magnitude.pruning import magnitude_prune
 from forgetless.models import io, surgery
 from forgetless.models.adapters import get_adapter
 from forgetless.models.gates import Gates
@@ -237,8 +237,8 @@ def test_magnitude_prunes_every_projection(arch, per_layer):
 def test_rahp_fisher_per_unit_equals_squared_gradients(arch):
     """RAHP eq. 3 per prunable unit (a KV group under GQA; GPT-2: a head's three blocks of the fused
     c_attn), against per-example autograd gradients sliced with ``head_parameters``."""
-    from forgetless.heads.model_scoring import fisher_scores
-    from forgetless.heads.scores import head_sq_norms
+    from forgetless.methods.rahp.model_scoring import fisher_scores
+    from forgetless.methods.rahp.scores import head_sq_norms
 
     model = tiny(arch, head="cls")
     # right padding: scoring feeds inputs_embeds, and the adapter pools each row's last real token
@@ -267,8 +267,8 @@ def test_rahp_fisher_per_unit_equals_squared_gradients(arch):
 def test_rahp_margin_of_a_padded_row_is_its_unpadded_margin(arch):
     """RAHP eq. 1's margin g and ‖∇ₓg‖ come from input embeddings; a right-padded row must be scored
     at its last real token, as the row alone would be (not at a pad position)."""
-    from forgetless.heads.model_scoring import margin_and_grad_norm
-    from forgetless.heads.scores import margin
+    from forgetless.methods.rahp.model_scoring import margin_and_grad_norm
+    from forgetless.methods.rahp.scores import margin
 
     model = tiny(arch, head="cls")
     ids = torch.randint(1, VOCAB, (3, 7), generator=torch.Generator().manual_seed(6))
@@ -285,7 +285,7 @@ def test_rahp_margin_of_a_padded_row_is_its_unpadded_margin(arch):
 def test_michel_importance_of_a_kv_group_sums_its_query_heads_gradients():
     """Michel et al. (2019) on GQA: the unit gate multiplies its G query heads, so ∂L/∂ξ_group is
     the sum of the query heads' gate gradients; importance = E_x |Σ_{h ∈ group} ∂L/∂ξ_h|."""
-    from forgetless.heads.model_scoring import michel_importance
+    from forgetless.methods.rahp.model_scoring import michel_importance
 
     model = tiny("llama", head="cls")
     ids = torch.randint(1, VOCAB, (3, 6), generator=torch.Generator().manual_seed(6))

@@ -1,4 +1,4 @@
-"""Fast ΔC for RAHP (heads/fast_delta_c.py): the first-order estimate against finite differences
+"""Fast ΔC for RAHP (methods/rahp/fast_delta_c.py): the first-order estimate against finite differences
 of C in one head gate, the hybrid boundary window on hand-made scores, hybrid vs exact decisions
 on tiny BERTs (through the rahp method), and mode validation."""
 import pytest
@@ -7,13 +7,14 @@ import transformers
 
 from forgetless.data.synthetic import synthetic_shortcut_task
 from forgetless.errors import ConfigError
-from forgetless.heads.fast_delta_c import (boundary_window, eager_attention, ExactDeltaC,
+from forgetless.methods.rahp.fast_delta_c import (boundary_window, eager_attention, ExactDeltaC,
                                            first_order_delta_c_scores, gated_c_and_gate_grads, heads_to_compute,
                                            hybrid_delta_c, merge_exact, refine_near_cut)
-from forgetless.heads.model_scoring import ExampleHeadGates, delta_c_scores, fisher_scores, scoring_mode
-from forgetless.heads.runner import rahp_scores
-from forgetless.heads.scores import margin, rahp_select
-from forgetless.methods import METHODS, CompressionContext
+from forgetless.methods.rahp.model_scoring import ExampleHeadGates, delta_c_scores, fisher_scores, scoring_mode
+from forgetless.methods.rahp.runner import rahp_scores
+from forgetless.methods.rahp.scores import margin, rahp_select
+from forgetless.methods.base import CompressionContext
+from forgetless.registry import METHODS
 from forgetless.models.gates import Gates
 from forgetless.training.trainer import TrainConfig
 
@@ -206,11 +207,11 @@ def test_hybrid_prunes_the_same_heads_as_exact_through_the_method(tmp_path):
 
 
 def test_bad_modes_and_windows_are_config_errors():
-    with pytest.raises(ConfigError, match="delta_c_mode 'firstorder' is unknown"):
+    with pytest.raises(ConfigError, match="--delta-c-mode firstorder: not one of exact, first-order, hybrid"):
         METHODS.make_config("rahp", {"delta_c_mode": "firstorder"})
-    with pytest.raises(ConfigError, match="hybrid_window"):
+    with pytest.raises(ConfigError, match="--hybrid-window: -1 is out of range; valid: >= 0"):
         METHODS.make_config("rahp", {"hybrid_window": -1})
-    with pytest.raises(ConfigError, match="hybrid_extremes"):
+    with pytest.raises(ConfigError, match="--hybrid-extremes: 0 is out of range; valid: >= 1"):
         METHODS.make_config("rahp", {"hybrid_extremes": 0})
     task = synthetic_shortcut_task(n_train=8, n_dev=4, n_challenge=4, seed=0)
     with pytest.raises(ConfigError, match="exact, first-order, hybrid"):

@@ -9,9 +9,10 @@ from transformers import TrainerCallback
 
 from forgetless.data.tasks import load_task
 from forgetless.kinds import KINDS
-from forgetless.methods import CompressionContext
-from forgetless.methods.l0_masks import LagrangianRegularizer
-from forgetless.methods.nash import Nash, NashConfig
+from forgetless.methods.base import CompressionContext
+from forgetless.methods.nash.l0_masks import LagrangianRegularizer
+from forgetless.methods.nash.config import NashConfig
+from forgetless.methods.nash.method import Nash
 from forgetless.models.loading import load_seq2seq
 from forgetless.objectives import OBJECTIVES
 from forgetless.training.trainer import TrainConfig, fine_tune

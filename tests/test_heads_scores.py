@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from forgetless.errors import ConfigError
-from forgetless.heads.scores import (HeadLayout, composite_score, count_from_ratio, head_sq_norms, log_fisher,
+from forgetless.methods.rahp.scores import (HeadLayout, composite_score, count_from_ratio, head_sq_norms, log_fisher,
                                      margin, minmax, normalize_per_layer, protected_heads, rahp_select,
                                      robustness_ratio, select_lowest, select_top_k)
 
@@ -111,7 +111,7 @@ def test_normalize_per_layer_l2():
 
 def test_scoring_subset_seeded_stratified():
     from forgetless.data.task import ExampleSet
-    from forgetless.heads.runner import scoring_subset
+    from forgetless.methods._shared.calibration import scoring_subset
 
     examples = ExampleSet("train", [f"t{i}" for i in range(100)], [0] * 70 + [1] * 30, ["a", "b"])
     first = scoring_subset(examples, 20, seed=1)

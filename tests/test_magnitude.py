@@ -3,7 +3,8 @@ import pytest
 import torch
 
 from forgetless.errors import ConfigError
-from forgetless.methods.magnitude import MagnitudeConfig, cubic_sparsity, magnitude_masks, magnitude_prune
+from forgetless.methods.magnitude.config import MagnitudeConfig
+from forgetless.methods.magnitude.pruning import cubic_sparsity, magnitude_masks, magnitude_prune
 from conftest import tiny_classifier
 
 
@@ -43,7 +44,8 @@ def test_config_errors(bad):
 
 def test_pruning_during_training_keeps_zeros(tmp_path, tiny_model_dir):
     from forgetless.data.synthetic import synthetic_shortcut_task
-    from forgetless.methods import METHODS, CompressionContext
+    from forgetless.methods.base import CompressionContext
+    from forgetless.registry import METHODS
     from forgetless.models.loading import load_classifier
     from forgetless.training.trainer import TrainConfig
 
@@ -62,3 +64,30 @@ def test_pruning_during_training_keeps_zeros(tmp_path, tiny_model_dir):
     assert steps == sorted(steps) and steps[0] < 0.5 and steps[-1] == pytest.approx(0.5)
     assert torch.equal(out.bert.embeddings.word_embeddings.weight, embeddings_before)  # frozen
     assert "measured sparsity 0.5" in ctx.notes[0]
+    # the context records the fine-tune it ran (the card's training section); nothing else to report
+    assert ctx.fine_tunes == [{"name": "train-magnitude", "epochs": 2.0, "max_steps": None}]
+    assert method.artifacts() == {} and method.plots(tmp_path) == [] and method.report_section() is None
+
+
+def test_no_recovery_prunes_one_shot_without_training(tmp_path):
+    from types import SimpleNamespace
+
+    from forgetless.methods.base import CompressionContext
+    from forgetless.registry import METHODS
+    from forgetless.training.trainer import TrainConfig
+
+    model = tiny_classifier("bert")
+    ctx = CompressionContext(SimpleNamespace(train=None), None, model, tmp_path, TrainConfig(progress=False))
+    method = METHODS.build(MagnitudeConfig(sparsity=0.3, recovery="none"))
+    assert not method.config.recovers and method.name == "magnitude" and method.structured is False
+    method.compress(model, ctx)
+    assert ctx.fine_tunes == [] and "measured sparsity 0.3" in ctx.notes[0]
+
+
+def test_errors_name_the_flag():
+    with pytest.raises(ConfigError, match="--sparsity 1.0: must be below 1"):
+        MagnitudeConfig(sparsity=1.0)
+    with pytest.raises(ConfigError, match="--prune-every: 0 is out of range; valid: >= 1"):
+        MagnitudeConfig(prune_every=0)
+    with pytest.raises(ConfigError, match="--initial-sparsity 0.5: must not exceed --sparsity 0.4"):
+        MagnitudeConfig(initial_sparsity=0.5)

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from forgetless.errors import ConfigError
-from forgetless.methods import hard_concrete as hc
-from forgetless.methods.layer_selection import select_layers
+from forgetless.methods.nash import hard_concrete as hc
+from forgetless.methods._shared.layer_selection import select_layers
 from forgetless.objectives.nash_distil import hidden_mse
 from forgetless.objectives.nash_distil import token_kd_loss as kd_loss
 

@@ -6,13 +6,15 @@ import pytest
 import torch
 
 from forgetless.errors import ConfigError
-from forgetless.methods import METHODS, CompressionContext
+from forgetless.methods.base import CompressionContext
+from forgetless.registry import METHODS
 from forgetless.models import surgery
 from forgetless.models.adapters import get_adapter
 from forgetless.models.gates import Gates
 from forgetless.data.tasks import load_task
 from forgetless.kinds import KINDS
-from forgetless.methods.nash import Nash, NashConfig
+from forgetless.methods.nash.config import NashConfig
+from forgetless.methods.nash.method import Nash
 from forgetless.models.tiny import tiny_seq2seq
 from forgetless.objectives import OBJECTIVES
 from forgetless.training.trainer import TrainConfig

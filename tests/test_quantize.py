@@ -17,7 +17,7 @@ from forgetless.errors import ConfigError
 from forgetless.evaluate.runtime import agreement, deploy
 from forgetless.evaluate.size import parameter_counts
 from forgetless.kinds import KINDS
-from forgetless.methods import METHODS
+from forgetless.registry import METHODS
 from forgetless.methods.then import parse_then
 from forgetless.models.io import load_model, save_model
 from forgetless.models.quantized_io import quantized_modules
@@ -98,8 +98,19 @@ def test_quantization_changes_outputs_a_little_and_keeps_parameter_counts():
     assert {"classifier", "bert.pooler.dense"} <= set(quantized_modules(everything))
 
 
+def test_quantize_declares_its_card_section_and_trains_nothing():
+    method = METHODS.build(METHODS.make_config("quantize", {"dtype": "int8"}))
+    assert method.report_section() is None and not method.config.recovers
+    notes = []
+    method.compress(tiny_classifier(), SimpleNamespace(notes=notes))
+    section = method.report_section()
+    assert list(section) == ["quantization"] and section["quantization"]["dtype"] == "int8"
+    assert section["quantization"]["expected"] is False  # hidden size 32: too small for int8 to pay off
+    assert "hidden size 32" in section["quantization"]["why"] and "speedup not expected" in notes[0]
+
+
 def test_bad_names_are_config_errors():
-    with pytest.raises(ConfigError, match="int8 or bf16"):
+    with pytest.raises(ConfigError, match="--dtype int3: not one of int8, bf16"):
         METHODS.make_config("quantize", {"dtype": "int3"})
     with pytest.raises(ConfigError, match="needs a GPU"):
         METHODS.make_config("quantize", {"dtype": "fp8"})

@@ -8,7 +8,8 @@ import transformers
 
 from forgetless.data.synthetic import synthetic_shortcut_task
 from forgetless.errors import ConfigError
-from forgetless.methods import METHODS, CompressionContext
+from forgetless.methods.base import CompressionContext
+from forgetless.registry import METHODS
 from forgetless.models.io import load_model, save_model
 from forgetless.models.surgery import model_shape
 from forgetless.training.trainer import TrainConfig

@@ -3,9 +3,9 @@ and straightforward per-head / per-example loops."""
 import torch
 import transformers
 
-from forgetless.heads.model_scoring import (delta_c_scores, fisher_scores, margin_and_grad_norm, michel_importance,
+from forgetless.methods.rahp.model_scoring import (delta_c_scores, fisher_scores, margin_and_grad_norm, michel_importance,
                                             robustness_c)
-from forgetless.heads.scores import head_sq_norms, margin
+from forgetless.methods.rahp.scores import head_sq_norms, margin
 from forgetless.models.adapters import get_adapter
 from forgetless.models.gates import Gates
 

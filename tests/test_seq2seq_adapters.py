@@ -15,7 +15,7 @@ from forgetless.models import io, surgery
 from forgetless.models.adapters import get_adapter
 from forgetless.models.gates import Gates
 from forgetless.models.seq2seq import build_bert2bert
-from forgetless.methods.l0_masks import L0Masks, head_param_count, unit_param_count
+from forgetless.methods.nash.l0_masks import L0Masks, head_param_count, unit_param_count
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")

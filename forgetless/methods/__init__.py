@@ -1,12 +1,6 @@
-"""Compression methods, registered by name. Every module in this package is imported so a new
-method only has to be a new file that uses ``@METHODS.register``."""
-import importlib
-import pkgutil
-
-from .base import METHODS, CompressionContext, CompressionMethod
-
-for _module in pkgutil.iter_modules(__path__):
-    if _module.name != "base":
-        importlib.import_module(f"{__name__}.{_module.name}")
-
-__all__ = ["METHODS", "CompressionContext", "CompressionMethod"]
+"""Compression methods, one folder each: ``<name>/config.py`` (the options dataclass, registered
+with ``@METHODS.register(name, implementation=".method:Class")``, standard library only) and
+``<name>/method.py`` (the ``CompressionMethod`` subclass, ``base.py``) with its maths modules.
+``_shared/`` holds what several methods use (layer selection, calibration subsets, head pruning,
+masks, Hessians). The registry (``forgetless.registry``) imports the configs on first lookup and a
+method's code only when a run builds it, so this package imports nothing."""

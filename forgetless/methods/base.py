@@ -1,34 +1,32 @@
-"""The compression-method contract: ``prepare → (training with callbacks) → finalize``.
+"""The compression-method contract: every stage the pipeline runs is declared here, so the pipeline
+names no method and probes nothing (the lifecycle of llm-compressor's modifiers and torchao's
+``prepare / squash_mask``).
 
-Each method is a class registered by name with a config dataclass (``@METHODS.register``).
-``compress`` runs the lifecycle; ``finalize`` returns a plain model with weights physically
-removed where the method is structured (heads, FFN units, layers), or exactly-zero weights
-where it is unstructured (magnitude pruning). A method declares the task ``kinds`` it applies to,
-whether it needs an encoder-decoder (``seq2seq_only``) and its ``default_objective``; it may give
-the Trainer a regulariser (extra loss term and parameter groups, e.g. NASH's Lagrangian) through
+``compress`` runs ``prepare`` (score, mask or cut) → the recovery stage ``recover`` when
+``config.recovers`` (a fine-tune with the method's ``callbacks``; skipped for post-training
+methods and ``recovery: none``) → ``finalize``, which returns a plain model with weights physically
+removed where the method is structured (heads, FFN units, layers), or exactly-zero weights where it
+is unstructured (magnitude pruning). After the run the pipeline asks for ``artifacts()`` (JSON saved
+with the model), ``plots(out_dir)`` and ``report_section()`` (a card section the method adds).
+
+A method's name and capabilities (task types, model kinds, default objective, ...) live on its
+config class (``methods/<name>/config.py``), read through ``self.config``. A method may give the
+Trainer a regulariser (extra loss term and parameter groups, e.g. NASH's Lagrangian) through
 ``ctx.train(..., regularizer=...)`` and record in ``ctx.layer_map`` which teacher layer each kept
 layer came from (for hidden-state distillation).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 from torch import nn
 
+from ..config import MethodConfig
 from ..data.task import Task
 from ..errors import ConfigError
 from ..training.trainer import TrainConfig, fine_tune
-
-from ..registry import METHODS  # noqa: E402
-
-RECOVERIES = ("fine-tune", "none")  # the `recovery` option: train after compressing, or not (post-training)
-
-
-def check_recovery(value: str) -> None:
-    if value not in RECOVERIES:
-        raise ConfigError(f"--recovery: {value!r} is not one of {', '.join(RECOVERIES)}")
 
 
 def legacy_recovery(fine_tune) -> str:
@@ -42,7 +40,8 @@ def legacy_recovery(fine_tune) -> str:
 @dataclass
 class CompressionContext:
     """What a method may use: the task, tokenizer, fine-tuned teacher, objective, training config,
-    and a work folder for checkpoints and caches. ``train`` fine-tunes with resume support."""
+    and a work folder for checkpoints and caches. ``train`` fine-tunes with resume support and
+    records every run in ``fine_tunes`` (for the card's training section)."""
 
     task: Task
     tokenizer: Any
@@ -58,6 +57,7 @@ class CompressionContext:
     cache_dir: Path | None = None  # shared cache (teacher probabilities, difficulty, JTT error sets)
     kind: Any = None  # the model kind (``forgetless.kinds``): how the model is fed and run
     layer_map: dict[str, list[int]] | None = None  # stack → teacher layer index of each kept layer
+    fine_tunes: list[dict] = field(default_factory=list)  # {name, epochs, max_steps} of every ``train`` run
 
     @property
     def train_set(self):
@@ -68,8 +68,11 @@ class CompressionContext:
               config: TrainConfig | None = None, objective: Callable | None = None,
               extras: dict[str, list] | None = None, regularizer=None) -> nn.Module:
         """Fine-tune ``model`` on the task's training set (checkpoints in ``work_dir/name``)."""
-        return fine_tune(model, self.tokenizer, self.train_set, self.work_dir / name,
-                         config or self.train_config, objective or self.objective,
+        tc = config or self.train_config
+        self.fine_tunes.append({"name": name, "epochs": float(tc.epochs) if tc.max_steps <= 0 else None,
+                                "max_steps": tc.max_steps if tc.max_steps > 0 else None})
+        return fine_tune(model, self.tokenizer, self.train_set, self.work_dir / name, tc,
+                         objective or self.objective,
                          extras if extras is not None else self.objective_extras, callbacks,
                          regularizer=regularizer)
 
@@ -80,40 +83,77 @@ class CompressionContext:
 
 
 class CompressionMethod:
-    """Base class. Override ``prepare``/``callbacks``/``finalize``, or ``compress`` as a whole."""
+    """Base class: ``compress`` = ``prepare`` → ``recover`` (when ``config.recovers``) →
+    ``finalize``. Override the stages; every one has a default that does nothing."""
 
-    name = "base"
-    structured = True  # False: weights are zeroed, not removed (no speedup expected)
-    kinds: tuple[str, ...] = ("classification",)  # task kinds the method applies to
-    seq2seq_only = False  # True: needs an encoder-decoder model (classification tasks run text-to-text)
-    model_kinds: tuple[str, ...] = ("classifier", "seq2seq", "causal-lm")  # model kinds it compresses
-    default_objective = "ce"
-
-    def __init__(self, config: Any = None):
+    def __init__(self, config: MethodConfig):
+        if not isinstance(config, MethodConfig):
+            raise ConfigError(f"{type(self).__name__} takes its method config (a MethodConfig), got "
+                              f"{type(config).__name__}")
         self.config = config
 
+    # ----- stages --------------------------------------------------------------------------------
     def prepare(self, model: nn.Module, ctx: CompressionContext) -> nn.Module:
+        """Before training: score, install masks, or cut (returns the model to train)."""
         return model
 
     def callbacks(self, model: nn.Module, ctx: CompressionContext) -> list:
+        """``TrainerCallback``s for the recovery fine-tune (e.g. a pruning schedule)."""
         return []
 
-    def finalize(self, model: nn.Module, ctx: CompressionContext) -> nn.Module:
-        return model
+    def recover(self, model: nn.Module, ctx: CompressionContext) -> nn.Module:
+        """The recovery stage (run only when ``config.recovers``): fine-tune on the task."""
+        return ctx.train(model, f"train-{self.config.name}", callbacks=self.callbacks(model, ctx))
 
-    def recovers(self) -> bool:
-        """Whether the method trains after (or while) compressing: a config's ``recovery`` option
-        (``fine-tune`` | ``none``); methods without that option always train."""
-        return getattr(self.config, "recovery", "fine-tune") != "none"
+    def finalize(self, model: nn.Module, ctx: CompressionContext) -> nn.Module:
+        """After training: a plain model (masks folded, units physically removed); idempotent."""
+        return model
 
     def compress(self, model: nn.Module, ctx: CompressionContext) -> nn.Module:
         model = self.prepare(model, ctx)
-        if self.recovers():
-            model = ctx.train(model, f"train-{self.name}", callbacks=self.callbacks(model, ctx))
+        if self.config.recovers:
+            model = self.recover(model, ctx)
         return self.finalize(model, ctx)
+
+    # ----- what the run reports ------------------------------------------------------------------
+    def artifacts(self) -> dict:
+        """JSON-able scores and decisions saved with the model (empty: nothing to save)."""
+        return {}
+
+    def plots(self, out_dir) -> list[Path]:
+        """Figures written into ``out_dir`` (paths), none by default."""
+        return []
+
+    def report_section(self) -> dict | None:
+        """A section the method adds to the report card (``{name: value}``), or None."""
+        return None
 
     def describe(self) -> dict:
         """Method name and config for the report card."""
-        from dataclasses import asdict, is_dataclass
+        return {"name": self.config.name, "config": asdict(self.config)}
 
-        return {"name": self.name, "config": asdict(self.config) if is_dataclass(self.config) else {}}
+    # ----- TRANSITION: read-only views of the config's capabilities for callers not yet converted
+    # (pipeline, validate, cli, sweep, evaluate/runtime); removed when they read ``method.config``.
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        return self.config.task_types
+
+    @property
+    def model_kinds(self) -> tuple[str, ...]:
+        return self.config.model_kinds
+
+    @property
+    def seq2seq_only(self) -> bool:
+        return self.config.seq2seq_only
+
+    @property
+    def default_objective(self) -> str:
+        return self.config.default_objective
+
+    @property
+    def structured(self) -> bool:
+        return self.config.structured

@@ -3,7 +3,7 @@ Encoder-Decoder Language Models") and the CoFi-style baseline it compares with (
 as ordinary compression methods for encoder-decoder models.
 
 NASH (§4): a *shallow decoder* — keep d_s decoder layers (§4.1's uniform selection = the
-``stride`` strategy of ``layer_selection``; Table 3's low / high = ``first`` / ``last``),
+``stride`` strategy of ``_shared/layer_selection``; Table 3's low / high = ``first`` / ``last``),
 initialised from the teacher's layers — and a *narrow encoder* — hard-concrete L0 masks on every
 encoder head and FFN unit, trained with the Lagrangian term to the target encoder sparsity (§4.2,
 appendix B; Table 4's alternatives: no encoder pruning, or dropping encoder layers too). Training
@@ -20,102 +20,54 @@ distillation layer ℓ → layer ℓ (CoFi's dynamic layer matching is not repro
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import torch
 from torch import nn
 
-from ..errors import ConfigError, UnsupportedModelError
-from ..models import surgery
-from ..models.adapters import get_adapter
-from .base import METHODS, CompressionContext, CompressionMethod
+from ...errors import ConfigError, UnsupportedModelError
+from ...models import surgery
+from ...models.adapters import get_adapter
+from .._shared.layer_selection import select_layers
+from ..base import CompressionContext, CompressionMethod
 from .l0_masks import L0Masks, LagrangianRegularizer
-from .layer_selection import check_strategy, select_layers
 
-ENCODER_PRUNING = ("l0", "layers", "none")
 PROBE_EXAMPLES = 8
 
 
-@dataclass
-class L0Options:
-    """Options shared by the L0-mask methods (``nash``, ``cofi``)."""
-
-    sparsity_warmup: float = 0.5   # fraction of the pruning steps over which the target rises from 0
-    l0_learning_rate: float = 0.01  # learning rate of log α and the Lagrange multipliers
-    init_droprate: float = 0.5     # CoFi's initial log α = log(1 − p) − log p
-    finetune_epochs: float = 1.0   # fine-tuning after the units are removed (0: none)
-
-    def __post_init__(self) -> None:
-        if not 0 < self.init_droprate < 1:
-            raise ConfigError(f"init_droprate must be in (0, 1), got {self.init_droprate}")
-        if not 0 <= self.sparsity_warmup <= 1:
-            raise ConfigError(f"sparsity_warmup is a fraction of the pruning steps in [0, 1], got {self.sparsity_warmup}")
-        if not 0 < self.l0_learning_rate < 10:
-            raise ConfigError(f"l0_learning_rate must be in (0, 10), got {self.l0_learning_rate}")
-        if not 0 <= self.finetune_epochs < 1e6:
-            raise ConfigError(f"finetune_epochs must be >= 0, got {self.finetune_epochs}")
-
-    @property
-    def init_log_alpha(self) -> float:
-        return math.log(1 - self.init_droprate) - math.log(self.init_droprate)
-
-
-@dataclass
-class NashConfig(L0Options):
-    decoder_layers: int = 3            # d_s, decoder layers kept
-    decoder_selection: str = "stride"  # stride (NASH's uniform, §4.1) | first | last | spread (Table 3)
-    encoder_pruning: str = "l0"        # l0 (NASH) | layers (drop encoder layers by stride) | none (Table 4)
-    encoder_sparsity: float = 0.3      # target share of encoder head/FFN parameters removed
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_strategy(self.decoder_selection, "decoder_selection")
-        if self.encoder_pruning not in ENCODER_PRUNING:
-            raise ConfigError(f"encoder_pruning must be one of {', '.join(ENCODER_PRUNING)}, got {self.encoder_pruning!r}")
-        if not 0 <= self.encoder_sparsity < 1:
-            raise ConfigError(f"encoder_sparsity must be in [0, 1), got {self.encoder_sparsity}")
-        if self.decoder_layers < 1:
-            raise ConfigError(f"decoder_layers must be >= 1, got {self.decoder_layers}")
-
-
-@dataclass
-class CofiConfig(L0Options):
-    sparsity: float = 0.5  # target share of all encoder + decoder head / FFN parameters removed
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if not 0 <= self.sparsity < 1:
-            raise ConfigError(f"sparsity must be in [0, 1), got {self.sparsity}")
-
-
 class L0Pruning(CompressionMethod):
-    """prepare (layer choice + L0 masks) → train with the regulariser → finalize (deterministic
-    masks, physical removal, masked == sliced check) → fine-tune."""
+    """prepare (layer choice + L0 masks, ``cut``) → training stage (``recover``: train with the
+    Lagrangian regulariser, then ``finalize``: deterministic masks, physical removal, masked ==
+    sliced check, then fine-tune ``finetune_epochs``) → ``finalize`` (idempotent: nothing left)."""
 
-    kinds = ("generation", "classification")
-    seq2seq_only = True
-    model_kinds = ("seq2seq",)
-    default_objective = "nash-distil"
-
-    def __init__(self, config=None):
+    def __init__(self, config):
         super().__init__(config)
         self.target = 0.0
         self.layers: dict[str, list[int]] = {}
         self.record: dict = {}
 
-    def check_model(self, model: nn.Module) -> None:
+    def require_seq2seq(self, model: nn.Module) -> None:
         if not get_adapter(model).is_seq2seq:
-            raise UnsupportedModelError(f"{self.name} prunes encoder-decoder models (T5, BART, bert2bert), "
+            raise UnsupportedModelError(f"{self.config.name} prunes encoder-decoder models (T5, BART, bert2bert), "
                                         f"got {type(model).__name__}")
+
+    def cut(self, model: nn.Module) -> nn.Module:
+        """Choose the kept layers (``self.layers``), drop the others, install the L0 masks."""
+        raise NotImplementedError
 
     def add_masks(self, model: nn.Module, stacks: tuple[str, ...], layer_masks: bool) -> None:
         model.l0_masks = L0Masks(model, stacks, layer_masks=layer_masks, init_log_alpha=self.config.init_log_alpha,
                                  target=self.target).install(model)
 
-    def compress(self, model: nn.Module, ctx: CompressionContext) -> nn.Module:
-        self.check_model(model)
-        model = self.prepare(model, ctx)
-        ctx.layer_map = self.layers
+    def prepare(self, model: nn.Module, ctx: CompressionContext | None) -> nn.Module:
+        self.require_seq2seq(model)
+        model = self.cut(model)
+        if ctx is not None:
+            ctx.layer_map = self.layers  # hidden-state distillation: teacher layer of each kept layer
+        return model
+
+    def recover(self, model: nn.Module, ctx: CompressionContext) -> nn.Module:
+        """Learn the masks (Lagrangian regulariser), remove the units, fine-tune the pruned model."""
         masks = getattr(model, "l0_masks", None)
         regularizer = None
         if masks is not None:
@@ -123,14 +75,14 @@ class L0Pruning(CompressionMethod):
             steps = tc.max_steps if tc.max_steps > 0 else math.ceil(len(ctx.task.train) / tc.batch_size) * tc.epochs
             regularizer = LagrangianRegularizer(masks, self.target, int(self.config.sparsity_warmup * steps),
                                                 self.config.l0_learning_rate)
-        model = ctx.train(model, f"train-{self.name}-prune", regularizer=regularizer)
+        model = ctx.train(model, f"train-{self.config.name}-prune", regularizer=regularizer)
         model = self.finalize(model, ctx)
         if self.config.finetune_epochs > 0:
             config = replace(ctx.train_config, epochs=self.config.finetune_epochs, max_steps=-1)
-            model = ctx.train(model, f"train-{self.name}-finetune", config=config)
-        ctx.notes.append(f"{self.name}: kept layers {self.layers}, target sparsity {self.target:.2f}, achieved "
-                         f"{self.record.get('achieved_sparsity', 0.0):.3f}; greedy generation masked == sliced on "
-                         f"{PROBE_EXAMPLES} training sources: {self.record.get('masked_equals_sliced')}")
+            model = ctx.train(model, f"train-{self.config.name}-finetune", config=config)
+        ctx.notes.append(f"{self.config.name}: kept layers {self.layers}, target sparsity {self.target:.2f}, "
+                         f"achieved {self.record.get('achieved_sparsity', 0.0):.3f}; greedy generation masked == "
+                         f"sliced on {PROBE_EXAMPLES} training sources: {self.record.get('masked_equals_sliced')}")
         return model
 
     @torch.no_grad()
@@ -156,11 +108,8 @@ class L0Pruning(CompressionMethod):
         return {"kept_layers": self.layers, "target_sparsity": self.target, **self.record}
 
 
-@METHODS.register("nash", NashConfig)
 class Nash(L0Pruning):
-    name = "nash"
-
-    def prepare(self, model, ctx):
+    def cut(self, model):
         c = self.config
         stacks = get_adapter(model).stacks(model)
         n_dec, n_enc = len(stacks["decoder"]), len(stacks["encoder"])
@@ -180,11 +129,8 @@ class Nash(L0Pruning):
         return model
 
 
-@METHODS.register("cofi", CofiConfig)
 class Cofi(L0Pruning):
-    name = "cofi"
-
-    def prepare(self, model, ctx):
+    def cut(self, model):
         self.target = self.config.sparsity
         if self.target > 0:
             self.add_masks(model, ("encoder", "decoder"), layer_masks=True)

@@ -16,7 +16,7 @@ accepted: it meant ``spread`` in one place and ``stride`` in another.
 """
 from __future__ import annotations
 
-from ..errors import ConfigError
+from ...errors import ConfigError
 
 STRATEGIES = ("first", "last", "spread", "stride")
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..errors import ConfigError
+from ...errors import ConfigError
 
 SiteKey = tuple[str, int, str]
 
@@ -184,3 +184,12 @@ def rahp_select(delta_c: torch.Tensor, fisher: torch.Tensor, ratio: float, alpha
     score = composite_score(delta_c, info, alpha, beta)
     return {"delta_c_norm": minmax(delta_c), "info_norm": minmax(info), "score": score,
             "protected": protected, "pruned": select_top_k(score, k, protected)}
+
+
+def layout_json(layout: HeadLayout) -> list:
+    """A layout as JSON-able rows ``[stack, layer, site type, heads]``."""
+    return [[*key, n] for key, n in layout.sites]
+
+
+def layout_from_json(sites: list) -> HeadLayout:
+    return HeadLayout(tuple(((s, int(layer), k), int(n)) for s, layer, k, n in sites))

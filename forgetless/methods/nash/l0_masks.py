@@ -17,10 +17,10 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..models import surgery
-from ..models.adapters import get_adapter
-from ..models.gates import HookSet
-from ..models.sites import AttentionSite, FfnSite
+from ...models import surgery
+from ...models.adapters import get_adapter
+from ...models.gates import HookSet
+from ...models.sites import AttentionSite, FfnSite
 from . import hard_concrete as hc
 
 

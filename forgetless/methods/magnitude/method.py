@@ -8,12 +8,11 @@ along the cubic schedule
     s_t = s_f + (s_i − s_f) · (1 − (t − t_0) / (t_1 − t_0))³      for t_0 ≤ t ≤ t_1
 
 and stays at s_f after t_1. Pruned weights are re-zeroed after every optimizer step, so they stay
-zero. Sparse weights do not make a dense model faster: the report says so instead of claiming
-a speedup.
+zero (``MagnitudeCallback``, resumable). Sparse weights do not make a dense model faster: the
+report says so instead of claiming a speedup. Schedule and masks: ``pruning.py``.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -21,92 +20,10 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 from transformers import TrainerCallback
 
-from ..errors import ConfigError
-from ..models.adapters import get_adapter
-from .base import METHODS, CompressionContext, CompressionMethod, check_recovery
-
-
-@dataclass
-class MagnitudeConfig:
-    sparsity: float = 0.4  # final share of zero weights among prunable ones
-    initial_sparsity: float = 0.0
-    start_fraction: float = 0.0  # share of training steps before pruning starts
-    end_fraction: float = 0.7  # share of training steps at which the target is reached
-    prune_every: int = 10  # steps between mask updates
-    scope: str = "global"  # "global": one threshold for all layers; "layer": per weight matrix
-    recovery: str = "fine-tune"  # fine-tune: gradual pruning during training; none: one-shot to `sparsity`
-
-    def __post_init__(self):
-        check_recovery(self.recovery)
-        if not 0.0 <= self.sparsity < 1.0:
-            raise ConfigError(f"sparsity must be in [0, 1), got {self.sparsity}")
-        if not 0.0 <= self.initial_sparsity <= self.sparsity:
-            raise ConfigError("initial_sparsity must be in [0, sparsity]")
-        if not 0.0 <= self.start_fraction < self.end_fraction <= 1.0:
-            raise ConfigError("need 0 <= start_fraction < end_fraction <= 1")
-        if self.prune_every < 1:
-            raise ConfigError("prune_every must be >= 1")
-        if self.scope not in ("global", "layer"):
-            raise ConfigError(f"scope must be 'global' or 'layer', got {self.scope!r}")
-
-
-def cubic_sparsity(step: int, total_steps: int, final: float, initial: float = 0.0,
-                   start_fraction: float = 0.0, end_fraction: float = 0.7) -> float:
-    """Zhu & Gupta (2017) cubic schedule, in training-step units."""
-    t0, t1 = start_fraction * total_steps, end_fraction * total_steps
-    if step <= t0:
-        return initial
-    if step >= t1 or t1 <= t0:
-        return final
-    progress = (step - t0) / (t1 - t0)
-    return final + (initial - final) * (1.0 - progress) ** 3
-
-
-def magnitude_masks(weights: list[torch.Tensor], sparsity: float, scope: str = "global") -> list[torch.Tensor]:
-    """Boolean keep-masks that zero the ``sparsity`` share of smallest-|w| entries
-    (over all weights at once for ``global``, per tensor for ``layer``)."""
-    if sparsity <= 0:
-        return [torch.ones_like(w, dtype=torch.bool) for w in weights]
-    if scope == "layer":
-        return [magnitude_masks([w], sparsity, "global")[0] for w in weights]
-    magnitudes = torch.cat([w.detach().abs().flatten() for w in weights])
-    k = int(round(sparsity * magnitudes.numel()))
-    if k == 0:
-        return [torch.ones_like(w, dtype=torch.bool) for w in weights]
-    threshold = torch.kthvalue(magnitudes.float().cpu(), k).values.item()
-    return [w.detach().abs() > threshold for w in weights]
-
-
-class MagnitudePruner:
-    """Holds keep-masks for a model's prunable linear weights and applies them."""
-
-    def __init__(self, model: nn.Module, scope: str = "global"):
-        self.linears = [lin for _, lin in get_adapter(model).prunable_linears(model)]
-        self.scope = scope
-        self.masks: list[torch.Tensor] | None = None
-
-    def prune_to(self, sparsity: float) -> None:
-        self.masks = magnitude_masks([lin.weight for lin in self.linears], sparsity, self.scope)
-        self.apply()
-
-    @torch.no_grad()
-    def apply(self) -> None:
-        if self.masks is not None:
-            for lin, mask in zip(self.linears, self.masks):
-                lin.weight.mul_(mask.to(lin.weight.dtype))
-
-    def sparsity(self) -> float:
-        total = sum(lin.weight.numel() for lin in self.linears)
-        zeros = sum(int((lin.weight == 0).sum()) for lin in self.linears)
-        return zeros / total
-
-
-def magnitude_prune(model: nn.Module, sparsity: float, scope: str = "global") -> float:
-    """One-shot magnitude pruning in place; returns the measured sparsity."""
-    pruner = MagnitudePruner(model, scope)
-    pruner.prune_to(sparsity)
-    return pruner.sparsity()
-
+from ...errors import ConfigError
+from ..base import CompressionContext, CompressionMethod
+from .config import MagnitudeConfig
+from .pruning import MagnitudePruner, cubic_sparsity
 
 MASKS_FILE = "forgetless-magnitude.safetensors"  # masks and schedule history, inside each checkpoint
 
@@ -160,11 +77,9 @@ class MagnitudeCallback(TrainerCallback):
             self.pruner.apply()
 
 
-@METHODS.register("magnitude", MagnitudeConfig)
 class MagnitudePruning(CompressionMethod):
-    name = "magnitude"
-    structured = False
-    kinds = ("classification", "generation")
+    """prepare (freeze embeddings) → fine-tune with the schedule's callback → finalize (prune to the
+    target; with ``recovery: none`` that is one-shot pruning)."""
 
     def prepare(self, model, ctx: CompressionContext):
         for module in _embedding_modules(model):

@@ -14,38 +14,16 @@
 Nothing is trained (the method returns the quantized model); run it after a structural method
 with ``then`` (``--then quantize:dtype=int8``) so the card shows what pruning *plus* quantization
 forgot and the compounded speedup against the fp32 base. fp8 and int4 weight-only formats need a
-GPU kernel library (torchao); this CPU build raises a ``ConfigError`` for them.
+GPU kernel library (torchao); this CPU build raises a ``ConfigError`` for them (``config.py``).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from torch import nn
 
-from ..errors import ConfigError
-from ..models.adapters import get_adapter
-from ..models.quantized_io import cast_bf16, quantize_int8
-from .base import METHODS, CompressionMethod
-
-GPU_ONLY = ("fp8", "int4")
-LINEARS = ("stacks", "all")
-
-
-@dataclass
-class QuantizeConfig:
-    dtype: str = "int8"  # int8 (dynamic, per-channel weights) | bf16 (all weights and activations)
-    linears: str = "stacks"  # int8: stacks (Linears inside the transformer layers) | all (also pooler / heads)
-
-    def __post_init__(self):
-        if self.dtype in GPU_ONLY:
-            raise ConfigError(f"quantize: dtype {self.dtype!r} (weight-only) needs a GPU and torchao; this build "
-                              "runs on CPU: choose int8 or bf16")
-        if self.dtype not in ("int8", "bf16"):
-            raise ConfigError(f"quantize: unknown dtype {self.dtype!r}; choose int8 or bf16")
-        if self.linears not in LINEARS:
-            raise ConfigError(f"quantize: unknown linears {self.linears!r}; choose {' or '.join(LINEARS)}")
-        if self.dtype == "bf16" and self.linears != "stacks":
-            raise ConfigError("quantize: bf16 casts the whole model; linears applies to int8 only")
+from ...errors import ConfigError
+from ...models.adapters import get_adapter
+from ...models.quantized_io import cast_bf16, quantize_int8
+from ..base import CompressionMethod
 
 
 def linear_names(model: nn.Module, linears: str) -> list[str]:
@@ -77,16 +55,16 @@ def _cpu_has(*flags: str) -> bool:
     return any(flag in text.split() for flag in flags)
 
 
-@METHODS.register("quantize", QuantizeConfig)
 class Quantize(CompressionMethod):
-    """Post-training quantization: no training, the model's Linears (int8) or all weights (bf16)
-    are replaced in the returned model."""
+    """Post-training quantization: no training (``config.recovers`` is False); ``finalize`` replaces
+    the model's Linears (int8) or casts all weights (bf16) and records whether a speedup is expected,
+    which ``report_section`` hands to the card."""
 
-    name = "quantize"
-    structured = False  # no weight is removed: parameter counts stay, bytes per weight shrink
-    kinds = ("classification", "generation")
+    def __init__(self, config):
+        super().__init__(config)
+        self.speedup: dict = {}
 
-    def compress(self, model, ctx):
+    def finalize(self, model, ctx):
         model = model.float().eval()
         if self.config.dtype == "bf16":
             cast_bf16(model)
@@ -102,3 +80,10 @@ class Quantize(CompressionMethod):
         ctx.notes.append(f"quantize {self.config.dtype}: {what}; speedup {'expected' if expected else 'not expected'}"
                          f" ({why})")
         return model
+
+    def report_section(self) -> dict | None:
+        """``{"quantization": {dtype, expected, why}}`` for the card's deployment section (None before
+        the model was quantized)."""
+        if not self.speedup:
+            return None
+        return {"quantization": {"dtype": self.config.dtype, **self.speedup}}

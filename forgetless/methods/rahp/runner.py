@@ -1,48 +1,20 @@
-"""Scoring runs for head pruning: pick the scoring set, time the scores, choose the heads.
-
-``rahp_scores`` runs RAHP Algorithm 1's scoring part (ΔC per head, eq. 1-2, exact, first-order or
-hybrid — see ``fast_delta_c``; Fisher per head, eq. 3-4) and ``michel_scores`` the gate-gradient
-importance of Michel et al. (2019); both return JSON-able dicts with the scores in flat head
-order, the layout and the scoring time.
+"""RAHP's scoring run and decision: ``rahp_scores`` runs Algorithm 1's scoring part (ΔC per head,
+eq. 1-2, exact, first-order or hybrid — see ``fast_delta_c``; Fisher per head, eq. 3-4) and returns
+a JSON-able dict with the scores in flat head order, the layout and the scoring time;
+``rahp_decision`` applies eq. 5, the protected set and the top-K cut to stored scores.
 """
 from __future__ import annotations
 
 import time
 
-import numpy as np
 import torch
 from torch import nn
 
-from ..data.task import ExampleSet
-from ..errors import ConfigError
+from ...data.task import ExampleSet
+from .._shared.calibration import scoring_batches
 from .fast_delta_c import check_delta_c_mode, first_order_delta_c_scores, hybrid_delta_c
-from .model_scoring import delta_c_scores, fisher_scores, head_layout, michel_importance, scoring_batches
-from .scores import HeadLayout, normalize_per_layer, rahp_select
-
-
-def scoring_subset(examples: ExampleSet, size: int, seed: int) -> ExampleSet:
-    """A seeded subset of ``size`` examples, stratified by label (all if ``size`` >= the set)."""
-    if size < 1:
-        raise ConfigError(f"scoring set size must be >= 1, got {size}")
-    if size >= len(examples):
-        return examples
-    rng = np.random.default_rng(seed)
-    labels = np.asarray(examples.labels)
-    picked = []
-    for label in np.unique(labels):
-        idx = np.flatnonzero(labels == label)
-        take = max(1, int(round(size * len(idx) / len(labels))))
-        picked.append(rng.permutation(idx)[:take])
-    chosen = np.concatenate(picked)[:size]  # rounding may overshoot by one per class
-    return examples.subset(sorted(chosen.tolist()), f"{examples.name}-scoring")
-
-
-def layout_json(layout: HeadLayout) -> list:
-    return [[*key, n] for key, n in layout.sites]
-
-
-def layout_from_json(sites: list) -> HeadLayout:
-    return HeadLayout(tuple(((s, int(layer), k), int(n)) for s, layer, k, n in sites))
+from .model_scoring import delta_c_scores, fisher_scores, head_layout
+from .scores import layout_from_json, layout_json, rahp_select
 
 
 def rahp_scores(model: nn.Module, tokenizer, examples: ExampleSet, batch_size: int = 32, max_length: int = 64,
@@ -111,15 +83,3 @@ def rahp_decision(scores: dict, ratio: float, alpha: float, beta: float, gamma: 
         "pruned": [[*key, h] for (key, h), p in zip(layout.entries(), picked["pruned"]) if p],
         "pruned_mask": picked["pruned"].tolist(), "protected_mask": picked["protected"].tolist(),
     }
-
-
-def michel_scores(model: nn.Module, tokenizer, examples: ExampleSet, batch_size: int = 32,
-                  max_length: int = 64, per_layer_norm: bool = True) -> dict:
-    """Michel et al. importance per head (optionally ℓ2-normalised per layer), timed."""
-    batches = scoring_batches(tokenizer, examples, batch_size, max_length)
-    layout = head_layout(model)
-    start = time.perf_counter()
-    raw = michel_importance(model, batches)
-    importance = normalize_per_layer(raw, layout) if per_layer_norm else raw
-    return {"layout": layout_json(layout), "importance_raw": raw.tolist(), "importance": importance.tolist(),
-            "scoring_examples": len(examples), "seconds": time.perf_counter() - start}

@@ -18,12 +18,11 @@ from typing import Iterator
 import torch
 from torch import nn
 
-from ..data.task import ExampleSet
-from ..errors import ConfigError, UnsupportedModelError
-from ..models.adapters import get_adapter
-from ..models.gates import HookSet
-from ..progress import bar
-from ..training.encode import TOKEN_KEYS, collate, encode
+from ...errors import ConfigError, UnsupportedModelError
+from ...models.adapters import get_adapter
+from ...models.gates import HookSet
+from ...progress import bar
+from ...training.encode import TOKEN_KEYS
 from .scores import HeadLayout, head_sq_norms, margin, per_example_norm, robustness_ratio
 
 
@@ -71,16 +70,6 @@ def scoring_mode(model: nn.Module, freeze: bool) -> Iterator[None]:
         for p, flag in flags:
             p.requires_grad_(flag)
         model.train(was_training)
-
-
-def scoring_batches(tokenizer, examples: ExampleSet, batch_size: int, max_length: int) -> list[dict]:
-    """Length-sorted, padded batches of ``examples`` (labels included)."""
-    if batch_size < 1:
-        raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
-    rows = encode(examples, tokenizer, max_length)
-    rows.sort(key=lambda r: len(r["input_ids"]))
-    pad = tokenizer.pad_token_id or 0
-    return [collate(rows[i:i + batch_size], pad) for i in range(0, len(rows), batch_size)]
 
 
 def _device(model: nn.Module) -> torch.device:

@@ -9,7 +9,7 @@ models"), Algorithm 1.
 3. Prune the top ``K = ⌊ρ·L·H⌋`` unprotected heads by S in one global step (physically), then
    optionally fine-tune.
 
-ΔC is computed per ``delta_c_mode`` (``heads/fast_delta_c.py``): ``exact`` (eq. 2, one masked pass
+ΔC is computed per ``delta_c_mode`` (``fast_delta_c.py``): ``exact`` (eq. 2, one masked pass
 per head), ``first-order`` (``−∂C/∂ξ_h``, one double backward per batch) or ``hybrid`` (default:
 first-order, then exact for the ``hybrid_window`` heads on each side of the cut K and for the
 ``hybrid_extremes`` lowest and highest ΔC). Decisions at other ratios (plots) use the same scores, exact only near this cut.
@@ -24,55 +24,18 @@ model) and ``work_dir/rahp-scores.json``; ``plots()`` draws the paper's Figures 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 
-from ..errors import ConfigError
-from ..heads.fast_delta_c import check_delta_c_mode
-from ..heads.runner import layout_from_json, rahp_decision, rahp_scores
-from .base import METHODS
-from .heads import HeadPruningMethod, HeadPruningOptions
+from .._shared.head_pruning import HeadPruningMethod
+from .plots import pruned_per_layer_bars, score_heatmap
+from .runner import rahp_decision, rahp_scores
+from .scores import layout_from_json
 
 
-@dataclass
-class RahpConfig(HeadPruningOptions):
-    ratio: float = 0.6            # ρ
-    alpha: float = 0.5            # weight of the Fisher term I'
-    beta: float = 1.0             # weight of the robustness term ΔC'
-    protect: float = 0.1          # γ: share of heads with the highest Fisher score that are never pruned
-    scoring_examples: int = 128
-    eps: float = 1e-8
-    rows_per_pass: int = 256      # rows (examples × masked heads) per batched forward+backward
-    delta_c_mode: str = "hybrid"  # exact | first-order | hybrid (heads/fast_delta_c.py)
-    hybrid_window: int = 3        # hybrid: heads on each side of the cut K whose ΔC is computed exactly
-    hybrid_extremes: int = 1      # hybrid: lowest and highest heads by ΔC computed exactly (normalisation)
-    plot_ratios: list[float] = field(default_factory=lambda: [0.2, 0.4, 0.6, 0.8])
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if not 0.0 <= self.protect <= 1.0:
-            raise ConfigError(f"protect (gamma) must be in [0, 1], got {self.protect}")
-        if self.ratio + self.protect > 1.0 + 1e-9:
-            raise ConfigError(f"ratio {self.ratio} + protect {self.protect} > 1: not enough unprotected heads")
-        if self.alpha < 0 or self.beta < 0:
-            raise ConfigError("alpha and beta must be >= 0")
-        if self.rows_per_pass < 1 or not self.eps > 0:
-            raise ConfigError("rows_per_pass >= 1 and eps > 0 required")
-        check_delta_c_mode(self.delta_c_mode)
-        if self.hybrid_window < 0 or self.hybrid_extremes < 1:
-            raise ConfigError(f"hybrid_window must be >= 0 and hybrid_extremes >= 1, got {self.hybrid_window} "
-                              f"and {self.hybrid_extremes}")
-        if any(not 0.0 <= r <= 1.0 for r in self.plot_ratios):
-            raise ConfigError(f"plot_ratios must lie in [0, 1], got {self.plot_ratios}")
-
-
-@METHODS.register("rahp", RahpConfig)
 class RobustnessAwareHeadPruning(HeadPruningMethod):
     """One-shot global head pruning by the composite robustness / Fisher score (RAHP)."""
-
-    name = "rahp"
 
     def select(self, model, ctx):
         cfg = self.config
@@ -101,8 +64,6 @@ class RobustnessAwareHeadPruning(HeadPruningMethod):
         return model
 
     def plots(self, out_dir) -> list[Path]:
-        from ..heads.plots import pruned_per_layer_bars, score_heatmap
-
         if "decision" not in self.record:
             return []
         out_dir = Path(out_dir)

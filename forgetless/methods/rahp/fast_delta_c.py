@@ -29,12 +29,11 @@ from typing import Callable, Iterator, Sequence
 import torch
 from torch import nn
 
-from ..errors import ConfigError, UnsupportedModelError
-from ..models.adapters import get_adapter
+from ...errors import ConfigError, UnsupportedModelError
+from ...models.adapters import get_adapter
+from .config import DELTA_C_MODES
 from .model_scoring import ExampleHeadGates, _device, _inputs, delta_c_scores, scoring_mode
 from .scores import count_from_ratio, margin, per_example_norm, rahp_select, robustness_ratio
-
-DELTA_C_MODES = ("exact", "first-order", "hybrid")
 
 
 def check_delta_c_mode(mode: str) -> str:

@@ -12,48 +12,12 @@ decoder-only models).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 from torch import nn
 
-from ..errors import ConfigError
-from ..fsutil import atomic_write_json
-from ..heads.model_scoring import scoring_batches
-from ..heads.runner import scoring_subset
-from ..models.adapters import get_adapter
-from ..models.surgery import drop_layers
-from ..training.encode import TOKEN_KEYS
-from .base import METHODS, CompressionContext, CompressionMethod, check_recovery
-
-
-@dataclass
-class BlockInfluenceConfig:
-    layers: int = 0  # layers kept (as for truncate); 0: give ``remove`` instead
-    remove: int = 0  # layers removed; 0: give ``layers`` instead
-    calibration_examples: int = 256  # seeded, label-stratified subset of the training set
-    calibration_batch: int = 16
-    calibration_length: int = 128  # max tokens per calibration example
-    stack: str = ""  # layer stack to shorten; "": the model's first stack
-    recovery: str = "fine-tune"  # fine-tune | none (ShortGPT's post-training setting)
-
-    def __post_init__(self):
-        check_recovery(self.recovery)
-        if self.layers < 0 or self.remove < 0 or (self.layers > 0) == (self.remove > 0):
-            raise ConfigError(f"block-influence: give exactly one of layers (kept) or remove (removed) as a "
-                              f"positive count, got layers={self.layers}, remove={self.remove}")
-        if self.calibration_examples < 1 or self.calibration_batch < 1 or self.calibration_length < 2:
-            raise ConfigError("block-influence: calibration_examples >= 1, calibration_batch >= 1 and "
-                              "calibration_length >= 2 required")
-
-    def removed_count(self, total: int) -> int:
-        """Layers to remove from a stack of ``total``; at least one must stay and one must go."""
-        count = self.remove if self.remove else total - self.layers
-        if not 1 <= count <= total - 1:
-            what = f"remove={self.remove}" if self.remove else f"layers={self.layers}"
-            raise ConfigError(f"block-influence: {what} is not possible for a stack of {total} layers; "
-                              f"keep between 1 and {total - 1}")
-        return count
+from ...errors import ConfigError
+from ...models.adapters import get_adapter
+from ...training.encode import TOKEN_KEYS
 
 
 # ----- pure math ---------------------------------------------------------------------------------
@@ -123,42 +87,3 @@ def layer_block_influence(model: nn.Module, batches: list[dict], stack: str) -> 
     if min(counts) == 0:
         raise ConfigError(f"block-influence: no calibration tokens reached stack {stack!r}")
     return [1.0 - s / c for s, c in zip(sums, counts)]
-
-
-@METHODS.register("block-influence", BlockInfluenceConfig)
-class BlockInfluenceRemoval(CompressionMethod):
-    """Score layers by Block Influence on calibration text, remove the lowest, fine-tune."""
-
-    name = "block-influence"
-
-    def __init__(self, config=None):
-        super().__init__(config)
-        self.record: dict = {}
-
-    def prepare(self, model: nn.Module, ctx: CompressionContext) -> nn.Module:
-        cfg = self.config
-        stacks = get_adapter(model).stacks(model)
-        stack = cfg.stack or next(iter(stacks))
-        if stack not in stacks:
-            raise ConfigError(f"block-influence: stack {stack!r} does not exist; stacks: {', '.join(stacks)}")
-        total = len(stacks[stack])
-        count = cfg.removed_count(total)
-        examples = scoring_subset(ctx.task.train, cfg.calibration_examples, ctx.seed)
-        batches = scoring_batches(ctx.tokenizer, examples, cfg.calibration_batch, cfg.calibration_length)
-        scores = layer_block_influence(model, batches, stack)
-        removed = lowest_influence(scores, count)
-        keep = [i for i in range(total) if i not in removed]
-        drop_layers(model, stack, keep)
-        self.record = {"method": self.name, "stack": stack, "block_influence": scores, "removed": removed,
-                       "kept": keep, "calibration_examples": len(examples), "seed": ctx.seed}
-        atomic_write_json(ctx.work_dir / f"{self.name}-scores.json", self.record)
-        ctx.notes.append(f"block-influence: BI per {stack} layer {[round(s, 4) for s in scores]} on "
-                         f"{len(examples)} calibration examples; removed layers {removed} of {total}"
-                         + (", then fine-tuned" if self.recovers() else ", no recovery training"))
-        return model
-
-    def compress(self, model: nn.Module, ctx: CompressionContext) -> nn.Module:
-        model = self.prepare(model, ctx)
-        if self.recovers():
-            model = ctx.train(model, f"train-{self.name}", callbacks=self.callbacks(model, ctx))
-        return self.finalize(model, ctx)

@@ -1,0 +1,24 @@
+"""Options of attention-head pruning by importance (Michel et al. 2019, "Are Sixteen Heads Really
+Better than One?"; as used in Du et al. 2023, §3.1). Standard library only."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...errors import OptionError
+from ...options import option
+from ...registry import METHODS
+from .._shared.head_config import HeadPruningConfig
+
+
+@METHODS.register("heads", implementation=".method:MichelHeadPruning")
+@dataclass
+class HeadsConfig(HeadPruningConfig):
+    prune_count: int = option(0, help="exact number of heads to prune (overrides --ratio when > 0)", low=0)
+    iterations: int = option(1, help="1: one-shot; n: n equal steps, re-scoring between steps", low=1)
+    layer_norm: bool = option(True, help="Michel et al.'s per-layer l2 normalisation of importance")
+
+    def check_model(self, dims: dict, where: str) -> None:
+        layers, heads = dims.get("layers"), dims.get("heads")
+        if layers and heads and self.prune_count >= layers * heads:
+            raise OptionError(f"--prune-count {self.prune_count}: {where} has {layers * heads} heads "
+                              f"({layers} layers × {heads}); valid 0..{layers * heads - 1}")
