@@ -163,7 +163,7 @@ def _assemble(cls: type, given: dict, prefix: tuple, source: str):
 def _chosen(cls: type, f: dataclasses.Field, given: dict, source: str):
     """The method / objective config: the chosen name (or the default) built with its options."""
     role, registry = f.name, CHOSEN[f.name]
-    if role == "objective" and hasattr(cls, "objectives"):
+    if role == "objective" and any(x.name == "objectives" for x in dataclasses.fields(cls)):
         return None  # a sweep lists its objectives (their options: _sweep_objective_options)
     name = given.get((role,), (None,))[0]
     if name is not None and not isinstance(name, str):

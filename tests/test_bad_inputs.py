@@ -240,8 +240,10 @@ def test_cli_bad_input(case, paths, tmp_path, capsys):
 def _api_cases(paths, out):
     from forgetless.data.tasks import load_task
     from forgetless.models.io import load_model
-    from forgetless.pipeline import RunConfig, compress
-    from forgetless.training.trainer import TrainConfig
+    from forgetless.config import RunConfig, TrainConfig
+    from forgetless.methods.nash.config import NashConfig
+    from forgetless.methods.truncate.config import TruncateConfig
+    from forgetless.pipeline import compress
 
     task = lambda: load_task("synthetic", train_size=16, eval_size=8)  # noqa: E731
     quick = dict(train=TrainConfig(epochs=1, progress=False), progress=False)
@@ -249,18 +251,17 @@ def _api_cases(paths, out):
         ("api-labels-string", lambda: load_task("files", train=paths["single_tsv"], dev=paths["single_tsv"],
                                                 text_a="sentence", text_b="", labels="neg,pos"),
          r"--labels: give a list of label names, not the string 'neg,pos'"),
-        ("api-epochs-nan", lambda: TrainConfig(epochs=math.nan), r"epochs \(--epochs\): must be a finite number"),
-        ("api-save-steps-zero", lambda: TrainConfig(save_steps=0), r"save_steps \(--save-steps\): 0 is out of range"),
+        ("api-epochs-nan", lambda: TrainConfig(epochs=math.nan), r"--epochs: must be a finite number"),
+        ("api-save-steps-zero", lambda: TrainConfig(save_steps=0), r"--save-steps: 0 is out of range"),
         ("api-label-fraction", lambda: load_task("files", train=paths["fraction_label"], dev=paths["fraction_label"],
                                                  text_b="", labels=["0", "1"]), r"unknown label 1.7 in row 2"),
-        ("api-truncate-layers-100", lambda: compress(task(), RunConfig(model="tiny-bert", method_options={"layers": 100},
+        ("api-truncate-layers-100", lambda: compress(task(), RunConfig(model="tiny-bert", method=TruncateConfig(layers=100),
                                                                        **quick), out),
          r"--layers 100: model 'tiny-bert' has 2 layers"),
-        ("api-out-empty", lambda: compress(task(), RunConfig(model="tiny-bert", method_options={"layers": 1}, **quick), ""),
+        ("api-out-empty", lambda: compress(task(), RunConfig(model="tiny-bert", method=TruncateConfig(layers=1), **quick), ""),
          r"--out '': name an output folder"),
         ("api-nash-decoder-layers", lambda: compress(load_task("synthetic-lookup", train_size=16, eval_size=4),
-                                                     RunConfig(model="tiny-t5", method="nash",
-                                                               method_options={"decoder_layers": 9}, **quick), out),
+                                                     RunConfig(model="tiny-t5", method=NashConfig(decoder_layers=9), **quick), out),
          r"--decoder-layers 9: model 'tiny-t5' has 4 decoder layers"),
         ("api-lying-manifest", lambda: load_model(paths["lying"]), r"lying/forgetless.json: its shape does not fit|weights do not match"),
         ("api-truncated-model", lambda: load_model(paths["corrupt_saved"]), r"truncated or corrupt safetensors"),

@@ -12,7 +12,9 @@ from forgetless.data.tasks import load_task
 from forgetless.evaluate.speed import SpeedConfig
 from forgetless.models.io import load_model
 from forgetless.evaluate.config import EvalConfig
-from forgetless.pipeline import RunConfig, compress
+from forgetless.config import RunConfig
+from forgetless.pipeline import compress
+from forgetless.registry import METHODS
 from forgetless.training.trainer import TrainConfig
 
 torch.set_num_threads(1)
@@ -36,7 +38,7 @@ def task():
 
 
 def run(task, model_dir, out, method, options, teacher=None):
-    config = RunConfig(model=model_dir, method=method, method_options=options, teacher=teacher,
+    config = RunConfig(model=model_dir, method=METHODS.make_config(method, options), teacher=teacher,
                        train=TrainConfig(epochs=1, learning_rate=1e-3, batch_size=16, max_length=32, progress=False),
                        speed=SpeedConfig(batch_size=4, seq_len=16, warmup=0, repeats=1), eval=EvalConfig(batch_size=32),
                        progress=False)

@@ -14,7 +14,9 @@ from forgetless.evaluate.speed import SpeedConfig
 from forgetless.kinds.seq2seq import label_word, parse_labels
 from forgetless.models import io
 from forgetless.evaluate.config import EvalConfig
-from forgetless.pipeline import RunConfig, compress
+from forgetless.config import RunConfig
+from forgetless.methods.nash.config import CofiConfig, NashConfig
+from forgetless.pipeline import compress
 from forgetless.report.card import validate_card
 from forgetless.training.encode import collate, encode_pairs
 from forgetless.training.trainer import TrainConfig
@@ -81,8 +83,7 @@ def test_text_to_text_label_words_and_unknown_generations():
 
 def test_nash_end_to_end_tiny_t5(tmp_path):
     task = load_task("synthetic-lookup", train_size=48, eval_size=8)
-    card = compress(task, _run(model="tiny-t5", method="nash",
-                               method_options={"decoder_layers": 2, "encoder_sparsity": 0.3}), tmp_path / "nash")
+    card = compress(task, _run(model="tiny-t5", method=NashConfig(decoder_layers=2, encoder_sparsity=0.3)), tmp_path / "nash")
     validate_card(card)
     assert card["kind"] == {"task": "generation", "model": "seq2seq"} and card["method"]["objective"] == "nash-distil"
     assert card["speed"]["mode"] == "generate" and card["bias"] is None and card["headline"]["metric"] == "rougeL"
@@ -101,7 +102,7 @@ def test_cofi_text_to_text_classification_tiny_bart_and_profile(tmp_path):
     from forgetless.evaluate.profile import run_profile
 
     task = load_task("synthetic", train_size=32, eval_size=8)
-    card = compress(task, _run(model="tiny-bart", method="cofi", method_options={"sparsity": 0.5, "finetune_epochs": 0}),
+    card = compress(task, _run(model="tiny-bart", method=CofiConfig(sparsity=0.5, finetune_epochs=0)),
                     tmp_path / "cofi")
     validate_card(card)
     assert card["kind"] == {"task": "classification", "model": "seq2seq"}

@@ -2,7 +2,9 @@
 RMC distillation → finalize → evaluate → report card (Du et al. §5 applied to Truncated students)."""
 from forgetless.data.synthetic import synthetic_shortcut_task
 from forgetless.evaluate.speed import SpeedConfig
-from forgetless.pipeline import RunConfig, compress
+from forgetless.config import RunConfig
+from forgetless.pipeline import compress
+from forgetless.registry import METHODS, OBJECTIVES
 from forgetless.training.trainer import TrainConfig
 from test_objectives_prepare import tiny_bert, tiny_tokenizer
 
@@ -13,8 +15,8 @@ def test_rmc_distils_into_a_truncated_student(tmp_path):
     tokenizer.save_pretrained(tmp_path / "tiny")
     task = synthetic_shortcut_task(n_train=48, n_dev=16, n_challenge=16, hard_fraction=0.25, seed=0)
     train = TrainConfig(epochs=1, batch_size=16, max_length=32, save_steps=10 ** 6, progress=False)
-    run = RunConfig(model=str(tmp_path / "tiny"), method="truncate", method_options={"layers": 1}, objective="rmc",
-                    objective_options={"sparsities": [0.3, 0.6], "recovery_epochs": 0}, train=train, progress=False,
+    run = RunConfig(model=str(tmp_path / "tiny"), method=METHODS.make_config("truncate", {"layers": 1}),
+                    objective=OBJECTIVES.make_config("rmc", {"sparsities": [0.3, 0.6], "recovery_epochs": 0}), train=train, progress=False,
                     speed=SpeedConfig(batch_size=4, seq_len=32, warmup=0, repeats=1))
     card = compress(task, run, tmp_path / "out")
     assert card["method"]["objective"] == "rmc"

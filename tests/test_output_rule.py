@@ -123,7 +123,8 @@ def test_api_output_rule(world, monkeypatch):
     from forgetless.evaluate_saved import evaluate_saved
     from forgetless.export import export_onnx
     from forgetless.models.io import load_model, save_model
-    from forgetless.pipeline import RunConfig, compress
+    from forgetless.config import RunConfig
+    from forgetless.pipeline import compress
 
     monkeypatch.setenv("FORGETLESS_CACHE", world["cache"])
     model, tokenizer = load_model(world["model"])

@@ -13,7 +13,10 @@ from forgetless.evaluate import zero_shot
 from forgetless.evaluate.config import EvalConfig
 from forgetless.evaluate.speed import SpeedConfig
 from forgetless.models.causal import load_causal_lm
-from forgetless.pipeline import RunConfig, cache_root, compress
+from forgetless.config import RunConfig
+from forgetless.methods.block_influence.config import BlockInfluenceConfig
+from forgetless.outputs import cache_root
+from forgetless.pipeline import compress
 from forgetless.training.trainer import TrainConfig
 
 
@@ -73,8 +76,7 @@ def test_base_as_is_with_recovery_none_never_trains(tmp_path, monkeypatch):
     monkeypatch.setattr("forgetless.pipeline.fine_tune", refuse)
     task = load_task("synthetic", seed=0, train_size=32, eval_size=16)
     teachers_before = sorted((cache_root() / "teachers").glob("*")) if (cache_root() / "teachers").exists() else []
-    config = RunConfig(model="tiny-llama", base="as-is", model_kind="causal-lm", method="block-influence",
-                       method_options={"remove": 1, "recovery": "none", "calibration_examples": 8},
+    config = RunConfig(model="tiny-llama", base="as-is", model_kind="causal-lm", method=BlockInfluenceConfig(remove=1, recovery="none", calibration_examples=8),
                        train=TrainConfig(epochs=1, max_length=48, progress=False),
                        speed=SpeedConfig(batch_size=2, seq_len=8, warmup=0, repeats=1, new_tokens=2),
                        eval=EvalConfig(batch_size=8, score_calibration="set-mean"), progress=False)
