@@ -32,7 +32,7 @@ from .kinds import check_compatible, kind_for
 from .methods import METHODS, CompressionContext
 from .methods.then import resolve_then
 from .models.io import is_forgetless_folder, load_model, read_manifest, save_model
-from .objectives import OBJECTIVES
+from .registry import OBJECTIVES
 from .models.model_card import write_model_card
 from . import progress
 from .report.card import build_card, write_card

@@ -41,7 +41,7 @@ def _fields(cls):
 def test_light_catalogue_matches_the_real_registries():
     from forgetless.cli.catalogue import light_registry
     from forgetless.methods import METHODS
-    from forgetless.objectives import OBJECTIVES
+    from forgetless.registry import OBJECTIVES
 
     for package, name, real in (("methods", "METHODS", METHODS), ("objectives", "OBJECTIVES", OBJECTIVES)):
         light, was_light = light_registry(package, name)

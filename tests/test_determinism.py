@@ -12,7 +12,7 @@ import transformers
 from forgetless.data.tasks import load_task
 from forgetless.kinds import kind_for
 from forgetless.methods import METHODS, CompressionContext
-from forgetless.objectives import OBJECTIVES
+from forgetless.registry import OBJECTIVES
 from forgetless.training.trainer import TrainConfig
 
 FAST = {

@@ -13,7 +13,7 @@ from forgetless.methods import CompressionContext
 from forgetless.methods.l0_masks import LagrangianRegularizer
 from forgetless.methods.nash import Nash, NashConfig
 from forgetless.models.loading import load_seq2seq
-from forgetless.objectives import OBJECTIVES
+from forgetless.registry import OBJECTIVES
 from forgetless.training.trainer import TrainConfig, fine_tune
 
 

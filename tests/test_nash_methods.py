@@ -14,7 +14,7 @@ from forgetless.data.tasks import load_task
 from forgetless.kinds import KINDS
 from forgetless.methods.nash import Nash, NashConfig
 from forgetless.models.tiny import tiny_seq2seq
-from forgetless.objectives import OBJECTIVES
+from forgetless.registry import OBJECTIVES
 from forgetless.training.trainer import TrainConfig
 
 

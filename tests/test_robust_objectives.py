@@ -10,9 +10,9 @@ from transformers import BertConfig, BertForSequenceClassification, RobertaConfi
 
 from forgetless.data.synthetic import synthetic_shortcut_task
 from forgetless.errors import ConfigError
-from forgetless.objectives import OBJECTIVES
-from forgetless.objectives import robust_math as rm
-from forgetless.objectives.robust_glue import layer_parameters
+from forgetless.registry import OBJECTIVES
+from forgetless.objectives.robust import formulas as rm
+from forgetless.objectives.robust.glue import layer_parameters
 from forgetless.training.trainer import TrainConfig, fine_tune
 from tests.test_objectives_prepare import tiny_tokenizer
 
@@ -185,8 +185,8 @@ def test_mtdnn_step_and_losses_by_hand():
 def test_smart_mtdnn_perturbation_step_by_hand_on_the_embedding_output(data):
     """At the defaults, the perturbation is one MT-DNN step from σ·noise on the post-LayerNorm
     embedding output, computed here by hand from the same noise and gradient."""
-    from forgetless.objectives.robust_glue import embedding_shape, perturbed_embeddings, rng_state, set_rng_state
-    from forgetless.objectives.smart import mtdnn_perturbation
+    from forgetless.objectives.robust.glue import embedding_shape, perturbed_embeddings, rng_state, set_rng_state
+    from forgetless.objectives.robust.smart import mtdnn_perturbation
 
     tokenizer, task = data
     model = tiny_model("bert", tokenizer)  # eval: no dropout

@@ -172,8 +172,7 @@ def light_registry(package: str, registry: str):
             return LightRegistry(registry.lower(), configs), True
     except (_Unresolved, SyntaxError, OSError):
         pass
-    module = importlib.import_module(f"forgetless.{package}")
-    return getattr(module, registry), False
+    return getattr(importlib.import_module("forgetless.registry"), registry), False
 
 
 def methods():

@@ -218,7 +218,7 @@ def cmd_list(args, owners) -> int:
     from ..data.tasks import TASKS
     from ..methods import METHODS
     from ..models.adapters import supported_model_types
-    from ..objectives import OBJECTIVES
+    from ..registry import OBJECTIVES
 
     print("methods:    ", ", ".join(f"{n} ({'/'.join(METHODS.get(n).kinds)})" for n in METHODS.names()))
     print("objectives: ", ", ".join(f"{n} ({'/'.join(OBJECTIVES.get(n).model_kinds)})" for n in OBJECTIVES.names()))

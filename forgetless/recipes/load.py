@@ -246,7 +246,7 @@ def validate_recipe(raw: dict, schema, source: str = "<recipe>", scale: str | No
 def _check_owners(recipe: dict, actions: dict, owners: dict, origin: dict) -> None:
     """A method option must belong to the recipe's method (objective option: to its objective(s))."""
     from ..methods import METHODS
-    from ..objectives import OBJECTIVES
+    from ..registry import OBJECTIVES
 
     if not owners:
         return
@@ -284,7 +284,7 @@ def recipe_from_args(args: argparse.Namespace, command: str, schema, meta: dict 
     """The fully resolved recipe of a parsed command line: every option with its final value; the
     chosen method's and objective's configs with all their fields (defaults filled in)."""
     from ..methods import METHODS
-    from ..objectives import OBJECTIVES
+    from ..registry import OBJECTIVES
 
     _, actions, owners = schema(command)
     recipe = {"command": command, **{k: v for k, v in (meta or {}).items() if k in META and k != "command"}}

@@ -22,13 +22,14 @@ from dataclasses import asdict, replace
 from pathlib import Path
 
 from ..data.task import Task
-from ..difficulty import compute_difficulty, default_alpha
+from ..objectives.rmc.config import default_alpha
+from ..objectives.rmc.difficulty import compute_difficulty
 from ..errors import ConfigError
 from ..evaluate.speed import SpeedConfig
 from ..fsutil import atomic_write_json, remove_leftovers
 from ..kinds import kind_for
 from ..methods import METHODS
-from ..objectives import OBJECTIVES
+from ..registry import OBJECTIVES
 from ..outputs import check_cache, check_output, mark_output, output_lock
 from ..pipeline import RunConfig, clean_work, compress, train_teacher
 from ..recipes.dump import dump_recipe, sweep_run_recipe

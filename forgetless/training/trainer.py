@@ -33,7 +33,7 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 from ..ranges import MAX_TOKENS, check_number
 from ..fsutil import atomic_write_text, disk_full_guard
-from ..objectives.base import Objective
+from .objective import Objective
 from .encode import Collator, encode_for_training, split_batch
 from .logs import route_logs
 
