@@ -221,7 +221,7 @@ def cmd_list(args, owners) -> int:
     from ..registry import OBJECTIVES
 
     print("methods:    ", ", ".join(f"{n} ({'/'.join(METHODS.get(n).kinds)})" for n in METHODS.names()))
-    print("objectives: ", ", ".join(f"{n} ({'/'.join(OBJECTIVES.get(n).model_kinds)})" for n in OBJECTIVES.names()))
+    print("objectives: ", ", ".join(f"{n} ({'/'.join(OBJECTIVES.config_class(n).model_kinds)})" for n in OBJECTIVES.names()))
     print("tasks:      ", ", ".join(TASKS.names()))
     print("model types:", ", ".join(supported_model_types()))
     return 0

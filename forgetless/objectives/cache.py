@@ -29,7 +29,7 @@ def model_fingerprint(model: nn.Module) -> str:
     return digest.hexdigest()[:16]
 
 
-def cache_root(ctx) -> Path:
+def context_cache_dir(ctx) -> Path:
     """Where an objective caches its per-training-set columns: ``ctx.cache_dir`` if the context has
     one, else ``<work_dir>/cache``."""
     explicit = getattr(ctx, "cache_dir", None)

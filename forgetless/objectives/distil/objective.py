@@ -33,5 +33,5 @@ class Distil(Objective):
         return {TEACHER_COLUMN: [list(map(float, row)) for row in targets]}
 
     def __call__(self, logits, labels, batch):
-        targets = batch_column(batch, TEACHER_COLUMN, self.name).to(logits.device)
+        targets = batch_column(batch, TEACHER_COLUMN, self.config.name).to(logits.device)
         return kd_loss(logits, labels, targets, self.config.lam, self.config.temperature)

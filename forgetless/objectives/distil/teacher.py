@@ -17,7 +17,7 @@ from torch import nn
 from ...data.task import ExampleSet
 from ...errors import ConfigError, DataError
 from ...evaluate.predict import predict_logits
-from ..cache import atomic_save_npz, cache_root, load_npz, model_fingerprint
+from ..cache import atomic_save_npz, context_cache_dir, load_npz, model_fingerprint
 
 log = logging.getLogger(__name__)
 
@@ -47,5 +47,5 @@ def context_teacher_probabilities(ctx) -> np.ndarray:
     """Teacher probabilities on ``ctx.task.train`` with the context's teacher, tokenizer and cache."""
     if ctx.teacher is None:
         raise ConfigError("this objective distils from a teacher, but the context has none")
-    return teacher_probabilities(ctx.teacher, ctx.tokenizer, ctx.task.train, cache_root(ctx),
+    return teacher_probabilities(ctx.teacher, ctx.tokenizer, ctx.task.train, context_cache_dir(ctx),
                                  max_length=ctx.train_config.max_length)

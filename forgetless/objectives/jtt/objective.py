@@ -27,7 +27,7 @@ from ...evaluate.predict import predict_logits
 from ...models.loading import load_classifier
 from ...training.objective import Objective, batch_column
 from ...training.trainer import fine_tune
-from ..cache import atomic_save_npz, cache_root, load_npz
+from ..cache import atomic_save_npz, context_cache_dir, load_npz
 from ..formulas import jtt_weights, weighted_ce
 from .config import JTTConfig
 
@@ -45,7 +45,7 @@ def first_model_errors(ctx, config: JTTConfig) -> np.ndarray:
                       "lr": config.first_learning_rate, "seed": ctx.seed, "batch": train_config.batch_size,
                       "max_length": train_config.max_length}, sort_keys=True)
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
-    path = cache_root(ctx) / f"jtt-errors-{digest}.npz"
+    path = context_cache_dir(ctx) / f"jtt-errors-{digest}.npz"
     cached = load_npz(path)
     if cached is not None and len(cached["misclassified"]) == len(train):
         log.info("JTT error set from cache %s", path)
@@ -79,5 +79,5 @@ class JTT(Objective):
         return {WEIGHT_COLUMN: weights.tolist()}
 
     def __call__(self, logits, labels, batch):
-        weights = batch_column(batch, WEIGHT_COLUMN, self.name).to(logits.device)
+        weights = batch_column(batch, WEIGHT_COLUMN, self.config.name).to(logits.device)
         return weighted_ce(logits, labels, weights)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...config import ObjectiveConfig
 from ...errors import ConfigError
 from ...options import Config, option
 from ...registry import OBJECTIVES

@@ -51,7 +51,7 @@ from ...fsutil import atomic_write_json
 from ...kinds import kind_for
 from ...methods.magnitude import MagnitudeCallback, MagnitudeConfig, MagnitudePruner
 from ...training.trainer import fine_tune
-from ..cache import atomic_save_npz, cache_root, load_npz, model_fingerprint
+from ..cache import atomic_save_npz, context_cache_dir, load_npz, model_fingerprint
 from .config import DifficultyConfig
 
 log = logging.getLogger(__name__)
@@ -235,4 +235,4 @@ def context_difficulty(ctx, config: DifficultyConfig | None = None) -> Difficult
         return (ctx.kind or kind_for(ctx.task)).load_model(ctx.base_model, ctx.task, ctx.seed)[0]
 
     return compute_difficulty(ctx.teacher, ctx.tokenizer, ctx.task.train, ctx.train_config, ctx.work_dir,
-                              cache_root(ctx), config, ctx.seed, dev_set=ctx.task.dev, pretrained=pretrained)
+                              context_cache_dir(ctx), config, ctx.seed, dev_set=ctx.task.dev, pretrained=pretrained)

@@ -50,7 +50,7 @@ class FreeLB(Objective):
             set_rng_state(state)
             with trainer.compute_loss_context_manager(), perturbed_embeddings(model, delta):
                 logits = model(**inputs).logits
-                classification_only(self.name, logits)
+                classification_only(self.config.name, logits)
                 loss = cross_entropy(logits, inputs["labels"]) / config.ascent_steps
             total = total + trainer_backward(trainer, loss, num_items_in_batch)
             if step == config.ascent_steps - 1:

@@ -28,7 +28,7 @@ class RDrop(Objective):
         first = model(**inputs)
         if not model.training:
             return cross_entropy(first.logits, inputs["labels"]), first
-        classification_only(self.name, first.logits)
+        classification_only(self.config.name, first.logits)
         second = model(**inputs)
         return rdrop_loss(first.logits, second.logits, inputs["labels"], self.config.kl_weight,
                           self.config.kl_reduction), first

@@ -130,7 +130,7 @@ class FirstOrderStep:
         with trainer.compute_loss_context_manager():
             first = model(**inputs).logits
             second = model(**inputs).logits
-            classification_only(self.name, first)
+            classification_only(self.config.name, first)
             labels = inputs["labels"]
             ce = 0.5 * (cross_entropy(first, labels) + cross_entropy(second, labels))
             kl = 0.5 * symmetric_kl(first, second).mean()
@@ -142,7 +142,8 @@ class FirstOrderStep:
 
     def first_order_mask(self, optimizer) -> torch.Tensor:
         if self.first_risk is None:
-            raise ConfigError(f"{self.name}: no first-order risk before the optimizer step (training_step not run)")
+            raise ConfigError(f"{self.config.name}: no first-order risk before the optimizer step "
+                              "(training_step not run)")
         risk = self.first_risk
         if torch.distributed.is_available() and torch.distributed.is_initialized():
             torch.distributed.all_reduce(risk)

@@ -136,7 +136,7 @@ class Smart(Objective):
         state = rng_state()
         outputs = model(**inputs)
         logits = outputs.logits
-        classification_only(self.name, logits)
+        classification_only(self.config.name, logits)
         ce = cross_entropy(logits, inputs["labels"])
         zero = logits.new_zeros(())
         bregman = zero
