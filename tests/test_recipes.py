@@ -57,7 +57,7 @@ def test_unknown_key_and_wrong_type_name_key_and_file(tmp_path):
     with pytest.raises(ConfigError, match=r"bad\.yaml: no scale 'paper'"):
         load_recipe(bad, "paper")
     bad.write_text("objective: focal\nobjective_gamma: -1\n")
-    with pytest.raises(ConfigError, match=r"gamma must be >= 0"):
+    with pytest.raises(ConfigError, match=r"--objective-gamma: -1.0 is out of range; valid: >= 0"):
         run_recipe(bad, check=True)
 
 
