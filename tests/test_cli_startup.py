@@ -41,9 +41,9 @@ def _fields(cls):
 def test_light_catalogue_matches_the_real_registries():
     from forgetless.cli.catalogue import light_registry
     from forgetless.methods import METHODS
-    from forgetless.registry import OBJECTIVES
 
-    for package, name, real in (("methods", "METHODS", METHODS), ("objectives", "OBJECTIVES", OBJECTIVES)):
+    # objectives: their config.py modules import no torch, so the parser reads the real registry
+    for package, name, real in (("methods", "METHODS", METHODS),):
         light, was_light = light_registry(package, name)
         assert was_light, f"{package}: the catalogue fell back to importing the registry"
         assert light.names() == real.names()
