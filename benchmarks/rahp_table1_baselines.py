@@ -41,7 +41,7 @@ from forgetless.evaluate.speed import SpeedConfig
 from forgetless.fsutil import atomic_write_json, atomic_write_text
 from forgetless.models.io import save_model
 from forgetless.models.loading import load_classifier
-from forgetless.objectives import OBJECTIVES
+from forgetless.registry import OBJECTIVES
 from forgetless.training.trainer import TrainConfig, fine_tune
 
 FINE_TUNING_ROWS = [("Vanilla", "ce"), ("R-Drop", "rdrop"), ("Child-Tuning_D", "child-tuning"), ("SMART", "smart"),

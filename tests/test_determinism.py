@@ -12,8 +12,7 @@ import transformers
 from forgetless.data.tasks import load_task
 from forgetless.kinds import kind_for
 from forgetless.methods.base import CompressionContext
-from forgetless.registry import METHODS
-from forgetless.objectives import OBJECTIVES
+from forgetless.registry import METHODS, OBJECTIVES
 from forgetless.training.trainer import TrainConfig
 
 FAST = {

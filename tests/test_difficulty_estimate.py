@@ -2,8 +2,8 @@
 import json
 
 from forgetless.data.synthetic import synthetic_shortcut_task
-from forgetless.difficulty import DifficultyConfig
-from forgetless.estimate_difficulty import estimate_difficulty
+from forgetless.objectives.rmc.config import DifficultyConfig
+from forgetless.objectives.rmc.estimate import estimate_difficulty
 from forgetless.training.trainer import TrainConfig
 from test_objectives_prepare import tiny_bert, tiny_tokenizer
 

@@ -4,8 +4,9 @@ import numpy as np
 import torch
 
 from forgetless.data.synthetic import synthetic_shortcut_task
-from forgetless.difficulty import DifficultyConfig, compute_difficulty
-from forgetless.estimate_difficulty import estimate_difficulty
+from forgetless.objectives.rmc.config import DifficultyConfig
+from forgetless.objectives.rmc.difficulty import compute_difficulty
+from forgetless.objectives.rmc.estimate import estimate_difficulty
 from forgetless.training.trainer import TrainConfig
 from test_objectives_prepare import tiny_bert, tiny_tokenizer
 

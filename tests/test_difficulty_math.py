@@ -4,8 +4,8 @@ import warnings
 import numpy as np
 import pytest
 
-from forgetless.difficulty import (DifficultyConfig, default_alpha, difficulty_degree, loss_variance,
-                                   per_sample_losses, split_agreement)
+from forgetless.objectives.rmc.config import DifficultyConfig, default_alpha
+from forgetless.objectives.rmc.difficulty import difficulty_degree, loss_variance, per_sample_losses, split_agreement
 from forgetless.errors import ConfigError
 
 

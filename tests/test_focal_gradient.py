@@ -2,8 +2,8 @@
 variant is `focal-reweighted` (same value, different gradient)."""
 import torch
 
-from forgetless.objectives import OBJECTIVES
-from forgetless.objectives.math import focal_loss, reweighted_ce_loss
+from forgetless.registry import OBJECTIVES
+from forgetless.objectives.formulas import focal_loss, reweighted_ce_loss
 
 
 def appendix_b(logits, labels, gamma):

@@ -14,7 +14,7 @@ from forgetless.methods.nash.l0_masks import LagrangianRegularizer
 from forgetless.methods.nash.config import NashConfig
 from forgetless.methods.nash.method import Nash
 from forgetless.models.loading import load_seq2seq
-from forgetless.objectives import OBJECTIVES
+from forgetless.registry import OBJECTIVES
 from forgetless.training.trainer import TrainConfig, fine_tune
 
 

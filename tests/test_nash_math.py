@@ -8,8 +8,8 @@ import torch
 from forgetless.errors import ConfigError
 from forgetless.methods.nash import hard_concrete as hc
 from forgetless.methods._shared.layer_selection import select_layers
-from forgetless.objectives.nash_distil import hidden_mse
-from forgetless.objectives.nash_distil import token_kd_loss as kd_loss
+from forgetless.objectives.nash_distil.objective import hidden_mse
+from forgetless.objectives.nash_distil.objective import token_kd_loss as kd_loss
 
 
 @pytest.mark.parametrize("keep, expected_1_indexed", [(2, [1, 12]), (3, [1, 6, 11]), (4, [1, 4, 7, 10]),

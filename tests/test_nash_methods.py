@@ -16,7 +16,7 @@ from forgetless.kinds import KINDS
 from forgetless.methods.nash.config import NashConfig
 from forgetless.methods.nash.method import Nash
 from forgetless.models.tiny import tiny_seq2seq
-from forgetless.objectives import OBJECTIVES
+from forgetless.registry import OBJECTIVES
 from forgetless.training.trainer import TrainConfig
 
 

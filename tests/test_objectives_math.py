@@ -4,7 +4,7 @@ import math
 import pytest
 import torch
 
-from forgetless.objectives.math import (focal_loss, focal_weights, jtt_weights, kd_loss, kl_teacher_student,
+from forgetless.objectives.formulas import (focal_loss, focal_weights, jtt_weights, kd_loss, kl_teacher_student,
                                         smooth_probs, weighted_ce)
 
 LN2 = math.log(2.0)

@@ -8,9 +8,10 @@ import torch
 from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
 
 from forgetless.data.synthetic import synthetic_shortcut_task, vocabulary
-from forgetless.difficulty import DifficultyConfig, compute_difficulty
+from forgetless.objectives.rmc.config import DifficultyConfig
+from forgetless.objectives.rmc.difficulty import compute_difficulty
 from forgetless.methods.base import CompressionContext
-from forgetless.objectives import OBJECTIVES
+from forgetless.registry import OBJECTIVES
 from forgetless.training.trainer import TrainConfig, fine_tune
 
 WORDS = vocabulary()

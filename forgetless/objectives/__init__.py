@@ -1,11 +1,8 @@
-"""Training objectives, registered by name; every module in this package is imported."""
-import importlib
-import pkgutil
+"""Training objectives, one folder per family (``ce``, ``distil``, ``smooth``, ``focal``, ``jtt``,
+``rmc``, ``robust``, ``nash_distil``): each holds ``config.py`` (the config dataclasses, registered in
+``forgetless.registry.OBJECTIVES``; standard library only) and the implementation modules, which
+subclass the contract of ``forgetless.training.objective``. Shared here: ``formulas.py`` (the loss
+formulas of Du et al.'s objectives) and ``cache.py`` (per-training-set caches on disk).
 
-from .base import OBJECTIVES, Objective
-
-for _module in pkgutil.iter_modules(__path__):
-    if _module.name != "base":
-        importlib.import_module(f"{__name__}.{_module.name}")
-
-__all__ = ["OBJECTIVES", "Objective"]
+Importing this package imports nothing: the registry finds the families' ``config.py`` on its first
+lookup and imports an implementation only when a run builds it."""

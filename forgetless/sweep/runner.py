@@ -22,7 +22,8 @@ from dataclasses import asdict, replace
 from pathlib import Path
 
 from ..data.task import Task
-from ..difficulty import compute_difficulty, default_alpha
+from ..objectives.rmc.config import default_alpha
+from ..objectives.rmc.difficulty import compute_difficulty
 from ..errors import ConfigError
 from ..fsutil import atomic_write_json, remove_leftovers
 from ..kinds import kind_for

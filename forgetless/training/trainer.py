@@ -9,7 +9,7 @@ FSDP, DeepSpeed) come from the library, for classification and generation alike.
 A run whose output folder holds checkpoints resumes from the last *complete* one (a checkpoint is
 marked complete after everything in it is written; one interrupted by a kill or a full disk is
 removed with a message), but only if they were written by the same run (data, settings, objective,
-model shape: the *run key*); checkpoints of another run are moved aside. A full disk is a
+model shape: the *checkpoint key*); checkpoints of another run are moved aside. A full disk is a
 ``DiskFullError`` naming the folder and the free space.
 """
 from __future__ import annotations
@@ -33,12 +33,12 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 from ..ranges import MAX_TOKENS, check_number
 from ..fsutil import atomic_write_text, disk_full_guard
-from ..objectives.base import Objective
+from .objective import Objective
 from .encode import Collator, encode_for_training, split_batch
 from .logs import route_logs
 
 log = logging.getLogger(__name__)
-RUN_KEY_FILE = "forgetless-run-key.txt"
+CHECKPOINT_KEY_FILE = "forgetless-run-key.txt"  # file name kept: checkpoints written before stay resumable
 COMPLETE_FILE = "forgetless-complete"  # written last into a checkpoint folder: the checkpoint is whole
 TRAINER_STATE_NAME = "trainer_state.json"
 
@@ -194,7 +194,7 @@ def fine_tune(model: nn.Module, tokenizer, train_set, output_dir: str | Path, co
     )
     route_logs(trainer, Path(output_dir).parent / "train.log")
     trainer.add_callback(CheckpointComplete())  # last: runs after every other callback's on_save
-    key = run_key(model, train_set, config, objective, extras, callbacks, regularizer)
+    key = checkpoint_key(model, train_set, config, objective, extras, callbacks, regularizer)
     last = last_complete_checkpoint(output_dir) if resume and os.path.isdir(output_dir) else None
     if last and _stored_key(output_dir) != key:
         stale = Path(output_dir).with_name(Path(output_dir).name + f".stale-{int(time.time())}")
@@ -203,7 +203,7 @@ def fine_tune(model: nn.Module, tokenizer, train_set, output_dir: str | Path, co
         os.replace(output_dir, stale)
         last = None
     Path(output_dir).mkdir(parents=True, exist_ok=True)
-    atomic_write_text(Path(output_dir) / RUN_KEY_FILE, key)
+    atomic_write_text(Path(output_dir) / CHECKPOINT_KEY_FILE, key)
     if last:
         log.info("resuming from %s", last)
         print(f"[forgetless] resuming from {Path(last).name} in {output_dir}", file=sys.stderr, flush=True)
@@ -213,7 +213,7 @@ def fine_tune(model: nn.Module, tokenizer, train_set, output_dir: str | Path, co
     return trainer.model if not hasattr(trainer.model, "module") else trainer.model.module
 
 
-def run_key(model, train_set, config: TrainConfig, objective, extras, callbacks, regularizer=None) -> str:
+def checkpoint_key(model, train_set, config: TrainConfig, objective, extras, callbacks, regularizer=None) -> str:
     """What a checkpoint folder may be resumed for: same data, settings, objective (and its
     config), extra columns, callbacks, regulariser and model architecture (parameter names and
     shapes)."""
@@ -277,5 +277,5 @@ def _complete(folder: Path) -> bool:
 
 
 def _stored_key(output_dir) -> str | None:
-    path = Path(output_dir) / RUN_KEY_FILE
+    path = Path(output_dir) / CHECKPOINT_KEY_FILE
     return path.read_text().strip() if path.is_file() else None

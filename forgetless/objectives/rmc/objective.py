@@ -1,9 +1,10 @@
 """RMC: robust distillation with instance-level smoothed teacher probabilities (Du et al.,
 "What do Compressed Large Language Models Forget? Robustness Challenges in Model Compression", §5).
 
-1. Difficulty (``forgetless.difficulty``, §5.1): variance ``v_i`` of each training sample's loss
+1. Difficulty (``rmc/difficulty.py``, §5.1): variance ``v_i`` of each training sample's loss
    under models pruned from the teacher at several sparsities, normalised by eq. 2 into
-   ``d_i = α + (1 − α)(v_i − V_min)/(V_max − V_min)`` (α per task: MNLI 0.5, FEVER 0.3, QQP 0.2).
+   ``d_i = α + (1 − α)(v_i − V_min)/(V_max − V_min)`` (α per task: MNLI 0.5, FEVER 0.3, QQP 0.2;
+   ``rmc/config.py``).
 2. Smoothing (eq. 3): ``s_ij = p_T,ij^{d_i} / Σ_k p_T,ik^{d_i}``; easy (low-variance) samples,
    where the teacher is most likely to be right for a shortcut reason, are flattened most.
 3. Loss (eq. 4): ``(1 − λ)·CE(y, p_S) + λ·KL(s_i ‖ p_S)`` with λ = 0.9.
@@ -14,44 +15,18 @@ set's ground-truth easy/hard flags, when the task has them, goes into the report
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import torch
 
-from ..difficulty import DEFAULT_SPARSITIES, DifficultyConfig, context_difficulty, default_alpha
-from ..errors import ConfigError
-from .base import OBJECTIVES
-from .distill import Distil, DistilConfig
-from .math import smooth_probs
+from ..distil.objective import Distil
+from ..formulas import smooth_probs
+from .config import RMCConfig, default_alpha
+from .difficulty import context_difficulty
 
 DIFFICULTY_COLUMN = "difficulty"
 
 
-@dataclass
-class RMCConfig(DistilConfig):
-    alpha: float | None = None                   # eq. 2's α; None = per-task default (difficulty.TASK_ALPHA)
-    sparsities: tuple[float, ...] = DEFAULT_SPARSITIES
-    difficulty_schedule: str = "chain"           # see difficulty.DifficultyConfig
-    recovery_epochs: float = 0.5
-    difficulty_learning_rate: float = 5e-5
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if isinstance(self.sparsities, str):  # "0.2,0.5,0.8" from a command line
-            self.sparsities = tuple(float(s) for s in self.sparsities.split(",") if s.strip())
-        if self.alpha is not None and not 0.0 <= self.alpha <= 1.0:
-            raise ConfigError(f"alpha must be in [0, 1], got {self.alpha}")
-
-    def difficulty_config(self) -> DifficultyConfig:
-        return DifficultyConfig(tuple(self.sparsities), self.difficulty_schedule, self.recovery_epochs,
-                                self.difficulty_learning_rate)
-
-
-@OBJECTIVES.register("rmc", RMCConfig)
 class RMC(Distil):
-    name = "rmc"
-
     def __init__(self, config: RMCConfig | None = None):
         super().__init__(config or RMCConfig())
         self.difficulty = None

@@ -20,42 +20,22 @@ the paper's GLUE ranges: K = 3, α = 0.1, σ = 0.1, ε = 0.3.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 
-from ..errors import ConfigError
-from .base import OBJECTIVES, Objective, cross_entropy
-from .robust_glue import (classification_only, embedding_shape, perturbed_embeddings, rng_state, set_rng_state,
-                          trainer_backward)
-from .robust_math import freelb_init, normalize_l2, project_l2
+from ...training.encode import split_batch
+from ...training.objective import Objective, cross_entropy
+from .config import FreeLBConfig
+from .formulas import freelb_init, normalize_l2, project_l2
+from .glue import (classification_only, embedding_shape, perturbed_embeddings, rng_state, set_rng_state,
+                   trainer_backward)
 
 
-@dataclass
-class FreeLBConfig:
-    ascent_steps: int = 3        # K
-    step_size: float = 0.1       # α, ascent step on the normalised perturbation gradient
-    epsilon: float = 0.3         # ε, radius of each example's Frobenius ball (0: no perturbation)
-    init_magnitude: float = 0.1  # σ of the uniform initial perturbation (0: start at δ = 0)
-
-    def __post_init__(self) -> None:
-        if self.ascent_steps < 1:
-            raise ConfigError(f"ascent_steps must be >= 1, got {self.ascent_steps}")
-        if self.step_size < 0 or self.epsilon < 0 or self.init_magnitude < 0:
-            raise ConfigError("step_size, epsilon and init_magnitude must be >= 0")
-
-
-@OBJECTIVES.register("freelb", FreeLBConfig)
 class FreeLB(Objective):
-    name = "freelb"
-
     def __init__(self, config: FreeLBConfig | None = None):
         super().__init__(config or FreeLBConfig())
         self.last_perturbation: torch.Tensor | None = None
 
     def training_step(self, trainer, model, inputs, num_items_in_batch=None):
-        from ..training.encode import split_batch
-
         config = self.config
         model.train()
         inputs, _extras = split_batch(trainer._prepare_inputs(inputs))
@@ -70,7 +50,7 @@ class FreeLB(Objective):
             set_rng_state(state)
             with trainer.compute_loss_context_manager(), perturbed_embeddings(model, delta):
                 logits = model(**inputs).logits
-                classification_only(self.name, logits)
+                classification_only(self.config.name, logits)
                 loss = cross_entropy(logits, inputs["labels"]) / config.ascent_steps
             total = total + trainer_backward(trainer, loss, num_items_in_batch)
             if step == config.ascent_steps - 1:

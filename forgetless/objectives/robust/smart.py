@@ -14,9 +14,9 @@ with ``ℓ_s`` the symmetric KL for classification. Two readings of the inner ma
   ``adv_alpha`` λ_s = 1, ``adv_p_norm`` inf): ν is added to the *embedding layer's output* (after
   its LayerNorm: what the first transformer layer reads); ν₀ = σ·N(0, I); each step ascends MT-DNN's
   ``stable_kl`` summed over the batch and sets ``ν ← (ν + η·g) / (max_h |ν + η·g| + ε)`` per token
-  (``robust_math.mtdnn_step``): no ε-ball, every token's perturbation ends near ℓ∞ norm 1 and ε only
+  (``formulas.mtdnn_step``): no ε-ball, every token's perturbation ends near ℓ∞ norm 1 and ε only
   keeps the division finite; R_s is ``SymKlCriterion``, the batch mean of the symmetric KL with one
-  side detached per direction (``robust_math.symmetric_kl_one_side``). MT-DNN feeds the perturbed
+  side detached per direction (``formulas.symmetric_kl_one_side``). MT-DNN feeds the perturbed
   output back through ``inputs_embeds``, which adds position embeddings and LayerNorm a second time
   (so its "perturbed" pass differs from the clean one even at ν = 0); here a forward hook adds ν to
   the output instead, so ν is the only difference.
@@ -36,49 +36,18 @@ proximal term: set ``proximal_weight`` 0 for it); it is written to every checkpo
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
 
 import torch
 from transformers import TrainerCallback
 
-from ..errors import ConfigError
-from .base import OBJECTIVES, Objective, cross_entropy
-from .robust_glue import (classification_only, embedding_shape, is_resuming, load_checkpoint_tensors,
-                          perturbed_embeddings, rng_state, save_checkpoint_tensors, set_rng_state, unwrap)
-from .robust_math import (ema_update, mtdnn_step, normalize_linf, project_linf, stable_kl_sum, symmetric_kl,
-                          symmetric_kl_one_side)
+from ...training.objective import Objective, cross_entropy
+from .config import SmartConfig
+from .formulas import (ema_update, mtdnn_step, normalize_linf, project_linf, stable_kl_sum, symmetric_kl,
+                       symmetric_kl_one_side)
+from .glue import (classification_only, embedding_shape, is_resuming, load_checkpoint_tensors,
+                   perturbed_embeddings, rng_state, save_checkpoint_tensors, set_rng_state, unwrap)
 
 ANCHOR_FILE = "smart-anchor.safetensors"
-PERTURBATIONS = {"mt_dnn": 1e-5, "alg1_literal": 1e-3}  # reading → its default step size η
-
-
-@dataclass
-class SmartConfig:
-    smoothness_weight: float = 1.0  # λ_s, weight of the adversarial smoothness regulariser R_s
-    proximal_weight: float = 1.0    # μ, weight of the Bregman proximal point term
-    momentum: float = 0.99          # β of the anchor θ̃ (exponential moving average of θ)
-    ascent_steps: int = 1           # T_x̃ (MT-DNN adv_k), ascent steps on the perturbation
-    step_size: float | None = None  # η: default 1e-5 (mt_dnn, adv_step_size) or 1e-3 (alg1_literal)
-    epsilon: float = 1e-5           # alg1_literal: ε, radius of the ℓ∞ ball around the word embeddings
-    noise_std: float = 1e-5         # σ of the initial Gaussian perturbation (MT-DNN adv_noise_var)
-    perturbation: str = "mt_dnn"    # "mt_dnn" (the authors' code) or "alg1_literal" (Algorithm 1 read literally)
-    norm_epsilon: float = 1e-6      # mt_dnn: stabiliser of the per-token normalisation (MT-DNN adv_epsilon)
-
-    def __post_init__(self) -> None:
-        if self.perturbation not in PERTURBATIONS:
-            raise ConfigError(f"perturbation must be one of {', '.join(PERTURBATIONS)}, got {self.perturbation!r}")
-        if self.step_size is None:
-            self.step_size = PERTURBATIONS[self.perturbation]
-        if self.norm_epsilon < 0:
-            raise ConfigError(f"norm_epsilon must be >= 0, got {self.norm_epsilon}")
-        if self.smoothness_weight < 0 or self.proximal_weight < 0:
-            raise ConfigError("smoothness_weight and proximal_weight must be >= 0")
-        if not 0.0 <= self.momentum < 1.0:
-            raise ConfigError(f"momentum must be in [0, 1), got {self.momentum}")
-        if self.ascent_steps < 0:
-            raise ConfigError(f"ascent_steps must be >= 0, got {self.ascent_steps}")
-        if self.step_size < 0 or self.epsilon < 0 or self.noise_std < 0:
-            raise ConfigError("step_size, epsilon and noise_std must be >= 0")
 
 
 def mtdnn_perturbation(model, inputs: dict, clean_logits: torch.Tensor, noise: torch.Tensor, state: dict,
@@ -142,10 +111,7 @@ class AnchorCallback(TrainerCallback):
         save_checkpoint_tensors(args, state, ANCHOR_FILE, dict(self.objective.anchor.named_parameters()))
 
 
-@OBJECTIVES.register("smart", SmartConfig)
 class Smart(Objective):
-    name = "smart"
-
     def __init__(self, config: SmartConfig | None = None):
         super().__init__(config or SmartConfig())
         self.anchor = None
@@ -170,7 +136,7 @@ class Smart(Objective):
         state = rng_state()
         outputs = model(**inputs)
         logits = outputs.logits
-        classification_only(self.name, logits)
+        classification_only(self.config.name, logits)
         ce = cross_entropy(logits, inputs["labels"])
         zero = logits.new_zeros(())
         bregman = zero

@@ -2,7 +2,7 @@
 goes through the model twice, so two different dropout masks give two predictions P1, P2; the
 loss is the cross-entropy of both plus ``α/2 · (KL(P1‖P2) + KL(P2‖P1))``.
 
-The batch reduction decides what α means (``robust_math.rdrop_loss``, option ``kl_reduction``):
+The batch reduction decides what α means (``formulas.rdrop_loss``, option ``kl_reduction``):
 ``sum`` (default) is the authors' GLUE code — batch-mean cross-entropies plus α/2 · the
 symmetric KL *summed* over the batch, with their value α = 0.5 — so the paper's tuned α (0.1-1.0)
 applies as published; ``mean`` averages eq. 3 per example, which makes the KL term B times weaker
@@ -15,32 +15,12 @@ cross-entropy of one pass.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from ...training.objective import Objective, cross_entropy
+from .config import RDropConfig
+from .formulas import rdrop_loss
+from .glue import classification_only
 
-from ..errors import ConfigError
-from .base import OBJECTIVES, Objective, cross_entropy
-from .robust_glue import classification_only
-from .robust_math import rdrop_loss
-
-KL_REDUCTIONS = ("sum", "mean")
-
-
-@dataclass
-class RDropConfig:
-    kl_weight: float = 0.5  # α of eq. 3 (the authors' GLUE code: 0.5; the paper tunes 0.1-1.0 per task)
-    kl_reduction: str = "sum"  # "sum": KL summed over the batch (the authors' code); "mean": eq. 3 per example
-
-    def __post_init__(self) -> None:
-        if self.kl_weight < 0:
-            raise ConfigError(f"kl_weight must be >= 0, got {self.kl_weight}")
-        if self.kl_reduction not in KL_REDUCTIONS:
-            raise ConfigError(f"kl_reduction must be one of {', '.join(KL_REDUCTIONS)}, got {self.kl_reduction!r}")
-
-
-@OBJECTIVES.register("rdrop", RDropConfig)
 class RDrop(Objective):
-    name = "rdrop"
-
     def __init__(self, config: RDropConfig | None = None):
         super().__init__(config or RDropConfig())
 
@@ -48,7 +28,7 @@ class RDrop(Objective):
         first = model(**inputs)
         if not model.training:
             return cross_entropy(first.logits, inputs["labels"]), first
-        classification_only(self.name, first.logits)
+        classification_only(self.config.name, first.logits)
         second = model(**inputs)
         return rdrop_loss(first.logits, second.logits, inputs["labels"], self.config.kl_weight,
                           self.config.kl_reduction), first

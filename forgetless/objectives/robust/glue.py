@@ -8,12 +8,13 @@ import contextlib
 from pathlib import Path
 
 import torch
+from accelerate.utils import DistributedType
 from safetensors.torch import load_file, save_file
 from torch import nn
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
-from ..errors import ConfigError, UnsupportedModelError
-from ..models.adapters import get_adapter
+from ...errors import ConfigError, UnsupportedModelError
+from ...models.adapters import get_adapter
 
 
 def unwrap(model: nn.Module) -> nn.Module:
@@ -101,8 +102,6 @@ def layer_parameters(model: nn.Module, weights_only: bool = False) -> list[tuple
 def trainer_backward(trainer, loss: torch.Tensor, num_items_in_batch=None) -> torch.Tensor:
     """``loss`` through the Trainer's accelerator backward, scaled exactly as ``Trainer.training_step``
     scales it (multi-GPU mean, gradient-accumulation division, DeepSpeed flag); returns it detached."""
-    from accelerate.utils import DistributedType
-
     if trainer.args.n_gpu > 1:
         loss = loss.mean()
     scaled = trainer.loss_is_scaled_for_ga

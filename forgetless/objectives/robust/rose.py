@@ -32,43 +32,15 @@ averaged over processes so every process keeps the same tensors.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 from transformers import TrainerCallback
 
-from ..errors import ConfigError
-from .base import OBJECTIVES, Objective, cross_entropy
-from .robust_glue import classification_only, layer_parameters, trainer_backward
-from .robust_math import ROSE_SELECTIONS, apply_update_mask, ensemble_mask, second_order_risk, symmetric_kl
-
-
-@dataclass
-class RoseConfig:
-    lower_quantile: float = 0.55  # updates with risk below this quantile are dropped (of little value)
-    upper_quantile: float = 0.95  # updates with risk above this quantile are dropped (unrobust)
-    selection: str = "quantile"   # "quantile": torch.quantile bounds, both inclusive (reference); "rank": exact count
-
-    def __post_init__(self) -> None:
-        if self.selection not in ROSE_SELECTIONS:
-            raise ConfigError(f"selection must be one of {', '.join(ROSE_SELECTIONS)}, got {self.selection!r}")
-        if not 0.0 <= self.lower_quantile < self.upper_quantile <= 1.0:
-            raise ConfigError(f"need 0 <= lower_quantile < upper_quantile <= 1, got "
-                              f"{self.lower_quantile} and {self.upper_quantile}")
-
-    @property
-    def dropped_share(self) -> float:
-        return 1.0 - (self.upper_quantile - self.lower_quantile)
-
-
-@dataclass
-class RoseEnsembleConfig(RoseConfig):
-    first_order_weight: float = 0.5  # γ of M = γ·M_first + (1 − γ)·M_second
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if not 0.0 <= self.first_order_weight <= 1.0:
-            raise ConfigError(f"first_order_weight must be in [0, 1], got {self.first_order_weight}")
+from ...errors import ConfigError
+from ...training.encode import split_batch
+from ...training.objective import Objective, cross_entropy
+from .config import RoseConfig, RoseEnsembleConfig, RoseFirstConfig
+from .formulas import ROSE_SELECTIONS, apply_update_mask, ensemble_mask, second_order_risk, symmetric_kl
+from .glue import classification_only, layer_parameters, trainer_backward
 
 
 def second_order_mask(params, optimizer, lower: float, upper: float, selection: str = "quantile") -> torch.Tensor:
@@ -121,11 +93,8 @@ class RoseCallback(TrainerCallback):
         objective.before = {}
 
 
-@OBJECTIVES.register("rose-second", RoseConfig)
 class RoseSecond(Objective):
     """Cross-entropy; updates selected by the second-order risk."""
-
-    name = "rose-second"
 
     def __init__(self, config: RoseConfig | None = None):
         super().__init__(config or RoseConfig())
@@ -156,14 +125,12 @@ class FirstOrderStep:
     the gradient of their symmetric KL, the mean cross-entropy through the Trainer's backward."""
 
     def training_step(self, trainer, model, inputs, num_items_in_batch=None):
-        from ..training.encode import split_batch
-
         model.train()
         inputs, _extras = split_batch(trainer._prepare_inputs(inputs))
         with trainer.compute_loss_context_manager():
             first = model(**inputs).logits
             second = model(**inputs).logits
-            classification_only(self.name, first)
+            classification_only(self.config.name, first)
             labels = inputs["labels"]
             ce = 0.5 * (cross_entropy(first, labels) + cross_entropy(second, labels))
             kl = 0.5 * symmetric_kl(first, second).mean()
@@ -175,7 +142,8 @@ class FirstOrderStep:
 
     def first_order_mask(self, optimizer) -> torch.Tensor:
         if self.first_risk is None:
-            raise ConfigError(f"{self.name}: no first-order risk before the optimizer step (training_step not run)")
+            raise ConfigError(f"{self.config.name}: no first-order risk before the optimizer step "
+                              "(training_step not run)")
         risk = self.first_risk
         if torch.distributed.is_available() and torch.distributed.is_initialized():
             torch.distributed.all_reduce(risk)
@@ -183,18 +151,15 @@ class FirstOrderStep:
         return ROSE_SELECTIONS[self.config.selection](risk.cpu(), self.config.lower_quantile, self.config.upper_quantile)
 
 
-@OBJECTIVES.register("rose-first", RoseConfig)
 class RoseFirst(FirstOrderStep, RoseSecond):
-    name = "rose-first"
+    def __init__(self, config: RoseFirstConfig | None = None):
+        super().__init__(config or RoseFirstConfig())
 
     def current_mask(self, optimizer) -> torch.Tensor:
         return self.first_order_mask(optimizer)
 
 
-@OBJECTIVES.register("rose-ensemble", RoseEnsembleConfig)
 class RoseEnsemble(FirstOrderStep, RoseSecond):
-    name = "rose-ensemble"
-
     def __init__(self, config: RoseEnsembleConfig | None = None):
         super().__init__(config or RoseEnsembleConfig())
 

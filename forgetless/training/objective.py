@@ -1,13 +1,17 @@
-"""The training-objective contract, shared by every task kind and every method.
+"""The training-objective contract, shared by every task type and every method; it lives next to the
+Trainer that calls it (``trainer.py``), and the objectives (``forgetless/objectives/<family>/``)
+implement it.
 
-An objective is a class registered by name (``@OBJECTIVES.register``) with an optional config
-dataclass. Its parts, all optional except the loss:
+An objective is a config dataclass registered by name (``@OBJECTIVES.register(name,
+implementation=...)`` in ``objectives/<family>/config.py``, standard library only) and an
+implementation, a subclass of :class:`Objective` built from that config. Its parts, all optional
+except the loss:
 
-* ``model_kinds``: the model kinds it trains (``classifier``: class logits; ``seq2seq``: token
+* ``config.model_kinds``: the model kinds it trains (``classifier``: class logits; ``seq2seq``: token
   logits of an encoder-decoder, for generation and text-to-text classification alike);
 * ``prepare(ctx)``: computes, once, the per-example columns its loss needs (teacher
   probabilities, difficulty degrees, sample weights) as ``{column: list per training example}``;
-  they arrive in every batch as ``extras``;
+  they arrive in every batch as ``extras`` (read them with :func:`batch_column`);
 * ``__call__(logits, labels, extras)``: the loss as pure tensor math (tested without a model);
 * ``compute_loss(model, inputs, extras)``: what the Trainer calls; by default one forward pass and
   ``__call__``. Objectives that need more (a teacher forward, two dropout passes, perturbed
@@ -19,7 +23,8 @@ dataclass. Its parts, all optional except the loss:
 * ``log_values()``: extra numbers for the training log.
 
 Everything runs inside the one ``ForgetlessTrainer`` (``training/trainer.py``), so checkpoints,
-resume and multi-process training come from the Hugging Face Trainer.
+resume and multi-process training come from the Hugging Face Trainer. Without an objective the
+Trainer uses this base class: cross-entropy with the gold labels.
 """
 from __future__ import annotations
 
@@ -28,8 +33,7 @@ from typing import Any
 import torch
 from torch.nn import functional as F
 
-
-from ..registry import OBJECTIVES  # noqa: E402
+from ..errors import ConfigError
 
 
 def cross_entropy(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
@@ -40,12 +44,29 @@ def cross_entropy(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(logits, labels)
 
 
+def batch_column(batch: dict, name: str, objective: str) -> torch.Tensor:
+    """A per-example column of the batch, or a ConfigError saying ``prepare`` was not run."""
+    if name not in batch:
+        raise ConfigError(f"objective {objective!r} needs the batch column {name!r}: run objective.prepare(ctx) "
+                          f"and pass its result as training extras")
+    return batch[name]
+
+
 class Objective:
-    name = "base"
-    model_kinds: tuple[str, ...] = ("classifier",)
+    """Base of every objective: cross-entropy with the gold labels (class or target tokens)."""
 
     def __init__(self, config: Any = None):
         self.config = config
+
+    # TRANSITION (read-only, for today's callers: pipeline, kinds.check_compatible, report card);
+    # the lead replaces them with ``objective.config.name`` / ``.model_kinds``.
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    @property
+    def model_kinds(self) -> tuple[str, ...]:
+        return self.config.model_kinds
 
     def prepare(self, ctx) -> dict[str, list]:
         return {}
@@ -63,11 +84,3 @@ class Objective:
 
     def log_values(self) -> dict[str, float]:
         return {}
-
-
-@OBJECTIVES.register("ce")
-class CrossEntropy(Objective):
-    """Vanilla fine-tuning: cross-entropy with the gold labels (class or target tokens)."""
-
-    name = "ce"
-    model_kinds = ("classifier", "seq2seq", "causal-lm")

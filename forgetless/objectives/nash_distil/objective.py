@@ -17,16 +17,12 @@ the vocabulary are too large to cache).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 
-from ..errors import ConfigError
-from ..models.gates import HookSet
-from .base import OBJECTIVES, Objective, cross_entropy
-
-DIRECTIONS = ("forward", "reverse")
-KL_REDUCTIONS = ("token", "batchmean")
+from ...errors import ConfigError
+from ...models.gates import HookSet
+from ...training.objective import Objective, cross_entropy
+from .config import DIRECTIONS, KL_REDUCTIONS, NashDistilConfig
 
 
 def token_kd_loss(student_logits: torch.Tensor, teacher_logits: torch.Tensor, mask: torch.Tensor,
@@ -71,35 +67,8 @@ def hidden_mse(student: list[torch.Tensor], teacher: list[torch.Tensor], pairs: 
     return total
 
 
-@dataclass
-class NashDistilConfig:
-    temperature: float = 1.0     # KD temperature T
-    direction: str = "forward"   # forward: KL(p_T ‖ p_S) (NASH/CoFi code); reverse: KL(p_S ‖ p_T)
-    lambda_enc: float = 0.001    # weight of the encoder hidden-state MSE (paper: 0.001)
-    lambda_dec: float = 0.001    # weight of the decoder hidden-state MSE (paper: 0.001)
-    kd_weight: float = 1.0       # weight of the token-level KL
-    ce_weight: float = 0.0       # weight of cross-entropy with the gold target tokens
-    kl_reduction: str = "token"  # token: mean over target tokens (default); batchmean: per-sequence sum (CoFi code)
-
-    def __post_init__(self) -> None:
-        if self.direction not in DIRECTIONS:
-            raise ConfigError(f"direction must be one of {DIRECTIONS}, got {self.direction!r}")
-        if self.kl_reduction not in KL_REDUCTIONS:
-            raise ConfigError(f"kl_reduction must be one of {KL_REDUCTIONS}, got {self.kl_reduction!r}")
-        if not self.temperature > 0:
-            raise ConfigError(f"temperature must be > 0, got {self.temperature}")
-        if min(self.lambda_enc, self.lambda_dec, self.kd_weight, self.ce_weight) < 0:
-            raise ConfigError("lambda_enc, lambda_dec, kd_weight and ce_weight must be >= 0")
-        if self.kd_weight == 0 and self.ce_weight == 0:
-            raise ConfigError("kd_weight and ce_weight are both 0: nothing to train on")
-
-
-@OBJECTIVES.register("nash-distil", NashDistilConfig)
 class NashDistil(Objective):
     """Token-level KD + hidden-state MSE from the context's teacher (NASH §4.3)."""
-
-    name = "nash-distil"
-    model_kinds = ("seq2seq",)
 
     def __init__(self, config: NashDistilConfig | None = None):
         super().__init__(config or NashDistilConfig())

@@ -17,45 +17,26 @@ import hashlib
 import json
 import logging
 import shutil
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, replace
 
 import numpy as np
 import torch
+import transformers
 
-from ..errors import ConfigError
-from .base import OBJECTIVES, Objective
-from .distill import batch_column
-from .math import jtt_weights, weighted_ce
-from .teacher import atomic_save_npz, cache_root, load_npz
+from ...evaluate.predict import predict_logits
+from ...models.loading import load_classifier
+from ...training.objective import Objective, batch_column
+from ...training.trainer import fine_tune
+from ..cache import atomic_save_npz, context_cache_dir, load_npz
+from ..formulas import jtt_weights, weighted_ce
+from .config import JTTConfig
 
 WEIGHT_COLUMN = "sample_weight"
 log = logging.getLogger(__name__)
 
 
-@dataclass
-class JTTConfig:
-    lambda_up: float = 2.0           # up-weighting of the first model's errors (paper: 2)
-    first_epochs: float = 1.0        # schedule of the identification model
-    first_learning_rate: float = 5e-5
-    first_model: str | None = None   # model name/folder of the identification model
-
-    def __post_init__(self) -> None:
-        if self.lambda_up <= 0:
-            raise ConfigError(f"lambda_up must be > 0, got {self.lambda_up}")
-        if self.first_epochs <= 0:
-            raise ConfigError(f"first_epochs must be > 0, got {self.first_epochs}")
-
-
 def first_model_errors(ctx, config: JTTConfig) -> np.ndarray:
     """Boolean array: which training examples the identification model misclassifies (cached)."""
-    from dataclasses import replace
-
-    import transformers
-
-    from ..evaluate.predict import predict_logits
-    from ..models.loading import load_classifier
-    from ..training.trainer import fine_tune
-
     train = ctx.task.train
     first = config.first_model or getattr(ctx, "base_model", None) or "minilm"
     train_config = replace(ctx.train_config, epochs=config.first_epochs, learning_rate=config.first_learning_rate,
@@ -64,7 +45,7 @@ def first_model_errors(ctx, config: JTTConfig) -> np.ndarray:
                       "lr": config.first_learning_rate, "seed": ctx.seed, "batch": train_config.batch_size,
                       "max_length": train_config.max_length}, sort_keys=True)
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
-    path = cache_root(ctx) / f"jtt-errors-{digest}.npz"
+    path = context_cache_dir(ctx) / f"jtt-errors-{digest}.npz"
     cached = load_npz(path)
     if cached is not None and len(cached["misclassified"]) == len(train):
         log.info("JTT error set from cache %s", path)
@@ -81,11 +62,8 @@ def first_model_errors(ctx, config: JTTConfig) -> np.ndarray:
     return misclassified
 
 
-@OBJECTIVES.register("jtt", JTTConfig)
 class JTT(Objective):
     """Weighted cross-entropy with the JTT weights as the ``sample_weight`` column."""
-
-    name = "jtt"
 
     def __init__(self, config: JTTConfig | None = None):
         super().__init__(config or JTTConfig())
@@ -101,5 +79,5 @@ class JTT(Objective):
         return {WEIGHT_COLUMN: weights.tolist()}
 
     def __call__(self, logits, labels, batch):
-        weights = batch_column(batch, WEIGHT_COLUMN, self.name).to(logits.device)
+        weights = batch_column(batch, WEIGHT_COLUMN, self.config.name).to(logits.device)
         return weighted_ce(logits, labels, weights)

@@ -1,6 +1,7 @@
 """Pure tensor math of the robust fine-tuning baselines of RAHP's Table 1 (R-Drop, SMART, FreeLB,
 Child-Tuning_D, ROSE). Nothing here knows about models, data or the Trainer; the glue lives in
-``rdrop.py``, ``smart.py``, ``freelb.py``, ``child_tuning.py`` and ``rose.py``, and every formula
+``rdrop.py``, ``smart.py``, ``freelb.py``, ``child_tuning.py`` and ``rose.py`` (``glue.py``: model
+and Trainer helpers), and every formula
 is tested on hand-computed values (``tests/test_robust_objectives.py``).
 """
 from __future__ import annotations

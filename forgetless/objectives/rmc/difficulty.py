@@ -43,17 +43,20 @@ from pathlib import Path
 import numpy as np
 import torch
 import transformers
+from scipy.stats import rankdata
 
-from .errors import ConfigError, DataError
-from .fsutil import atomic_write_json
+from ...errors import ConfigError, DataError
+from ...evaluate.predict import predict_logits
+from ...fsutil import atomic_write_json
+from ...kinds import kind_for
+from ...methods.magnitude.config import MagnitudeConfig
+from ...methods.magnitude.method import MagnitudeCallback
+from ...methods.magnitude.pruning import MagnitudePruner
+from ...training.trainer import fine_tune
+from ..cache import atomic_save_npz, context_cache_dir, load_npz, model_fingerprint
+from .config import DifficultyConfig
 
 log = logging.getLogger(__name__)
-
-# Eq. 2's α per task (paper: MNLI 0.5, FEVER 0.3, QQP 0.2); tasks not listed use DEFAULT_ALPHA.
-TASK_ALPHA = {"mnli": 0.5, "mnli-small": 0.5, "synthetic": 0.5, "fever": 0.3, "qqp": 0.2, "qqp-slice": 0.2}
-DEFAULT_ALPHA = 0.5
-DEFAULT_SPARSITIES = (0.2, 0.35, 0.5, 0.65, 0.85)
-SCHEDULES = ("chain", "oneshot", "independent")
 
 
 # ---------------------------------------------------------------- pure functions (tensors / arrays)
@@ -104,7 +107,7 @@ def split_agreement(variance: np.ndarray, hard) -> dict:
     top = np.zeros(n, dtype=bool)
     top[order[:k]] = True
     median = v > np.median(v)
-    ranks = _average_ranks(v)
+    ranks = rankdata(v, method="average")
     auroc = ((ranks[hard].sum() - k * (k + 1) / 2) / (k * (n - k))) if 0 < k < n else float("nan")
     q = k / n
     return {"topk": float((top == hard).mean()), "topk_chance": q * q + (1 - q) * (1 - q),
@@ -112,49 +115,7 @@ def split_agreement(variance: np.ndarray, hard) -> dict:
             "low_variance_easy_precision": float((~hard[~top]).mean()) if (~top).any() else float("nan")}
 
 
-def _average_ranks(values: np.ndarray) -> np.ndarray:
-    from scipy.stats import rankdata
-
-    return rankdata(values, method="average")
-
-
-def default_alpha(task_name: str) -> float:
-    return TASK_ALPHA.get(task_name, DEFAULT_ALPHA)
-
-
 # ------------------------------------------------------------------------------------------ glue
-
-@dataclass
-class DifficultyConfig:
-    sparsities: tuple[float, ...] = DEFAULT_SPARSITIES
-    schedule: str = "chain"         # "chain" (fast walk up the levels), "oneshot" (each from the teacher) or
-    #                                 "independent" (paper §5.1: each an IMP fine-tuning of the pre-trained model)
-    recovery_epochs: float = 0.5    # masked fine-tune after pruning at each level (0 = none)
-    learning_rate: float = 5e-5
-
-    def __post_init__(self) -> None:
-        self.sparsities = tuple(sorted(float(s) for s in self.sparsities))
-        if len(self.sparsities) < 2:
-            raise ConfigError("difficulty needs at least two sparsity levels for a variance")
-        if any(not 0.0 < s < 1.0 for s in self.sparsities):
-            raise ConfigError(f"sparsities must be in (0, 1), got {self.sparsities}")
-        if self.schedule not in SCHEDULES:
-            raise ConfigError(f"difficulty schedule must be one of {', '.join(SCHEDULES)}, got {self.schedule!r}")
-        if self.recovery_epochs < 0:
-            raise ConfigError("recovery_epochs must be >= 0")
-
-    def describe(self) -> str:
-        if self.schedule == "independent":
-            return (f"independent runs (Du et al. §5.1): the pre-trained model fine-tuned on the task with iterative "
-                    f"magnitude pruning (cubic schedule) to each of {', '.join(f'{s:g}' for s in self.sparsities)}")
-        how = ("iterative chain: each level pruned further from the previous one" if self.schedule == "chain"
-               else "one-shot: each level pruned from the teacher")
-        recovery = (f"{self.recovery_epochs:g}-epoch masked recovery fine-tune per level" if self.recovery_epochs
-                    else "no recovery fine-tune")
-        return (f"global magnitude pruning of the encoder linears at sparsities "
-                f"{', '.join(f'{s:g}' for s in self.sparsities)} ({how}; {recovery}); cheaper than the "
-                f"paper's full iterative-magnitude-pruning training at every level")
-
 
 @dataclass
 class DifficultyResult:
@@ -191,11 +152,6 @@ class _KeepMasks(transformers.TrainerCallback):
 
 def _independent_model(pretrained, tokenizer, train_set, train_config, work_dir, sparsity: float, seed: int):
     """The pre-trained model fine-tuned on the task with iterative magnitude pruning to ``sparsity``."""
-    from .methods.magnitude.config import MagnitudeConfig
-    from .methods.magnitude.method import MagnitudeCallback
-    from .methods.magnitude.pruning import MagnitudePruner
-    from .training.trainer import fine_tune
-
     if pretrained is None:
         raise ConfigError("the independent difficulty schedule fine-tunes the pre-trained model: pass `pretrained`")
     transformers.set_seed(seed)
@@ -216,11 +172,6 @@ def compute_difficulty(teacher, tokenizer, train_set, train_config, work_dir: st
     """Per-sample losses under the pruned models and their variance (cached). ``dev_set``: also
     score the held-out dev set (agreement with its hardness); ``pretrained``: a function returning
     a fresh pre-trained model (needed by the ``independent`` schedule)."""
-    from .evaluate.predict import predict_logits
-    from .methods.magnitude.pruning import MagnitudePruner
-    from .objectives.teacher import atomic_save_npz, load_npz, model_fingerprint
-    from .training.trainer import fine_tune
-
     config = config or DifficultyConfig()
     key = json.dumps({"train": train_set.fingerprint(), "teacher": model_fingerprint(teacher), "seed": seed,
                       "max_length": train_config.max_length, "batch": train_config.batch_size,
@@ -279,14 +230,11 @@ def compute_difficulty(teacher, tokenizer, train_set, train_config, work_dir: st
 
 def context_difficulty(ctx, config: DifficultyConfig | None = None) -> DifficultyResult:
     """``compute_difficulty`` for a compression context (its teacher, training set and cache)."""
-    from .objectives.teacher import cache_root
-
     if ctx.teacher is None:
         raise ConfigError("difficulty estimation prunes the fine-tuned teacher, but the context has none")
-    def pretrained():
-        from .kinds import kind_for
 
+    def pretrained():
         return (ctx.kind or kind_for(ctx.task)).load_model(ctx.base_model, ctx.task, ctx.seed)[0]
 
     return compute_difficulty(ctx.teacher, ctx.tokenizer, ctx.task.train, ctx.train_config, ctx.work_dir,
-                              cache_root(ctx), config, ctx.seed, dev_set=ctx.task.dev, pretrained=pretrained)
+                              context_cache_dir(ctx), config, ctx.seed, dev_set=ctx.task.dev, pretrained=pretrained)

@@ -28,35 +28,24 @@ Conventions, as made here:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 from torch.utils.data import DataLoader
 from transformers import TrainerCallback
 
-from ..errors import ConfigError
-from .base import OBJECTIVES, Objective, cross_entropy
-from .robust_glue import (is_resuming, layer_parameters, load_checkpoint_tensors, save_checkpoint_tensors)
-from .robust_math import clip_tensor_norm, fisher_information, top_share_masks
+from ...errors import ConfigError
+from ...training.encode import split_batch
+from ...training.objective import Objective, cross_entropy
+from .config import ChildTuningConfig
+from .formulas import clip_tensor_norm, fisher_information, top_share_masks
+from .glue import is_resuming, layer_parameters, load_checkpoint_tensors, save_checkpoint_tensors
 
 MASK_FILE = "child-tuning-mask.safetensors"
-
-
-@dataclass
-class ChildTuningConfig:
-    kept_share: float = 0.3  # share of transformer-layer parameters that stay trainable (p_D); 0.3 = 70% frozen
-
-    def __post_init__(self) -> None:
-        if not 0.0 < self.kept_share <= 1.0:
-            raise ConfigError(f"kept_share must be in (0, 1], got {self.kept_share}")
 
 
 def fisher_scores(model, params: list[torch.Tensor], loader, device, max_grad_norm: float | None = None
                   ) -> list[torch.Tensor]:
     """Eq. 4 of Xu et al. over ``loader`` (batches of the Trainer's collator), each tensor's batch
     gradient clipped to ``max_grad_norm`` first (the reference code), without touching ``.grad``."""
-    from ..training.encode import split_batch
-
     sums = [torch.zeros_like(p, dtype=torch.float32) for p in params]
     batches = 0
     was_training = model.training
@@ -102,11 +91,8 @@ class ChildTuningCallback(TrainerCallback):
                                                          zip(self.objective.names, self.objective.masks)})
 
 
-@OBJECTIVES.register("child-tuning", ChildTuningConfig)
 class ChildTuning(Objective):
     """Cross-entropy; the child network is chosen and enforced by the callback."""
-
-    name = "child-tuning"
 
     def __init__(self, config: ChildTuningConfig | None = None):
         super().__init__(config or ChildTuningConfig())

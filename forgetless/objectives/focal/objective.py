@@ -10,26 +10,12 @@ before the paper-fidelity fix). Neither needs a teacher or per-example columns.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from ..errors import ConfigError
-from .base import OBJECTIVES, Objective
-from .math import focal_loss, reweighted_ce_loss
+from ...training.objective import Objective
+from ..formulas import focal_loss, reweighted_ce_loss
+from .config import FocalConfig, FocalReweightedConfig
 
 
-@dataclass
-class FocalConfig:
-    gamma: float = 2.0  # focusing exponent (paper: 2)
-
-    def __post_init__(self) -> None:
-        if self.gamma < 0:
-            raise ConfigError(f"gamma must be >= 0, got {self.gamma}")
-
-
-@OBJECTIVES.register("focal", FocalConfig)
 class Focal(Objective):
-    name = "focal"
-
     def __init__(self, config: FocalConfig | None = None):
         super().__init__(config or FocalConfig())
 
@@ -37,9 +23,9 @@ class Focal(Objective):
         return focal_loss(logits, labels, self.config.gamma)
 
 
-@OBJECTIVES.register("focal-reweighted", FocalConfig)
 class FocalReweighted(Focal):
-    name = "focal-reweighted"
+    def __init__(self, config: FocalReweightedConfig | None = None):
+        super().__init__(config or FocalReweightedConfig())
 
     def __call__(self, logits, labels, batch):
         return reweighted_ce_loss(logits, labels, self.config.gamma)

@@ -5,32 +5,16 @@ The smoothed targets are computed once in ``prepare`` from the cached teacher pr
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import torch
 
-from ..errors import ConfigError
-from .base import OBJECTIVES
-from .distill import Distil, DistilConfig
-from .math import smooth_probs
+from ..distil.objective import Distil
+from ..formulas import smooth_probs
+from .config import SmoothConfig
 
 
-@dataclass
-class SmoothConfig(DistilConfig):
-    degree: float = 0.9  # the global smoothing exponent d (paper: 0.9); 1 = plain Distil
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.degree < 0:
-            raise ConfigError(f"degree must be >= 0, got {self.degree}")
-
-
-@OBJECTIVES.register("smooth", SmoothConfig)
 class Smooth(Distil):
     """Distil with ``p_T`` replaced by ``p_T^d / Σ p_T^d`` for one global ``d``."""
-
-    name = "smooth"
 
     def __init__(self, config: SmoothConfig | None = None):
         super().__init__(config or SmoothConfig())

@@ -1,22 +1,21 @@
 """Stand-alone difficulty estimation for a task (Du et al. 2023 §4.1 / §5.1): the teacher through
 the pipeline, the variance of per-sample losses under pruned models (``difficulty.py``), eq. 2
-degrees, and files a person can read (JSON summary, TSV per example, histogram)."""
+degrees, and files a person can read (JSON summary, TSV per example, histogram).
+
+An entry point (it runs the pipeline's teacher stage), not part of the objective: it belongs in the
+entry-points package once that exists."""
 from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
 
-from .difficulty import DifficultyConfig, compute_difficulty, default_alpha
-from .fsutil import atomic_write_json, atomic_write_text
-from .pipeline import RunConfig, train_teacher
-from .report.rmc_plots import variance_histogram
-from .training.trainer import TrainConfig
-
-
-def kind_for(task):
-    from .kinds import kind_for as pick
-
-    return pick(task)
+from ...fsutil import atomic_write_json, atomic_write_text
+from ...kinds import kind_for
+from ...pipeline import RunConfig, train_teacher
+from ...report.rmc_plots import variance_histogram
+from ...training.trainer import TrainConfig
+from .config import DifficultyConfig, default_alpha
+from .difficulty import compute_difficulty
 
 
 def estimate_difficulty(task, out_dir: str | Path, model: str = "minilm", teacher: str | None = None,

@@ -1,0 +1,1 @@
+"""Cross-entropy with the gold labels (vanilla fine-tuning)."""

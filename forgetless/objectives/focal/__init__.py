@@ -1,0 +1,1 @@
+"""Focal and focal-reweighted losses (Du et al. appendix B)."""

@@ -1,0 +1,1 @@
+"""JTT, Just Train Twice (Liu et al. 2021): up-weighting the errors of a first model."""
