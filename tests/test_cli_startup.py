@@ -5,6 +5,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from forgetless.cli.options import field_type
 
 
@@ -38,6 +40,7 @@ def _fields(cls):
     return out
 
 
+@pytest.mark.skip(reason="cli/catalogue.py is obsolete: method configs import no torch (issue 19); deleted with it")
 def test_light_catalogue_matches_the_real_registries():
     from forgetless.cli.catalogue import light_registry
     from forgetless.registry import METHODS
