@@ -64,7 +64,7 @@ CASES = [
     ("export-atol-nan", ["export", "{saved}", "--format", "onnx", "--atol", "nan", "--out", "{out}"],
      r"--atol: must be a finite number, got nan"),
     ("method-option-flag", ["compress", *FAST, "--method", "magnitude", "--prune-every", "0"],
-     r"--prune-every 0: prune_every must be"),
+     r"--prune-every: 0 is out of range; valid: >= 1"),
 ]
 
 

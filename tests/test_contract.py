@@ -3,6 +3,7 @@ pipeline on tiny models built from configs: compress → report card validates a
 the saved model reloads in a FRESH process with outputs equal to the in-memory model (logits to
 1e-5, greedy generation token for token). The matrix comes from the registry: the task types and
 model kinds each method's config declares, run with the config's small ``smoke`` options."""
+import dataclasses
 import json
 import subprocess
 import sys
@@ -66,6 +67,17 @@ def test_every_method_declares_a_valid_smoke_config():
     for name in METHODS.names():
         config = METHODS.make_config(name, METHODS.config_class(name).smoke)
         assert config.name == name and METHODS.build(config).config is config
+
+
+def test_configs_import_no_torch_and_document_every_option():
+    code = ("import sys, json; from forgetless.registry import METHODS; "
+            "print(json.dumps([METHODS.names(), [m for m in ('torch', 'transformers', 'numpy') if m in sys.modules]]))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    names, heavy = json.loads(out.strip().splitlines()[-1])
+    assert heavy == [] and names == METHODS.names() and len(names) >= 8
+    for name in names:
+        cls = METHODS.config_class(name)
+        assert all(f.metadata.get("help") for f in dataclasses.fields(cls)), name
 
 
 @pytest.mark.parametrize("name, options, message", [
