@@ -33,7 +33,7 @@ def test_each_method_config_module_imports_no_torch():
 
 def test_list_imports_no_torch_and_names_every_adapter_family():
     from forgetless.models.adapters import supported_model_types
-    from forgetless.models.families import MODEL_TYPES
+    from forgetless.config import MODEL_TYPES
 
     assert [m for m in _imported("from forgetless.cli import main; main(['list'])") if m != "numpy"] == []
     assert sorted(MODEL_TYPES) == supported_model_types()

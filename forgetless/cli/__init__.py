@@ -76,14 +76,15 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args, config) -> int:
-    from ..models.checks import allow_remote_code
-
-    allow_remote_code(getattr(args, "trust_remote_code", False))
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(message)s")
-    if not args.verbose:
+    if hasattr(args, "trust_remote_code"):  # a command that loads models (not `list` / `recipes`)
         import transformers
 
-        transformers.logging.set_verbosity_error()
+        from ..models.checks import allow_remote_code
+
+        allow_remote_code(args.trust_remote_code)
+        if not args.verbose:
+            transformers.logging.set_verbosity_error()
     if getattr(args, "threads", None):
         import torch
 

@@ -187,7 +187,7 @@ def run_profile_command(config, out, overwrite: bool = False, meta: dict | None 
 
 def cmd_list(args, config) -> int:
     from ..data.tasks import TASKS
-    from ..models.families import MODEL_TYPES
+    from ..config import MODEL_TYPES
     from ..registry import METHODS, OBJECTIVES
 
     configs = lambda registry: [(n, registry.config_class(n)) for n in registry.names()]  # noqa: E731

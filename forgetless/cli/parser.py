@@ -6,6 +6,7 @@ imports no torch, so ``--help`` is fast. The commands live in ``commands.py``, `
 from __future__ import annotations
 
 import argparse
+import dataclasses
 
 from .. import tree
 from ..config import ProfileConfig, RunConfig, SweepConfig
@@ -48,19 +49,21 @@ def _keep(command: str, leaf) -> bool:
     return paths is None or any(leaf.dotted == p or (p.endswith(".") and leaf.dotted.startswith(p)) for p in paths)
 
 
-def _default_text(leaf) -> str:
-    if leaf.owners:  # '0.2 (heads), 0.6 (rahp)': each owner's own default
+def _help(leaf) -> str:
+    """The option's help and default; an option several methods (objectives) share gives each
+    owner's own: ``cofi: target share … (default 0.5); magnitude: final share … (default 0.4)``."""
+    if leaf.owners:
         registry = METHODS if leaf.path[0] == "method" else OBJECTIVES
-        parts = []
-        for name in leaf.owners:
-            field = next(f for f in __import__("dataclasses").fields(registry.config_class(name))
-                         if f.name == leaf.field.name)
-            parts.append(f"{_plain(default_of(field))} ({name})")
-        return "default " + ", ".join(parts)
-    value = default_of(leaf.field)
-    if value is None or value == [] or leaf.field.metadata.get("negate") or leaf.field.metadata.get("switch"):
-        return ""
-    return f"default {_plain(value)}"
+        fields = [(name, next(f for f in dataclasses.fields(registry.config_class(name)) if f.name == leaf.field.name))
+                  for name in leaf.owners]
+        if len({f.metadata.get("help", "") for _, f in fields}) == 1:
+            defaults = ", ".join(f"{_plain(default_of(f))} ({name})" for name, f in fields)
+            return f"{fields[0][1].metadata.get('help', '')} (default {defaults})"
+        return "; ".join(f"{name}: {f.metadata.get('help', '')} (default {_plain(default_of(f))})" for name, f in fields)
+    value, meta = default_of(leaf.field), leaf.field.metadata
+    if value is None or value == [] or meta.get("negate") or meta.get("switch"):
+        return meta.get("help", "")
+    return f"{meta.get('help', '')} (default {_plain(value)})"
 
 
 def _plain(value) -> str:
@@ -80,9 +83,7 @@ def add_tree_options(parser: argparse.ArgumentParser, cls: type, command: str) -
         title = (f"{leaf.path[0]} options" if leaf.owners else getattr(leaf.cls, "group", "options"))
         group = groups.get(title) or groups.setdefault(title, parser.add_argument_group(title))
         meta = leaf.field.metadata
-        default = _default_text(leaf)
-        help_text = meta.get("help", "") + (f" ({default})" if default else "")
-        kwargs = {"dest": leaf.key, "default": argparse.SUPPRESS, "help": help_text.replace("%", "%%")}
+        kwargs = {"dest": leaf.key, "default": argparse.SUPPRESS, "help": _help(leaf).replace("%", "%%")}
         if meta.get("switch") or meta.get("negate"):
             kwargs["action"] = "store_true"
         elif leaf.dotted in ("then", "task.challenge"):
