@@ -135,7 +135,7 @@ def train_teacher(task: Task, config: RunConfig, work_dir: Path, kind=None, mode
             _stage(f"reusing teacher from {folder}")
             return loaded, saved_tokenizer or tokenizer or task.tokenizer, \
                 {"source": config.model, "reused": True, "path": str(folder)}
-        _stage(f"fine-tuning the teacher ({train_config.epochs:g} epoch(s)); it will be cached in {folder}")
+        _stage(f"fine-tuning the teacher ({train_config.epochs:g} epoch(s)); it will be kept in {folder}")
         transformers.set_seed(config.seed)
         loaded, tokenizer = kind.load_model(source, task, config.seed, tokenizer)
         loaded = fine_tune(loaded, tokenizer, kind.training_set(task, tokenizer), work_dir / "train-teacher",

@@ -9,8 +9,10 @@ returns a deep copy, so the caller's object is never trained, pruned or sliced.
 from __future__ import annotations
 
 import copy
+import hashlib
 from pathlib import Path
 
+import torch
 import transformers
 from torch import nn
 
@@ -28,9 +30,23 @@ def is_in_memory(model) -> bool:
 
 
 def label(model: nn.Module) -> str:
-    """How an in-memory model is named in the run configuration and the report card."""
+    """How an in-memory model is named in the run configuration and the report card: its class,
+    ``name_or_path`` and a hash of its weights (so a rerun into the same output folder with other
+    weights is another run, not a resumed one)."""
     source = getattr(getattr(model, "config", None), "name_or_path", "") or ""
-    return f"in-memory {type(model).__name__}" + (f" ({source})" if source else "")
+    digest = hashlib.sha256()
+    for name, tensor in model.state_dict().items():
+        digest.update(name.encode())
+        digest.update(tensor.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())
+    return f"in-memory {type(model).__name__}" + (f" {source}" if source else "") + f" sha256:{digest.hexdigest()[:12]}"
+
+
+def kind_name_of(model: nn.Module) -> str:
+    """The model kind that runs a model object: its head decides (an encoder-decoder: seq2seq)."""
+    check_model_object(model, "any")
+    if get_adapter(model).is_seq2seq:
+        return "seq2seq"
+    return "causal-lm" if type(model).__name__.endswith(HEAD["causal-lm"]) else "classifier"
 
 
 def check_model_object(model, kind_name: str, task=None) -> None:
