@@ -17,6 +17,7 @@ import transformers
 import forgetless
 from forgetless.data.task import Task
 from forgetless.errors import ConfigError, DataError, ForgetlessError, OutputFolderError
+from forgetless.data.generation import SPECIALS, word_tokenizer
 from forgetless.models.tiny import tiny_seq2seq
 from forgetless.report.card import validate_card
 
@@ -24,6 +25,13 @@ FAST = dict(train={"epochs": 1, "batch_size": 16, "learning_rate": 1e-3, "max_le
             speed={"batch_size": 2, "seq_len": 16, "repeats": 1, "warmup": 0, "new_tokens": 4},
             eval={"max_new_tokens": 4, "meteor": False}, progress=False)
 WORDS = {"neg": ["bad", "awful", "dull", "poor"], "pos": ["good", "great", "fine", "nice"]}
+VOCAB = SPECIALS + sorted({"a", "movie", "film", "repeat", *WORDS["neg"], *WORDS["pos"]})
+
+
+@pytest.fixture(scope="module")
+def tok():
+    """A small word-level tokenizer: tiny embeddings keep the runs fast."""
+    return word_tokenizer(VOCAB)
 
 
 def _classification_data(n_train: int = 32, n_dev: int = 12) -> datasets.DatasetDict:
@@ -40,7 +48,7 @@ def _classification_data(n_train: int = 32, n_dev: int = 12) -> datasets.Dataset
 
 def _generation_data() -> datasets.DatasetDict:
     def rows(n):
-        words = ["good", "bad", "movie", "film", "great", "dull"]
+        words = ["good", "bad", "movie", "film", "great", "dull"]  # in VOCAB
         sources = [f"repeat {words[i % 6]} {words[(i + 1) % 6]}" for i in range(n)]
         return datasets.Dataset.from_dict({"source": sources, "target": [s.split(" ", 1)[1] for s in sources]})
 
@@ -88,14 +96,14 @@ def _reload_and_compare(folder: Path, tokenizer, expected: torch.Tensor, tmp_pat
         assert torch.allclose(reloaded, expected(inputs).flatten(), atol=1e-5)
 
 
-def test_compress_in_memory_bert_with_datasetdict(tmp_path, minilm_tokenizer, forgetless_cache, monkeypatch,
+def test_compress_in_memory_bert_with_datasetdict(tmp_path, tok, forgetless_cache, monkeypatch,
                                                   private_tmp):
     monkeypatch.chdir(tmp_path)
-    model = _tiny_bert(minilm_tokenizer)
+    model = _tiny_bert(tok)
     before = {k: v.clone() for k, v in model.state_dict().items()}
     cache_before, cwd_before = _listing(forgetless_cache), _listing(tmp_path)
 
-    result = forgetless.compress(model=model, tokenizer=minilm_tokenizer, data=_classification_data(),
+    result = forgetless.compress(model=model, tokenizer=tok, data=_classification_data(),
                                  method=forgetless.METHODS.make_config("truncate", {"layers": 1}), **FAST)
 
     assert len(result.model.bert.encoder.layer) == 1 and len(model.bert.encoder.layer) == 2
@@ -112,26 +120,27 @@ def test_compress_in_memory_bert_with_datasetdict(tmp_path, minilm_tokenizer, fo
     assert _ours(private_tmp) == []  # the temporary work folder is gone
 
     saved = result.save(tmp_path / "saved")
-    _reload_and_compare(saved, minilm_tokenizer, lambda inputs: result.model(**inputs).logits, tmp_path)
+    _reload_and_compare(saved, tok, lambda inputs: result.model(**inputs).logits, tmp_path)
     with pytest.raises(OutputFolderError, match="not an empty folder"):
         result.save(saved)
 
-    scores = forgetless.evaluate(result.model, _classification_data(), tokenizer=minilm_tokenizer)
+    scores = forgetless.evaluate(result.model, _classification_data(), tokenizer=tok)
     assert scores["sets"]["dev"]["accuracy"] == pytest.approx(card["sets"]["dev"]["compressed"]["accuracy"])
     assert forgetless.evaluate(saved, _classification_data())["sets"]["dev"]["n"] == 12
 
 
-def test_compress_in_memory_t5_on_generation_data(tmp_path, minilm_tokenizer, forgetless_cache):
-    tok = minilm_tokenizer
+def test_compress_in_memory_t5_on_generation_data(tmp_path, tok, forgetless_cache):
     model = tiny_seq2seq("tiny-t5", len(tok), pad=tok.pad_token_id, bos=tok.cls_token_id, eos=tok.sep_token_id)
     cache_before = _listing(forgetless_cache)
     result = forgetless.compress(model, _generation_data(), "nash", tokenizer=tok, out_dir=tmp_path / "run",
-                                 method_options={"decoder_layers": 2, "encoder_sparsity": 0.3}, **FAST)
+                                 method_options={"decoder_layers": 2, "encoder_pruning": "none", "finetune_epochs": 0},
+                                 base="as-is", **FAST)
     validate_card(result.card)
     assert result.card["kind"] == {"task": "generation", "model": "seq2seq"}
     assert result.model.config.num_decoder_layers == 2 and model.config.num_decoder_layers == 4
-    assert (tmp_path / "run" / "report.json").is_file() and (tmp_path / "run" / "work" / "teacher").is_dir()
-    assert _listing(forgetless_cache) == cache_before  # the in-memory model's teacher stays in the run
+    assert (tmp_path / "run" / "report.json").is_file() and (tmp_path / "run" / "model").is_dir()
+    assert result.card["params"]["base"]["source"]["as_is"] and result.card["training"]["base"] == "as-is"
+    assert _listing(forgetless_cache) == cache_before  # nothing of an in-memory model goes to the cache
     saved = result.save(tmp_path / "saved")
     ids = tok(["repeat good bad"], return_tensors="pt")
 
@@ -159,11 +168,11 @@ def test_compress_in_memory_t5_on_generation_data(tmp_path, minilm_tokenizer, fo
     (lambda m, t, d: forgetless.compress(m, d, "truncate"), "tokenizer: none given"),
     (lambda m, t, d: forgetless.evaluate(m, [1, 2], tokenizer=t), "data: expected"),
 ])
-def test_wrong_types_are_one_clear_error_before_any_work(call, culprit, minilm_tokenizer, tmp_path, monkeypatch,
+def test_wrong_types_are_one_clear_error_before_any_work(call, culprit, tok, tmp_path, monkeypatch,
                                                         private_tmp):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ForgetlessError, match=culprit):
-        call(_tiny_bert(minilm_tokenizer), minilm_tokenizer, _classification_data(8, 4))
+        call(_tiny_bert(tok), tok, _classification_data(8, 4))
     assert not any(tmp_path.iterdir()) and _ours(private_tmp) == []
 
 
