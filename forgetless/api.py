@@ -87,6 +87,9 @@ def compress(model, data, method="truncate", *, tokenizer=None, objective=None, 
     given = model if is_in_memory(model) else None
     if given is not None:  # no tokenizer, or a model that does not fit the run: one error now
         tokenizer = find_tokenizer(given, tokenizer, task)
+    elif tokenizer is not None:
+        raise ConfigError(f"tokenizer: model {str(model)!r} is loaded with its own tokenizer (the task's for "
+                          "tiny models); pass a model object to use another one")
     if out_dir is not None:
         output = run_compress(task, config, str(out_dir), overwrite=overwrite, model=given, tokenizer=tokenizer)
         return Result(output.model, output.tokenizer, output.card, Path(out_dir))

@@ -166,6 +166,7 @@ def test_compress_in_memory_t5_on_generation_data(tmp_path, tok, forgetless_cach
     (lambda m, t, d: forgetless.compress(m, d, "truncate", tokenizer=t, method_options={"layers": 2}),
      "--layers 2"),
     (lambda m, t, d: forgetless.compress(m, d, "truncate"), "tokenizer: none given"),
+    (lambda m, t, d: forgetless.compress("tiny-bert", d, "truncate", tokenizer=t), "its own tokenizer"),
     (lambda m, t, d: forgetless.evaluate(m, [1, 2], tokenizer=t), "data: expected"),
 ])
 def test_wrong_types_are_one_clear_error_before_any_work(call, culprit, tok, tmp_path, monkeypatch,
@@ -200,3 +201,28 @@ def test_from_datasets_label_names_columns_and_caps():
         Task.from_datasets(plain, [1])
     with pytest.raises(ConfigError):
         forgetless.compress("tiny-bert", plain, "truncate")  # a single Dataset is not a DatasetDict
+
+
+def test_in_memory_model_checks_and_tokenizer_from_name_or_path(tmp_path, tok):
+    from forgetless.kinds import KINDS
+    from forgetless.kinds.in_memory import find_tokenizer
+
+    task = Task.from_datasets(_classification_data(8, 4))
+    model = _tiny_bert(tok)
+    model.save_pretrained(tmp_path / "bert")
+    tok.save_pretrained(tmp_path / "bert")
+    reloaded = transformers.BertForSequenceClassification.from_pretrained(tmp_path / "bert", use_safetensors=True)
+    assert find_tokenizer(reloaded, None, task).convert_ids_to_tokens(5) == tok.convert_ids_to_tokens(5)
+    copied, _ = KINDS["classifier"].load_model(reloaded, task, tokenizer=tok)
+    assert copied is not reloaded and torch.equal(copied.classifier.weight, reloaded.classifier.weight)
+    with pytest.raises(ForgetlessError, match="no ForSequenceClassification head"):
+        KINDS["classifier"].load_model(transformers.BertModel(model.config), task, tokenizer=tok)
+    with pytest.raises(ForgetlessError, match="not an encoder-decoder"):
+        KINDS["seq2seq"].load_model(model, task, tokenizer=tok)
+    three = transformers.BertForSequenceClassification(transformers.BertConfig(
+        vocab_size=len(tok), hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37,
+        num_labels=3))
+    with pytest.raises(ForgetlessError, match="predicts 3 labels, the task has 2"):
+        forgetless.compress(three, _classification_data(8, 4), "truncate", tokenizer=tok, out_dir=tmp_path / "x",
+                            method_options={"layers": 1})
+    assert not (tmp_path / "x").exists()

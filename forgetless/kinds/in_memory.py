@@ -35,9 +35,10 @@ def label(model: nn.Module) -> str:
     weights is another run, not a resumed one)."""
     source = getattr(getattr(model, "config", None), "name_or_path", "") or ""
     digest = hashlib.sha256()
-    for name, tensor in model.state_dict().items():
+    for name, value in model.state_dict().items():  # quantized modules also hold non-tensor entries
         digest.update(name.encode())
-        digest.update(tensor.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())
+        digest.update(value.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()
+                      if isinstance(value, torch.Tensor) and not value.is_quantized else repr(value).encode())
     return f"in-memory {type(model).__name__}" + (f" {source}" if source else "") + f" sha256:{digest.hexdigest()[:12]}"
 
 
