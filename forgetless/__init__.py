@@ -1,13 +1,24 @@
-"""forgetless: compress transformer language models and report what the compression cost."""
+"""forgetless: compress transformer language models and report what the compression cost.
+
+The Python API (``api.py``): ``forgetless.compress(model=..., data=..., method=...)`` returns a
+``Result`` (``.model``, ``.tokenizer``, ``.card``, ``.save(path)``); ``forgetless.evaluate(model,
+data)`` scores a model; ``Task.from_datasets`` builds a task from 🤗 datasets; ``METHODS`` /
+``OBJECTIVES`` list and build method / objective configs; ``load_model`` / ``save_model`` read and
+write forgetless model folders. Names are imported on first use, so ``import forgetless`` (and
+``forgetless --help``) does not import torch.
+"""
+import importlib
+
 __version__ = "0.1.0"
-__all__ = ["load_model", "save_model", "__version__"]
+EXPORTS = {"compress": ".api", "Result": ".api", "Task": ".data.task",
+           "METHODS": ".registry", "OBJECTIVES": ".registry", "load_model": ".models.io",
+           "save_model": ".models.io"}
+__all__ = [*EXPORTS, "evaluate", "__version__"]
 
 
 def __getattr__(name: str):
-    """``forgetless.load_model`` / ``save_model`` import torch on first use, not with the package
-    (so ``forgetless --help`` starts fast)."""
-    if name in ("load_model", "save_model"):
-        from .models import io
-
-        return getattr(io, name)
+    if name == "evaluate":  # the package forgetless.evaluate is callable: it runs api.evaluate
+        return importlib.import_module(".evaluate", __name__)
+    if name in EXPORTS:
+        return getattr(importlib.import_module(EXPORTS[name], __name__), name)
     raise AttributeError(f"module 'forgetless' has no attribute {name!r}")

@@ -15,7 +15,7 @@ import json
 import logging
 import shutil
 import sys
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import transformers
@@ -23,13 +23,15 @@ import transformers
 from .data.task import Task
 from .errors import ConfigError
 from .config import CleverConfig
+from .evaluate.calibration import calibration_section
 from .evaluate.clever import clever_evaluate
 from .evaluate.perplexity import default_perplexity_file
-from .evaluate.runtime import deploy, deployment_section
+from .evaluate.runtime import agreement, deploy
 from .evaluate.size import disk_size, parameter_counts
 from .fsutil import atomic_write_json, disk_full_guard, remove_leftovers
 from .kinds import check_compatible, kind_for
 from .config import RunConfig
+from .kinds.in_memory import check_model_object
 from .methods.base import CompressionContext
 from .recipes.dump import drop_empty, dump_recipe
 from .registry import METHODS, OBJECTIVES
@@ -38,6 +40,7 @@ from .models.io import is_forgetless_folder, load_model, read_manifest, save_mod
 from .models.model_card import write_model_card
 from . import progress
 from .report.card import build_card, write_card
+from .report.measurements import Measurements
 from .report.honest import prediction_rows, training_section
 from .report.model_summary import model_card_summary
 from .training.trainer import fine_tune
@@ -69,36 +72,43 @@ def teacher_key(task: Task, config: RunConfig, kind) -> str:
                  "labels": task.label_names, "train": settings, "seed": config.seed})
 
 
-def train_teacher(task: Task, config: RunConfig, work_dir: Path, kind=None):
+def train_teacher(task: Task, config: RunConfig, work_dir: Path, kind=None, model=None, tokenizer=None):
     """Fine-tune (or load) the uncompressed model on the task. A finished teacher is kept in the
     shared cache (``cache_root()/teachers/<key>``, key: ``teacher_key``) and reused by any run with
-    the same key, whatever its output folder; ``config.teacher`` is only read."""
+    the same key, whatever its output folder; ``config.teacher`` is only read. A model object
+    (``model``, with its ``tokenizer``; ``config.model`` then holds its label) is copied, never
+    changed; its teacher is trained and kept in ``work_dir/teacher``, not in the shared cache."""
     kind = kind or kind_for(task)
+    source = model if model is not None else config.model
     if config.base == "as-is":  # post-training compression: nothing is trained, nothing is written
         _stage(f"base: {config.model} as it is (no fine-tuning)")
-        model, tokenizer = kind.load_model(config.model, task, config.seed)
-        return model, tokenizer, _as_is_info(config.model)
+        loaded, tokenizer = kind.load_model(source, task, config.seed, tokenizer)
+        info = _as_is_info(config.model) if model is None else \
+            {"source": config.model, "reused": False, "as_is": True, "path": None}
+        return loaded, tokenizer, info
     if config.teacher:
         model, tokenizer = kind.load_model(config.teacher, task, config.seed)
         _stage(f"using the given teacher {config.teacher}")
         return model, tokenizer, {"source": config.teacher, "reused": True, "path": str(config.teacher)}
     train_config = config.teacher_train or config.train
     key = teacher_key(task, config, kind)
-    folder = cache_root() / "teachers" / key
+    folder = work_dir / "teacher" if model is not None else cache_root() / "teachers" / key
     with teacher_lock(folder):  # a second run needing this teacher waits here, then reuses it
         remove_leftovers(folder.parent, (f".{key}.tmp-*", f".{key}.old-*"))  # of a killed save of this teacher
         if is_forgetless_folder(folder) and read_manifest(folder)["metadata"].get("key") == key:
-            model, tokenizer = load_model(folder)
+            loaded, saved_tokenizer = load_model(folder)
             _stage(f"reusing teacher from {folder}")
-            return model, tokenizer or task.tokenizer, {"source": config.model, "reused": True, "path": str(folder)}
-        _stage(f"fine-tuning the teacher ({train_config.epochs:g} epoch(s)); it will be cached in {folder}")
+            return loaded, saved_tokenizer or tokenizer or task.tokenizer, \
+                {"source": config.model, "reused": True, "path": str(folder)}
+        _stage(f"fine-tuning the teacher ({train_config.epochs:g} epoch(s)); it will be kept in {folder}")
         transformers.set_seed(config.seed)
-        model, tokenizer = kind.load_model(config.model, task, config.seed)
-        model = fine_tune(model, tokenizer, kind.training_set(task, tokenizer), work_dir / "train-teacher", train_config)
-        save_model(model, folder, tokenizer, metadata={"key": key, "role": "teacher", "kind": kind.name,
+        loaded, tokenizer = kind.load_model(source, task, config.seed, tokenizer)
+        loaded = fine_tune(loaded, tokenizer, kind.training_set(task, tokenizer), work_dir / "train-teacher",
+                           train_config)
+        save_model(loaded, folder, tokenizer, metadata={"key": key, "role": "teacher", "kind": kind.name,
                                                        "model": config.model, "task": task.name,
                                                        "task_kind": task.kind})
-        return model, tokenizer, {"source": config.model, "reused": False, "path": str(folder)}
+        return loaded, tokenizer, {"source": config.model, "reused": False, "path": str(folder)}
 
 
 def _as_is_info(model: str) -> dict:
@@ -125,6 +135,15 @@ def clean_work(work_dir: Path) -> int:
     return freed
 
 
+@dataclass
+class RunOutput:
+    """What a compress run gives back: its report card, the compressed model and its tokenizer."""
+
+    card: dict
+    model: object
+    tokenizer: object
+
+
 def compress(task: Task, config: RunConfig, out_dir: str | Path, meta: dict | None = None,
              overwrite: bool = False) -> dict:
     """Run the whole job and write ``out_dir/{model/, report.json, report.md, *.png}``;
@@ -132,16 +151,26 @@ def compress(task: Task, config: RunConfig, out_dir: str | Path, meta: dict | No
     an ``out_dir`` holding another run's output is refused unless ``overwrite``. The resolved recipe
     (``meta``: name, paper, scale … of a recipe file, then the config tree) is saved as
     ``model/recipe.yaml`` and in the card."""
+    return run_compress(task, config, out_dir, meta, overwrite).card
+
+
+def run_compress(task: Task, config: RunConfig, out_dir: str | Path, meta: dict | None = None,
+                 overwrite: bool = False, model=None, tokenizer=None) -> RunOutput:
+    """``compress`` that also returns the compressed model object; ``model`` (with ``tokenizer``) is
+    a model object to compress instead of loading ``config.model`` (which then only labels it)."""
     method, objective, then = resolve(config)  # then: e.g. quantize after a structural method
-    key = validate_run(task, config, out_dir, method, objective, overwrite)
+    key = validate_run(task, config, out_dir, method, objective, overwrite, model)
+    if model is not None:
+        check_model_object(model, kind_for(task, method, config.model_kind).name, task)
     recipe = recipe_of(config, meta)
     with output_lock(out_dir), disk_full_guard(out_dir):  # a second run on the same folder stops here
         prepare_output(out_dir, key, overwrite, _jsonable_config(config), run_inputs(task, config))
         remove_leftovers(out_dir)  # .model.tmp-* of a killed save (we hold the folder's lock)
-        return _compress(task, config, Path(out_dir), method, objective, then, recipe)
+        return _compress(task, config, Path(out_dir), method, objective, then, recipe, model, tokenizer)
 
 
-def _compress(task: Task, config: RunConfig, out_dir: Path, method, objective, then, recipe) -> dict:
+def _compress(task: Task, config: RunConfig, out_dir: Path, method, objective, then, recipe,
+              model=None, given_tokenizer=None) -> RunOutput:
     work_dir = out_dir / "work"
     kind = kind_for(task, method, config.model_kind)
     for extra in then:  # validate_run checked the main method
@@ -151,10 +180,11 @@ def _compress(task: Task, config: RunConfig, out_dir: Path, method, objective, t
 
     progress.enabled = config.progress  # one switch for every progress bar of the run (tqdm, stderr)
     _stage("teacher")
-    teacher, tokenizer, teacher_info = train_teacher(task, config, work_dir, kind)
+    teacher, tokenizer, teacher_info = train_teacher(task, config, work_dir, kind, model, given_tokenizer)
+    source = model if model is not None else config.model
     ctx = CompressionContext(task=task, tokenizer=tokenizer, teacher=teacher, work_dir=work_dir,
                              train_config=config.train, objective=objective, seed=config.seed,
-                             base_model=config.model, kind=kind,
+                             base_model=source, kind=kind,
                              cache_dir=Path(config.cache_dir) if config.cache_dir else work_dir / "cache")
     _stage(f"objective {objective.name}")
     ctx.objective_extras = objective.prepare(ctx) or None
@@ -164,7 +194,7 @@ def _compress(task: Task, config: RunConfig, out_dir: Path, method, objective, t
     if config.student_init == "teacher":
         student = copy.deepcopy(teacher)
     else:
-        student, _ = kind.load_model(config.model, task, config.seed)
+        student, _ = kind.load_model(source, task, config.seed, tokenizer)
     compressed = method.compress(student, ctx).eval()
     for extra in then:
         _stage(f"then {extra.name}")
@@ -195,19 +225,15 @@ def _compress(task: Task, config: RunConfig, out_dir: Path, method, objective, t
     sizes = {"base": {**parameter_counts(teacher), "disk_bytes": disk_size(teacher_dir) if teacher_dir.exists()
                       else None, "source": teacher_info},
              "compressed": {**parameter_counts(compressed), "disk_bytes": disk_size(model_dir), "path": str(model_dir)}}
-    card = build_card(task=task, run=config, method=method, objective=objective, kind=kind, results=results,
-                      sizes=sizes, speed=speed, notes=ctx.notes, command=" ".join(sys.argv), robustness=robustness,
-                      predictions=predictions, training=_training(config, teacher_info, ctx.fine_tunes))
-    source = config.teacher if (config.teacher and config.student_init == "teacher") else config.model
-    card["model"] = {"compressed": source, "model_type": getattr(compressed.config, "model_type", None)}
-    if teacher_info.get("provenance"):  # a converted base (--model smollm2): where its weights came from
-        card["provenance"] = teacher_info["provenance"]
-    from .evaluate.calibration import calibration_section
-    card["calibration"] = calibration_section(task, predictions)  # ECE, confidence: hard vs easy, base vs compressed
+    started = config.teacher if (config.teacher and config.student_init == "teacher") else config.model
+    card = build_card(Measurements(
+        task=task, run=config, method=method, then=then, objective=objective, kind=kind, results=results,
+        predictions=predictions, sizes=sizes, speed=speed, notes=ctx.notes, command=" ".join(sys.argv),
+        robustness=robustness, training=_training(config, teacher_info, ctx.fine_tunes),
+        calibration=calibration_section(task, predictions),  # ECE, confidence: hard vs easy, base vs compressed
+        agreement=agreement(predictions), recipe=drop_empty(recipe), provenance=teacher_info.get("provenance"),
+        model={"compressed": started, "model_type": getattr(compressed.config, "model_type", None)}))
     dump_recipe(recipe, model_dir / "recipe.yaml")  # beside the model and in the card: `forgetless run` reruns it
-    card["recipe"] = drop_empty(recipe)
-    card["method"]["then"] = [{**m.describe(), "structured": m.structured} for m in then]
-    deployment_section(card, config.eval.runtime, [method, *then], predictions)
     plots = method.plots(out_dir)
     write_card(card, out_dir, extra_plots=plots, prediction_rows=prediction_rows(task, predictions))
     write_model_card(model_dir, model_card_summary(card))
@@ -215,7 +241,7 @@ def _compress(task: Task, config: RunConfig, out_dir: Path, method, objective, t
         freed = clean_work(work_dir)
         if freed:
             _stage(f"deleted {freed / 1e6:.0f} MB of training checkpoints in {work_dir} (keep them with --keep-work)")
-    return card
+    return RunOutput(card, compressed, tokenizer)
 
 
 def _clever_summary(model, tokenizer, task: Task, config: CleverConfig, work_dir: Path, role: str) -> dict:

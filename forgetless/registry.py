@@ -122,7 +122,7 @@ class Registry:
         name = getattr(type(value), "name", None)
         if name is None or self._configs.get(name) is not type(value):
             self._load()
-            raise ConfigError(f"expected a {self.kind} name or config ({', '.join(self.names())}), got "
+            raise ConfigError(f"{self.kind}: expected a name or a config of {', '.join(self.names())}; got "
                               f"{type(value).__name__}")
         return value
 

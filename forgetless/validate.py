@@ -37,14 +37,16 @@ REPORT_FILES = ("report.json", "report.md", "report.html")
 
 
 # ----- the model's shape, from its config only -----------------------------------------------------
-def model_dims(name_or_path: str, seq2seq: bool = False) -> dict | None:
+def model_dims(name_or_path, seq2seq: bool = False) -> dict | None:
     """``{layers, decoder_layers, heads, max_positions}`` of a model, read from its config without
-    loading weights; None for a hub id (not checkable offline). A local folder that is not a usable
-    model is a ``ModelFileError``."""
+    loading weights (an in-memory model: from its ``config``); None for a hub id (not checkable
+    offline). A local folder that is not a usable model is a ``ModelFileError``."""
     from .models.checks import check_model_folder
     from .models.loading import resolve_model_path
     from .models.tiny import TINY_CLASSIFIERS, TINY_SEQ2SEQ, tiny_seq2seq
 
+    if not isinstance(name_or_path, str):  # a model object (forgetless.compress(model=...))
+        return _config_dims(name_or_path.config, seq2seq)
     if name_or_path == "tiny-llama":  # models.tiny.tiny_llama_config: 4 layers, 2 key/value groups per layer
         return {"layers": 4, "decoder_layers": None, "heads": 2, "max_positions": 512}
     if name_or_path in TINY_CLASSIFIERS:  # built by models.tiny.tiny_classifier
@@ -59,7 +61,10 @@ def model_dims(name_or_path: str, seq2seq: bool = False) -> dict | None:
         if path.startswith((".", "/", "~")):
             raise ModelFileError(f"model folder {path!r} does not exist")
         return None  # a hub id: checked when it is loaded
-    config = check_model_folder(path)
+    return _config_dims(check_model_folder(path), seq2seq)
+
+
+def _config_dims(config, seq2seq: bool) -> dict:
     get = lambda *names: next((getattr(config, n) for n in names if getattr(config, n, None)), None)  # noqa: E731
     layers = get("num_hidden_layers", "num_layers", "encoder_layers", "n_layers", "n_layer")
     decoder = get("num_decoder_layers", "decoder_layers")
@@ -73,14 +78,14 @@ def model_dims(name_or_path: str, seq2seq: bool = False) -> dict | None:
 
 
 # ----- the whole run ----------------------------------------------------------------------------------
-def validate_run(task, config, out_dir, method, objective, overwrite: bool = False) -> str:
+def validate_run(task, config, out_dir, method, objective, overwrite: bool = False, model=None) -> str:
     """Check a run (``method`` and ``objective`` resolved from ``config``) before any work, its
     output folder first; returns the run's key (``prepare_output`` records it when the run claims
-    the folder, under its lock)."""
+    the folder, under its lock). ``model``: a model object given instead of ``config.model``."""
     from .kinds import check_compatible, kind_for
 
     check_output(out_dir, command="compress", inputs=run_inputs(task, config), overwrite=overwrite)
-    if not config.teacher:
+    if not config.teacher and model is None:
         check_cache()  # the teacher is saved there: a file or a read-only folder fails now, not after training
 
     kind = kind_for(task, method, config.model_kind)
@@ -91,7 +96,7 @@ def validate_run(task, config, out_dir, method, objective, overwrite: bool = Fal
         _check_teacher_family(config.teacher, config.model)
         _check_teacher_labels(config.teacher, task, kind)
     _check_some_training(task, config)
-    dims = model_dims(source, kind.name == "seq2seq")
+    dims = model_dims(model if model is not None and source == config.model else source, kind.name == "seq2seq")
     if dims is not None:
         for item in (config.method, *config.then):
             item.check_model(dims, f"model {source!r}")

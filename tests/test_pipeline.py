@@ -10,6 +10,7 @@ import torch
 
 from forgetless.cli import main
 from forgetless.models.io import load_model
+from forgetless.report.card import validate_card
 
 
 def test_compress_truncate_end_to_end(tmp_path, tiny_model_dir, capsys):
@@ -22,7 +23,10 @@ def test_compress_truncate_end_to_end(tmp_path, tiny_model_dir, capsys):
     printed = capsys.readouterr().out
     assert "# forgetless report card: synthetic · truncate" in printed
     card = json.loads((out / "report.json").read_text())
+    validate_card(card)  # the documented schema (report/card.py), as written to disk
     assert card["schema"] == "forgetless-report-2" and card["kind"] == {"task": "classification", "model": "classifier"}
+    assert card["model"]["compressed"] == tiny_model_dir and card["deployment"]["agreement"]["n"] > 0
+    assert card["calibration"]["sets"]["dev"]["base"]["n"] == card["sets"]["dev"]["base"]["n"]
     assert set(card["sets"]) == {"dev", "challenge"}
     assert card["sets"]["dev"]["base"]["n"] == len(__import__("forgetless").data.tasks.load_task(
         "synthetic", eval_size=64).dev)
@@ -51,6 +55,7 @@ def test_compress_magnitude_reports_sparsity_not_speed(tmp_path, tiny_model_dir,
                  "--bench-seq-len", "16", "--out", str(out), "--no-progress"])
     assert code == 0
     card = json.loads((out / "report.json").read_text())
+    validate_card(card)
     assert card["params"]["compressed"]["prunable_sparsity"] == pytest.approx(0.5, abs=0.01)
     assert card["params"]["compressed"]["total"] == card["params"]["base"]["total"]
     assert not card["speed"]["meaningful"]

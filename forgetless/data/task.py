@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import DataError
+from ..errors import ConfigError, DataError
+from . import hf_datasets as hf
 
 
 @dataclass
@@ -166,6 +167,44 @@ class Task:
     def eval_sets(self) -> dict[str, ExampleSet | PairSet]:
         return {"dev": self.dev, **self.challenges}
 
+    @classmethod
+    def from_datasets(cls, train=None, dev=None, challenges: dict | None = None, *, text: str | None = None,
+                      text_pair: str | None = None, label: str | None = None, target: str | None = None,
+                      labels: list[str] | None = None, name: str = "datasets", train_size: int | None = None,
+                      eval_size: int | None = None, seed: int = 0) -> "Task":
+        """A task from 🤗 ``datasets``: ``train`` and ``dev`` Datasets (+ ``challenges`` {name:
+        Dataset}), or ``train`` a ``DatasetDict`` holding the splits. Columns, splits and label names:
+        ``data/hf_datasets.py``; ``target`` names a generation task's reference column. The seeded
+        caps of ``load_task`` apply (``train_size``, ``eval_size``)."""
+        if isinstance(train, dict):
+            if dev is not None:
+                raise DataError("Task.from_datasets: a DatasetDict holds the dev split already; drop dev=")
+            train, dev, extra = hf.splits_of(train, "train")
+            challenges = {**extra, **(challenges or {})}
+        sets = {"train": train, "dev": dev, **(challenges or {})}
+        for set_name, ds in sets.items():
+            if not hf.is_dataset(ds):
+                raise DataError(f"Task.from_datasets: {set_name} must be a datasets.Dataset, got {type(ds).__name__}")
+        cols = hf.infer_columns(train, text, text_pair, label, target)
+        where = lambda set_name: f"{name} {set_name}"  # noqa: E731
+        if cols["task_type"] == "generation":
+            built = {n: PairSet(n, hf.texts(ds, cols["text"], where(n)),
+                                [[t] for t in hf.texts(ds, cols["target"], where(n))], source=f"datasets:{n}")
+                     for n, ds in sets.items()}
+            names, metric = None, "rougeL"
+        else:
+            names = hf.label_names(train, cols["label"], labels, where("train"))
+            built = {n: ExampleSet(n, hf.texts(ds, cols["text"], where(n)),
+                                   hf.label_ids(ds, cols["label"], names, where(n)), names,
+                                   hf.texts(ds, cols["text_pair"], where(n)) if cols["text_pair"] else None,
+                                   source=f"datasets:{n}")
+                     for n, ds in sets.items()}
+            metric = "accuracy"
+        used = ", ".join(f"{k}={v}" for k, v in cols.items() if v and k != "task_type")
+        task = cls(name, names, built.pop("train"), built.pop("dev"), built, kind=cols["task_type"], metric=metric,
+                   protocol=f"datasets objects ({used}): {len(train)} train / {len(dev)} dev")
+        return cap_task(task, train_size, eval_size, seed)
+
 
 def labels_from_names(values, label_names: list[str], where: str, aliases: dict[str, str] | None = None) -> list[int]:
     """Turn label strings or ints into ids; an unknown label is an error naming file and value."""
@@ -195,3 +234,41 @@ def stratified_split(labels: list[int], fraction: float, seed: int) -> tuple[lis
         first.extend(idx[:cut].tolist())
         second.extend(idx[cut:].tolist())
     return sorted(first), sorted(second)
+
+
+def capped(examples: ExampleSet | PairSet, size: int | None, seed: int) -> ExampleSet | PairSet:
+    """A seeded random subset of exactly ``size`` examples (all if the set is smaller), stratified
+    by label (and group, if any) for labelled sets: each stratum gets its share rounded down, and
+    the remaining places go to the strata with the largest remainders (largest-remainder method)."""
+    if size is None or size >= len(examples):
+        return examples
+    if size < 1:
+        raise ConfigError(f"size cap must be >= 1, got {size}")
+    rng = np.random.default_rng(seed)
+    if isinstance(examples, PairSet):
+        return examples.subset(sorted(rng.permutation(len(examples))[:size].tolist()))
+    keys = [(y, g) for y, g in zip(examples.labels, examples.groups or [None] * len(examples))]
+    strata: dict = {}
+    for i, key in enumerate(keys):
+        strata.setdefault(key, []).append(i)
+    order = sorted(strata, key=str)
+    exact = [size * len(strata[key]) / len(examples) for key in order]
+    takes = [int(x) for x in exact]
+    for j in sorted(range(len(order)), key=lambda j: (-(exact[j] - takes[j]), j))[:size - sum(takes)]:
+        takes[j] += 1
+    picked = []
+    for key, take in zip(order, takes):
+        picked.extend(rng.permutation(strata[key])[:take].tolist())
+    return examples.subset(sorted(picked))
+
+
+def cap_task(task: Task, train_size: int | None, eval_size: int | None, seed: int) -> Task:
+    """Seeded size caps of ``load_task`` and ``Task.from_datasets``: ``train_size`` caps the training
+    set, ``eval_size`` each evaluation set (``capped``); the caps are recorded in the protocol."""
+    task.train = capped(task.train, train_size, seed)
+    task.dev = capped(task.dev, eval_size, seed + 1)
+    task.challenges = {k: capped(v, eval_size, seed + 2) for k, v in task.challenges.items()}
+    caps = [f"train capped to {len(task.train)}" if train_size is not None else "",
+            f"eval sets capped to {eval_size} (seeded, stratified)" if eval_size is not None else ""]
+    task.protocol = "; ".join([task.protocol] + [c for c in caps if c])
+    return task

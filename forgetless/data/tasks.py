@@ -6,40 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-
 from ..errors import ConfigError
 from . import fever, generation, glue, mnli  # noqa: F401  (register their tasks)
 from .registry import DATA_DIR_ENV, TASKS, resolve_data_dir  # noqa: F401
 from .files import check_label_names, example_set_from_rows, read_example_set
 from .synthetic import synthetic_shortcut_task
-from .task import ExampleSet, PairSet, Task
-
-def capped(examples: ExampleSet | PairSet, size: int | None, seed: int) -> ExampleSet | PairSet:
-    """A seeded random subset of exactly ``size`` examples (all if the set is smaller), stratified
-    by label (and group, if any) for labelled sets: each stratum gets its share rounded down, and
-    the remaining places go to the strata with the largest remainders (largest-remainder method)."""
-    if size is None or size >= len(examples):
-        return examples
-    if size < 1:
-        raise ConfigError(f"size cap must be >= 1, got {size}")
-    rng = np.random.default_rng(seed)
-    if isinstance(examples, PairSet):
-        return examples.subset(sorted(rng.permutation(len(examples))[:size].tolist()))
-    keys = [(y, g) for y, g in zip(examples.labels, examples.groups or [None] * len(examples))]
-    strata: dict = {}
-    for i, key in enumerate(keys):
-        strata.setdefault(key, []).append(i)
-    order = sorted(strata, key=str)
-    exact = [size * len(strata[key]) / len(examples) for key in order]
-    takes = [int(x) for x in exact]
-    for j in sorted(range(len(order)), key=lambda j: (-(exact[j] - takes[j]), j))[:size - sum(takes)]:
-        takes[j] += 1
-    picked = []
-    for key, take in zip(order, takes):
-        picked.extend(rng.permutation(strata[key])[:take].tolist())
-    return examples.subset(sorted(picked))
-
+from .task import Task, cap_task, capped  # noqa: F401  (capped: evaluate/clever.py)
 
 def load_task(name: str, data_dir: str | None = None, seed: int = 0, train_size: int | None = None,
               eval_size: int | None = None, **options) -> Task:
@@ -51,13 +23,7 @@ def load_task(name: str, data_dir: str | None = None, seed: int = 0, train_size:
         task = builder(data_dir=data_dir, seed=seed, **options)
     except TypeError as exc:
         raise ConfigError(f"task {name!r}: bad options {sorted(options)} ({exc})") from exc
-    task.train = capped(task.train, train_size, seed)
-    task.dev = capped(task.dev, eval_size, seed + 1)
-    task.challenges = {k: capped(v, eval_size, seed + 2) for k, v in task.challenges.items()}
-    caps = [f"train capped to {len(task.train)}" if train_size is not None else "",
-            f"eval sets capped to {eval_size} (seeded, stratified)" if eval_size is not None else ""]
-    task.protocol = "; ".join([task.protocol] + [c for c in caps if c])
-    return task
+    return cap_task(task, train_size, eval_size, seed)
 
 
 @TASKS.register("synthetic")

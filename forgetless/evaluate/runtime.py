@@ -89,14 +89,3 @@ def agreement(predictions: dict) -> dict:
         same, total = same + equal, total + len(a)
     return {"sets": per_set, "pooled": same / total if total else None, "n": total}
 
-
-def deployment_section(card: dict, runtime: str, methods: list, predictions: dict) -> dict:
-    """The card's ``deployment`` section (runtime, quantization, agreement with the fp32 base) and
-    ``speed.meaningful`` / ``speed.runtime``: a speedup is meaningful when a method removed weights,
-    quantized them or the runtime changed; quantization records whether it expected one."""
-    quantized = [{"dtype": m.config.dtype, **getattr(m, "speedup", {})} for m in methods if m.name == "quantize"]
-    card["deployment"] = {"runtime": runtime, "base_runtime": "torch (fp32)", "quantization": quantized,
-                          "agreement": agreement(predictions)}
-    card["speed"]["runtime"] = runtime
-    card["speed"]["meaningful"] = any(m.structured for m in methods) or bool(quantized) or runtime != "torch"
-    return card["deployment"]

@@ -12,7 +12,8 @@ A *model kind* says how a model is loaded, fed, run, scored and timed:
 
 ``kind_for(task, method)`` picks it: generation tasks and methods that need an encoder-decoder
 (``method.seq2seq_only``) use ``seq2seq``; everything else ``classifier``. The pipeline, methods,
-objectives, trainer and report card are shared by both.
+objectives, trainer and report card are shared by both. Every kind's ``load_model`` takes a
+name, a folder, or a model object (``in_memory.py``: checked against the kind, copied, never changed).
 """
 from __future__ import annotations
 

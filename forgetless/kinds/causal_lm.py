@@ -21,6 +21,7 @@ from ..evaluate.accuracy import pooled_task_accuracy, set_metrics
 from ..evaluate.perplexity import perplexity, read_texts
 from ..evaluate.speed import SpeedConfig, compare_speed, flop_limit, llm_speed_config
 from ..models.causal import load_causal_lm
+from .in_memory import adopt, is_in_memory
 
 
 def training_prompts(task: Task, examples, tokenizer) -> tuple[list[str], list[str]]:
@@ -34,8 +35,11 @@ def training_prompts(task: Task, examples, tokenizer) -> tuple[list[str], list[s
 class CausalLMKind:
     name = "causal-lm"
 
-    def load_model(self, name: str, task: Task, seed: int = 0):
-        return load_causal_lm(name, tokenizer=task.tokenizer, seed=seed)
+    def load_model(self, model, task: Task, seed: int = 0, tokenizer=None):
+        """A decoder-only LM by name or folder, or a copy of a given model object."""
+        if is_in_memory(model):
+            return adopt(model, tokenizer, task, self.name)
+        return load_causal_lm(model, tokenizer=tokenizer or task.tokenizer, seed=seed)
 
     def training_set(self, task: Task, tokenizer=None):
         if task.kind != "classification":

@@ -5,15 +5,19 @@ from __future__ import annotations
 from ..evaluate.accuracy import evaluate_task
 from ..evaluate.speed import SpeedConfig, compare_speed
 from ..models.loading import load_classifier
+from .in_memory import adopt, is_in_memory
 
 
 class ClassifierKind:
     name = "classifier"
     runtimes = ("torch", "torch-bf16", "onnxruntime")  # evaluate/runtime.py
 
-    def load_model(self, name: str, task, seed: int = 0):
-        """A classifier for the task's labels: pretrained (new seeded head), tiny, or saved."""
-        return load_classifier(name, task.label_names, seed=seed, tokenizer=task.tokenizer)
+    def load_model(self, model, task, seed: int = 0, tokenizer=None):
+        """A classifier for the task's labels: pretrained (new seeded head), tiny, saved, or a copy of
+        a given model object (``in_memory.adopt``)."""
+        if is_in_memory(model):
+            return adopt(model, tokenizer, task, self.name)
+        return load_classifier(model, task.label_names, seed=seed, tokenizer=tokenizer or task.tokenizer)
 
     def training_set(self, task, tokenizer=None):
         return task.train

@@ -16,6 +16,7 @@ from ..evaluate.generation import score_texts
 from ..evaluate.predict import generate_texts
 from ..evaluate.speed import SpeedConfig, compare_speed
 from ..models.loading import load_seq2seq
+from .in_memory import adopt, is_in_memory
 
 
 def label_word(name: str) -> str:
@@ -46,8 +47,11 @@ def _separator(tokenizer) -> str:
 class Seq2SeqKind:
     name = "seq2seq"
 
-    def load_model(self, name: str, task: Task, seed: int = 0):
-        return load_seq2seq(name, tokenizer=task.tokenizer, seed=seed)
+    def load_model(self, model, task: Task, seed: int = 0, tokenizer=None):
+        """An encoder-decoder by name or folder, or a copy of a given model object."""
+        if is_in_memory(model):
+            return adopt(model, tokenizer, task, self.name)
+        return load_seq2seq(model, tokenizer=tokenizer or task.tokenizer, seed=seed)
 
     def training_set(self, task: Task, tokenizer):
         if task.kind == "generation":

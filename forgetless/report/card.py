@@ -1,34 +1,50 @@
 """The report card: what compression cost, in one JSON document and its Markdown rendering, for
-every kind of task and model.
+every kind of task and model. ``build_card`` is the one place a card is assembled, from one
+``Measurements`` object (``report/measurements.py``); ``write_card`` only adds the names of the
+files it writes beside it. ``validate_card`` checks a card against the schema below.
 
 JSON schema ``forgetless-report-2`` (fractions in [0, 1] for accuracies; ROUGE / METEOR in %)::
 
-    schema, kind {task: classification|generation, model: classifier|seq2seq}
-    task {name, protocol, metric, pooled_challenges, sizes}
-    method {name, config, structured, objective, objective_options, student_init, train}
+    schema, kind {task: classification|generation, model: classifier|seq2seq|causal-lm}
+    task {name, protocol, metric, pooled_challenges, sizes {train, <set>: n}}
+    method {name, config, structured, objective, objective_options, student_init, train,
+            then [{name, config, structured}]}             # methods applied after it (--then)
+    model {compressed, model_type}                          # what the compressed model started from
     headline {metric, base, compressed, kept}           # the task's metric on dev; kept = compressed / base
     sets {set: {base: metrics, compressed: metrics}}    # classification: accuracy, n, hard/easy, groups …
                                                         # generation: rouge1/2/L, meteor, n, distinct share …
     challenge {sets, base, compressed}                  # classification: pooled challenge accuracy, else null
-    bias {gap_base, gap_compressed, f_bias}             # Du et al. eq. 1 (classification), else null
-    hard_easy {base: {hard, easy, gap}, compressed}     # on dev, where ground truth exists, else null
-    params {base: {...}, compressed: {...}, ratio, nonzero_ratio}
-    speed {mode: forward|generate, latency_ms, throughput_per_s, config, threads, device, meaningful,
+    bias {gap_base, gap_compressed, f_bias, meaningful} # Du et al. eq. 1 (classification), else null;
+                                                        # meaningful false: base gap <= 0 or base near chance
+    hard_easy {base: {hard, easy, n_hard, n_easy, gap} | null, compressed}   # classification, else null
+    calibration {bins, sets {set: {base, compressed}}} | null   # ECE, overconfidence (evaluate/calibration.py);
+                                                        # null: generation, or no probabilities (seq2seq)
+    params {base: {total, nonzero, .., disk_bytes, source}, compressed: {.., disk_bytes, path}, ratio,
+            nonzero_ratio}
+    speed {mode: forward|generate|prefill+decode, latency_ms, throughput_per_s, config, threads, device,
+           meaningful, runtime,                         # meaningful: weights removed / quantized / runtime changed
            times_s {latency|throughput: {base: [s], compressed: [s]}},      # raw per-repeat times
            timing {latency|throughput: {base|compressed: {median, q1, q3, iqr, n},
-                                        speedup: {speedup, low, high, measurable, n_resamples}}}}
+                                        speedup: {speedup, low, high, measurable, n_resamples}}},
+           [decode_ms_per_token, decode_ms_per_token_batch, flop_limit]}   # causal-lm only
+    deployment {runtime, base_runtime, quantization [{dtype, expected, why}],
+                agreement {sets {set: share}, pooled, n}}  # compressed (as deployed) vs base predictions
     intervals {method, confidence, n_resamples, seed,   # percentile bootstrap, seeded (report/honest.py)
                sets {set: {role: {accuracy, low, high, n}}},  # n = 0: accuracy / low / high null
                hard_easy {role: {hard, easy}} | null, challenge {role} | null,
                f_bias {f_bias, low, high, base_gap, compressed_gap, base_gap_nonpositive_share,
-                       n_dev, n_challenge, n_resamples} | null}   # paired bootstrap, Du et al. eq. 1
-    bias.meaningful                                     # false: base gap <= 0 or base near chance
+                       n_dev, n_challenge, n_resamples} | null} | null   # paired bootstrap, Du et al. eq. 1
     training {base_epochs, student_init, fine_tunes [{name, epochs}], compressed_extra_epochs,
-              compressed_epochs}                        # epochs each model saw (null: teacher given)
+              compressed_epochs, base: fine-tune|as-is}  # epochs each model saw (null: teacher given)
     warnings [sentence, ..]                             # report/trust.py checks that fired
-    predictions "predictions.jsonl"                     # per-example rows beside the card
-    robustness {...}                                    # optional (CLEVER)
+    zero_shot {template, instruction, body, label_words, shots, .., truncated_prompts {role: {set: n}}}
+                                                        # causal-lm only: how both models were prompted
+    language_model {base|compressed: {file, texts, perplexity, nll, tokens}}   # causal-lm, with a text file
+    robustness {clever {base, compressed}}              # optional (CLEVER)
+    provenance {...}                                    # optional: a converted base (--model smollm2)
+    recipe {...}                                        # optional: the resolved recipe of the run
     notes [..], run {resolved run configuration}, environment {versions, hardware, created}, seed, command
+    predictions "predictions.jsonl", plots [file names]  # added by write_card (files beside the card)
 """
 from __future__ import annotations
 
@@ -41,60 +57,70 @@ from ..fsutil import atomic_write_json, atomic_write_text
 from . import honest
 from .environment import environment
 from .html import render_html
+from .measurements import Measurements
 from .markdown import render_markdown
 from .plots import accuracy_plot
 from .predictions import write_predictions
 
 SCHEMA = "forgetless-report-2"
-SECTIONS = ("schema", "kind", "task", "method", "headline", "sets", "challenge", "bias", "hard_easy", "params",
-            "speed", "notes", "run", "seed", "command", "environment", "intervals", "warnings")
+SECTIONS = ("schema", "kind", "task", "method", "model", "headline", "sets", "challenge", "bias", "hard_easy",
+            "calibration", "params", "speed", "deployment", "intervals", "training", "warnings", "notes", "run", "seed",
+            "command", "environment")
+MODEL_KINDS = ("classifier", "seq2seq", "causal-lm")
 PREDICTIONS_FILE = "predictions.jsonl"
 
 
-def build_card(task, run, method, objective, kind, results: dict, sizes: dict, speed: dict, notes: list[str],
-               command: str = "", robustness: dict | None = None, predictions: dict | None = None,
-               training: dict | None = None) -> dict:
-    """The card (schema above). ``predictions`` are the kinds' per-example predictions
-    (``{role: {set: {...}}}``): with them the card gets intervals and warnings."""
+def build_card(measured: Measurements) -> dict:
+    """The card (schema above) of one run, from everything it measured. With per-example
+    predictions the card gets intervals and warnings."""
+    task, run, method, results = measured.task, measured.run, measured.method, measured.results
+    predictions = measured.predictions
     sets = {name: {"base": results["base"]["sets"][name], "compressed": results["compressed"]["sets"][name]}
             for name in results["base"]["sets"]}
     labelled = task.kind == "classification"
     metric = "accuracy" if labelled else task.metric
     base_dev, comp_dev = sets["dev"]["base"].get(metric), sets["dev"]["compressed"].get(metric)
+    sizes = measured.sizes
+    bias = bias_section(results) if labelled else None
+    warnings = honest.collect(task, results, predictions, bias, measured.training) if predictions else []
+    if bias is not None:
+        bias["meaningful"] = honest.f_bias_meaningful(bias, warnings)
     card = {
         "schema": SCHEMA,
-        "kind": {"task": task.kind, "model": kind.name},
+        "kind": {"task": task.kind, "model": measured.kind.name},
         "task": {"name": task.name, "protocol": task.protocol, "metric": metric,
                  "pooled_challenges": task.pooled if labelled else [],
                  "sizes": {"train": len(task.train), **{k: v["base"]["n"] for k, v in sets.items()}}},
-        "method": {**method.describe(), "structured": method.structured, "objective": objective.name,
+        "method": {**method.describe(), "structured": method.structured, "objective": measured.objective.name,
                    "objective_options": run.objective_options, "student_init": run.student_init,
-                   "train": asdict(run.train)},
+                   "train": asdict(run.train),
+                   "then": [{**m.describe(), "structured": m.structured} for m in measured.then]},
+        "model": measured.model,
         "headline": {"metric": metric, "base": base_dev, "compressed": comp_dev,
                      "kept": comp_dev / base_dev if base_dev else None},
         "sets": sets,
         "challenge": {"sets": task.pooled, "base": results["base"]["challenge_pooled"],
                       "compressed": results["compressed"]["challenge_pooled"]} if labelled else None,
-        "bias": bias_section(results) if labelled else None,
+        "bias": bias,
         "hard_easy": {role: _hard_easy(results[role]["sets"]["dev"]) for role in ("base", "compressed")}
         if labelled else None,
+        "calibration": measured.calibration,
         "params": {**sizes, "ratio": sizes["compressed"]["total"] / sizes["base"]["total"],
                    "nonzero_ratio": sizes["compressed"]["nonzero"] / sizes["base"]["nonzero"]},
-        "speed": {**speed, "meaningful": bool(method.structured),
-                  "timing": honest.timing_section(speed, run.seed)},
-        "notes": list(notes),
+        "speed": {**measured.speed, "timing": honest.timing_section(measured.speed, run.seed)},
+        "deployment": None,
+        "intervals": honest.intervals_section(task, predictions, run.seed) if predictions else None,
+        "training": measured.training,
+        "warnings": warnings,
+        "notes": list(measured.notes),
         "run": asdict(run),
         "seed": run.seed,
-        "command": command,
+        "command": measured.command,
         "environment": environment(),
     }
-    card["training"] = training
-    card["intervals"] = honest.intervals_section(task, predictions, run.seed) if predictions else None
-    card["warnings"] = honest.collect(task, results, predictions, card["bias"], training) if predictions else []
-    if card["bias"] is not None:
-        card["bias"]["meaningful"] = honest.f_bias_meaningful(card["bias"], card["warnings"])
-    if robustness:
-        card["robustness"] = robustness
+    _deployment(card, measured)
+    optional = {"robustness": measured.robustness, "provenance": measured.provenance, "recipe": measured.recipe}
+    card.update({key: value for key, value in optional.items() if value})
     if "zero_shot" in results["base"]:  # causal-lm: the prompt and scoring both models were evaluated with
         card["zero_shot"] = {**results["base"]["zero_shot"], "truncated_prompts": {
             role: results[role]["zero_shot"]["truncated_prompts"] for role in ("base", "compressed")}}
@@ -103,12 +129,27 @@ def build_card(task, run, method, objective, kind, results: dict, sizes: dict, s
     return card
 
 
+def _deployment(card: dict, measured: Measurements) -> None:
+    """``deployment`` (runtime, quantization, agreement with the fp32 base) and ``speed.meaningful``
+    / ``speed.runtime``: a speedup is meaningful when a method removed weights, quantized them or the
+    runtime changed; quantization records whether it expected one (``methods/quantize.py``)."""
+    methods = [measured.method, *measured.then]
+    runtime = measured.run.eval.runtime
+    quantized = [{"dtype": m.config.dtype, **getattr(m, "speedup", {})} for m in methods if m.name == "quantize"]
+    card["deployment"] = {"runtime": runtime, "base_runtime": "torch (fp32)", "quantization": quantized,
+                          "agreement": measured.agreement}
+    card["speed"]["runtime"] = runtime
+    card["speed"]["meaningful"] = any(m.structured for m in methods) or bool(quantized) or runtime != "torch"
+
+
 def validate_card(card: dict) -> None:
     """Raise ``ValueError`` naming the first problem if ``card`` does not follow the schema above."""
     missing = [k for k in SECTIONS if k not in card]
     if missing or card["schema"] != SCHEMA:
         raise ValueError(f"report card: missing sections {missing} or schema {card.get('schema')!r} != {SCHEMA!r}")
     labelled = card["kind"]["task"] == "classification"
+    if card["kind"]["model"] not in MODEL_KINDS or card["kind"]["task"] not in ("classification", "generation"):
+        raise ValueError(f"report card: kind {card['kind']} is not a known task type / model kind")
     metric = card["task"]["metric"]
     for name, entry in card["sets"].items():
         for role in ("base", "compressed"):
@@ -121,6 +162,7 @@ def validate_card(card: dict) -> None:
     for part in ("latency_ms", "throughput_per_s"):
         if not all(isinstance(card["speed"][part][k], float) for k in ("base", "compressed", "speedup")):
             raise ValueError(f"report card: speed.{part} must hold base, compressed and speedup")
+    _check_sections(card, labelled)
     if not isinstance(card["warnings"], list) or not all(isinstance(w, str) for w in card["warnings"]):
         raise ValueError("report card: warnings must be a list of sentences")
     intervals = card["intervals"]
@@ -131,6 +173,32 @@ def validate_card(card: dict) -> None:
             for role, interval in entry.items():
                 if interval["n"] and not interval["low"] <= interval["accuracy"] <= interval["high"]:
                     raise ValueError(f"report card: interval of {name} / {role} does not contain its accuracy")
+
+
+def _check_sections(card: dict, labelled: bool) -> None:
+    """model, method.then, calibration, speed.runtime / meaningful, deployment, training and the
+    causal-lm sections (schema above)."""
+    model = card["model"]
+    if not isinstance(model, dict) or not isinstance(model.get("compressed"), str):
+        raise ValueError("report card: model must name what the compressed model started from")
+    if not isinstance(card["method"].get("then"), list):
+        raise ValueError("report card: method.then must list the methods applied after the method")
+    calibration = card["calibration"]
+    if calibration is not None and (not labelled or not isinstance(calibration.get("sets"), dict)):
+        raise ValueError("report card: calibration (classification only) must hold bins and sets")
+    if not isinstance(card["speed"].get("meaningful"), bool) or not isinstance(card["speed"].get("runtime"), str):
+        raise ValueError("report card: speed must record meaningful (bool) and runtime")
+    deployment = card["deployment"]
+    if not isinstance(deployment, dict) or deployment.get("runtime") != card["speed"]["runtime"] \
+            or not isinstance(deployment.get("quantization"), list) or "pooled" not in (deployment.get("agreement") or {}):
+        raise ValueError("report card: deployment must hold runtime, quantization and agreement")
+    if card["training"] is not None and "compressed_epochs" not in card["training"]:
+        raise ValueError("report card: training must record the epochs each model saw")
+    causal = card["kind"]["model"] == "causal-lm"
+    if causal != ("zero_shot" in card):
+        raise ValueError("report card: zero_shot must be present exactly for causal-lm models")
+    if "language_model" in card and (not causal or set(card["language_model"]) != {"base", "compressed"}):
+        raise ValueError("report card: language_model (causal-lm) must hold base and compressed perplexity")
 
 
 def bias_section(results: dict) -> dict:

@@ -1,0 +1,43 @@
+"""Everything one compress run measured and decided: the one input of ``report.card.build_card``.
+
+The pipeline fills it after evaluation (``pipeline._compress``); nothing else adds to the card
+afterwards except ``write_card`` (the names of the files it writes beside it). Evaluation computes
+(``evaluate/``: metrics, calibration numbers, prediction agreement), the report renders.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Measurements:
+    """What ``build_card`` turns into the report card (schema in ``report/card.py``).
+
+    ``results``: the kind's evaluation of each role (``{"base" | "compressed": {sets,
+    challenge_pooled, [zero_shot], [language_model]}}``, predictions removed); ``predictions``: the
+    per-example predictions of each role and set; ``sizes``: parameter counts and disk sizes of
+    both models; ``speed``: the kind's timing of base vs compressed; ``training``: epochs each model
+    saw (``report.honest.training_section``); ``calibration``: ``evaluate.calibration``'s section
+    (None for generation); ``agreement``: ``evaluate.runtime.agreement`` of the deployed model
+    with the base; ``model``: where the compressed model started from and its ``model_type``;
+    ``provenance``: where a converted base's weights came from; ``recipe``: the resolved recipe."""
+
+    task: object
+    run: object
+    method: object
+    objective: object
+    kind: object
+    results: dict
+    sizes: dict
+    speed: dict
+    then: list = field(default_factory=list)
+    predictions: dict | None = None
+    notes: list = field(default_factory=list)
+    training: dict | None = None
+    robustness: dict | None = None
+    calibration: dict | None = None
+    agreement: dict | None = None
+    model: dict | None = None
+    provenance: dict | None = None
+    recipe: dict | None = None
+    command: str = ""
