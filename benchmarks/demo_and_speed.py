@@ -20,7 +20,7 @@ import time
 
 import torch
 
-from forgetless.evaluate.speed import SpeedConfig, compare_speed
+from forgetless.metrics.speed import SpeedConfig, compare_speed
 from forgetless.models import surgery
 from forgetless.models.adapters import get_adapter
 from forgetless.models.gates import Gates

@@ -16,9 +16,9 @@ from pathlib import Path
 import torch
 
 from forgetless.data.tasks import load_task
-from forgetless.evaluate.speed import SpeedConfig
+from forgetless.metrics.speed import SpeedConfig
 from forgetless.fsutil import atomic_write_text
-from forgetless.evaluate.config import EvalConfig
+from forgetless.config import EvalConfig
 from forgetless.pipeline import RunConfig, compress
 from forgetless.sweep import run_sweep
 from forgetless.training.trainer import TrainConfig

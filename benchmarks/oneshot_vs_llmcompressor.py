@@ -12,7 +12,7 @@ both tools' models are evaluated here, by the same code. llm-compressor pins tra
         --data-dir ../shared/data --llmc-python /work/venv-llmc/bin/python
 
 Calibration: ``--calibration`` sequences of ``--seq-len`` tokens cut from the XSum sample's
-documents (a seeded half of them); perplexity: the other half (``forgetless.evaluate.perplexity``,
+documents (a seeded half of them); perplexity: the other half (``forgetless.metrics.perplexity``,
 windows of ``--seq-len``). Mask agreement: the share of weights whose kept / pruned state is the
 same in both models (over every pruned Linear of the decoder layers; ``lm_head`` is tied to the
 embeddings in SmolLM2 and is never compressed by either).
@@ -68,7 +68,6 @@ def load(model_dir: str):
 def forgetless_compress(model, batches, method: str, options: dict) -> None:
     import torch
 
-    from forgetless.methods._shared.masks import row_keep_mask
     from forgetless.methods._shared.sequential import run_layer_by_layer
     from forgetless.methods.gptq.solver import gptq_quantize
     from forgetless.methods.magnitude.pruning import magnitude_masks
@@ -152,7 +151,7 @@ def evaluate_weights(args, config: str, tool: str) -> float:
     pins an older transformers, and its own evaluation of the same weights differed)."""
     from safetensors.torch import load_file
 
-    from forgetless.evaluate.perplexity import perplexity
+    from forgetless.metrics.perplexity import perplexity
 
     model, tokenizer = load(args.model)
     weights = load_file(str(Path(args.out) / f"{config}.{tool}.weights.safetensors"))
@@ -176,7 +175,7 @@ def agreement(out: Path, config: str) -> float | None:
 
 
 def baseline_perplexity(args) -> float:
-    from forgetless.evaluate.perplexity import perplexity
+    from forgetless.metrics.perplexity import perplexity
 
     model, tokenizer = load(args.model)
     return perplexity(model, tokenizer, texts(Path(args.data_dir), args.seed)[1][: args.eval_docs], max_length=args.seq_len)["perplexity"]

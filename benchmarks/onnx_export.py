@@ -4,7 +4,7 @@ Prints, measured in one run on this machine:
 1. export wall time and the max |ONNX − PyTorch| logit difference found by ``export_onnx``;
 2. latency (batch 1) and throughput-batch (batch 32) times of PyTorch and onnxruntime on the same
    pruned model, interleaved (PyTorch, ORT, PyTorch, ORT, ...), as median [q1, q3] and the ratio
-   PyTorch / ORT with its bootstrap interval (``evaluate.intervals.speedup_interval``);
+   PyTorch / ORT with its bootstrap interval (``metrics.intervals.speedup_interval``);
 3. with ``--spinning``: PyTorch's batch-32 time interleaved with an ORT session whose threads spin
    (the onnxruntime default) vs one with spinning off, to show why ``ort_session`` turns it off.
 
@@ -22,7 +22,7 @@ import time
 
 import torch
 
-from forgetless.evaluate.intervals import speedup_interval, timing_summary
+from forgetless.metrics.intervals import speedup_interval, timing_summary
 from forgetless.export import export_onnx, ort_session
 from forgetless.models import surgery
 from forgetless.models.adapters import get_adapter

@@ -24,9 +24,9 @@ import torch
 import transformers
 
 from forgetless.data.tasks import capped, load_task
-from forgetless.evaluate.clever import CleverConfig, clever_evaluate
-from forgetless.evaluate.predict import predict_logits
-from forgetless.evaluate.speed import SpeedConfig, compare_speed
+from forgetless.metrics.clever import CleverConfig, clever_evaluate
+from forgetless.metrics.predict import predict_logits
+from forgetless.metrics.speed import SpeedConfig, compare_speed
 from forgetless.fsutil import atomic_write_json, atomic_write_text
 from forgetless.methods._shared.calibration import scoring_batches
 from forgetless.methods.rahp.model_scoring import robustness_c

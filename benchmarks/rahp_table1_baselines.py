@@ -34,10 +34,10 @@ import transformers
 from transformers import TrainerCallback
 
 from forgetless.data.tasks import load_task
-from forgetless.evaluate.accuracy import evaluate_task
-from forgetless.evaluate.clever import CleverConfig, clever_evaluate
-from forgetless.evaluate.size import parameter_counts
-from forgetless.evaluate.speed import SpeedConfig
+from forgetless.metrics.accuracy import evaluate_task
+from forgetless.metrics.clever import CleverConfig, clever_evaluate
+from forgetless.metrics.size import parameter_counts
+from forgetless.metrics.speed import SpeedConfig
 from forgetless.fsutil import atomic_write_json, atomic_write_text
 from forgetless.models.io import save_model
 from forgetless.models.loading import load_classifier

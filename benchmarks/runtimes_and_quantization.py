@@ -7,7 +7,7 @@ One run, one machine, every number against the fp32 PyTorch base measured in the
   thread spinning off), and the same three after removing 50% of the heads and 50% of the FFN units
   of every layer (units ranked by the ℓ2 norm of their weights, then a short fine-tune);
 * accuracy on SST-2 dev and the AdvGLUE SST-2 challenge set, the deltas against the base, and
-  prediction agreement (share of identical predictions with the base, ``evaluate/runtime.py``);
+  prediction agreement (share of identical predictions with the base, ``metrics/runtime.py``);
 * speed: throughput (batch 32) and latency (batch 1) at sequence length 128; base and variant calls
   interleaved (base, variant, base, variant, ...); the speedup of each pair is base / variant and we
   print the median and IQR of those ratios, with the load average before and after.
@@ -29,9 +29,9 @@ import numpy as np
 import torch
 
 from forgetless.data.tasks import load_task
-from forgetless.evaluate.accuracy import evaluate_task
-from forgetless.evaluate.runtime import agreement, deploy
-from forgetless.evaluate.speed import SpeedConfig, _inputs, time_call
+from forgetless.metrics.accuracy import evaluate_task
+from forgetless.metrics.runtime import agreement, deploy
+from forgetless.metrics.speed import SpeedConfig, _inputs, time_call
 from forgetless.kinds import KINDS
 from forgetless.registry import METHODS
 from forgetless.models import surgery

@@ -4,7 +4,7 @@ The base is ``--model smollm2`` as it is (the Q4_1 GGUF dequantized to fp32; no 
 variant compresses it without recovery training (``--recovery none``): ShortGPT Block Influence
 removal of 3 / 6 / 9 of the 30 layers (Men et al. 2024; calibration on the task's training split),
 magnitude pruning to 50% unstructured sparsity in one shot, int8 dynamic quantization and bf16.
-Every model is scored zero-shot (``evaluate/zero_shot.py``: chat template, the task's prompt,
+Every model is scored zero-shot (``metrics/zero_shot.py``: chat template, the task's prompt,
 content-free calibration) on sst2 → AdvGLUE-sst2, mnli-small → HANS (hard / easy from the MNLI
 hardness file) and qqp → PAWS-QQP + PAWS-Wiki + AdvGLUE-qqp: accuracy with 95% bootstrap intervals,
 F_bias (Du et al. 2023, eq. 1-2) with its paired bootstrap interval, and, once per variant,
@@ -24,9 +24,9 @@ import time
 from pathlib import Path
 
 from forgetless.data.tasks import load_task
-from forgetless.evaluate.config import EvalConfig
-from forgetless.evaluate.perplexity import default_perplexity_file, perplexity, read_texts
-from forgetless.evaluate.speed import SpeedConfig
+from forgetless.config import EvalConfig
+from forgetless.metrics.perplexity import default_perplexity_file, perplexity, read_texts
+from forgetless.metrics.speed import SpeedConfig
 from forgetless.fsutil import atomic_write_json, atomic_write_text
 from forgetless.kinds import KINDS
 from forgetless.methods.base import CompressionContext

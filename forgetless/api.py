@@ -29,7 +29,7 @@ from .data.task import Task
 from .data.tasks import load_task
 from .errors import ConfigError, OutputFolderError
 from .config import CleverConfig, EvalConfig, RunConfig, SpeedConfig, TaskConfig, TrainConfig
-from .evaluate.size import parameter_counts
+from .metrics.size import parameter_counts
 from .evaluate_saved import evaluate_saved
 from .kinds import KINDS, kind_for
 from .kinds.in_memory import adopt, find_tokenizer, is_in_memory, kind_name_of, label

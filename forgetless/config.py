@@ -138,7 +138,7 @@ class TrainConfig(Config):
 @dataclass
 class EvalConfig(Config):
     """Evaluation: batch size, decoding for generating models, the runtime of the compressed model,
-    and zero-shot scoring of a causal LM (``evaluate/zero_shot.py``)."""
+    and zero-shot scoring of a causal LM (``metrics/zero_shot.py``)."""
 
     group: ClassVar[str] = "evaluation"
     batch_size: int = option(64, flag="eval-batch-size", low=1, high=1_000_000, help="evaluation batch size")

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from .data.task import Task
 from .errors import ConfigError
-from .evaluate.config import EvalConfig
-from .evaluate.size import parameter_counts
+from .config import EvalConfig
+from .metrics.size import parameter_counts
 from .fsutil import atomic_write_json
 from .kinds import KINDS, kind_for
 from .models.io import is_forgetless_folder, read_manifest

@@ -23,11 +23,11 @@ import transformers
 from .data.task import Task
 from .errors import ConfigError
 from .config import CleverConfig
-from .evaluate.calibration import calibration_section
-from .evaluate.clever import clever_evaluate
-from .evaluate.perplexity import default_perplexity_file
-from .evaluate.runtime import agreement, deploy
-from .evaluate.size import disk_size, parameter_counts
+from .metrics.calibration import calibration_section
+from .metrics.clever import clever_evaluate
+from .metrics.perplexity import default_perplexity_file
+from .metrics.runtime import agreement, deploy
+from .metrics.size import disk_size, parameter_counts
 from .fsutil import atomic_write_json, disk_full_guard, remove_leftovers
 from .kinds import check_compatible, kind_for
 from .config import RunConfig
@@ -206,7 +206,7 @@ def _compress(task: Task, config: RunConfig, out_dir: Path, method, objective, t
         "artifacts": artifacts, "then": [m.describe() for m in then]})
 
     _stage("evaluate base and compressed on " + ", ".join(task.eval_sets()))
-    deployed = deploy(compressed, config.eval.runtime, kind, work_dir)  # as it will run (evaluate/runtime.py)
+    deployed = deploy(compressed, config.eval.runtime, kind, work_dir)  # as it will run (metrics/runtime.py)
     eval_config = config.eval if config.eval.perplexity_file else replace(
         config.eval, perplexity_file=default_perplexity_file(config.task.data_dir))
     results = {role: kind.evaluate(model, tokenizer, task, eval_config, config.train.max_length, config.progress)

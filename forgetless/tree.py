@@ -16,7 +16,7 @@ import difflib
 from dataclasses import dataclass
 
 from .errors import ConfigError
-from .options import build as build_config, coerce, default_of, flag_name, hint_of, leaves, parse_bool
+from .options import coerce, default_of, flag_name, hint_of, leaves, parse_bool
 from .registry import METHODS, OBJECTIVES
 
 CHOSEN = {"method": METHODS, "objective": OBJECTIVES}  # fields whose config class is chosen by name

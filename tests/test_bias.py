@@ -4,7 +4,7 @@ import math
 import pytest
 
 from forgetless.errors import ConfigError
-from forgetless.evaluate.bias import f_bias, pooled_accuracy, relative_gap
+from forgetless.metrics.bias import f_bias, pooled_accuracy, relative_gap
 
 
 def test_relative_gap_and_f_bias_by_hand():

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from forgetless.data.task import ExampleSet
-from forgetless.evaluate.calibration import (calibration_markdown, calibration_section, expected_calibration_error,
+from forgetless.metrics.calibration import (calibration_markdown, calibration_section, expected_calibration_error,
                                              mapped_probabilities, set_calibration)
 
 

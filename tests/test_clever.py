@@ -6,7 +6,7 @@ from scipy import stats
 
 from forgetless.data.task import ExampleSet
 from forgetless.errors import ConfigError
-from forgetless.evaluate.clever import (CleverConfig, choose_fit, clever_evaluate, clever_example, clever_score,
+from forgetless.metrics.clever import (CleverConfig, choose_fit, clever_evaluate, clever_example, clever_score,
                                         fit_reverse_weibull, sample_ball, summarise)
 
 

@@ -14,10 +14,10 @@ import transformers
 
 from forgetless.data.tasks import load_task
 from forgetless.errors import OptionError
-from forgetless.evaluate.speed import SpeedConfig
+from forgetless.metrics.speed import SpeedConfig
 from forgetless.registry import METHODS
 from forgetless.models.io import load_model
-from forgetless.evaluate.config import EvalConfig
+from forgetless.config import EvalConfig
 from forgetless.pipeline import RunConfig, compress
 from forgetless.report.card import validate_card
 from forgetless.training.trainer import TrainConfig

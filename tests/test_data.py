@@ -10,7 +10,7 @@ from forgetless.data.synthetic import TEMPLATES, synthetic_shortcut_task
 from forgetless.data.task import ExampleSet, Task, stratified_split
 from forgetless.data.tasks import capped, load_task
 from forgetless.errors import ConfigError, DataError
-from forgetless.evaluate.accuracy import set_metrics
+from forgetless.metrics.accuracy import set_metrics
 
 
 def test_mnli_to_hans_mapping_scores_3way_predictions():

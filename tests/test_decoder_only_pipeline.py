@@ -9,9 +9,9 @@ import torch
 import transformers
 
 from forgetless.data.tasks import load_task
-from forgetless.evaluate.speed import SpeedConfig
+from forgetless.metrics.speed import SpeedConfig
 from forgetless.models.io import load_model
-from forgetless.evaluate.config import EvalConfig
+from forgetless.config import EvalConfig
 from forgetless.config import RunConfig
 from forgetless.pipeline import compress
 from forgetless.registry import METHODS

@@ -4,16 +4,15 @@ import json
 
 import numpy as np
 import pytest
-import torch
 
 from forgetless.cli import main
 from forgetless.data.tasks import load_task
 from forgetless.errors import ConfigError, DataError
 from forgetless.evaluate import generation as metrics
-from forgetless.evaluate.speed import SpeedConfig
+from forgetless.metrics.speed import SpeedConfig
 from forgetless.kinds.seq2seq import label_word, parse_labels
 from forgetless.models import io
-from forgetless.evaluate.config import EvalConfig
+from forgetless.config import EvalConfig
 from forgetless.config import RunConfig
 from forgetless.methods.nash.config import CofiConfig, NashConfig
 from forgetless.pipeline import compress
@@ -74,7 +73,7 @@ def test_text_to_text_label_words_and_unknown_generations():
     parsed = parse_labels(["Entailment", " not  entailment ", "maybe", ""], names)
     assert parsed.tolist() == [0, 1, -1, -1]
     from forgetless.data.task import ExampleSet
-    from forgetless.evaluate.accuracy import set_metrics
+    from forgetless.metrics.accuracy import set_metrics
 
     dev = ExampleSet("dev", ["a"] * 4, [0, 1, 1, 0], names)
     m = set_metrics(dev, np.array(parsed))
@@ -99,7 +98,7 @@ def test_nash_end_to_end_tiny_t5(tmp_path):
 
 
 def test_cofi_text_to_text_classification_tiny_bart_and_profile(tmp_path):
-    from forgetless.evaluate.profile import run_profile
+    from forgetless.metrics.profile import run_profile
 
     task = load_task("synthetic", train_size=32, eval_size=8)
     card = compress(task, _run(model="tiny-bart", method=CofiConfig(sparsity=0.5, finetune_epochs=0)),

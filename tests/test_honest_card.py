@@ -118,7 +118,7 @@ def _predictions(task, base, compressed):
 
 
 def _results(task, predictions):
-    from forgetless.evaluate.accuracy import pooled_task_accuracy, set_metrics
+    from forgetless.metrics.accuracy import pooled_task_accuracy, set_metrics
 
     out = {}
     for role, sets in predictions.items():

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from forgetless.errors import ConfigError
-from forgetless.evaluate.intervals import (bootstrap_accuracy, bootstrap_f_bias, relative_gaps, resampled_means,
+from forgetless.metrics.intervals import (bootstrap_accuracy, bootstrap_f_bias, relative_gaps, resampled_means,
                                            speedup_interval, timing_summary)
 
 

@@ -1,7 +1,7 @@
 """The whole chain with a robust objective and a smaller (truncated) student: teacher → difficulty →
 RMC distillation → finalize → evaluate → report card (Du et al. §5 applied to Truncated students)."""
 from forgetless.data.synthetic import synthetic_shortcut_task
-from forgetless.evaluate.speed import SpeedConfig
+from forgetless.metrics.speed import SpeedConfig
 from forgetless.config import RunConfig
 from forgetless.pipeline import compress
 from forgetless.registry import METHODS, OBJECTIVES

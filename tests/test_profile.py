@@ -3,7 +3,7 @@ cache) per width, generation shares, profile.md and profile.png, for T5, BART an
 import pytest
 import torch
 
-from forgetless.evaluate.profile import decoder_step_profile, run_profile
+from forgetless.metrics.profile import decoder_step_profile, run_profile
 from forgetless.models.loading import load_seq2seq
 
 torch.set_num_threads(1)

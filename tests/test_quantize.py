@@ -14,15 +14,15 @@ from safetensors.torch import load_file
 
 from forgetless.cli import main
 from forgetless.errors import ConfigError
-from forgetless.evaluate.runtime import agreement, deploy
-from forgetless.evaluate.size import parameter_counts
+from forgetless.metrics.runtime import agreement, deploy
+from forgetless.metrics.size import parameter_counts
 from forgetless.kinds import KINDS
 from forgetless.registry import METHODS
 from forgetless.methods.then import parse_then
 from forgetless.models.io import load_model, save_model
 from forgetless.models.quantized_io import quantized_modules
 from forgetless.models.surgery import drop_layers, prune_heads
-from forgetless.evaluate.config import EvalConfig
+from forgetless.config import EvalConfig
 from forgetless.report.card import validate_card
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -170,7 +170,7 @@ def test_truncate_then_int8_card_and_reload(teacher_dir):
     model, tokenizer = load_model(teacher_dir / "model")
     assert len(quantized_modules(model)) == 6
     from forgetless.data.tasks import load_task
-    from forgetless.evaluate.accuracy import evaluate_task
+    from forgetless.metrics.accuracy import evaluate_task
 
     task = load_task("synthetic", eval_size=32)
     saved = _saved_predictions(teacher_dir, task)
@@ -199,7 +199,7 @@ def test_onnxruntime_runtime_agrees_with_torch(tmp_path, teacher_dir):
     # the same pruned model under torch gives the same predictions as under onnxruntime
     model, tokenizer = load_model(out / "model")
     from forgetless.data.tasks import load_task
-    from forgetless.evaluate.accuracy import evaluate_task
+    from forgetless.metrics.accuracy import evaluate_task
 
     task = load_task("synthetic", eval_size=32)
     torch_run = evaluate_task(model, tokenizer, task, 64, 128)["predictions"]

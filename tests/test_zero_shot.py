@@ -1,4 +1,4 @@
-"""Zero-shot label scoring (evaluate/zero_shot.py) on a tiny Llama: one forward pass per example equals
+"""Zero-shot label scoring (metrics/zero_shot.py) on a tiny Llama: one forward pass per example equals
 scoring each label on its own; contextual calibration by hand; k-shot prompts seeded and never
 holding the evaluated example; ``--base as-is`` with ``--recovery none`` never trains."""
 import math
@@ -10,8 +10,8 @@ import torch
 from forgetless.data.task import ExampleSet
 from forgetless.data.tasks import load_task
 from forgetless.evaluate import zero_shot
-from forgetless.evaluate.config import EvalConfig
-from forgetless.evaluate.speed import SpeedConfig
+from forgetless.config import EvalConfig
+from forgetless.metrics.speed import SpeedConfig
 from forgetless.models.causal import load_causal_lm
 from forgetless.config import RunConfig
 from forgetless.methods.block_influence.config import BlockInfluenceConfig

@@ -104,7 +104,7 @@ def cmd_evaluate(args, config) -> int:
 
 
 def cmd_bench(args, config) -> int:
-    from ..evaluate.speed import SpeedConfig, compare_speed
+    from ..metrics.speed import SpeedConfig, compare_speed
     from ..models.adapters import get_adapter
     from ..models.io import load_model
     from ..models.loading import load_classifier, load_seq2seq
@@ -165,7 +165,7 @@ def cmd_profile(args, config) -> int:
 
 
 def run_profile_command(config, out, overwrite: bool = False, meta: dict | None = None) -> None:
-    from ..evaluate.profile import run_profile
+    from ..metrics.profile import run_profile
     from ..models.io import load_model
     from ..models.loading import load_seq2seq
     from ..outputs import check_output, mark_output, output_lock

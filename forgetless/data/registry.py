@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Callable
 
 from ..errors import DataError
 from ..registry import Registry
-from .task import Task
 
 TASKS = Registry("task")
 DATA_DIR_ENV = "FORGETLESS_DATA_DIR"

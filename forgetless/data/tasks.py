@@ -11,7 +11,7 @@ from . import fever, generation, glue, mnli  # noqa: F401  (register their tasks
 from .registry import DATA_DIR_ENV, TASKS, resolve_data_dir  # noqa: F401
 from .files import check_label_names, example_set_from_rows, read_example_set
 from .synthetic import synthetic_shortcut_task
-from .task import Task, cap_task, capped  # noqa: F401  (capped: evaluate/clever.py)
+from .task import Task, cap_task, capped  # noqa: F401  (capped: metrics/clever.py)
 
 def load_task(name: str, data_dir: str | None = None, seed: int = 0, train_size: int | None = None,
               eval_size: int | None = None, **options) -> Task:

@@ -1,13 +1,13 @@
 """Model kind ``causal-lm``: a decoder-only language model with its LM head, no classification head.
 
-Classification tasks are scored *zero-shot by label likelihood* (``evaluate/zero_shot.py``): a
+Classification tasks are scored *zero-shot by label likelihood* (``metrics/zero_shot.py``): a
 prompt per task (in the model's chat template when it has one), each label word scored in one
 forward pass per example, optionally length-normalised, calibrated (contextual calibration, Zhao et
 al. 2021) and k-shot. Training (teacher fine-tuning, a method's recovery training) maximises the
 likelihood of the gold label word after the same prompt (loss on the label tokens only). Speed is
 prefill latency and per-token decode latency with a KV cache, base vs compressed in the same run,
 with defaults scaled to LLM sizes (``evaluate/speed.llm_speed_config``) and the FLOP-limit ratio.
-``perplexity`` (``evaluate/perplexity.py``) gives the language-modelling check on a held-out text.
+``perplexity`` (``metrics/perplexity.py``) gives the language-modelling check on a held-out text.
 """
 from __future__ import annotations
 
@@ -16,10 +16,10 @@ from dataclasses import asdict
 
 from ..data.task import PairSet, Task
 from ..errors import ConfigError
-from ..evaluate import zero_shot
-from ..evaluate.accuracy import pooled_task_accuracy, set_metrics
-from ..evaluate.perplexity import perplexity, read_texts
-from ..evaluate.speed import SpeedConfig, compare_speed, flop_limit, llm_speed_config
+from ..metrics import zero_shot
+from ..metrics.accuracy import pooled_task_accuracy, set_metrics
+from ..metrics.perplexity import perplexity, read_texts
+from ..metrics.speed import SpeedConfig, compare_speed, flop_limit, llm_speed_config
 from ..models.causal import load_causal_lm
 from .in_memory import adopt, is_in_memory
 

@@ -2,15 +2,15 @@
 argmax, scored by accuracy per set (with hard / easy, groups, pooled challenge accuracy)."""
 from __future__ import annotations
 
-from ..evaluate.accuracy import evaluate_task
-from ..evaluate.speed import SpeedConfig, compare_speed
+from ..metrics.accuracy import evaluate_task
+from ..metrics.speed import SpeedConfig, compare_speed
 from ..models.loading import load_classifier
 from .in_memory import adopt, is_in_memory
 
 
 class ClassifierKind:
     name = "classifier"
-    runtimes = ("torch", "torch-bf16", "onnxruntime")  # evaluate/runtime.py
+    runtimes = ("torch", "torch-bf16", "onnxruntime")  # metrics/runtime.py
 
     def load_model(self, model, task, seed: int = 0, tokenizer=None):
         """A classifier for the task's labels: pretrained (new seeded head), tiny, saved, or a copy of

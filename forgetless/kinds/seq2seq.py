@@ -11,10 +11,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..data.task import PairSet, Task
-from ..evaluate.accuracy import pooled_task_accuracy, set_metrics
-from ..evaluate.generation import score_texts
-from ..evaluate.predict import generate_texts
-from ..evaluate.speed import SpeedConfig, compare_speed
+from ..metrics.accuracy import pooled_task_accuracy, set_metrics
+from ..metrics.generation import score_texts
+from ..metrics.predict import generate_texts
+from ..metrics.speed import SpeedConfig, compare_speed
 from ..models.loading import load_seq2seq
 from .in_memory import adopt, is_in_memory
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import transformers
 from torch import nn
 
-from ..errors import ForgetlessError, ModelFileError, OutputFolderError
+from ..errors import ModelFileError, OutputFolderError
 from ..fsutil import atomic_directory
 from .manifest import FORMAT, MANIFEST, is_forgetless_folder, read_manifest, transformers_model_class
 from .checks import check_loaded, check_model_folder, trust_remote_code

@@ -23,7 +23,6 @@ import torch
 import transformers
 from torch import nn
 
-from ..errors import ForgetlessError
 from .adapters import Adapter, BertAdapter, register_adapter, renumber
 from .sites import AttentionSite, EmptyAttention, FfnSite, Slot
 

@@ -17,7 +17,7 @@ JSON schema ``forgetless-report-2`` (fractions in [0, 1] for accuracies; ROUGE /
     bias {gap_base, gap_compressed, f_bias, meaningful} # Du et al. eq. 1 (classification), else null;
                                                         # meaningful false: base gap <= 0 or base near chance
     hard_easy {base: {hard, easy, n_hard, n_easy, gap} | null, compressed}   # classification, else null
-    calibration {bins, sets {set: {base, compressed}}} | null   # ECE, overconfidence (evaluate/calibration.py);
+    calibration {bins, sets {set: {base, compressed}}} | null   # ECE, overconfidence (metrics/calibration.py);
                                                         # null: generation, or no probabilities (seq2seq)
     params {base: {total, nonzero, .., disk_bytes, source}, compressed: {.., disk_bytes, path}, ratio,
             nonzero_ratio}
@@ -52,7 +52,7 @@ import math
 from dataclasses import asdict
 from pathlib import Path
 
-from ..evaluate.bias import f_bias, relative_gap
+from ..metrics.bias import f_bias, relative_gap
 from ..fsutil import atomic_write_json, atomic_write_text
 from . import honest
 from .environment import environment

@@ -3,7 +3,7 @@ its numbers, the timing spread, and warnings where a number should not be read a
 
 Built from the per-example ``predictions`` the model kinds return (``kinds/*.evaluate``) and the
 aggregate ``results``; no inference happens here. Intervals are percentile bootstraps
-(Efron & Tibshirani 1993, ch. 13; ``evaluate.intervals``), seeded with the run's seed, with
+(Efron & Tibshirani 1993, ch. 13; ``metrics.intervals``), seeded with the run's seed, with
 ``N_RESAMPLES`` resamples (recorded in the card). F_bias follows Du et al. (2023), eq. 1,
 ``F_bias = gap_compressed / gap_base`` with ``gap = (acc_dev − acc_challenge) / acc_dev``; its
 interval resamples base and compressed predictions of the same examples together (paired).
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..evaluate.intervals import (DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, bootstrap_accuracy, bootstrap_f_bias,
+from ..metrics.intervals import (DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, bootstrap_accuracy, bootstrap_f_bias,
                                   speedup_interval, timing_summary)
 from . import trust
 

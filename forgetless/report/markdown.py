@@ -49,7 +49,7 @@ def render_markdown(card: dict) -> str:
     lines += _training(card) + _size(card) + _speed(card)
     lines += _deployment(card)
     lines += _robustness(card)
-    from ..evaluate.calibration import calibration_markdown
+    from ..metrics.calibration import calibration_markdown
     lines += calibration_markdown(card)
     if card["notes"]:
         lines += ["", "## Notes", ""] + [f"- {note}" for note in card["notes"]]
@@ -268,7 +268,7 @@ def _speed(card: dict) -> list[str]:
 
 
 def _deployment(card: dict) -> list[str]:
-    """Runtime, quantization and prediction agreement with the fp32 base (``evaluate/runtime.py``)."""
+    """Runtime, quantization and prediction agreement with the fp32 base (``metrics/runtime.py``)."""
     dep = card.get("deployment")
     if not dep or (dep["runtime"] == "torch" and not dep["quantization"]):
         return []

@@ -17,8 +17,8 @@ class Measurements:
     challenge_pooled, [zero_shot], [language_model]}}``, predictions removed); ``predictions``: the
     per-example predictions of each role and set; ``sizes``: parameter counts and disk sizes of
     both models; ``speed``: the kind's timing of base vs compressed; ``training``: epochs each model
-    saw (``report.honest.training_section``); ``calibration``: ``evaluate.calibration``'s section
-    (None for generation); ``agreement``: ``evaluate.runtime.agreement`` of the deployed model
+    saw (``report.honest.training_section``); ``calibration``: ``metrics.calibration``'s section
+    (None for generation); ``agreement``: ``metrics.runtime.agreement`` of the deployed model
     with the base; ``model``: where the compressed model started from and its ``model_type``;
     ``provenance``: where a converted base's weights came from; ``recipe``: the resolved recipe."""
 

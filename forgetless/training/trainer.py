@@ -21,7 +21,7 @@ import os
 import shutil
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Protocol
 
@@ -31,11 +31,11 @@ from torch import nn
 from transformers import TrainerCallback
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
-from ..ranges import MAX_TOKENS, check_number
 from ..fsutil import atomic_write_text, disk_full_guard
 from .objective import Objective
 from .encode import Collator, encode_for_training, split_batch
 from .logs import route_logs
+from ..config import TrainConfig
 
 log = logging.getLogger(__name__)
 CHECKPOINT_KEY_FILE = "forgetless-run-key.txt"  # file name kept: checkpoints written before stay resumable
@@ -43,42 +43,6 @@ COMPLETE_FILE = "forgetless-complete"  # written last into a checkpoint folder: 
 TRAINER_STATE_NAME = "trainer_state.json"
 
 
-@dataclass
-class TrainConfig:
-    """Training hyper-parameters (defaults follow the data README's calibration runs).
-
-    ``max_length`` caps input tokens (the source, for generation); ``max_target_length`` caps
-    generation targets. ``freeze_embeddings`` stops training the token embeddings and output
-    projection (saves time and memory on CPU for large vocabularies)."""
-
-    epochs: float = 3.0
-    learning_rate: float = 5e-5
-    batch_size: int = 32
-    max_length: int = 128
-    max_target_length: int = 32
-    weight_decay: float = 0.01
-    warmup_ratio: float = 0.0
-    seed: int = 0
-    save_steps: int = 200
-    logging_steps: int = 50
-    max_steps: int = -1
-    freeze_embeddings: bool = False
-    progress: bool = True
-    report_to: str = "none"  # Trainer integrations: "none", "tensorboard", "wandb", … (comma-separated)
-
-    def __post_init__(self) -> None:
-        check_number("epochs (--epochs)", self.epochs, 0 if self.max_steps <= 0 else None, 1e6,
-                     low_open=self.max_steps <= 0)
-        check_number("learning_rate (--lr)", self.learning_rate, 0, 1, low_open=True)
-        check_number("batch_size (--batch-size)", self.batch_size, 1, 1_000_000, integer=True)
-        check_number("max_length (--max-length)", self.max_length, 8, MAX_TOKENS, integer=True)
-        check_number("max_target_length (--max-target-length)", self.max_target_length, 2, MAX_TOKENS, integer=True)
-        check_number("save_steps (--save-steps)", self.save_steps, 1, None, integer=True)
-        check_number("logging_steps", self.logging_steps, 1, None, integer=True)
-        check_number("seed (--seed)", self.seed, 0, 2**32 - 1, integer=True)
-        check_number("weight_decay", self.weight_decay, 0, 1)
-        check_number("warmup_ratio", self.warmup_ratio, 0, 1)
-        check_number("max_steps", self.max_steps, -1, None, integer=True)
 
 
 class Regularizer(Protocol):

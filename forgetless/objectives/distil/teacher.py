@@ -16,7 +16,7 @@ from torch import nn
 
 from ...data.task import ExampleSet
 from ...errors import ConfigError, DataError
-from ...evaluate.predict import predict_logits
+from ...metrics.predict import predict_logits
 from ..cache import atomic_save_npz, context_cache_dir, load_npz, model_fingerprint
 
 log = logging.getLogger(__name__)

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 import transformers
 
-from ...evaluate.predict import predict_logits
+from ...metrics.predict import predict_logits
 from ...models.loading import load_classifier
 from ...training.objective import Objective, batch_column
 from ...training.trainer import fine_tune

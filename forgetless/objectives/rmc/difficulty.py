@@ -46,7 +46,7 @@ import transformers
 from scipy.stats import rankdata
 
 from ...errors import ConfigError, DataError
-from ...evaluate.predict import predict_logits
+from ...metrics.predict import predict_logits
 from ...fsutil import atomic_write_json
 from ...kinds import kind_for
 from ...methods.magnitude.config import MagnitudeConfig

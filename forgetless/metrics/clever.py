@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import statistics
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 
 import numpy as np
 import torch
@@ -27,29 +27,11 @@ from ..errors import ConfigError
 from ..models.adapters import get_adapter
 from ..progress import bar
 from ..training.encode import TOKEN_KEYS, encode
+from ..config import CleverConfig
 
 DUAL = {"2": 2.0, "inf": 1.0}  # perturbation norm → dual norm of the gradient
 
 
-@dataclass
-class CleverConfig:
-    """Parameters reported with every CLEVER figure."""
-
-    examples: int = 64      # fixed, seeded evaluation subset
-    batches: int = 20       # batch maxima fed to the Weibull fit
-    samples: int = 16       # points per batch
-    radius: float = 2.0     # R, in input-embedding units (whole sequence)
-    norm: str = "2"         # perturbation norm: "2" or "inf"
-    max_length: int = 64
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        if self.norm not in DUAL:
-            raise ConfigError(f"CLEVER norm must be one of {sorted(DUAL)}, got {self.norm!r}")
-        if self.examples < 1 or self.batches < 3 or self.samples < 1:
-            raise ConfigError("CLEVER needs examples >= 1, batches >= 3 (for the Weibull fit), samples >= 1")
-        if not self.radius > 0:
-            raise ConfigError(f"CLEVER radius must be > 0, got {self.radius}")
 
 
 # ----- pure functions ----------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 Both models see the same inputs; repeats alternate between the two so drift in machine load
 hits both alike. Each timing is the median of ``repeats`` after ``warmup`` runs; the raw
 per-repeat times (seconds) are kept in ``times_s`` so the report can show their spread and a
-speedup interval (``evaluate.intervals``). The report keeps batch size, sequence length, thread
+speedup interval (``metrics.intervals``). The report keeps batch size, sequence length, thread
 count and device with the ratio.
 
 Classifiers are timed on one forward pass (``mode="forward"``); encoder-decoders on a whole
@@ -15,29 +15,14 @@ from __future__ import annotations
 
 import statistics
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, replace
 
 import torch
 
-from ..errors import ConfigError
 from ..progress import bar
+from ..config import SpeedConfig
 
 
-@dataclass
-class SpeedConfig:
-    batch_size: int = 32
-    seq_len: int = 128
-    warmup: int = 2
-    repeats: int = 5
-    latency_batch: int = 1  # batch size for the single-request latency figure
-    new_tokens: int = 16    # generation: tokens decoded per call (fixed length)
-    num_beams: int = 1      # generation: beam size
-
-    def __post_init__(self):
-        if self.batch_size < 1 or self.seq_len < 2 or self.repeats < 1 or self.warmup < 0:
-            raise ConfigError("speed: batch_size >= 1, seq_len >= 2, repeats >= 1, warmup >= 0 required")
-        if self.latency_batch < 1 or self.new_tokens < 1 or self.num_beams < 1:
-            raise ConfigError("speed: latency_batch, new_tokens and num_beams must be >= 1")
 
 
 def _inputs(model, batch: int, seq_len: int, seed: int = 0) -> dict:
