@@ -159,9 +159,9 @@ def run_compress(task: Task, config: RunConfig, out_dir: str | Path, meta: dict 
     """``compress`` that also returns the compressed model object; ``model`` (with ``tokenizer``) is
     a model object to compress instead of loading ``config.model`` (which then only labels it)."""
     method, objective, then = resolve(config)  # then: e.g. quantize after a structural method
-    key = validate_run(task, config, out_dir, method, objective, overwrite, model)
+    key = validate_run(task, config, out_dir, overwrite, model)
     if model is not None:
-        check_model_object(model, kind_for(task, method, config.model_kind).name, task)
+        check_model_object(model, kind_for(task, config.method, config.model_kind).name, task)
     recipe = recipe_of(config, meta)
     with output_lock(out_dir), disk_full_guard(out_dir):  # a second run on the same folder stops here
         prepare_output(out_dir, key, overwrite, _jsonable_config(config), run_inputs(task, config))
@@ -172,9 +172,9 @@ def run_compress(task: Task, config: RunConfig, out_dir: str | Path, meta: dict 
 def _compress(task: Task, config: RunConfig, out_dir: Path, method, objective, then, recipe,
               model=None, given_tokenizer=None) -> RunOutput:
     work_dir = out_dir / "work"
-    kind = kind_for(task, method, config.model_kind)
-    for extra in then:  # validate_run checked the main method
-        check_compatible(task, extra, objective, config.model_kind)
+    kind = kind_for(task, config.method, config.model_kind)
+    for extra in config.then:  # validate_run checked the main method
+        check_compatible(task, extra, config.objective, config.model_kind)
     work_dir.mkdir(parents=True, exist_ok=True)
     transformers.set_seed(config.seed)
 
@@ -186,10 +186,10 @@ def _compress(task: Task, config: RunConfig, out_dir: Path, method, objective, t
                              train_config=config.train, objective=objective, seed=config.seed,
                              base_model=source, kind=kind,
                              cache_dir=Path(config.cache_dir) if config.cache_dir else work_dir / "cache")
-    _stage(f"objective {objective.name}")
+    _stage(f"objective {config.objective.name}")
     ctx.objective_extras = objective.prepare(ctx) or None
 
-    _stage(f"compress with {method.name}")
+    _stage(f"compress with {config.method.name}")
     transformers.set_seed(config.seed)
     if config.student_init == "teacher":
         student = copy.deepcopy(teacher)
@@ -197,11 +197,11 @@ def _compress(task: Task, config: RunConfig, out_dir: Path, method, objective, t
         student, _ = kind.load_model(source, task, config.seed, tokenizer)
     compressed = method.compress(student, ctx).eval()
     for extra in then:
-        _stage(f"then {extra.name}")
+        _stage(f"then {extra.config.name}")
         compressed = extra.compress(compressed, ctx).eval()
     artifacts = method.artifacts()
     model_dir = save_model(compressed, out_dir / "model", tokenizer, metadata={
-        "method": method.describe(), "objective": objective.name, "task": task.name, "task_kind": task.kind,
+        "method": method.describe(), "objective": config.objective.name, "task": task.name, "task_kind": task.kind,
         "kind": kind.name,
         "artifacts": artifacts, "then": [m.describe() for m in then]})
 

@@ -44,11 +44,7 @@ class Registry:
         def decorator(obj):
             if name in self._configs and self._configs[name] is not obj:
                 raise ConfigError(f"{self.kind} {name!r} registered twice")
-            if not isinstance(implementation, str):  # TRANSITION (removed at the end of the redesign):
-                self._configs[name], self._implementations[name] = implementation, obj  # old style
-                if implementation is not None:
-                    implementation.name = name
-            elif implementation is None:
+            if implementation is None:
                 self._configs[name], self._implementations[name] = None, obj
             else:
                 obj.name = name
@@ -61,7 +57,7 @@ class Registry:
         if self._loaded:
             return
         self._loaded = True
-        package = importlib.import_module(self.package)  # TRANSITION: its __init__ may register old-style
+        package = importlib.import_module(self.package)
         for module in pkgutil.iter_modules(package.__path__):
             if module.ispkg and not module.name.startswith("_"):
                 try:

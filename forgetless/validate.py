@@ -78,7 +78,7 @@ def _config_dims(config, seq2seq: bool) -> dict:
 
 
 # ----- the whole run ----------------------------------------------------------------------------------
-def validate_run(task, config, out_dir, method, objective, overwrite: bool = False, model=None) -> str:
+def validate_run(task, config, out_dir, overwrite: bool = False, model=None) -> str:
     """Check a run (``method`` and ``objective`` resolved from ``config``) before any work, its
     output folder first; returns the run's key (``prepare_output`` records it when the run claims
     the folder, under its lock). ``model``: a model object given instead of ``config.model``."""
@@ -88,8 +88,8 @@ def validate_run(task, config, out_dir, method, objective, overwrite: bool = Fal
     if not config.teacher and model is None:
         check_cache()  # the teacher is saved there: a file or a read-only folder fails now, not after training
 
-    kind = kind_for(task, method, config.model_kind)
-    check_compatible(task, method, objective, config.model_kind)
+    kind = kind_for(task, config.method, config.model_kind)
+    check_compatible(task, config.method, config.objective, config.model_kind)
     source = config.teacher if (config.teacher and config.student_init == "teacher") else config.model
     if config.teacher:
         model_dims(config.teacher, kind.name == "seq2seq")  # the teacher folder must be a readable model

@@ -35,7 +35,7 @@ def compress_once(name: str, seed: int, work_dir) -> dict[str, torch.Tensor]:
     method = METHODS.get(name)(METHODS.make_config(name, FAST[name]))
     generation = method.seq2seq_only
     task = load_task("synthetic-lookup" if generation else "synthetic", seed=seed, train_size=32, eval_size=8)
-    kind = kind_for(task, method)
+    kind = kind_for(task, method.config)
     transformers.set_seed(seed)
     teacher, tokenizer = kind.load_model("tiny-t5" if generation else "tiny-bert", task, seed)
     objective = OBJECTIVES.get(method.default_objective)()

@@ -27,23 +27,24 @@ MODEL_KINDS = ("auto", *KINDS)
 
 
 def kind_for(task, method=None, model_kind: str = "auto"):
-    """The model kind a run of ``method`` on ``task`` uses (see the module docstring); an explicit
-    ``model_kind`` (classifier | seq2seq | causal-lm) overrides the choice."""
+    """The model kind a run of ``method`` (its config, ``forgetless.config.MethodConfig``) on ``task``
+    uses (see the module docstring); an explicit ``model_kind`` (classifier | seq2seq | causal-lm)
+    overrides the choice."""
     if model_kind not in MODEL_KINDS:
         raise ConfigError(f"unknown model kind {model_kind!r}; choose from {', '.join(MODEL_KINDS)}")
     if model_kind != "auto":
         return KINDS[model_kind]
-    needs_seq2seq = bool(getattr(method, "seq2seq_only", False))
-    if task.kind == "generation" or needs_seq2seq:
+    if task.kind == "generation" or (method is not None and method.seq2seq_only):
         return KINDS["seq2seq"]
     return KINDS["classifier"]
 
 
 def check_compatible(task, method, objective, model_kind: str = "auto") -> None:
-    """One clear error before any work when a method or objective does not apply to the run."""
-    if method is not None and task.kind not in method.kinds:
+    """One clear error before any work when a method or objective (their configs) does not apply to
+    the run."""
+    if method is not None and task.kind not in method.task_types:
         raise ConfigError(f"method {method.name!r} does not apply to {task.kind} tasks (task {task.name!r}); "
-                          f"it handles: {', '.join(method.kinds)}")
+                          f"it handles: {', '.join(method.task_types)}")
     kind = kind_for(task, method, model_kind)
     if method is not None and kind.name not in method.model_kinds:
         raise ConfigError(f"method {method.name!r} does not apply to a {kind.name} model; it compresses: "

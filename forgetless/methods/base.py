@@ -131,29 +131,3 @@ class CompressionMethod:
     def describe(self) -> dict:
         """Method name and config for the report card."""
         return {"name": self.config.name, "config": asdict(self.config)}
-
-    # ----- TRANSITION: read-only views of the config's capabilities for callers not yet converted
-    # (pipeline, validate, cli, sweep, evaluate/runtime); removed when they read ``method.config``.
-    @property
-    def name(self) -> str:
-        return self.config.name
-
-    @property
-    def kinds(self) -> tuple[str, ...]:
-        return self.config.task_types
-
-    @property
-    def model_kinds(self) -> tuple[str, ...]:
-        return self.config.model_kinds
-
-    @property
-    def seq2seq_only(self) -> bool:
-        return self.config.seq2seq_only
-
-    @property
-    def default_objective(self) -> str:
-        return self.config.default_objective
-
-    @property
-    def structured(self) -> bool:
-        return self.config.structured

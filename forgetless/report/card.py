@@ -57,6 +57,7 @@ from ..fsutil import atomic_write_json, atomic_write_text
 from . import honest
 from .environment import environment
 from .html import render_html
+from ..tree import to_recipe
 from .measurements import Measurements
 from .markdown import render_markdown
 from .plots import accuracy_plot
@@ -91,10 +92,10 @@ def build_card(measured: Measurements) -> dict:
         "task": {"name": task.name, "protocol": task.protocol, "metric": metric,
                  "pooled_challenges": task.pooled if labelled else [],
                  "sizes": {"train": len(task.train), **{k: v["base"]["n"] for k, v in sets.items()}}},
-        "method": {**method.describe(), "structured": method.structured, "objective": measured.objective.name,
-                   "objective_options": run.objective_options, "student_init": run.student_init,
-                   "train": asdict(run.train),
-                   "then": [{**m.describe(), "structured": m.structured} for m in measured.then]},
+        "method": {**method.describe(), "structured": method.config.structured,
+                   "objective": measured.objective.config.name, "objective_options": asdict(run.objective),
+                   "student_init": run.student_init, "train": asdict(run.train),
+                   "then": [{**m.describe(), "structured": m.config.structured} for m in measured.then]},
         "model": measured.model,
         "headline": {"metric": metric, "base": base_dev, "compressed": comp_dev,
                      "kept": comp_dev / base_dev if base_dev else None},
@@ -113,7 +114,7 @@ def build_card(measured: Measurements) -> dict:
         "training": measured.training,
         "warnings": warnings,
         "notes": list(measured.notes),
-        "run": asdict(run),
+        "run": to_recipe(run),
         "seed": run.seed,
         "command": measured.command,
         "environment": environment(),
@@ -135,11 +136,12 @@ def _deployment(card: dict, measured: Measurements) -> None:
     runtime changed; quantization records whether it expected one (``methods/quantize.py``)."""
     methods = [measured.method, *measured.then]
     runtime = measured.run.eval.runtime
-    quantized = [{"dtype": m.config.dtype, **getattr(m, "speedup", {})} for m in methods if m.name == "quantize"]
+    sections = [m.report_section() or {} for m in methods]  # each method's own card section (methods/base.py)
+    quantized = [section["quantization"] for section in sections if "quantization" in section]
     card["deployment"] = {"runtime": runtime, "base_runtime": "torch (fp32)", "quantization": quantized,
                           "agreement": measured.agreement}
     card["speed"]["runtime"] = runtime
-    card["speed"]["meaningful"] = any(m.structured for m in methods) or bool(quantized) or runtime != "torch"
+    card["speed"]["meaningful"] = any(m.config.structured for m in methods) or bool(quantized) or runtime != "torch"
 
 
 def validate_card(card: dict) -> None:

@@ -84,7 +84,7 @@ def run_sweep(task: Task, sweep: SweepConfig, out_dir: str | Path, meta: dict | 
                                                       if k in _fields(OBJECTIVES.config_class(name))})
                   for name in sweep.objectives}  # unknown names and options fail before any training
     methods = {level: _with_level(sweep.method, sweep.level_option, level) for level in levels}
-    kind = kind_for(task, METHODS.build(methods[levels[0]]))
+    kind = kind_for(task, methods[levels[0]])
     out_dir = check_output(out_dir, command="sweep", inputs={"--model": sweep.model})
     check_cache()  # the teachers are saved there: checked before the first one is trained
     base = RunConfig(**{f.name: getattr(sweep, f.name) for f in dataclasses.fields(RunConfig)})

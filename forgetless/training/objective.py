@@ -58,16 +58,6 @@ class Objective:
     def __init__(self, config: Any = None):
         self.config = config
 
-    # TRANSITION (read-only, for today's callers: pipeline, kinds.check_compatible, report card);
-    # the lead replaces them with ``objective.config.name`` / ``.model_kinds``.
-    @property
-    def name(self) -> str:
-        return self.config.name
-
-    @property
-    def model_kinds(self) -> tuple[str, ...]:
-        return self.config.model_kinds
-
     def prepare(self, ctx) -> dict[str, list]:
         return {}
 
