@@ -10,15 +10,14 @@ write forgetless model folders. Names are imported on first use, so ``import for
 import importlib
 
 __version__ = "0.1.0"
-EXPORTS = {"compress": ".api", "Result": ".api", "Task": ".data.task",
+EXPORTS = {"compress": ".api", "evaluate": ".api", "Result": ".api", "Task": ".data.task",
+           "RunConfig": ".config", "TrainConfig": ".config", "EvalConfig": ".config", "SpeedConfig": ".config",
            "METHODS": ".registry", "OBJECTIVES": ".registry", "load_model": ".models.io",
            "save_model": ".models.io"}
-__all__ = [*EXPORTS, "evaluate", "__version__"]
+__all__ = [*EXPORTS, "__version__"]
 
 
 def __getattr__(name: str):
-    if name == "evaluate":  # the package forgetless.evaluate is callable: it runs api.evaluate
-        return importlib.import_module(".evaluate", __name__)
     if name in EXPORTS:
         return getattr(importlib.import_module(EXPORTS[name], __name__), name)
     raise AttributeError(f"module 'forgetless' has no attribute {name!r}")
