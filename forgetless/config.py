@@ -65,6 +65,7 @@ class ObjectiveConfig(Config):
     name: ClassVar[str] = ""
     flag_prefix: ClassVar[str] = "objective-"
     model_kinds: ClassVar[tuple[str, ...]] = ("classifier",)
+    uses_difficulty: ClassVar[bool] = False  # RMC's variance-based sample difficulty: a sweep reports its agreement
 
 
 # ----- the run ------------------------------------------------------------------------------------

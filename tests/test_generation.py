@@ -8,7 +8,7 @@ import pytest
 from forgetless.cli import main
 from forgetless.data.tasks import load_task
 from forgetless.errors import ConfigError, DataError
-from forgetless.evaluate import generation as metrics
+from forgetless.metrics import generation as metrics
 from forgetless.metrics.speed import SpeedConfig
 from forgetless.kinds.seq2seq import label_word, parse_labels
 from forgetless.models import io

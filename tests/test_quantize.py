@@ -18,7 +18,7 @@ from forgetless.metrics.runtime import agreement, deploy
 from forgetless.metrics.size import parameter_counts
 from forgetless.kinds import KINDS
 from forgetless.registry import METHODS
-from forgetless.methods.then import parse_then
+from forgetless.tree import parse_then
 from forgetless.models.io import load_model, save_model
 from forgetless.models.quantized_io import quantized_modules
 from forgetless.models.surgery import drop_layers, prune_heads
@@ -114,13 +114,13 @@ def test_bad_names_are_config_errors():
         METHODS.make_config("quantize", {"dtype": "int3"})
     with pytest.raises(ConfigError, match="needs a GPU"):
         METHODS.make_config("quantize", {"dtype": "fp8"})
-    with pytest.raises(ConfigError, match="unknown runtime 'tensorrt'"):
+    with pytest.raises(ConfigError, match="--runtime tensorrt: not one of torch, torch-bf16, onnxruntime"):
         EvalConfig(runtime="tensorrt")
     with pytest.raises(ConfigError, match="unknown compression method"):
         parse_then("quantise:dtype=int8")
     with pytest.raises(ConfigError, match="unknown option"):
         parse_then("quantize:bits=8")
-    assert parse_then("truncate:layers=2").config.layers == 2
+    assert parse_then("truncate:layers=2").layers == 2
     with pytest.raises(ConfigError, match="int8-quantized"):
         deploy(quantize(tiny_classifier(), dtype="int8"), "torch-bf16", KINDS["classifier"], "/nonexistent")
     with pytest.raises(ConfigError, match="not available for the seq2seq"):
@@ -162,7 +162,7 @@ def test_truncate_then_int8_card_and_reload(teacher_dir):
     card = json.loads((teacher_dir / "report.json").read_text())
     validate_card(card)
     assert card["method"]["name"] == "truncate" and card["method"]["then"][0]["config"]["dtype"] == "int8"
-    assert card["run"]["then"] == ["quantize:dtype=int8"]
+    assert card["run"]["then"] == [{"name": "quantize", "dtype": "int8", "linears": "stacks"}]
     dep = card["deployment"]
     assert dep["quantization"][0]["expected"] is False and "hidden size 32" in dep["quantization"][0]["why"]
     assert 0.0 <= dep["agreement"]["pooled"] <= 1.0 and dep["agreement"]["n"] == 64

@@ -9,7 +9,7 @@ import torch
 
 from forgetless.data.task import ExampleSet
 from forgetless.data.tasks import load_task
-from forgetless.evaluate import zero_shot
+from forgetless.metrics import zero_shot
 from forgetless.config import EvalConfig
 from forgetless.metrics.speed import SpeedConfig
 from forgetless.models.causal import load_causal_lm

@@ -108,9 +108,10 @@ def run_sweep(task: Task, sweep: SweepConfig, out_dir: str | Path, meta: dict | 
             # one teacher folder per task content and seed: a changed task never resumes an old teacher's checkpoints
             _, _, info = train_teacher(task, teacher_run, out_dir / "teachers" / f"{task_key}-seed{t_seed}", kind)
             teacher_dir = info["path"] if "path" in info else str(info["source"])
-            if "rmc" in objectives:
+            graded = next((c for c in objectives.values() if c is not None and c.uses_difficulty), None)
+            if graded is not None:  # how well the objective's difficulty finds the hard examples
                 difficulty[str(seed)] = _difficulty_summary(task, teacher_dir, replace(base, seed=seed).train, seed,
-                                                            asdict(objectives["rmc"]), cache, sweep.model)
+                                                            asdict(graded), cache, sweep.model)
                 write_sweep(_summary([], task, setup, difficulty, started), out_dir, plots=False)
             for level in levels:
                 for name, objective in objectives.items():

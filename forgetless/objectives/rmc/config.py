@@ -62,6 +62,7 @@ class DifficultyConfig(Config):
 @OBJECTIVES.register("rmc", implementation=".objective:RMC")
 @dataclass
 class RMCConfig(DistilConfig):
+    uses_difficulty = True
     alpha: float | None = option(None, help="eq. 2's α, the smoothing degree of the easiest sample (default: per "
                                             "task, MNLI 0.5, FEVER 0.3, QQP 0.2, others 0.5)", low=0, high=1)
     sparsities: tuple[float, ...] = option(DEFAULT_SPARSITIES, help="sparsity levels of the pruned models whose "
