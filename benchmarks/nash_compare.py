@@ -16,12 +16,11 @@ from pathlib import Path
 import torch
 
 from forgetless.data.tasks import load_task
-from forgetless.metrics.speed import SpeedConfig
 from forgetless.fsutil import atomic_write_text
-from forgetless.config import EvalConfig
-from forgetless.pipeline import RunConfig, compress
+from forgetless.config import EvalConfig, RunConfig, SpeedConfig, SweepConfig, TrainConfig
+from forgetless.methods.nash.config import CofiConfig, NashConfig
+from forgetless.pipeline import compress
 from forgetless.sweep import run_sweep
-from forgetless.training.trainer import TrainConfig
 
 
 def main(argv=None) -> str:
@@ -47,14 +46,15 @@ def main(argv=None) -> str:
                         freeze_embeddings=a.freeze_embeddings, progress=False)
     speed = SpeedConfig(batch_size=8, seq_len=64, repeats=5, new_tokens=8)
     out = Path(a.out)
-    summary = run_sweep(task, out / "nash", objectives="nash-distil", seeds="0", sparsities=a.decoder_layers,
-                        method="nash", method_options={"finetune_epochs": a.finetune_epochs},
-                        level_option="decoder_layers", model=a.model, train=train,
-                        teacher_train=TrainConfig(**{**train.__dict__, "epochs": a.teacher_epochs}),
-                        student_init="teacher", speed=speed, eval_config=EvalConfig(max_new_tokens=8), progress=False)
+    sweep = SweepConfig(objectives=["nash-distil"], seeds=[0], levels=a.decoder_layers.split(","),
+                        method=NashConfig(finetune_epochs=a.finetune_epochs), level_option="decoder_layers",
+                        model=a.model, train=train, teacher_epochs=a.teacher_epochs, student_init="teacher",
+                        speed=speed, eval=EvalConfig(max_new_tokens=8), progress=False)
+    run_sweep(task, sweep, out / "nash")
     teacher = json.loads(next((out / "nash" / "runs").glob("*/report.json")).read_text())["run"]["teacher"]
-    cofi = compress(task, RunConfig(model=a.model, method="cofi", teacher=str(teacher), train=train, speed=speed,
-                                    method_options={"sparsity": a.cofi_sparsity, "finetune_epochs": a.finetune_epochs},
+    cofi = compress(task, RunConfig(model=a.model, method=CofiConfig(sparsity=a.cofi_sparsity,
+                                                                     finetune_epochs=a.finetune_epochs),
+                                    teacher=str(teacher), train=train, speed=speed,
                                     eval=EvalConfig(max_new_tokens=8), progress=False), out / "cofi")
 
     cards = [json.loads((Path(r).parent / "report.json").read_text())

@@ -81,10 +81,12 @@ def fine_tuning_row(task, objective_name: str, seed: int, args, clever: CleverCo
 
 
 def pruning_row(task, method: str, teacher_dir: Path, seed: int, args, clever: CleverConfig, work: Path) -> dict:
-    from forgetless.pipeline import RunConfig, compress
+    from forgetless.config import RunConfig
+    from forgetless.pipeline import compress
+    from forgetless.registry import METHODS
 
     options = {"ratio": args.ratio, "scoring_examples": args.scoring_examples}
-    config = RunConfig(model="minilm", method=method, method_options=options, teacher=str(teacher_dir),
+    config = RunConfig(model="minilm", method=METHODS.make_config(method, options), teacher=str(teacher_dir),
                        train=train_config(args, seed), speed=SpeedConfig(batch_size=32, seq_len=args.max_length,
                                                                           repeats=5),
                        clever=clever, seed=seed, progress=False)

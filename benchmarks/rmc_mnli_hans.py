@@ -24,7 +24,7 @@ import torch
 
 from forgetless.data.tasks import load_task
 from forgetless.sweep import render_markdown, run_sweep
-from forgetless.training.trainer import TrainConfig
+from forgetless.config import SweepConfig, TrainConfig
 
 
 def main(argv=None) -> int:
@@ -53,14 +53,15 @@ def main(argv=None) -> int:
                      eval_size=args.eval_size)
     common = dict(save_steps=10 ** 6, logging_steps=25, progress=False, max_length=args.max_length,
                   batch_size=args.batch_size, learning_rate=args.lr)
-    options = {"rmc": {"recovery_epochs": args.recovery_epochs}, "jtt": {"first_epochs": args.jtt_epochs}}
     objectives = args.objectives.split(",")
+    options = {**({"recovery_epochs": args.recovery_epochs} if "rmc" in objectives else {}),
+               **({"first_epochs": args.jtt_epochs} if "jtt" in objectives else {})}
     started = time.time()
-    summary = run_sweep(task, args.out, objectives=objectives, seeds=args.seeds, sparsities=args.sparsities,
-                        method="magnitude", objective_options={k: v for k, v in options.items() if k in objectives},
-                        train=TrainConfig(epochs=args.epochs, **common),
-                        teacher_train=TrainConfig(epochs=args.teacher_epochs, **common),
+    sweep = SweepConfig(objectives=objectives, seeds=[int(s) for s in str(args.seeds).split(",")],
+                        levels=str(args.sparsities).split(","), objective_options=options,
+                        train=TrainConfig(epochs=args.epochs, **common), teacher_epochs=args.teacher_epochs,
                         student_init=args.student_init, progress=False)
+    summary = run_sweep(task, sweep, args.out)
     print(render_markdown(summary))
     print(f"wall time {time.time() - started:.0f} s; results in {args.out}/sweep.md", file=sys.stderr)
     return 0

@@ -17,7 +17,7 @@ import torch
 
 from forgetless.data.tasks import load_task
 from forgetless.sweep import ALL_OBJECTIVES, render_markdown, run_sweep
-from forgetless.training.trainer import TrainConfig
+from forgetless.config import SweepConfig, TrainConfig
 
 
 def main(argv=None) -> int:
@@ -43,14 +43,14 @@ def main(argv=None) -> int:
     task = load_task("synthetic", seed=0, n_train=args.n_train, n_dev=args.n_dev, n_challenge=args.n_challenge,
                      hard_fraction=args.hard_fraction)
     train = TrainConfig(epochs=args.epochs, save_steps=10 ** 6, logging_steps=25, progress=False)
-    options = {"rmc": {"recovery_epochs": args.recovery_epochs}, "jtt": {"first_epochs": args.jtt_epochs}}
     objectives = args.objectives.split(",")
+    options = {**({"recovery_epochs": args.recovery_epochs} if "rmc" in objectives else {}),
+               **({"first_epochs": args.jtt_epochs} if "jtt" in objectives else {})}
     started = time.time()
-    summary = run_sweep(task, args.out, objectives=objectives, seeds=args.seeds, sparsities=args.sparsities,
-                        method="magnitude", objective_options={k: v for k, v in options.items() if k in objectives},
-                        train=train, teacher_train=TrainConfig(epochs=args.teacher_epochs, save_steps=10 ** 6,
-                                                               logging_steps=25, progress=False),
-                        student_init=args.student_init, progress=False)
+    sweep = SweepConfig(objectives=objectives, seeds=[int(s) for s in str(args.seeds).split(",")],
+                        levels=str(args.sparsities).split(","), objective_options=options, train=train,
+                        teacher_epochs=args.teacher_epochs, student_init=args.student_init, progress=False)
+    summary = run_sweep(task, sweep, args.out)
     print(render_markdown(summary))
     print(f"wall time {time.time() - started:.0f} s; results in {args.out}/sweep.md", file=sys.stderr)
     return 0
