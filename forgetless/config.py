@@ -133,7 +133,7 @@ class TrainConfig(Config):
         if self.max_steps == 0:
             raise OptionError("--max-steps 0: give -1 (run --epochs) or at least 1 step")
         if self.max_steps < 0 and self.epochs <= 0:
-            raise OptionError(f"--epochs {self.epochs}: is out of range; valid: > 0")
+            raise OptionError(f"--epochs: {self.epochs} is out of range; valid: > 0")
 
 
 @dataclass
@@ -279,6 +279,12 @@ class SweepConfig(RunConfig):
     level_option: str = option("sparsity", help="method option the levels set (sparsity, layers, decoder_layers …)")
     teacher_seed: int | None = option(None, **SEED, help="seed of one teacher shared by every seed of the sweep "
                                                          "(default: one teacher per seed)")
+
+    def check(self) -> None:
+        super().check()
+        for name in ("objectives", "seeds", "levels"):
+            if not getattr(self, name):
+                raise OptionError(f"--{name}: an empty list; give at least one value")
 
 
 @dataclass

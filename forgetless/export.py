@@ -160,11 +160,10 @@ def export_onnx(model_dir_or_model, out_dir: str | Path, opset: int = DEFAULT_OP
     A difference above ``atol`` is a ``ForgetlessError`` naming the graph and the difference.
     ``out_dir`` follows the output rule (``outputs.check_output``): new, empty, or an earlier
     export's folder with ``overwrite`` (moved aside, then replaced); never the model or any other folder."""
-    from .ranges import check_number
-    from .validate import MAX_OPSET
+    from .ranges import MAX_OPSET, check_number
 
-    check_number("opset (--opset)", opset, 18, MAX_OPSET, integer=True)  # dynamo writes 18 or later
-    check_number("atol (--atol)", atol, 0, None)
+    check_number("--opset", opset, 18, MAX_OPSET, integer=True)  # dynamo writes opset 18 or later
+    check_number("--atol", atol, 0, None)
     source_path = None if isinstance(model_dir_or_model, nn.Module) else model_dir_or_model
     out_dir = check_output(out_dir, command="export", inputs={"MODEL_PATH": source_path}, overwrite=overwrite)
     model, tokenizer, source = _resolve(model_dir_or_model)

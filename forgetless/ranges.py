@@ -7,6 +7,7 @@ import math
 from .errors import OptionError
 
 MAX_TOKENS = 8192  # no input is longer than this many tokens, whatever the model's position limit
+MAX_OPSET = 30  # highest ONNX opset accepted (torch's dynamo exporter writes 18 or later)
 
 
 def check_number(flag: str, value, low=None, high=None, integer: bool = False, low_open: bool = False) -> None:

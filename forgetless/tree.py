@@ -118,8 +118,7 @@ def build(cls: type, values: dict, source: str = "the command line"):
     given: dict[tuple, tuple] = {}  # path → (value, key as the user wrote it)
     for key, value in flatten(values).items():
         if key in LEGACY and LEGACY[key] in known:
-            value = "fine-tune" if parse_bool(value) else "none"
-            key = LEGACY[key]
+            value, key = _legacy_recovery(value, source), LEGACY[key]
         leaf = known.get(key)
         if leaf is None:
             close = difflib.get_close_matches(key, list(known), n=1)
@@ -128,7 +127,20 @@ def build(cls: type, values: dict, source: str = "the command line"):
         if leaf.field.metadata.get("negate") and key == leaf.key:
             value = not parse_bool(value)
         given[leaf.path] = (value, key)
-    return _assemble(cls, given, (), source)
+    try:
+        return _assemble(cls, given, (), source)
+    except ConfigError as exc:  # a range or choice of a built config: name the recipe file too
+        if source == "the command line" or str(exc).startswith(source):
+            raise
+        raise type(exc)(f"{source}: {exc}") from None
+
+
+def _legacy_recovery(value, source: str) -> str:
+    """``recovery`` from the old ``fine_tune: true|false`` of recipes and saved ``model/recipe.yaml``."""
+    text = str(value).strip().lower()
+    if text not in ("true", "false", "1", "0", "yes", "no"):
+        raise ConfigError(f"{source}: key 'fine_tune' (old name of recovery): expected true or false, got {value!r}")
+    return "fine-tune" if text in ("true", "1", "yes") else "none"
 
 
 def _where(key: str, source: str) -> str:

@@ -50,7 +50,7 @@ CASES = [
     ("teacher-int8", ["compress", *FAST, "--model", "tiny-bert", "--teacher", "{int8}"],
      r"--teacher .*int8: is a quantized model"),
     ("run-binary-file", ["run", "{binary}"], r"binary.yaml: not a UTF-8 text file"),
-    ("sweep-levels-empty", ["run", "{levels_empty}"], r"levels-empty.yaml: key 'levels': an empty list"),
+    ("sweep-levels-empty", ["run", "{levels_empty}"], r"levels-empty.yaml: --levels: an empty list; give at least one value"),
     ("recipe-alias-bomb", ["run", "{bomb}"], r"bomb.yaml: more than 10000 values once its aliases"),
     ("bench-base-other-kind", ["bench", "{saved}", "--base", "tiny-t5"], r"--base tiny-t5: is a t5 model, MODEL_PATH .* a bert"),
     ("bench-seq-len-600", ["bench", "{saved}", "--base", "tiny-bert", "--seq-len", "600"],

@@ -33,7 +33,7 @@ def test_every_method_is_covered():
 
 def compress_once(name: str, seed: int, work_dir) -> dict[str, torch.Tensor]:
     method = METHODS.get(name)(METHODS.make_config(name, FAST[name]))
-    generation = method.seq2seq_only
+    generation = method.config.seq2seq_only
     task = load_task("synthetic-lookup" if generation else "synthetic", seed=seed, train_size=32, eval_size=8)
     kind = kind_for(task, method.config)
     transformers.set_seed(seed)

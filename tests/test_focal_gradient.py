@@ -37,5 +37,5 @@ def test_focal_objectives_registered():
     logits = torch.tensor([[1.0, 0.0], [0.5, 0.2]])
     focal = OBJECTIVES.get("focal")(OBJECTIVES.make_config("focal", {}))
     reweighted = OBJECTIVES.get("focal-reweighted")(OBJECTIVES.make_config("focal-reweighted", {"gamma": 2.0}))
-    assert focal.name == "focal" and reweighted.name == "focal-reweighted"
+    assert focal.config.name == "focal" and reweighted.config.name == "focal-reweighted"
     assert torch.allclose(focal(logits, labels, {}), reweighted(logits, labels, {}))

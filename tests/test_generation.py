@@ -127,7 +127,7 @@ def test_cli_compress_nash_and_sweep_over_decoder_depth(tmp_path, capsys):
                  "--bench-seq-len", "8", "--bench-new-tokens", "2", "--out", str(tmp_path / "cli"), *common])
     assert code == 0
     card = json.loads((tmp_path / "cli" / "report.json").read_text())
-    assert card["method"]["objective_options"] == {"temperature": 2.0} and card["method"]["config"]["decoder_layers"] == 3
+    assert card["method"]["objective_options"]["temperature"] == 2.0 and card["method"]["config"]["decoder_layers"] == 3
     model, _ = io.load_model(tmp_path / "cli" / "model")
     assert model.config.num_decoder_layers == 3
     code = main(["sweep", "--method", "nash", "--objectives", "nash-distil", "--level-option", "decoder_layers",

@@ -79,7 +79,7 @@ def test_no_recovery_prunes_one_shot_without_training(tmp_path):
     model = tiny_classifier("bert")
     ctx = CompressionContext(SimpleNamespace(train=None), None, model, tmp_path, TrainConfig(progress=False))
     method = METHODS.build(MagnitudeConfig(sparsity=0.3, recovery="none"))
-    assert not method.config.recovers and method.name == "magnitude" and method.structured is False
+    assert not method.config.recovers and method.config.name == "magnitude" and method.config.structured is False
     method.compress(model, ctx)
     assert ctx.fine_tunes == [] and "measured sparsity 0.3" in ctx.notes[0]
 

@@ -21,7 +21,7 @@ def test_every_field_has_help_and_every_config_builds_its_objective():
             assert f.metadata.get("help"), f"{name}: field {f.name} has no help"
         objective = OBJECTIVES.build(name)
         assert isinstance(objective, Objective) and type(objective.config) is cls
-        assert objective.name == name and objective.model_kinds == cls.model_kinds
+        assert objective.config.name == name and objective.config.model_kinds == cls.model_kinds
     assert OBJECTIVES.config_class("ce").model_kinds == ("classifier", "seq2seq", "causal-lm")
     assert OBJECTIVES.config_class("nash-distil").model_kinds == ("seq2seq",)
 

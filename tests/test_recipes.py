@@ -60,7 +60,7 @@ def test_unknown_key_and_wrong_type_name_key_and_file(tmp_path):
     with pytest.raises(ConfigError, match=r"bad\.yaml: no scale 'paper'"):
         load_recipe(bad, "paper")
     bad.write_text("objective: focal\nobjective_gamma: -1\n")
-    with pytest.raises(ConfigError, match=r"key 'objective_gamma': -1 is out of range; valid: >= 0"):
+    with pytest.raises(ConfigError, match=r"bad\.yaml: --objective-gamma: -1\.0 is out of range; valid: >= 0"):
         run_recipe(bad, check=True)
     bad.write_text("train: {learning_rate: 2}\n")
     with pytest.raises(ConfigError, match=r"--lr: 2 is out of range"):

@@ -6,7 +6,7 @@ import pytest
 from forgetless.data.synthetic import synthetic_shortcut_task
 from forgetless.errors import ConfigError
 from forgetless.sweep import aggregate, collect_sweep, parse_list, render_markdown, run_sweep
-from forgetless.config import SweepConfig, TrainConfig
+from forgetless.config import SpeedConfig, SweepConfig, TrainConfig
 from test_objectives_prepare import tiny_bert, tiny_tokenizer
 
 
@@ -15,6 +15,9 @@ def _record(objective, seed, dev, challenge, f_bias, hard=None, easy=None):
     return {"objective": objective, "sparsity": 0.4, "seed": seed, "base": base,
             "compressed": {"dev": dev, "challenge": challenge, "f_bias": f_bias, "hard": hard, "easy": easy,
                            "groups": {"c/x/entailment": dev}}}
+
+
+SPEED = SpeedConfig(batch_size=8, seq_len=32, warmup=1, repeats=2)
 
 
 def test_aggregate_mean_and_sample_std():
@@ -41,7 +44,7 @@ def test_sweep_end_to_end_and_resume(tmp_path):
     task = synthetic_shortcut_task(n_train=64, n_dev=32, n_challenge=32, hard_fraction=0.25, seed=0)
     train = TrainConfig(epochs=1, batch_size=16, max_length=32, save_steps=10 ** 6, progress=False)
     sweep = SweepConfig(objectives=["ce", "rmc"], seeds=[0, 1], levels=["0.5"], model=str(model_dir), train=train,
-                        objective_options={"sparsities": "0.2,0.5", "recovery_epochs": 0}, progress=False)
+                        objective_options={"sparsities": "0.2,0.5", "recovery_epochs": 0}, progress=False, speed=SPEED)
     summary = run_sweep(task, sweep, tmp_path / "sweep")
     assert [(r["objective"], r["sparsity"]) for r in summary["rows"]] == [("ce", 0.5), ("rmc", 0.5)]
     assert all(r["dev"]["n"] == 2 for r in summary["rows"])
@@ -76,7 +79,7 @@ def test_teacher_seed_trains_one_teacher_for_every_seed(tmp_path):
     train = TrainConfig(epochs=1, batch_size=16, max_length=32, save_steps=10 ** 6, progress=False)
     out = tmp_path / "sweep"
     sweep = SweepConfig(objectives=["ce"], seeds=[0, 1], levels=["0.5"], model=str(model_dir), train=train,
-                        teacher_seed=0, progress=False)
+                        teacher_seed=0, progress=False, speed=SPEED)
     summary = run_sweep(task, sweep, out, meta={"name": "t"}, plots=False)
     assert yaml.safe_load((out / "recipe.yaml").read_text())["teacher_seed"] == 0
     assert summary["setup"]["teacher_seed"] == 0 and summary["rows"][0]["seeds"] == [0, 1]
@@ -139,5 +142,5 @@ def test_cli_sweep_passes_objective_options_and_saves_recipes(tmp_path):
                  "--out", str(out)]) == 0
     assert load_recipe(out / "recipe.yaml")["config"].objective_options == {"gamma": 1.5}
     run = json.loads((out / "runs" / "focal-s0.5-seed0" / "forgetless-run.json").read_text())
-    assert run["config"]["objective_options"] == {"gamma": 1.5}
+    assert run["config"]["objective"]["gamma"] == 1.5
     assert load_recipe(out / "runs" / "focal-s0.5-seed0" / "model" / "recipe.yaml")["config"].objective.gamma == 1.5

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from forgetless.data.task import ExampleSet
+from forgetless.errors import ConfigError
 from forgetless.data.tasks import load_task
 from forgetless.metrics import zero_shot
 from forgetless.config import EvalConfig
@@ -94,11 +95,11 @@ def test_base_as_is_with_recovery_none_never_trains(tmp_path, monkeypatch):
 
 
 def test_old_recipes_fine_tune_is_read_as_recovery():
-    from forgetless.cli import recipe_schema
     from forgetless.recipes.load import validate_recipe
 
-    recipe = validate_recipe({"method": "heads", "fine_tune": False}, recipe_schema(), "old.yaml")
-    assert recipe["recovery"] == "none" and "fine_tune" not in recipe
-    assert validate_recipe({"method": "block-influence", "remove": 1, "fine_tune": "true"}, recipe_schema())["recovery"] == "fine-tune"
-    with pytest.raises(Exception, match="fine_tune"):
-        validate_recipe({"method": "heads", "fine_tune": "maybe"}, recipe_schema())
+    recipe = validate_recipe({"method": "heads", "fine_tune": False}, "old.yaml")
+    assert recipe["config"].method.recovery == "none"
+    assert validate_recipe({"method": "block-influence", "remove": 1, "fine_tune": "true"})["config"].method.recovery \
+        == "fine-tune"
+    with pytest.raises(ConfigError, match="old.yaml: key 'fine_tune' \\(old name of recovery\\): expected true or false"):
+        validate_recipe({"method": "heads", "fine_tune": "maybe"}, "old.yaml")

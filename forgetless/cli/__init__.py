@@ -9,7 +9,7 @@ import os
 import sys
 
 from ..errors import ForgetlessError, OutputFolderError
-from ..ranges import check_number
+from ..ranges import MAX_OPSET, check_number
 from . import commands
 from .export import cmd_export
 from .parser import DEMO_OUT, build_parser, config_from_args  # noqa: F401  (DEMO_OUT: the demo's folder)
@@ -21,7 +21,7 @@ COMMANDS = {"compress": commands.cmd_compress, "compress-seq2seq": commands.cmd_
             "profile": commands.cmd_profile, "run": cmd_run, "recipes": cmd_recipes, "export": cmd_export}
 MAX_THREADS = 1024
 COMMAND_OPTIONS = {"threads": (1, MAX_THREADS), "batch_size": (1, 1_000_000), "seq_len": (2, 8192),
-                   "repeats": (1, 10_000), "opset": (18, 30)}  # options of commands outside the config tree
+                   "repeats": (1, 10_000), "opset": (18, MAX_OPSET)}  # options of commands outside the config tree
 
 
 def check_command_options(args) -> None:

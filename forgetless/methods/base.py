@@ -29,14 +29,6 @@ from ..errors import ConfigError
 from ..training.trainer import TrainConfig, fine_tune
 
 
-def legacy_recovery(fine_tune) -> str:
-    """``recovery`` from the old ``fine_tune: true|false`` of recipes and saved ``model/recipe.yaml``."""
-    text = str(fine_tune).strip().lower()
-    if text not in ("true", "false", "1", "0", "yes", "no"):
-        raise ConfigError(f"fine_tune (old name of recovery): expected true or false, got {fine_tune!r}")
-    return "fine-tune" if text in ("true", "1", "yes") else "none"
-
-
 @dataclass
 class CompressionContext:
     """What a method may use: the task, tokenizer, fine-tuned teacher, objective, training config,
