@@ -38,7 +38,7 @@ def compress_once(name: str, seed: int, work_dir) -> dict[str, torch.Tensor]:
     kind = kind_for(task, method.config)
     transformers.set_seed(seed)
     teacher, tokenizer = kind.load_model("tiny-t5" if generation else "tiny-bert", task, seed)
-    objective = OBJECTIVES.get(method.default_objective)()
+    objective = OBJECTIVES.build(method.config.default_objective)
     ctx = CompressionContext(task=task, tokenizer=tokenizer, teacher=teacher.eval(), work_dir=work_dir, kind=kind,
                              train_config=TrainConfig(epochs=1, batch_size=8, max_length=32, learning_rate=1e-3,
                                                       save_steps=1000, progress=False, seed=seed),

@@ -63,7 +63,7 @@ def test_unknown_key_and_wrong_type_name_key_and_file(tmp_path):
     with pytest.raises(ConfigError, match=r"bad\.yaml: --objective-gamma: -1\.0 is out of range; valid: >= 0"):
         run_recipe(bad, check=True)
     bad.write_text("train: {learning_rate: 2}\n")
-    with pytest.raises(ConfigError, match=r"--lr: 2 is out of range"):
+    with pytest.raises(ConfigError, match=r"bad\.yaml: --lr: 2\.0 is out of range; valid: > 0 and <= 1"):
         load_recipe(bad)
 
 
