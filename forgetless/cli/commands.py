@@ -9,14 +9,25 @@ from pathlib import Path
 def cmd_compress(args, config) -> int:
     from ..data.tasks import task_from_config
     from .export import check_push_target, check_report_to
-    from .recipe import with_data_dir
-
     check_report_to(config.train.report_to)
     check_push_target(getattr(args, "push_to_hub", None))
     config = with_data_dir(config)
     task = task_from_config(config.task, config.seed)  # a missing data folder stops before the heavy imports
     run_compress(task, config, args.out, overwrite=args.overwrite, push_to_hub=args.push_to_hub)
     return 0
+
+
+def with_data_dir(config):
+    """``config`` with the data folder actually read: ``--data-dir`` made absolute, else
+    ``$FORGETLESS_DATA_DIR`` (none: the hub), so the saved recipe reruns on the same data."""
+    import os
+    from dataclasses import replace
+
+    from ..data.registry import DATA_DIR_ENV
+
+    folder = config.task.data_dir or os.environ.get(DATA_DIR_ENV) or None
+    folder = str(Path(folder).expanduser().resolve()) if folder and Path(folder).expanduser().is_dir() else folder
+    return replace(config, task=replace(config.task, data_dir=folder))
 
 
 def run_compress(task, config, out, meta: dict | None = None, overwrite: bool = False, push_to_hub=None) -> dict:
@@ -139,8 +150,6 @@ def check_bench(args) -> None:
 
 
 def cmd_sweep(args, config) -> int:
-    from .recipe import with_data_dir
-
     run_sweep_command(with_data_dir(config), args.out)
     return 0
 

@@ -25,6 +25,8 @@ def run_recipe(path, scale: str | None = None, sets=(), out: str | None = None, 
             raise ConfigError("--data-dir does not apply to a profile recipe")
         recipe = load_recipe(path, scale, sets + [("task.data_dir", data_dir)])
     if recipe["command"] != "profile":
+        from .commands import with_data_dir
+
         recipe["config"] = with_data_dir(recipe["config"])
     if "out" not in recipe:
         recipe["out"] = f"forgetless-out/{recipe.get('name') or Path(path).stem}-{recipe.get('scale', 'cpu')}"
@@ -46,19 +48,6 @@ def run_recipe(path, scale: str | None = None, sets=(), out: str | None = None, 
     if recipe["command"] == "sweep":
         return plain, run_sweep_command(config, out, meta)
     return plain, run_profile_command(config, out, meta=meta)
-
-
-def with_data_dir(config):
-    """``config`` with the data folder actually read: ``--data-dir`` made absolute, else
-    ``$FORGETLESS_DATA_DIR`` (none: the hub), so the saved recipe reruns on the same data."""
-    import os
-    from dataclasses import replace
-
-    from ..data.registry import DATA_DIR_ENV
-
-    folder = config.task.data_dir or os.environ.get(DATA_DIR_ENV) or None
-    folder = str(Path(folder).expanduser().resolve()) if folder and Path(folder).expanduser().is_dir() else folder
-    return replace(config, task=replace(config.task, data_dir=folder))
 
 
 def cmd_run(args, config=None) -> int:
