@@ -21,14 +21,9 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "forgetless"
 
-# (importer module, imported module or package): the fewest back-arrows (function-level imports today)
-# whose removal leaves the layer graph acyclic; outside the objectives / training area. TEMPORARY: the
-# lead empties this list as they are removed; never add to it.
-KNOWN_CYCLES = [
-    ("forgetless.metrics.profile", "forgetless.report"),  # evaluation renders plots (cycle evaluate ⇄ report)
-    ("forgetless.metrics.runtime", "forgetless.export"),  # evaluation exports / writes card sections (cycle
-    #                                                        evaluate → export → validate → kinds → evaluate)
-]
+# (importer module, imported module or package): back-arrows allowed in the layer graph. Empty: the
+# units of the package import each other without a cycle, function-level imports included.
+KNOWN_CYCLES: list[tuple[str, str]] = []
 
 
 def module_name(path: Path) -> str:

@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from forgetless.metrics.profile import decoder_step_profile, run_profile
+from forgetless.report.profile import write_profile_report
 from forgetless.models.loading import load_seq2seq
 
 torch.set_num_threads(1)
@@ -24,6 +25,7 @@ def test_profile_writes_markdown_and_png(tmp_path):
     model, tokenizer = load_seq2seq("tiny-t5", seed=0)
     result = run_profile(model, tokenizer, tmp_path, seq_lengths=(8, 16), head_fractions=(1.0, 0.5), ffn_fractions=(1.0,),
                          batch_size=2, max_new_tokens=3, source_length=8, repeats=1)
+    write_profile_report(result, tmp_path)
     stacks = [r["stack"] for r in result["layer_profile"]]
     assert stacks.count("encoder") == 4 and stacks.count("decoder-step") == 4
     text = (tmp_path / "profile.md").read_text()

@@ -175,6 +175,7 @@ def cmd_profile(args, config) -> int:
 
 def run_profile_command(config, out, overwrite: bool = False, meta: dict | None = None) -> None:
     from ..metrics.profile import run_profile
+    from ..report.profile import write_profile_report
     from ..models.io import load_model
     from ..models.loading import load_seq2seq
     from ..outputs import check_output, mark_output, output_lock
@@ -187,9 +188,10 @@ def run_profile_command(config, out, overwrite: bool = False, meta: dict | None 
     compressed = load_model(config.compressed) if config.compressed else None  # (model, tokenizer)
     with output_lock(out):
         mark_output(out, "profile")
-        run_profile(model, tokenizer, str(out), compressed, tuple(config.seq_lengths), tuple(config.head_fractions),
-                    tuple(config.ffn_fractions), config.batch_size, config.num_beams, config.max_new_tokens,
-                    config.source_length, config.repeats)
+        result = run_profile(model, tokenizer, str(out), compressed, tuple(config.seq_lengths),
+                             tuple(config.head_fractions), tuple(config.ffn_fractions), config.batch_size,
+                             config.num_beams, config.max_new_tokens, config.source_length, config.repeats)
+        write_profile_report(result, out)
         dump_recipe({"command": "profile", "out": str(out), **(meta or {}), **to_recipe(config)}, out / "recipe.yaml")
     print(f"profile: {out / 'profile.md'} (JSON: profile.json, plot: profile.png; recipe: {out / 'recipe.yaml'})")
 

@@ -9,7 +9,6 @@ speed lives in ``speed.py``.
   is cheap per layer but runs once per generated token, so decoder *depth*, not width, sets latency.
 * ``stack_share``: the encoder's and the decoder's share of generation time (Finding 3.1: the
   decoder dominates, because it runs once per generated token).
-* ``write_profile_report``: ``profile.md`` (tables) and ``profile.png`` (the Figure 3 panels).
 """
 from __future__ import annotations
 
@@ -164,56 +163,13 @@ def decoder_step_profile(model: nn.Module, seq_lengths=(16, 32, 64, 128, 256), h
     return rows
 
 
-def write_profile_report(result: dict, out_dir) -> list[Path]:
-    """``profile.md`` (encoder layer and decoding-step tables, generation shares) and
-    ``profile.png`` (NASH Figure 3: layer time vs length per width, encoder | decoding step)."""
-    from ..fsutil import atomic_write_text
-    from ..report.plots import plt, save_figure
-
-    out_dir = Path(out_dir)
-    lines = ["# Encoder-decoder speed profile (NASH Figure 3 / Finding 3.1)", "",
-             f"torch threads: {result['threads']}; medians in milliseconds; widths are layer 0's heads / FFN units.", ""]
-    for stack, title, extra in (("encoder", "Encoder layer 0, forward over the source", ""),
-                                ("decoder-step", "Decoding step (target length 1, with a cache) vs source length",
-                                 " | whole step ms")):
-        rows = [r for r in result["layer_profile"] if r["stack"] == stack]
-        if not rows:
-            continue
-        lines += [f"## {title}", "", f"| heads | FFN | length | layer ms{extra} |",
-                  "|---|---|---|---|" + ("---|" if extra else "")]
-        lines += [f"| {r['heads']} | {r['ffn']} | {r['seq_len']} | {r['ms']:.3f}"
-                  + (f" | {r['step_ms']:.3f}" if extra else "") + " |" for r in rows]
-        lines.append("")
-    lines += ["## Share of generation time", "", "| model | encoder | decoder | other | total s |", "|---|---|---|---|---|"]
-    for role, share in result["generation_share"].items():
-        lines.append(f"| {role} | {100 * share.get('encoder_share', 0):.1f}% | {100 * share.get('decoder_share', 0):.1f}% "
-                     f"| {100 * share['other_share']:.1f}% | {share['total_seconds']:.4f} |")
-    atomic_write_text(out_dir / "profile.md", "\n".join(lines) + "\n")
-    paths = [out_dir / "profile.md"]
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
-    for ax, stack, title in ((axes[0], "encoder", "encoder layer"), (axes[1], "decoder-step", "decoder layer, one step")):
-        widths = sorted({(r["heads"], r["ffn"]) for r in result["layer_profile"] if r["stack"] == stack}, reverse=True)
-        for heads, ffn in widths:
-            rows = [r for r in result["layer_profile"] if r["stack"] == stack and (r["heads"], r["ffn"]) == (heads, ffn)]
-            ax.plot([r["seq_len"] for r in rows], [r["ms"] for r in rows], marker="o", label=f"{heads} heads, FFN {ffn}")
-        ax.set_xscale("log", base=2)
-        ax.set_xlabel("source length (tokens)")
-        ax.set_ylabel("ms")
-        ax.set_title(title)
-        ax.grid(alpha=0.3)
-    axes[0].legend(fontsize=7)
-    fig.suptitle("Time per layer vs length and width (NASH Figure 3)")
-    paths.append(save_figure(fig, out_dir / "profile.png"))
-    return paths
-
-
 def run_profile(model: nn.Module, tokenizer, out_dir, compressed: tuple | None = None,
                 seq_lengths=(16, 32, 64, 128, 256), head_fractions=(1.0, 0.5, 0.25), ffn_fractions=(1.0, 0.5, 0.25),
                 batch_size: int = 8, num_beams: int = 1, max_new_tokens: int = 16, source_length: int = 64,
                 repeats: int = 3) -> dict:
     """Figure 3 / Finding 3.1 shape: encoder layer and decoding-step time vs length by width; encoder
     vs decoder share of generation time (and of a compressed model's, ``compressed = (model,
-    tokenizer)``); written to ``out_dir/profile.json``, ``profile.md`` and ``profile.png``."""
+    tokenizer)``); written to ``out_dir/profile.json`` (``report.profile`` renders it)."""
     model.eval()
     sources = [" ".join(["word"] * source_length)]
     result = {"threads": torch.get_num_threads(),
@@ -226,5 +182,4 @@ def run_profile(model: nn.Module, tokenizer, out_dir, compressed: tuple | None =
         result["generation_share"]["compressed"] = stack_share(small, small_tok or tokenizer, sources, batch_size,
                                                                num_beams, max_new_tokens, source_length + 2, repeats)
     atomic_write_json(Path(out_dir) / "profile.json", result)
-    write_profile_report(result, out_dir)
     return result
