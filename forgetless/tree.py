@@ -241,4 +241,7 @@ def to_recipe(config) -> dict:
     options}``, ``then`` as a list of those."""
     from .options import as_dict
 
-    return as_dict(config)
+    data = as_dict(config)
+    if "objectives" in data:  # a sweep names its objectives; the single objective field does not apply
+        data.pop("objective", None)
+    return data
