@@ -60,3 +60,30 @@ def test_one_vocabulary_and_strict_booleans(capsys, tmp_path):
     assert code == 2 and "--selection uniform: not one of first, last, spread, stride" in err and not (tmp_path / "o").exists()
     code, _, err = run(capsys, "compress", "--method", "heads", "--objective", "nash-distil", "--out", str(tmp_path / "o"))
     assert code == 2 and "does not apply to a classifier model" in err and not (tmp_path / "o").exists()
+
+
+def test_sigterm_stops_with_a_resume_hint_and_exit_130(tmp_path):
+    """A scheduler's SIGTERM (or Ctrl-C) mid-run: exit 130 and one line saying a rerun resumes."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "FORGETLESS_CACHE": str(tmp_path / "cache")}
+    argv = ["compress", "--model", "tiny-bert", "--layers", "1", "--train-size", "400", "--epochs", "50",
+            "--batch-size", "4", "--max-length", "32", "--no-progress", "--out", str(tmp_path / "run")]
+    proc = subprocess.Popen([sys.executable, "-m", "forgetless", *argv], stderr=subprocess.PIPE, text=True, env=env)
+    lines = []
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        line = proc.stderr.readline()
+        lines.append(line)
+        if "fine-tuning the teacher" in line or not line:
+            break
+    time.sleep(2)
+    proc.send_signal(signal.SIGTERM)
+    err = "".join(lines) + proc.stderr.read()
+    assert proc.wait(timeout=60) == 130, err
+    assert "forgetless: interrupted; rerun the same command to resume from the last complete checkpoint" in err
+    assert "Traceback" not in err

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import sys
 
 from ..errors import ForgetlessError, OutputFolderError
@@ -19,6 +20,7 @@ COMMANDS = {"compress": commands.cmd_compress, "compress-seq2seq": commands.cmd_
             "demo": commands.cmd_compress, "finetune": commands.cmd_finetune, "evaluate": commands.cmd_evaluate,
             "bench": commands.cmd_bench, "list": commands.cmd_list, "sweep": commands.cmd_sweep,
             "profile": commands.cmd_profile, "run": cmd_run, "recipes": cmd_recipes, "export": cmd_export}
+RESUMABLE = ("compress", "compress-seq2seq", "demo", "finetune", "sweep", "run")  # checkpoints: a rerun resumes
 MAX_THREADS = 1024
 COMMAND_OPTIONS = {"threads": (1, MAX_THREADS), "batch_size": (1, 1_000_000), "seq_len": (2, 8192),
                    "repeats": (1, 10_000), "opset": (18, MAX_OPSET)}  # options of commands outside the config tree
@@ -68,11 +70,25 @@ def main(argv: list[str] | None = None) -> int:
         print(f"forgetless: error: {exc}", file=sys.stderr)
         return 2
     stdin = sys.stdin
+    previous = signal.signal(signal.SIGTERM, _interrupt)  # a scheduler's kill stops like Ctrl-C
     with open(os.devnull) as sys.stdin:  # nothing may prompt (transformers' "run the custom code? [y/N]")
         try:
             return _run(args, config)
+        except KeyboardInterrupt:
+            hint = "rerun the same command to resume from the last complete checkpoint" \
+                if args.command in RESUMABLE else "outputs are written atomically: nothing is half-written"
+            print(f"\nforgetless: interrupted; {hint}", file=sys.stderr)
+            return 130
+        except BrokenPipeError:  # `forgetless recipes | head`: the reader left; say nothing more
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - Python flushes stdout at exit
+            return 0
         finally:
             sys.stdin = stdin
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
 
 
 def _run(args, config) -> int:
