@@ -96,6 +96,8 @@ def validate_run(task, config, out_dir, overwrite: bool = False, model=None) -> 
         _check_teacher_family(config.teacher, config.model)
         _check_teacher_labels(config.teacher, task, kind)
     _check_some_training(task, config)
+    if config.base == "as-is" and kind.name == "classifier" and model is None:
+        _check_trained_head(config.model)
     dims = model_dims(model if model is not None and source == config.model else source, kind.name == "seq2seq")
     if dims is not None:
         for item in (config.method, *config.then):
@@ -107,6 +109,22 @@ def validate_run(task, config, out_dir, overwrite: bool = False, model=None) -> 
     key = run_key(task, config)
     _check_same_run(out_dir, key, overwrite)
     return key
+
+
+def _check_trained_head(name: str) -> None:
+    """``--base as-is`` scores a classifier as it is: its classification head must have been trained
+    (a folder saved from a ``*ForSequenceClassification`` model); a base model's head would be random."""
+    from .models.checks import check_model_folder
+    from .models.loading import resolve_model_path
+
+    path = resolve_model_path(name)
+    if not Path(path).expanduser().is_dir():
+        return  # a hub id: not checkable offline
+    architectures = getattr(check_model_folder(path), "architectures", None) or []
+    if not any(a.endswith("ForSequenceClassification") for a in architectures):
+        raise OptionError(f"--base as-is: model {name!r} has no trained classification head (its head would be "
+                          "random); fine-tune it (--base fine-tune), give a fine-tuned classifier folder, or score an "
+                          "LLM zero-shot (--model-kind causal-lm)")
 
 
 def run_inputs(task, config) -> dict:

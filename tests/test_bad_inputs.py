@@ -29,6 +29,8 @@ CLI_CASES = [
     ("epochs-nan", ["compress", "--epochs", "nan"], r"--epochs: must be a finite number, got nan"),
     ("epochs-inf", ["compress", "--epochs", "inf"], r"--epochs: must be a finite number, got inf"),
     ("epochs-zero", ["compress", "--epochs", "0"], r"--epochs: 0.0 is out of range; valid: > 0"),
+    ("as-is-untrained-head", ["compress", "--base", "as-is", "--model", "minilm"],
+     r"--base as-is: model 'minilm' has no trained classification head"),
     ("lr-zero", ["compress", "--lr", "0"], r"--lr: 0.0 is out of range"),
     ("lr-nan", ["compress", "--lr", "nan"], r"--lr: must be a finite number"),
     ("threads-zero", ["compress", "--threads", "0"], r"--threads: 0 is out of range; valid: >= 1"),
