@@ -47,3 +47,11 @@ def test_gap_generation_and_epochs():
     assert trust.near_constant_generation("dev", ["the answer"] * 95 + [f"x{i}" for i in range(5)]) is not None
     assert trust.near_constant_generation("dev", []) is None
     assert "5 epochs" in trust.more_training_than_base(3, 5)
+
+
+def test_below_chance_on_a_challenge_set_is_said():
+    from forgetless.report.trust import below_chance
+
+    text = below_chance("advglue", 0.358, 2)
+    assert text.startswith("base model on advglue: accuracy 0.358 is below chance (0.500)")
+    assert below_chance("advglue", 0.49, 2) is None and below_chance("hans", 0.30, 3) is None

@@ -126,6 +126,10 @@ def collect(task, results: dict, predictions: dict, bias: dict | None, training:
         accuracy = results["base"]["sets"]["dev"].get("accuracy")
         if accuracy is not None and len(task.label_names) >= 2:
             found.append(trust.near_chance("dev", accuracy, len(task.label_names), majority, role="base"))
+        for name in task.challenges:
+            challenge = results["base"]["sets"].get(name, {}).get("accuracy")
+            if challenge is not None and len(task.label_names) >= 2:
+                found.append(trust.below_chance(name, challenge, len(task.label_names)))
         if bias is not None and results["base"].get("challenge_pooled") is not None:
             found.append(trust.gap_not_positive(bias.get("gap_base")))
         for role in ROLES:

@@ -38,6 +38,17 @@ def near_chance(set_name: str, accuracy: float, num_classes: int, majority_share
     return None
 
 
+def below_chance(set_name: str, accuracy: float, num_classes: int, role: str = "base") -> str | None:
+    """Warn when a model is below chance on a (challenge) set: the set was built to fool such models
+    (AdvGLUE), so a compressed model drifting toward chance gains accuracy there and a lower F_bias is
+    not more robustness."""
+    chance = 1.0 / num_classes
+    if accuracy >= chance - CHANCE_MARGIN:
+        return None
+    return (f"{role} model on {set_name}: accuracy {accuracy:.3f} is below chance ({chance:.3f}); a compressed model "
+            "that drifts toward chance gains there, so a lower F_bias on it does not mean more robustness")
+
+
 def gap_not_positive(base_gap: float | None, set_name: str = "challenge") -> str | None:
     """Warn when the base model's relative gap (Du et al. 2023, eq. 1) is ≤ 0 or undefined: the base
     is no worse on the challenge set than on dev, so F_bias = gap_c / gap_b is not meaningful."""
