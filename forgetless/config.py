@@ -129,6 +129,13 @@ class TrainConfig(Config):
     report_to: str = option("none", help="Trainer integrations for training logs: none, tensorboard, wandb, … "
                                          "(comma-separated)")
 
+    NOT_IN_IDENTITY: ClassVar[tuple[str, ...]] = ("progress", "report_to", "save_steps", "logging_steps")
+
+    def identity(self) -> dict:
+        """The settings that decide the trained weights (what a checkpoint or cached teacher is
+        reused for): all but progress bars, log integrations and checkpoint / log cadence."""
+        return {k: v for k, v in dataclasses.asdict(self).items() if k not in self.NOT_IN_IDENTITY}
+
     def check(self) -> None:
         if self.max_steps == 0:
             raise OptionError("--max-steps 0: give -1 (run --epochs) or at least 1 step")

@@ -15,7 +15,7 @@ import json
 import logging
 import shutil
 import sys
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import transformers
@@ -62,9 +62,10 @@ def recipe_of(config: RunConfig, meta: dict | None = None) -> dict:
 
 def teacher_key(task: Task, config: RunConfig, kind) -> str:
     """What a cached teacher was trained for: task content (training set and labels), model (for a
-    local folder also its files' names, sizes and modification times), model kind, training settings (progress / report_to excluded: they do not change the weights), seed."""
+    local folder also its files' names, sizes and modification times), model kind, the training
+    settings that decide the weights (``TrainConfig.identity``), seed."""
     train_config = config.teacher_train or config.train
-    settings = {k: v for k, v in asdict(train_config).items() if k not in ("progress", "report_to")}
+    settings = train_config.identity()  # checkpoint cadence, logging and progress do not change the weights
     local = Path(config.model)
     files = sorted((str(f.relative_to(local)), f.stat().st_size, f.stat().st_mtime_ns)
                    for f in local.rglob("*") if f.is_file()) if local.is_dir() else None  # a changed folder: new key

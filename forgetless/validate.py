@@ -205,9 +205,8 @@ def run_key(task, config) -> str:
 def _jsonable_config(config) -> dict:
     data = asdict(config) if is_dataclass(config) else dict(config)
     data.pop("progress", None)
-    for part in ("train", "teacher_train"):
-        if isinstance(data.get(part), dict):
-            data[part].pop("progress", None)
+    if is_dataclass(config) and hasattr(config, "train"):
+        data["train"] = config.train.identity()  # checkpoint cadence and logging are not the run's identity
     return json.loads(json.dumps(data, sort_keys=True, default=str))
 
 

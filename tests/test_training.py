@@ -77,3 +77,20 @@ def test_checkpoints_of_a_different_run_are_not_resumed(tmp_path, tiny_model_dir
     trained = fine_tune(model, tok, other.train, tmp_path / "run", config)
     assert not torch.equal(trained.classifier.weight, before)  # it really trained instead of "resuming"
     assert len(list(tmp_path.glob("run.stale-*"))) == 1
+
+
+def test_checkpoint_cadence_and_logging_are_not_the_run_identity():
+    """A rerun with another --save-steps / logging cadence resumes the same run (same weights); a
+    changed learning rate is another run."""
+    from dataclasses import replace
+
+    from forgetless.config import RunConfig
+    from forgetless.data.synthetic import synthetic_shortcut_task
+    from forgetless.validate import run_key
+
+    task = synthetic_shortcut_task(n_train=16, n_dev=8, n_challenge=8, seed=0)
+    base = RunConfig(model="tiny-bert")
+    cadence = replace(base, train=replace(base.train, save_steps=7, logging_steps=3, report_to="tensorboard"))
+    assert base.train.identity() == cadence.train.identity() and run_key(task, base) == run_key(task, cadence)
+    other = replace(base, train=replace(base.train, learning_rate=1e-4))
+    assert run_key(task, base) != run_key(task, other)

@@ -182,7 +182,7 @@ def checkpoint_key(model, train_set, config: TrainConfig, objective, extras, cal
     config), extra columns, callbacks, regulariser and model architecture (parameter names and
     shapes)."""
     digest = hashlib.sha256()
-    digest.update(json.dumps({k: v for k, v in asdict(config).items() if k not in ("progress", "report_to")}, sort_keys=True).encode())
+    digest.update(json.dumps(config.identity(), sort_keys=True).encode())
     digest.update(train_set.fingerprint().encode())
     digest.update(type(objective).__name__.encode() if objective is not None else b"ce")
     config_of = getattr(objective, "config", None)
