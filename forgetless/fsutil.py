@@ -80,6 +80,18 @@ def remove_leftovers(folder, names: tuple[str, ...] = (".*.tmp-*", ".*.old-*"), 
     return removed
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def usual_mode(directory: bool = False) -> int:
+    """The mode a plain ``open`` / ``mkdir`` gives (0644 / 0755 under the usual umask 022): temporary
+    files and folders are created 0600 / 0700, which a teammate or a web server could not read."""
+    return (0o777 if directory else 0o666) & ~_umask()
+
+
 @contextlib.contextmanager
 def atomic_directory(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary folder beside ``path``; on success it replaces ``path`` by rename."""
@@ -87,6 +99,7 @@ def atomic_directory(path: str | os.PathLike) -> Iterator[Path]:
     with disk_full_guard(path.parent):
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-", dir=path.parent))
+        os.chmod(tmp, usual_mode(directory=True))
     try:
         with disk_full_guard(path.parent):
             yield tmp
@@ -110,6 +123,7 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
         try:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)
+            os.chmod(tmp, usual_mode())
             os.replace(tmp, path)
         except BaseException:
             with contextlib.suppress(FileNotFoundError):

@@ -84,3 +84,22 @@ def test_overwrite_keeps_old_until_complete(tmp_path):
     loaded, _ = load_model(tmp_path / "m")
     assert surgery.model_shape(loaded)["layers"] == {"encoder": 1}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m"]
+
+
+def test_written_files_and_folders_get_the_usual_modes(tmp_path):
+    """Atomic writes go through temporary files (0600) and folders (0700): the result has the mode a
+    plain open / mkdir gives under the umask (0644 / 0755 under 022), so teammates can read it."""
+    import os
+    import stat
+
+    from forgetless.fsutil import atomic_directory, atomic_write_text
+
+    old = os.umask(0o022)
+    try:
+        atomic_write_text(tmp_path / "report.md", "x")
+        with atomic_directory(tmp_path / "model") as folder:
+            (folder / "weights").write_text("w")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "report.md").stat().st_mode) == 0o644
+    assert stat.S_IMODE((tmp_path / "model").stat().st_mode) == 0o755
