@@ -125,6 +125,12 @@ class TrainConfig(Config):
     max_steps: int = option(-1, low=-1, help="stop after N optimisation steps (-1: run --epochs)")
     freeze_embeddings: bool = option(False, help="do not train token embeddings / output projection (saves time "
                                                  "on CPU)")
+    gradient_accumulation_steps: int = option(1, low=1, high=10_000, help="one optimiser step every N batches "
+                                                                         "(effective batch: batch size × N × processes)")
+    bf16: bool = option(False, switch=True, help="train in bfloat16 mixed precision (CPU or a recent GPU)")
+    fp16: bool = option(False, switch=True, help="train in float16 mixed precision (a CUDA GPU only)")
+    device: str = option("auto", choices=("auto", "cpu", "cuda"), help="train on: auto (a CUDA GPU when there is "
+                                                                        "one), cpu, or cuda")
     progress: bool = option(True, cli=False, help="progress bars (the run's --no-progress)")
     report_to: str = option("none", help="Trainer integrations for training logs: none, tensorboard, wandb, … "
                                          "(comma-separated)")
@@ -139,6 +145,10 @@ class TrainConfig(Config):
     def check(self) -> None:
         if self.max_steps == 0:
             raise OptionError("--max-steps 0: give -1 (run --epochs) or at least 1 step")
+        if self.bf16 and self.fp16:
+            raise OptionError("--bf16 and --fp16: give one mixed precision, not both")
+        if self.fp16 and self.device == "cpu":
+            raise OptionError("--fp16 --device cpu: float16 training needs a CUDA GPU; use --bf16 on CPU")
         if self.max_steps < 0 and self.epochs <= 0:
             raise OptionError(f"--epochs: {self.epochs} is out of range; valid: > 0")
 

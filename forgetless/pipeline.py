@@ -180,17 +180,19 @@ def _compress(task: Task, config: RunConfig, out_dir: Path, method, objective, t
     transformers.set_seed(config.seed)
 
     progress.enabled = config.progress  # one switch for every progress bar of the run (tqdm, stderr)
-    _stage("teacher")
+    steps = 5 + len(config.then) + int(config.robustness)  # teacher, objective, compress, then…, evaluate, CLEVER, speed
+    step = _Steps(steps)
+    step("teacher")
     teacher, tokenizer, teacher_info = train_teacher(task, config, work_dir, kind, model, given_tokenizer)
     source = model if model is not None else config.model
     ctx = CompressionContext(task=task, tokenizer=tokenizer, teacher=teacher, work_dir=work_dir,
                              train_config=config.train, objective=objective, seed=config.seed,
                              base_model=source, kind=kind,
                              cache_dir=Path(config.cache_dir) if config.cache_dir else work_dir / "cache")
-    _stage(f"objective {config.objective.name}")
+    step(f"objective {config.objective.name}")
     ctx.objective_extras = objective.prepare(ctx) or None
 
-    _stage(f"compress with {config.method.name}")
+    step(f"compress with {config.method.name}" + ("" if config.method.recovers else " (post-training: no recovery)"))
     transformers.set_seed(config.seed)
     if config.student_init == "teacher":
         student = copy.deepcopy(teacher)
@@ -198,7 +200,7 @@ def _compress(task: Task, config: RunConfig, out_dir: Path, method, objective, t
         student, _ = kind.load_model(source, task, config.seed, tokenizer)
     compressed = method.compress(student, ctx).eval()
     for extra in then:
-        _stage(f"then {extra.config.name}")
+        step(f"then {extra.config.name}")
         compressed = extra.compress(compressed, ctx).eval()
     artifacts = method.artifacts()
     model_dir = save_model(compressed, out_dir / "model", tokenizer, metadata={
@@ -206,7 +208,7 @@ def _compress(task: Task, config: RunConfig, out_dir: Path, method, objective, t
         "kind": kind.name,
         "artifacts": artifacts, "then": [m.describe() for m in then]})
 
-    _stage("evaluate base and compressed on " + ", ".join(task.eval_sets()))
+    step("evaluate base and compressed on " + ", ".join(task.eval_sets()))
     deployed = deploy(compressed, config.eval.runtime, kind, work_dir)  # as it will run (metrics/runtime.py)
     eval_config = config.eval if config.eval.perplexity_file else replace(
         config.eval, perplexity_file=default_perplexity_file(config.task.data_dir))
@@ -217,10 +219,10 @@ def _compress(task: Task, config: RunConfig, out_dir: Path, method, objective, t
     if config.robustness:
         if kind.name != "classifier":
             raise ConfigError("CLEVER estimates need a classifier's logits; they do not apply to seq2seq models")
-        _stage(f"CLEVER robustness estimates ({config.clever.examples} dev examples per model)")
+        step(f"CLEVER robustness estimates ({config.clever.examples} dev examples per model)")
         robustness = {"clever": {role: _clever_summary(model, tokenizer, task, config.clever, work_dir, role)
                                  for role, model in (("base", teacher), ("compressed", compressed))}}
-    _stage(f"speed: base vs compressed, {config.speed.repeats} interleaved repeats")
+    step(f"speed: base vs compressed, {config.speed.repeats} interleaved repeats")
     speed = kind.speed(teacher, deployed, config.speed)
     teacher_dir = Path(teacher_info.get("path") or work_dir / "teacher")
     sizes = {"base": {**parameter_counts(teacher), "disk_bytes": disk_size(teacher_dir) if teacher_dir.exists()
@@ -266,6 +268,17 @@ def _training(config: RunConfig, teacher_info: dict, fine_tunes: list[dict]) -> 
 
 def _key(data: dict) -> str:
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+class _Steps:
+    """Numbered stage lines on stderr: ``[forgetless] [3/7] compress with heads``."""
+
+    def __init__(self, total: int):
+        self.total, self.done = total, 0
+
+    def __call__(self, name: str) -> None:
+        self.done += 1
+        _stage(f"[{self.done}/{self.total}] {name}")
 
 
 def _stage(name: str) -> None:

@@ -96,6 +96,7 @@ def validate_run(task, config, out_dir, overwrite: bool = False, model=None) -> 
         _check_teacher_family(config.teacher, config.model)
         _check_teacher_labels(config.teacher, task, kind)
     _check_some_training(task, config)
+    _check_device(config.train)
     if config.base == "as-is" and kind.name == "classifier" and model is None:
         _check_trained_head(config.model)
     dims = model_dims(model if model is not None and source == config.model else source, kind.name == "seq2seq")
@@ -109,6 +110,16 @@ def validate_run(task, config, out_dir, overwrite: bool = False, model=None) -> 
     key = run_key(task, config)
     _check_same_run(out_dir, key, overwrite)
     return key
+
+
+def _check_device(train) -> None:
+    """``--device cuda`` and ``--fp16`` need a CUDA GPU: one error before any work, not a Trainer traceback."""
+    import torch
+
+    if (train.device == "cuda" or train.fp16) and not torch.cuda.is_available():
+        flag = "--device cuda" if train.device == "cuda" else "--fp16"
+        raise OptionError(f"{flag}: no CUDA GPU is available here; train on CPU (--device cpu, or --bf16 for mixed "
+                          "precision)")
 
 
 def _check_trained_head(name: str) -> None:

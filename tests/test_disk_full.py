@@ -138,7 +138,7 @@ def test_second_run_on_the_same_folder_stops_clearly(tmp_path, monkeypatch, caps
     out = tmp_path / "out"
     first, log = _start([*ARGV, "--epochs", "4", "--out", str(out)], tmp_path, cache, "first")
     deadline = time.time() + 240
-    while "[forgetless] teacher" not in log.read_text() and first.poll() is None and time.time() < deadline:
+    while "] teacher" not in log.read_text() and first.poll() is None and time.time() < deadline:
         time.sleep(0.2)
     assert first.poll() is None, log.read_text()
     monkeypatch.setenv("FORGETLESS_CACHE", str(cache))

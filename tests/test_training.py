@@ -94,3 +94,16 @@ def test_checkpoint_cadence_and_logging_are_not_the_run_identity():
     assert base.train.identity() == cadence.train.identity() and run_key(task, base) == run_key(task, cadence)
     other = replace(base, train=replace(base.train, learning_rate=1e-4))
     assert run_key(task, base) != run_key(task, other)
+
+
+def test_gradient_accumulation_and_bf16_reach_the_trainer(tmp_path, tiny_model_dir):
+    """--gradient-accumulation-steps 2 halves the optimiser steps; --bf16 trains in bfloat16 autocast
+    on CPU (the weights stay float32)."""
+    task = synthetic_shortcut_task(n_train=32, n_dev=8, n_challenge=8)
+    config = TrainConfig(epochs=1, batch_size=8, save_steps=1, progress=False, learning_rate=1e-3,
+                         gradient_accumulation_steps=2, bf16=True)
+    model, tok = load_classifier(tiny_model_dir, task.label_names)
+    trained = fine_tune(model, tok, task.train, tmp_path / "acc", config)
+    steps = sorted(int(p.name.split("-")[1]) for p in (tmp_path / "acc").glob("checkpoint-*"))
+    assert steps[-1] == 2  # 4 batches, one step every 2
+    assert all(p.dtype == torch.float32 for p in trained.parameters())

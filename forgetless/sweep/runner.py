@@ -17,6 +17,7 @@ import hashlib
 import json
 import logging
 import shutil
+import sys
 import time
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -120,7 +121,9 @@ def run_sweep(task: Task, sweep: SweepConfig, out_dir: str | Path, meta: dict | 
                     run_dir = out_dir / "runs" / f"{name}-s{level:g}-seed{seed}"
                     card = _reuse(run_dir, config, task_key)
                     if card is None:
-                        log.info("sweep run %s", run_dir.name)
+                        done = len(records) + 1
+                        total = len(sweep.seeds) * len(levels) * len(objectives)
+                        print(f"[forgetless] sweep run {done} of {total}: {run_dir.name}", file=sys.stderr, flush=True)
                         shutil.rmtree(run_dir, ignore_errors=True)  # never resume another configuration's checkpoints
                         t0 = time.time()
                         card = compress(task, config, run_dir, meta={"out": str(out_dir / "reruns" / run_dir.name)})

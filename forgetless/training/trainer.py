@@ -119,7 +119,10 @@ def training_arguments(output_dir: str | Path, config: TrainConfig) -> transform
         report_to=[x.strip() for x in config.report_to.split(",")] if config.report_to != "none" else "none",
         remove_unused_columns=False,
         disable_tqdm=not config.progress,
-        use_cpu=not torch.cuda.is_available(),
+        use_cpu=config.device == "cpu" or not torch.cuda.is_available(),
+        gradient_accumulation_steps=config.gradient_accumulation_steps,
+        bf16=config.bf16,
+        fp16=config.fp16,
         dataloader_num_workers=0,
         ddp_find_unused_parameters=False,
     )
