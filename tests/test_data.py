@@ -115,3 +115,24 @@ def test_mnli_small_protocol(shared_data):
     assert set(hans.groups) == {"lexical_overlap", "subsequence", "constituent"}
     with pytest.raises(DataError, match="does not exist"):
         load_task("mnli-small", data_dir=shared_data + "/nope")
+
+
+def test_files_task_infers_columns_and_labels_and_says_so(tmp_path, capsys):
+    """`--task files` with no --text-a / --text-b / --labels: the text columns and label names come
+    from the training file (pairs for sentence1 / sentence2, ids 0..k-1 for numeric labels) and the
+    run says what it inferred."""
+    from forgetless.data.tasks import load_task
+
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text("".join(f'{{"sentence1": "a{i}", "sentence2": "b{i}", "label": {i % 3}}}\n' for i in range(6)))
+    task = load_task("files", train=str(pairs), dev=str(pairs))
+    assert task.label_names == ["0", "1", "2"] and task.train.text_b == [f"b{i}" for i in range(6)]
+    assert task.train.labels == [0, 1, 2, 0, 1, 2]
+    said = capsys.readouterr().err
+    assert "inferred from" in said and "text 'sentence1'; second text 'sentence2'; labels 0, 1, 2 (ids" in said
+    single = tmp_path / "single.tsv"
+    single.write_text("text\tlabel\nok\tpos\nbad\tneg\n")
+    task = load_task("files", train=str(single), dev=str(single))
+    assert task.label_names == ["neg", "pos"] and task.train.text_b is None and "inferred" in task.protocol
+    given = load_task("files", train=str(single), dev=str(single), text_a="text", text_b="", labels=["pos", "neg"])
+    assert given.label_names == ["pos", "neg"] and "inferred" not in given.protocol

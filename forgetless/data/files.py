@@ -113,3 +113,34 @@ def read_example_set(path: str | Path, name: str, text_a: str, label: str, label
     """One local file → ``ExampleSet`` (``text_b`` None or '': single texts)."""
     return example_set_from_rows(read_table(path, json_key=json_key), name, str(path), text_a, label, label_names,
                                  text_b or None, hard, group)
+
+
+def infer_file_columns(path: str | Path, text_a: str | None, text_b: str | None, label: str,
+                       labels: list[str] | None, json_key: str | None = None) -> tuple[str, str | None, list[str], str]:
+    """The columns and label names of a local file when not given: the first text column of
+    ``hf_datasets.TEXT_COLUMNS``, a second text for pair columns (``text_b`` '': single texts), the
+    label names sorted (names) or numbered (ids 0..k-1); with a sentence saying what was inferred."""
+    from .hf_datasets import PAIR_COLUMNS, TEXT_COLUMNS
+
+    rows = read_table(path, json_key=json_key)
+    columns = list(rows[0])
+    said = []
+    if text_a is None:
+        text_a = next((c for c in TEXT_COLUMNS if c in columns), None)
+        if text_a is None:
+            raise DataError(f"{path}: no text column among {columns}; name it with --text-a COLUMN")
+        said.append(f"text {text_a!r}")
+    if text_b is None:
+        text_b = next((c for c in PAIR_COLUMNS if c in columns), None) if text_a in ("sentence1", "premise",
+                                                                                      "claim") else None
+        said.append(f"second text {text_b!r}" if text_b else "single texts")
+    if not labels:
+        require_columns(rows, [label], str(path))
+        values = sorted({str(r[label]).strip() for r in rows})
+        if all(v.lstrip("-").isdigit() for v in values):
+            labels = [str(i) for i in range(max(int(v) for v in values) + 1)]
+        else:
+            labels = values
+        said.append(f"labels {', '.join(labels)} ({'ids' if labels == [str(i) for i in range(len(labels))] else 'sorted'}"
+                    "; give --labels for names in id order)")
+    return text_a, text_b or None, check_label_names(labels), "; ".join(said)

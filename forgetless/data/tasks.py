@@ -4,12 +4,13 @@ else the hub: ``hub.py``), local files, any Hugging Face hub dataset (``hub``), 
 ``load_task`` also applies seeded size caps to train / eval sets."""
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from ..errors import ConfigError
 from . import fever, generation, glue, mnli  # noqa: F401  (register their tasks)
 from .registry import DATA_DIR_ENV, TASKS, resolve_data_dir  # noqa: F401
-from .files import check_label_names, example_set_from_rows, read_example_set
+from .files import check_label_names, example_set_from_rows, infer_file_columns, read_example_set
 from .synthetic import synthetic_shortcut_task
 from .task import Task, cap_task, capped  # noqa: F401  (capped: metrics/clever.py)
 
@@ -34,21 +35,26 @@ def _synthetic(data_dir=None, seed: int = 0, n_train: int = 2000, n_dev: int = 5
 
 @TASKS.register("files")
 def _files(data_dir=None, seed: int = 0, train: str | None = None, dev: str | None = None,
-           challenge: dict[str, str] | None = None, text_a: str = "sentence1", text_b: str | None = "sentence2",
+           challenge: dict[str, str] | None = None, text_a: str | None = None, text_b: str | None = None,
            label: str = "label", labels: list[str] | None = None, hard: str | None = None,
            json_key: str | None = None) -> Task:
     """Local files: ``train``/``dev`` paths, ``challenge`` {name: path}, column names and label names
-    (``text_b`` '' or None: single-sentence files; ``json_key``: the list inside JSON objects)."""
+    (``text_b`` '': single-sentence files; ``json_key``: the list inside JSON objects). Columns and
+    label names not given are inferred from the training file, and the task's protocol says so."""
     if not train or not dev:
         raise ConfigError("task 'files' needs --train FILE and --dev FILE")
-    if not labels:
-        raise ConfigError("task 'files' needs --labels NAME,NAME,... (label names in id order)")
-    labels = check_label_names(labels)
+    if labels is not None:
+        labels = check_label_names(labels)
+    text_a, text_b, labels, inferred = infer_file_columns(train, text_a, text_b, label or "label", labels, json_key)
     read = lambda path, name, h=hard: read_example_set(path, name, text_a, label, labels, text_b, h,  # noqa: E731
                                                        json_key=json_key)
     challenges = {cname: read(path, cname) for cname, path in (challenge or {}).items()}
-    return Task("files", labels, read(train, "train"), read(dev, "dev"), challenges,
-                protocol=f"local files: train {train}, dev {dev}, challenge {challenge or {}}")
+    task = Task("files", labels, read(train, "train"), read(dev, "dev"), challenges,
+                protocol=f"local files: train {train}, dev {dev}, challenge {challenge or {}}"
+                + (f"; inferred: {inferred}" if inferred else ""))
+    if inferred:  # said once every file is read: a bad file is one error line, nothing before it
+        print(f"[forgetless] files task, inferred from {train}: {inferred}", file=sys.stderr, flush=True)
+    return task
 
 
 @TASKS.register("hub")
