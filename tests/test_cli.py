@@ -87,3 +87,19 @@ def test_sigterm_stops_with_a_resume_hint_and_exit_130(tmp_path):
     assert proc.wait(timeout=60) == 130, err
     assert "forgetless: interrupted; rerun the same command to resume from the last complete checkpoint" in err
     assert "Traceback" not in err
+
+
+def test_bench_prints_a_table_with_the_speedup_interval_and_json_on_request(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["compress", "--model", "tiny-bert", "--layers", "1", "--train-size", "16", "--eval-size", "8",
+                 "--epochs", "1", "--no-progress", "--bench-repeats", "1", "--out", str(out)]) == 0
+    capsys.readouterr()
+    argv = ["bench", str(out / "model"), "--base", "tiny-bert", "--repeats", "3", "--seq-len", "8", "--batch-size", "2"]
+    assert main(argv) == 0
+    table = capsys.readouterr().out
+    assert "95% interval" in table and table.count("x  [") == 2 and "3 interleaved repeats" in table
+    assert main(argv + ["--json"]) == 0
+    import json
+
+    result = json.loads(capsys.readouterr().out)
+    assert set(result["speedup"]) == {"latency", "throughput"} and result["speedup"]["latency"]["n_base"] == 3

@@ -115,6 +115,7 @@ def cmd_evaluate(args, config) -> int:
 
 
 def cmd_bench(args, config) -> int:
+    from ..metrics.intervals import speedup_interval
     from ..metrics.speed import SpeedConfig, compare_speed
     from ..models.adapters import get_adapter
     from ..models.io import load_model
@@ -129,7 +130,17 @@ def cmd_bench(args, config) -> int:
         base, _ = load_classifier(args.base, [str(i) for i in range(compressed.config.num_labels)])
     result = compare_speed(base, compressed, SpeedConfig(batch_size=args.batch_size, seq_len=args.seq_len,
                                                          repeats=args.repeats), generate=generate)
-    print(json.dumps(result, indent=2))
+    result["speedup"] = {part: speedup_interval(t["base"], t["compressed"]) for part, t in result["times_s"].items()}
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    print(f"{'':<11} {'base':>12} {'compressed':>12} {'speedup':>8}  95% interval   ({result['mode']}, "
+          f"{result['threads']} threads, {args.repeats} interleaved repeats)")
+    for part, unit, key in (("latency", "ms", "latency_ms"), ("throughput", "/s", "throughput_per_s")):
+        ratio = result["speedup"][part]
+        shown = [result[key]["base"], result[key]["compressed"]]
+        print(f"{part:<11} {shown[0]:>10.2f}{unit:<2} {shown[1]:>10.2f}{unit:<2} {ratio['speedup']:>7.2f}x  "
+              f"[{ratio['low']:.2f}, {ratio['high']:.2f}]" + ("" if ratio["measurable"] else "  (not measurable)"))
     return 0
 
 

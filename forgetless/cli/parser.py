@@ -144,6 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-size", type=int, default=32, help="throughput batch size (default 32)")
     p.add_argument("--seq-len", type=int, default=128, help="input length (default 128)")
     p.add_argument("--repeats", type=int, default=5, help="interleaved repeats, median reported (default 5)")
+    p.add_argument("--json", action="store_true", help="print the raw result as JSON (for scripts)")
 
     p = _command(sub, "sweep", "one configuration over objectives × levels of a method option × seeds: mean ± std "
                                "per set, F_bias, hard/easy, plots (Du et al. Table 7, Figures 1, 3)", SweepConfig)
