@@ -43,6 +43,7 @@ def test_card_with_empty_hard_subset_predictions_intervals_and_model_card(run_a,
             assert interval["low"] <= interval["accuracy"] <= interval["high"]
             assert interval["accuracy"] == pytest.approx(entry[role]["accuracy"])
     assert all(len(r["probabilities"]) == 2 for r in rows)
+    assert all(r["text"] and r["text_pair"] for r in rows)  # the input travels with each prediction (pair task)
     timing = card["speed"]["timing"]["throughput"]
     assert timing["base"]["n"] == 2 and len(card["speed"]["times_s"]["throughput"]["compressed"]) == 2
     assert timing["speedup"]["low"] <= timing["speedup"]["high"]

@@ -44,7 +44,7 @@ def prediction_rows(task, predictions: dict) -> list[dict]:
             if task.kind == "generation":
                 for i, text in enumerate(generated):
                     rows.append({"id": i, "set": name, "role": role, "gold": list(examples.references[i]),
-                                 "predicted": text})
+                                 "predicted": text, "text": examples.sources[i]})
                 continue
             names = examples.label_names
             predicted = _mapped(examples, entry["predicted"])
@@ -54,7 +54,10 @@ def prediction_rows(task, predictions: dict) -> list[dict]:
                        "predicted": names[int(pred)] if pred >= 0 else None,
                        "probabilities": probabilities[i] if probabilities is not None else None,
                        "group": examples.groups[i] if examples.groups is not None else None,
-                       "hard": bool(examples.hard[i]) if examples.hard is not None else None}
+                       "hard": bool(examples.hard[i]) if examples.hard is not None else None,
+                       "text": examples.text_a[i]}
+                if examples.text_b is not None:
+                    row["text_pair"] = examples.text_b[i]
                 if generated is not None:
                     row["generated"] = generated[i]
                 rows.append(row)

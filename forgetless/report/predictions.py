@@ -12,6 +12,8 @@ Format: JSON Lines (one object per line, UTF-8), written atomically. Each row ha
     hard         true / false (ground-truth hard example) or null when the task has no such labels
     generated    the generated text (seq2seq models; for generation tasks ``predicted`` is that text
                  and ``gold`` the list of references); absent for classifiers
+    text         the input: the example's text (classification) or source (generation)
+    text_pair    the second text of a pair task; absent for single texts
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ from ..errors import DataError
 from ..fsutil import atomic_write_text
 
 REQUIRED = ("id", "set", "role", "gold", "predicted")
-OPTIONAL = ("probabilities", "group", "hard", "generated")
+OPTIONAL = ("probabilities", "group", "hard", "generated", "text", "text_pair")
 ROLES = ("base", "compressed")
 
 
@@ -44,8 +46,9 @@ def _normalise(row: dict, where: str) -> dict:
         probabilities = [float(p) for p in probabilities]
     out = {**{key: row[key] for key in REQUIRED}, "probabilities": probabilities,
            "group": row.get("group"), "hard": row.get("hard")}
-    if row.get("generated") is not None:
-        out["generated"] = str(row["generated"])
+    for key in ("generated", "text", "text_pair"):
+        if row.get(key) is not None:
+            out[key] = str(row[key])
     return out
 
 
