@@ -37,6 +37,7 @@ def test_truncated_bert_loads_with_stock_from_pretrained(tmp_path):
     assert stock_loadable(tmp_path / "m") == (True, "config.json describes every layer exactly")
     card = (tmp_path / "m" / "README.md").read_text()
     assert WARNING not in card and "BertForSequenceClassification.from_pretrained(" in card
+    assert 'transformers.pipeline("text-classification", model="path/to/this/folder"' in card
     assert shapes_are_uniform(tmp_path / "m")
 
 
