@@ -189,6 +189,7 @@ def export_onnx(model_dir_or_model, out_dir: str | Path, opset: int = DEFAULT_OP
         result.update(opset=_written_opset(tmp / next(iter(result["files"].values()))), requested_opset=opset,
                       atol=atol, source=str(source) if source else None, max_abs_diff=max(result["per_graph"].values()))
         (tmp / "export.json").write_text(json.dumps(result, indent=2) + "\n")
+        (tmp / "README.md").write_text(onnx_readme(result, seq2seq, tokenizer is not None))
         mark_output(tmp, "export")
     result["files"] = {name: str(out_dir / file) for name, file in result["files"].items()}
     return result
@@ -291,3 +292,25 @@ def push_to_hub(model_dir: str | Path, repo_id: str, token: str | None = None, p
     except (HfHubHTTPError, OSError, ValueError) as exc:
         raise ForgetlessError(f"cannot push {model_dir} to {repo_id!r}: {exc}") from exc
     return str(getattr(commit, "commit_url", commit))
+
+
+def onnx_readme(result: dict, seq2seq: bool, has_tokenizer: bool) -> str:
+    """The export's own README: what was exported, how it was checked, and an onnxruntime snippet."""
+    files = ", ".join(f"`{Path(f).name}` ({name})" for name, f in result["files"].items())
+    lines = ["# ONNX export (forgetless)", "", f"Graphs: {files}; opset {result['opset']}; dynamic batch and sequence "
+             f"axes. Checked with onnxruntime against PyTorch on two batches of different shapes: largest |difference| "
+             f"{result['max_abs_diff']:.2e} (tolerance {result['atol']:g}).", ""]
+    if seq2seq:
+        lines += ["Encoder-decoder: run the encoder graph once, then the decoder graph step by step (greedy decoding); "
+                  "`forgetless.export.onnx_greedy_generate` does exactly that.", ""]
+        return "\n".join(lines)
+    graph = Path(next(iter(result["files"].values()))).name
+    lines += ["```python", "import numpy as np, onnxruntime, transformers", "",
+              f'session = onnxruntime.InferenceSession("path/to/this/folder/{graph}")',
+              'tokenizer = transformers.AutoTokenizer.from_pretrained("path/to/this/folder")'
+              if has_tokenizer else "tokenizer = ...  # the tokenizer of the exported model (none was saved here)",
+              'batch = tokenizer(["a sentence to classify"], return_tensors="np")',
+              "names = {i.name for i in session.get_inputs()}",
+              "logits = session.run(None, {k: v.astype(np.int64) for k, v in batch.items() if k in names})[0]",
+              "print(logits.argmax(-1))", "```", ""]
+    return "\n".join(lines)

@@ -113,3 +113,17 @@ def test_push_to_hub_fails_fast_offline(tmp_path, monkeypatch):
     monkeypatch.setattr(constants, "ENDPOINT", "http://127.0.0.1:9")  # discard port: nothing listens
     with pytest.raises(ForgetlessError, match="not reachable"):
         push_to_hub(tmp_path / "m", "someone/model")
+
+
+def test_the_exports_readme_snippet_runs(tmp_path, minilm_tokenizer):
+    """The README written beside the graph shows onnxruntime code; run it as written (path filled in)."""
+    from forgetless.models.tiny import tiny_classifier as tiny
+
+    save_model(tiny("tiny-bert", len(minilm_tokenizer), ["neg", "pos"]), tmp_path / "m", minilm_tokenizer)
+    export_onnx(tmp_path / "m", tmp_path / "onnx")
+    readme = (tmp_path / "onnx" / "README.md").read_text()
+    assert "checked with onnxruntime against pytorch" in readme.lower()
+    code = readme.split("```python\n")[1].split("```")[0].replace("path/to/this/folder", str(tmp_path / "onnx"))
+    namespace: dict = {}
+    exec(compile(code, "README.md", "exec"), namespace)  # noqa: S102 - the snippet this package wrote
+    assert namespace["logits"].shape == (1, 2)
