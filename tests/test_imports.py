@@ -26,8 +26,6 @@ PACKAGE = Path(__file__).resolve().parents[1] / "forgetless"
 # lead empties this list as they are removed; never add to it.
 KNOWN_CYCLES = [
     ("forgetless.metrics.profile", "forgetless.report"),  # evaluation renders plots (cycle evaluate ⇄ report)
-    ("forgetless.metrics.runtime", "forgetless.export"),  # evaluation exports / writes card sections (cycle
-    #                                                        evaluate → export → validate → kinds → evaluate)
 ]
 
 
