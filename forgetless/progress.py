@@ -3,8 +3,6 @@ stdout stays clean. ``enabled`` is set once per run (``--no-progress`` turns it 
 lets tqdm decide (bars on a terminal, none in logs and tests)."""
 from __future__ import annotations
 
-from contextlib import contextmanager
-
 from tqdm.auto import tqdm
 
 enabled: bool | None = None
@@ -15,13 +13,3 @@ def bar(iterable=None, desc: str = "", total: int | None = None, **kwargs):
     return tqdm(iterable, desc=f"[forgetless] {desc}", total=total, leave=False,
                 disable=None if enabled is None else not enabled, **kwargs)
 
-
-@contextmanager
-def progress_enabled(value: bool | None):
-    """Set ``enabled`` for the duration of a run."""
-    global enabled
-    previous, enabled = enabled, value
-    try:
-        yield
-    finally:
-        enabled = previous

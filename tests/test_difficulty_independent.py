@@ -6,8 +6,8 @@ import torch
 from forgetless.data.synthetic import synthetic_shortcut_task
 from forgetless.objectives.rmc.config import DifficultyConfig
 from forgetless.objectives.rmc.difficulty import compute_difficulty
-from forgetless.objectives.rmc.estimate import estimate_difficulty
 from forgetless.training.trainer import TrainConfig
+from test_difficulty_estimate import estimate_difficulty
 from test_objectives_prepare import tiny_bert, tiny_tokenizer
 
 torch.set_num_threads(1)

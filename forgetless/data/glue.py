@@ -83,41 +83,31 @@ def _hub_pair(task: str, labels: list[str]) -> dict[str, ExampleSet]:
     return {split: hub.example_set(f"{task}/{split}", split, labels) for split in ("train", "dev")}
 
 
-def sst2_task(data_dir=None, seed: int = 0) -> Task:
+def _glue_task(name: str, labels: list[str], protocol: str, data_dir, folder: str, a: str, b: str | None = None,
+               quoting=csv.QUOTE_NONE, strip: bool = False) -> Task:
+    """GLUE ``name`` train / dev (data folder ``glue/<folder>/`` or the hub) with its AdvGLUE subset."""
     root = data_root(data_dir)
     if root is None:
-        sets = _hub_pair("sst2", SST2_LABELS)
-        return Task("sst2", SST2_LABELS, sets["train"], sets["dev"],
-                    {"advglue": hub.example_set("advglue/sst2", "advglue", SST2_LABELS)}, pooled_challenges=["advglue"],
-                    protocol=_SST2 + " (Hugging Face hub)")
-    data_dir, sets = root, {}
-    for split in ("train", "dev"):
-        rows, where = _table(data_dir, f"glue/SST-2/{split}.tsv", ["sentence", "label"])
-        sets[split] = ExampleSet(split, [r["sentence"].strip() for r in rows],
-                                 labels_from_names([r["label"] for r in rows], SST2_LABELS, where), SST2_LABELS,
-                                 source=where)
-    return Task("sst2", SST2_LABELS, sets["train"], sets["dev"],
-                {"advglue": read_advglue(data_dir, "sst2", SST2_LABELS)}, pooled_challenges=["advglue"],
-                protocol=_SST2 + f" ({origin(root)})")
+        sets = _hub_pair(name, labels)
+        challenge = hub.example_set(f"advglue/{name}", "advglue", labels)
+    else:
+        sets = {}
+        for split in ("train", "dev"):
+            rows, where = _table(root, f"glue/{folder}/{split}.tsv", [a, *([b] if b else []), "label"], quoting)
+            sets[split] = ExampleSet(split, [r[a].strip() if strip else r[a] for r in rows],
+                                     labels_from_names([r["label"] for r in rows], labels, where), labels,
+                                     text_b=[r[b] for r in rows] if b else None, source=where)
+        challenge = read_advglue(root, name, labels)
+    return Task(name, labels, sets["train"], sets["dev"], {"advglue": challenge}, pooled_challenges=["advglue"],
+                protocol=protocol + f" ({origin(root)})")
+
+
+def sst2_task(data_dir=None, seed: int = 0) -> Task:
+    return _glue_task("sst2", SST2_LABELS, _SST2, data_dir, "SST-2", "sentence", strip=True)
 
 
 def rte_task(data_dir=None, seed: int = 0) -> Task:
-    root = data_root(data_dir)
-    if root is None:
-        sets = _hub_pair("rte", NLI_LABELS)
-        return Task("rte", NLI_LABELS, sets["train"], sets["dev"],
-                    {"advglue": hub.example_set("advglue/rte", "advglue", NLI_LABELS)}, pooled_challenges=["advglue"],
-                    protocol=_RTE + " (Hugging Face hub)")
-    data_dir, sets = root, {}
-    for split in ("train", "dev"):
-        rows, where = _table(data_dir, f"glue/RTE/{split}.tsv", ["sentence1", "sentence2", "label"],
-                             quoting=csv.QUOTE_MINIMAL)
-        sets[split] = ExampleSet(split, [r["sentence1"] for r in rows],
-                                 labels_from_names([r["label"] for r in rows], NLI_LABELS, where), NLI_LABELS,
-                                 text_b=[r["sentence2"] for r in rows], source=where)
-    return Task("rte", NLI_LABELS, sets["train"], sets["dev"],
-                {"advglue": read_advglue(data_dir, "rte", NLI_LABELS)}, pooled_challenges=["advglue"],
-                protocol=_RTE + f" ({origin(root)})")
+    return _glue_task("rte", NLI_LABELS, _RTE, data_dir, "RTE", "sentence1", "sentence2", quoting=csv.QUOTE_MINIMAL)
 
 
 def qnli_task(data_dir=None, seed: int = 0, train_fraction: float = 0.8) -> Task:

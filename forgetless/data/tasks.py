@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from . import fever, generation, glue, mnli  # noqa: F401  (register their tasks)
-from .registry import DATA_DIR_ENV, TASKS, resolve_data_dir  # noqa: F401
+from .registry import TASKS, resolve_data_dir
 from .files import check_label_names, example_set_from_rows, infer_file_columns, read_example_set
 from .synthetic import synthetic_shortcut_task
 from .task import Task, cap_task, capped  # noqa: F401  (capped: metrics/clever.py)

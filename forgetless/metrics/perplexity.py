@@ -10,7 +10,7 @@ predicted (no context), so N counts the rest.
 
 A ``.jsonl`` file gives one text per record (its ``document``, ``text`` or ``context`` field; the
 XSum and SAMSum files of the data folder). With ``--data-dir`` and no ``--perplexity-file``, a
-causal-lm run uses the first ``DEFAULT_TEXTS`` XSum documents (``default_perplexity_file``).
+causal-lm run uses the first ``perplexity_texts`` XSum documents (``default_perplexity_file``).
 """
 from __future__ import annotations
 
@@ -26,7 +26,6 @@ from ..progress import bar
 
 
 DEFAULT_FILE = "xsum/test_1000_llm_decoding.jsonl"  # inside the data folder
-DEFAULT_TEXTS = 40
 TEXT_FIELDS = ("document", "text", "context")
 
 

@@ -74,13 +74,7 @@ def layer_profile(model: nn.Module, seq_lengths=(16, 32, 64, 128, 256), head_fra
     rows = []
     for hf in head_fractions:
         for ff in ffn_fractions:
-            small = copy.deepcopy(model).eval()
-            heads = {s.key: list(range(max(1, round(s.num_heads * hf)))) for s in adapter.attention_sites(small)
-                     if s.stack == "encoder" and s.layer == 0}
-            units = {s.key: list(range(max(1, round(s.width * ff)))) for s in adapter.ffn_sites(small)
-                     if s.stack == "encoder" and s.layer == 0}
-            surgery.prune_heads(small, heads)
-            surgery.prune_ffn(small, units)
+            small = _narrow_first_layers(model, hf, ff)  # only encoder layer 0 is timed
             layer = adapter.stacks(small)["encoder"][0]
             site = next(s for s in adapter.attention_sites(small) if s.stack == "encoder" and s.layer == 0)
             ffn_site = next(s for s in adapter.ffn_sites(small) if s.stack == "encoder" and s.layer == 0)

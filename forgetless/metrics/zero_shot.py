@@ -34,8 +34,6 @@ import torch
 from ..errors import ConfigError
 from ..progress import bar
 
-TEMPLATES = ("auto", "chat", "plain")
-SCORES = ("sum", "mean")
 CALIBRATIONS = ("none", "content-free", "set-mean")
 CONTENT_FREE = ("N/A", "", "[MASK]")
 
@@ -71,15 +69,6 @@ def prompt_for(task) -> TaskPrompt:
     pair = task.dev.text_b is not None
     return TaskPrompt(f"Classify the {'pair of texts' if pair else 'text'}. Answer with one of: {', '.join(words)}.",
                       "Text 1: {a}\nText 2: {b}" if pair else "Text: {a}", words)
-
-
-def check_options(template: str, shots: int, score: str, calibration: str) -> None:
-    for flag, value, allowed in (("--prompt-template", template, TEMPLATES), ("--label-score", score, SCORES),
-                                 ("--score-calibration", calibration, CALIBRATIONS)):
-        if value not in allowed:
-            raise ConfigError(f"{flag}: {value!r} is not one of {', '.join(allowed)}")
-    if shots < 0:
-        raise ConfigError(f"--shots: {shots} is out of range; valid: >= 0")
 
 
 def uses_chat(tokenizer, template: str) -> bool:

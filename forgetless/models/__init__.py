@@ -1,4 +1,2 @@
-"""Models: architecture adapters (one per family), gates as hooks, surgery, save / load, loading.
-
-Importing the package registers every architecture family's adapter."""
+"""Models: architecture adapters (importing the package registers every family), gates, surgery, I/O."""
 from . import adapters, decoder_only, seq2seq  # noqa: F401  (registers every architecture family)

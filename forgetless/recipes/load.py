@@ -27,7 +27,7 @@ import yaml
 from .. import tree
 from ..config import ProfileConfig, RunConfig, SweepConfig
 from ..errors import ConfigError
-from .dump import _plain, drop_empty, dump_recipe  # noqa: F401
+from .dump import drop_empty, dump_recipe  # noqa: F401  (dump_recipe: recipes/__init__.py)
 
 CONFIGS = {"compress": RunConfig, "sweep": SweepConfig, "profile": ProfileConfig}
 COMMANDS = tuple(CONFIGS)

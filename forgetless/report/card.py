@@ -57,6 +57,7 @@ from ..fsutil import atomic_write_json, atomic_write_text
 from . import honest
 from .environment import environment
 from .html import render_html
+from ..config import MODEL_KINDS
 from ..tree import to_recipe
 from .measurements import Measurements
 from .markdown import render_markdown
@@ -67,7 +68,6 @@ SCHEMA = "forgetless-report-2"
 SECTIONS = ("schema", "kind", "task", "method", "model", "headline", "sets", "challenge", "bias", "hard_easy",
             "calibration", "params", "speed", "deployment", "intervals", "training", "warnings", "notes", "run", "seed",
             "command", "environment")
-MODEL_KINDS = ("classifier", "seq2seq", "causal-lm")
 PREDICTIONS_FILE = "predictions.jsonl"
 
 

@@ -49,9 +49,6 @@ class QuantGrid:
     def levels(self) -> int:
         return 2 ** self.bits - 1
 
-    def group_of(self, column: int) -> int:
-        return column // self.group_size
-
     def quantize(self, values: torch.Tensor, group: int) -> torch.Tensor:
         """Integer codes of one column (or ``out × k`` columns) in ``group``."""
         scale, zero = self.scales[:, group:group + 1], self.zeros[:, group:group + 1]
