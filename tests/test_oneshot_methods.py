@@ -117,3 +117,41 @@ def test_block_size_must_fit_the_pattern():
     with pytest.raises(OptionError, match="--block-size 6: must be a multiple of M = 4"):
         METHODS.make_config("sparsegpt", {"pattern": "2:4", "block_size": 6})
     assert METHODS.make_config("wanda", {"pattern": "4:8"}).target_sparsity == 0.5
+
+
+def _compressed(method: str, tmp_path, **options):
+    from forgetless.kinds.causal_lm import CausalLMKind
+    from forgetless.methods.base import CompressionContext
+    from forgetless.models.causal import load_causal_lm
+
+    task = load_task("synthetic", train_size=24, eval_size=8)
+    model, tokenizer = load_causal_lm("tiny-llama", seed=0)
+    ctx = CompressionContext(task=task, tokenizer=tokenizer, teacher=None, work_dir=tmp_path,
+                             train_config=TrainConfig(max_steps=2, batch_size=4, max_length=64, progress=False),
+                             kind=CausalLMKind())
+    method = METHODS.build(METHODS.make_config(method, {"calibration_examples": 8, "calibration_batch": 4,
+                                                        **options}))
+    return method.compress(model, ctx), method, ctx
+
+
+def test_report_section_and_sparsegpt_reconstructs_better_than_wanda(tmp_path):
+    _, wanda, _ = _compressed("wanda", tmp_path, pattern="4:8")
+    _, sparsegpt, _ = _compressed("sparsegpt", tmp_path, pattern="4:8", block_size=16)
+    for method in (wanda, sparsegpt):
+        section = method.report_section()["sparsity"]
+        assert section["pattern"] == "4:8" and section["reached"] == 0.5 and section["nm_pattern_holds"] is True
+        assert 0 < section["reconstruction_error"]["mean"] <= section["reconstruction_error"]["max"] < 1
+        assert section["speedup"].startswith("no speedup on CPU")
+    # the first layer sees the same calibration inputs in both runs: OBS's update beats no update
+    first = lambda m: [e["reconstruction_error"] for e in m.artifacts()["layers"] if e["layer"] == 0]
+    assert all(s < w for s, w in zip(first(sparsegpt), first(wanda)))
+
+
+def test_recovery_fine_tune_holds_the_zeros(tmp_path):
+    model, method, ctx = _compressed("wanda", tmp_path, pattern="2:4", recovery="fine-tune")
+    assert [run["max_steps"] for run in ctx.fine_tunes] == [2]  # it was trained
+    assert method.config.recovers and method.report_section()["sparsity"]["nm_pattern_holds"] is True
+    for layer in model.model.layers:
+        for linear in (m for m in layer.modules() if isinstance(m, torch.nn.Linear)):
+            kept = (linear.weight.reshape(linear.weight.shape[0], -1, 4) != 0).sum(dim=2)
+            assert bool((kept == 2).all())
