@@ -119,6 +119,20 @@ def test_block_size_must_fit_the_pattern():
     assert METHODS.make_config("wanda", {"pattern": "4:8"}).target_sparsity == 0.5
 
 
+def test_n_m_needs_input_widths_divisible_by_m():
+    import transformers
+
+    from forgetless.errors import OptionError
+    from forgetless.methods._shared.oneshot import check_pattern_fits
+
+    bert = transformers.BertModel(transformers.BertConfig(vocab_size=50, hidden_size=32, num_hidden_layers=2,
+                                                          num_attention_heads=4, intermediate_size=36))
+    check_pattern_fits(bert, METHODS.make_config("wanda", {"pattern": "2:4"}))  # 32 and 36: multiples of 4
+    with pytest.raises(OptionError, match="--pattern 4:8: encoder layer 0 output.dense has 36 inputs, not a "
+                                          "multiple of 8"):
+        check_pattern_fits(bert, METHODS.make_config("wanda", {"pattern": "4:8"}))
+
+
 def _compressed(method: str, tmp_path, **options):
     from forgetless.kinds.causal_lm import CausalLMKind
     from forgetless.methods.base import CompressionContext

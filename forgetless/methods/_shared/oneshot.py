@@ -58,10 +58,10 @@ def check_pattern_fits(model: nn.Module, config: OneShotPruningConfig) -> None:
     if nm is None:
         return
     for stack, layers in get_adapter(model).stacks(model).items():
-        for layer in layers:
+        for index, layer in enumerate(layers):
             for name, m in layer.named_modules():
                 if (isinstance(m, nn.Linear) or is_conv1d(m)) and in_features(m) % nm[1]:
-                    raise OptionError(f"--pattern {config.pattern}: {stack} layer {name} has {in_features(m)} "
+                    raise OptionError(f"--pattern {config.pattern}: {stack} layer {index} {name} has {in_features(m)} "
                                       f"inputs, not a multiple of {nm[1]}; use --pattern unstructured")
 
 

@@ -9,6 +9,7 @@ from typing import ClassVar
 from ...config import MethodConfig
 from ...errors import OptionError
 from ...options import option
+from ...ranges import MAX_TOKENS
 
 PATTERNS = ("unstructured", "2:4", "4:8")
 
@@ -31,7 +32,7 @@ class OneShotPruningConfig(MethodConfig):
     calibration_examples: int = option(128, low=1, help=(
         "calibration texts: a seeded, label-stratified subset of the task's training split, fed as the model "
         "kind feeds them (prompts for causal-lm)"))
-    calibration_length: int = option(128, low=8, high=8192, help="max tokens per calibration text")
+    calibration_length: int = option(128, low=8, high=MAX_TOKENS, help="max tokens per calibration text")
     calibration_batch: int = option(8, low=1, help="calibration texts per forward pass")
     recovery: str = option("none", choices=("fine-tune", "none"), help=(
         "none: one-shot, nothing is trained (the papers' setting); fine-tune: train afterwards with the "
