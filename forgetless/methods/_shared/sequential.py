@@ -20,9 +20,10 @@ from torch import nn
 
 from ...errors import UnsupportedModelError
 from ...models.adapters import get_adapter
+from ...models.sites import in_features, is_conv1d
 from .hessian import HessianAccumulator
 
-# compress(stack, index, layer, {name in layer: (linear, accumulator)}) → anything the method reports
+# compress(stack, index, layer, {name in layer: (linear or GPT-2 Conv1D, accumulator)}) → anything the method reports
 LayerCompressor = Callable[[str, int, nn.Module, dict[str, tuple[nn.Linear, HessianAccumulator]]], object]
 
 
@@ -79,11 +80,11 @@ def run_layer_by_layer(model: nn.Module, batches: list[dict], compress: LayerCom
         inputs = capture_layer_inputs(model, layers[0], batches)
         reports[stack] = []
         for index, layer in enumerate(layers):
-            linears = {name: m for name, m in layer.named_modules() if isinstance(m, nn.Linear)}
+            linears = {name: m for name, m in layer.named_modules() if isinstance(m, nn.Linear) or is_conv1d(m)}
             if not linears:
                 raise UnsupportedModelError(f"{stack} layer {index} of {type(model).__name__} has no nn.Linear "
-                                            "to calibrate (e.g. GPT-2's Conv1D): one-shot methods need Linear layers")
-            stats = {name: (m, HessianAccumulator(m.in_features, device=m.weight.device)) for name, m in linears.items()}
+                                            "or Conv1D to calibrate")
+            stats = {name: (m, HessianAccumulator(in_features(m), device=m.weight.device)) for name, m in linears.items()}
             current: list[torch.Tensor | None] = [None]
             handles = [m.register_forward_hook(_accumulate(acc, current)) for m, acc in stats.values()]
             try:

@@ -1,0 +1,56 @@
+"""Options shared by the one-shot, calibration-based pruning methods (Wanda, Sun et al. 2023;
+SparseGPT, Frantar & Alistarh 2023): target sparsity, unstructured or N:M pattern (Mishra et al.
+2021), and the calibration set. Standard library only (read by the registry without torch)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from ...config import MethodConfig
+from ...errors import OptionError
+from ...options import option
+from ...ranges import MAX_TOKENS
+
+PATTERNS = ("unstructured", "2:4", "4:8")
+
+
+@dataclass
+class OneShotPruningConfig(MethodConfig):
+    """Unstructured or N:M: weights are zeroed, never removed (no dense speedup)."""
+
+    structured: ClassVar[bool] = False
+    task_types: ClassVar[tuple[str, ...]] = ("classification",)
+    model_kinds: ClassVar[tuple[str, ...]] = ("classifier", "causal-lm")
+    smoke: ClassVar[dict] = {"sparsity": 0.5, "calibration_examples": 8, "calibration_batch": 4}
+
+    sparsity: float = option(0.5, low=0, high=1, help=(
+        "pattern unstructured: share of zero weights in every output row of every prunable linear layer "
+        "(below 1); N:M patterns fix it at 1 − N/M"))
+    pattern: str = option("unstructured", choices=PATTERNS, help=(
+        "unstructured (per output row) | 2:4 | 4:8: keep N of every M consecutive input weights of each row "
+        "(semi-structured, sparse tensor cores)"))
+    calibration_examples: int = option(128, low=1, help=(
+        "calibration texts: a seeded, label-stratified subset of the task's training split, fed as the model "
+        "kind feeds them (prompts for causal-lm)"))
+    calibration_length: int = option(128, low=8, high=MAX_TOKENS, help="max tokens per calibration text")
+    calibration_batch: int = option(8, low=1, help="calibration texts per forward pass")
+    recovery: str = option("none", choices=("fine-tune", "none"), help=(
+        "none: one-shot, nothing is trained (the papers' setting); fine-tune: train afterwards with the "
+        "zeros held fixed"))
+
+    def check(self) -> None:
+        if self.sparsity >= 1.0:
+            raise OptionError(f"--sparsity {self.sparsity}: must be below 1 (some weights must stay)")
+
+    @property
+    def nm(self) -> tuple[int, int] | None:
+        """``(n, m)`` for an N:M pattern, None when unstructured."""
+        if self.pattern == "unstructured":
+            return None
+        n, m = self.pattern.split(":")
+        return int(n), int(m)
+
+    @property
+    def target_sparsity(self) -> float:
+        nm = self.nm
+        return self.sparsity if nm is None else 1 - nm[0] / nm[1]

@@ -1,0 +1,21 @@
+"""Wanda (Sun, Liu, Bair & Kolter 2023, "A Simple and Effective Pruning Approach for Large Language
+Models"), eq. 1: ``S_ij = |W_ij| · ‖X_j‖₂``, the lowest share of each output row zeroed (or N:M),
+no weight update. The score is ``metric.py``; calibration, layer order and the report are shared
+with SparseGPT (``_shared/oneshot.py``). As in the paper's code the layers are pruned in sequence,
+each calibrated on the outputs of its already pruned predecessors."""
+from __future__ import annotations
+
+import torch
+
+from .._shared.hessian import HessianAccumulator
+from .._shared.oneshot import OneShotPruning
+from .config import WandaConfig
+from .metric import wanda_mask
+
+
+class Wanda(OneShotPruning):
+    config: WandaConfig
+
+    def prune_weight(self, weight: torch.Tensor, stats: HessianAccumulator) -> torch.Tensor:
+        keep = wanda_mask(weight, stats.column_norms(), self.config.sparsity, self.config.nm)
+        return weight * keep
