@@ -39,11 +39,11 @@ def summarise(folder: Path) -> list[str]:
     base_dev = first["sets"]["dev"]["base"]["accuracy"]
     challenge = next(name for name in first["sets"] if name != "dev")
     base_adv = first["sets"][challenge]["base"]["accuracy"]
-    lines = [f"## {folder.name}: {setup['method']} by `{level}` ({len(setup['seeds'])} seeds, one shared teacher)", "",
+    lines = [f"## {folder.name}: {setup['method']} by `{level}` (seeds {setup['seeds']}, one shared teacher)", "",
              f"Teacher: dev {_pct(base_dev)}, {challenge} {_pct(base_adv)} (n = {first['sets']['dev']['base']['n']} / "
              f"{first['sets'][challenge]['base']['n']}).", "",
-             f"| {level} | dev | {challenge} | dev drop | {challenge} drop | F_bias | {challenge} 95% interval per seed | "
-             "warnings |", "|---|---|---|---|---|---|---|---|"]
+             f"| {level} | seeds done | dev | {challenge} | dev drop | {challenge} drop | F_bias | {challenge} 95% interval "
+             "per seed | warnings |", "|---|---|---|---|---|---|---|---|---|"]
     for value, group in sorted(cards.items()):
         dev = [c["sets"]["dev"]["compressed"]["accuracy"] for c in group]
         adv = [c["sets"][challenge]["compressed"]["accuracy"] for c in group]
@@ -52,7 +52,7 @@ def summarise(folder: Path) -> list[str]:
                               f"{_pct(c['intervals']['sets'][challenge]['compressed']['high'])}]" for c in group)
         warned = sorted({w.split(":")[0] for c in group for w in c["warnings"]})
         fb = [f for f in fbias if f is not None]
-        lines.append(f"| {value} | {_mean_std(dev)} | {_mean_std(adv)} | {100 * (base_dev - statistics.mean(dev)):.1f} | "
+        lines.append(f"| {value} | {len(group)} | {_mean_std(dev)} | {_mean_std(adv)} | {100 * (base_dev - statistics.mean(dev)):.1f} | "
                      f"{100 * (base_adv - statistics.mean(adv)):.1f} | "
                      f"{statistics.mean(fb):.2f} ± {statistics.stdev(fb) if len(fb) > 1 else 0:.2f} | {intervals} | "
                      f"{'; '.join(warned) or '–'} |")

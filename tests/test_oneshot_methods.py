@@ -64,6 +64,7 @@ def test_sparsegpt_reaches_the_target_per_layer_and_the_card_validates(sparsegpt
     out, card = sparsegpt_run
     validate_card(card)
     assert card["kind"]["model"] == "causal-lm" and card["speed"]["meaningful"] is False
+    assert card["method"]["sections"]["sparsity"]["pattern"] == "unstructured"  # the method's section reaches the card
     saved = reload_fresh(out / "model")
     assert len(saved) == 4 * 7  # tiny-llama: 4 layers × (q, k, v, o, gate, up, down)
     for key, entry in saved.items():

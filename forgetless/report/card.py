@@ -8,7 +8,9 @@ JSON schema ``forgetless-report-2`` (fractions in [0, 1] for accuracies; ROUGE /
     schema, kind {task: classification|generation, model: classifier|seq2seq|causal-lm}
     task {name, protocol, metric, pooled_challenges, sizes {train, <set>: n}}
     method {name, config, structured, objective, objective_options, student_init, train,
-            then [{name, config, structured}]}             # methods applied after it (--then)
+            then [{name, config, structured}],             # methods applied after it (--then)
+            sections {name: {...}}}                        # what each method reports (report_section():
+                                                           #   sparsity of one-shot pruning, quantization …)
     model {compressed, model_type}                          # what the compressed model started from
     headline {metric, base, compressed, kept}           # the task's metric on dev; kept = compressed / base
     sets {set: {base: metrics, compressed: metrics}}    # classification: accuracy, n, hard/easy, groups …
@@ -137,6 +139,7 @@ def _deployment(card: dict, measured: Measurements) -> None:
     methods = [measured.method, *measured.then]
     runtime = measured.run.eval.runtime
     sections = [m.report_section() or {} for m in methods]  # each method's own card section (methods/base.py)
+    card["method"]["sections"] = {name: value for section in sections for name, value in section.items()}
     quantized = [section["quantization"] for section in sections if "quantization" in section]
     card["deployment"] = {"runtime": runtime, "base_runtime": "torch (fp32)", "quantization": quantized,
                           "agreement": measured.agreement}
