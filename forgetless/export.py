@@ -307,7 +307,7 @@ def onnx_readme(result: dict, seq2seq: bool, has_tokenizer: bool) -> str:
     graph = Path(next(iter(result["files"].values()))).name
     lines += ["```python", "import numpy as np, onnxruntime, transformers", "",
               f'session = onnxruntime.InferenceSession("path/to/this/folder/{graph}")',
-              'tokenizer = transformers.AutoTokenizer.from_pretrained("path/to/this/folder")'
+              'tokenizer = transformers.AutoTokenizer.from_pretrained("path/to/this/folder", trust_remote_code=False)'
               if has_tokenizer else "tokenizer = ...  # the tokenizer of the exported model (none was saved here)",
               'batch = tokenizer(["a sentence to classify"], return_tensors="np")',
               "names = {i.name for i in session.get_inputs()}",

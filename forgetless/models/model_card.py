@@ -124,7 +124,7 @@ def _loading_section(model_class: str, loadable: bool, reason: str) -> list[str]
         if tag == "text-classification":  # a pipeline needs the stock classes; seq2seq folders load as above
             lines += ["or as a pipeline:", "", "```python",
                       f'classify = transformers.pipeline("{tag}", model="path/to/this/folder", '
-                      'model_kwargs={"use_safetensors": True})',
+                      'trust_remote_code=False, model_kwargs={"use_safetensors": True})',
                       'print(classify("a sentence to classify"))', "```", ""]
     else:
         lines += [f"> **Warning: stock `from_pretrained` cannot rebuild this model.** {reason[0].upper()}{reason[1:]}. "

@@ -11,6 +11,8 @@ Zeros are not removed (``structured = False``): a dense model runs no faster on 
 """
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+
 import dataclasses
 import statistics
 
@@ -83,15 +85,15 @@ class HoldZeros(TrainerCallback):
         self.apply()
 
 
-class OneShotPruning(CompressionMethod):
+class OneShotPruning(CompressionMethod, ABC):
     """prepare (calibrate and prune layer by layer) → optional recovery with the zeros held → finalize
     (measure the reached sparsity and the N:M pattern on the final weights)."""
 
     config: OneShotPruningConfig
 
+    @abstractmethod
     def prune_weight(self, weight: torch.Tensor, stats: HessianAccumulator) -> torch.Tensor:
         """The pruned (out × in) weight from the layer's calibration statistics."""
-        raise NotImplementedError
 
     def prepare(self, model, ctx: CompressionContext):
         check_pattern_fits(model, self.config)

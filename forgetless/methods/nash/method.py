@@ -19,6 +19,8 @@ distillation layer ℓ → layer ℓ (CoFi's dynamic layer matching is not repro
 """
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+
 import math
 from dataclasses import replace
 
@@ -35,7 +37,7 @@ from .l0_masks import L0Masks, LagrangianRegularizer
 PROBE_EXAMPLES = 8
 
 
-class L0Pruning(CompressionMethod):
+class L0Pruning(CompressionMethod, ABC):
     """prepare (layer choice + L0 masks, ``cut``) → training stage (``recover``: train with the
     Lagrangian regulariser, then ``finalize``: deterministic masks, physical removal, masked ==
     sliced check, then fine-tune ``finetune_epochs``) → ``finalize`` (idempotent: nothing left)."""
@@ -51,9 +53,9 @@ class L0Pruning(CompressionMethod):
             raise UnsupportedModelError(f"{self.config.name} prunes encoder-decoder models (T5, BART, bert2bert), "
                                         f"got {type(model).__name__}")
 
+    @abstractmethod
     def cut(self, model: nn.Module) -> nn.Module:
         """Choose the kept layers (``self.layers``), drop the others, install the L0 masks."""
-        raise NotImplementedError
 
     def add_masks(self, model: nn.Module, stacks: tuple[str, ...], layer_masks: bool) -> None:
         model.l0_masks = L0Masks(model, stacks, layer_masks=layer_masks, init_log_alpha=self.config.init_log_alpha,
