@@ -28,7 +28,8 @@ def test_compress_help_lists_generated_method_options(capsys):
 
 @pytest.mark.parametrize("argv, message", [
     (["compress", "--method", "magnitud"], "unknown compression method 'magnitud'.*Did you mean 'magnitude'"),
-    (["compress", "--method", "truncate", "--sparsity", "0.4"], "--sparsity does not apply to method truncate \\(it belongs to cofi, magnitude\\)"),
+    (["compress", "--method", "truncate", "--sparsity", "0.4"],
+     "--sparsity does not apply to method truncate \\(it belongs to cofi, magnitude, sparsegpt, wanda\\)"),
     (["compress", "--method", "magnitude", "--sparsity", "1.5"], r"--sparsity: 1.5 is out of range; valid: >= 0 and <= 1"),
     (["compress", "--objective", "nope"], "unknown objective 'nope'"),
     (["compress", "--task", "mnli-small", "--data-dir", "/nonexistent"], "data folder /nonexistent does not exist"),

@@ -24,6 +24,8 @@ FAST = {
     "nash": {"decoder_layers": 2, "encoder_sparsity": 0.3, "finetune_epochs": 0.5},
     "cofi": {"sparsity": 0.4, "finetune_epochs": 0.5},
     "quantize": {"dtype": "int8"},
+    "wanda": {"sparsity": 0.5, "calibration_examples": 8, "calibration_length": 16},
+    "sparsegpt": {"sparsity": 0.5, "pattern": "2:4", "calibration_examples": 8, "calibration_length": 16},
 }
 
 
