@@ -7,6 +7,8 @@ clear errors / tracebacks / silent results.
 """
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import math
 import re
@@ -203,6 +205,18 @@ def run_cli(argv: list[str], capsys) -> tuple[int, str]:
     return code, capsys.readouterr().err
 
 
+def main_quietly(args: list[str]) -> tuple[int, str]:
+    """``main(args)`` in this process with its stdout hidden: (exit code, stderr). An exception
+    escapes (the audits count it as a traceback)."""
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        try:
+            code = main(args)
+        except SystemExit as exc:
+            code = exc.code
+    return code, err.getvalue()
+
+
 def fill(argv, paths, out):
     args = [a.format(**paths, out=out) for a in argv]
     if args[0] in ("compress", "sweep") and "--out" not in args:
@@ -388,8 +402,6 @@ def test_small_eval_set_reports_and_teacher_is_only_read(paths, tmp_path, capsys
 
 def tally(tmp: Path) -> dict:
     """Run every case; count clear errors, tracebacks and silent results."""
-    import contextlib
-    import io
 
     counts = {"tried": 0, "clear": 0, "traceback": 0, "silent": 0, "unclear": 0}
     model_dir = tmp / "tiny-bert"
@@ -408,22 +420,17 @@ def tally(tmp: Path) -> dict:
         args = fill(argv, p, str(out))
         target = Path(args[args.index("--out") + 1]) if "--out" in args and args[args.index("--out") + 1] else out
         before = snapshot(target)
-        err = io.StringIO()
         counts["tried"] += 1
         try:
-            with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-                try:
-                    code = main(args)
-                except SystemExit as exc:
-                    code = exc.code
+            code, err = main_quietly(args)
         except Exception:  # noqa: BLE001
             counts["traceback"] += 1
             print(f"TRACEBACK {name}")
             continue
-        result = outcome(code, err.getvalue(), before, snapshot(target))
+        result = outcome(code, err, before, snapshot(target))
         counts[result] += 1
         if result != "clear":
-            print(f"{result.upper()} {name}: {err.getvalue().strip()[-200:]}")
+            print(f"{result.upper()} {name}: {err.strip()[-200:]}")
     for name, call, _ in _api_cases(p, tmp / "api-out"):
         counts["tried"] += 1
         try:

@@ -17,8 +17,7 @@ import pytest
 import torch
 import transformers
 
-from forgetless.cli import main
-from test_bad_inputs import run_cli  # noqa: E402  (one home for the in-process CLI call)
+from test_bad_inputs import main_quietly, run_cli  # noqa: E402  (one home for the in-process CLI call)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_output_rule import tree_hashes  # noqa: E402
@@ -175,8 +174,6 @@ def test_card_model_is_what_was_compressed(bad, tmp_path, monkeypatch, capsys):
 
 def tally(root: Path) -> dict:
     """Every case of this module and of test_output_rule: tried / clear / traceback / silent / destructive."""
-    import contextlib
-    import io
     import os
     import tempfile
 
@@ -204,28 +201,23 @@ def tally(root: Path) -> dict:
                 args += ["--out", str(root / "out")]
             os.environ["FORGETLESS_CACHE"] = paths.get("cache") or tempfile.mkdtemp()
             before = tree_hashes(watched)
-            err = io.StringIO()
             counts["tried"] += 1
             try:
-                with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-                    try:
-                        code = main(args)
-                    except SystemExit as exc:
-                        code = exc.code
+                code, err = main_quietly(args)
             except Exception:  # noqa: BLE001
                 counts["traceback"] += 1
                 print(f"TRACEBACK {name}")
                 continue
-            lines = [line for line in err.getvalue().splitlines() if "error:" in line]
+            lines = [line for line in err.splitlines() if "error:" in line]
             if tree_hashes(watched) != before:
                 result = "destructive"
             elif code == 0:
                 result = "silent"
             else:
-                result = "clear" if code == 2 and len(lines) == 1 and "[forgetless]" not in err.getvalue() else "unclear"
+                result = "clear" if code == 2 and len(lines) == 1 and "[forgetless]" not in err else "unclear"
             counts[result] += 1
             if result != "clear":
-                print(f"{result.upper()} {name}: {err.getvalue().strip()[-200:]}")
+                print(f"{result.upper()} {name}: {err.strip()[-200:]}")
     return counts
 
 
