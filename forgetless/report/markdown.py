@@ -1,6 +1,8 @@
 """Markdown rendering of a report card (see ``card.py`` for the schema)."""
 from __future__ import annotations
 
+from .headline import verdict
+
 
 def pct(value) -> str:
     return "–" if value is None else f"{100 * value:.1f}"
@@ -17,14 +19,20 @@ def num(value) -> str:
     return "–" if value is None else f"{value:.2f}"
 
 
-def render_markdown(card: dict) -> str:
+def render_markdown(card: dict, summary: bool = True) -> str:
+    """The card as Markdown. ``summary`` False leaves out the warnings and the verdict (``report.html``
+    shows them in its summary panel, ``report/summary.py``). The first plot (``metrics.png``, the
+    accuracies with their intervals) follows the table it shows; method plots come last."""
     lines = [f"# forgetless report card: {card['task']['name']} · {card['method']['name']}", ""]
-    lines += _warnings(card)
-    lines += [_verdict(card), ""]
+    if summary:
+        lines += _warnings(card)
+        lines += [f"**Verdict:** {verdict(card)}.", "", _verdict(card), ""]
     if card["kind"]["task"] == "classification":
         lines += _classification(card)
     else:
         lines += _generation(card)
+    plots = card.get("plots", [])
+    lines += ["", *[f"![{p}]({p})" for p in plots[:1]]]
     zs = card.get("zero_shot")
     if zs:
         words = " / ".join(zs["label_words"])
@@ -64,7 +72,8 @@ def render_markdown(card: dict) -> str:
               f"- hardware: {env['hardware']['processor']}, {env['hardware']['cpu_count']} CPUs, "
               f"{env['hardware']['torch_threads']} torch threads, GPU: {env['hardware']['gpu'] or 'none'}",
               f"- created {env['created']}"]
-    lines += [""] + [f"![{p}]({p})" for p in card.get("plots", [])]
+    if plots[1:]:
+        lines += ["", "## Method plots", ""] + [f"![{p}]({p})" for p in plots[1:]]
     return "\n".join(lines) + "\n"
 
 
