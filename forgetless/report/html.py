@@ -17,7 +17,7 @@ h2:first-of-type + ul{background:#fff4e5;border-left:4px solid #e69500;padding:.
 .summary{border:1px solid #d0d7de;border-radius:8px;padding:.8rem 1rem;margin:1rem 0;background:#f6f8fa}
 .verdict{font-size:1.15rem;font-weight:600;margin:.2rem 0 .8rem}
 .tiles{display:flex;flex-wrap:wrap;gap:.6rem}
-.tile{flex:1 1 9rem;border-radius:6px;padding:.45rem .6rem;background:#fff;border-left:5px solid #8c959f}
+.tile{flex:1 1 7.5rem;border-radius:6px;padding:.45rem .6rem;background:#fff;border-left:5px solid #8c959f}
 .tile .label{font-size:.8rem;color:#57606a}.tile .value{font-size:1.3rem;font-weight:600}
 .tile .detail{font-size:.75rem;color:#57606a}
 .good{border-left-color:#1a7f37}.good .value{color:#1a7f37}

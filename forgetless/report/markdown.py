@@ -27,12 +27,12 @@ def render_markdown(card: dict, summary: bool = True) -> str:
     if summary:
         lines += _warnings(card)
         lines += [f"**Verdict:** {verdict(card)}.", "", _verdict(card), ""]
-    if card["kind"]["task"] == "classification":
-        lines += _classification(card)
-    else:
-        lines += _generation(card)
     plots = card.get("plots", [])
-    lines += ["", *[f"![{p}]({p})" for p in plots[:1]]]
+    shown = ["", *[f"![{p}]({p})" for p in plots[:1]]]  # beside the table whose numbers it shows
+    if card["kind"]["task"] == "classification":
+        lines += _classification(card, shown)
+    else:
+        lines += _generation(card) + shown
     zs = card.get("zero_shot")
     if zs:
         words = " / ".join(zs["label_words"])
@@ -99,7 +99,7 @@ def _generation(card: dict) -> list[str]:
     return lines
 
 
-def _classification(card: dict) -> list[str]:
+def _classification(card: dict, plot: list[str]) -> list[str]:
     iv = card.get("intervals") or {}
     lines = ["## Accuracy (%, with [95% bootstrap interval])", "", "| set | n | base | compressed | Δ pts |",
              "|---|---:|---:|---:|---:|"]
@@ -117,6 +117,7 @@ def _classification(card: dict) -> list[str]:
     if iv.get("n_resamples"):
         lines += ["", f"Intervals: {iv['method']}, {iv['n_resamples']} resamples of the examples, seed {iv['seed']}; "
                       "per-example predictions in predictions.jsonl."]
+    lines += plot
     bias = card["bias"]
     if bias.get("undefined"):
         lines += ["", "## Relative bias (Du et al. 2023, eq. 1)", "", f"F_bias: {bias['undefined']}."]

@@ -58,7 +58,7 @@ def accuracy_plot(card: dict, path: str | Path) -> Path:
         meaningful = (card.get("bias") or {}).get("meaningful", True)
         title += f"  (F_bias = {f_bias:.2f}{'' if meaningful else ', not meaningful'})"
     ax.set_title(title)
-    ax.legend(loc="lower right")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
     return save_figure(fig, path)
 
 
