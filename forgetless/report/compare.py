@@ -107,7 +107,7 @@ def render_compare(cards: dict[str, dict], sets: list[str], plot: str | None = N
              f"Compressed models ({metric} in %, [95% bootstrap interval], (Δ points vs the run's own base)); "
              "speedup: measured throughput, [95% interval of the ratio of medians].", "",
              f"| run | method | key options | size | speedup | dev | {pooled} | F_bias | hard | easy | warnings |",
-             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "|:---|:---|:---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for name, card in cards.items():
         n = numbers[name]
         lines.append(f"| {name} | {card['method']['name']} | {key_options(card)} | {n['params']['ratio']:.2f}× | "
@@ -118,7 +118,7 @@ def render_compare(cards: dict[str, dict], sets: list[str], plot: str | None = N
     for name, n in numbers.items():  # runs of one base model share one row
         key = (n["params"]["base"], n["dev"]["base"]["value"], (n["challenge"] or {}).get("base", {}).get("value"))
         bases.setdefault(key, []).append(name)
-    lines += ["", "| base model of | parameters | dev | " + pooled + " | hard | easy |", "|---|---:|---:|---:|---:|---:|"]
+    lines += ["", "| base model of | parameters | dev | " + pooled + " | hard | easy |", "|:---|---:|---:|---:|---:|---:|"]
     for runs in bases.values():
         n = numbers[runs[0]]
         lines.append(f"| {', '.join(runs)} | {n['params']['base']:,} | {_cell(n['dev'], 'base', scale)} | "
@@ -139,10 +139,14 @@ def render_compare(cards: dict[str, dict], sets: list[str], plot: str | None = N
         lines += ["", f"Sets not shared by every run (left out): {', '.join(others)}."]
     if plot:
         lines += ["", f"![{plot}]({plot})"]
-    lines += ["", "## Verdicts and warnings", ""]
-    for name, card in cards.items():
-        lines.append(f"- **{name}** ({card['method']['name']}): {verdict(card, numbers[name])}.")
-        lines += [f"  - ⚠ {w}" for w in numbers[name]["warnings"]]
+    lines += ["", "## Verdicts", ""]
+    lines += [f"- **{name}** ({card['method']['name']}): {verdict(card, numbers[name])}." for name, card in cards.items()]
+    fired: dict[str, list[str]] = {}
+    for name in cards:
+        for warning in numbers[name]["warnings"]:
+            fired.setdefault(warning, []).append(name)
+    if fired:
+        lines += ["", "## ⚠ Warnings", ""] + [f"- {w} — {', '.join(runs)}" for w, runs in fired.items()]
     lines += ["", "Runs: " + "; ".join(f"{name} = `{card.get('command') or card['method']['name']}`"
                                         for name, card in cards.items())]
     return "\n".join(lines) + "\n"
