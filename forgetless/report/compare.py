@@ -36,7 +36,10 @@ def common_sets(cards: dict[str, dict]) -> list[str]:
     first = set_ids(cards[names[0]])
     common = [s for s in first if all(s in set_ids(c) for c in cards.values())]
     if not common:
-        other = next(n for n in names[1:] if not set(first) & set(set_ids(cards[n])))
+        other = next((n for n in names[1:] if not set(first) & set(set_ids(cards[n]))), None)
+        if other is None:  # each run shares a set with the first, but no set is in all of them
+            raise ConfigError(f"compare: the runs {', '.join(names)} have no evaluation set in common (same task, "
+                              "set and size); compare runs of one task")
         raise ConfigError(f"compare: {names[0]} (task {cards[names[0]]['task']['name']}) and {other} (task "
                           f"{cards[other]['task']['name']}) share no evaluation set (same task, set and size); "
                           "compare runs of one task")
@@ -44,8 +47,8 @@ def common_sets(cards: dict[str, dict]) -> list[str]:
 
 
 def key_options(card: dict) -> str:
-    """The method's options that differ from their defaults, the objective when not plain
-    cross-entropy, and the methods applied after it: ``ratio=0.3, then quantize(dtype=int8)``."""
+    """The method's options that differ from their defaults, the objective when not the method's
+    default, and the methods applied after it: ``ratio=0.3, then quantize(dtype=int8)``."""
     from ..options import default_of
     from ..registry import METHODS
 
@@ -58,7 +61,11 @@ def key_options(card: dict) -> str:
 
     method = card["method"]
     parts = changed(method["name"], method["config"])
-    if method.get("objective") not in (None, "ce"):
+    try:
+        default_objective = METHODS.config_class(method["name"]).default_objective
+    except Exception:  # noqa: BLE001 - a plugin method not installed here
+        default_objective = None
+    if method.get("objective") != default_objective:
         parts.append(f"objective {method['objective']}")
     parts += [f"then {t['name']}({', '.join(changed(t['name'], t['config']))})" for t in method.get("then") or []]
     return ", ".join(parts) or "defaults"

@@ -12,7 +12,7 @@ from markdown_it import MarkdownIt
 
 STYLE = """body{font-family:system-ui,sans-serif;max-width:70rem;margin:2rem auto;padding:0 1rem;line-height:1.45}
 table{border-collapse:collapse;margin:.5rem 0;display:block;overflow-x:auto;max-width:100%}th,td{border:1px solid #ccc;padding:.2rem .5rem}
-td{text-align:right}td:first-child{text-align:left}img{max-width:100%}code{background:#f4f4f4}
+td{text-align:right;white-space:nowrap}td:first-child{text-align:left}td[style*="left"]{white-space:normal}img{max-width:100%}code{background:#f4f4f4}
 h2:first-of-type + ul{background:#fff4e5;border-left:4px solid #e69500;padding:.5rem 2rem}
 .summary{border:1px solid #d0d7de;border-radius:8px;padding:.8rem 1rem;margin:1rem 0;background:#f6f8fa}
 .verdict{font-size:1.15rem;font-weight:600;margin:.2rem 0 .8rem}
