@@ -104,9 +104,9 @@ def _command(sub, name: str, help_text: str, cls: type | None = None, **kwargs) 
     return p
 
 
-def _outputs(p, default: str, what: str, overwrite_help: str, push: bool = False) -> None:
+def _outputs(p, default: str, what: str, overwrite_help: str, push: bool = False, metavar: str = "OUT") -> None:
     g = p.add_argument_group("output")
-    g.add_argument("--out", default=default, help=f"output folder ({what}; default {default})")
+    g.add_argument("--out", default=default, metavar=metavar, help=f"output folder ({what}; default {default})")
     g.add_argument("--overwrite", action="store_true", help=overwrite_help)
     if push:
         g.add_argument("--push-to-hub", metavar="REPO", help="after the run, upload OUT/model (with its model card) "
@@ -166,8 +166,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = _command(sub, "compare", "one side-by-side page (compare.md, compare.html, pareto.png) of several runs of "
                                  "one task: size, speedup, accuracies and F_bias with their intervals")
     p.add_argument("runs", metavar="OUT", nargs="+", help="output folders of `forgetless compress` runs (two or more)")
-    _outputs(p, "forgetless-out/compare", "compare.md, compare.html, pareto.png",
-             "replace the output of an earlier compare in --out")
+    _outputs(p, "forgetless-out/compare", "compare.md, compare.html, pareto.png; not a run folder",
+             "replace the output of an earlier compare in --out", metavar="DIR")
     add_export_parser(sub)
     p = _command(sub, "run", "run a recipe file (a run, a sweep or a profile) at a scale, with overrides")
     p.epilog = RUN_EXAMPLE

@@ -174,8 +174,11 @@ def compare_runs(folders: list, out, overwrite: bool = False) -> dict[str, Path]
     """Check every run folder and ``out``, then write the page; returns the written paths."""
     if len(folders) < 2:
         raise ConfigError(f"compare: give two or more run folders (got {len(folders)})")
-    if len({Path(f).resolve() for f in folders}) < len(folders):
-        raise ConfigError("compare: a run folder is given twice")
+    seen: set = set()
+    for folder in folders:
+        if Path(folder).resolve() in seen:
+            raise ConfigError(f"compare: OUT {folder} is given twice")
+        seen.add(Path(folder).resolve())
     cards = dict(zip(run_names(folders), (read_card(f, "OUT") for f in folders)))
     sets = common_sets(cards)
     out = check_output(out, command="compare", inputs={f"OUT{i}": f for i, f in enumerate(folders, start=1)}, overwrite=overwrite)

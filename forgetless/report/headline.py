@@ -79,11 +79,11 @@ def verdict(card: dict, numbers: dict | None = None) -> str:
     set``. A difference of the two losses within one point is called "about as much"."""
     n = numbers or headline_numbers(card)
     scale = scale_of(n["metric"])
-    unit = "points" if n["metric"] == "accuracy" else f"{n['metric']} points"
+    unit = "points"
     d_dev = delta_points(n["dev"], scale)
     if d_dev is None:
         return f"no {n['metric']} on dev: nothing to compare"
-    text = _change(d_dev, unit, "on dev")
+    text = ("" if n["metric"] == "accuracy" else f"{n['metric']}: ") + _change(d_dev, unit, "on dev")
     d_ch = delta_points(n["challenge"], scale)
     if d_ch is not None:
         name = " + ".join(n["challenge_sets"]) or "the challenge sets"
