@@ -128,11 +128,11 @@ def render_markdown(summary: dict) -> str:
         if row["f_bias"]["mean"] is not None and not row.get("f_bias_meaningful", True):
             f_bias += " (not meaningful)"
         lines.append(f"| {row['objective']} | {row['level']:g} | {_fmt(row['size'], percent=False)}× | "
-                     f"{_fmt(row['speedup'], percent=False)}× | {_fmt(row['dev'])} | {_fmt(row['challenge'])} | "
+                     f"{_speedup(row, summary.get('runs') or [])} | {_fmt(row['dev'])} | {_fmt(row['challenge'])} | "
                      f"{f_bias} | {_fmt(row['hard'])} | {_fmt(row['easy'])} | {len(row['seeds'])} | "
                      f"{row.get('warnings', 0)} |")
-    lines += ["", "size: parameters / the base's; speedup: measured throughput (per-run 95% intervals in the Pareto "
-              "plot and each run's report); F_bias is marked not meaningful when a run's card warns against it "
+    lines += ["", "size: parameters / the base's; speedup: measured throughput, mean ± std over seeds, or for one seed "
+              "its 95% bootstrap interval (every run's interval is in the Pareto plot and its report); F_bias is marked not meaningful when a run's card warns against it "
               "(base at chance, base gap ≤ 0, one class)."]
     groups = sorted(b.get("groups", {}))
     if groups:
@@ -156,6 +156,17 @@ def render_markdown(summary: dict) -> str:
     if summary.get("plots"):
         lines += ["", "## Plots", ""] + [f"![{p}]({p})" for p in summary["plots"]]
     return "\n".join(lines) + "\n"
+
+
+def _speedup(row: dict, records: list[dict]) -> str:
+    """``1.52×`` ± std over seeds; one seed: ``1.52× [1.31, 1.77]`` (``not measurable`` when the
+    interval includes 1)."""
+    runs = [r for r in records if (r["objective"], r["level"]) == (row["objective"], row["level"])]
+    speed = (runs[0].get("headline") or {}).get("speedup") if len(runs) == 1 else None
+    if not speed or speed.get("low") is None:
+        return _fmt(row["speedup"], percent=False) + "×"
+    return f"{speed['value']:.2f}× [{speed['low']:.2f}, {speed['high']:.2f}]" + \
+        ("" if speed["measurable"] else " not measurable")
 
 
 def _warnings(records: list[dict], level: str) -> list[str]:
