@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from dataclasses import replace
 import torch
 from transformers import TrainerCallback
 
@@ -107,3 +108,68 @@ def test_gradient_accumulation_and_bf16_reach_the_trainer(tmp_path, tiny_model_d
     steps = sorted(int(p.name.split("-")[1]) for p in (tmp_path / "acc").glob("checkpoint-*"))
     assert steps[-1] == 2  # 4 batches, one step every 2
     assert all(p.dtype == torch.float32 for p in trained.parameters())
+
+
+class Tick(TrainerCallback):
+    """A fake clock: every optimisation step takes ``seconds`` (no sleeping)."""
+
+    def __init__(self, seconds: float):
+        self.seconds, self.time = seconds, 1000.0
+
+    def now(self):
+        return self.time
+
+    def on_step_end(self, args, state, control, **kwargs):
+        self.time += self.seconds
+
+
+def test_timed_checkpoint_resumes_bit_identical_and_is_not_the_run_identity(tmp_path, tiny_model_dir, monkeypatch):
+    """--checkpoint-minutes 2.5 with 60 s per step: a checkpoint every 3rd step (180 s >= 150 s), none
+    from --save-steps; a kill at step 5 resumes from the time-triggered checkpoint-3 to the same
+    weights as a straight run; a straight run with another cadence is the same run."""
+    from forgetless.training import timing
+
+    task = synthetic_shortcut_task(n_train=80, n_dev=16, n_challenge=16)  # 10 steps of 8
+    config = TrainConfig(epochs=1, batch_size=8, save_steps=1000, checkpoint_minutes=2.5, progress=False,
+                         learning_rate=1e-3)
+    clock = Tick(60.0)
+    monkeypatch.setattr(timing, "now", clock.now)
+    model, tok = load_classifier(tiny_model_dir, task.label_names)
+    straight = fine_tune(model, tok, task.train, tmp_path / "straight", replace(config, checkpoint_minutes=0),
+                         callbacks=[clock])
+    assert sorted(p.name for p in (tmp_path / "straight").glob("checkpoint-*")) == ["checkpoint-10"]  # epoch end
+
+    model, tok = load_classifier(tiny_model_dir, task.label_names)
+    with pytest.raises(KeyboardInterrupt):
+        fine_tune(model, tok, task.train, tmp_path / "resumed", config, callbacks=[clock, Crash()])
+    assert sorted(p.name for p in (tmp_path / "resumed").glob("checkpoint-*")) == ["checkpoint-3"]
+    model, tok = load_classifier(tiny_model_dir, task.label_names)
+    resumed = fine_tune(model, tok, task.train, tmp_path / "resumed", config, callbacks=[clock])
+    assert not list(tmp_path.glob("resumed.stale-*"))  # same run key with and without timed checkpoints
+    steps = sorted(int(p.name.split("-")[1]) for p in (tmp_path / "resumed").glob("checkpoint-*"))
+    assert steps == [9, 10]  # 6, 9 by time (save_total_limit 2 keeps the last two), 10 at the epoch end
+    for (name, a), (_, b) in zip(straight.state_dict().items(), resumed.state_dict().items()):
+        assert torch.equal(a, b), name
+
+
+def test_overall_estimate_is_printed_after_the_warm_up(tmp_path, tiny_model_dir, monkeypatch, capsys):
+    """2 s per step on a fake clock, 12 steps: '~0.4 min for 12 steps (measured 2 s/step over the
+    first 5 steps)'; nothing when progress is off."""
+    import re
+
+    from forgetless.training import timing
+
+    task = synthetic_shortcut_task(n_train=96, n_dev=16, n_challenge=16)
+    clock = Tick(2.0)
+    monkeypatch.setattr(timing, "now", clock.now)
+    config = TrainConfig(epochs=1, batch_size=8, save_steps=1000, progress=True, learning_rate=1e-3)
+    model, tok = load_classifier(tiny_model_dir, task.label_names)
+    fine_tune(model, tok, task.train, tmp_path / "run", config, callbacks=[clock], resume=False)
+    err = capsys.readouterr().err
+    lines = re.findall(r"\[forgetless\] fine-tune: ~([\d.]+) min for (\d+) steps "
+                       r"\(measured ([\d.]+) s/step over the first (\d+) steps\)", err)
+    assert lines == [("0.4", "12", "2", "5")], err[-2000:]
+    model, tok = load_classifier(tiny_model_dir, task.label_names)
+    fine_tune(model, tok, task.train, tmp_path / "quiet", replace(config, progress=False), callbacks=[clock],
+              resume=False)
+    assert "fine-tune: ~" not in capsys.readouterr().err
