@@ -57,12 +57,14 @@ class TimedCheckpoints(TrainerCallback):
 
 
 def estimate_line(seconds_per_step: float, steps: int, measured: int, total: int | None = None) -> str:
-    """``[forgetless] fine-tune: ~N min for S steps (measured X s/step over the first k steps)``;
+    """``[forgetless] fine-tune: ~N min for S steps (measured X s/step over the first k steps)`` (``~N s``
+    under a minute);
     ``total``: the run's step count when it resumed part-way (S are the steps left)."""
-    minutes = seconds_per_step * steps / 60.0
-    shown = f"{minutes:.0f}" if minutes >= 10 else f"{minutes:.1f}"
+    seconds = seconds_per_step * steps
+    shown = f"{seconds:.0f} s" if seconds < 60 else f"{seconds / 60:.1f} min" if seconds < 600 else \
+        f"{seconds / 60:.0f} min"
     what = f"{steps} steps" if total is None or total == steps else f"the remaining {steps} of {total} steps"
-    return (f"[forgetless] fine-tune: ~{shown} min for {what} (measured {seconds_per_step:.3g} s/step over the "
+    return (f"[forgetless] fine-tune: ~{shown} for {what} (measured {seconds_per_step:.3g} s/step over the "
             f"first {measured} steps)")
 
 

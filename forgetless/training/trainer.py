@@ -36,7 +36,7 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from ..fsutil import atomic_write_text, disk_full_guard
 from .objective import Objective
 from .encode import Collator, encode_for_training, split_batch
-from .logs import route_logs
+from .logs import library_logs_to, route_logs
 from .timing import StepTimeEstimate, TimedCheckpoints
 from ..config import TrainConfig
 
@@ -181,7 +181,8 @@ def fine_tune(model: nn.Module, tokenizer, train_set, output_dir: str | Path, co
     if last:
         log.info("resuming from %s", last)
         print(f"[forgetless] resuming from {Path(last).name} in {output_dir}", file=sys.stderr, flush=True)
-    with disk_full_guard(output_dir, "training into", "rerun: training resumes from the last complete checkpoint"):
+    with disk_full_guard(output_dir, "training into", "rerun: training resumes from the last complete checkpoint"), \
+            library_logs_to(Path(output_dir).parent / "train.log", Path(output_dir).name):
         trainer.train(resume_from_checkpoint=last)
     model.eval()
     return trainer.model if not hasattr(trainer.model, "module") else trainer.model.module
