@@ -18,6 +18,7 @@ import logging
 from pathlib import Path
 
 import transformers
+from tqdm.auto import tqdm
 from transformers.trainer_callback import PrinterCallback, ProgressCallback, TrainerCallback
 
 LIBRARIES = ("transformers", "datasets", "accelerate", "huggingface_hub")
@@ -42,10 +43,11 @@ class LogFileCallback(TrainerCallback):
 class QuietProgressCallback(ProgressCallback):
     """Progress bars (tqdm, on stderr) without the log dicts ``ProgressCallback`` writes to stdout."""
 
-    def on_train_begin(self, args, state, control, **kwargs):
-        super().on_train_begin(args, state, control, **kwargs)
-        if getattr(self, "training_bar", None) is not None:
-            self.training_bar.set_description(f"[forgetless] {Path(args.output_dir).name}")
+    def on_train_begin(self, args, state, control, **kwargs):  # the parent's, with a label from the start
+        if state.is_world_process_zero:
+            self.training_bar = tqdm(total=state.max_steps, dynamic_ncols=True,
+                                     desc=f"[forgetless] {Path(args.output_dir).name}")
+        self.current_step = 0
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         return None
