@@ -6,7 +6,8 @@ and an overall time estimate from a short measured warm-up.
 so an interrupted run never loses more than that much work whatever ``--save-steps`` is. The
 checkpoint is the Trainer's own (weights, optimizer, scheduler, RNG, trainer state), so resuming
 from a time-triggered one is as exact as from a step-triggered one. Cadence is not part of a run's
-identity (``TrainConfig.NOT_IN_IDENTITY``).
+identity (``TrainConfig.NOT_IN_IDENTITY``). Under several processes the main process's clock decides, so
+all of them save at the same step.
 
 ``StepTimeEstimate`` times the optimisation steps after the first one (which pays for warm-up:
 allocation, first batches) and prints one line to stderr::
@@ -18,6 +19,7 @@ from __future__ import annotations
 import sys
 import time
 
+import torch
 from tqdm.auto import tqdm
 from transformers import TrainerCallback
 
@@ -42,7 +44,7 @@ class TimedCheckpoints(TrainerCallback):
         self.saved_step = state.global_step  # a resumed run starts at its checkpoint
 
     def on_step_end(self, args, state, control, **kwargs):
-        if self.seconds > 0 and now() - self.last_save >= self.seconds:
+        if self.seconds > 0 and _same_on_every_process(now() - self.last_save >= self.seconds, args.device):
             control.should_save = True
         return control
 
@@ -54,6 +56,16 @@ class TimedCheckpoints(TrainerCallback):
     def on_save(self, args, state, control, **kwargs):
         self.last_save = now()
         self.saved_step = state.global_step
+
+
+def _same_on_every_process(flag: bool, device) -> bool:
+    """``flag`` as the main process sees it: every process must take a checkpoint at the same step
+    (saving is collective under FSDP / DeepSpeed), and each reads its own clock."""
+    if not (torch.distributed.is_available() and torch.distributed.is_initialized()):
+        return flag
+    decision = torch.tensor([int(flag)], device=device)
+    torch.distributed.broadcast(decision, src=0)
+    return bool(decision.item())
 
 
 def estimate_line(seconds_per_step: float, steps: int, measured: int, total: int | None = None) -> str:
