@@ -69,9 +69,8 @@ def _same_on_every_process(flag: bool, device) -> bool:
 
 
 def estimate_line(seconds_per_step: float, steps: int, measured: int, total: int | None = None) -> str:
-    """``[forgetless] fine-tune: ~N min for S steps (measured X s/step over the first k steps)`` (``~N s``
-    under a minute);
-    ``total``: the run's step count when it resumed part-way (S are the steps left)."""
+    """``[forgetless] fine-tune: ~N min for S steps (measured X s/step over the first k steps)``, ``~N s``
+    under a minute; ``total``: the run's step count when it resumed part-way (S are the steps left)."""
     seconds = seconds_per_step * steps
     shown = f"{seconds:.0f} s" if seconds < 60 else f"{seconds / 60:.1f} min" if seconds < 600 else \
         f"{seconds / 60:.0f} min"
