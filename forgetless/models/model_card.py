@@ -4,7 +4,8 @@
 ``from_pretrained`` cannot rebuild the model). ``write_model_card(model_dir, summary)`` rewrites it
 with what a run measured. ``summary`` is a plain dict; every key is optional:
 
-    base_model      str   model the compression started from (hub id or path)
+    base_model      str   model the compression started from (hub id, short name or path; the card
+                          names its hub id: ``base_hub_id``)
     method          str   compression method name ("truncate", "heads", ...)
     method_options  dict  the method's options
     objective       str   training objective ("ce", "distil", "rmc", ...)
@@ -40,6 +41,28 @@ SUMMARY_KEYS = ("base_model", "method", "method_options", "objective", "task", "
 METRIC_KEYS = ("set", "n", "base", "compressed", "metric", "base_interval", "compressed_interval")
 CARD_FILE = "README.md"
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
+_OWNER_SLASH_NAME = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
+
+def base_hub_id(base) -> str | None:
+    """The Hugging Face hub id the base model stands for, or None: a short name's model
+    (``minilm`` → ``sentence-transformers/all-MiniLM-L6-v2``; tiny test models have none), a hub id
+    given as is, or a local folder whose ``config.json`` ``_name_or_path`` reads as ``owner/name``."""
+    from .loading import HUB_IDS
+    from .tiny import TINY_CLASSIFIERS, TINY_SEQ2SEQ
+
+    if not isinstance(base, str) or not base or base in (*TINY_CLASSIFIERS, *TINY_SEQ2SEQ):
+        return None
+    if base in HUB_IDS:
+        return HUB_IDS[base]
+    folder = Path(base)
+    if not folder.exists():
+        return base if _HUB_ID.match(base) else None
+    try:
+        name = json.loads((folder / "config.json").read_text(encoding="utf-8")).get("_name_or_path")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return name if isinstance(name, str) and _OWNER_SLASH_NAME.match(name) and not Path(name).exists() else None
 
 
 def shapes_are_uniform(manifest_or_dir: dict | str | Path) -> bool:
@@ -137,7 +160,6 @@ def _loading_section(model_class: str, loadable: bool, reason: str) -> list[str]
 
 def _card_data(summary: dict, manifest: dict, name: str, loadable: bool, uniform: bool) -> ModelCardData:
     method = summary.get("method")
-    base = summary.get("base_model")
     pipeline_tag = _pipeline_tag(manifest["model_class"])
     results = []
     for row in summary.get("metrics") or []:
@@ -146,7 +168,7 @@ def _card_data(summary: dict, manifest: dict, name: str, loadable: bool, uniform
                                       dataset_name=f"{summary['task']} {row['set']}", dataset_split=str(row["set"]),
                                       metric_type=row.get("metric", "accuracy"), metric_value=float(row["compressed"])))
     return ModelCardData(
-        base_model=base if isinstance(base, str) and _HUB_ID.match(base) and not Path(base).exists() else None,
+        base_model=base_hub_id(summary.get("base_model")),
         library_name="transformers", license=summary.get("license"), language=summary.get("language"),
         pipeline_tag=pipeline_tag, model_name=name, eval_results=results or None,
         tags=["forgetless", "model-compression", *([method] if method else [])],
@@ -169,6 +191,9 @@ def render_model_card(model_dir: str | Path, summary: dict | None = None, name: 
     lines = [f"# {name}", "",
              f"A compressed `{manifest['model_class']}` made with forgetless, which reports what compression cost "
              "(dev vs challenge-set accuracy, relative bias, size, measured speed).", ""]
+    hub_id = base_hub_id(summary.get("base_model"))
+    if hub_id:
+        lines += [f"Compressed from [`{hub_id}`](https://huggingface.co/{hub_id}).", ""]
     described = {key.replace("_", " "): summary[key] for key in ("base_model", "method", "objective", "task")
                  if summary.get(key)}
     if summary.get("method_options"):

@@ -10,7 +10,9 @@ A run whose output folder holds checkpoints resumes from the last *complete* one
 marked complete after everything in it is written; one interrupted by a kill or a full disk is
 removed with a message), but only if they were written by the same run (data, settings, objective,
 model shape: the *checkpoint key*); checkpoints of another run are moved aside. A full disk is a
-``DiskFullError`` naming the folder and the free space.
+``DiskFullError`` naming the folder and the free space. Checkpoints come every ``--save-steps``,
+every ``--checkpoint-minutes`` and at every epoch end; with progress on, one line estimates the
+whole run from its first steps (``timing.py``).
 """
 from __future__ import annotations
 
@@ -34,7 +36,8 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from ..fsutil import atomic_write_text, disk_full_guard
 from .objective import Objective
 from .encode import Collator, encode_for_training, split_batch
-from .logs import route_logs
+from .logs import library_logs_to, route_logs
+from .timing import StepTimeEstimate, TimedCheckpoints
 from ..config import TrainConfig
 
 log = logging.getLogger(__name__)
@@ -160,6 +163,10 @@ def fine_tune(model: nn.Module, tokenizer, train_set, output_dir: str | Path, co
         callbacks=[*(callbacks or []), *objective.callbacks()],
     )
     route_logs(trainer, Path(output_dir).parent / "train.log")
+    if resume:  # a run that is never resumed (resume=False) needs no checkpoints beyond --save-steps
+        trainer.add_callback(TimedCheckpoints(config.checkpoint_minutes))
+    if config.progress:
+        trainer.add_callback(StepTimeEstimate())
     trainer.add_callback(CheckpointComplete())  # last: runs after every other callback's on_save
     key = checkpoint_key(model, train_set, config, objective, extras, callbacks, regularizer)
     last = last_complete_checkpoint(output_dir) if resume and os.path.isdir(output_dir) else None
@@ -174,7 +181,8 @@ def fine_tune(model: nn.Module, tokenizer, train_set, output_dir: str | Path, co
     if last:
         log.info("resuming from %s", last)
         print(f"[forgetless] resuming from {Path(last).name} in {output_dir}", file=sys.stderr, flush=True)
-    with disk_full_guard(output_dir, "training into", "rerun: training resumes from the last complete checkpoint"):
+    with disk_full_guard(output_dir, "training into", "rerun: training resumes from the last complete checkpoint"), \
+            library_logs_to(Path(output_dir).parent / "train.log", Path(output_dir).name):
         trainer.train(resume_from_checkpoint=last)
     model.eval()
     return trainer.model if not hasattr(trainer.model, "module") else trainer.model.module
