@@ -49,5 +49,50 @@ def test_cli_tiny_llama_heads_block_influence_and_causal_lm(tmp_path, capsys):
     validate_card(card)
     assert card["kind"] == {"task": "classification", "model": "causal-lm"} and card["speed"]["mode"] == "prefill+decode"
     assert card["language_model"]["compressed"]["perplexity"] > 1 and card["speed"]["decode_ms_per_token"]["base"] > 0
-    code = main(["compress", "--method", "heads", "--model-kind", "causal-lm", "--out", str(tmp_path / "x"), *common])
+    assert main(["compress", "--method", "heads", "--ratio", "0.5", "--scoring-examples", "8", "--recovery", "none",
+                 "--model-kind", "causal-lm", "--perplexity-file", str(text), "--out", str(tmp_path / "lm-heads"),
+                 *common]) == 0  # key/value groups scored by the label word's loss after the prompt
+    card = json.loads((tmp_path / "lm-heads" / "report.json").read_text())
+    validate_card(card)
+    assert card["kind"]["model"] == "causal-lm" and card["params"]["compressed"]["layers"] < card["params"]["base"]["layers"]
+    code = main(["compress", "--method", "rahp", "--model-kind", "causal-lm", "--out", str(tmp_path / "x"), *common])
     assert code == 2 and "does not apply to a causal-lm model" in capsys.readouterr().err
+
+
+def test_causal_rows_keep_the_end_of_a_long_prompt(minilm_tokenizer):
+    prompt = " ".join(f"w{i}" for i in range(60)) + " Answer:"
+    ids = minilm_tokenizer(prompt, add_special_tokens=False)["input_ids"]
+    row = encode_causal_pairs(PairSet("train", [prompt], [[" yes"]]), minilm_tokenizer, max_source=8)[0]
+    assert row["input_ids"][:8] == ids[-8:] and row["labels"][:8] == [IGNORE_INDEX] * 8
+
+
+def test_michel_importance_of_a_causal_lm_is_the_label_word_loss_gradient(minilm_tokenizer):
+    """|∂L/∂ξ| of a key/value group (L: the label word's cross-entropy after the prompt) equals a
+    central finite difference of L when the group's o_proj input columns are scaled by 1 ± ε."""
+    from forgetless.methods.rahp.model_scoring import head_layout, michel_importance
+    from forgetless.training.encode import collate
+
+    model, tok = load_causal_lm("tiny-llama", tokenizer=minilm_tokenizer)
+    model = model.double().eval()
+    pairs = PairSet("train", ["the doctor saw the lawyer . Answer:", "a judge helped . Answer:"], [[" yes"], [" no"]])
+    rows = encode_causal_pairs(pairs, tok)
+    layout = head_layout(model)
+    flat = [key + (h,) for key, h in layout.entries()]
+    importance = michel_importance(model, [collate(rows)])
+    attn = model.model.layers[1].self_attn
+    width = attn.o_proj.weight.shape[1] // attn.config.num_key_value_heads  # one key/value group's columns
+
+    def loss(row, scale):
+        original = attn.o_proj.weight.data.clone()
+        attn.o_proj.weight.data[:, :width] *= scale
+        batch = collate([row])
+        with torch.no_grad():
+            logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
+        attn.o_proj.weight.data.copy_(original)
+        return torch.nn.functional.cross_entropy(logits[0, :-1], batch["labels"][0, 1:], ignore_index=IGNORE_INDEX,
+                                                 reduction="sum").item()
+
+    eps = 1e-5
+    expected = sum(abs(loss(r, 1 + eps) - loss(r, 1 - eps)) / (2 * eps) for r in rows) / len(rows)
+    index = next(i for i, entry in enumerate(flat) if entry[1] == 1 and entry[-1] == 0)
+    assert expected > 1e-6 and math.isclose(importance[index].item(), expected, rel_tol=1e-4)

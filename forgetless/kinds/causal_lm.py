@@ -21,6 +21,7 @@ from ..metrics.accuracy import pooled_task_accuracy, set_metrics
 from ..metrics.perplexity import perplexity, read_texts
 from ..metrics.speed import SpeedConfig, compare_speed, flop_limit, llm_speed_config
 from ..models.causal import load_causal_lm
+from ..training.encode import encode_causal_pairs
 from .in_memory import adopt, is_in_memory
 
 
@@ -47,6 +48,13 @@ class CausalLMKind:
                               "generation tasks need an encoder-decoder")
         texts, words = training_prompts(task, task.train, tokenizer or task.tokenizer)
         return PairSet(task.train.name, texts, [[w] for w in words], task.train.source)
+
+    def scoring_rows(self, tokenizer, task: Task, examples, max_length: int) -> list[dict]:
+        """Prompt + gold label word per example, the loss on the label word's tokens only (as in
+        training): the label loss of a gradient-based score (Michel et al. head importance)."""
+        texts, words = training_prompts(task, examples, tokenizer)
+        return encode_causal_pairs(PairSet(examples.name, texts, [[w] for w in words], examples.source), tokenizer,
+                                   max_length)
 
     def probe_inputs(self, tokenizer, task: Task, n: int, max_length: int) -> dict:
         texts, _ = training_prompts(task, task.train.subset(range(min(n, len(task.train)))), tokenizer)
