@@ -85,3 +85,18 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="session")
+def two_runs(tmp_path_factory, tiny_model_dir):
+    """Two finished tiny compress runs of one task (heads, truncate) for the report pages."""
+    from forgetless.cli import main
+
+    root = tmp_path_factory.mktemp("two-runs")
+    common = ["--model", tiny_model_dir, "--train-size", "64", "--eval-size", "16", "--epochs", "1", "--lr", "1e-3",
+              "--bench-repeats", "3", "--bench-seq-len", "16", "--bench-batch-size", "4", "--no-progress"]
+    runs = {"heads": ["--method", "heads", "--prune-count", "2", "--scoring-examples", "16"],
+            "truncate": ["--method", "truncate", "--layers", "1"]}
+    for name, argv in runs.items():
+        assert main(["compress", *argv, *common, "--out", str(root / name)]) == 0
+    return root / "heads", root / "truncate"

@@ -135,4 +135,4 @@ def test_cli_compress_nash_and_sweep_over_decoder_depth(tmp_path, capsys):
                  *common])
     assert code == 0
     summary = json.loads((tmp_path / "sw" / "sweep.json").read_text())
-    assert [row["sparsity"] for row in summary["rows"]] == [1, 2] and "decoder_layers" in capsys.readouterr().out
+    assert [row["level"] for row in summary["rows"]] == [1, 2] and "decoder_layers" in capsys.readouterr().out

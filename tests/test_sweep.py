@@ -12,7 +12,7 @@ from test_objectives_prepare import tiny_bert, tiny_tokenizer
 
 def _record(objective, seed, dev, challenge, f_bias, hard=None, easy=None):
     base = {"dev": 0.9, "challenge": 0.6, "f_bias": 1.0, "hard": 0.5, "easy": 0.95, "groups": {"c/x/entailment": 1.0}}
-    return {"objective": objective, "sparsity": 0.4, "seed": seed, "base": base,
+    return {"objective": objective, "level": 0.4, "seed": seed, "base": base,
             "compressed": {"dev": dev, "challenge": challenge, "f_bias": f_bias, "hard": hard, "easy": easy,
                            "groups": {"c/x/entailment": dev}}}
 
@@ -46,11 +46,11 @@ def test_sweep_end_to_end_and_resume(tmp_path):
     sweep = SweepConfig(objectives=["ce", "rmc"], seeds=[0, 1], levels=["0.5"], model=str(model_dir), train=train,
                         objective_options={"sparsities": "0.2,0.5", "recovery_epochs": 0}, progress=False, speed=SPEED)
     summary = run_sweep(task, sweep, tmp_path / "sweep")
-    assert [(r["objective"], r["sparsity"]) for r in summary["rows"]] == [("ce", 0.5), ("rmc", 0.5)]
+    assert [(r["objective"], r["level"]) for r in summary["rows"]] == [("ce", 0.5), ("rmc", 0.5)]
     assert all(r["dev"]["n"] == 2 for r in summary["rows"])
     assert set(summary["difficulty"]) == {"0", "1"} and summary["difficulty"]["0"]["agreement"]["n"] == 64
     out = tmp_path / "sweep"
-    assert json.loads((out / "sweep.json").read_text())["schema"] == "forgetless-sweep-1"
+    assert json.loads((out / "sweep.json").read_text())["schema"] == "forgetless-sweep-2"
     text = (out / "sweep.md").read_text()
     assert "| rmc | 0.5 |" in text and "agreement" in text
     for name in ("accuracy_vs_sparsity.png", "f_bias_per_objective.png", "hard_easy_per_objective.png"):
@@ -98,10 +98,10 @@ def test_plots_for_several_sparsities(tmp_path):
         for objective in ("ce", "rmc"):
             for seed in (0, 1):
                 r = _record(objective, seed, 0.8 - sparsity / 4 + seed / 50, 0.55, 1.1 + seed / 10, 0.4, 0.9)
-                r["sparsity"] = sparsity
+                r["level"] = sparsity
                 records.append(r)
     summary = aggregate(records)
-    summary.update({"task": {"name": "toy"}, "setup": {"method": "magnitude"}})
+    summary.update({"task": {"name": "toy"}, "setup": {"method": "magnitude", "level_option": "sparsity"}})
     paths = sweep_plots(summary, tmp_path)
     assert [p.name for p in paths] == ["accuracy_vs_sparsity.png", "f_bias_per_objective.png",
                                        "hard_easy_per_objective.png", "figure1_hard_easy_vs_sparsity.png"]

@@ -174,7 +174,7 @@ def run_sweep_command(config, out, meta: dict | None = None) -> dict:
     check_output(out, command="sweep", inputs={"--model": config.model if isinstance(config.model, str) else None})
     summary = run_sweep(task_from_config(config.task, config.seed), config, out, meta={"out": str(out), **(meta or {})})
     print((Path(out) / "sweep.md").read_text())
-    print(f"sweep: {Path(out) / 'sweep.md'} (JSON: sweep.json, plots: {', '.join(summary.get('plots', []))}; "
+    print(f"sweep: {Path(out) / 'sweep.md'} and sweep.html (JSON: sweep.json, plots: {', '.join(summary.get('plots', []))}; "
           f"recipe: {Path(out) / 'recipe.yaml'})")
     return summary
 

@@ -33,6 +33,8 @@ EXAMPLES = {
     "bench": "example:\n  forgetless bench runs/heads/model --base minilm --repeats 9",
     "profile": "example:\n  forgetless profile --model tiny-t5 --compressed runs/nash/model --seq-lengths 16,64",
     "list": "example:\n  forgetless list",
+    "report": "example:\n  forgetless report runs/heads      # rewrites runs/heads/report.md, report.html, metrics.png",
+    "compare": "example:\n  forgetless compare runs/heads runs/truncate runs/mag40 --out runs/compare-sst2",
     "sweep": "examples:\n  forgetless sweep --objectives ce,rmc --levels 0.2,0.4 --seeds 0,1 --out runs/table7\n"
              "  forgetless sweep --method nash --model tiny-t5 --task synthetic-lookup --objectives nash-distil "
              "--level-option decoder_layers --levels 1,2,3 --out runs/nash-depth",
@@ -102,9 +104,9 @@ def _command(sub, name: str, help_text: str, cls: type | None = None, **kwargs) 
     return p
 
 
-def _outputs(p, default: str, what: str, overwrite_help: str, push: bool = False) -> None:
+def _outputs(p, default: str, what: str, overwrite_help: str, push: bool = False, metavar: str = "OUT") -> None:
     g = p.add_argument_group("output")
-    g.add_argument("--out", default=default, help=f"output folder ({what}; default {default})")
+    g.add_argument("--out", default=default, metavar=metavar, help=f"output folder ({what}; default {default})")
     g.add_argument("--overwrite", action="store_true", help=overwrite_help)
     if push:
         g.add_argument("--push-to-hub", metavar="REPO", help="after the run, upload OUT/model (with its model card) "
@@ -158,6 +160,14 @@ def build_parser() -> argparse.ArgumentParser:
              "replace the output of an earlier profile in --out")
 
     _command(sub, "list", "list methods, objectives, tasks and supported model types")
+    p = _command(sub, "report", "re-render a run's report card (report.md, report.html, metrics.png) from its "
+                                "report.json and predictions.jsonl, without loading any model")
+    p.add_argument("run", metavar="OUT", help="the output folder of a `forgetless compress` run")
+    p = _command(sub, "compare", "one side-by-side page (compare.md, compare.html, pareto.png) of several runs of "
+                                 "one task: size, speedup, accuracies and F_bias with their intervals")
+    p.add_argument("runs", metavar="OUT", nargs="+", help="output folders of `forgetless compress` runs (two or more)")
+    _outputs(p, "forgetless-out/compare", "compare.md, compare.html, pareto.png; not a run folder",
+             "replace the output of an earlier compare in --out", metavar="DIR")
     add_export_parser(sub)
     p = _command(sub, "run", "run a recipe file (a run, a sweep or a profile) at a scale, with overrides")
     p.epilog = RUN_EXAMPLE
@@ -175,7 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
                    epilog="example:\n  forgetless recipes\n  forgetless run rahp-table1 --scale cpu",
                    formatter_class=argparse.RawDescriptionHelpFormatter)
     for name, command in sub.choices.items():
-        if name not in ("list", "recipes"):
+        if name not in ("list", "recipes", "report", "compare"):  # commands that load no model
             command.add_argument("--threads", type=int, help="torch CPU threads (1 is often faster on a busy machine)")
             command.add_argument("--trust-remote-code", action="store_true",
                                  help="let transformers run the Python files of a model folder that needs them "

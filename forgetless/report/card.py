@@ -64,6 +64,7 @@ from ..tree import to_recipe
 from .measurements import Measurements
 from .markdown import render_markdown
 from .plots import accuracy_plot
+from .summary import summary_panel
 from .predictions import write_predictions
 
 SCHEMA = "forgetless-report-2"
@@ -230,18 +231,26 @@ def _hard_easy(metrics: dict) -> dict | None:
 
 def write_card(card: dict, out_dir: str | Path, extra_plots: list | None = None,
                prediction_rows: list[dict] | None = None) -> dict[str, Path]:
-    """Write ``report.json``, ``metrics.png``, ``report.md`` (which links the plots), ``report.html``
-    (one self-contained file, plots embedded), and
-    ``predictions.jsonl`` when ``prediction_rows`` are given."""
+    """Write ``report.json``, ``predictions.jsonl`` when ``prediction_rows`` are given, and the
+    pages (:func:`render_card`)."""
     out_dir = Path(out_dir)
     if prediction_rows is not None:
         write_predictions(out_dir / PREDICTIONS_FILE, prediction_rows)
         card["predictions"] = PREDICTIONS_FILE
+    paths = render_card(card, out_dir, extra_plots)
+    atomic_write_json(out_dir / "report.json", card)
+    return {"json": out_dir / "report.json", **paths}
+
+
+def render_card(card: dict, out_dir: str | Path, extra_plots: list | None = None) -> dict[str, Path]:
+    """``metrics.png``, ``report.md`` (which links the plots) and ``report.html`` (one
+    self-contained file: the summary panel on top, plots embedded); sets ``card["plots"]``.
+    ``forgetless report`` calls this alone to re-render a saved card (``report/rerender.py``)."""
+    out_dir = Path(out_dir)
     plots = [accuracy_plot(card, out_dir / "metrics.png")] + [Path(p) for p in (extra_plots or [])]
     card["plots"] = [p.name for p in plots]
-    atomic_write_json(out_dir / "report.json", card)
-    text = render_markdown(card)
-    atomic_write_text(out_dir / "report.md", text)
+    atomic_write_text(out_dir / "report.md", render_markdown(card))
     title = f"forgetless report card: {card['task']['name']} · {card['method']['name']}"
-    atomic_write_text(out_dir / "report.html", render_html(text, out_dir, title))
-    return {"json": out_dir / "report.json", "markdown": out_dir / "report.md", "html": out_dir / "report.html"}
+    page = render_html(render_markdown(card, summary=False), out_dir, title, summary_panel(card))
+    atomic_write_text(out_dir / "report.html", page)
+    return {"markdown": out_dir / "report.md", "html": out_dir / "report.html"}

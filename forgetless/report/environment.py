@@ -5,11 +5,10 @@ import datetime as dt
 import os
 import platform
 
-import torch
-import transformers
-
 
 def environment() -> dict:
+    import torch  # here, not at the top: re-rendering a saved card (`forgetless report`) imports no torch
+    import transformers
     from importlib.metadata import PackageNotFoundError, version
 
     def v(name):

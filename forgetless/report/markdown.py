@@ -1,6 +1,8 @@
 """Markdown rendering of a report card (see ``card.py`` for the schema)."""
 from __future__ import annotations
 
+from .headline import verdict
+
 
 def pct(value) -> str:
     return "–" if value is None else f"{100 * value:.1f}"
@@ -17,14 +19,20 @@ def num(value) -> str:
     return "–" if value is None else f"{value:.2f}"
 
 
-def render_markdown(card: dict) -> str:
+def render_markdown(card: dict, summary: bool = True) -> str:
+    """The card as Markdown. ``summary`` False leaves out the warnings and the verdict (``report.html``
+    shows them in its summary panel, ``report/summary.py``). The first plot (``metrics.png``, the
+    accuracies with their intervals) follows the table it shows; method plots come last."""
     lines = [f"# forgetless report card: {card['task']['name']} · {card['method']['name']}", ""]
-    lines += _warnings(card)
-    lines += [_verdict(card), ""]
+    if summary:
+        lines += _warnings(card)
+        lines += [f"**Verdict:** {verdict(card)}.", "", _verdict(card), ""]
+    plots = card.get("plots", [])
+    shown = ["", *[f"![{p}]({p})" for p in plots[:1]]]  # beside the table whose numbers it shows
     if card["kind"]["task"] == "classification":
-        lines += _classification(card)
+        lines += _classification(card, shown)
     else:
-        lines += _generation(card)
+        lines += _generation(card) + shown
     zs = card.get("zero_shot")
     if zs:
         words = " / ".join(zs["label_words"])
@@ -64,7 +72,8 @@ def render_markdown(card: dict) -> str:
               f"- hardware: {env['hardware']['processor']}, {env['hardware']['cpu_count']} CPUs, "
               f"{env['hardware']['torch_threads']} torch threads, GPU: {env['hardware']['gpu'] or 'none'}",
               f"- created {env['created']}"]
-    lines += [""] + [f"![{p}]({p})" for p in card.get("plots", [])]
+    if plots[1:]:
+        lines += ["", "## Method plots", ""] + [f"![{p}]({p})" for p in plots[1:]]
     return "\n".join(lines) + "\n"
 
 
@@ -90,7 +99,7 @@ def _generation(card: dict) -> list[str]:
     return lines
 
 
-def _classification(card: dict) -> list[str]:
+def _classification(card: dict, plot: list[str]) -> list[str]:
     iv = card.get("intervals") or {}
     lines = ["## Accuracy (%, with [95% bootstrap interval])", "", "| set | n | base | compressed | Δ pts |",
              "|---|---:|---:|---:|---:|"]
@@ -108,6 +117,7 @@ def _classification(card: dict) -> list[str]:
     if iv.get("n_resamples"):
         lines += ["", f"Intervals: {iv['method']}, {iv['n_resamples']} resamples of the examples, seed {iv['seed']}; "
                       "per-example predictions in predictions.jsonl."]
+    lines += plot
     bias = card["bias"]
     if bias.get("undefined"):
         lines += ["", "## Relative bias (Du et al. 2023, eq. 1)", "", f"F_bias: {bias['undefined']}."]

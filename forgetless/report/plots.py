@@ -23,39 +23,48 @@ def save_figure(fig, path: str | Path) -> Path:
 
 def accuracy_plot(card: dict, path: str | Path) -> Path:
     """Grouped bars: base vs compressed headline metric (accuracy, or ROUGE-L / METEOR) on dev,
-    hard / easy dev and every challenge set; an empty subset is drawn as a missing bar (n = 0)."""
+    hard / easy dev and every challenge set, with the 95% bootstrap interval of each accuracy as
+    its error bar (``card.intervals``); an empty subset is drawn as a missing bar (n = 0)."""
     metric = card["task"]["metric"]
     scale = 100 if metric == "accuracy" else 1
-    labels, base, comp = [], [], []
+    intervals = card.get("intervals") or {}
+    labels, bars = [], {"base": [], "compressed": []}
     for name, entry in card["sets"].items():
         labels.append(f"{name}\n(n={entry['base']['n']})")
-        base.append(_value(entry["base"].get(metric), scale))
-        comp.append(_value(entry["compressed"].get(metric), scale))
+        for role in bars:
+            interval = ((intervals.get("sets") or {}).get(name) or {}).get(role)
+            bars[role].append(_bar(entry[role].get(metric), interval, scale))
     hard_easy = card.get("hard_easy") or {}
     for part in ("hard", "easy"):
         if hard_easy.get("base"):
             labels.append(f"dev {part}\n(n={hard_easy['base']['n_' + part]})")
-            base.append(_value(hard_easy["base"][part], 100))
-            comp.append(_value(hard_easy["compressed"][part], 100))
+            for role in bars:
+                interval = ((intervals.get("hard_easy") or {}).get(role) or {}).get(part)
+                bars[role].append(_bar(hard_easy[role][part], interval, 100))
     fig, ax = plt.subplots(figsize=(1.6 * len(labels) + 2, 3.8))
-    x = range(len(labels))
-    ax.bar([i - 0.2 for i in x], base, width=0.4, label="base", color="#4c72b0")
-    ax.bar([i + 0.2 for i in x], comp, width=0.4, label="compressed", color="#dd8452")
-    for i, (b, c) in enumerate(zip(base, comp)):
-        for pos, v in ((i - 0.2, b), (i + 0.2, c)):
-            ax.text(pos, (v if v == v else 0) + 1, f"{v:.1f}" if v == v else "n=0", ha="center", fontsize=8)
-    ax.set_xticks(list(x), labels)
-    ax.set_ylabel(f"{metric} (%)")
-    ax.set_ylim(0, 105)
+    for offset, (role, color) in zip((-0.2, 0.2), (("base", "#4c72b0"), ("compressed", "#dd8452"))):
+        xs = [i + offset for i in range(len(labels))]
+        values = [v for v, _, _ in bars[role]]
+        errors = [[v - low for v, low, _ in bars[role]], [high - v for v, _, high in bars[role]]]
+        ax.bar(xs, values, width=0.4, label=role, color=color, yerr=errors, capsize=3, ecolor="#333333")
+        for x, (v, _, high) in zip(xs, bars[role]):
+            ax.text(x, (high if high == high else 0) + 1.5, f"{v:.1f}" if v == v else "n=0", ha="center", fontsize=8)
+    ax.set_xticks(list(range(len(labels))), labels)
+    ax.set_ylabel(f"{metric} (%)" + (", 95% bootstrap interval" if intervals.get("sets") else ""))
+    ax.set_ylim(0, 112)
     f_bias = (card.get("bias") or {}).get("f_bias")
     title = f"{card['task']['name']}: {card['method']['name']}"
     if f_bias is not None:
         meaningful = (card.get("bias") or {}).get("meaningful", True)
         title += f"  (F_bias = {f_bias:.2f}{'' if meaningful else ', not meaningful'})"
     ax.set_title(title)
-    ax.legend(loc="lower right")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
     return save_figure(fig, path)
 
 
-def _value(value, scale: float) -> float:
-    return float("nan") if value is None else value * scale
+def _bar(value, interval: dict | None, scale: float) -> tuple[float, float, float]:
+    """(value, low, high) in plot units; low = high = value without an interval, NaN for n = 0."""
+    v = float("nan") if value is None else value * scale
+    if not interval or interval.get("low") is None:
+        return v, v, v
+    return v, interval["low"] * scale, interval["high"] * scale

@@ -98,7 +98,7 @@ def run_sweep(task: Task, sweep: SweepConfig, out_dir: str | Path, meta: dict | 
         records, difficulty, started = [], {}, time.time()
         setup = {"method": sweep.method.name, "method_options": asdict(sweep.method),
                  "level_option": sweep.level_option, "objectives": list(sweep.objectives), "seeds": list(sweep.seeds),
-                 "sparsities": levels, "objective_options": {n: asdict(c) for n, c in objectives.items() if c},
+                 "levels": levels, "objective_options": {n: asdict(c) for n, c in objectives.items() if c},
                  "model": sweep.model, "student_init": sweep.student_init, "teacher_seed": sweep.teacher_seed,
                  "train": asdict(sweep.train), "teacher_train": asdict(sweep.teacher_train)}
         task_key = task_fingerprint(task)
@@ -171,7 +171,8 @@ def collect_sweep(out_dir: str | Path, write: bool = True, plots: bool = True) -
     setup = previous.get("setup") or {}
     if setup.get("objectives"):
         order = {name: i for i, name in enumerate(setup["objectives"])}
-    cards.sort(key=lambda c: (c["seed"], c["method"]["config"].get("sparsity") or 0,
+    level = setup.get("level_option", "sparsity")
+    cards.sort(key=lambda c: (c["seed"], c["method"]["config"].get(level) or 0,
                               order.get(c["method"]["objective"], len(order))))
     first = cards[0]
     task = previous.get("task") or {"name": first["task"]["name"], "protocol": first["task"]["protocol"],
@@ -185,7 +186,7 @@ def collect_sweep(out_dir: str | Path, write: bool = True, plots: bool = True) -
     if not difficulty:  # sweep.json not written yet: the difficulty summaries in the shared cache
         for path in sorted((out_dir / "cache").glob("difficulty-*.json")):
             difficulty[path.stem] = {"alpha": default_alpha(task["name"]), **json.loads(path.read_text())}
-    summary = _summary([_record(c, setup.get("level_option", "sparsity")) for c in cards], task, setup, difficulty, None)
+    summary = _summary([_record(c, level) for c in cards], task, setup, difficulty, None)
     summary["complete"] = False
     if write:
         write_sweep(summary, out_dir, plots=plots)

@@ -8,9 +8,13 @@ from pathlib import Path
 
 from ..data.task import Task
 from ..fsutil import atomic_write_json, atomic_write_text
+from ..report.headline import headline_numbers
+from ..report.html import render_html
+from ..report.pareto import pareto_plot, pareto_point
 from ..report.rmc_plots import sweep_plots
 
-METRICS = ("dev", "challenge", "f_bias", "hard", "easy")
+SCHEMA = "forgetless-sweep-2"
+METRICS = ("dev", "challenge", "f_bias", "hard", "easy", "size", "speedup")
 
 
 def card_metrics(card: dict) -> dict:
@@ -35,14 +39,20 @@ def card_metrics(card: dict) -> dict:
                      "hard": hard_easy.get("hard"), "easy": hard_easy.get("easy"), "groups": groups}
     out["compressed"]["f_bias"] = (card.get("bias") or {}).get("f_bias")
     out["base"]["f_bias"] = 1.0
+    out["compressed"]["size"], out["base"]["size"] = card["params"]["ratio"], 1.0
+    out["compressed"]["speedup"], out["base"]["speedup"] = card["speed"]["throughput_per_s"]["speedup"], 1.0
     return out
 
 
 def _record(card: dict, level_option: str = "sparsity") -> dict:
-    """One run's row: objective, level (the value of the swept method option), seed, metrics."""
-    return {"objective": card["method"]["objective"], "sparsity": card["method"]["config"].get(level_option),
+    """One run's row: objective, level (the value of the swept method option), seed, metrics, the
+    card's warnings, whether its F_bias is meaningful, and its headline numbers with intervals
+    (``report/headline.py``: the Pareto plot's points)."""
+    return {"objective": card["method"]["objective"], "level": card["method"]["config"].get(level_option),
             "seed": card["seed"], "seconds": card.get("sweep_run", {}).get("seconds"),
-            "notes": card.get("notes", []), **card_metrics(card)}
+            "notes": card.get("notes", []), "warnings": list(card.get("warnings") or []),
+            "f_bias_meaningful": bool((card.get("bias") or {}).get("meaningful")),
+            "headline": headline_numbers(card), **card_metrics(card)}
 
 
 def _summary(records: list[dict], task: dict | Task, setup: dict, difficulty: dict, started: float | None) -> dict:
@@ -67,22 +77,25 @@ def _mean_std(values: list) -> dict:
 
 def aggregate(records: list[dict]) -> dict:
     """Mean ± sample std (ddof 1; 0 for one seed) over seeds of every metric, per
-    (objective, sparsity); the uncompressed base model (the teacher) as its own row."""
+    (objective, level); the uncompressed base model (the teacher) as its own row. A row's F_bias is
+    ``f_bias_meaningful`` only when every run's is (no warning against it)."""
     rows, keys = [], []
     for r in records:
-        if (r["objective"], r["sparsity"]) not in keys:
-            keys.append((r["objective"], r["sparsity"]))
+        if (r["objective"], r["level"]) not in keys:
+            keys.append((r["objective"], r["level"]))
     base_by_seed = {r["seed"]: r["base"] for r in records}
     group_names = sorted({g for r in records for g in r["compressed"]["groups"]})
-    base = {m: _mean_std([b[m] for b in base_by_seed.values()]) for m in METRICS}
+    base = {m: _mean_std([b.get(m) for b in base_by_seed.values()]) for m in METRICS}
     base["groups"] = {g: _mean_std([b["groups"].get(g) for b in base_by_seed.values()]) for g in group_names}
-    for objective, sparsity in keys:
-        runs = [r for r in records if (r["objective"], r["sparsity"]) == (objective, sparsity)]
-        row = {"objective": objective, "sparsity": sparsity, "seeds": [r["seed"] for r in runs]}
-        row.update({m: _mean_std([r["compressed"][m] for r in runs]) for m in METRICS})
+    for objective, level in keys:
+        runs = [r for r in records if (r["objective"], r["level"]) == (objective, level)]
+        row = {"objective": objective, "level": level, "seeds": [r["seed"] for r in runs],
+               "f_bias_meaningful": all(r.get("f_bias_meaningful", True) for r in runs),
+               "warnings": sum(len(r.get("warnings") or []) for r in runs)}
+        row.update({m: _mean_std([r["compressed"].get(m) for r in runs]) for m in METRICS})
         row["groups"] = {g: _mean_std([r["compressed"]["groups"].get(g) for r in runs]) for g in group_names}
         rows.append(row)
-    return {"schema": "forgetless-sweep-1", "base": base, "rows": rows}
+    return {"schema": SCHEMA, "base": base, "rows": rows}
 
 
 def _fmt(entry: dict, percent: bool = True) -> str:
@@ -105,24 +118,31 @@ def render_markdown(summary: dict) -> str:
               + (f"; one teacher (seed {setup['teacher_seed']}) shared by every seed" if setup.get("teacher_seed") is not None
                  else "") + f"); train set {summary['task']['train']} examples; "
               f"eval sets {summary['task']['sets']}", ""]
-    lines += [f"| objective | {level} | dev | challenge | F_bias | hard | easy | seeds |",
-              "|---|---|---|---|---|---|---|---|"]
+    lines += [f"| objective | {level} | size | speedup | dev | challenge | F_bias | hard | easy | seeds | warnings |",
+              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     b = summary["base"]
-    lines.append(f"| base (teacher) | 0 | {_fmt(b['dev'])} | {_fmt(b['challenge'])} | 1 | {_fmt(b['hard'])} | "
-                 f"{_fmt(b['easy'])} | {b['dev']['n']} |")
+    lines.append(f"| base (teacher) | – | 1 | 1 | {_fmt(b['dev'])} | {_fmt(b['challenge'])} | 1 | {_fmt(b['hard'])} | "
+                 f"{_fmt(b['easy'])} | {b['dev']['n']} | |")
     for row in summary["rows"]:
-        lines.append(f"| {row['objective']} | {row['sparsity']:g} | {_fmt(row['dev'])} | {_fmt(row['challenge'])} | "
-                     f"{_fmt(row['f_bias'], percent=False)} | {_fmt(row['hard'])} | {_fmt(row['easy'])} | "
-                     f"{len(row['seeds'])} |")
+        f_bias = _fmt(row["f_bias"], percent=False)
+        if row["f_bias"]["mean"] is not None and not row.get("f_bias_meaningful", True):
+            f_bias += " (not meaningful)"
+        lines.append(f"| {row['objective']} | {row['level']:g} | {_fmt(row['size'], percent=False)}× | "
+                     f"{_speedup(row, summary.get('runs') or [])} | {_fmt(row['dev'])} | {_fmt(row['challenge'])} | "
+                     f"{f_bias} | {_fmt(row['hard'])} | {_fmt(row['easy'])} | {len(row['seeds'])} | "
+                     f"{row.get('warnings', 0)} |")
+    lines += ["", "size: parameters / the base's; speedup: measured throughput, mean ± std over seeds, or for one seed "
+              "its 95% bootstrap interval (every run's interval is in the Pareto plot and its report); F_bias is marked not meaningful when a run's card warns against it "
+              "(base at chance, base gap ≤ 0, one class)."]
     groups = sorted(b.get("groups", {}))
     if groups:
         one_set = len({g.split("/")[0] for g in groups}) == 1
         headers = ["/".join(g.split("/")[1:]) if one_set else g for g in groups]
         lines += ["", "Challenge accuracy per group and gold label (%):", "",
-                  "| objective | sparsity | " + " | ".join(headers) + " |", "|---|---|" + "---|" * len(groups),
-                  "| base (teacher) | 0 | " + " | ".join(_fmt(b["groups"][g]) for g in groups) + " |"]
+                  f"| objective | {level} | " + " | ".join(headers) + " |", "|---|---|" + "---|" * len(groups),
+                  "| base (teacher) | – | " + " | ".join(_fmt(b["groups"][g]) for g in groups) + " |"]
         for row in summary["rows"]:
-            lines.append(f"| {row['objective']} | {row['sparsity']:g} | "
+            lines.append(f"| {row['objective']} | {row['level']:g} | "
                          + " | ".join(_fmt(row["groups"][g]) for g in groups) + " |")
     for seed, d in summary.get("difficulty", {}).items():
         lines += ["", f"Difficulty (seed {seed}, alpha {d['alpha']:g}): {d['schedule']}."]
@@ -132,9 +152,33 @@ def render_markdown(summary: dict) -> str:
                          f"({a['n_hard']} hard): agreement {100 * a['topk']:.1f}% (top-k split; a random split "
                          f"of the same proportions: {100 * _chance(a):.1f}%), "
                          f"{100 * a['median']:.1f}% (median split), AUROC {a['auroc']:.3f}.")
+    lines += _warnings(summary.get("runs") or [], level)
     if summary.get("plots"):
-        lines += [""] + [f"![{p}]({p})" for p in summary["plots"]]
+        lines += ["", "## Plots", ""] + [f"![{p}]({p})" for p in summary["plots"]]
     return "\n".join(lines) + "\n"
+
+
+def _speedup(row: dict, records: list[dict]) -> str:
+    """``1.52×`` ± std over seeds; one seed: ``1.52× [1.31, 1.77]`` (``not measurable`` when the
+    interval includes 1)."""
+    runs = [r for r in records if (r["objective"], r["level"]) == (row["objective"], row["level"])]
+    speed = (runs[0].get("headline") or {}).get("speedup") if len(runs) == 1 else None
+    if not speed or speed.get("low") is None:
+        return _fmt(row["speedup"], percent=False) + "×"
+    return f"{speed['value']:.2f}× [{speed['low']:.2f}, {speed['high']:.2f}]" + \
+        ("" if speed["measurable"] else " not measurable")
+
+
+def _warnings(records: list[dict], level: str) -> list[str]:
+    """Each warning of the runs' cards once, with the runs it fired in."""
+    runs: dict[str, list[str]] = {}
+    for r in records:
+        for warning in r.get("warnings") or []:
+            runs.setdefault(warning, []).append(f"{r['objective']} {level}={r['level']:g} seed {r['seed']}")
+    if not runs:
+        return []
+    return ["", f"## ⚠ Warnings of the runs ({sum(len(r.get('warnings') or []) for r in records)} in "
+                f"{len(records)} runs)", ""] + [f"- {w} — {', '.join(names)}" for w, names in runs.items()]
 
 
 def _chance(agreement: dict) -> float:
@@ -143,8 +187,22 @@ def _chance(agreement: dict) -> float:
 
 
 def write_sweep(summary: dict, out_dir: str | Path, plots: bool = True) -> None:
+    """``sweep.json``, ``sweep.md``, ``sweep.html`` (the report card's renderer: one self-contained
+    file) and, with ``plots``, the sweep plots and the Pareto plot (one point per run)."""
     out_dir = Path(out_dir)
     if plots:
-        summary["plots"] = [p.name for p in sweep_plots(summary, out_dir)]
+        summary["plots"] = [p.name for p in sweep_plots(summary, out_dir)] + [pareto(summary, out_dir).name]
     atomic_write_json(out_dir / "sweep.json", summary)
-    atomic_write_text(out_dir / "sweep.md", render_markdown(summary))
+    text = render_markdown(summary)
+    atomic_write_text(out_dir / "sweep.md", text)
+    atomic_write_text(out_dir / "sweep.html", render_html(text, out_dir, f"forgetless sweep: {summary['task']['name']}"))
+
+
+def pareto(summary: dict, out_dir: Path) -> Path:
+    """``pareto.png``: every run of the sweep, coloured by objective, labelled by its level."""
+    level = summary["setup"].get("level_option", "sparsity")
+    several = len({r["seed"] for r in summary["runs"]}) > 1
+    points = [pareto_point(f"{level}={r['level']:g}" + (f" s{r['seed']}" if several else ""), r["objective"],
+                           r["headline"]) for r in summary["runs"] if r.get("headline")]
+    return pareto_plot(points, out_dir / "pareto.png", f"{summary['task']['name']}: {summary['setup']['method']} "
+                                                       f"sweep over {level}")

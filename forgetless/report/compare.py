@@ -1,0 +1,194 @@
+"""``forgetless compare OUT1 OUT2 [...] --out DIR``: one side-by-side page of several runs of one
+task (``compare.md``, ``compare.html`` with its plot embedded, ``pareto.png``): per run the method and
+the options that set it apart, size, measured speedup (bootstrap interval), dev and pooled challenge
+accuracy (bootstrap intervals), F_bias (Du et al. 2023, eq. 1; paired bootstrap interval; marked
+meaningless where the run's warnings say so), hard / easy accuracy, and each run's warnings.
+
+Runs are aligned on their common evaluation sets: a set is the same when the task, the set name
+and its size match. Runs with no common set are refused before anything is written. DIR follows
+the output rule (``outputs.py``): not a run folder, not a parent of one, not overwritten without
+``--overwrite``.
+"""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from ..errors import ConfigError
+from ..fsutil import atomic_write_text
+from ..outputs import check_output, mark_output, output_lock
+from .headline import delta_points, headline_numbers, scale_of, verdict
+from .html import render_html
+from .markdown import pct
+from .pareto import pareto_plot, pareto_point
+from .rerender import read_card
+
+
+def set_ids(card: dict) -> list[tuple]:
+    """``(task, set, n)`` of every evaluation set of a card, in card order."""
+    return [(card["task"]["name"], name, entry["base"]["n"]) for name, entry in card["sets"].items()]
+
+
+def common_sets(cards: dict[str, dict]) -> list[str]:
+    """Names of the sets every run has (same task, name and size), in the first run's order; a
+    ``ConfigError`` naming two runs that share none."""
+    names = list(cards)
+    first = set_ids(cards[names[0]])
+    common = [s for s in first if all(s in set_ids(c) for c in cards.values())]
+    if not common:
+        other = next((n for n in names[1:] if not set(first) & set(set_ids(cards[n]))), None)
+        if other is None:  # each run shares a set with the first, but no set is in all of them
+            raise ConfigError(f"compare: the runs {', '.join(names)} have no evaluation set in common (same task, "
+                              "set and size); compare runs of one task")
+        raise ConfigError(f"compare: {names[0]} (task {cards[names[0]]['task']['name']}) and {other} (task "
+                          f"{cards[other]['task']['name']}) share no evaluation set (same task, set and size); "
+                          "compare runs of one task")
+    return [name for _, name, _ in common]
+
+
+def key_options(card: dict) -> str:
+    """The method's options that differ from their defaults, the objective when not the method's
+    default, and the methods applied after it: ``ratio=0.3, then quantize(dtype=int8)``."""
+    from ..options import default_of
+    from ..registry import METHODS
+
+    def changed(name: str, config: dict) -> list[str]:
+        try:
+            defaults = {f.name: default_of(f) for f in dataclasses.fields(METHODS.config_class(name))}
+        except Exception:  # noqa: BLE001 - a plugin method not installed here: show every option
+            defaults = {}
+        return [f"{k}={v}" for k, v in config.items() if k not in defaults or _norm(defaults[k]) != _norm(v)]
+
+    method = card["method"]
+    parts = changed(method["name"], method["config"])
+    try:
+        default_objective = METHODS.config_class(method["name"]).default_objective
+    except Exception:  # noqa: BLE001 - a plugin method not installed here
+        default_objective = None
+    if method.get("objective") != default_objective:
+        parts.append(f"objective {method['objective']}")
+    parts += [f"then {t['name']}({', '.join(changed(t['name'], t['config']))})" for t in method.get("then") or []]
+    return ", ".join(parts) or "defaults"
+
+
+def _norm(value):
+    return list(value) if isinstance(value, (list, tuple)) else value
+
+
+def _cell(entry: dict | None, role: str, scale: float) -> str:
+    if not entry or entry[role]["value"] is None:
+        return "–"
+    e = entry[role]
+    text = f"{scale * e['value']:.1f}"
+    return text + (f" [{scale * e['low']:.1f}, {scale * e['high']:.1f}]" if e["low"] is not None else "")
+
+
+def _with_delta(entry: dict | None, scale: float) -> str:
+    points = delta_points(entry, scale)
+    return _cell(entry, "compressed", scale) + ("" if points is None else f" ({points:+.1f})")
+
+
+def _f_bias(f: dict | None) -> str:
+    if not f:
+        return "–"
+    text = f"{f['value']:.2f}" + (f" [{f['low']:.2f}, {f['high']:.2f}]" if f["low"] is not None else "")
+    return text if f["meaningful"] else f"{text} not meaningful"
+
+
+def _speed(s: dict) -> str:
+    text = f"{s['value']:.2f}×" + (f" [{s['low']:.2f}, {s['high']:.2f}]" if s["low"] is not None else "")
+    if not s["meaningful"]:
+        return text + " no weights removed"
+    return text + ("" if s["measurable"] else " not measurable")
+
+
+def render_compare(cards: dict[str, dict], sets: list[str], plot: str | None = None) -> str:
+    """The Markdown page: headline table (one row per run, bases below), accuracy per common set,
+    verdicts and warnings per run."""
+    numbers = {name: headline_numbers(card) for name, card in cards.items()}
+    first = next(iter(cards.values()))
+    metric = first["task"]["metric"]
+    scale = scale_of(metric)
+    pooled = " + ".join(next(iter(numbers.values()))["challenge_sets"]) or "challenge"
+    lines = [f"# forgetless compare: {first['task']['name']}, {len(cards)} runs", "",
+             f"Compressed models ({metric} in %, [95% bootstrap interval], (Δ points vs the run's own base)); "
+             "speedup: measured throughput, [95% interval of the ratio of medians].", "",
+             f"| run | method | key options | size | speedup | dev | {pooled} | F_bias | hard | easy | warnings |",
+             "|:---|:---|:---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for name, card in cards.items():
+        n = numbers[name]
+        lines.append(f"| {name} | {card['method']['name']} | {key_options(card)} | {n['params']['ratio']:.2f}× | "
+                     f"{_speed(n['speedup'])} | {_with_delta(n['dev'], scale)} | {_with_delta(n['challenge'], 100)} | "
+                     f"{_f_bias(n['f_bias'])} | {_with_delta(n['hard'], 100)} | {_with_delta(n['easy'], 100)} | "
+                     f"{len(n['warnings'])} |")
+    bases: dict[tuple, list[str]] = {}
+    for name, n in numbers.items():  # runs of one base model share one row
+        key = (n["params"]["base"], n["dev"]["base"]["value"], (n["challenge"] or {}).get("base", {}).get("value"))
+        bases.setdefault(key, []).append(name)
+    lines += ["", "| base model of | parameters | dev | " + pooled + " | hard | easy |", "|:---|---:|---:|---:|---:|---:|"]
+    for runs in bases.values():
+        n = numbers[runs[0]]
+        lines.append(f"| {', '.join(runs)} | {n['params']['base']:,} | {_cell(n['dev'], 'base', scale)} | "
+                     f"{_cell(n['challenge'], 'base', 100)} | {_cell(n['hard'], 'base', 100)} | "
+                     f"{_cell(n['easy'], 'base', 100)} |")
+    lines += ["", f"## {metric} per evaluation set (compressed; %)", "",
+              "| set | n | " + " | ".join(cards) + " |", "|---|---:|" + "---:|" * len(cards)]
+    for set_name in sets:
+        cells = []
+        for card in cards.values():
+            interval = ((card.get("intervals") or {}).get("sets") or {}).get(set_name, {}).get("compressed")
+            entry = {"compressed": {"value": card["sets"][set_name]["compressed"].get(metric),
+                                    **{k: (interval or {}).get(k) for k in ("low", "high")}}}
+            cells.append(_cell(entry, "compressed", scale))
+        lines.append(f"| {set_name} | {first['sets'][set_name]['base']['n']} | " + " | ".join(cells) + " |")
+    others = sorted({s for card in cards.values() for s in card["sets"]} - set(sets))
+    if others:
+        lines += ["", f"Sets not shared by every run (left out): {', '.join(others)}."]
+    if plot:
+        lines += ["", f"![{plot}]({plot})"]
+    lines += ["", "## Verdicts", ""]
+    lines += [f"- **{name}** ({card['method']['name']}): {verdict(card, numbers[name])}." for name, card in cards.items()]
+    fired: dict[str, list[str]] = {}
+    for name in cards:
+        for warning in numbers[name]["warnings"]:
+            fired.setdefault(warning, []).append(name)
+    if fired:
+        lines += ["", "## ⚠ Warnings", ""] + [f"- {w} — {', '.join(runs)}" for w, runs in fired.items()]
+    lines += ["", "Runs: " + "; ".join(f"{name} = `{card.get('command') or card['method']['name']}`"
+                                        for name, card in cards.items())]
+    return "\n".join(lines) + "\n"
+
+
+def run_names(folders: list[str]) -> list[str]:
+    """Short, unique column names: the folder names, with parents added where they clash."""
+    paths = [Path(f).resolve() for f in folders]
+    depth = 1
+    while True:
+        names = ["/".join(p.parts[-depth:]) for p in paths]
+        if len(set(names)) == len(names) or depth >= max(len(p.parts) for p in paths):
+            return names
+        depth += 1
+
+
+def compare_runs(folders: list, out, overwrite: bool = False) -> dict[str, Path]:
+    """Check every run folder and ``out``, then write the page; returns the written paths."""
+    if len(folders) < 2:
+        raise ConfigError(f"compare: give two or more run folders (got {len(folders)})")
+    seen: set = set()
+    for folder in folders:
+        if Path(folder).resolve() in seen:
+            raise ConfigError(f"compare: OUT {folder} is given twice")
+        seen.add(Path(folder).resolve())
+    cards = dict(zip(run_names(folders), (read_card(f, "OUT") for f in folders)))
+    sets = common_sets(cards)
+    out = check_output(out, command="compare", inputs={f"OUT{i}": f for i, f in enumerate(folders, start=1)}, overwrite=overwrite)
+    with output_lock(out):
+        mark_output(out, "compare")
+        points = [pareto_point(name, card["method"]["name"], headline_numbers(card)) for name, card in cards.items()]
+        plot = pareto_plot(points, out / "pareto.png", f"{next(iter(cards.values()))['task']['name']}: "
+                                                       f"{len(cards)} compressed models")
+        text = render_compare(cards, sets, plot.name)
+        atomic_write_text(out / "compare.md", text)
+        title = f"forgetless compare: {', '.join(cards)}"
+        atomic_write_text(out / "compare.html", render_html(text, out, title))
+    return {"markdown": out / "compare.md", "html": out / "compare.html", "plot": plot}

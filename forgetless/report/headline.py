@@ -1,0 +1,112 @@
+"""The headline numbers of one report card, each with its trust: dev and pooled challenge accuracy
+(percentile-bootstrap intervals, ``report/honest.py``), F_bias (Du et al. 2023, eq. 1, paired
+bootstrap interval; marked meaningless where the card's warnings say so), hard / easy accuracy, size
+and the measured throughput speedup (bootstrap interval of the ratio of medians).
+
+One home for what every page shows of a run: the summary panel of ``report.html``
+(``report/summary.py``), ``forgetless compare`` (``report/compare.py``) and the sweep's rows and
+Pareto plot (``sweep/table.py``, ``report/pareto.py``). Accuracies are fractions; for a generation
+task ``dev`` holds the task's metric in % (ROUGE / METEOR), as on the card.
+"""
+from __future__ import annotations
+
+ROLES = ("base", "compressed")
+
+
+def estimate(value, interval: dict | None = None) -> dict:
+    """``{"value", "low", "high"}`` (low / high None without an interval)."""
+    interval = interval or {}
+    return {"value": value, "low": interval.get("low"), "high": interval.get("high")}
+
+
+def headline_numbers(card: dict) -> dict:
+    """``{dev, challenge, hard, easy: {base, compressed: estimate} | None, challenge_sets, metric,
+    f_bias: {value, low, high, meaningful} | None, params: {base, compressed, ratio, nonzero_ratio},
+    speedup: {value, low, high, measurable, meaningful, what}, warnings}``."""
+    metric = card["task"]["metric"]
+    iv = card.get("intervals") or {}
+    sets = iv.get("sets") or {}
+    dev = {role: estimate(card["sets"]["dev"][role].get(metric), (sets.get("dev") or {}).get(role)) for role in ROLES}
+    challenge = card.get("challenge") or {}
+    pooled = None
+    if challenge.get("base") is not None:
+        pooled = {role: estimate(challenge[role], (iv.get("challenge") or {}).get(role)) for role in ROLES}
+    parts = {}
+    for part in ("hard", "easy"):
+        he = card.get("hard_easy") or {}
+        if he.get("base") and he["base"].get(f"n_{part}"):
+            parts[part] = {role: estimate(he[role][part], ((iv.get("hard_easy") or {}).get(role) or {}).get(part))
+                           for role in ROLES}
+        else:
+            parts[part] = None
+    bias = card.get("bias") or {}
+    f_bias = None
+    if bias.get("f_bias") is not None:
+        f_bias = {**estimate(bias["f_bias"], iv.get("f_bias")), "meaningful": bool(bias.get("meaningful", True))}
+    params = card["params"]
+    return {"metric": metric, "dev": dev, "challenge": pooled, "challenge_sets": list(challenge.get("sets") or []),
+            **parts, "f_bias": f_bias,
+            "params": {"base": params["base"]["total"], "compressed": params["compressed"]["total"],
+                       "ratio": params["ratio"], "nonzero_ratio": params["nonzero_ratio"]},
+            "speedup": speedup(card), "warnings": list(card.get("warnings") or [])}
+
+
+def speedup(card: dict) -> dict:
+    """The measured throughput speedup with its interval; ``measurable`` False when the interval
+    includes 1; ``meaningful`` False when the method removed no weights (``card.speed.meaningful``)."""
+    speed = card["speed"]
+    interval = ((speed.get("timing") or {}).get("throughput") or {}).get("speedup") or {}
+    value = speed["throughput_per_s"]["speedup"]
+    return {"value": interval.get("speedup", value), "low": interval.get("low"), "high": interval.get("high"),
+            "measurable": interval.get("measurable", True), "meaningful": bool(speed.get("meaningful", True)),
+            "what": "generation throughput" if speed.get("mode") == "generate" else "throughput"}
+
+
+def delta_points(entry: dict | None, scale: float = 100.0) -> float | None:
+    """Compressed − base in points (percentage points of a fraction; ``scale`` 1 for % metrics)."""
+    if not entry or entry["base"]["value"] is None or entry["compressed"]["value"] is None:
+        return None
+    return scale * (entry["compressed"]["value"] - entry["base"]["value"])
+
+
+def scale_of(metric: str) -> float:
+    """100 for accuracy (a fraction), 1 for ROUGE / METEOR (already in %)."""
+    return 100.0 if metric == "accuracy" else 1.0
+
+
+def verdict(card: dict, numbers: dict | None = None) -> str:
+    """One short line: ``lost 3.1 points on dev, 9.4 on advglue-sst2 — loses more on the challenge
+    set``. A difference of the two losses within one point is called "about as much"."""
+    n = numbers or headline_numbers(card)
+    scale = scale_of(n["metric"])
+    unit = "points"
+    d_dev = delta_points(n["dev"], scale)
+    if d_dev is None:
+        return f"no {n['metric']} on dev: nothing to compare"
+    text = ("" if n["metric"] == "accuracy" else f"{n['metric']}: ") + _change(d_dev, unit, "on dev")
+    d_ch = delta_points(n["challenge"], scale)
+    if d_ch is not None:
+        name = " + ".join(n["challenge_sets"]) or "the challenge sets"
+        if abs(d_dev) < 0.05 and abs(d_ch) < 0.05:
+            return f"unchanged on dev and on {name}" + _warned(n)
+        same_way = abs(d_dev) >= 0.05 and abs(d_ch) >= 0.05 and (d_ch < 0) == (d_dev < 0)
+        text += ", " + (f"{abs(d_ch):.1f} on {name}" if same_way else _change(d_ch, unit, f"on {name}"))
+        if abs(d_ch - d_dev) <= 1.0:
+            text += " — changes about as much on both"
+        elif d_ch < d_dev:
+            text += " — loses more on the challenge set" if d_ch < 0 else " — gains less on the challenge set"
+        else:
+            text += " — loses less on the challenge set" if d_dev < 0 else " — gains more on the challenge set"
+    return text + _warned(n)
+
+
+def _warned(numbers: dict) -> str:
+    count = len(numbers["warnings"])
+    return f" ({count} warning{'s' if count > 1 else ''}: read them first)" if count else ""
+
+
+def _change(points: float, unit: str, where: str) -> str:
+    """``lost 3.1 points on dev`` / ``gained …`` / ``unchanged on dev`` (below 0.05 points)."""
+    if abs(points) < 0.05:
+        return f"unchanged {where}"
+    return f"{'lost' if points < 0 else 'gained'} {abs(points):.1f} {unit} {where}"

@@ -1,0 +1,91 @@
+"""``forgetless report OUT``: re-render a run's card (``metrics.png``, ``report.md``,
+``report.html``) from its ``report.json`` and ``predictions.jsonl`` without loading any model,
+e.g. after an upgrade of forgetless changed the pages. Everything is read and checked before
+anything is written; the files are written atomically and only inside OUT.
+
+``read_card`` is the one reader of a saved card (also used by ``forgetless compare``).
+"""
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+from ..errors import DataError, OutputFolderError
+from ..outputs import output_lock
+from .card import render_card, validate_card
+from .predictions import read_predictions, recompute_accuracy
+
+MAX_CARD_BYTES = 50_000_000
+
+
+def read_card(folder, flag: str = "OUT") -> dict:
+    """The validated ``report.json`` of a run folder; a missing folder or file, a file that is not
+    JSON or not a card is one ``ForgetlessError`` naming it."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        what = "is a file" if folder.exists() else "does not exist"
+        raise OutputFolderError(f"{flag} {folder}: {what}; give the output folder of a `forgetless compress` run")
+    path = folder / "report.json"
+    if not path.is_file():
+        raise DataError(f"{flag} {folder}: has no report.json; give the output folder of a finished "
+                        "`forgetless compress` run")
+    if path.stat().st_size > MAX_CARD_BYTES:
+        raise DataError(f"{flag} {path}: is {path.stat().st_size:,} bytes, larger than any report card")
+    try:
+        card = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise DataError(f"{flag} {path}: is not readable JSON ({exc})") from exc
+    if not isinstance(card, dict):
+        raise DataError(f"{flag} {path}: is not a report card (a JSON object)")
+    try:
+        validate_card(card)
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise DataError(f"{flag} {path}: is not a valid report card ({exc})") from exc
+    return card
+
+
+def check_predictions(card: dict, folder: Path, flag: str = "OUT") -> None:
+    """``predictions.jsonl`` (when the card names it) exists, parses, and gives back every accuracy
+    of the card (classification); else one ``DataError`` naming the first mismatch."""
+    name = card.get("predictions")
+    if not name:
+        return
+    path = folder / name
+    if "/" in name or not path.is_file():
+        raise DataError(f"{flag} {folder}: report.json names {name}, which is missing")
+    rows = read_predictions(path)
+    if card["kind"]["task"] != "classification":
+        return
+    for set_name, entry in card["sets"].items():
+        for role in ("base", "compressed"):
+            again = recompute_accuracy(rows, set_name, role)
+            expected = entry[role].get("accuracy")
+            if again["n"] != entry[role]["n"] or (expected is not None and again["accuracy"] is not None
+                                                   and not math.isclose(again["accuracy"], expected, abs_tol=1e-9)):
+                raise DataError(f"{flag} {path}: does not match report.json ({set_name} / {role}: "
+                                f"{again['accuracy']} on {again['n']} rows, the card says {expected} on "
+                                f"{entry[role]['n']})")
+
+
+def rerender(folder, flag: str = "OUT") -> dict[str, Path]:
+    """Re-render the pages of the run in ``folder``; returns the written paths. A method plot the
+    card lists but the folder lacks is left out (with a note on stderr): it needs the model."""
+    folder = Path(folder)
+    card = read_card(folder, flag)
+    check_predictions(card, folder, flag)
+    extra = []
+    for name in (card.get("plots") or [])[1:]:
+        if "/" not in name and (folder / name).is_file():
+            extra.append(folder / name)
+        else:
+            print(f"[forgetless] note: {name} is missing in {folder}; the pages go without it", file=sys.stderr)
+    listed = list(card.get("plots") or [])
+    with output_lock(folder, flag):  # a compress still writing into the folder stops this one
+        paths = render_card(card, folder, extra)
+        if card["plots"] != listed:
+            from ..fsutil import atomic_write_json
+
+            atomic_write_json(folder / "report.json", card)
+    return paths

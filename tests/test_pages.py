@@ -1,0 +1,166 @@
+"""The report pages (issue 20): verdict and headline numbers with intervals, the summary panel's
+colours, the Pareto front, `forgetless report` (re-render from report.json + predictions.jsonl,
+no torch), `forgetless compare` (side by side, output rule, refusals) and the sweep's page
+(warnings, meaningless F_bias, levels named by their option, sweep.html, pareto.png)."""
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from forgetless.cli import main
+from forgetless.report.headline import headline_numbers, verdict
+from forgetless.report.pareto import pareto_front
+from forgetless.report.summary import summary_panel
+
+
+def _card(base_dev=0.80, comp_dev=0.769, base_ch=0.60, comp_ch=0.475, meaningful=True, speedup=(1.9, 1.7, 2.1),
+          warnings=()):
+    iv = lambda v: {"accuracy": v, "low": v - 0.05, "high": v + 0.05, "n": 200}  # noqa: E731
+    return {"task": {"metric": "accuracy", "name": "sst2"},
+            "sets": {"dev": {"base": {"accuracy": base_dev, "n": 200}, "compressed": {"accuracy": comp_dev, "n": 200}}},
+            "challenge": {"sets": ["advglue"], "base": base_ch, "compressed": comp_ch},
+            "hard_easy": {"base": None, "compressed": None},
+            "bias": {"f_bias": 1.5, "meaningful": meaningful},
+            "intervals": {"sets": {"dev": {"base": iv(base_dev), "compressed": iv(comp_dev)}},
+                          "challenge": {"base": iv(base_ch), "compressed": iv(comp_ch)},
+                          "f_bias": {"f_bias": 1.5, "low": 1.2, "high": 1.9}},
+            "params": {"base": {"total": 1000}, "compressed": {"total": 500}, "ratio": 0.5, "nonzero_ratio": 0.5},
+            "speed": {"throughput_per_s": {"speedup": speedup[0]}, "meaningful": True, "mode": "forward",
+                      "timing": {"throughput": {"speedup": {"speedup": speedup[0], "low": speedup[1],
+                                                            "high": speedup[2], "measurable": speedup[1] > 1}}}},
+            "warnings": list(warnings)}
+
+
+def test_verdict_line_hand_computed():
+    assert verdict(_card()) == "lost 3.1 points on dev, 12.5 on advglue — loses more on the challenge set"
+    assert verdict(_card(comp_ch=0.62, warnings=["w"])) == \
+        "lost 3.1 points on dev, gained 2.0 points on advglue — loses less on the challenge set (1 warning: read them first)"
+    assert verdict(_card(comp_dev=0.78, comp_ch=0.585)) == \
+        "lost 2.0 points on dev, 1.5 on advglue — changes about as much on both"
+    assert verdict(_card(comp_dev=0.80, comp_ch=0.60)) == "unchanged on dev and on advglue"
+    n = headline_numbers(_card())
+    assert n["dev"]["compressed"] == {"value": 0.769, "low": pytest.approx(0.719), "high": pytest.approx(0.819)}
+    assert n["f_bias"] == {"value": 1.5, "low": 1.2, "high": 1.9, "meaningful": True}
+    assert n["speedup"]["measurable"] and n["params"]["ratio"] == 0.5
+
+
+def test_summary_panel_colours_deltas_and_greys_what_cannot_be_trusted():
+    page = summary_panel(_card())
+    assert '<div class="tile bad"><div class="label">dev accuracy</div><div class="value">-3.1 pts</div>' in page
+    assert '<div class="tile bad"><div class="label">challenge: advglue</div><div class="value">-12.5 pts</div>' in page
+    assert "base 80.0 [75.0, 85.0]% → 76.9 [71.9, 81.9]%" in page
+    assert '<div class="tile bad"><div class="label">F_bias (relative bias)</div><div class="value">1.50</div>' in page
+    assert '<div class="tile good"><div class="label">size</div><div class="value">0.50×</div>' in page
+    assert '<div class="tile good"><div class="label">speedup (throughput)</div><div class="value">1.90×</div>' in page
+    grey = summary_panel(_card(meaningful=False, speedup=(1.1, 0.8, 1.5), warnings=["base <at> chance"]))
+    assert '<div class="tile neutral"><div class="label">F_bias (relative bias)</div>' in grey and "not meaningful" in grey
+    assert '<div class="tile neutral"><div class="label">speedup (throughput)</div>' in grey and "includes 1" in grey
+    assert '<ul class="warnings" title="warnings"><li>base &lt;at&gt; chance</li></ul>' in grey  # escaped
+
+
+def test_pareto_front_indices():
+    points = [(1.0, 0.80), (0.5, 0.78), (0.5, 0.70), (0.3, 0.60), (0.8, 0.60)]
+    assert pareto_front(points, fewer_is_better=True) == [3, 1, 0]   # (0.8, 0.60) and (0.5, 0.70) are beaten
+    assert pareto_front(points, fewer_is_better=False) == [0]        # more x is better: (1.0, 0.80) beats all
+
+
+def _one_line_exit_2(capsys, argv, culprit):
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("forgetless: error: ") and culprit in err[0], err
+    return err[0]
+
+
+def test_report_rerenders_from_the_card_alone_in_a_fresh_process(two_runs, tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(two_runs[0], run, ignore=shutil.ignore_patterns("model", "work"))
+    card_bytes = (run / "report.json").read_bytes()
+    for name in ("report.md", "report.html", "metrics.png"):
+        (run / name).unlink()
+    code = "import sys; from forgetless.cli import main; rc = main(['report', sys.argv[1]]); " \
+           "assert 'torch' not in sys.modules and 'transformers' not in sys.modules; sys.exit(rc)"
+    done = subprocess.run([sys.executable, "-c", code, str(run)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert (run / "report.json").read_bytes() == card_bytes  # the card is read, not rewritten
+    page = (run / "report.html").read_text()
+    assert page.index('<section class="summary">') < page.index("<h2>Accuracy")
+    assert page.count('src="data:image/png;base64,') == 2  # metrics.png and the method's heads plot
+    text = (run / "report.md").read_text()
+    assert text.index("**Verdict:**") < text.index("## Accuracy") < text.index("![metrics.png]") < text.index("## Size")
+
+
+def test_report_bad_inputs_are_one_line_exit_2_and_write_nothing(two_runs, tmp_path, capsys):
+    _one_line_exit_2(capsys, ["report", str(tmp_path / "nope")], f"OUT {tmp_path / 'nope'}: does not exist")
+    _one_line_exit_2(capsys, ["report", str(tmp_path)], "has no report.json")
+    run = tmp_path / "run"
+    shutil.copytree(two_runs[1], run, ignore=shutil.ignore_patterns("model", "work"))
+    before = {p.name: p.stat().st_mtime_ns for p in run.iterdir()}
+    rows = (run / "predictions.jsonl").read_text().splitlines()
+    row = json.loads(rows[0])
+    row["predicted"] = "entailment" if row["predicted"] != "entailment" else "non-entailment"
+    (run / "predictions.jsonl").write_text("\n".join([json.dumps(row)] + rows[1:]) + "\n")
+    _one_line_exit_2(capsys, ["report", str(run)], "predictions.jsonl: does not match report.json (dev / base:")
+    (run / "predictions.jsonl").unlink()
+    _one_line_exit_2(capsys, ["report", str(run)], "report.json names predictions.jsonl, which is missing")
+    card = json.loads((run / "report.json").read_text())
+    (run / "report.json").write_text(json.dumps({**card, "schema": "other"}))
+    _one_line_exit_2(capsys, ["report", str(run)], "report.json: is not a valid report card (report card: missing")
+    (run / "report.json").write_text("{not json")
+    _one_line_exit_2(capsys, ["report", str(run)], "report.json: is not readable JSON")
+    after = {p.name: p.stat().st_mtime_ns for p in run.iterdir() if p.name not in ("report.json",)}
+    assert {k: v for k, v in before.items() if k in after and k != "predictions.jsonl"} == \
+        {k: v for k, v in after.items() if k != "predictions.jsonl"}  # nothing re-rendered
+
+
+def test_compare_two_runs_side_by_side_and_the_output_rule(two_runs, tmp_path, capsys):
+    heads, truncate = map(str, two_runs)
+    out = tmp_path / "cmp"
+    assert main(["compare", heads, truncate, "--out", str(out)]) == 0
+    text = (out / "compare.md").read_text()
+    cards = [json.loads((run / "report.json").read_text()) for run in two_runs]
+    row = next(line for line in text.splitlines() if line.startswith("| heads | heads | scoring_examples=16, prune_count=2"))
+    dev = cards[0]["intervals"]["sets"]["dev"]["compressed"]
+    assert f"{100 * dev['accuracy']:.1f} [{100 * dev['low']:.1f}, {100 * dev['high']:.1f}]" in row
+    assert f"{cards[0]['params']['ratio']:.2f}×" in row
+    assert ("not meaningful" in row) == (not cards[0]["bias"]["meaningful"])
+    assert "| truncate | truncate | layers=1 |" in text and "| heads, truncate | " in text  # one shared base row
+    assert "| dev | 16 |" in text and "| challenge | 16 |" in text and "## ⚠ Warnings" in text
+    page = (out / "compare.html").read_text()
+    assert page.count('src="data:image/png;base64,') == 1 and (out / "pareto.png").stat().st_size > 5000
+    _one_line_exit_2(capsys, ["compare", heads, truncate, "--out", str(out)], "pass --overwrite to replace it")
+    assert main(["compare", heads, truncate, "--out", str(out), "--overwrite"]) == 0
+    _one_line_exit_2(capsys, ["compare", heads, truncate, "--out", heads], f"--out {heads}: is an input")
+    _one_line_exit_2(capsys, ["compare", heads, truncate, "--out", str(two_runs[0].parent)], "contains an input")
+    _one_line_exit_2(capsys, ["compare", heads, "--out", str(tmp_path / "x")], "give two or more run folders")
+    other = tmp_path / "other"
+    shutil.copytree(two_runs[1], other, ignore=shutil.ignore_patterns("model", "work"))
+    card = json.loads((other / "report.json").read_text())
+    card["task"]["name"] = "rte"
+    (other / "report.json").write_text(json.dumps(card))
+    _one_line_exit_2(capsys, ["compare", heads, str(other), "--out", str(tmp_path / "y")],
+                     "compare: heads (task synthetic) and other (task rte) share no evaluation set")
+    assert not (tmp_path / "y").exists()
+
+
+def test_sweep_page_carries_warnings_and_names_the_level(two_runs, tmp_path):
+    from forgetless.sweep.table import _record, _summary, write_sweep
+
+    cards = [json.loads((run / "report.json").read_text()) for run in two_runs]
+    cards[1]["method"]["config"]["ratio"], cards[1]["seed"] = 0.4, 1  # a second level of the heads option
+    records = [_record(cards[0], "ratio"), _record({**cards[1], "method": cards[0]["method"]}, "ratio")]
+    records[1]["level"] = 0.4
+    setup = {"method": "heads", "method_options": {}, "level_option": "ratio", "student_init": "teacher",
+             "seeds": [0, 1], "train": {"epochs": 1}, "teacher_train": {"epochs": 1}}
+    summary = _summary(records, {"name": "synthetic", "protocol": "p", "train": 64, "sets": {}}, setup, {}, None)
+    write_sweep(summary, tmp_path)
+    text = (tmp_path / "sweep.md").read_text()
+    assert "| objective | ratio | size | speedup |" in text and "| ce | 0.2 |" in text
+    meaningless = not cards[0]["bias"]["meaningful"]
+    assert ("(not meaningful)" in text) == meaningless
+    assert "## ⚠ Warnings of the runs" in text and f"— ce ratio=0.2 seed 0, ce ratio=0.4 seed 1" in text
+    assert summary["plots"][0] == "accuracy_vs_ratio.png" and summary["plots"][-1] == "pareto.png"
+    page = (tmp_path / "sweep.html").read_text()
+    assert page.count('src="data:image/png;base64,') == len(summary["plots"])
