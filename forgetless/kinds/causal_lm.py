@@ -11,6 +11,7 @@ with defaults scaled to LLM sizes (``evaluate/speed.llm_speed_config``) and the 
 """
 from __future__ import annotations
 
+import os
 import statistics
 from dataclasses import asdict
 
@@ -85,7 +86,8 @@ class CausalLMKind:
         """Prefill: one forward over ``seq_len`` tokens (latency at batch ``latency_batch``,
         throughput at ``batch_size``); decode: ``generate`` of ``new_tokens`` greedy tokens with a KV
         cache after that prefill: per-token time = (generate − prefill) / (new_tokens − 1), since
-        the first new token comes from the prefill itself. Defaults scaled to LLMs."""
+        the first new token comes from the prefill itself; None (not measurable) where timing noise
+        makes that difference ≤ 0, with a note. Defaults scaled to LLMs."""
         config = llm_speed_config(config)
         prefill = compare_speed(base, compressed, config, generate=False)
         decode = compare_speed(base, compressed, config, generate=True)
@@ -96,8 +98,11 @@ class CausalLMKind:
             ms = {role: 1e3 * (statistics.median(decode["times_s"][part][role])
                                - statistics.median(prefill["times_s"][part][role])) / steps
                   for role in ("base", "compressed")}
-            ms["speedup"] = ms["base"] / ms["compressed"] if ms["compressed"] > 0 else None
-            per_token[part] = {"batch": batch, **ms}
+            per_token[part] = {"batch": batch, **{role: v if v > 0 else None for role, v in ms.items()}}
+            per_token[part]["speedup"] = (ms["base"] / ms["compressed"] if min(ms.values()) > 0 else None)
+            if min(ms.values()) <= 0:
+                per_token[part]["note"] = ("not measurable: generating took no longer than the prefill alone "
+                                           f"(timing noise; load average {os.getloadavg()[0]:.1f})")
         times = {f"prefill {k}": v for k, v in prefill["times_s"].items()}
         times.update({f"generate {k}": v for k, v in decode["times_s"].items()})
         return {**prefill, "config": asdict(config), "mode": "prefill+decode", "times_s": times,
