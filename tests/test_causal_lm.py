@@ -48,6 +48,74 @@ def test_cli_tiny_llama_heads_block_influence_and_causal_lm(tmp_path, capsys):
     card = json.loads((tmp_path / "lm" / "report.json").read_text())
     validate_card(card)
     assert card["kind"] == {"task": "classification", "model": "causal-lm"} and card["speed"]["mode"] == "prefill+decode"
-    assert card["language_model"]["compressed"]["perplexity"] > 1 and card["speed"]["decode_ms_per_token"]["base"] > 0
-    code = main(["compress", "--method", "heads", "--model-kind", "causal-lm", "--out", str(tmp_path / "x"), *common])
+    decode = card["speed"]["decode_ms_per_token"]
+    assert card["language_model"]["compressed"]["perplexity"] > 1
+    assert (decode["base"] > 0 and decode["speedup"] > 0) or (decode["base"] is None or decode["compressed"] is None) \
+        and "not measurable" in decode["note"]  # under heavy load generate − prefill can be ≤ 0
+    assert main(["compress", "--method", "heads", "--ratio", "0.5", "--scoring-examples", "8", "--recovery", "none",
+                 "--model-kind", "causal-lm", "--perplexity-file", str(text), "--out", str(tmp_path / "lm-heads"),
+                 *common]) == 0  # key/value groups scored by the label word's loss after the prompt
+    card = json.loads((tmp_path / "lm-heads" / "report.json").read_text())
+    validate_card(card)
+    assert card["kind"]["model"] == "causal-lm" and card["params"]["compressed"]["layers"] < card["params"]["base"]["layers"]
+    code = main(["compress", "--method", "rahp", "--model-kind", "causal-lm", "--out", str(tmp_path / "x"), *common])
     assert code == 2 and "does not apply to a causal-lm model" in capsys.readouterr().err
+
+
+def test_causal_rows_keep_the_end_of_a_long_prompt(minilm_tokenizer):
+    prompt = " ".join(f"w{i}" for i in range(60)) + " Answer:"
+    ids = minilm_tokenizer(prompt, add_special_tokens=False)["input_ids"]
+    row = encode_causal_pairs(PairSet("train", [prompt], [[" yes"]]), minilm_tokenizer, max_source=8)[0]
+    assert row["input_ids"][:8] == ids[-8:] and row["labels"][:8] == [IGNORE_INDEX] * 8
+
+
+def test_michel_importance_of_a_causal_lm_is_the_label_word_loss_gradient(minilm_tokenizer):
+    """|∂L/∂ξ| of a key/value group (L: the label word's cross-entropy after the prompt, position t
+    predicting token t + 1) equals the gradient of an independent scalar ξ that scales the group's
+    columns of the o_proj input, per example, averaged. (Llama's RMSNorm computes in float32, so a
+    finite difference in float64 is noisy at 1e-3; autograd through a plain hook is exact.)"""
+    from forgetless.methods.rahp.model_scoring import head_layout, michel_importance
+    from forgetless.training.encode import collate
+
+    model, tok = load_causal_lm("tiny-llama", tokenizer=minilm_tokenizer)
+    model = model.double().eval()
+    pairs = PairSet("train", ["the doctor saw the lawyer . Answer:", "a judge helped . Answer:"], [[" yes"], [" no"]])
+    rows = encode_causal_pairs(pairs, tok)
+    flat = [key + (h,) for key, h in head_layout(model).entries()]
+    importance = michel_importance(model, [collate(rows)])
+    attn = model.model.layers[1].self_attn
+    width = attn.o_proj.weight.shape[1] // attn.config.num_key_value_heads  # one key/value group's columns
+
+    def gate_gradient(row) -> float:
+        xi = torch.ones((), dtype=torch.float64, requires_grad=True)
+        hook = attn.o_proj.register_forward_pre_hook(
+            lambda mod, args: (torch.cat([args[0][..., :width] * xi, args[0][..., width:]], dim=-1),))
+        batch = collate([row])
+        logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
+        hook.remove()
+        loss = torch.nn.functional.cross_entropy(logits[0, :-1], batch["labels"][0, 1:], ignore_index=IGNORE_INDEX,
+                                                 reduction="sum")
+        return torch.autograd.grad(loss, xi)[0].item()
+
+    expected = sum(abs(gate_gradient(r)) for r in rows) / len(rows)
+    index = flat.index(("decoder", 1, "self", 0))
+    assert expected > 1e-4 and math.isclose(importance[index].item(), expected, rel_tol=1e-5)
+
+
+def test_decode_time_not_separable_from_prefill_is_not_measurable(monkeypatch):
+    """generate − prefill ≤ 0 (timing noise) gives None and a note, never a negative time per token."""
+    from forgetless.kinds import causal_lm
+    from forgetless.metrics.speed import SpeedConfig
+    from forgetless.report.markdown import _decode_row
+
+    def fake(base, compressed, config, generate):
+        t = {"base": [0.010], "compressed": [0.030 if generate else 0.040]}  # compressed: generate < prefill
+        return {"times_s": {"latency": dict(t), "throughput": dict(t)}, "latency_ms": {}, "throughput_per_s": {}}
+
+    monkeypatch.setattr(causal_lm, "compare_speed", fake)
+    monkeypatch.setattr(causal_lm, "flop_limit", lambda *a: {"ratio": None})
+    result = causal_lm.CausalLMKind().speed(None, None, SpeedConfig(new_tokens=5))
+    d = result["decode_ms_per_token"]
+    assert d["compressed"] is None and d["speedup"] is None and "not measurable" in d["note"]
+    assert d["base"] is None  # base: generate == prefill, 0 ms per token is not a time either
+    assert "not measurable" in _decode_row("batch 1 (ms per token)", d)

@@ -11,6 +11,7 @@ with defaults scaled to LLM sizes (``evaluate/speed.llm_speed_config``) and the 
 """
 from __future__ import annotations
 
+import os
 import statistics
 from dataclasses import asdict
 
@@ -21,6 +22,7 @@ from ..metrics.accuracy import pooled_task_accuracy, set_metrics
 from ..metrics.perplexity import perplexity, read_texts
 from ..metrics.speed import SpeedConfig, compare_speed, flop_limit, llm_speed_config
 from ..models.causal import load_causal_lm
+from ..training.encode import encode_causal_pairs
 from .in_memory import adopt, is_in_memory
 
 
@@ -47,6 +49,13 @@ class CausalLMKind:
                               "generation tasks need an encoder-decoder")
         texts, words = training_prompts(task, task.train, tokenizer or task.tokenizer)
         return PairSet(task.train.name, texts, [[w] for w in words], task.train.source)
+
+    def scoring_rows(self, tokenizer, task: Task, examples, max_length: int) -> list[dict]:
+        """Prompt + gold label word per example, the loss on the label word's tokens only (as in
+        training): the label loss of a gradient-based score (Michel et al. head importance)."""
+        texts, words = training_prompts(task, examples, tokenizer)
+        return encode_causal_pairs(PairSet(examples.name, texts, [[w] for w in words], examples.source), tokenizer,
+                                   max_length)
 
     def probe_inputs(self, tokenizer, task: Task, n: int, max_length: int) -> dict:
         texts, _ = training_prompts(task, task.train.subset(range(min(n, len(task.train)))), tokenizer)
@@ -77,7 +86,8 @@ class CausalLMKind:
         """Prefill: one forward over ``seq_len`` tokens (latency at batch ``latency_batch``,
         throughput at ``batch_size``); decode: ``generate`` of ``new_tokens`` greedy tokens with a KV
         cache after that prefill: per-token time = (generate − prefill) / (new_tokens − 1), since
-        the first new token comes from the prefill itself. Defaults scaled to LLMs."""
+        the first new token comes from the prefill itself; None (not measurable) where timing noise
+        makes that difference ≤ 0, with a note. Defaults scaled to LLMs."""
         config = llm_speed_config(config)
         prefill = compare_speed(base, compressed, config, generate=False)
         decode = compare_speed(base, compressed, config, generate=True)
@@ -88,8 +98,11 @@ class CausalLMKind:
             ms = {role: 1e3 * (statistics.median(decode["times_s"][part][role])
                                - statistics.median(prefill["times_s"][part][role])) / steps
                   for role in ("base", "compressed")}
-            ms["speedup"] = ms["base"] / ms["compressed"] if ms["compressed"] > 0 else None
-            per_token[part] = {"batch": batch, **ms}
+            per_token[part] = {"batch": batch, **{role: v if v > 0 else None for role, v in ms.items()}}
+            per_token[part]["speedup"] = (ms["base"] / ms["compressed"] if min(ms.values()) > 0 else None)
+            if min(ms.values()) <= 0:
+                per_token[part]["note"] = ("not measurable: generating took no longer than the prefill alone "
+                                           f"(timing noise; load average {os.getloadavg()[0]:.1f})")
         times = {f"prefill {k}": v for k, v in prefill["times_s"].items()}
         times.update({f"generate {k}": v for k, v in decode["times_s"].items()})
         return {**prefill, "config": asdict(config), "mode": "prefill+decode", "times_s": times,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..metrics.accuracy import evaluate_task
 from ..metrics.speed import SpeedConfig, compare_speed
+from ..training.encode import encode
 from ..models.loading import load_classifier
 from .in_memory import adopt, is_in_memory
 
@@ -21,6 +22,10 @@ class ClassifierKind:
 
     def training_set(self, task, tokenizer=None):
         return task.train
+
+    def scoring_rows(self, tokenizer, task, examples, max_length: int) -> list[dict]:
+        """Encoded ``examples`` whose ``labels`` are the classes (a gradient-based score's loss)."""
+        return encode(examples, tokenizer, max_length)
 
     def probe_inputs(self, tokenizer, task, n: int, max_length: int) -> dict:
         train = task.train

@@ -235,6 +235,13 @@ def _size(card: dict) -> list[str]:
             f"| on disk | {mb(b.get('disk_bytes'))} | {mb(c.get('disk_bytes'))} | |"]
 
 
+def _decode_row(what: str, d: dict) -> str:
+    """A decode row: per-token times, or "not measurable" (``kinds/causal_lm.speed`` sets None)."""
+    if d["speedup"] is None:
+        return f"| decode with KV cache, {what} | – | – | {d.get('note', 'not measurable')} |"
+    return f"| decode with KV cache, {what} | {d['base']:.2f} | {d['compressed']:.2f} | {d['speedup']:.2f}× |"
+
+
 def _speed(card: dict) -> list[str]:
     s = card["speed"]
     cfg = s["config"]
@@ -245,12 +252,10 @@ def _speed(card: dict) -> list[str]:
              f"{s['latency_ms']['compressed']:.1f} | {s['latency_ms']['speedup']:.2f}× |",
              f"| throughput, batch {cfg['batch_size']} ({unit}/s) | {s['throughput_per_s']['base']:.1f} | "
              f"{s['throughput_per_s']['compressed']:.1f} | {s['throughput_per_s']['speedup']:.2f}× |",
-             *([f"| decode with KV cache, batch {cfg['latency_batch']} (ms per token) | "
-                f"{s['decode_ms_per_token']['base']:.2f} | {s['decode_ms_per_token']['compressed']:.2f} | "
-                f"{s['decode_ms_per_token']['speedup'] or 0:.2f}× |"] if s.get("decode_ms_per_token") else []),
-             *([f"| decode with KV cache, batch {cfg['batch_size']} (ms per step) | "
-                f"{s['decode_ms_per_token_batch']['base']:.2f} | {s['decode_ms_per_token_batch']['compressed']:.2f} | "
-                f"{s['decode_ms_per_token_batch']['speedup'] or 0:.2f}× |"] if s.get("decode_ms_per_token_batch") else []),
+             *([_decode_row(f"batch {cfg['latency_batch']} (ms per token)", s["decode_ms_per_token"])]
+               if s.get("decode_ms_per_token") else []),
+             *([_decode_row(f"batch {cfg['batch_size']} (ms per step)", s["decode_ms_per_token_batch"])]
+               if s.get("decode_ms_per_token_batch") else []),
              *([f"| FLOP limit (base / compressed FLOPs of a prefill) | | | "
                 + (f"{s['flop_limit']['ratio']:.2f}× |" if s["flop_limit"].get("ratio") else
                    f"– ({s['flop_limit'].get('why', 'not counted')}) |")] if s.get("flop_limit") else []),

@@ -63,8 +63,10 @@ def encode_pairs(pairs: PairSet, tokenizer, eos_token_id: int, max_source: int =
 def encode_causal_pairs(pairs: PairSet, tokenizer, max_source: int = 128, max_target: int = 32,
                         extras: dict[str, list] | None = None) -> list[dict[str, Any]]:
     """Rows for a decoder-only LM: ``input_ids`` = prompt + target tokens, ``labels`` = the target
-    tokens at their positions and ``IGNORE_INDEX`` over the prompt (the model shifts labels)."""
-    src = tokenizer(pairs.sources, add_special_tokens=False, truncation=True, max_length=max_source)["input_ids"]
+    tokens at their positions and ``IGNORE_INDEX`` over the prompt (the model shifts labels). A long
+    prompt keeps its last ``max_source`` tokens, as zero-shot scoring cuts it: the instruction's
+    end and the answer cue stay next to the target."""
+    src = [ids[-max_source:] for ids in tokenizer(pairs.sources, add_special_tokens=False)["input_ids"]]
     tgt = tokenizer(pairs.targets, add_special_tokens=False, truncation=True, max_length=max_target)["input_ids"]
     rows = [{"input_ids": s + t, "attention_mask": [1] * (len(s) + len(t)), "labels": [IGNORE_INDEX] * len(s) + t,
              "index": i} for i, (s, t) in enumerate(zip(src, tgt))]

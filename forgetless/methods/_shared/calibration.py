@@ -27,11 +27,13 @@ def scoring_subset(examples: ExampleSet, size: int, seed: int) -> ExampleSet:
     return examples.subset(sorted(chosen.tolist()), f"{examples.name}-scoring")
 
 
-def scoring_batches(tokenizer, examples: ExampleSet, batch_size: int, max_length: int) -> list[dict]:
-    """Length-sorted, padded batches of ``examples`` (labels included)."""
+def scoring_batches(tokenizer, examples: ExampleSet, batch_size: int, max_length: int,
+                    rows: list[dict] | None = None) -> list[dict]:
+    """Length-sorted, padded batches of ``examples`` (labels included), or of ``rows`` already
+    encoded by the model kind (``kind.scoring_rows``: a causal LM's prompt + label word)."""
     if batch_size < 1:
         raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
-    rows = encode(examples, tokenizer, max_length)
+    rows = encode(examples, tokenizer, max_length) if rows is None else list(rows)
     rows.sort(key=lambda r: len(r["input_ids"]))
     pad = tokenizer.pad_token_id or 0
     return [collate(rows[i:i + batch_size], pad) for i in range(0, len(rows), batch_size)]

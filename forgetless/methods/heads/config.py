@@ -3,6 +3,7 @@ Better than One?"; as used in Du et al. 2023, §3.1). Standard library only."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from ...errors import OptionError
 from ...options import option
@@ -13,6 +14,10 @@ from .._shared.head_config import HeadPruningConfig
 @METHODS.register("heads", implementation=".method:MichelHeadPruning")
 @dataclass
 class HeadsConfig(HeadPruningConfig):
+    """Scores need only a label loss: a classifier's class or, for a causal LM, the label word after
+    the task's prompt (grouped-query attention: the unit is a key/value group)."""
+
+    model_kinds: ClassVar[tuple[str, ...]] = ("classifier", "causal-lm")
     prune_count: int = option(0, help="exact number of heads to prune (overrides --ratio when > 0)", low=0)
     iterations: int = option(1, help="1: one-shot; n: n equal steps, re-scoring between steps", low=1)
     layer_norm: bool = option(True, help="Michel et al.'s per-layer l2 normalisation of importance")

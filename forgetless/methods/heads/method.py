@@ -25,9 +25,10 @@ from ..rahp.scores import count_from_ratio, layout_from_json, layout_json, norma
 
 
 def michel_scores(model: nn.Module, tokenizer, examples: ExampleSet, batch_size: int = 32,
-                  max_length: int = 64, per_layer_norm: bool = True) -> dict:
-    """Michel et al. importance per head (optionally ℓ2-normalised per layer), timed."""
-    batches = scoring_batches(tokenizer, examples, batch_size, max_length)
+                  max_length: int = 64, per_layer_norm: bool = True, rows: list[dict] | None = None) -> dict:
+    """Michel et al. importance per head (optionally ℓ2-normalised per layer), timed; ``rows``: the
+    examples as the model kind encodes them for a label loss (default: classifier rows)."""
+    batches = scoring_batches(tokenizer, examples, batch_size, max_length, rows)
     layout = head_layout(model)
     start = time.perf_counter()
     raw = michel_importance(model, batches)
@@ -46,6 +47,7 @@ class MichelHeadPruning(HeadPruningMethod):
         if target > total:
             raise ConfigError(f"prune_count {target} exceeds the model's {total} heads")
         examples = self.scoring_set(ctx)
+        rows = ctx.kind.scoring_rows(ctx.tokenizer, ctx.task, examples, cfg.scoring_length) if ctx.kind else None
         steps, pruned, seconds = [], [], 0.0
         for step in range(1, cfg.iterations + 1):
             goal = round(target * step / cfg.iterations)
@@ -54,7 +56,7 @@ class MichelHeadPruning(HeadPruningMethod):
                 continue
             start = time.perf_counter()
             scores = michel_scores(model, ctx.tokenizer, examples, cfg.scoring_batch, cfg.scoring_length,
-                                   cfg.layer_norm)
+                                   cfg.layer_norm, rows)
             seconds += time.perf_counter() - start
             layout = layout_from_json(scores["layout"])
             mask = select_lowest(torch.tensor(scores["importance"]), k)

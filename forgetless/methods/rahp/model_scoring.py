@@ -22,7 +22,7 @@ from ...errors import ConfigError, UnsupportedModelError
 from ...models.adapters import get_adapter
 from ...models.gates import HookSet
 from ...progress import bar
-from ...training.encode import TOKEN_KEYS
+from ...training.encode import IGNORE_INDEX, TOKEN_KEYS
 from .scores import HeadLayout, head_sq_norms, margin, per_example_norm, robustness_ratio
 
 
@@ -145,9 +145,20 @@ def delta_c_scores(model: nn.Module, batches: list[dict], eps: float = 1e-8,
     return (total / max(count, 1)).float(), torch.cat(baseline)
 
 
+def summed_label_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Σ over the batch of each example's cross-entropy of its gold label: the class (a classifier's
+    ``(B, C)`` logits) or the label word's tokens after the prompt (a causal LM's ``(B, T, V)``
+    logits, ``labels`` ``IGNORE_INDEX`` elsewhere; position t predicts token t + 1)."""
+    if labels.dim() == 1:
+        return nn.functional.cross_entropy(logits, labels, reduction="sum")
+    return nn.functional.cross_entropy(logits[:, :-1].flatten(0, 1), labels[:, 1:].flatten(),
+                                       ignore_index=IGNORE_INDEX, reduction="sum")
+
+
 def michel_importance(model: nn.Module, batches: list[dict]) -> torch.Tensor:
-    """Michel et al. (2019) head importance ``E_x |∂L(x)/∂ξ_h|`` (cross-entropy L), exact per
-    example through per-example gates; weights frozen (only gate gradients are needed)."""
+    """Michel et al. (2019) head importance ``E_x |∂L(x)/∂ξ_h|`` (L the cross-entropy of the gold
+    label, ``summed_label_loss``), exact per example through per-example gates; weights frozen (only
+    gate gradients are needed)."""
     gates = ExampleHeadGates(model)
     total = torch.zeros(gates.layout.total, dtype=torch.float64)
     count = 0
@@ -159,7 +170,7 @@ def michel_importance(model: nn.Module, batches: list[dict]) -> torch.Tensor:
                 b = inputs["input_ids"].shape[0]
                 gates.values = torch.ones(b, gates.layout.total, device=device, requires_grad=True)
                 logits = model(**inputs).logits.float()
-                loss = nn.functional.cross_entropy(logits, batch["labels"].to(device), reduction="sum")
+                loss = summed_label_loss(logits, batch["labels"].to(device))
                 (grad,) = torch.autograd.grad(loss, gates.values)
                 total += grad.abs().sum(dim=0).double().cpu()
                 count += b
