@@ -3,7 +3,9 @@
 The base is ``--model smollm2`` as it is (the Q4_1 GGUF dequantized to fp32; no fine-tuning). Each
 variant compresses it without recovery training (``--recovery none``): ShortGPT Block Influence
 removal of 3 / 6 / 9 of the 30 layers (Men et al. 2024; calibration on the task's training split),
-magnitude pruning to 50% unstructured sparsity in one shot, int8 dynamic quantization and bf16.
+magnitude pruning to 50% unstructured sparsity in one shot, int8 dynamic quantization and bf16,
+Wanda and SparseGPT at 50% unstructured and 2:4, 50% of the key/value groups removed by Michel
+importance of the label word's loss (``heads``) and GPTQ 4-bit with groups of 128.
 Every model is scored zero-shot (``metrics/zero_shot.py``: chat template, the task's prompt,
 content-free calibration) on sst2 → AdvGLUE-sst2, mnli-small → HANS (hard / easy from the MNLI
 hardness file) and qqp → PAWS-QQP + PAWS-Wiki + AdvGLUE-qqp: accuracy with 95% bootstrap intervals,
@@ -20,12 +22,14 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import os
 import time
 from pathlib import Path
 
 from forgetless.data.tasks import load_task
 from forgetless.config import EvalConfig
 from forgetless.metrics.perplexity import default_perplexity_file, perplexity, read_texts
+from forgetless.metrics.size import parameter_counts
 from forgetless.metrics.speed import SpeedConfig
 from forgetless.fsutil import atomic_write_json, atomic_write_text
 from forgetless.kinds import KINDS
@@ -42,6 +46,12 @@ VARIANTS = {
     "magnitude-50": ("magnitude", {"sparsity": 0.5, "recovery": "none"}),
     "int8": ("quantize", {"dtype": "int8"}),
     "bf16": ("quantize", {"dtype": "bf16"}),
+    "wanda-50": ("wanda", {"sparsity": 0.5}),
+    "sparsegpt-50": ("sparsegpt", {"sparsity": 0.5}),
+    "wanda-2:4": ("wanda", {"sparsity": 0.5, "pattern": "2:4"}),
+    "sparsegpt-2:4": ("sparsegpt", {"sparsity": 0.5, "pattern": "2:4"}),
+    "heads-kv-50": ("heads", {"ratio": 0.5, "recovery": "none", "scoring_examples": 64}),
+    "gptq-w4g128": ("gptq", {"bits": 4, "group_size": 128}),
 }
 TASKS = ("sst2", "mnli-small", "qqp")
 
@@ -67,6 +77,14 @@ def compare(task, base: dict, compressed: dict, seed: int) -> dict:
             "bias": bias_section(results), "intervals": intervals,
             "hard_easy": {role: {k: results[role]["sets"]["dev"][k]["accuracy"] for k in ("hard", "easy")}
                           for role in results} if "hard" in base["sets"]["dev"] else None}
+
+
+def base_perplexity(model, tokenizer, texts, args) -> float:
+    """The base's perplexity, computed once per ``--out`` (it does not change between variants)."""
+    path = Path(args.out) / f"base-perplexity-{len(texts)}.json"
+    if not path.exists():
+        atomic_write_json(path, {"perplexity": perplexity(model, tokenizer, texts, args.max_length, 8)["perplexity"]})
+    return json.loads(path.read_text())["perplexity"]
 
 
 def run(args) -> None:
@@ -98,10 +116,16 @@ def run(args) -> None:
                 speed = kind.speed(base_model, model, SpeedConfig(repeats=args.repeats))
                 result["speed"] = {k: speed[k] for k in ("config", "latency_ms", "throughput_per_s", "decode_ms_per_token",
                                                          "decode_ms_per_token_batch", "flop_limit")}
-                result["perplexity"] = {role: perplexity(m, tokenizer, texts, args.max_length, 8)["perplexity"]
-                                        for role, m in (("base", base_model), ("compressed", model))}
+                result["speed"]["load_average"] = os.getloadavg()
+                result["size"] = {role: parameter_counts(m) for role, m in (("base", base_model), ("compressed", model))}
+                result["perplexity"] = {"base": base_perplexity(base_model, tokenizer, texts, args),
+                                        "compressed": perplexity(model, tokenizer, texts, args.max_length, 8)["perplexity"]}
             atomic_write_json(path, result)
     table(args)
+
+
+def _times(ratio) -> str:
+    return "not measurable" if ratio is None else f"{ratio:.2f}×"
 
 
 def _ci(interval) -> str:
@@ -112,8 +136,8 @@ def table(args) -> None:
     out = Path(args.out)
     lines = ["| task | variant | dev % [95% CI] | challenge % [95% CI] | F_bias [95% CI] | hard / easy % |",
              "|---|---|---:|---:|---:|---:|"]
-    speed_lines = ["| variant | params in layers | perplexity (XSum) | prefill speedup (b1) | decode speedup (b1) | "
-                   "FLOP limit |", "|---|---:|---:|---:|---:|---:|"]
+    speed_lines = ["| variant | layer weights kept (non-zero) | perplexity (XSum) | prefill speedup (b1) | decode speedup (b1) | "
+                   "FLOP limit | load avg (1, 5, 15 min) |", "|---|---:|---:|---:|---:|---:|---|"]
     for task_name in args.tasks:
         files = sorted((out / task_name).glob("*.json"), key=lambda p: list(VARIANTS).index(p.stem) if p.stem in VARIANTS else -1)
         for path in files:
@@ -135,9 +159,13 @@ def table(args) -> None:
             if "speed" in r:
                 s = r["speed"]
                 flop = s["flop_limit"].get("ratio")
-                speed_lines.append(f"| {r['variant']} | | {r['perplexity']['base']:.2f} → {r['perplexity']['compressed']:.2f} | "
-                                   f"{s['latency_ms']['speedup']:.2f}× | {s['decode_ms_per_token']['speedup']:.2f}× | "
-                                   + (f"{flop:.2f}×" if flop else "–") + " |")
+                size = r.get("size")
+                kept = (f"{size['compressed']['layers'] / size['base']['layers']:.2f} "
+                        f"({1 - size['compressed']['prunable_sparsity']:.2f})" if size else "")
+                speed_lines.append(f"| {r['variant']} | {kept} | {r['perplexity']['base']:.2f} → {r['perplexity']['compressed']:.2f} | "
+                                   f"{s['latency_ms']['speedup']:.2f}× | {_times(s['decode_ms_per_token']['speedup'])} | "
+                                   + (f"{flop:.2f}×" if flop else "–") + " | "
+                                   + ", ".join(f"{x:.1f}" for x in s.get("load_average", [])) + " |")
     atomic_write_text(out / "results.md", "\n".join(lines + [""] + speed_lines) + "\n")
     print("\n".join(lines + [""] + speed_lines))
 
