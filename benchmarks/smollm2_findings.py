@@ -112,7 +112,7 @@ def run(args) -> None:
             model = METHODS.get(method)(METHODS.make_config(method, options)).compress(copy.deepcopy(base_model), ctx).eval()
             result = {"variant": name, "method": method, "options": options, "notes": ctx.notes,
                       **compare(task, base, evaluate(model, tokenizer, task, args), args.seed)}
-            if task_name == args.tasks[0]:  # speed and perplexity do not depend on the task's scoring
+            if task_name == TASKS[0]:  # speed and perplexity do not depend on the task's scoring: measured with sst2
                 speed = kind.speed(base_model, model, SpeedConfig(repeats=args.repeats))
                 result["speed"] = {k: speed[k] for k in ("config", "latency_ms", "throughput_per_s", "decode_ms_per_token",
                                                          "decode_ms_per_token_batch", "flop_limit")}
