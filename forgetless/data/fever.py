@@ -22,10 +22,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .files import read_table, require_columns
+from .files import example_set_from_rows, read_table, require_columns
 from . import hub
 from .registry import data_root
-from .task import ExampleSet, Task, labels_from_names, stratified_split
+from .task import ExampleSet, Task, stratified_split
 
 FEVER_LABELS = ["SUPPORTS", "REFUTES"]
 DEV_FILE = "fever/paper_dev.jsonl"
@@ -38,8 +38,7 @@ def claims(rows: list[dict], name: str, source: str) -> ExampleSet:
     """Claim-only examples of FEVER-style rows (``claim``, ``label``); NOT ENOUGH INFO rows dropped."""
     require_columns(rows, ["claim", "label"], source)
     kept = [r for r in rows if str(r["label"]).strip() not in ("NOT ENOUGH INFO", "NEI")]
-    return ExampleSet(name, [str(r["claim"]) for r in kept],
-                      labels_from_names([r["label"] for r in kept], FEVER_LABELS, source), FEVER_LABELS, source=source)
+    return example_set_from_rows(kept, name, source, "claim", "label", FEVER_LABELS)
 
 
 def read_rows(root: Path, *files: str) -> tuple[list[dict], str]:
