@@ -32,7 +32,8 @@ from torch import nn
 from ...errors import ConfigError, UnsupportedModelError
 from ...models.adapters import get_adapter
 from .config import DELTA_C_MODES
-from .model_scoring import ExampleHeadGates, _device, _inputs, delta_c_scores, scoring_mode
+from ...metrics.predict import scoring_mode
+from .model_scoring import ExampleHeadGates, _device, _inputs, delta_c_scores
 from .scores import count_from_ratio, margin, per_example_norm, rahp_select, robustness_ratio
 
 

@@ -12,14 +12,12 @@ scores computed on a model (the math itself is in ``scores.py``).
 """
 from __future__ import annotations
 
-import contextlib
-from typing import Iterator
-
 import torch
 from torch import nn
 
 from ...errors import ConfigError, UnsupportedModelError
 from ...models.adapters import get_adapter
+from ...metrics.predict import scoring_mode
 from ...models.gates import HookSet
 from ...progress import bar
 from ...training.encode import TOKEN_KEYS
@@ -53,23 +51,6 @@ class ExampleHeadGates(HookSet):
             return self.values[:, offset:offset + n_heads]
 
         return gate
-
-
-@contextlib.contextmanager
-def scoring_mode(model: nn.Module, freeze: bool) -> Iterator[None]:
-    """Eval mode (no dropout) and, with ``freeze``, no weight gradients; both restored afterwards."""
-    was_training = model.training
-    flags = [(p, p.requires_grad) for p in model.parameters()]
-    model.eval()
-    if freeze:
-        for p, _ in flags:
-            p.requires_grad_(False)
-    try:
-        yield
-    finally:
-        for p, flag in flags:
-            p.requires_grad_(flag)
-        model.train(was_training)
 
 
 def _device(model: nn.Module) -> torch.device:
