@@ -33,7 +33,7 @@ class CachedEmptyAttention(EmptyAttention):
     length that generation computes positions and masks from keeps counting the decoded tokens (a
     zero-head entry would not do: ``DynamicLayer.get_seq_length`` reports 0 for an empty tensor)."""
 
-    def __init__(self, out_name=None, out=None, returns=2, layer_idx=None, head_dim=1, cache_kw="past_key_values"):
+    def __init__(self, out_name=None, out=None, returns=2, layer_idx=None, cache_kw="past_key_values"):
         super().__init__(out_name, out, returns)
         self.layer_idx = layer_idx
         self.cache_kw = cache_kw
@@ -92,8 +92,7 @@ class T5Adapter(Adapter):
     def empty_attention(self, site):
         core = site.core.get()
         if site.stack == "decoder" and site.kind == "self":
-            return CachedEmptyAttention("o", site.o.get(), returns=3, layer_idx=core.layer_idx,
-                                        head_dim=core.key_value_proj_dim)
+            return CachedEmptyAttention("o", site.o.get(), returns=3, layer_idx=core.layer_idx)
         return EmptyAttention("o", site.o.get(), returns=3)
 
     def after_head_prune(self, site, keep):
@@ -183,16 +182,11 @@ class BartAdapter(Adapter):
     def empty_attention(self, site):
         core = site.core.get()
         if site.stack == "decoder" and site.kind == "self":
-            return CachedEmptyAttention("out_proj", site.o.get(), 2, layer_idx=core.layer_idx, head_dim=core.head_dim)
+            return CachedEmptyAttention("out_proj", site.o.get(), 2, layer_idx=core.layer_idx)
         return EmptyAttention("out_proj", site.o.get(), returns=2)
 
     def after_head_prune(self, site, keep):
-        core = site.core.get()
-        core.num_heads = len(keep)
-
-    def after_layer_drop(self, model, stack, keep):
-        setattr(model.config, self.layer_count_keys[stack], len(keep))
-        renumber(self.stacks(model)[stack])
+        site.core.get().num_heads = len(keep)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -212,7 +206,7 @@ class EncoderDecoderAdapter(BertAdapter):
     def empty_attention(self, site):
         core = site.core.get()
         if site.stack == "decoder" and site.kind == "self":
-            return CachedEmptyAttention(layer_idx=core.layer_idx, head_dim=core.attention_head_size)
+            return CachedEmptyAttention(layer_idx=core.layer_idx)
         return EmptyAttention()
 
     def after_layer_drop(self, model, stack, keep):
