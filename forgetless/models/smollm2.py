@@ -16,13 +16,13 @@ source file, its sha256 and ``NOTE``; the pipeline copies it into every report c
 """
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import importlib.util
 import json
 import os
 from pathlib import Path
+
+from filelock import FileLock
 
 from ..errors import ModelFileError
 
@@ -86,7 +86,8 @@ def smollm2_folder() -> Path:
     folder = cache_root() / "models" / f"smollm2-135m-instruct-q4_1-{sha[:12]}"
     if (folder / PROVENANCE_FILE).is_file():
         return folder
-    with _locked(folder.with_name(folder.name + ".lock")):
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(folder.with_name(folder.name + ".lock"))):
         if (folder / PROVENANCE_FILE).is_file():  # another process converted it while we waited
             return folder
         print(f"[forgetless] converting {source.name} once into {folder} (about a minute)", flush=True)
@@ -112,14 +113,3 @@ def provenance(folder: str | os.PathLike) -> dict | None:
     path = Path(folder) / PROVENANCE_FILE
     return json.loads(path.read_text()) if path.is_file() else None
 
-
-@contextlib.contextmanager
-def _locked(lock_path: Path):
-    """An exclusive advisory lock (``flock``) held for the duration of the block."""
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(lock_path, "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
