@@ -29,10 +29,9 @@ from .data.task import Task
 from .data.tasks import load_task
 from .errors import ConfigError, OutputFolderError
 from .config import CleverConfig, EvalConfig, RunConfig, SpeedConfig, TaskConfig, TrainConfig
-from .metrics.size import parameter_counts
-from .evaluate_saved import evaluate_saved
+from .evaluate_saved import evaluate_model, evaluate_saved
 from .kinds import KINDS, kind_for
-from .kinds.in_memory import adopt, find_tokenizer, is_in_memory, kind_name_of, label
+from .kinds.in_memory import find_tokenizer, is_in_memory, kind_name_of, label
 from .models.io import save_model
 from .models.model_card import write_model_card
 from .options import build
@@ -104,11 +103,7 @@ def evaluate(model, data, *, tokenizer=None, batch_size: int = 64, max_length: i
             raise ConfigError("tokenizer: a saved model is evaluated with the tokenizer saved beside it; drop tokenizer=")
         return evaluate_saved(str(model), task, batch_size=batch_size, max_length=max_length)
     kind = KINDS[kind_name_of(model)] if model_kind == "auto" else kind_for(task, None, model_kind)
-    copied, tokenizer = adopt(model, tokenizer, task, kind.name)
-    result = kind.evaluate(copied, tokenizer, task, EvalConfig(batch_size=batch_size), max_length)
-    result.pop("predictions")
-    result["params"] = parameter_counts(copied)
-    return result
+    return evaluate_model(model, task, kind, tokenizer, batch_size, max_length)
 
 
 def run_config(model, method, objective, task: Task, run_options: dict) -> RunConfig:

@@ -131,7 +131,8 @@ def test_configs_reject_bad_values():
                           ("rose-ensemble", {"first_order_weight": 2.0})]:
         with pytest.raises(ConfigError):
             OBJECTIVES.make_config(name, options)
-    assert OBJECTIVES.make_config("rose-second", {}).dropped_share == pytest.approx(0.6)
+    rose = OBJECTIVES.make_config("rose-second", {})
+    assert 1 - (rose.upper_quantile - rose.lower_quantile) == pytest.approx(0.6)  # RAHP Table 1 drops 60%
 
 
 # ----- model glue --------------------------------------------------------------------------------

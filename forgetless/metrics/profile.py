@@ -129,9 +129,9 @@ def decoder_step_profile(model: nn.Module, seq_lengths=(16, 32, 64, 128, 256), h
             site = next(s for s in adapter.attention_sites(small) if s.stack == "decoder" and s.layer == 0)
             ffn_site = next(s for s in adapter.ffn_sites(small) if s.stack == "decoder" and s.layer == 0)
             clock: dict[str, float] = {}
-            handles = [layer.register_forward_pre_hook(lambda m, a: clock.__setitem__("start", time.perf_counter())),
-                       layer.register_forward_hook(lambda m, a, o: clock.__setitem__("end", time.perf_counter()))]
-            try:
+            with HookSet() as hooks:
+                hooks.add(layer.register_forward_pre_hook(lambda m, a: clock.__setitem__("start", time.perf_counter())))
+                hooks.add(layer.register_forward_hook(lambda m, a, o: clock.__setitem__("end", time.perf_counter())))
                 for length in seq_lengths:
                     generator = torch.Generator().manual_seed(length)
                     ids = torch.randint(5, 100, (batch_size, length), generator=generator)
@@ -151,9 +151,6 @@ def decoder_step_profile(model: nn.Module, seq_lengths=(16, 32, 64, 128, 256), h
                                  "seq_len": length, "ms": statistics.median(layer_ms),
                                  "step_ms": statistics.median(step_ms),
                                  "decoder_layers": len(adapter.stacks(small)["decoder"])})
-            finally:
-                for h in handles:
-                    h.remove()
     return rows
 
 

@@ -44,10 +44,6 @@ def renumber(layers: nn.ModuleList) -> None:
                 module.layer_idx = new_idx
 
 
-def supported_model_types() -> list[str]:
-    return sorted(_ADAPTERS)
-
-
 class Adapter(ABC):
     """Base adapter. Subclasses implement ``stacks``, ``attention_sites``, ``ffn_sites``."""
 

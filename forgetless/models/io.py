@@ -8,9 +8,11 @@ then loads the safetensors weights strictly: no pickle anywhere.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
+import torch
 import transformers
 from torch import nn
 
@@ -22,6 +24,18 @@ from .quantized_io import load_weights, save_weights
 from .stock import stock_config
 from .surgery import model_shape, reshape_like
 
+
+def model_fingerprint(model: nn.Module) -> str:
+    """Short hash of a model's state: names, shapes, dtypes and values (stable across reloads; the
+    non-tensor entries of quantized modules by their repr). Keys caches and in-memory models."""
+    digest = hashlib.sha256()
+    for name, value in sorted(model.state_dict().items()):
+        if isinstance(value, torch.Tensor) and not value.is_quantized:
+            digest.update(f"{name}:{tuple(value.shape)}:{value.dtype}".encode())
+            digest.update(value.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())
+        else:
+            digest.update(f"{name}:{value!r}".encode())
+    return digest.hexdigest()[:16]
 
 
 def save_model(model: nn.Module, path: str | Path, tokenizer=None, metadata: dict | None = None) -> Path:

@@ -161,7 +161,7 @@ def fisher_scores(model: nn.Module, batches: list[dict]) -> torch.Tensor:
     total = torch.zeros(layout.total, dtype=torch.float64)
     count = 0
     captured: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
-    handles, linears = [], []
+    hooks, linears = HookSet(), []
     for site in get_adapter(model).attention_sites(model):
         if not site.num_heads:
             continue
@@ -169,7 +169,7 @@ def fisher_scores(model: nn.Module, batches: list[dict]) -> torch.Tensor:
         for role, slot in inputs + [("o", site.o)]:
             lin = slot.get()
             linears.append((site.key, site.unit_width(role), role, lin))  # GQA: k/v rows per unit differ
-            handles.append(lin.register_forward_hook(
+            hooks.add(lin.register_forward_hook(
                 lambda m, args, out: captured.__setitem__(id(m), (args[0].detach(), out))))
     try:
         with scoring_mode(model, freeze=True):
@@ -199,6 +199,5 @@ def fisher_scores(model: nn.Module, batches: list[dict]) -> torch.Tensor:
                     total[pos:pos + sq.numel()] += sq.double().cpu()
                 count += ids.shape[0]
     finally:
-        for handle in handles:
-            handle.remove()
+        hooks.remove()
     return (total / max(count, 1)).float()

@@ -53,7 +53,8 @@ from ...methods.magnitude.config import MagnitudeConfig
 from ...methods.magnitude.method import MagnitudeCallback
 from ...methods.magnitude.pruning import MagnitudePruner
 from ...training.trainer import fine_tune
-from ..cache import atomic_save_npz, context_cache_dir, load_npz, model_fingerprint
+from ...models.io import model_fingerprint
+from ..cache import atomic_save_npz, context_cache_dir, load_npz
 from .config import DifficultyConfig
 
 log = logging.getLogger(__name__)
