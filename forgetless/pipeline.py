@@ -10,8 +10,6 @@ step is a plain function so it can be called from Python as well as the CLI.
 from __future__ import annotations
 
 import copy
-import hashlib
-import json
 import logging
 import shutil
 import sys
@@ -36,6 +34,7 @@ from .methods.base import CompressionContext
 from .recipes.dump import drop_empty, dump_recipe
 from .registry import METHODS, OBJECTIVES
 from .tree import to_recipe
+from .objectives.cache import cache_key
 from .models.io import is_forgetless_folder, load_model, read_manifest, save_model
 from .models.model_card import write_model_card
 from . import progress
@@ -69,7 +68,7 @@ def teacher_key(task: Task, config: RunConfig, kind) -> str:
     local = Path(config.model)
     files = sorted((str(f.relative_to(local)), f.stat().st_size, f.stat().st_mtime_ns)
                    for f in local.rglob("*") if f.is_file()) if local.is_dir() else None  # a changed folder: new key
-    return _key({"model": config.model, "files": files, "kind": kind.name, "task": task.train.fingerprint(),
+    return cache_key({"model": config.model, "files": files, "kind": kind.name, "task": task.train.fingerprint(),
                  "labels": task.label_names, "train": settings, "seed": config.seed})
 
 
@@ -264,10 +263,6 @@ def _training(config: RunConfig, teacher_info: dict, fine_tunes: list[dict]) -> 
         base = None
     runs = [{"name": r["name"], "epochs": r["epochs"] or 0.0} for r in fine_tunes]
     return {**training_section(base, config.student_init, runs), "base": config.base}
-
-
-def _key(data: dict) -> str:
-    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 class _Steps:

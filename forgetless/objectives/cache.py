@@ -4,7 +4,9 @@ set"): where they go (keyed by ``models.io.model_fingerprint``), and NumPy ``.np
 (no pickle) written atomically."""
 from __future__ import annotations
 
+import hashlib
 import io
+import json
 import logging
 import os
 from pathlib import Path
@@ -14,6 +16,11 @@ import numpy as np
 from ..fsutil import atomic_write_bytes
 
 log = logging.getLogger(__name__)
+
+
+def cache_key(data: dict) -> str:
+    """Short hash of what a cached result depends on (JSON, keys sorted)."""
+    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 def context_cache_dir(ctx) -> Path:
