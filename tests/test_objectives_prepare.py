@@ -7,14 +7,19 @@ import pytest
 import torch
 from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
 
-from forgetless.data.synthetic import synthetic_shortcut_task, vocabulary
+from forgetless.data import synthetic
+from forgetless.data.synthetic import synthetic_shortcut_task
 from forgetless.objectives.rmc.config import DifficultyConfig
 from forgetless.objectives.rmc.difficulty import compute_difficulty
 from forgetless.methods.base import CompressionContext
 from forgetless.registry import OBJECTIVES
 from forgetless.training.trainer import TrainConfig, fine_tune
 
-WORDS = vocabulary()
+# every word the synthetic task's generator can emit
+WORDS = sorted(set(synthetic.NOUNS + synthetic.HYPERNYMS + synthetic.INTRANSITIVE + synthetic.ADJECTIVES
+                   + synthetic.CERTAIN + synthetic.UNCERTAIN + ["the", "was", "by", "who", "and", "if", ","]
+                   + [form for pair in synthetic.VERBS for form in pair]
+                   + [w for suffix in synthetic.SUFFIXES for w in suffix.split()]))
 
 
 def tiny_tokenizer(folder: Path | None = None) -> BertTokenizerFast:
