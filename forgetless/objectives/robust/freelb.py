@@ -31,8 +31,8 @@ from .glue import (classification_only, embedding_shape, perturbed_embeddings, r
 
 
 class FreeLB(Objective):
-    def __init__(self, config: FreeLBConfig | None = None):
-        super().__init__(config or FreeLBConfig())
+    def __init__(self, config: FreeLBConfig):
+        super().__init__(config)
         self.last_perturbation: torch.Tensor | None = None
 
     def training_step(self, trainer, model, inputs, num_items_in_batch=None):
