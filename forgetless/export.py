@@ -31,6 +31,7 @@ from torch import nn
 
 from .errors import ConfigError, ForgetlessError, UnsupportedModelError
 from .fsutil import atomic_directory
+from .models.io import is_forgetless_folder, load_model
 from .outputs import check_output, mark_output
 
 DEFAULT_OPSET = 18
@@ -140,8 +141,6 @@ def _check(session, feeds: dict[str, torch.Tensor], expected: torch.Tensor, grap
 def _resolve(model_dir_or_model) -> tuple[nn.Module, object, Path | None]:
     if isinstance(model_dir_or_model, nn.Module):
         return model_dir_or_model.eval(), None, None
-    from .models.io import is_forgetless_folder, load_model
-
     path = Path(model_dir_or_model)
     if not is_forgetless_folder(path):
         raise ConfigError(f"{path}: not a model folder written by forgetless (no forgetless.json); "
@@ -269,8 +268,6 @@ def push_to_hub(model_dir: str | Path, repo_id: str, token: str | None = None, p
     when the hub cannot be reached within ``HUB_TIMEOUT_S`` seconds, a ``ForgetlessError``."""
     from huggingface_hub import HfApi, constants
     from huggingface_hub.errors import HfHubHTTPError
-
-    from .models.io import is_forgetless_folder
 
     model_dir = Path(model_dir)
     if not is_forgetless_folder(model_dir):

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Iterator, Mapping
 
 from .errors import OutputFolderError
+from .fsutil import atomic_write_json
 
 RUN_FILE = "forgetless-run.json"  # which command (and for compress: which run) owns an output folder
 LOCK_FILE = ".forgetless.lock"
@@ -171,8 +172,6 @@ def probe_writable(folder: Path) -> None:
 
 def mark_output(folder, command: str, **extra) -> None:
     """Record that ``command`` owns ``folder`` (``forgetless-run.json``)."""
-    from .fsutil import atomic_write_json
-
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     atomic_write_json(folder / RUN_FILE, {"command": command, **extra})

