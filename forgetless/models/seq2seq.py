@@ -62,6 +62,7 @@ class T5Adapter(Adapter):
 
     is_seq2seq = True
     layer_count_keys = {"encoder": "num_layers", "decoder": "num_decoder_layers"}
+    ffn_width_keys = {"encoder": "d_ff", "decoder": "d_ff"}
 
     def stacks(self, model):
         return {"encoder": model.encoder.block, "decoder": model.decoder.block}
@@ -159,6 +160,7 @@ class BartAdapter(Adapter):
 
     is_seq2seq = True
     layer_count_keys = {"encoder": "encoder_layers", "decoder": "decoder_layers"}
+    ffn_width_keys = {"encoder": "encoder_ffn_dim", "decoder": "decoder_ffn_dim"}
 
     def stacks(self, model):
         base = model.get_encoder().layers, model.get_decoder().layers
@@ -196,6 +198,7 @@ class EncoderDecoderAdapter(BertAdapter):
     hold ``attention`` (self) and ``crossattention``."""
 
     is_seq2seq = True
+    ffn_width_keys = {"encoder": "encoder.intermediate_size", "decoder": "decoder.intermediate_size"}
 
     def stacks(self, model):
         return {"encoder": model.encoder.encoder.layer, "decoder": model.decoder.base_model.encoder.layer}
