@@ -31,7 +31,7 @@ from .errors import ConfigError, OutputFolderError
 from .config import CleverConfig, EvalConfig, RunConfig, SpeedConfig, TaskConfig, TrainConfig
 from .evaluate_saved import evaluate_model, evaluate_saved
 from .kinds import KINDS, kind_for
-from .kinds.in_memory import find_tokenizer, is_in_memory, kind_name_of, label
+from .kinds.in_memory import check_model_object, find_tokenizer, is_in_memory, kind_name_of, label
 from .models.io import save_model
 from .models.model_card import write_model_card
 from .options import build
@@ -75,7 +75,7 @@ def compress(model, data, method="truncate", *, tokenizer=None, objective=None, 
              columns: dict | None = None, overwrite: bool = False, **run_options) -> Result:
     """Compress ``model`` on ``data`` with ``method`` (module docstring); ``run_options`` are the
     other ``RunConfig`` fields (``base``, ``train``, ``speed``, ``eval``, ``seed``, ``then`` …)."""
-    _check_model(model, tokenizer)
+    _check_model(model)
     task = as_task(data, columns, run_options.get("seed", 0))
     config = run_config(model, method, objective, task, run_options)
     given = model if is_in_memory(model) else None
@@ -96,7 +96,7 @@ def evaluate(model, data, *, tokenizer=None, batch_size: int = 64, max_length: i
              columns: dict | None = None, model_kind: str = "auto") -> dict:
     """Scores of ``model`` (a folder, or a model object with its tokenizer) on every set of ``data``:
     ``{sets, challenge_pooled, ..., params}``; nothing is written."""
-    _check_model(model, tokenizer)
+    _check_model(model)
     task = as_task(data, columns)
     if not is_in_memory(model):
         if tokenizer is not None:
@@ -123,12 +123,10 @@ def run_config(model, method, objective, task: Task, run_options: dict) -> RunCo
                      task=TaskConfig(name=task.name), **options)
 
 
-def _check_model(model, tokenizer) -> None:
-    if not isinstance(model, (str, Path)) and not is_in_memory(model):
-        raise ConfigError(f"model: expected a model name, a folder or a transformers PreTrainedModel; "
-                          f"got {type(model).__name__}")
-    if tokenizer is not None and (not callable(tokenizer) or not hasattr(tokenizer, "pad_token_id")):
-        raise ConfigError(f"tokenizer: expected a transformers tokenizer, got {type(tokenizer).__name__}")
+def _check_model(model) -> None:
+    """A name, a folder or a model object (its tokenizer: ``kinds.in_memory.find_tokenizer``)."""
+    if not isinstance(model, (str, Path)):
+        check_model_object(model, "any")
 
 
 def as_task(data, columns: dict | None = None, seed: int = 0) -> Task:
