@@ -22,7 +22,6 @@ MODEL_KINDS = ("classifier", "seq2seq", "causal-lm")
 # the model types with an adapter (models/adapters.py registers one per family; a test checks both agree)
 MODEL_TYPES = ("bart", "bert", "distilbert", "electra", "encoder-decoder", "gpt2", "llama", "mbart", "mistral", "mt5",
                "qwen2", "qwen3", "roberta", "t5", "xlm-roberta")
-TASK_TYPES = ("classification", "generation")
 SEED = {"low": 0, "high": 2**32 - 1}
 
 

@@ -40,10 +40,6 @@ def cache_root() -> Path:
     return Path(os.environ.get("FORGETLESS_CACHE") or Path.home() / ".cache" / "forgetless").expanduser()
 
 
-def _absolute(path) -> Path:
-    return Path(os.path.abspath(Path(path).expanduser()))
-
-
 def _name_limits(path: Path, flag: str, out) -> None:
     for part in path.parts:
         if len(os.fsencode(part)) > 255:
@@ -138,7 +134,7 @@ def check_output(out, flag: str = "--out", *, command: str, inputs: Mapping[str,
         raise OutputFolderError(f"{flag} '': name an output {'file' if is_file else 'folder'} "
                                 "(an empty name would write into the current folder)")
     path = Path(out).expanduser()
-    _name_limits(_absolute(path), flag, out)
+    _name_limits(Path(os.path.abspath(path)), flag, out)
     if path.is_symlink() and not path.exists():
         raise OutputFolderError(f"{flag} {out}: is a dangling symbolic link (to {os.readlink(path)}); "
                                 "name a new path")

@@ -36,6 +36,8 @@ from .registry import METHODS, OBJECTIVES
 from .tree import to_recipe
 from .objectives.cache import cache_key
 from .models.io import is_forgetless_folder, load_model, read_manifest, save_model
+from .models.loading import resolve_model_path
+from .models.smollm2 import provenance
 from .models.model_card import write_model_card
 from . import progress
 from .report.card import build_card, write_card
@@ -52,11 +54,6 @@ log = logging.getLogger(__name__)
 def resolve(config: RunConfig):
     """(method, objective, then) implementation instances of a run's configs."""
     return METHODS.build(config.method), OBJECTIVES.build(config.objective), [METHODS.build(c) for c in config.then]
-
-
-def recipe_of(config: RunConfig, meta: dict | None = None) -> dict:
-    """The resolved recipe of a run: ``forgetless run`` on it reruns the run."""
-    return {"command": "compress", **(meta or {}), **to_recipe(config)}
 
 
 def teacher_key(task: Task, config: RunConfig, kind) -> str:
@@ -113,9 +110,6 @@ def train_teacher(task: Task, config: RunConfig, work_dir: Path, kind=None, mode
 
 def _as_is_info(model: str) -> dict:
     """Where an as-is base came from; a converted base (``--model smollm2``) adds its provenance."""
-    from .models.loading import resolve_model_path
-    from .models.smollm2 import provenance
-
     path = Path(resolve_model_path(model))
     info = {"source": model, "reused": False, "as_is": True, "path": str(path) if path.is_dir() else None}
     recorded = provenance(path) if path.is_dir() else None
@@ -162,7 +156,7 @@ def run_compress(task: Task, config: RunConfig, out_dir: str | Path, meta: dict 
     key = validate_run(task, config, out_dir, overwrite, model)
     if model is not None:
         check_model_object(model, kind_for(task, config.method, config.model_kind).name, task)
-    recipe = recipe_of(config, meta)
+    recipe = {"command": "compress", **(meta or {}), **to_recipe(config)}  # `forgetless run` on it reruns it
     with output_lock(out_dir), disk_full_guard(out_dir):  # a second run on the same folder stops here
         prepare_output(out_dir, key, overwrite, _jsonable_config(config), run_inputs(task, config))
         remove_leftovers(out_dir)  # .model.tmp-* of a killed save (we hold the folder's lock)

@@ -44,7 +44,8 @@ def capture_layer_inputs(model: nn.Module, layer: nn.Module, batches: list[dict]
         with torch.no_grad():
             for batch in batches:
                 try:
-                    model(**batch, use_cache=False) if _takes_use_cache(model) else model(**batch)
+                    takes_cache = getattr(getattr(model, "config", None), "use_cache", False)
+                    model(**batch, use_cache=False) if takes_cache else model(**batch)
                 except _Captured:
                     pass
     finally:
@@ -52,10 +53,6 @@ def capture_layer_inputs(model: nn.Module, layer: nn.Module, batches: list[dict]
     if len(captured) != len(batches):
         raise UnsupportedModelError(f"{type(model).__name__}: the calibration forward pass did not reach the first layer")
     return captured
-
-
-def _takes_use_cache(model: nn.Module) -> bool:
-    return bool(getattr(getattr(model, "config", None), "use_cache", False))
 
 
 def _with_hidden(args: tuple, kwargs: dict, hidden: torch.Tensor) -> tuple[tuple, dict]:
