@@ -173,15 +173,12 @@ def first_order_delta_c_scores(model: nn.Module, batches: list[dict],
     total = torch.zeros(gates.layout.total, dtype=torch.float64)
     baseline = []
     count = 0
-    try:
-        with eager_attention(model), scoring_mode(model, freeze=True):
-            for batch in batches:
-                c, grads = gated_c_and_gate_grads(model, batch, gates, eps)
-                total += first_order_delta(grads).double().sum(dim=0).cpu()
-                baseline.append(c.float().cpu())
-                count += c.shape[0]
-    finally:
-        gates.remove()
+    with gates, eager_attention(model), scoring_mode(model, freeze=True):
+        for batch in batches:
+            c, grads = gated_c_and_gate_grads(model, batch, gates, eps)
+            total += first_order_delta(grads).double().sum(dim=0).cpu()
+            baseline.append(c.float().cpu())
+            count += c.shape[0]
     return (total / max(count, 1)).float(), torch.cat(baseline)
 
 
