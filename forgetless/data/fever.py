@@ -24,7 +24,7 @@ from pathlib import Path
 
 from .files import example_set_from_rows, read_table, require_columns
 from . import hub
-from .registry import data_root
+from .registry import TASKS, data_root
 from .task import ExampleSet, Task, stratified_split
 
 FEVER_LABELS = ["SUPPORTS", "REFUTES"]
@@ -50,6 +50,7 @@ def read_rows(root: Path, *files: str) -> tuple[list[dict], str]:
     return rows, ", ".join(str(root / rel) for rel in files)
 
 
+@TASKS.register("fever")
 def fever_task(data_dir=None, seed: int = 0, train_fraction: float = 0.8, dataset: str | None = None,
                subset: str | None = None, train_split: str | None = None) -> Task:
     root = data_root(data_dir)

@@ -112,12 +112,6 @@ for _name in generation.EXTRA_SETS:
     TASKS.register(_name)(_summaries(_name))
 
 
-@TASKS.register("fever")
-def _fever(data_dir=None, seed: int = 0, dataset: str | None = None, subset: str | None = None,
-           train_split: str | None = None) -> Task:
-    return fever.fever_task(data_dir, seed, dataset=dataset, subset=subset, train_split=train_split)
-
-
 RESERVED_SETS = ("train", "dev")  # a challenge set of these names would replace the task's own set
 
 
