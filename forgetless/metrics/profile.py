@@ -33,12 +33,6 @@ def _inputs(tokenizer, sources: list[str], batch_size: int, max_source_length: i
     return tokenizer(batch, truncation=True, max_length=max_source_length, padding=True, return_tensors="pt")
 
 
-def _generate_once(model, enc, max_new_tokens: int, num_beams: int) -> float:
-    """Seconds of one fixed-length ``generate`` call (the speed module's timing)."""
-    inputs = {"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"]}
-    return time_call(model, inputs, SpeedConfig(new_tokens=max_new_tokens, num_beams=num_beams), generate=True)
-
-
 @torch.no_grad()
 def stack_share(model: nn.Module, tokenizer, sources: list[str], batch_size: int = 8, num_beams: int = 1,
                 max_new_tokens: int = 16, max_source_length: int = 128, repeats: int = 3) -> dict:
@@ -48,16 +42,18 @@ def stack_share(model: nn.Module, tokenizer, sources: list[str], batch_size: int
     spent = {name: 0.0 for name in stacks}
     starts: dict[str, float] = {}
     enc = _inputs(tokenizer, sources, batch_size, max_source_length)
+    inputs = {k: enc[k] for k in ("input_ids", "attention_mask")}
+    timing = SpeedConfig(new_tokens=max_new_tokens, num_beams=num_beams)  # fixed-length generate calls
     total = 0.0
     with HookSet() as hooks:
         for name, layers in stacks.items():
             hooks.add(layers[0].register_forward_pre_hook(lambda m, a, n=name: starts.__setitem__(n, time.perf_counter())))
             hooks.add(layers[-1].register_forward_hook(
                 lambda m, a, o, n=name: spent.__setitem__(n, spent[n] + time.perf_counter() - starts[n])))
-        _generate_once(model, enc, max_new_tokens, num_beams)  # warm-up, not counted
+        time_call(model, inputs, timing, generate=True)  # warm-up, not counted
         spent.update({name: 0.0 for name in stacks})
         for _ in range(repeats):
-            total += _generate_once(model, enc, max_new_tokens, num_beams)
+            total += time_call(model, inputs, timing, generate=True)
     out = {f"{name}_seconds": s / repeats for name, s in spent.items()}
     out["total_seconds"] = total / repeats
     for name, s in spent.items():
