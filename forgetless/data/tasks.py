@@ -16,6 +16,7 @@ from .files import check_label_names, example_set_from_rows, infer_file_columns,
 from .synthetic import synthetic_shortcut_task
 from .task import Task, cap_task, capped  # noqa: F401  (capped: metrics/clever.py)
 
+
 def load_task(name: str, data_dir: str | None = None, seed: int = 0, train_size: int | None = None,
               eval_size: int | None = None, **options) -> Task:
     """Build task ``name``; ``train_size`` / ``eval_size`` cap the training set and each evaluation

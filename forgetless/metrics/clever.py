@@ -33,8 +33,6 @@ from ..config import CleverConfig
 DUAL = {"2": 2.0, "inf": 1.0}  # perturbation norm → dual norm of the gradient
 
 
-
-
 # ----- pure functions ----------------------------------------------------------------------------
 def fit_reverse_weibull(maxima, shape_guesses=(0.5, 2.0, 5.0, 20.0, 100.0),
                         max_excess: float = 5.0) -> dict:

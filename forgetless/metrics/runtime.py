@@ -23,6 +23,7 @@ from torch import nn
 from ..errors import ConfigError
 from ..models.quantized_io import cast_bf16, describe
 
+
 class OrtClassifier(nn.Module):
     """A sequence classifier run by onnxruntime behind the PyTorch call signature (``.logits`` out).
     It keeps the PyTorch model as ``source`` (for its config, device and parameter counts)."""

@@ -24,8 +24,6 @@ from ..progress import bar
 from ..config import SpeedConfig
 
 
-
-
 def _inputs(model, batch: int, seq_len: int, seed: int = 0) -> dict:
     generator = torch.Generator().manual_seed(seed)
     vocab = model.get_input_embeddings().num_embeddings

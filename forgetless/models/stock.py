@@ -30,6 +30,7 @@ from .checks import trust_remote_code
 from .manifest import read_manifest, transformers_model_class
 from .surgery import model_shape
 
+
 def _set_dotted(config, dotted: str, value) -> None:
     *parents, name = dotted.split(".")
     for parent in parents:

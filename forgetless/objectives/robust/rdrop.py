@@ -19,6 +19,7 @@ from ...training.objective import Objective, cross_entropy
 from .formulas import rdrop_loss
 from .glue import classification_only
 
+
 class RDrop(Objective):
     def compute_loss(self, model, inputs, extras):
         first = model(**inputs)
