@@ -105,11 +105,8 @@ def rte_task(data_dir=None, seed: int = 0) -> Task:
 def qnli_task(data_dir=None, seed: int = 0, train_fraction: float = 0.8) -> Task:
     data_dir = data_root(data_dir)
     if data_dir is None:  # the hub has QNLI train: no split of dev (train_fraction does not apply)
-        sets = _hub_pair("qnli", NLI_LABELS)
-        return Task("qnli", NLI_LABELS, sets["train"], sets["dev"],
-                    {"advglue": hub.example_set("advglue/qnli", "advglue", NLI_LABELS)}, pooled_challenges=["advglue"],
-                    protocol="qnli → AdvGLUE-qnli: GLUE QNLI train / validation, AdvGLUE dev qnli subset as challenge "
-                             "(Hugging Face hub)")
+        return _glue_task("qnli", NLI_LABELS, "qnli → AdvGLUE-qnli: GLUE QNLI train / validation, AdvGLUE dev qnli "
+                          "subset as challenge", None, "QNLI", "question", "sentence")
     rows, where = _table(data_dir, "glue/QNLI/dev.tsv")
     full = example_set_from_rows(rows, "qnli_dev", where, "question", "label", NLI_LABELS, "sentence")
     train, dev = _split(full, train_fraction, seed)
