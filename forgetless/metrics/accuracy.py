@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import softmax
 
 from ..data.task import ExampleSet, Task
 from .bias import pooled_accuracy
@@ -56,8 +55,9 @@ def evaluate_task(model, tokenizer, task: Task, batch_size: int = 64, max_length
     for name, examples in task.eval_sets().items():
         logits = predict_logits(model, tokenizer, examples, batch_size, max_length, progress, f"eval {name}")
         sets[name] = set_metrics(examples, logits.argmax(-1))
+        probs = np.exp(logits - logits.max(-1, keepdims=True))
         predictions[name] = {"predicted": logits.argmax(-1).tolist(),
-                             "probabilities": softmax(logits, axis=-1).round(5).tolist()}
+                             "probabilities": (probs / probs.sum(-1, keepdims=True)).round(5).tolist()}
     return {"sets": sets, **pooled_task_accuracy(task, sets), "predictions": predictions}
 
 

@@ -30,7 +30,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from scipy.special import softmax
 
 from ..errors import ConfigError
 from ..progress import bar
@@ -194,6 +193,11 @@ def calibrate(scores: np.ndarray, mode: str, content_free: np.ndarray | None = N
     raise ConfigError(f"--score-calibration: {mode!r} is not one of {', '.join(CALIBRATIONS)}")
 
 
+def softmax(x: np.ndarray) -> np.ndarray:
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
 def score_set(model, tokenizer, task, examples, options, max_length: int, batch_size: int,
               desc: str = "zero-shot") -> dict:
     """Predictions of one evaluation set: ``predicted`` (argmax of the calibrated scores),
@@ -221,7 +225,7 @@ def score_set(model, tokenizer, task, examples, options, max_length: int, batch_
         content_free = one_pass_scores(model, cf_prefixes, words, pad, batch_size, "content-free inputs")
         content_free = content_free / lengths if options.label_score == "mean" else content_free
     calibrated = calibrate(scores, options.score_calibration, content_free)
-    return {"predicted": calibrated.argmax(-1), "probabilities": softmax(calibrated, axis=1), "label_log_likelihoods": raw,
+    return {"predicted": calibrated.argmax(-1), "probabilities": softmax(calibrated), "label_log_likelihoods": raw,
             "truncated": int(truncated)}
 
 
