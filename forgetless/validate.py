@@ -27,7 +27,14 @@ import shutil
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
 
+import torch
+
 from .errors import ModelFileError, OptionError, OutputFolderError
+from .kinds import check_compatible, kind_for
+from .models.checks import check_model_folder
+from .models.loading import check_label_order, resolve_model_path
+from .models.manifest import is_forgetless_folder, read_manifest
+from .models.tiny import TINY_MODELS, tiny_model_config
 from .outputs import RUN_FILE, check_cache, check_output, mark_output, read_mark  # noqa: F401  (RUN_FILE: tests, callers)
 from .ranges import MAX_TOKENS
 
@@ -40,10 +47,6 @@ def model_config(name: str):
     """The config of a model name or folder, read without loading weights (a tiny model by name:
     the config it is built with); None for a hub id (not checkable offline). A local path that is
     not a usable model is a ``ModelFileError`` (``models.checks.check_model_folder``)."""
-    from .models.checks import check_model_folder
-    from .models.loading import resolve_model_path
-    from .models.tiny import tiny_model_config
-
     tiny = tiny_model_config(name)
     if tiny is not None:
         return tiny
@@ -82,8 +85,6 @@ def validate_run(task, config, out_dir, overwrite: bool = False, model=None) -> 
     """Check a run (``method`` and ``objective`` resolved from ``config``) before any work, its
     output folder first; returns the run's key (``prepare_output`` records it when the run claims
     the folder, under its lock). ``model``: a model object given instead of ``config.model``."""
-    from .kinds import check_compatible, kind_for
-
     check_output(out_dir, command="compress", inputs=run_inputs(task, config), overwrite=overwrite)
     if not config.teacher and model is None:
         check_cache()  # the teacher is saved there: a file or a read-only folder fails now, not after training
@@ -114,8 +115,6 @@ def validate_run(task, config, out_dir, overwrite: bool = False, model=None) -> 
 
 def _check_device(train) -> None:
     """``--device cuda`` and ``--fp16`` need a CUDA GPU: one error before any work, not a Trainer traceback."""
-    import torch
-
     if (train.device == "cuda" or train.fp16) and not torch.cuda.is_available():
         flag = "--device cuda" if train.device == "cuda" else "--fp16"
         raise OptionError(f"{flag}: no CUDA GPU is available here; train on CPU (--device cpu, or --bf16 for mixed "
@@ -125,8 +124,6 @@ def _check_device(train) -> None:
 def _check_trained_head(name: str) -> None:
     """``--base as-is`` scores a classifier as it is: its classification head must have been trained
     (a folder saved from a ``*ForSequenceClassification`` model); a base model's head would be random."""
-    from .models.tiny import TINY_MODELS
-
     if name not in TINY_MODELS and not _is_classifier(model_config(name)):
         raise OptionError(f"--base as-is: model {name!r} has no trained classification head (its head would be "
                           "random); fine-tune it (--base fine-tune), give a fine-tuned classifier folder, or score an "
@@ -169,8 +166,6 @@ def _is_classifier(config) -> bool:
 def _check_teacher_family(teacher: str, model: str) -> None:
     """``--teacher`` is the fine-tuned ``--model``: the same family, and not quantized (int8 layers
     cannot be trained or pruned again)."""
-    from .models.manifest import is_forgetless_folder, read_manifest
-
     teacher_type, model_type = model_type_of(teacher), model_type_of(model)
     if teacher_type and model_type and teacher_type != model_type:
         raise OptionError(f"--teacher {teacher}: is a {teacher_type} model, --model {model} a {model_type}; the "
@@ -181,8 +176,6 @@ def _check_teacher_family(teacher: str, model: str) -> None:
 
 def _check_teacher_labels(teacher: str, task, kind) -> None:
     """A trained classifier given as ``--teacher`` predicts the task's labels, in the same order."""
-    from .models.loading import check_label_order
-
     config = model_config(teacher)
     if kind.name == "seq2seq" or not task.label_names or config is None or not _is_classifier(config):
         return
