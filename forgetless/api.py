@@ -29,10 +29,9 @@ from .data.task import Task
 from .data.tasks import load_task
 from .errors import ConfigError, OutputFolderError
 from .config import CleverConfig, EvalConfig, RunConfig, SpeedConfig, TaskConfig, TrainConfig
-from .metrics.size import parameter_counts
-from .evaluate_saved import evaluate_saved
+from .evaluate_saved import evaluate_model, evaluate_saved
 from .kinds import KINDS, kind_for
-from .kinds.in_memory import adopt, find_tokenizer, is_in_memory, kind_name_of, label
+from .kinds.in_memory import check_model_object, find_tokenizer, is_in_memory, kind_name_of, label
 from .models.io import save_model
 from .models.model_card import write_model_card
 from .options import build
@@ -76,7 +75,7 @@ def compress(model, data, method="truncate", *, tokenizer=None, objective=None, 
              columns: dict | None = None, overwrite: bool = False, **run_options) -> Result:
     """Compress ``model`` on ``data`` with ``method`` (module docstring); ``run_options`` are the
     other ``RunConfig`` fields (``base``, ``train``, ``speed``, ``eval``, ``seed``, ``then`` …)."""
-    _check_model(model, tokenizer)
+    _check_model(model)
     task = as_task(data, columns, run_options.get("seed", 0))
     config = run_config(model, method, objective, task, run_options)
     given = model if is_in_memory(model) else None
@@ -97,18 +96,14 @@ def evaluate(model, data, *, tokenizer=None, batch_size: int = 64, max_length: i
              columns: dict | None = None, model_kind: str = "auto") -> dict:
     """Scores of ``model`` (a folder, or a model object with its tokenizer) on every set of ``data``:
     ``{sets, challenge_pooled, ..., params}``; nothing is written."""
-    _check_model(model, tokenizer)
+    _check_model(model)
     task = as_task(data, columns)
     if not is_in_memory(model):
         if tokenizer is not None:
             raise ConfigError("tokenizer: a saved model is evaluated with the tokenizer saved beside it; drop tokenizer=")
         return evaluate_saved(str(model), task, batch_size=batch_size, max_length=max_length)
     kind = KINDS[kind_name_of(model)] if model_kind == "auto" else kind_for(task, None, model_kind)
-    copied, tokenizer = adopt(model, tokenizer, task, kind.name)
-    result = kind.evaluate(copied, tokenizer, task, EvalConfig(batch_size=batch_size), max_length)
-    result.pop("predictions")
-    result["params"] = parameter_counts(copied)
-    return result
+    return evaluate_model(model, task, kind, tokenizer, batch_size, max_length)
 
 
 def run_config(model, method, objective, task: Task, run_options: dict) -> RunConfig:
@@ -128,12 +123,10 @@ def run_config(model, method, objective, task: Task, run_options: dict) -> RunCo
                      task=TaskConfig(name=task.name), **options)
 
 
-def _check_model(model, tokenizer) -> None:
-    if not isinstance(model, (str, Path)) and not is_in_memory(model):
-        raise ConfigError(f"model: expected a model name, a folder or a transformers PreTrainedModel; "
-                          f"got {type(model).__name__}")
-    if tokenizer is not None and (not callable(tokenizer) or not hasattr(tokenizer, "pad_token_id")):
-        raise ConfigError(f"tokenizer: expected a transformers tokenizer, got {type(tokenizer).__name__}")
+def _check_model(model) -> None:
+    """A name, a folder or a model object (its tokenizer: ``kinds.in_memory.find_tokenizer``)."""
+    if not isinstance(model, (str, Path)):
+        check_model_object(model, "any")
 
 
 def as_task(data, columns: dict | None = None, seed: int = 0) -> Task:

@@ -16,12 +16,12 @@ from typing import Any, ClassVar
 from .errors import OptionError
 from .options import Config, option
 from .ranges import MAX_TOKENS
+from .registry import METHODS, OBJECTIVES
 
 MODEL_KINDS = ("classifier", "seq2seq", "causal-lm")
 # the model types with an adapter (models/adapters.py registers one per family; a test checks both agree)
 MODEL_TYPES = ("bart", "bert", "distilbert", "electra", "encoder-decoder", "gpt2", "llama", "mbart", "mistral", "mt5",
                "qwen2", "qwen3", "roberta", "t5", "xlm-roberta")
-TASK_TYPES = ("classification", "generation")
 SEED = {"low": 0, "high": 2**32 - 1}
 
 
@@ -256,8 +256,6 @@ class RunConfig(Config):
     clever: CleverConfig = option(factory=CleverConfig, help="robustness estimates")
 
     def check(self) -> None:
-        from .registry import METHODS, OBJECTIVES
-
         self.method = METHODS.config(self.method)
         self.then = [METHODS.config(item) for item in self.then]
         self.objective = OBJECTIVES.config(self.objective or self.method.default_objective)

@@ -29,10 +29,16 @@ def evaluate_saved(model_path: str, task: Task, out: str | Path | None = None, b
                           "nothing (choose a task of the same kind)")
     if metadata.get("kind") == "seq2seq":
         kind = KINDS["seq2seq"]
-    model, tokenizer = kind.load_model(model_path, task)
-    result = kind.evaluate(model, tokenizer, task, EvalConfig(batch_size=batch_size), max_length)
-    result.pop("predictions")
-    result["params"] = parameter_counts(model)
+    result = evaluate_model(model_path, task, kind, None, batch_size, max_length)
     if out:
         atomic_write_json(out, {WRITTEN_BY: "forgetless evaluate", **result})
     return result
+
+
+def evaluate_model(model, task: Task, kind, tokenizer=None, batch_size: int = 64, max_length: int = 128) -> dict:
+    """Scores of ``model`` (a name, a folder or a model object: ``kind.load_model``) on every set of
+    ``task`` and its parameter counts (``params``)."""
+    model, tokenizer = kind.load_model(model, task, tokenizer=tokenizer)
+    result = kind.evaluate(model, tokenizer, task, EvalConfig(batch_size=batch_size), max_length)
+    result.pop("predictions")
+    return {**result, "params": parameter_counts(model)}

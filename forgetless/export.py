@@ -31,7 +31,9 @@ from torch import nn
 
 from .errors import ConfigError, ForgetlessError, UnsupportedModelError
 from .fsutil import atomic_directory
+from .models.io import is_forgetless_folder, load_model
 from .outputs import check_output, mark_output
+from .ranges import MAX_OPSET, check_number
 
 DEFAULT_OPSET = 18
 DEFAULT_ATOL = 1e-4
@@ -140,8 +142,6 @@ def _check(session, feeds: dict[str, torch.Tensor], expected: torch.Tensor, grap
 def _resolve(model_dir_or_model) -> tuple[nn.Module, object, Path | None]:
     if isinstance(model_dir_or_model, nn.Module):
         return model_dir_or_model.eval(), None, None
-    from .models.io import is_forgetless_folder, load_model
-
     path = Path(model_dir_or_model)
     if not is_forgetless_folder(path):
         raise ConfigError(f"{path}: not a model folder written by forgetless (no forgetless.json); "
@@ -160,8 +160,6 @@ def export_onnx(model_dir_or_model, out_dir: str | Path, opset: int = DEFAULT_OP
     A difference above ``atol`` is a ``ForgetlessError`` naming the graph and the difference.
     ``out_dir`` follows the output rule (``outputs.check_output``): new, empty, or an earlier
     export's folder with ``overwrite`` (moved aside, then replaced); never the model or any other folder."""
-    from .ranges import MAX_OPSET, check_number
-
     check_number("--opset", opset, 18, MAX_OPSET, integer=True)  # dynamo writes opset 18 or later
     check_number("--atol", atol, 0, None)
     source_path = None if isinstance(model_dir_or_model, nn.Module) else model_dir_or_model
@@ -269,8 +267,6 @@ def push_to_hub(model_dir: str | Path, repo_id: str, token: str | None = None, p
     when the hub cannot be reached within ``HUB_TIMEOUT_S`` seconds, a ``ForgetlessError``."""
     from huggingface_hub import HfApi, constants
     from huggingface_hub.errors import HfHubHTTPError
-
-    from .models.io import is_forgetless_folder
 
     model_dir = Path(model_dir)
     if not is_forgetless_folder(model_dir):

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Iterator, Mapping
 
 from .errors import OutputFolderError
+from .fsutil import atomic_write_json
 
 RUN_FILE = "forgetless-run.json"  # which command (and for compress: which run) owns an output folder
 LOCK_FILE = ".forgetless.lock"
@@ -37,10 +38,6 @@ MAX_JSON_OUTPUT = 50_000_000
 def cache_root() -> Path:
     """The shared cache folder: ``$FORGETLESS_CACHE``, default ``~/.cache/forgetless``."""
     return Path(os.environ.get("FORGETLESS_CACHE") or Path.home() / ".cache" / "forgetless").expanduser()
-
-
-def _absolute(path) -> Path:
-    return Path(os.path.abspath(Path(path).expanduser()))
 
 
 def _name_limits(path: Path, flag: str, out) -> None:
@@ -137,7 +134,7 @@ def check_output(out, flag: str = "--out", *, command: str, inputs: Mapping[str,
         raise OutputFolderError(f"{flag} '': name an output {'file' if is_file else 'folder'} "
                                 "(an empty name would write into the current folder)")
     path = Path(out).expanduser()
-    _name_limits(_absolute(path), flag, out)
+    _name_limits(Path(os.path.abspath(path)), flag, out)
     if path.is_symlink() and not path.exists():
         raise OutputFolderError(f"{flag} {out}: is a dangling symbolic link (to {os.readlink(path)}); "
                                 "name a new path")
@@ -171,8 +168,6 @@ def probe_writable(folder: Path) -> None:
 
 def mark_output(folder, command: str, **extra) -> None:
     """Record that ``command`` owns ``folder`` (``forgetless-run.json``)."""
-    from .fsutil import atomic_write_json
-
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     atomic_write_json(folder / RUN_FILE, {"command": command, **extra})

@@ -10,8 +10,6 @@ step is a plain function so it can be called from Python as well as the CLI.
 from __future__ import annotations
 
 import copy
-import hashlib
-import json
 import logging
 import shutil
 import sys
@@ -36,7 +34,10 @@ from .methods.base import CompressionContext
 from .recipes.dump import drop_empty, dump_recipe
 from .registry import METHODS, OBJECTIVES
 from .tree import to_recipe
+from .objectives.cache import cache_key
 from .models.io import is_forgetless_folder, load_model, read_manifest, save_model
+from .models.loading import resolve_model_path
+from .models.smollm2 import provenance
 from .models.model_card import write_model_card
 from . import progress
 from .report.card import build_card, write_card
@@ -55,11 +56,6 @@ def resolve(config: RunConfig):
     return METHODS.build(config.method), OBJECTIVES.build(config.objective), [METHODS.build(c) for c in config.then]
 
 
-def recipe_of(config: RunConfig, meta: dict | None = None) -> dict:
-    """The resolved recipe of a run: ``forgetless run`` on it reruns the run."""
-    return {"command": "compress", **(meta or {}), **to_recipe(config)}
-
-
 def teacher_key(task: Task, config: RunConfig, kind) -> str:
     """What a cached teacher was trained for: task content (training set and labels), model (for a
     local folder also its files' names, sizes and modification times), model kind, the training
@@ -69,7 +65,7 @@ def teacher_key(task: Task, config: RunConfig, kind) -> str:
     local = Path(config.model)
     files = sorted((str(f.relative_to(local)), f.stat().st_size, f.stat().st_mtime_ns)
                    for f in local.rglob("*") if f.is_file()) if local.is_dir() else None  # a changed folder: new key
-    return _key({"model": config.model, "files": files, "kind": kind.name, "task": task.train.fingerprint(),
+    return cache_key({"model": config.model, "files": files, "kind": kind.name, "task": task.train.fingerprint(),
                  "labels": task.label_names, "train": settings, "seed": config.seed})
 
 
@@ -114,9 +110,6 @@ def train_teacher(task: Task, config: RunConfig, work_dir: Path, kind=None, mode
 
 def _as_is_info(model: str) -> dict:
     """Where an as-is base came from; a converted base (``--model smollm2``) adds its provenance."""
-    from .models.loading import resolve_model_path
-    from .models.smollm2 import provenance
-
     path = Path(resolve_model_path(model))
     info = {"source": model, "reused": False, "as_is": True, "path": str(path) if path.is_dir() else None}
     recorded = provenance(path) if path.is_dir() else None
@@ -163,7 +156,7 @@ def run_compress(task: Task, config: RunConfig, out_dir: str | Path, meta: dict 
     key = validate_run(task, config, out_dir, overwrite, model)
     if model is not None:
         check_model_object(model, kind_for(task, config.method, config.model_kind).name, task)
-    recipe = recipe_of(config, meta)
+    recipe = {"command": "compress", **(meta or {}), **to_recipe(config)}  # `forgetless run` on it reruns it
     with output_lock(out_dir), disk_full_guard(out_dir):  # a second run on the same folder stops here
         prepare_output(out_dir, key, overwrite, _jsonable_config(config), run_inputs(task, config))
         remove_leftovers(out_dir)  # .model.tmp-* of a killed save (we hold the folder's lock)
@@ -264,10 +257,6 @@ def _training(config: RunConfig, teacher_info: dict, fine_tunes: list[dict]) -> 
         base = None
     runs = [{"name": r["name"], "epochs": r["epochs"] or 0.0} for r in fine_tunes]
     return {**training_section(base, config.student_init, runs), "base": config.base}
-
-
-def _key(data: dict) -> str:
-    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 class _Steps:

@@ -22,6 +22,7 @@ import pkgutil
 from typing import Any, Callable
 
 from .errors import ConfigError
+from .options import build
 
 PLUGINS_ENV = "FORGETLESS_PLUGINS"
 
@@ -101,8 +102,6 @@ class Registry:
 
     def make_config(self, name: str, options: dict | None = None):
         """The config of ``name`` built from ``options`` (text or typed values); unknown keys are errors."""
-        from .options import build
-
         cls = self.config_class(name)
         options = {k: v for k, v in (options or {}).items() if v is not None}
         if cls is None:

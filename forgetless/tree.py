@@ -16,7 +16,7 @@ import difflib
 from dataclasses import dataclass
 
 from .errors import ConfigError
-from .options import coerce, default_of, flag_name, hint_of, leaves, parse_bool
+from .options import as_dict, coerce, default_of, flag_name, hint_of, leaves, parse_bool
 from .registry import METHODS, OBJECTIVES
 
 CHOSEN = {"method": METHODS, "objective": OBJECTIVES}  # fields whose config class is chosen by name
@@ -239,8 +239,6 @@ def parse_then(item, where: str = "--then"):
 def to_recipe(config) -> dict:
     """The tree as plain data for YAML: nested mappings, the method / objective as ``{name: …,
     options}``, ``then`` as a list of those."""
-    from .options import as_dict
-
     data = as_dict(config)
     if "objectives" in data:  # a sweep names its objectives; the single objective field does not apply
         data.pop("objective", None)

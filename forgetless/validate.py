@@ -21,14 +21,20 @@ or row and what would be valid (the CLI turns it into exit code 2).
 from __future__ import annotations
 
 import hashlib
-import inspect
 import json
 import os
 import shutil
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
 
+import torch
+
 from .errors import ModelFileError, OptionError, OutputFolderError
+from .kinds import check_compatible, kind_for
+from .models.checks import check_model_folder
+from .models.loading import check_label_order, resolve_model_path
+from .models.manifest import is_forgetless_folder, read_manifest
+from .models.tiny import TINY_MODELS, tiny_model_config
 from .outputs import RUN_FILE, check_cache, check_output, mark_output, read_mark  # noqa: F401  (RUN_FILE: tests, callers)
 from .ranges import MAX_TOKENS
 
@@ -37,42 +43,39 @@ REPORT_FILES = ("report.json", "report.md", "report.html")
 
 
 # ----- the model's shape, from its config only -----------------------------------------------------
-def model_dims(name_or_path, seq2seq: bool = False) -> dict | None:
-    """``{layers, decoder_layers, heads, max_positions}`` of a model, read from its config without
-    loading weights (an in-memory model: from its ``config``); None for a hub id (not checkable
-    offline). A local folder that is not a usable model is a ``ModelFileError``."""
-    from .models.checks import check_model_folder
-    from .models.loading import resolve_model_path
-    from .models.tiny import TINY_CLASSIFIERS, TINY_SEQ2SEQ, tiny_seq2seq
-
-    if not isinstance(name_or_path, str):  # a model object (forgetless.compress(model=...))
-        return _config_dims(name_or_path.config, seq2seq)
-    if name_or_path == "tiny-llama":  # models.tiny.tiny_llama_config: 4 layers, 2 key/value groups per layer
-        return {"layers": 4, "decoder_layers": None, "heads": 2, "max_positions": 512}
-    if name_or_path in TINY_CLASSIFIERS:  # built by models.tiny.tiny_classifier
-        return {"layers": 2, "decoder_layers": None, "heads": 4, "max_positions": 512}
-    if name_or_path in TINY_SEQ2SEQ:
-        defaults = {k: v.default for k, v in inspect.signature(tiny_seq2seq).parameters.items()}
-        positions = None if name_or_path == "tiny-t5" else defaults["max_positions"]
-        return {"layers": defaults["layers"], "decoder_layers": defaults["layers"], "heads": defaults["heads"],
-                "max_positions": positions}
-    path = resolve_model_path(name_or_path)
+def model_config(name: str):
+    """The config of a model name or folder, read without loading weights (a tiny model by name:
+    the config it is built with); None for a hub id (not checkable offline). A local path that is
+    not a usable model is a ``ModelFileError`` (``models.checks.check_model_folder``)."""
+    tiny = tiny_model_config(name)
+    if tiny is not None:
+        return tiny
+    path = resolve_model_path(name)
     if not Path(path).expanduser().exists():
         if path.startswith((".", "/", "~")):
             raise ModelFileError(f"model folder {path!r} does not exist")
         return None  # a hub id: checked when it is loaded
-    return _config_dims(check_model_folder(path), seq2seq)
+    return check_model_folder(path)
+
+
+def model_dims(name_or_path, seq2seq: bool = False) -> dict | None:
+    """``{layers, decoder_layers, heads, max_positions}`` of a model (``model_config``; an
+    in-memory model: from its ``config``); None for a hub id. ``heads`` counts the prunable units:
+    key/value groups under grouped-query attention (``models/decoder_only.py``)."""
+    config = model_config(name_or_path) if isinstance(name_or_path, str) else name_or_path.config
+    return None if config is None else _config_dims(config, seq2seq)
 
 
 def _config_dims(config, seq2seq: bool) -> dict:
+    if hasattr(getattr(config, "decoder", None), "to_dict"):  # an EncoderDecoderModel: a config per stack
+        return {**_config_dims(config.encoder, False), "decoder_layers": _config_dims(config.decoder, False)["layers"]}
     get = lambda *names: next((getattr(config, n) for n in names if getattr(config, n, None)), None)  # noqa: E731
     layers = get("num_hidden_layers", "num_layers", "encoder_layers", "n_layers", "n_layer")
     decoder = get("num_decoder_layers", "decoder_layers")
-    if decoder is None and seq2seq and not getattr(config, "is_encoder_decoder", False):
+    if decoder is None and (seq2seq or getattr(config, "is_encoder_decoder", False)):
         decoder = layers  # a BERT folder becomes a bert2bert encoder-decoder of the same depth
-    if getattr(config, "is_encoder_decoder", False) and decoder is None:
-        decoder = layers
-    heads = get("num_attention_heads", "num_heads", "encoder_attention_heads", "n_heads", "n_head")
+    heads = get("num_key_value_heads", "num_attention_heads", "num_heads", "encoder_attention_heads", "n_heads",
+                "n_head")
     positions = get("max_position_embeddings", "n_positions")
     return {"layers": layers, "decoder_layers": decoder, "heads": heads, "max_positions": positions}
 
@@ -82,8 +85,6 @@ def validate_run(task, config, out_dir, overwrite: bool = False, model=None) -> 
     """Check a run (``method`` and ``objective`` resolved from ``config``) before any work, its
     output folder first; returns the run's key (``prepare_output`` records it when the run claims
     the folder, under its lock). ``model``: a model object given instead of ``config.model``."""
-    from .kinds import check_compatible, kind_for
-
     check_output(out_dir, command="compress", inputs=run_inputs(task, config), overwrite=overwrite)
     if not config.teacher and model is None:
         check_cache()  # the teacher is saved there: a file or a read-only folder fails now, not after training
@@ -114,8 +115,6 @@ def validate_run(task, config, out_dir, overwrite: bool = False, model=None) -> 
 
 def _check_device(train) -> None:
     """``--device cuda`` and ``--fp16`` need a CUDA GPU: one error before any work, not a Trainer traceback."""
-    import torch
-
     if (train.device == "cuda" or train.fp16) and not torch.cuda.is_available():
         flag = "--device cuda" if train.device == "cuda" else "--fp16"
         raise OptionError(f"{flag}: no CUDA GPU is available here; train on CPU (--device cpu, or --bf16 for mixed "
@@ -125,14 +124,7 @@ def _check_device(train) -> None:
 def _check_trained_head(name: str) -> None:
     """``--base as-is`` scores a classifier as it is: its classification head must have been trained
     (a folder saved from a ``*ForSequenceClassification`` model); a base model's head would be random."""
-    from .models.checks import check_model_folder
-    from .models.loading import resolve_model_path
-
-    path = resolve_model_path(name)
-    if not Path(path).expanduser().is_dir():
-        return  # a hub id: not checkable offline
-    architectures = getattr(check_model_folder(path), "architectures", None) or []
-    if not any(a.endswith("ForSequenceClassification") for a in architectures):
+    if name not in TINY_MODELS and not _is_classifier(model_config(name)):
         raise OptionError(f"--base as-is: model {name!r} has no trained classification head (its head would be "
                           "random); fine-tune it (--base fine-tune), give a fine-tuned classifier folder, or score an "
                           "LLM zero-shot (--model-kind causal-lm)")
@@ -160,26 +152,20 @@ def _check_some_training(task, config) -> None:
                               f"give at least {1 / batches:.3g}")
 
 
-TINY_TYPES = {"tiny-bert": "bert", "tiny-llama": "llama", "tiny-t5": "t5", "tiny-bart": "bart",
-              "tiny-bert2bert": "encoder-decoder"}
-
-
 def model_type_of(name: str) -> str | None:
     """``model_type`` of a model name or folder, from its config only (None: a hub id)."""
-    from .models.checks import check_model_folder
-    from .models.loading import resolve_model_path
+    config = model_config(name)
+    return None if config is None else config.model_type
 
-    if name in TINY_TYPES:
-        return TINY_TYPES[name]
-    path = resolve_model_path(name)
-    return check_model_folder(path).model_type if Path(path).expanduser().is_dir() else None
+
+def _is_classifier(config) -> bool:
+    """A config saved from a trained ``*ForSequenceClassification`` model (None: a hub id, not checked)."""
+    return config is None or any(a.endswith("ForSequenceClassification") for a in config.architectures or [])
 
 
 def _check_teacher_family(teacher: str, model: str) -> None:
     """``--teacher`` is the fine-tuned ``--model``: the same family, and not quantized (int8 layers
     cannot be trained or pruned again)."""
-    from .models.manifest import is_forgetless_folder, read_manifest
-
     teacher_type, model_type = model_type_of(teacher), model_type_of(model)
     if teacher_type and model_type and teacher_type != model_type:
         raise OptionError(f"--teacher {teacher}: is a {teacher_type} model, --model {model} a {model_type}; the "
@@ -190,14 +176,8 @@ def _check_teacher_family(teacher: str, model: str) -> None:
 
 def _check_teacher_labels(teacher: str, task, kind) -> None:
     """A trained classifier given as ``--teacher`` predicts the task's labels, in the same order."""
-    from .models.checks import check_model_folder
-    from .models.loading import check_label_order, resolve_model_path
-
-    path = resolve_model_path(teacher)
-    if kind.name == "seq2seq" or not task.label_names or not Path(path).expanduser().is_dir():
-        return
-    config = check_model_folder(path)
-    if not any(a.endswith("ForSequenceClassification") for a in getattr(config, "architectures", None) or []):
+    config = model_config(teacher)
+    if kind.name == "seq2seq" or not task.label_names or config is None or not _is_classifier(config):
         return
     if config.num_labels != len(task.label_names):
         raise OptionError(f"--teacher {teacher}: predicts {config.num_labels} labels, the task has "

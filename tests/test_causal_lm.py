@@ -8,7 +8,7 @@ import torch
 from forgetless.cli import main
 from forgetless.data.task import PairSet
 from forgetless.metrics.perplexity import perplexity
-from forgetless.models.causal import load_causal_lm
+from forgetless.models.loading import load_causal_lm
 from forgetless.report.card import validate_card
 from forgetless.training.encode import IGNORE_INDEX, encode_causal_pairs
 

@@ -11,7 +11,7 @@ import pytest
 import torch
 import transformers
 
-from forgetless.methods.magnitude.pruning import magnitude_prune
+from forgetless.methods.magnitude.pruning import MagnitudePruner
 from forgetless.models import io, surgery
 from forgetless.models.adapters import get_adapter
 from forgetless.models.gates import Gates
@@ -230,7 +230,9 @@ def test_magnitude_prunes_every_projection(arch, per_layer):
     linears = get_adapter(model).prunable_linears(model)
     assert len(linears) == 3 * per_layer  # q, k, v, o, gate, up, down / c_attn, c_proj, c_fc, c_proj
     assert not any("embed" in name or "score" in name or "wte" in name for name, _ in linears)
-    assert abs(magnitude_prune(model, 0.5) - 0.5) < 1e-3
+    pruner = MagnitudePruner(model)
+    pruner.prune_to(0.5)
+    assert abs(pruner.sparsity() - 0.5) < 1e-3
 
 
 @pytest.mark.parametrize("arch", ["llama", "gpt2"])

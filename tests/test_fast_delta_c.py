@@ -10,7 +10,8 @@ from forgetless.errors import ConfigError
 from forgetless.methods.rahp.fast_delta_c import (boundary_window, eager_attention, ExactDeltaC,
                                            first_order_delta_c_scores, gated_c_and_gate_grads, heads_to_compute,
                                            hybrid_delta_c, merge_exact, refine_near_cut)
-from forgetless.methods.rahp.model_scoring import ExampleHeadGates, delta_c_scores, fisher_scores, scoring_mode
+from forgetless.metrics.predict import scoring_mode
+from forgetless.methods.rahp.model_scoring import ExampleHeadGates, delta_c_scores, fisher_scores
 from forgetless.methods.rahp.runner import rahp_scores
 from forgetless.methods.rahp.scores import margin, rahp_select
 from forgetless.methods.base import CompressionContext

@@ -59,7 +59,7 @@ def test_real_loaders_and_errors(tmp_path, shared_data):
 
 
 def test_rouge_and_meteor_values():
-    scores = metrics.generation_scores(["the cat sat"], [["the cat sat"]])
+    scores = metrics.score_texts(["the cat sat"], [["the cat sat"]])
     assert scores["rouge1"] == pytest.approx(100.0) and scores["rougeL"] == pytest.approx(100.0)
     assert scores["meteor"] > 90.0
     assert metrics.rouge(["red"], [["blue", "red"]])["rouge1"] == pytest.approx(100.0)  # best reference

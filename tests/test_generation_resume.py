@@ -26,7 +26,7 @@ class Crash(TrainerCallback):
 
 def _setup(tmp_path, task):
     teacher, tok = load_seq2seq("tiny-t5", tokenizer=task.tokenizer, seed=0)
-    objective = OBJECTIVES.get("nash-distil")()
+    objective = OBJECTIVES.build("nash-distil")
     config = TrainConfig(epochs=1, batch_size=8, save_steps=2, progress=False, learning_rate=1e-3, max_length=64)
     ctx = CompressionContext(task=task, tokenizer=tok, teacher=teacher.eval(), work_dir=tmp_path, train_config=config,
                              objective=objective, kind=KINDS["seq2seq"])

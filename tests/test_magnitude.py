@@ -4,7 +4,7 @@ import torch
 
 from forgetless.errors import ConfigError
 from forgetless.methods.magnitude.config import MagnitudeConfig
-from forgetless.methods.magnitude.pruning import cubic_sparsity, magnitude_masks, magnitude_prune
+from forgetless.methods.magnitude.pruning import MagnitudePruner, cubic_sparsity, magnitude_masks
 from conftest import tiny_classifier
 
 
@@ -30,7 +30,9 @@ def test_one_shot_reaches_target():
     model = tiny_classifier("bert")
     embeddings = model.bert.embeddings.word_embeddings.weight.detach().clone()
     classifier = model.classifier.weight.detach().clone()
-    assert magnitude_prune(model, 0.6) == pytest.approx(0.6, abs=0.01)
+    pruner = MagnitudePruner(model)
+    pruner.prune_to(0.6)
+    assert pruner.sparsity() == pytest.approx(0.6, abs=0.01)
     assert torch.equal(model.bert.embeddings.word_embeddings.weight, embeddings)  # never pruned
     assert torch.equal(model.classifier.weight, classifier)
 

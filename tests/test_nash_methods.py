@@ -35,7 +35,7 @@ def _tiny(kind="tiny-bert2bert"):
 def test_registered_methods_compress(name, options, tmp_path):
     task, tok, model = _tiny()
     method = METHODS.get(name)(METHODS.make_config(name, options))
-    objective = OBJECTIVES.get("nash-distil")()
+    objective = OBJECTIVES.build("nash-distil")
     ctx = CompressionContext(task=task, tokenizer=tok, teacher=model, work_dir=tmp_path, objective=objective,
                              train_config=TrainConfig(epochs=1, batch_size=16, max_length=64, learning_rate=1e-3,
                                                       progress=False), kind=KINDS["seq2seq"])

@@ -7,14 +7,19 @@ import pytest
 import torch
 from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
 
-from forgetless.data.synthetic import synthetic_shortcut_task, vocabulary
+from forgetless.data import synthetic
+from forgetless.data.synthetic import synthetic_shortcut_task
 from forgetless.objectives.rmc.config import DifficultyConfig
 from forgetless.objectives.rmc.difficulty import compute_difficulty
 from forgetless.methods.base import CompressionContext
 from forgetless.registry import OBJECTIVES
 from forgetless.training.trainer import TrainConfig, fine_tune
 
-WORDS = vocabulary()
+# every word the synthetic task's generator can emit
+WORDS = sorted(set(synthetic.NOUNS + synthetic.HYPERNYMS + synthetic.INTRANSITIVE + synthetic.ADJECTIVES
+                   + synthetic.CERTAIN + synthetic.UNCERTAIN + ["the", "was", "by", "who", "and", "if", ","]
+                   + [form for pair in synthetic.VERBS for form in pair]
+                   + [w for suffix in synthetic.SUFFIXES for w in suffix.split()]))
 
 
 def tiny_tokenizer(folder: Path | None = None) -> BertTokenizerFast:
@@ -52,17 +57,17 @@ def context(setup, name):
 
 def test_distil_columns_are_cached_teacher_probabilities(setup):
     ctx = context(setup, "distil")
-    columns = OBJECTIVES.get("distil")().prepare(ctx)
+    columns = OBJECTIVES.build("distil").prepare(ctx)
     probs = np.asarray(columns["teacher_probs"])
     assert probs.shape == (96, 2) and np.allclose(probs.sum(1), 1.0, atol=1e-5)
     assert len(list((ctx.work_dir / "cache").glob("teacher-probs-*.npz"))) == 1
-    again = OBJECTIVES.get("distil")().prepare(ctx)  # from the cache file
+    again = OBJECTIVES.build("distil").prepare(ctx)  # from the cache file
     assert np.allclose(np.asarray(again["teacher_probs"]), probs)
 
 
 def test_smooth_flattens_teacher(setup):
     ctx = context(setup, "distil")  # shares the teacher-probability cache
-    raw = np.asarray(OBJECTIVES.get("distil")().prepare(ctx)["teacher_probs"])
+    raw = np.asarray(OBJECTIVES.build("distil").prepare(ctx)["teacher_probs"])
     smooth = np.asarray(OBJECTIVES.get("smooth")(OBJECTIVES.make_config("smooth", {"degree": 0.5})).prepare(ctx)
                         ["teacher_probs"])
     assert np.all(np.abs(smooth - 0.5) <= np.abs(raw - 0.5) + 1e-6)
@@ -90,7 +95,7 @@ def test_rmc_prepare_smooths_per_sample(setup):
     columns = rmc.prepare(ctx)
     d = np.asarray(columns["difficulty"])
     assert d.min() == pytest.approx(0.5) and d.max() == pytest.approx(1.0)  # α = 0.5 for "synthetic"
-    raw = np.asarray(OBJECTIVES.get("distil")().prepare(ctx)["teacher_probs"])
+    raw = np.asarray(OBJECTIVES.build("distil").prepare(ctx)["teacher_probs"])
     smoothed = np.asarray(columns["teacher_probs"])
     hardest = int(np.argmax(d))
     assert np.allclose(smoothed[hardest], raw[hardest], atol=1e-5)  # d = 1: unchanged
@@ -135,4 +140,4 @@ def test_missing_column_is_a_config_error():
     from forgetless.errors import ConfigError
 
     with pytest.raises(ConfigError, match="prepare"):
-        OBJECTIVES.get("rmc")()(torch.zeros(2, 2), torch.tensor([0, 1]), {})
+        OBJECTIVES.build("rmc")(torch.zeros(2, 2), torch.tensor([0, 1]), {})

@@ -137,7 +137,7 @@ def test_n_m_needs_input_widths_divisible_by_m():
 def _compressed(method: str, tmp_path, **options):
     from forgetless.kinds.causal_lm import CausalLMKind
     from forgetless.methods.base import CompressionContext
-    from forgetless.models.causal import load_causal_lm
+    from forgetless.models.loading import load_causal_lm
 
     task = load_task("synthetic", train_size=24, eval_size=8)
     model, tokenizer = load_causal_lm("tiny-llama", seed=0)

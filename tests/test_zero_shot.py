@@ -13,7 +13,7 @@ from forgetless.data.tasks import load_task
 from forgetless.metrics import zero_shot
 from forgetless.config import EvalConfig
 from forgetless.metrics.speed import SpeedConfig
-from forgetless.models.causal import load_causal_lm
+from forgetless.models.loading import load_causal_lm
 from forgetless.config import RunConfig
 from forgetless.methods.block_influence.config import BlockInfluenceConfig
 from forgetless.outputs import cache_root

@@ -22,10 +22,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .files import read_table, require_columns
+from .files import example_set_from_rows, read_table, require_columns
 from . import hub
-from .registry import data_root
-from .task import ExampleSet, Task, labels_from_names, stratified_split
+from .registry import TASKS, data_root
+from .task import ExampleSet, Task, stratified_split
 
 FEVER_LABELS = ["SUPPORTS", "REFUTES"]
 DEV_FILE = "fever/paper_dev.jsonl"
@@ -34,12 +34,13 @@ SYM2_FILES = ("fever_symmetric/symmetric_v0.2/fever_symmetric_dev.jsonl",
               "fever_symmetric/symmetric_v0.2/fever_symmetric_test.jsonl")
 
 
-def claims(rows: list[dict], name: str, source: str) -> ExampleSet:
-    """Claim-only examples of FEVER-style rows (``claim``, ``label``); NOT ENOUGH INFO rows dropped."""
+def claims(name: str, rows_and_source: tuple[list[dict], str]) -> ExampleSet:
+    """Claim-only examples of FEVER-style rows (``claim``, ``label``) and where they came from;
+    NOT ENOUGH INFO rows dropped."""
+    rows, source = rows_and_source
     require_columns(rows, ["claim", "label"], source)
     kept = [r for r in rows if str(r["label"]).strip() not in ("NOT ENOUGH INFO", "NEI")]
-    return ExampleSet(name, [str(r["claim"]) for r in kept],
-                      labels_from_names([r["label"] for r in kept], FEVER_LABELS, source), FEVER_LABELS, source=source)
+    return example_set_from_rows(kept, name, source, "claim", "label", FEVER_LABELS)
 
 
 def read_rows(root: Path, *files: str) -> tuple[list[dict], str]:
@@ -49,22 +50,20 @@ def read_rows(root: Path, *files: str) -> tuple[list[dict], str]:
     return rows, ", ".join(str(root / rel) for rel in files)
 
 
+@TASKS.register("fever")
 def fever_task(data_dir=None, seed: int = 0, train_fraction: float = 0.8, dataset: str | None = None,
                subset: str | None = None, train_split: str | None = None) -> Task:
     root = data_root(data_dir)
     if root is None:
-        dev = claims(*_named(hub.load_rows("fever/dev"), "dev"))
-        challenges = {name: claims(*_named(hub.load_rows(f"fever/{name}"), name)) for name in ("sym1", "sym2")}
-        if dataset:
-            train = _hub_train(dataset, subset, train_split)
-        else:
-            train = claims(*_named(hub.load_rows("fever/train"), "train"))
+        dev = claims("dev", hub.load_rows("fever/dev"))
+        challenges = {name: claims(name, hub.load_rows(f"fever/{name}")) for name in ("sym1", "sym2")}
+        train = _hub_train(dataset, subset, train_split) if dataset else claims("train", hub.load_rows("fever/train"))
         protocol = (f"FEVER → Symmetric: train {dataset or 'FEVER v1.0 train'}, dev = FEVER paper_dev "
                     "(Hugging Face hub)")
         return _task(train, dev, challenges, protocol)
-    dev = claims(*_named(read_rows(root, DEV_FILE), "fever_dev"))
-    challenges = {"sym1": claims(*_named(read_rows(root, SYM1_FILE), "sym1")),
-                  "sym2": claims(*_named(read_rows(root, *SYM2_FILES), "sym2"))}
+    dev = claims("fever_dev", read_rows(root, DEV_FILE))
+    challenges = {"sym1": claims("sym1", read_rows(root, SYM1_FILE)),
+                  "sym2": claims("sym2", read_rows(root, *SYM2_FILES))}
     if dataset:
         train = _hub_train(dataset, subset, train_split)
         protocol = f"FEVER → Symmetric: train {dataset} ({subset or 'default'}), dev = FEVER paper_dev"
@@ -88,9 +87,4 @@ def _hub_train(dataset: str, subset: str | None, train_split: str | None) -> Exa
     import datasets
 
     rows = [dict(r) for r in datasets.load_dataset(dataset, subset, split=train_split or "train")]
-    return claims(rows, "train", f"{dataset}:{train_split or 'train'}")
-
-
-def _named(pair: tuple[list[dict], str], name: str) -> tuple[list[dict], str, str]:
-    rows, source = pair
-    return rows, name, source
+    return claims("train", (rows, f"{dataset}:{train_split or 'train'}"))

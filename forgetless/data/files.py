@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 from ..errors import DataError
+from .hf_datasets import PAIR_COLUMNS, TEXT_COLUMNS
 from .task import ExampleSet, labels_from_names
 
 csv.field_size_limit(10**8)
@@ -91,19 +92,22 @@ def check_label_names(labels, option: str = "--labels") -> list[str]:
 
 def example_set_from_rows(rows: list[dict], name: str, where: str, text_a: str, label: str,
                           label_names: list[str], text_b: str | None = None, hard: str | None = None,
-                          group: str | None = None, aliases: dict[str, str] | None = None) -> ExampleSet:
-    """Build an ``ExampleSet`` from dict rows using the named columns."""
+                          group: str | None = None, aliases: dict[str, str] | None = None, strip: bool = False,
+                          **extra) -> ExampleSet:
+    """Build an ``ExampleSet`` from dict rows using the named columns (``strip``: strip ``text_a``;
+    ``extra``, e.g. ``prediction_map``, goes to the set)."""
     require_columns(rows, [text_a, label, text_b, hard, group], where)
     labels = labels_from_names([r[label] for r in rows], label_names, where, aliases)
     return ExampleSet(
         name=name,
-        text_a=[str(r[text_a]) for r in rows],
+        text_a=[str(r[text_a]).strip() if strip else str(r[text_a]) for r in rows],
         text_b=[str(r[text_b]) for r in rows] if text_b else None,
         labels=labels,
         label_names=label_names,
         hard=[str(r[hard]).strip().lower() in ("1", "true", "hard", "yes") for r in rows] if hard else None,
         groups=[str(r[group]) for r in rows] if group else None,
         source=where,
+        **extra,
     )
 
 
@@ -120,8 +124,6 @@ def infer_file_columns(path: str | Path, text_a: str | None, text_b: str | None,
     """The columns and label names of a local file when not given: the first text column of
     ``hf_datasets.TEXT_COLUMNS``, a second text for pair columns (``text_b`` '': single texts), the
     label names sorted (names) or numbered (ids 0..k-1); with a sentence saying what was inferred."""
-    from .hf_datasets import PAIR_COLUMNS, TEXT_COLUMNS
-
     rows = read_table(path, json_key=json_key)
     columns = list(rows[0])
     said = []

@@ -12,11 +12,11 @@ tasks (NASH, Ko et al. 2023, evaluates on TweetQA and summarisation).
 """
 from __future__ import annotations
 
-import json
 import random
 from pathlib import Path
 
-from ..errors import ConfigError, DataError
+from ..errors import ConfigError
+from .files import read_table, require_columns
 from .task import PairSet, Task
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]"]
@@ -67,16 +67,10 @@ def word_tokenizer(vocab: list[str]):
 
 
 def _tweetqa(path: Path, name: str) -> PairSet:
-    try:
-        rows = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise DataError(f"{path}: cannot read TweetQA JSON ({exc})") from exc
-    if not isinstance(rows, list):
-        raise DataError(f"{path}: expected a JSON list of TweetQA records")
+    rows = read_table(path)
+    require_columns(rows, ["Question", "Tweet"], str(path))
     sources, refs = [], []
-    for i, row in enumerate(rows):
-        if not isinstance(row, dict) or not {"Question", "Tweet"} <= set(row):
-            raise DataError(f"{path}: record {i + 1} lacks Question / Tweet")
+    for row in rows:
         answers = [a for a in row.get("Answer") or [] if isinstance(a, str) and a.strip()]
         if answers:
             sources.append(f"question: {row['Question']} context: {row['Tweet']}")
@@ -85,20 +79,10 @@ def _tweetqa(path: Path, name: str) -> PairSet:
 
 
 def _jsonl(path: Path, src: str, tgt: str, name: str) -> PairSet:
-    sources, refs = [], []
-    try:
-        with path.open(encoding="utf-8") as handle:
-            for number, line in enumerate(handle, 1):
-                if not line.strip():
-                    continue
-                row = json.loads(line)
-                if not isinstance(row, dict) or src not in row or tgt not in row:
-                    raise DataError(f"{path}: line {number} lacks {src!r} / {tgt!r}")
-                sources.append(" ".join(str(row[src]).split()))
-                refs.append([" ".join(str(row[tgt]).split())])
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise DataError(f"{path}: cannot read {src}/{tgt} JSONL ({exc})") from exc
-    return PairSet(name, sources, refs, source=str(path))
+    rows = read_table(path)
+    require_columns(rows, [src, tgt], str(path))
+    return PairSet(name, [" ".join(str(r[src]).split()) for r in rows], [[" ".join(str(r[tgt]).split())] for r in rows],
+                   source=str(path))
 
 
 def extra_set(name: str, data_dir: Path) -> PairSet:

@@ -22,7 +22,7 @@ import json
 from pathlib import Path
 
 from ..errors import DataError
-from .files import read_table, require_columns
+from .files import example_set_from_rows, read_table, require_columns
 from . import hub
 from .registry import TASKS, data_root
 from .task import ExampleSet, Task, labels_from_names, stratified_split
@@ -46,21 +46,15 @@ def read_advglue(data_dir: Path, task: str, label_names: list[str]) -> ExampleSe
         raise DataError(f"{path}: unreadable JSON ({exc})") from exc
     if task not in data:
         raise DataError(f"{path}: no AdvGLUE subset {task!r}; present: {sorted(data)}")
-    rows = data[task]
-    if not rows:
+    if not data[task]:
         raise DataError(f"{path}: AdvGLUE subset {task!r} is empty")
     a, b = ADVGLUE_FIELDS[task]
-    require_columns(rows, [a, b, "label"], f"{path} [{task}]")
-    return ExampleSet("advglue", [r[a] for r in rows],
-                      labels_from_names([r["label"] for r in rows], label_names, f"{path} [{task}]"), label_names,
-                      text_b=[r[b] for r in rows] if b else None, source=f"{path} [{task}]")
+    return example_set_from_rows(data[task], "advglue", f"{path} [{task}]", a, "label", label_names, b)
 
 
-def _table(data_dir: Path, rel: str, columns: list[str], quoting=csv.QUOTE_NONE) -> tuple[list[dict], str]:
+def _table(data_dir: Path, rel: str, quoting=csv.QUOTE_NONE) -> tuple[list[dict], str]:
     path = Path(data_dir) / rel
-    rows = read_table(path, quoting=quoting)
-    require_columns(rows, columns, str(path))
-    return rows, str(path)
+    return read_table(path, quoting=quoting), str(path)
 
 
 def _split(examples: ExampleSet, fraction: float, seed: int) -> tuple[ExampleSet, ExampleSet]:
@@ -93,10 +87,8 @@ def _glue_task(name: str, labels: list[str], protocol: str, data_dir, folder: st
     else:
         sets = {}
         for split in ("train", "dev"):
-            rows, where = _table(root, f"glue/{folder}/{split}.tsv", [a, *([b] if b else []), "label"], quoting)
-            sets[split] = ExampleSet(split, [r[a].strip() if strip else r[a] for r in rows],
-                                     labels_from_names([r["label"] for r in rows], labels, where), labels,
-                                     text_b=[r[b] for r in rows] if b else None, source=where)
+            rows, where = _table(root, f"glue/{folder}/{split}.tsv", quoting)
+            sets[split] = example_set_from_rows(rows, split, where, a, "label", labels, b, strip=strip)
         challenge = read_advglue(root, name, labels)
     return Task(name, labels, sets["train"], sets["dev"], {"advglue": challenge}, pooled_challenges=["advglue"],
                 protocol=protocol + f" ({origin(root)})")
@@ -113,15 +105,10 @@ def rte_task(data_dir=None, seed: int = 0) -> Task:
 def qnli_task(data_dir=None, seed: int = 0, train_fraction: float = 0.8) -> Task:
     data_dir = data_root(data_dir)
     if data_dir is None:  # the hub has QNLI train: no split of dev (train_fraction does not apply)
-        sets = _hub_pair("qnli", NLI_LABELS)
-        return Task("qnli", NLI_LABELS, sets["train"], sets["dev"],
-                    {"advglue": hub.example_set("advglue/qnli", "advglue", NLI_LABELS)}, pooled_challenges=["advglue"],
-                    protocol="qnli → AdvGLUE-qnli: GLUE QNLI train / validation, AdvGLUE dev qnli subset as challenge "
-                             "(Hugging Face hub)")
-    rows, where = _table(data_dir, "glue/QNLI/dev.tsv", ["question", "sentence", "label"])
-    full = ExampleSet("qnli_dev", [r["question"] for r in rows],
-                      labels_from_names([r["label"] for r in rows], NLI_LABELS, where), NLI_LABELS,
-                      text_b=[r["sentence"] for r in rows], source=where)
+        return _glue_task("qnli", NLI_LABELS, "qnli → AdvGLUE-qnli: GLUE QNLI train / validation, AdvGLUE dev qnli "
+                          "subset as challenge", None, "QNLI", "question", "sentence")
+    rows, where = _table(data_dir, "glue/QNLI/dev.tsv")
+    full = example_set_from_rows(rows, "qnli_dev", where, "question", "label", NLI_LABELS, "sentence")
     train, dev = _split(full, train_fraction, seed)
     return Task("qnli", NLI_LABELS, train, dev, {"advglue": read_advglue(data_dir, "qnli", NLI_LABELS)},
                 pooled_challenges=["advglue"],
@@ -166,7 +153,8 @@ def _unwrap_bytes(text: str) -> str:
 
 
 def read_paws(data_dir: Path, rel: str, name: str) -> ExampleSet:
-    rows, where = _table(data_dir, rel, ["sentence1", "sentence2", "label"])
+    rows, where = _table(data_dir, rel)
+    require_columns(rows, ["sentence1", "sentence2", "label"], where)
     return ExampleSet(name, [_unwrap_bytes(r["sentence1"]) for r in rows],
                       labels_from_names([r["label"] for r in rows], QQP_LABELS, where), QQP_LABELS,
                       text_b=[_unwrap_bytes(r["sentence2"]) for r in rows], source=where)

@@ -31,7 +31,8 @@ from dataclasses import dataclass
 from urllib.parse import urlparse
 
 from ..errors import DataError
-from .task import ExampleSet, labels_from_names
+from .files import example_set_from_rows
+from .task import ExampleSet
 
 EXPORT = "refs%2Fconvert%2Fparquet"  # the hub's parquet export branch, as hf:// paths spell it
 SYMMETRIC = "https://raw.githubusercontent.com/TalSchuster/FeverSymmetric/master/"
@@ -141,19 +142,10 @@ def load_rows(key: str) -> tuple[list[dict], str]:
     return rows, spec.describe()
 
 
-def example_set(key: str, name: str, label_names: list[str], rows: list[dict] | None = None,
-                **extra) -> ExampleSet:
+def example_set(key: str, name: str, label_names: list[str], **extra) -> ExampleSet:
     """Set ``key`` as an ``ExampleSet`` with the task's ``label_names`` (hub labels are class ids
     in GLUE order, or label names); ``extra`` (e.g. ``prediction_map``) goes to the set."""
-    from .files import require_columns
-
     spec = SETS[key]
-    if rows is None:
-        rows, where = load_rows(key)
-    else:
-        where = spec.describe()
-    require_columns(rows, [spec.text_a, spec.text_b, spec.label, spec.group], where)
-    return ExampleSet(name, [str(r[spec.text_a]).strip() if spec.strip else str(r[spec.text_a]) for r in rows],
-                      labels_from_names([r[spec.label] for r in rows], label_names, where), label_names,
-                      text_b=[str(r[spec.text_b]) for r in rows] if spec.text_b else None,
-                      groups=[str(r[spec.group]) for r in rows] if spec.group else None, source=where, **extra)
+    rows, where = load_rows(key)
+    return example_set_from_rows(rows, name, where, spec.text_a, spec.label, label_names, spec.text_b,
+                                 group=spec.group, strip=spec.strip, **extra)

@@ -16,10 +16,10 @@ from __future__ import annotations
 import csv
 
 from ..errors import DataError
-from .files import read_table, require_columns
+from .files import example_set_from_rows, read_table, require_columns
 from . import hub
 from .registry import TASKS, data_root
-from .task import ExampleSet, Task, labels_from_names, stratified_split
+from .task import ExampleSet, Task, stratified_split
 
 MNLI_LABELS = ["entailment", "neutral", "contradiction"]
 HANS_LABELS = ["entailment", "non-entailment"]
@@ -33,30 +33,20 @@ HANS_FILE = "hans/hans_evaluation_set_30k.tsv"
 def read_mnli_dev(data_dir) -> ExampleSet:
     path = data_dir / MNLI_FILE
     rows = read_table(path, quoting=csv.QUOTE_NONE)
-    require_columns(rows, ["premise", "hypothesis", "gold_label"], str(path))
     hardness_path = data_dir / HARDNESS_FILE
     hardness = read_table(hardness_path)
     require_columns(hardness, ["idx", "hardness"], str(hardness_path))
     if len(hardness) != len(rows):
         raise DataError(f"{hardness_path}: {len(hardness)} rows but {path} has {len(rows)}; they must align")
-    return ExampleSet(
-        "mnli_dev_matched", [r["premise"] for r in rows],
-        labels_from_names([r["gold_label"] for r in rows], MNLI_LABELS, str(path)), MNLI_LABELS,
-        text_b=[r["hypothesis"] for r in rows],
-        hard=[r["hardness"].strip() == "1" for r in hardness], source=str(path),
-    )
+    rows = [{**row, "hard": flags["hardness"].strip() == "1"} for row, flags in zip(rows, hardness)]
+    return example_set_from_rows(rows, "mnli_dev_matched", str(path), "premise", "gold_label", MNLI_LABELS,
+                                 "hypothesis", hard="hard")
 
 
 def read_hans(data_dir) -> ExampleSet:
     path = data_dir / HANS_FILE
-    rows = read_table(path, quoting=csv.QUOTE_NONE)
-    require_columns(rows, ["gold_label", "sentence1", "sentence2", "heuristic"], str(path))
-    return ExampleSet(
-        "hans", [r["sentence1"] for r in rows],
-        labels_from_names([r["gold_label"] for r in rows], HANS_LABELS, str(path)), HANS_LABELS,
-        text_b=[r["sentence2"] for r in rows], groups=[r["heuristic"] for r in rows],
-        prediction_map=MNLI_TO_HANS, source=str(path),
-    )
+    return example_set_from_rows(read_table(path, quoting=csv.QUOTE_NONE), "hans", str(path), "sentence1",
+                                 "gold_label", HANS_LABELS, "sentence2", group="heuristic", prediction_map=MNLI_TO_HANS)
 
 
 def hub_hans() -> ExampleSet:

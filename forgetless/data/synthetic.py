@@ -33,16 +33,7 @@ SUFFIXES = ["yesterday", "at noon", "in the park", "last week", "on monday", "at
 CERTAIN = ["certainly", "clearly", "obviously"]
 UNCERTAIN = ["maybe", "perhaps", "probably"]
 
-FUNCTION_WORDS = ["the", "was", "by", "who", "and", "if", ","]
-
 LABELS = ["entailment", "non-entailment"]
-
-
-def vocabulary() -> list[str]:
-    """Every word the generator can emit (for word-level test tokenizers)."""
-    words = NOUNS + HYPERNYMS + INTRANSITIVE + ADJECTIVES + CERTAIN + UNCERTAIN + FUNCTION_WORDS
-    words += [form for pair in VERBS for form in pair] + [w for suffix in SUFFIXES for w in suffix.split()]
-    return sorted(set(words))
 ENT, NON = 0, 1
 
 

@@ -4,6 +4,8 @@ else the hub: ``hub.py``), local files, any Hugging Face hub dataset (``hub``), 
 ``load_task`` also applies seeded size caps to train / eval sets."""
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import sys
 from pathlib import Path
 
@@ -13,6 +15,7 @@ from .registry import TASKS, resolve_data_dir
 from .files import check_label_names, example_set_from_rows, infer_file_columns, read_example_set
 from .synthetic import synthetic_shortcut_task
 from .task import Task, cap_task, capped  # noqa: F401  (capped: metrics/clever.py)
+
 
 def load_task(name: str, data_dir: str | None = None, seed: int = 0, train_size: int | None = None,
               eval_size: int | None = None, **options) -> Task:
@@ -110,36 +113,25 @@ for _name in generation.EXTRA_SETS:
     TASKS.register(_name)(_summaries(_name))
 
 
-@TASKS.register("fever")
-def _fever(data_dir=None, seed: int = 0, dataset: str | None = None, subset: str | None = None,
-           train_split: str | None = None) -> Task:
-    return fever.fever_task(data_dir, seed, dataset=dataset, subset=subset, train_split=train_split)
-
-
 RESERVED_SETS = ("train", "dev")  # a challenge set of these names would replace the task's own set
 
 
+FIELDS = {"train_file": "train", "dev_file": "dev", "label_column": "label", "hard_column": "hard"}  # → option
+
+
 def task_from_config(config, seed: int = 0) -> Task:
-    """The task a ``TaskConfig`` (``forgetless.config``) names, with its options; ``seed`` is the
-    run's seed (``config.data_seed`` overrides it for splits and caps)."""
-    options: dict = {}
-    if config.name == "synthetic":
-        options["hard_fraction"] = config.hard_fraction
-    elif config.name in ("files", "hub"):
-        challenge = dict(_challenge_pair(item) for item in config.challenge)
-        options.update(challenge=challenge or None, text_a=config.text_a, label=config.label_column,
-                       labels=config.labels or None)
-        if config.text_b is not None:
-            options["text_b"] = config.text_b  # '' (single sentences) is kept: None would mean the default
-        if config.name == "files":
-            options.update(train=config.train_file, dev=config.dev_file, hard=config.hard_column,
-                           json_key=config.json_key)
-        else:
-            options.update(dataset=config.dataset, subset=config.subset, train_split=config.train_split,
-                           dev_split=config.dev_split)
-    elif config.name == "fever":
-        options.update(dataset=config.dataset, subset=config.subset, train_split=config.train_split)
-    if config.eval_sets:
+    """The task a ``TaskConfig`` (``forgetless.config``) names, with every option of it that the task's
+    builder takes (``FIELDS``: field → option name; ``eval_sets``, when given, goes to any task, which
+    refuses it unless it has extra sets); ``seed`` is the run's seed (``config.data_seed`` overrides
+    it for splits and caps)."""
+    accepted = set(inspect.signature(TASKS.get(config.name)).parameters) - {"data_dir", "seed"}
+    options = {FIELDS.get(f.name, f.name): getattr(config, f.name) for f in dataclasses.fields(config)}
+    options = {k: v for k, v in options.items() if k in accepted or (k == "eval_sets" and v)}
+    if "challenge" in options:
+        options["challenge"] = dict(_challenge_pair(item) for item in config.challenge) or None
+    if "labels" in options:
+        options["labels"] = config.labels or None
+    if options.get("eval_sets"):
         options["eval_sets"] = tuple(config.eval_sets)
     return load_task(config.name, data_dir=config.data_dir, seed=seed if config.data_seed is None else config.data_seed,
                      train_size=config.train_size, eval_size=config.eval_size, **options)

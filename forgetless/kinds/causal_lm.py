@@ -21,7 +21,7 @@ from ..metrics import zero_shot
 from ..metrics.accuracy import pooled_task_accuracy, set_metrics
 from ..metrics.perplexity import perplexity, read_texts
 from ..metrics.speed import SpeedConfig, compare_speed, flop_limit, llm_speed_config
-from ..models.causal import load_causal_lm
+from ..models.loading import load_causal_lm
 from ..training.encode import encode_causal_pairs
 from .in_memory import adopt, is_in_memory
 

@@ -9,16 +9,15 @@ returns a deep copy, so the caller's object is never trained, pruned or sliced.
 from __future__ import annotations
 
 import copy
-import hashlib
 from pathlib import Path
 
-import torch
 import transformers
 from torch import nn
 
 from ..errors import ConfigError, UnsupportedModelError
 from ..models.adapters import get_adapter
 from ..models.checks import trust_remote_code
+from ..models.io import model_fingerprint
 from ..models.loading import check_label_order
 
 HEAD = {"classifier": "ForSequenceClassification", "causal-lm": "ForCausalLM"}
@@ -34,12 +33,7 @@ def label(model: nn.Module) -> str:
     ``name_or_path`` and a hash of its weights (so a rerun into the same output folder with other
     weights is another run, not a resumed one)."""
     source = getattr(getattr(model, "config", None), "name_or_path", "") or ""
-    digest = hashlib.sha256()
-    for name, value in model.state_dict().items():  # quantized modules also hold non-tensor entries
-        digest.update(name.encode())
-        digest.update(value.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()
-                      if isinstance(value, torch.Tensor) and not value.is_quantized else repr(value).encode())
-    return f"in-memory {type(model).__name__}" + (f" {source}" if source else "") + f" sha256:{digest.hexdigest()[:12]}"
+    return f"in-memory {type(model).__name__}" + (f" {source}" if source else "") + f" sha256:{model_fingerprint(model)[:12]}"
 
 
 def kind_name_of(model: nn.Module) -> str:

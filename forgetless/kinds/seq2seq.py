@@ -56,12 +56,9 @@ class Seq2SeqKind:
     def training_set(self, task: Task, tokenizer):
         if task.kind == "generation":
             return task.train
-        return self.as_pairs(task.train, task.label_names, _separator(tokenizer))
-
-    def as_pairs(self, examples, label_names: list[str], separator: str) -> PairSet:
-        """A labelled set as source → label-word pairs."""
-        words = [label_word(label_names[y]) for y in examples.labels]
-        return PairSet(examples.name, source_texts(examples, separator), [[w] for w in words], examples.source)
+        train = task.train  # source → label-word pairs
+        return PairSet(train.name, source_texts(train, _separator(tokenizer)),
+                       [[label_word(task.label_names[y])] for y in train.labels], train.source)
 
     def probe_inputs(self, tokenizer, task: Task, n: int, max_length: int) -> dict:
         sources = self.training_set(task, tokenizer).sources[:n]

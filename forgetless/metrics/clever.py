@@ -26,12 +26,11 @@ from ..data.tasks import capped
 from ..errors import ConfigError
 from ..models.adapters import get_adapter
 from ..progress import bar
+from .predict import scoring_mode
 from ..training.encode import TOKEN_KEYS, encode
 from ..config import CleverConfig
 
 DUAL = {"2": 2.0, "inf": 1.0}  # perturbation norm → dual norm of the gradient
-
-
 
 
 # ----- pure functions ----------------------------------------------------------------------------
@@ -145,18 +144,9 @@ def clever_evaluate(model, tokenizer, examples: ExampleSet, config: CleverConfig
     subset = capped(examples, config.examples, config.seed)  # fixed, seeded: the same for both models
     rows = encode(subset, tokenizer, config.max_length)
     generator = torch.Generator().manual_seed(config.seed)
-    was_training = model.training
-    flags = [(p, p.requires_grad) for p in model.parameters()]
-    model.eval()
-    for p, _ in flags:
-        p.requires_grad_(False)
     start = time.perf_counter()
-    try:
+    with scoring_mode(model, freeze=True):
         details = [clever_example(model, row, config, generator) for row in bar(rows, "CLEVER estimates")]
-    finally:
-        for p, flag in flags:
-            p.requires_grad_(flag)
-        model.train(was_training)
     return {**summarise(details), "set": examples.name, "seconds": time.perf_counter() - start,
             "params": asdict(config), "per_example": details}
 

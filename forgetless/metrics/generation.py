@@ -125,18 +125,13 @@ def rouge(predictions: list[str], references: list[list[str]]) -> dict[str, floa
     return {k: 100.0 * v / n for k, v in sums.items()}
 
 
-def generation_scores(predictions: list[str], references: list[list[str]], with_meteor: bool = True) -> dict:
-    out = rouge(predictions, references)
-    if with_meteor:
-        out["meteor"] = meteor(predictions, references)
-        out["meteor_stages"] = meteor_stages()
-    return out
-
-
 def score_texts(predictions: list[str], references: list[list[str]], with_meteor: bool = True) -> dict:
     """ROUGE (and METEOR), the number of examples, the share of distinct outputs (a model collapsed
     onto one frequent answer scores near 0) and three examples, for one evaluation set."""
-    scores = generation_scores(predictions, references, with_meteor=with_meteor)
+    scores = rouge(predictions, references)
+    if with_meteor:
+        scores["meteor"] = meteor(predictions, references)
+        scores["meteor_stages"] = meteor_stages()
     scores["n"] = len(predictions)
     scores["distinct_predictions"] = len(set(predictions)) / max(len(predictions), 1)
     scores["examples"] = [{"prediction": p, "reference": r[0]} for p, r in list(zip(predictions, references))[:3]]

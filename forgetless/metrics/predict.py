@@ -1,8 +1,12 @@
 """Batched inference over an ``ExampleSet`` with dynamic padding (examples sorted by length).
 
 Inputs are cut by characters before tokenizing (``training.encode.clip_texts``: at most
-``CHARS_PER_TOKEN × max_length`` characters per text), then by tokens, so memory stays bounded."""
+``CHARS_PER_TOKEN × max_length`` characters per text), then by tokens, so memory stays bounded. ``scoring_mode``: eval mode (and
+frozen weights) for scoring passes that need gradients (CLEVER, RAHP head scores)."""
 from __future__ import annotations
+
+import contextlib
+from typing import Iterator
 
 import numpy as np
 import torch
@@ -10,6 +14,23 @@ from tqdm.auto import tqdm
 
 from ..data.task import ExampleSet
 from ..training.encode import TOKEN_KEYS, clip_texts, collate, encode
+
+
+@contextlib.contextmanager
+def scoring_mode(model: torch.nn.Module, freeze: bool) -> Iterator[None]:
+    """Eval mode (no dropout) and, with ``freeze``, no weight gradients; both restored afterwards."""
+    was_training = model.training
+    flags = [(p, p.requires_grad) for p in model.parameters()]
+    model.eval()
+    if freeze:
+        for p, _ in flags:
+            p.requires_grad_(False)
+    try:
+        yield
+    finally:
+        for p, flag in flags:
+            p.requires_grad_(flag)
+        model.train(was_training)
 
 
 @torch.no_grad()

@@ -33,12 +33,6 @@ def _inputs(tokenizer, sources: list[str], batch_size: int, max_source_length: i
     return tokenizer(batch, truncation=True, max_length=max_source_length, padding=True, return_tensors="pt")
 
 
-def _generate_once(model, enc, max_new_tokens: int, num_beams: int) -> float:
-    """Seconds of one fixed-length ``generate`` call (the speed module's timing)."""
-    inputs = {"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"]}
-    return time_call(model, inputs, SpeedConfig(new_tokens=max_new_tokens, num_beams=num_beams), generate=True)
-
-
 @torch.no_grad()
 def stack_share(model: nn.Module, tokenizer, sources: list[str], batch_size: int = 8, num_beams: int = 1,
                 max_new_tokens: int = 16, max_source_length: int = 128, repeats: int = 3) -> dict:
@@ -48,16 +42,18 @@ def stack_share(model: nn.Module, tokenizer, sources: list[str], batch_size: int
     spent = {name: 0.0 for name in stacks}
     starts: dict[str, float] = {}
     enc = _inputs(tokenizer, sources, batch_size, max_source_length)
+    inputs = {k: enc[k] for k in ("input_ids", "attention_mask")}
+    timing = SpeedConfig(new_tokens=max_new_tokens, num_beams=num_beams)  # fixed-length generate calls
     total = 0.0
     with HookSet() as hooks:
         for name, layers in stacks.items():
             hooks.add(layers[0].register_forward_pre_hook(lambda m, a, n=name: starts.__setitem__(n, time.perf_counter())))
             hooks.add(layers[-1].register_forward_hook(
                 lambda m, a, o, n=name: spent.__setitem__(n, spent[n] + time.perf_counter() - starts[n])))
-        _generate_once(model, enc, max_new_tokens, num_beams)  # warm-up, not counted
+        time_call(model, inputs, timing, generate=True)  # warm-up, not counted
         spent.update({name: 0.0 for name in stacks})
         for _ in range(repeats):
-            total += _generate_once(model, enc, max_new_tokens, num_beams)
+            total += time_call(model, inputs, timing, generate=True)
     out = {f"{name}_seconds": s / repeats for name, s in spent.items()}
     out["total_seconds"] = total / repeats
     for name, s in spent.items():
@@ -129,9 +125,9 @@ def decoder_step_profile(model: nn.Module, seq_lengths=(16, 32, 64, 128, 256), h
             site = next(s for s in adapter.attention_sites(small) if s.stack == "decoder" and s.layer == 0)
             ffn_site = next(s for s in adapter.ffn_sites(small) if s.stack == "decoder" and s.layer == 0)
             clock: dict[str, float] = {}
-            handles = [layer.register_forward_pre_hook(lambda m, a: clock.__setitem__("start", time.perf_counter())),
-                       layer.register_forward_hook(lambda m, a, o: clock.__setitem__("end", time.perf_counter()))]
-            try:
+            with HookSet() as hooks:
+                hooks.add(layer.register_forward_pre_hook(lambda m, a: clock.__setitem__("start", time.perf_counter())))
+                hooks.add(layer.register_forward_hook(lambda m, a, o: clock.__setitem__("end", time.perf_counter())))
                 for length in seq_lengths:
                     generator = torch.Generator().manual_seed(length)
                     ids = torch.randint(5, 100, (batch_size, length), generator=generator)
@@ -151,9 +147,6 @@ def decoder_step_profile(model: nn.Module, seq_lengths=(16, 32, 64, 128, 256), h
                                  "seq_len": length, "ms": statistics.median(layer_ms),
                                  "step_ms": statistics.median(step_ms),
                                  "decoder_layers": len(adapter.stacks(small)["decoder"])})
-            finally:
-                for h in handles:
-                    h.remove()
     return rows
 
 

@@ -23,14 +23,6 @@ from torch import nn
 from ..errors import ConfigError
 from ..models.quantized_io import cast_bf16, describe
 
-RUNTIMES = ("torch", "torch-bf16", "onnxruntime")
-
-
-def check_runtime(runtime: str) -> str:
-    if runtime not in RUNTIMES:
-        raise ConfigError(f"unknown runtime {runtime!r}; choose from {', '.join(RUNTIMES)}")
-    return runtime
-
 
 class OrtClassifier(nn.Module):
     """A sequence classifier run by onnxruntime behind the PyTorch call signature (``.logits`` out).
@@ -52,8 +44,8 @@ class OrtClassifier(nn.Module):
 
 
 def deploy(model: nn.Module, runtime: str, kind, work_dir: str | Path) -> nn.Module:
-    """``model`` as ``runtime`` runs it (see the module docstring); ``model`` itself is not changed."""
-    check_runtime(runtime)
+    """``model`` as ``runtime`` runs it (see the module docstring; ``EvalConfig.runtime`` checked the
+    name); ``model`` itself is not changed."""
     if runtime == "torch":
         return model
     supported = getattr(kind, "runtimes", ("torch",))

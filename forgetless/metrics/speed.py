@@ -19,10 +19,9 @@ from dataclasses import asdict, replace
 
 import torch
 
+from ..models.quantized_io import quantized_weight_counts
 from ..progress import bar
 from ..config import SpeedConfig
-
-
 
 
 def _inputs(model, batch: int, seq_len: int, seed: int = 0) -> dict:
@@ -100,8 +99,6 @@ def flop_limit(base, compressed, config: SpeedConfig) -> dict:
     """Base / compressed FLOPs of one prefill (batch ``latency_batch``): the speedup a FLOP-bound
     runtime could reach from structural removal. int8 kernels are not counted by the flop
     counter, so a quantized model gets no ratio."""
-    from ..models.quantized_io import quantized_weight_counts
-
     if quantized_weight_counts(compressed)[0]:
         return {"ratio": None, "why": "int8 quantized Linears are not counted by torch's flop counter"}
     b, c = (forward_flops(m, config.latency_batch, config.seq_len) for m in (base, compressed))

@@ -154,7 +154,8 @@ def one_pass_scores(model, prefixes: list[list[int]], labels: list[list[int]], p
     """``(examples, labels)`` Σ log p(label tokens | prefix), every label of an example in one
     forward pass; batches of examples sorted by length."""
     model.eval()
-    device, dtype = next(model.parameters()).device, _float_dtype(model)
+    device = next(model.parameters()).device
+    dtype = next((p.dtype for p in model.parameters() if p.is_floating_point()), torch.float32)
     extra = sum(map(len, labels))
     keeps_logits = "logits_to_keep" in inspect.signature(model.forward).parameters
     order = sorted(range(len(prefixes)), key=lambda i: len(prefixes[i]))
@@ -195,11 +196,6 @@ def calibrate(scores: np.ndarray, mode: str, content_free: np.ndarray | None = N
 def softmax(x: np.ndarray) -> np.ndarray:
     e = np.exp(x - x.max(axis=1, keepdims=True))
     return e / e.sum(axis=1, keepdims=True)
-
-
-def _float_dtype(model) -> torch.dtype:
-    dtypes = [p.dtype for p in model.parameters() if p.is_floating_point()]
-    return dtypes[0] if dtypes else torch.float32
 
 
 def score_set(model, tokenizer, task, examples, options, max_length: int, batch_size: int,

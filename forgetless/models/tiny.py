@@ -17,6 +17,7 @@ from .seq2seq import build_bert2bert
 
 TINY_SEQ2SEQ = ("tiny-t5", "tiny-bart", "tiny-bert2bert")
 TINY_CLASSIFIERS = ("tiny-bert", "tiny-llama")
+TINY_MODELS = TINY_SEQ2SEQ + TINY_CLASSIFIERS
 
 
 def tiny_seq2seq(kind: str, vocab_size: int, pad: int = 0, bos: int = 2, eos: int = 3, layers: int = 4,
@@ -74,3 +75,13 @@ def tiny_classifier(kind: str, vocab_size: int, label_names: list[str], pad: int
                                      pad_token_id=pad, num_labels=len(label_names), id2label=id2label,
                                      label2id={v: k for k, v in id2label.items()})
     return transformers.BertForSequenceClassification(config)
+
+
+def tiny_model_config(name: str):
+    """The config of tiny model ``name`` (its shape: built with a small vocabulary, the global RNG
+    left as it was); None for any other name."""
+    if name not in TINY_MODELS:
+        return None
+    with torch.random.fork_rng(devices=[]):
+        model = tiny_seq2seq(name, 16) if name in TINY_SEQ2SEQ else tiny_classifier(name, 16, ["a", "b"])
+    return model.config

@@ -1,32 +1,26 @@
 """Per-training-set caches of the objectives on disk (teacher probabilities, difficulty losses, JTT
 error sets; Du et al. §5: "teacher probabilities are computed once and stored with the training
-set"): where they go, a fingerprint of a model's weights for their keys, and NumPy ``.npz`` files
+set"): where they go (keyed by ``models.io.model_fingerprint``), and NumPy ``.npz`` files
 (no pickle) written atomically."""
 from __future__ import annotations
 
 import hashlib
 import io
+import json
 import logging
 import os
 from pathlib import Path
 
 import numpy as np
-import torch
-from torch import nn
 
 from ..fsutil import atomic_write_bytes
 
 log = logging.getLogger(__name__)
 
 
-def model_fingerprint(model: nn.Module) -> str:
-    """Short hash of a model's parameter names, shapes and values (stable across reloads)."""
-    digest = hashlib.sha256()
-    for name, tensor in sorted(model.state_dict().items()):
-        digest.update(f"{name}:{tuple(tensor.shape)}:{tensor.dtype}".encode())
-        digest.update(tensor.detach().to("cpu").contiguous().view(torch.uint8).numpy().tobytes()
-                      if tensor.numel() else b"")
-    return digest.hexdigest()[:16]
+def cache_key(data: dict) -> str:
+    """Short hash of what a cached result depends on (JSON, keys sorted)."""
+    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 def context_cache_dir(ctx) -> Path:

@@ -20,6 +20,7 @@ from torch import nn
 
 from ...errors import UnsupportedModelError
 from ...models.adapters import get_adapter
+from ...models.gates import HookSet
 from ...models.sites import in_features, is_conv1d
 from .hessian import HessianAccumulator
 
@@ -39,23 +40,17 @@ def capture_layer_inputs(model: nn.Module, layer: nn.Module, batches: list[dict]
         captured.append((args, dict(kwargs)))
         raise _Captured
 
-    handle = layer.register_forward_pre_hook(hook, with_kwargs=True)
-    try:
-        with torch.no_grad():
-            for batch in batches:
-                try:
-                    model(**batch, use_cache=False) if _takes_use_cache(model) else model(**batch)
-                except _Captured:
-                    pass
-    finally:
-        handle.remove()
+    with HookSet() as hooks, torch.no_grad():
+        hooks.add(layer.register_forward_pre_hook(hook, with_kwargs=True))
+        for batch in batches:
+            try:
+                takes_cache = getattr(getattr(model, "config", None), "use_cache", False)
+                model(**batch, use_cache=False) if takes_cache else model(**batch)
+            except _Captured:
+                pass
     if len(captured) != len(batches):
         raise UnsupportedModelError(f"{type(model).__name__}: the calibration forward pass did not reach the first layer")
     return captured
-
-
-def _takes_use_cache(model: nn.Module) -> bool:
-    return bool(getattr(getattr(model, "config", None), "use_cache", False))
 
 
 def _with_hidden(args: tuple, kwargs: dict, hidden: torch.Tensor) -> tuple[tuple, dict]:
@@ -86,15 +81,12 @@ def run_layer_by_layer(model: nn.Module, batches: list[dict], compress: LayerCom
                                             "or Conv1D to calibrate")
             stats = {name: (m, HessianAccumulator(in_features(m), device=m.weight.device)) for name, m in linears.items()}
             current: list[torch.Tensor | None] = [None]
-            handles = [m.register_forward_hook(_accumulate(acc, current)) for m, acc in stats.values()]
-            try:
-                with torch.no_grad():
-                    for (args, kwargs), mask in zip(inputs, masks):
-                        current[0] = mask
-                        layer(*args, **kwargs)
-            finally:
-                for handle in handles:
-                    handle.remove()
+            with HookSet() as hooks, torch.no_grad():
+                for m, acc in stats.values():
+                    hooks.add(m.register_forward_hook(_accumulate(acc, current)))
+                for (args, kwargs), mask in zip(inputs, masks):
+                    current[0] = mask
+                    layer(*args, **kwargs)
             reports[stack].append(compress(stack, index, layer, stats))
             with torch.no_grad():
                 inputs = [_with_hidden(args, kwargs, _hidden_of(layer(*args, **kwargs))) for args, kwargs in inputs]

@@ -16,7 +16,9 @@ import torch
 from torch import nn
 
 from ...errors import ConfigError
+from ...metrics.predict import scoring_mode
 from ...models.adapters import get_adapter
+from ...models.gates import HookSet
 from ...training.encode import TOKEN_KEYS
 
 
@@ -68,22 +70,15 @@ def layer_block_influence(model: nn.Module, batches: list[dict], stack: str) -> 
             counts[index] += cos.numel()
         return hook
 
-    handles = []
-    for i, layer in enumerate(layers[stack]):
-        handles.append(layer.register_forward_pre_hook(before(i), with_kwargs=True))
-        handles.append(layer.register_forward_hook(after(i), with_kwargs=True))
-    was_training = model.training
-    model.eval()
     device = next(model.parameters()).device
-    try:
+    with HookSet() as hooks, scoring_mode(model, freeze=False):
+        for i, layer in enumerate(layers[stack]):
+            hooks.add(layer.register_forward_pre_hook(before(i), with_kwargs=True))
+            hooks.add(layer.register_forward_hook(after(i), with_kwargs=True))
         for batch in batches:
             inputs = {k: v.to(device) for k, v in batch.items() if k in TOKEN_KEYS or k.startswith("decoder_")}
             token_mask[0] = inputs.get(mask_key)
             model(**inputs)
-    finally:
-        for handle in handles:
-            handle.remove()
-        model.train(was_training)
     if min(counts) == 0:
         raise ConfigError(f"block-influence: no calibration tokens reached stack {stack!r}")
     return [1.0 - s / c for s, c in zip(sums, counts)]

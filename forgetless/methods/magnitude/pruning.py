@@ -65,9 +65,3 @@ class MagnitudePruner:
         zeros = sum(int((lin.weight == 0).sum()) for lin in self.linears)
         return zeros / total
 
-
-def magnitude_prune(model: nn.Module, sparsity: float, scope: str = "global") -> float:
-    """One-shot magnitude pruning in place; returns the measured sparsity."""
-    pruner = MagnitudePruner(model, scope)
-    pruner.prune_to(sparsity)
-    return pruner.sparsity()

@@ -61,7 +61,6 @@ class L0Masks(nn.Module):
         self.target = target  # evaluation-mode masks are ``deterministic(target)``, as ``finalize`` uses
         adapter = get_adapter(model)
         self.stacks = tuple(stacks)
-        self.layer_masks = layer_masks
         self.log_alpha = nn.ParameterDict()
         self.groups: dict[str, dict] = {}  # name → {"kind", "key", "cost" (per unit), "parent"}
         if heads:
@@ -148,18 +147,12 @@ class L0Masks(nn.Module):
         return 1.0 - kept / self.total_params()
 
     # ----- hooks ---------------------------------------------------------------------------------
-    def set_values(self, values: dict[str, torch.Tensor] | None) -> None:
-        """Fix the gate values the hooks apply (``None``: sample when training, else deterministic)."""
-        self._fixed = values
-
     def _on_forward(self, training: bool) -> None:
         if training:  # one fresh sample per training forward, shared by all sites
             self._current = self.sample()
             self._eval_cache = None
 
     def values_for(self, training: bool) -> dict[str, torch.Tensor]:
-        if getattr(self, "_fixed", None) is not None:
-            return self._fixed
         if training:
             return self._current
         if getattr(self, "_eval_cache", None) is None:

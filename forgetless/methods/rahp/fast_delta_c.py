@@ -32,7 +32,8 @@ from torch import nn
 from ...errors import ConfigError, UnsupportedModelError
 from ...models.adapters import get_adapter
 from .config import DELTA_C_MODES
-from .model_scoring import ExampleHeadGates, _device, _inputs, delta_c_scores, scoring_mode
+from ...metrics.predict import scoring_mode
+from .model_scoring import ExampleHeadGates, _device, _inputs, delta_c_scores
 from .scores import count_from_ratio, margin, per_example_norm, rahp_select, robustness_ratio
 
 
@@ -172,15 +173,12 @@ def first_order_delta_c_scores(model: nn.Module, batches: list[dict],
     total = torch.zeros(gates.layout.total, dtype=torch.float64)
     baseline = []
     count = 0
-    try:
-        with eager_attention(model), scoring_mode(model, freeze=True):
-            for batch in batches:
-                c, grads = gated_c_and_gate_grads(model, batch, gates, eps)
-                total += first_order_delta(grads).double().sum(dim=0).cpu()
-                baseline.append(c.float().cpu())
-                count += c.shape[0]
-    finally:
-        gates.remove()
+    with gates, eager_attention(model), scoring_mode(model, freeze=True):
+        for batch in batches:
+            c, grads = gated_c_and_gate_grads(model, batch, gates, eps)
+            total += first_order_delta(grads).double().sum(dim=0).cpu()
+            baseline.append(c.float().cpu())
+            count += c.shape[0]
     return (total / max(count, 1)).float(), torch.cat(baseline)
 
 

@@ -12,14 +12,12 @@ scores computed on a model (the math itself is in ``scores.py``).
 """
 from __future__ import annotations
 
-import contextlib
-from typing import Iterator
-
 import torch
 from torch import nn
 
 from ...errors import ConfigError, UnsupportedModelError
 from ...models.adapters import get_adapter
+from ...metrics.predict import scoring_mode
 from ...models.gates import HookSet
 from ...progress import bar
 from ...training.encode import IGNORE_INDEX, TOKEN_KEYS
@@ -53,23 +51,6 @@ class ExampleHeadGates(HookSet):
             return self.values[:, offset:offset + n_heads]
 
         return gate
-
-
-@contextlib.contextmanager
-def scoring_mode(model: nn.Module, freeze: bool) -> Iterator[None]:
-    """Eval mode (no dropout) and, with ``freeze``, no weight gradients; both restored afterwards."""
-    was_training = model.training
-    flags = [(p, p.requires_grad) for p in model.parameters()]
-    model.eval()
-    if freeze:
-        for p, _ in flags:
-            p.requires_grad_(False)
-    try:
-        yield
-    finally:
-        for p, flag in flags:
-            p.requires_grad_(flag)
-        model.train(was_training)
 
 
 def _device(model: nn.Module) -> torch.device:
@@ -121,27 +102,24 @@ def delta_c_scores(model: nn.Module, batches: list[dict], eps: float = 1e-8,
     if given is not None and given.shape[0] != examples:
         raise ConfigError(f"baseline has {given.shape[0]} values for {examples} examples")
     count = 0
-    try:
-        with scoring_mode(model, freeze=True):
-            for batch in bar(batches, "ΔCLEVER head scores (RAHP eq. 2)"):
-                b = batch["labels"].shape[0]
-                gates.values = None
-                base = (robustness_ratio(*margin_and_grad_norm(model, batch), eps=eps).cpu() if given is None
-                        else given[count:count + b])
-                baseline.append(base)
-                chunk = max(1, rows_per_pass // b)
-                for start in range(0, len(targets), chunk):
-                    masked = targets[start:start + chunk]
-                    values = torch.ones(len(masked), b, n, device=_device(model))
-                    for j, h in enumerate(masked):
-                        values[j, :, h] = 0.0
-                    gates.values = values.reshape(len(masked) * b, n)
-                    c = robustness_ratio(*margin_and_grad_norm(model, batch, repeat=len(masked)), eps=eps)
-                    diff = c.cpu().reshape(len(masked), b) - base.unsqueeze(0)
-                    total[start:start + len(masked)] += diff.double().sum(dim=1)
-                count += b
-    finally:
-        gates.remove()
+    with gates, scoring_mode(model, freeze=True):
+        for batch in bar(batches, "ΔCLEVER head scores (RAHP eq. 2)"):
+            b = batch["labels"].shape[0]
+            gates.values = None
+            base = (robustness_ratio(*margin_and_grad_norm(model, batch), eps=eps).cpu() if given is None
+                    else given[count:count + b])
+            baseline.append(base)
+            chunk = max(1, rows_per_pass // b)
+            for start in range(0, len(targets), chunk):
+                masked = targets[start:start + chunk]
+                values = torch.ones(len(masked), b, n, device=_device(model))
+                for j, h in enumerate(masked):
+                    values[j, :, h] = 0.0
+                gates.values = values.reshape(len(masked) * b, n)
+                c = robustness_ratio(*margin_and_grad_norm(model, batch, repeat=len(masked)), eps=eps)
+                diff = c.cpu().reshape(len(masked), b) - base.unsqueeze(0)
+                total[start:start + len(masked)] += diff.double().sum(dim=1)
+            count += b
     return (total / max(count, 1)).float(), torch.cat(baseline)
 
 
@@ -163,19 +141,16 @@ def michel_importance(model: nn.Module, batches: list[dict]) -> torch.Tensor:
     total = torch.zeros(gates.layout.total, dtype=torch.float64)
     count = 0
     device = _device(model)
-    try:
-        with scoring_mode(model, freeze=True):
-            for batch in bar(batches, "head importance (Michel et al. 2019)"):
-                inputs = _inputs(batch, device)
-                b = inputs["input_ids"].shape[0]
-                gates.values = torch.ones(b, gates.layout.total, device=device, requires_grad=True)
-                logits = model(**inputs).logits.float()
-                loss = summed_label_loss(logits, batch["labels"].to(device))
-                (grad,) = torch.autograd.grad(loss, gates.values)
-                total += grad.abs().sum(dim=0).double().cpu()
-                count += b
-    finally:
-        gates.remove()
+    with gates, scoring_mode(model, freeze=True):
+        for batch in bar(batches, "head importance (Michel et al. 2019)"):
+            inputs = _inputs(batch, device)
+            b = inputs["input_ids"].shape[0]
+            gates.values = torch.ones(b, gates.layout.total, device=device, requires_grad=True)
+            logits = model(**inputs).logits.float()
+            loss = summed_label_loss(logits, batch["labels"].to(device))
+            (grad,) = torch.autograd.grad(loss, gates.values)
+            total += grad.abs().sum(dim=0).double().cpu()
+            count += b
     return (total / max(count, 1)).float()
 
 
@@ -191,7 +166,7 @@ def fisher_scores(model: nn.Module, batches: list[dict]) -> torch.Tensor:
     total = torch.zeros(layout.total, dtype=torch.float64)
     count = 0
     captured: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
-    handles, linears = [], []
+    hooks, linears = HookSet(), []
     for site in get_adapter(model).attention_sites(model):
         if not site.num_heads:
             continue
@@ -199,36 +174,32 @@ def fisher_scores(model: nn.Module, batches: list[dict]) -> torch.Tensor:
         for role, slot in inputs + [("o", site.o)]:
             lin = slot.get()
             linears.append((site.key, site.unit_width(role), role, lin))  # GQA: k/v rows per unit differ
-            handles.append(lin.register_forward_hook(
+            hooks.add(lin.register_forward_hook(
                 lambda m, args, out: captured.__setitem__(id(m), (args[0].detach(), out))))
-    try:
-        with scoring_mode(model, freeze=True):
-            for batch in bar(batches, "Fisher head scores (RAHP)"):
-                captured.clear()
-                inputs = _inputs(batch, device)
-                ids = inputs.pop("input_ids")
-                # weights stay frozen; a grad-requiring input makes every projection output differentiable
-                embeds = model.get_input_embeddings()(ids).detach().requires_grad_(True)
-                logits = get_adapter(model).logits_from_embeds(model, embeds, inputs).float()
-                loss = nn.functional.cross_entropy(logits, batch["labels"].to(device), reduction="sum")
-                outs = [captured[id(lin)][1] for *_, lin in linears]
-                deltas = torch.autograd.grad(loss, outs)
-                for (key, head_dim, role, lin), delta in zip(linears, deltas):
-                    a = captured[id(lin)][0].float()
-                    d = delta.float()
-                    grad_w = torch.einsum("bto,bti->boi", d, a)  # per-example weight gradients
-                    if role == "o":  # heads are input columns of the output projection
-                        sq = head_sq_norms(grad_w.transpose(1, 2), 1, head_dim)
-                    else:
-                        sq = head_sq_norms(grad_w, 1, head_dim)
-                        if lin.bias is not None:
-                            sq = sq + head_sq_norms(d.sum(dim=1), 1, head_dim)
-                        if role == "qkv":  # fused [q | k | v] (GPT-2): a head owns one block per third
-                            sq = sq.reshape(3, -1).sum(dim=0)
-                    pos = offsets[key]  # sq: per-head sums over the batch's examples
-                    total[pos:pos + sq.numel()] += sq.double().cpu()
-                count += ids.shape[0]
-    finally:
-        for handle in handles:
-            handle.remove()
+    with hooks, scoring_mode(model, freeze=True):
+        for batch in bar(batches, "Fisher head scores (RAHP)"):
+            captured.clear()
+            inputs = _inputs(batch, device)
+            ids = inputs.pop("input_ids")
+            # weights stay frozen; a grad-requiring input makes every projection output differentiable
+            embeds = model.get_input_embeddings()(ids).detach().requires_grad_(True)
+            logits = get_adapter(model).logits_from_embeds(model, embeds, inputs).float()
+            loss = nn.functional.cross_entropy(logits, batch["labels"].to(device), reduction="sum")
+            outs = [captured[id(lin)][1] for *_, lin in linears]
+            deltas = torch.autograd.grad(loss, outs)
+            for (key, head_dim, role, lin), delta in zip(linears, deltas):
+                a = captured[id(lin)][0].float()
+                d = delta.float()
+                grad_w = torch.einsum("bto,bti->boi", d, a)  # per-example weight gradients
+                if role == "o":  # heads are input columns of the output projection
+                    sq = head_sq_norms(grad_w.transpose(1, 2), 1, head_dim)
+                else:
+                    sq = head_sq_norms(grad_w, 1, head_dim)
+                    if lin.bias is not None:
+                        sq = sq + head_sq_norms(d.sum(dim=1), 1, head_dim)
+                    if role == "qkv":  # fused [q | k | v] (GPT-2): a head owns one block per third
+                        sq = sq.reshape(3, -1).sum(dim=0)
+                pos = offsets[key]  # sq: per-head sums over the batch's examples
+                total[pos:pos + sq.numel()] += sq.double().cpu()
+            count += ids.shape[0]
     return (total / max(count, 1)).float()

@@ -3,9 +3,7 @@ objective contract's base class (``training/objective.py``)."""
 from __future__ import annotations
 
 from ...training.objective import Objective
-from .config import CEConfig
 
 
 class CrossEntropy(Objective):
-    def __init__(self, config: CEConfig | None = None):
-        super().__init__(config or CEConfig())
+    """The base class's loss, under its registered name ``ce``."""

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from ...training.objective import Objective, batch_column
 from ..formulas import kd_loss
-from .config import DistilConfig
 from .teacher import context_teacher_probabilities
 
 TEACHER_COLUMN = "teacher_probs"
@@ -19,9 +18,6 @@ TEACHER_COLUMN = "teacher_probs"
 
 class Distil(Objective):
     """``(1 − λ)·CE + λ·KL(p_T ‖ p_S)`` with the raw teacher probabilities."""
-
-    def __init__(self, config: DistilConfig | None = None):
-        super().__init__(config or DistilConfig())
 
     def teacher_targets(self, ctx, probs):
         """Targets distilled into the student; subclasses smooth them (Smooth, RMC)."""

@@ -17,7 +17,8 @@ from torch import nn
 from ...data.task import ExampleSet
 from ...errors import ConfigError, DataError
 from ...metrics.predict import predict_logits
-from ..cache import atomic_save_npz, context_cache_dir, load_npz, model_fingerprint
+from ...models.io import model_fingerprint
+from ..cache import atomic_save_npz, context_cache_dir, load_npz
 
 log = logging.getLogger(__name__)
 

@@ -12,20 +12,13 @@ from __future__ import annotations
 
 from ...training.objective import Objective
 from ..formulas import focal_loss, reweighted_ce_loss
-from .config import FocalConfig, FocalReweightedConfig
 
 
 class Focal(Objective):
-    def __init__(self, config: FocalConfig | None = None):
-        super().__init__(config or FocalConfig())
-
     def __call__(self, logits, labels, batch):
         return focal_loss(logits, labels, self.config.gamma)
 
 
 class FocalReweighted(Focal):
-    def __init__(self, config: FocalReweightedConfig | None = None):
-        super().__init__(config or FocalReweightedConfig())
-
     def __call__(self, logits, labels, batch):
         return reweighted_ce_loss(logits, labels, self.config.gamma)

@@ -13,8 +13,6 @@ model and its schedule, so a second run does not retrain it.
 """
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import shutil
 from dataclasses import asdict, replace
@@ -27,7 +25,7 @@ from ...metrics.predict import predict_logits
 from ...models.loading import load_classifier
 from ...training.objective import Objective, batch_column
 from ...training.trainer import fine_tune
-from ..cache import atomic_save_npz, context_cache_dir, load_npz
+from ..cache import atomic_save_npz, cache_key, context_cache_dir, load_npz
 from ..formulas import jtt_weights, weighted_ce
 from .config import JTTConfig
 
@@ -41,10 +39,9 @@ def first_model_errors(ctx, config: JTTConfig) -> np.ndarray:
     first = config.first_model or getattr(ctx, "base_model", None) or "minilm"
     train_config = replace(ctx.train_config, epochs=config.first_epochs, learning_rate=config.first_learning_rate,
                            max_steps=-1, seed=ctx.seed, save_steps=10 ** 9)
-    key = json.dumps({"train": train.fingerprint(), "first": str(first), "epochs": config.first_epochs,
-                      "lr": config.first_learning_rate, "seed": ctx.seed, "batch": train_config.batch_size,
-                      "max_length": train_config.max_length}, sort_keys=True)
-    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+    digest = cache_key({"train": train.fingerprint(), "first": str(first), "epochs": config.first_epochs,
+                        "lr": config.first_learning_rate, "seed": ctx.seed, "batch": train_config.batch_size,
+                        "max_length": train_config.max_length})
     path = context_cache_dir(ctx) / f"jtt-errors-{digest}.npz"
     cached = load_npz(path)
     if cached is not None and len(cached["misclassified"]) == len(train):
@@ -65,8 +62,8 @@ def first_model_errors(ctx, config: JTTConfig) -> np.ndarray:
 class JTT(Objective):
     """Weighted cross-entropy with the JTT weights as the ``sample_weight`` column."""
 
-    def __init__(self, config: JTTConfig | None = None):
-        super().__init__(config or JTTConfig())
+    def __init__(self, config: JTTConfig):
+        super().__init__(config)
         self.summary: dict = {}
 
     def prepare(self, ctx) -> dict[str, list]:

@@ -70,8 +70,8 @@ def hidden_mse(student: list[torch.Tensor], teacher: list[torch.Tensor], pairs: 
 class NashDistil(Objective):
     """Token-level KD + hidden-state MSE from the context's teacher (NASH §4.3)."""
 
-    def __init__(self, config: NashDistilConfig | None = None):
-        super().__init__(config or NashDistilConfig())
+    def __init__(self, config: NashDistilConfig):
+        super().__init__(config)
         self.ctx = None
         self._logged: dict[str, float] = {}
 

@@ -33,8 +33,6 @@ configuration.
 from __future__ import annotations
 
 import copy
-import hashlib
-import json
 import logging
 import shutil
 from dataclasses import asdict, dataclass, replace
@@ -53,7 +51,8 @@ from ...methods.magnitude.config import MagnitudeConfig
 from ...methods.magnitude.method import MagnitudeCallback
 from ...methods.magnitude.pruning import MagnitudePruner
 from ...training.trainer import fine_tune
-from ..cache import atomic_save_npz, context_cache_dir, load_npz, model_fingerprint
+from ...models.io import model_fingerprint
+from ..cache import atomic_save_npz, cache_key, context_cache_dir, load_npz
 from .config import DifficultyConfig
 
 log = logging.getLogger(__name__)
@@ -173,12 +172,11 @@ def compute_difficulty(teacher, tokenizer, train_set, train_config, work_dir: st
     score the held-out dev set (agreement with its hardness); ``pretrained``: a function returning
     a fresh pre-trained model (needed by the ``independent`` schedule)."""
     config = config or DifficultyConfig()
-    key = json.dumps({"train": train_set.fingerprint(), "teacher": model_fingerprint(teacher), "seed": seed,
-                      "max_length": train_config.max_length, "batch": train_config.batch_size,
-                      **({"dev": dev_set.fingerprint()} if dev_set is not None else {}),
-                      **({"train_config": asdict(train_config)} if config.schedule == "independent" else {}),
-                      **asdict(config)}, sort_keys=True)
-    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+    digest = cache_key({"train": train_set.fingerprint(), "teacher": model_fingerprint(teacher), "seed": seed,
+                        "max_length": train_config.max_length, "batch": train_config.batch_size,
+                        **({"dev": dev_set.fingerprint()} if dev_set is not None else {}),
+                        **({"train_config": asdict(train_config)} if config.schedule == "independent" else {}),
+                        **asdict(config)})
     cache = Path(cache_dir if cache_dir is not None else Path(work_dir) / "cache") / f"difficulty-{digest}.npz"
     cached = load_npz(cache)
     if cached is not None and cached["losses"].shape == (len(config.sparsities), len(train_set)):

@@ -27,8 +27,8 @@ DIFFICULTY_COLUMN = "difficulty"
 
 
 class RMC(Distil):
-    def __init__(self, config: RMCConfig | None = None):
-        super().__init__(config or RMCConfig())
+    def __init__(self, config: RMCConfig):
+        super().__init__(config)
         self.difficulty = None
         self.degrees: np.ndarray | None = None
         self.alpha: float | None = None

@@ -94,8 +94,8 @@ class ChildTuningCallback(TrainerCallback):
 class ChildTuning(Objective):
     """Cross-entropy; the child network is chosen and enforced by the callback."""
 
-    def __init__(self, config: ChildTuningConfig | None = None):
-        super().__init__(config or ChildTuningConfig())
+    def __init__(self, config: ChildTuningConfig):
+        super().__init__(config)
         self.names: list[str] = []
         self.params: list[torch.Tensor] = []
         self.masks: list[torch.Tensor] = []

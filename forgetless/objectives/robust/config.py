@@ -78,10 +78,6 @@ class RoseConfig(ObjectiveConfig):
             raise ConfigError(f"{self.flag('lower_quantile')} {self.lower_quantile} must be below "
                               f"{self.flag('upper_quantile')} {self.upper_quantile}")
 
-    @property
-    def dropped_share(self) -> float:
-        return 1.0 - (self.upper_quantile - self.lower_quantile)
-
 
 @OBJECTIVES.register("rose-first", implementation=".rose:RoseFirst")
 @dataclass

@@ -24,17 +24,12 @@ import torch
 
 from ...training.encode import split_batch
 from ...training.objective import Objective, cross_entropy
-from .config import FreeLBConfig
 from .formulas import freelb_init, normalize_l2, project_l2
 from .glue import (classification_only, embedding_shape, perturbed_embeddings, rng_state, set_rng_state,
                    trainer_backward)
 
 
 class FreeLB(Objective):
-    def __init__(self, config: FreeLBConfig | None = None):
-        super().__init__(config or FreeLBConfig())
-        self.last_perturbation: torch.Tensor | None = None
-
     def training_step(self, trainer, model, inputs, num_items_in_batch=None):
         config = self.config
         model.train()
@@ -57,5 +52,4 @@ class FreeLB(Objective):
                 break
             grad = delta.grad.detach() * token_mask
             delta = project_l2(delta.detach() + config.step_size * normalize_l2(grad), config.epsilon)
-        self.last_perturbation = delta.detach()
         return total

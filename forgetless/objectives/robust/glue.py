@@ -15,6 +15,7 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 from ...errors import ConfigError, UnsupportedModelError
 from ...models.adapters import get_adapter
+from ...models.gates import HookSet
 
 
 def unwrap(model: nn.Module) -> nn.Module:
@@ -60,11 +61,9 @@ def perturbed_embeddings(model: nn.Module, delta: torch.Tensor, after_layer_norm
         return output + delta.to(output.dtype)
 
     module = embedding_output_module(model) if after_layer_norm else embedding_module(model)
-    handle = module.register_forward_hook(hook)
-    try:
+    with HookSet() as hooks:
+        hooks.add(module.register_forward_hook(hook))
         yield
-    finally:
-        handle.remove()
 
 
 # ----- dropout masks ----------------------------------------------------------------------------

@@ -16,14 +16,11 @@ cross-entropy of one pass.
 from __future__ import annotations
 
 from ...training.objective import Objective, cross_entropy
-from .config import RDropConfig
 from .formulas import rdrop_loss
 from .glue import classification_only
 
-class RDrop(Objective):
-    def __init__(self, config: RDropConfig | None = None):
-        super().__init__(config or RDropConfig())
 
+class RDrop(Objective):
     def compute_loss(self, model, inputs, extras):
         first = model(**inputs)
         if not model.training:

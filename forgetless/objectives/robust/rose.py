@@ -38,7 +38,7 @@ from transformers import TrainerCallback
 from ...errors import ConfigError
 from ...training.encode import split_batch
 from ...training.objective import Objective, cross_entropy
-from .config import RoseConfig, RoseEnsembleConfig, RoseFirstConfig
+from .config import RoseConfig
 from .formulas import ROSE_SELECTIONS, apply_update_mask, ensemble_mask, second_order_risk, symmetric_kl
 from .glue import classification_only, layer_parameters, trainer_backward
 
@@ -96,8 +96,8 @@ class RoseCallback(TrainerCallback):
 class RoseSecond(Objective):
     """Cross-entropy; updates selected by the second-order risk."""
 
-    def __init__(self, config: RoseConfig | None = None):
-        super().__init__(config or RoseConfig())
+    def __init__(self, config: RoseConfig):
+        super().__init__(config)
         self.params: list[torch.nn.Parameter] = []
         self.names: list[str] = []
         self.first_risk: torch.Tensor | None = None
@@ -152,17 +152,11 @@ class FirstOrderStep:
 
 
 class RoseFirst(FirstOrderStep, RoseSecond):
-    def __init__(self, config: RoseFirstConfig | None = None):
-        super().__init__(config or RoseFirstConfig())
-
     def current_mask(self, optimizer) -> torch.Tensor:
         return self.first_order_mask(optimizer)
 
 
 class RoseEnsemble(FirstOrderStep, RoseSecond):
-    def __init__(self, config: RoseEnsembleConfig | None = None):
-        super().__init__(config or RoseEnsembleConfig())
-
     def current_mask(self, optimizer) -> torch.Tensor:
         first = self.first_order_mask(optimizer)
         second = second_order_mask(self.params, optimizer, self.config.lower_quantile, self.config.upper_quantile,

@@ -112,8 +112,8 @@ class AnchorCallback(TrainerCallback):
 
 
 class Smart(Objective):
-    def __init__(self, config: SmartConfig | None = None):
-        super().__init__(config or SmartConfig())
+    def __init__(self, config: SmartConfig):
+        super().__init__(config)
         self.anchor = None
         self.last_perturbation: torch.Tensor | None = None
         self._last: dict[str, float] = {}

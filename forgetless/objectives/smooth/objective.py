@@ -10,14 +10,10 @@ import torch
 
 from ..distil.objective import Distil
 from ..formulas import smooth_probs
-from .config import SmoothConfig
 
 
 class Smooth(Distil):
     """Distil with ``p_T`` replaced by ``p_T^d / Σ p_T^d`` for one global ``d``."""
-
-    def __init__(self, config: SmoothConfig | None = None):
-        super().__init__(config or SmoothConfig())
 
     def teacher_targets(self, ctx, probs):
         smoothed = smooth_probs(torch.as_tensor(probs, dtype=torch.float64), self.config.degree)
