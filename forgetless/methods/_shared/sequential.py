@@ -18,6 +18,7 @@ from typing import Callable
 import torch
 from torch import nn
 
+from ... import progress
 from ...errors import UnsupportedModelError
 from ...models.adapters import get_adapter
 from ...models.sites import in_features, is_conv1d
@@ -79,7 +80,7 @@ def run_layer_by_layer(model: nn.Module, batches: list[dict], compress: LayerCom
     for stack, layers in adapter.stacks(model).items():
         inputs = capture_layer_inputs(model, layers[0], batches)
         reports[stack] = []
-        for index, layer in enumerate(layers):
+        for index, layer in progress.bar(enumerate(layers), desc=f"calibrate {stack} layer", total=len(layers)):
             linears = {name: m for name, m in layer.named_modules() if isinstance(m, nn.Linear) or is_conv1d(m)}
             if not linears:
                 raise UnsupportedModelError(f"{stack} layer {index} of {type(model).__name__} has no nn.Linear "
