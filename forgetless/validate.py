@@ -48,9 +48,9 @@ def model_dims(name_or_path, seq2seq: bool = False) -> dict | None:
     if not isinstance(name_or_path, str):  # a model object (forgetless.compress(model=...))
         return _config_dims(name_or_path.config, seq2seq)
     if name_or_path == "tiny-llama":  # models.tiny.tiny_llama_config: 4 layers, 2 key/value groups per layer
-        return {"layers": 4, "decoder_layers": None, "heads": 2, "max_positions": 512}
+        return {"layers": 4, "decoder_layers": None, "heads": 2, "max_positions": 512, "widths": [32, 64]}
     if name_or_path in TINY_CLASSIFIERS:  # built by models.tiny.tiny_classifier
-        return {"layers": 2, "decoder_layers": None, "heads": 4, "max_positions": 512}
+        return {"layers": 2, "decoder_layers": None, "heads": 4, "max_positions": 512, "widths": [32, 64]}
     if name_or_path in TINY_SEQ2SEQ:
         defaults = {k: v.default for k, v in inspect.signature(tiny_seq2seq).parameters.items()}
         positions = None if name_or_path == "tiny-t5" else defaults["max_positions"]
@@ -74,7 +74,12 @@ def _config_dims(config, seq2seq: bool) -> dict:
         decoder = layers
     heads = get("num_attention_heads", "num_heads", "encoder_attention_heads", "n_heads", "n_head")
     positions = get("max_position_embeddings", "n_positions")
-    return {"layers": layers, "decoder_layers": decoder, "heads": heads, "max_positions": positions}
+    hidden = get("hidden_size", "d_model", "dim", "n_embd")
+    inner = get("intermediate_size", "d_ff", "ffn_dim", "encoder_ffn_dim", "hidden_dim", "n_inner") or (
+        4 * hidden if hidden and getattr(config, "model_type", "") == "gpt2" else None)
+    attention = heads * get("head_dim", "d_kv") if heads and get("head_dim", "d_kv") else hidden
+    widths = sorted({w for w in (hidden, inner, attention) if w})  # input widths of the layers' linears
+    return {"layers": layers, "decoder_layers": decoder, "heads": heads, "max_positions": positions, "widths": widths}
 
 
 # ----- the whole run ----------------------------------------------------------------------------------

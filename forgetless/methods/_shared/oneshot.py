@@ -12,10 +12,9 @@ Zeros are not removed (``structured = False``): a dense model runs no faster on 
 """
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
-
 import dataclasses
 import statistics
+from abc import ABC, abstractmethod
 
 import torch
 from torch import nn
@@ -50,15 +49,21 @@ def calibration_batches(ctx: CompressionContext, config: OneShotConfig) -> list[
     return batches
 
 
-def check_input_widths(model: nn.Module, multiple: int, flag: str, instead: str) -> None:
-    """Every linear layer of the stacks must have a multiple of ``multiple`` inputs (N:M's M, GPTQ's
-    group size); checked on the modules before calibration, one line naming the flag."""
+def linear_widths(model: nn.Module):
+    """``(where, input width)`` of every linear layer of the stacks (``where``: "decoder layer 0 q_proj")."""
     for stack, layers in get_adapter(model).stacks(model).items():
         for index, layer in enumerate(layers):
             for name, m in layer.named_modules():
-                if (isinstance(m, nn.Linear) or is_conv1d(m)) and in_features(m) % multiple:
-                    raise OptionError(f"{flag}: {stack} layer {index} {name} has {in_features(m)} inputs, not a "
-                                      f"multiple of {multiple}; {instead}")
+                if isinstance(m, nn.Linear) or is_conv1d(m):
+                    yield f"{stack} layer {index} {name}", in_features(m)
+
+
+def check_input_widths(model: nn.Module, multiple: int, flag: str, instead: str) -> None:
+    """Every linear layer of the stacks must have a multiple of ``multiple`` inputs (N:M's M);
+    checked on the modules before calibration, one line naming the flag."""
+    for where, width in linear_widths(model):
+        if width % multiple:
+            raise OptionError(f"{flag}: {where} has {width} inputs, not a multiple of {multiple}; {instead}")
 
 
 class HoldZeros(TrainerCallback):

@@ -29,15 +29,6 @@ class OneShotConfig(MethodConfig):
     calibration_length: int = option(128, low=8, high=MAX_TOKENS, help="max tokens per calibration text")
     calibration_batch: int = option(8, low=1, help="calibration texts per forward pass")
 
-    def check_widths(self, dims: dict, where: str, multiple: int, flag: str, instead: str) -> None:
-        """Every linear layer's input width (``dims["widths"]``, read from the model's config) must be
-        a multiple of ``multiple``; checked before any work (``oneshot.check_input_widths`` checks
-        the modules themselves before calibration)."""
-        bad = [width for width in dims.get("widths") or () if width % multiple]
-        if bad:
-            raise OptionError(f"{flag}: {where} has linear layers with {bad[0]} inputs, not a multiple of "
-                              f"{multiple}; {instead}")
-
 
 @dataclass
 class OneShotPruningConfig(OneShotConfig):
@@ -60,8 +51,12 @@ class OneShotPruningConfig(OneShotConfig):
             raise OptionError(f"--sparsity {self.sparsity}: must be below 1 (some weights must stay)")
 
     def check_model(self, dims: dict, where: str) -> None:
-        if self.nm:
-            self.check_widths(dims, where, self.nm[1], f"--pattern {self.pattern}", "use --pattern unstructured")
+        """N:M needs every linear layer's input width (``dims["widths"]``, from the model's config) to be a
+        multiple of M; checked before any work (``oneshot.check_input_widths`` checks the modules)."""
+        bad = [width for width in dims.get("widths") or () if self.nm and width % self.nm[1]]
+        if bad:
+            raise OptionError(f"--pattern {self.pattern}: {where} has linear layers with {bad[0]} inputs, not a "
+                              f"multiple of {self.nm[1]}; use --pattern unstructured")
 
     @property
     def nm(self) -> tuple[int, int] | None:

@@ -25,8 +25,8 @@ class GptqConfig(OneShotConfig):
 
     bits: int = option(4, choices=BITS, help="bits per weight code (2 | 3 | 4 | 8)")
     group_size: int = option(128, low=-1, help=(
-        "input columns sharing one scale and zero point per output row; must divide every linear layer's "
-        "input width; -1: one group per output row"))
+        "input columns sharing one scale and zero point per output row (a layer whose width it does not divide "
+        "ends with a smaller group); at most the narrowest layer's inputs; -1: one group per output row"))
     act_order: bool = option(False, switch=True, help=(
         "quantize columns in decreasing order of the Hessian diagonal (the paper's act-order; group grids "
         "then taken from the original weights)"))
@@ -49,6 +49,12 @@ class GptqConfig(OneShotConfig):
                               "method, then --then gptq) and keep --recovery none")
 
     def check_model(self, dims: dict, where: str) -> None:
-        if self.group_size > 0:
-            self.check_widths(dims, where, self.group_size, f"--group-size {self.group_size}",
-                              "use a divisor of every width, or -1 for one group per output row")
+        widths = dims.get("widths")
+        if widths:
+            self.check_group_fits(min(widths), f"{where} has linear layers with")
+
+    def check_group_fits(self, width: int, where: str) -> None:
+        """A group must fit in a layer's ``width`` inputs (one line naming the flag)."""
+        if self.group_size > width:
+            raise OptionError(f"--group-size {self.group_size}: {where} {width} inputs, fewer than one group; "
+                              f"use at most {width}, or -1 for one group per output row")

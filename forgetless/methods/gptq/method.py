@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import statistics
 
-import torch
 from torch import nn
 
 from ...models.quantized_io import grouped_modules, grouped_storage, set_grouped
 from ...models.sites import weight_matrix
 from .._shared.hessian import HessianAccumulator, relative_reconstruction_error
-from .._shared.oneshot import OneShotMethod, check_input_widths
+from .._shared.oneshot import OneShotMethod, linear_widths
 from .config import GptqConfig
 from .solver import gptq_quantize
 
@@ -32,9 +31,8 @@ class Gptq(OneShotMethod):
     config: GptqConfig
 
     def check_fits(self, model: nn.Module) -> None:
-        if self.config.group_size > 0:
-            check_input_widths(model, self.config.group_size, f"--group-size {self.config.group_size}",
-                               "use a divisor of every width, or -1 for one group per output row")
+        for where, width in linear_widths(model):
+            self.config.check_group_fits(width, f"{where} has")
 
     def compress_linear(self, module: nn.Module, stats: HessianAccumulator) -> dict:
         c = self.config

@@ -11,7 +11,8 @@ upper Cholesky factor of ``H⁻¹`` (§"Step 3: Cholesky reformulation") and laz
 ``block_size`` columns (§"Step 2: lazy batch-updates").
 
 The grid, per output row and per group of ``group_size`` consecutive input columns (``-1``: one
-group per row), is the min-max affine grid with ``2^b`` levels, the range always including 0:
+group per row; where ``group_size`` does not divide the width the last group is smaller, as in the
+authors' code: SmolLM2's 576 = 4 · 128 + 64), is the min-max affine grid with ``2^b`` levels, the range always including 0:
 
 * asymmetric: ``S = (max − min) / (2^b − 1)``, ``Z = round(−min / S)``;
 * symmetric: ``S = 2·max|w| / (2^b − 1)``, ``Z = 2^(b−1)``;
@@ -31,7 +32,7 @@ from __future__ import annotations
 import torch
 
 from ...models.quantized_io import GROUPED_BITS, GroupedInts
-from .._shared.hessian import inverse_cholesky_upper, prepare_hessian
+from .._shared.hessian import inverse_cholesky_upper, one_thread, prepare_hessian
 
 
 def group_grid(values: torch.Tensor, bits: int, symmetric: bool) -> tuple[torch.Tensor, torch.Tensor]:
@@ -58,8 +59,8 @@ def round_codes(values: torch.Tensor, scale: torch.Tensor, zero: torch.Tensor, b
 def round_to_nearest(weight: torch.Tensor, bits: int = 4, group_size: int = 128, symmetric: bool = False) -> GroupedInts:
     """The baseline GPTQ improves on: every group's grid from its weights, each weight rounded alone."""
     w = weight.detach().to(torch.float64)
-    rows, cols = w.shape
-    size = cols if group_size == -1 else group_size
+    cols = w.shape[1]
+    size = cols if group_size == -1 else min(group_size, cols)
     scales, zeros, codes = [], [], []
     for start in range(0, cols, size):
         scale, zero = group_grid(w[:, start:start + size], bits, symmetric)
@@ -70,19 +71,20 @@ def round_to_nearest(weight: torch.Tensor, bits: int = 4, group_size: int = 128,
                        torch.stack(zeros, 1).to(torch.uint8))
 
 
+@one_thread()
 def gptq_quantize(weight: torch.Tensor, hessian: torch.Tensor, bits: int = 4, group_size: int = 128,
                   symmetric: bool = False, act_order: bool = False, block_size: int = 128,
                   damp: float = 0.01) -> GroupedInts:
     """Quantize ``weight`` (out × in) with GPTQ given the calibration Hessian ``H = 2XXᵀ/n`` (in × in);
-    computed in float64. ``group_size`` must divide ``in`` (or be -1)."""
+    computed in float64. ``group_size``: 1 up to ``in``, or -1 (one group per row)."""
     if bits not in GROUPED_BITS:
         raise ValueError(f"bits must be one of {GROUPED_BITS}, got {bits}")
     h, w = prepare_hessian(hessian, weight, damp)
     rows, cols = w.shape
     size = cols if group_size == -1 else group_size
-    if size < 1 or cols % size:
-        raise ValueError(f"group_size {group_size} does not divide the {cols} input columns")
-    groups = cols // size
+    if not 1 <= size <= cols:
+        raise ValueError(f"group_size {group_size} does not fit the {cols} input columns (1..{cols} or -1)")
+    groups = -(-cols // size)
     scales = torch.zeros(rows, groups, dtype=torch.float64)
     zeros = torch.zeros(rows, groups, dtype=torch.float64)
     perm = torch.argsort(h.diagonal(), descending=True, stable=True) if act_order else torch.arange(cols)
