@@ -5,7 +5,7 @@ The calibration batches go through the model once up to the first layer of a sta
 layer's inputs (positional and keyword: hidden states, attention mask, rotary embeddings, encoder
 states, …) are captured. Then, layer after layer: run the layer on the captured inputs with a hook
 on each of its ``nn.Linear`` modules accumulating the Hessian of that module's inputs (real tokens
-only), let the method compress the layer from those statistics, and run the *compressed* layer
+only; linears fed the same tensor share one), let the method compress the layer from those statistics, and run the *compressed* layer
 again to get the inputs of the next one, so each layer is fitted to what its compressed
 predecessors feed it. Memory holds one layer's activations for the calibration set, never the
 whole model's. Stacks run in the adapter's order (an encoder-decoder's decoder is captured after its
@@ -86,26 +86,40 @@ def run_layer_by_layer(model: nn.Module, batches: list[dict], compress: LayerCom
                 raise UnsupportedModelError(f"{stack} layer {index} of {type(model).__name__} has no nn.Linear "
                                             "or Conv1D to calibrate")
             stats = {name: (m, HessianAccumulator(in_features(m), device=m.weight.device)) for name, m in linears.items()}
-            current: list[torch.Tensor | None] = [None]
-            handles = [m.register_forward_hook(_accumulate(acc, current)) for m, acc in stats.values()]
+            state = {"mask": None, "fed": {}, "same": {}}
+            handles = [m.register_forward_hook(_accumulate(acc, state)) for m, acc in stats.values()]
             try:
                 with torch.no_grad():
                     for (args, kwargs), mask in zip(inputs, masks):
-                        current[0] = mask
+                        state["mask"], state["fed"] = mask, {}
                         layer(*args, **kwargs)
             finally:
+                state["fed"] = {}
                 for handle in handles:
                     handle.remove()
+            stats = {name: (m, state["same"].get(id(acc), acc)) for name, (m, acc) in stats.items()}
             reports[stack].append(compress(stack, index, layer, stats))
             with torch.no_grad():
                 inputs = [_with_hidden(args, kwargs, _hidden_of(layer(*args, **kwargs))) for args, kwargs in inputs]
     return reports
 
 
-def _accumulate(accumulator: HessianAccumulator, current_mask: list):
+def _accumulate(accumulator: HessianAccumulator, state: dict):
+    """Forward hook adding a linear's inputs to its accumulator. Linears fed the very same tensor in
+    a forward pass (q / k / v, gate / up) share the first one's accumulator: one Hessian, not three."""
+
     def hook(module, args, output):
         x = args[0]
-        mask = current_mask[0]
+        key = (x.data_ptr(), tuple(x.shape), x.stride())
+        first = state["fed"].get(key)  # (tensor, accumulator); the tensor is held, so its memory is not reused
+        if first is not None and first[1] is not accumulator and torch.equal(first[0], x):
+            state["same"][id(accumulator)] = first[1]
+            return
+        state["fed"][key] = (x, accumulator)
+        if id(accumulator) in state["same"]:
+            raise UnsupportedModelError(f"{type(module).__name__}: its calibration inputs were shared with another "
+                                        "linear in one batch but not in another")
+        mask = state["mask"]
         accumulator.add(x, mask if mask is not None and mask.shape == x.shape[:-1] else None)
 
     return hook
