@@ -219,7 +219,10 @@ def test_cli_run_card_reports_bits_and_disk_size(tmp_path):
     assert section["bits"] == 4 and section["group_size"] == 16 and section["bits_per_weight"] == 6.25
     assert section["layers"] == 28 and 0 < section["reconstruction_error"]["max"] < 1 and section["expected"] is False
     assert card["deployment"]["quantization"] == [section]
-    assert card["params"]["compressed"]["disk_bytes"] < card["params"]["base"]["disk_bytes"] or \
-        card["params"]["base"]["disk_bytes"] is None
     manifest = json.loads((out / "model" / "forgetless.json").read_text())
     assert manifest["quantization"]["bytes"] == section["bytes"]
+    compressed = card["params"]["compressed"]
+    weights_file = (out / "model" / "model.safetensors").stat().st_size
+    assert compressed["bits_per_parameter"] == pytest.approx(8 * weights_file / compressed["total"])
+    assert compressed["bits_per_parameter"] < 32 and compressed["disk_bytes"] > weights_file
+    assert "| bits per parameter in model.safetensors |" in (out / "report.md").read_text()
