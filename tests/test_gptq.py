@@ -88,6 +88,18 @@ def test_gptq_reconstructs_no_worse_than_rounding(bits):
             assert direct(q.dequantize()) <= direct(rtn), (bits, group_size, act_order)
 
 
+def test_zeros_stay_zero_so_a_2_4_pattern_survives():
+    from forgetless.methods._shared.masks import nm_pattern_holds
+    from forgetless.methods.sparsegpt.solver import sparsegpt_prune
+
+    x, h = calibration()
+    pruned = sparsegpt_prune(torch.randn(16, 32, generator=torch.Generator().manual_seed(5)), h, nm=(2, 4),
+                             block_size=16).weight
+    for act_order in (False, True):
+        q = gptq_quantize(pruned, h, bits=3, group_size=8, act_order=act_order, block_size=16).dequantize()
+        assert (q[pruned == 0] == 0).all() and nm_pattern_holds(q, 2, 4)  # (rounding may add zeros)
+
+
 def test_packing_by_hand_and_round_trips():
     assert pack_codes(torch.tensor([[1, 2, 3, 15]]), 4).tolist() == [[0x21, 0xF3]]  # low nibble first
     # 3 bits: 5 = 101, 3 = 011, 7 = 111 → stream 1,0,1, 1,1,0, 1,1 | 1 → bytes 0b11011101 = 221, 1

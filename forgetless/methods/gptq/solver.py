@@ -26,6 +26,11 @@ groups"), so groups stay contiguous in storage; in natural order each group's gr
 the sweep reaches its first column, from the weights as updated so far (the authors' code; with
 groups aligned to blocks, the default 128 / 128, exactly the same). With ``H = I`` (no correlation)
 every error update is zero and GPTQ is round-to-nearest on the same grid.
+
+Weights that are exactly zero when GPTQ starts are fixed at code ``Z`` (``ŵ = 0``, exact since the
+range includes 0) instead of being rounded from their updated value, and their error is fed back
+like any other: after ``sparsegpt`` or ``wanda`` (``--then gptq``) the zeros, and so a 2:4 pattern,
+survive quantization (as SparseGPT's joint sparsification + quantization, §3.5 of that paper).
 """
 from __future__ import annotations
 
@@ -87,12 +92,13 @@ def gptq_quantize(weight: torch.Tensor, hessian: torch.Tensor, bits: int = 4, gr
     groups = -(-cols // size)
     scales = torch.zeros(rows, groups, dtype=torch.float64)
     zeros = torch.zeros(rows, groups, dtype=torch.float64)
+    pruned = w == 0  # exact zeros stay zero (a pruned model's pattern survives quantization)
     perm = torch.argsort(h.diagonal(), descending=True, stable=True) if act_order else torch.arange(cols)
     if act_order:
         for g in range(groups):
             scales[:, g], zeros[:, g] = group_grid(w[:, g * size:(g + 1) * size], bits, symmetric)
     ready = [act_order] * groups
-    w, h = w[:, perm], h[perm][:, perm]
+    w, h, pruned = w[:, perm], h[perm][:, perm], pruned[:, perm]
     u = inverse_cholesky_upper(h)
     codes = torch.zeros_like(w)
     for start in range(0, cols, block_size):
@@ -107,7 +113,8 @@ def gptq_quantize(weight: torch.Tensor, hessian: torch.Tensor, bits: int = 4, gr
                 scales[:, group], zeros[:, group] = group_grid(current, bits, symmetric)
                 ready[group] = True
             column = block[:, j]
-            code = round_codes(column, scales[:, group], zeros[:, group], bits)
+            code = torch.where(pruned[:, start + j], zeros[:, group], round_codes(column, scales[:, group],
+                                                                                  zeros[:, group], bits))
             error = (column - scales[:, group] * (code - zeros[:, group])) / u_block[j, j]
             block[:, j:] -= error.unsqueeze(1) * u_block[j, j:].unsqueeze(0)
             codes[:, start + j] = code
