@@ -36,6 +36,7 @@ CONFIGS = {  # name → (method, options)
     "sparsegpt-50": ("sparsegpt", {"sparsity": 0.5}),
     "sparsegpt-2:4": ("sparsegpt", {"nm": (2, 4)}),
     "gptq-w4g128": ("gptq", {"bits": 4, "group_size": 128}),
+    "gptq-w4g128-act": ("gptq", {"bits": 4, "group_size": 128, "act_order": True}),  # llm-compressor's default
 }
 
 
@@ -88,7 +89,8 @@ def forgetless_compress(model, batches, method: str, options: dict) -> None:
             elif method == "sparsegpt":
                 new = sparsegpt_prune(w, acc.hessian, options.get("sparsity", 0.5), nm=options.get("nm")).weight
             else:
-                new = gptq_quantize(w, acc.hessian, bits=options["bits"], group_size=options["group_size"]).dequantized()
+                new = gptq_quantize(w, acc.hessian, bits=options["bits"], group_size=options["group_size"],
+                                    act_order=options.get("act_order", False)).dequantize()
             linear.weight.data.copy_(new)
 
     run_layer_by_layer(model, batches, compress)
@@ -109,7 +111,8 @@ def llmc_compress(model, ids, method: str, options: dict) -> None:
     elif method == "sparsegpt":
         modifier = SparseGPTModifier(sparsity=sparsity, mask_structure=structure, targets=["Linear"], ignore=ignore)
     elif method == "gptq":
-        modifier = GPTQModifier(targets=["Linear"], ignore=ignore, scheme="W4A16_ASYM")
+        modifier = GPTQModifier(targets=["Linear"], ignore=ignore, scheme="W4A16_ASYM",  # 4 bits, group 128
+                                actorder="static" if options.get("act_order") else None)
     else:
         raise SystemExit(f"llm-compressor has no {method} run in this benchmark")
     dataset = Dataset.from_dict({"input_ids": ids, "attention_mask": [[1] * len(r) for r in ids]})
@@ -163,15 +166,21 @@ def evaluate_weights(args, config: str, tool: str) -> float:
     return perplexity(model, tokenizer, heldout, max_length=args.seq_len)["perplexity"]
 
 
-def agreement(out: Path, config: str) -> float | None:
+def agreement(out: Path, config: str) -> dict | None:
+    """Pruning: the share of weights kept / pruned alike. Quantization: the share of weights with the
+    same dequantized value (to 1e-6 relative) and ‖W_forgetless − W_llmc‖ / ‖W_llmc‖."""
     from safetensors.torch import load_file
 
     a, b = (out / f"{config}.{tool}.weights.safetensors" for tool in ("forgetless", "llmcompressor"))
     if not (a.exists() and b.exists()):
         return None
     ma, mb = load_file(str(a)), load_file(str(b))
-    same = sum(int(((ma[k] == 0) == (mb[k] == 0)).sum()) for k in ma)
-    return same / sum(ma[k].numel() for k in ma)
+    total = sum(ma[k].numel() for k in ma)
+    if CONFIGS[config][0] == "gptq":
+        same = sum(int(((ma[k] - mb[k]).abs() <= 1e-6 * mb[k].abs().clamp_min(1e-6)).sum()) for k in ma)
+        diff = sum(float(((ma[k] - mb[k]) ** 2).sum()) for k in ma) ** 0.5
+        return {"same_value": same / total, "relative_difference": diff / sum(float((mb[k] ** 2).sum()) for k in mb) ** 0.5}
+    return {"mask_agreement": sum(int(((ma[k] == 0) == (mb[k] == 0)).sum()) for k in ma) / total}
 
 
 def baseline_perplexity(args) -> float:
@@ -220,7 +229,7 @@ def main() -> None:
             print(json.dumps(row), flush=True)
         agree = agreement(Path(args.out), config)
         if agree is not None:
-            print(json.dumps({"config": config, "mask_agreement": agree}), flush=True)
+            print(json.dumps({"config": config, **agree}), flush=True)
 
 
 if __name__ == "__main__":
