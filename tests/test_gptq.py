@@ -221,20 +221,26 @@ def test_bad_options_exit_2_before_any_work(tmp_path, flag, value, message):
     assert len([line for line in result.stderr.splitlines() if line.strip()]) == 1, result.stderr
 
 
-def test_cli_run_card_reports_bits_and_disk_size(tmp_path):
+def test_sparsegpt_2_4_then_gptq_from_the_cli_card_and_packed_reload(tmp_path):
     out = tmp_path / "run"
-    result = subprocess.run([sys.executable, "-m", "forgetless", *SMALL, "--group-size", "16", "--out", str(out)],
-                            capture_output=True, text=True, env=ENV)
+    args = [a if a != "gptq" else "sparsegpt" for a in SMALL]
+    result = subprocess.run([sys.executable, "-m", "forgetless", *args, "--pattern", "2:4", "--block-size", "16",
+                             "--then", "gptq:group_size=16", "--out", str(out)], capture_output=True, text=True, env=ENV)
     assert result.returncode == 0, result.stderr[-2000:]
     card = json.loads((out / "report.json").read_text())
     section = card["method"]["sections"]["quantization"]
     assert section["bits"] == 4 and section["group_size"] == 16 and section["bits_per_weight"] == 6.25
     assert section["layers"] == 28 and 0 < section["reconstruction_error"]["max"] < 1 and section["expected"] is False
-    assert card["deployment"]["quantization"] == [section]
+    assert card["deployment"]["quantization"] == [section] and card["method"]["sections"]["sparsity"]["nm_pattern_holds"]
     manifest = json.loads((out / "model" / "forgetless.json").read_text())
-    assert manifest["quantization"]["bytes"] == section["bytes"]
+    assert manifest["quantization"]["bytes"] == section["bytes"] and len(manifest["quantization"]["modules"]) == 28
     compressed = card["params"]["compressed"]
     weights_file = (out / "model" / "model.safetensors").stat().st_size
     assert compressed["bits_per_parameter"] == pytest.approx(8 * weights_file / compressed["total"])
     assert compressed["bits_per_parameter"] < 32 and compressed["disk_bytes"] > weights_file
     assert "| bits per parameter in model.safetensors |" in (out / "report.md").read_text()
+    from forgetless.methods._shared.masks import nm_pattern_holds
+
+    model, _ = load_model(out / "model", with_tokenizer=False)  # the 2:4 zeros survive packing and reloading
+    linears = [m for name, m in model.named_modules() if ".layers." in name and isinstance(m, torch.nn.Linear)]
+    assert len(linears) == 28 and all(nm_pattern_holds(m.weight, 2, 4) for m in linears)
