@@ -35,6 +35,7 @@ CONFIGS = {  # name → (method, options)
     "wanda-2:4": ("wanda", {"nm": (2, 4)}),
     "sparsegpt-50": ("sparsegpt", {"sparsity": 0.5}),
     "sparsegpt-2:4": ("sparsegpt", {"nm": (2, 4)}),
+    "rtn-w4g128": ("rtn", {"bits": 4, "group_size": 128}),  # GPTQ's baseline: round to nearest, no calibration
     "gptq-w4g128": ("gptq", {"bits": 4, "group_size": 128}),
     "gptq-w4g128-act": ("gptq", {"bits": 4, "group_size": 128, "act_order": True}),  # llm-compressor's default
 }
@@ -70,7 +71,7 @@ def forgetless_compress(model, batches, method: str, options: dict) -> None:
     import torch
 
     from forgetless.methods._shared.sequential import run_layer_by_layer
-    from forgetless.methods.gptq.solver import gptq_quantize
+    from forgetless.methods.gptq.solver import gptq_quantize, round_to_nearest
     from forgetless.methods.magnitude.pruning import magnitude_masks
     from forgetless.methods.sparsegpt.solver import sparsegpt_prune
     from forgetless.methods.wanda.metric import wanda_mask
@@ -79,6 +80,12 @@ def forgetless_compress(model, batches, method: str, options: dict) -> None:
         for layer in model.model.layers:
             for linear in (m for m in layer.modules() if isinstance(m, torch.nn.Linear)):
                 linear.weight.data *= magnitude_masks([linear.weight.data], options["sparsity"], "layer")[0]
+        return
+    if method == "rtn":  # GPTQ's baseline: every group's grid from its weights, each weight rounded alone
+        for layer in model.model.layers:
+            for linear in (m for m in layer.modules() if isinstance(m, torch.nn.Linear)):
+                linear.weight.data.copy_(round_to_nearest(linear.weight.data, options["bits"],
+                                                          options["group_size"]).dequantize())
         return
 
     def compress(stack, index, layer, stats):
@@ -212,7 +219,7 @@ def main() -> None:
     print(f"base perplexity: {baseline_perplexity(args):.3f}", flush=True)
     for config in args.configs.split(","):
         for tool, python in (("forgetless", sys.executable), ("llmcompressor", args.llmc_python)):
-            if not python or (tool == "llmcompressor" and CONFIGS[config][0] == "magnitude"):
+            if not python or (tool == "llmcompressor" and CONFIGS[config][0] in ("magnitude", "rtn")):
                 continue
             cmd = [python, __file__, "--worker", tool, "--config", config] + [
                 f"--{k.replace('_', '-')}={v}" for k, v in vars(args).items()

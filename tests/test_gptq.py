@@ -92,7 +92,7 @@ def test_zeros_stay_zero_so_a_2_4_pattern_survives():
     from forgetless.methods._shared.masks import nm_pattern_holds
     from forgetless.methods.sparsegpt.solver import sparsegpt_prune
 
-    x, h = calibration()
+    _, h = calibration()
     pruned = sparsegpt_prune(torch.randn(16, 32, generator=torch.Generator().manual_seed(5)), h, nm=(2, 4),
                              block_size=16).weight
     for act_order in (False, True):
