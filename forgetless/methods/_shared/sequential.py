@@ -5,9 +5,9 @@ The calibration batches go through the model once up to the first layer of a sta
 layer's inputs (positional and keyword: hidden states, attention mask, rotary embeddings, encoder
 states, …) are captured. Then, layer after layer: run the layer on the captured inputs with a hook
 on each of its ``nn.Linear`` modules accumulating the Hessian of that module's inputs (real tokens
-only; linears fed the same tensor share one), let the method compress the layer from those statistics, and run the *compressed* layer
-again to get the inputs of the next one, so each layer is fitted to what its compressed
-predecessors feed it. Memory holds one layer's activations for the calibration set, never the
+only; linears fed the same tensor share one), let the method compress the layer from those
+statistics, and run the *compressed* layer again to get the inputs of the next one, so each layer
+is fitted to what its compressed predecessors feed it. Memory holds one layer's activations for the calibration set, never the
 whole model's. Stacks run in the adapter's order (an encoder-decoder's decoder is captured after its
 encoder was compressed).
 """
