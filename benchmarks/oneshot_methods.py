@@ -76,7 +76,7 @@ def run(config: str, args) -> dict:
             run_layer_by_layer(model, batches, method._compress_layer)
             errors = [e["reconstruction_error"] for e in method.layers]
             if method_name == "gptq":
-                quantized = {str(i): getattr(m, "grouped_ints") for i, m in enumerate(model.modules())
+                quantized = {str(i): m.grouped_ints for i, m in enumerate(model.modules())
                              if hasattr(m, "grouped_ints")}
     seconds = time.perf_counter() - start
     storage = grouped_storage(quantized) if quantized else {}
