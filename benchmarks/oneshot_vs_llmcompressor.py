@@ -35,7 +35,9 @@ CONFIGS = {  # name → (method, options)
     "wanda-2:4": ("wanda", {"nm": (2, 4)}),
     "sparsegpt-50": ("sparsegpt", {"sparsity": 0.5}),
     "sparsegpt-2:4": ("sparsegpt", {"nm": (2, 4)}),
+    "rtn-w4g128": ("rtn", {"bits": 4, "group_size": 128}),  # GPTQ's baseline: round to nearest, no calibration
     "gptq-w4g128": ("gptq", {"bits": 4, "group_size": 128}),
+    "gptq-w4g128-act": ("gptq", {"bits": 4, "group_size": 128, "act_order": True}),  # llm-compressor's default
 }
 
 
@@ -69,7 +71,7 @@ def forgetless_compress(model, batches, method: str, options: dict) -> None:
     import torch
 
     from forgetless.methods._shared.sequential import run_layer_by_layer
-    from forgetless.methods.gptq.solver import gptq_quantize
+    from forgetless.methods.gptq.solver import gptq_quantize, round_to_nearest
     from forgetless.methods.magnitude.pruning import magnitude_masks
     from forgetless.methods.sparsegpt.solver import sparsegpt_prune
     from forgetless.methods.wanda.metric import wanda_mask
@@ -78,6 +80,12 @@ def forgetless_compress(model, batches, method: str, options: dict) -> None:
         for layer in model.model.layers:
             for linear in (m for m in layer.modules() if isinstance(m, torch.nn.Linear)):
                 linear.weight.data *= magnitude_masks([linear.weight.data], options["sparsity"], "layer")[0]
+        return
+    if method == "rtn":  # GPTQ's baseline: every group's grid from its weights, each weight rounded alone
+        for layer in model.model.layers:
+            for linear in (m for m in layer.modules() if isinstance(m, torch.nn.Linear)):
+                linear.weight.data.copy_(round_to_nearest(linear.weight.data, options["bits"],
+                                                          options["group_size"]).dequantize())
         return
 
     def compress(stack, index, layer, stats):
@@ -88,7 +96,8 @@ def forgetless_compress(model, batches, method: str, options: dict) -> None:
             elif method == "sparsegpt":
                 new = sparsegpt_prune(w, acc.hessian, options.get("sparsity", 0.5), nm=options.get("nm")).weight
             else:
-                new = gptq_quantize(w, acc.hessian, bits=options["bits"], group_size=options["group_size"]).dequantized()
+                new = gptq_quantize(w, acc.hessian, bits=options["bits"], group_size=options["group_size"],
+                                    act_order=options.get("act_order", False)).dequantize()
             linear.weight.data.copy_(new)
 
     run_layer_by_layer(model, batches, compress)
@@ -109,7 +118,8 @@ def llmc_compress(model, ids, method: str, options: dict) -> None:
     elif method == "sparsegpt":
         modifier = SparseGPTModifier(sparsity=sparsity, mask_structure=structure, targets=["Linear"], ignore=ignore)
     elif method == "gptq":
-        modifier = GPTQModifier(targets=["Linear"], ignore=ignore, scheme="W4A16_ASYM")
+        modifier = GPTQModifier(targets=["Linear"], ignore=ignore, scheme="W4A16_ASYM",  # 4 bits, group 128
+                                actorder="static" if options.get("act_order") else None)
     else:
         raise SystemExit(f"llm-compressor has no {method} run in this benchmark")
     dataset = Dataset.from_dict({"input_ids": ids, "attention_mask": [[1] * len(r) for r in ids]})
@@ -163,15 +173,21 @@ def evaluate_weights(args, config: str, tool: str) -> float:
     return perplexity(model, tokenizer, heldout, max_length=args.seq_len)["perplexity"]
 
 
-def agreement(out: Path, config: str) -> float | None:
+def agreement(out: Path, config: str) -> dict | None:
+    """Pruning: the share of weights kept / pruned alike. Quantization: the share of weights with the
+    same dequantized value (to 1e-6 relative) and ‖W_forgetless − W_llmc‖ / ‖W_llmc‖."""
     from safetensors.torch import load_file
 
     a, b = (out / f"{config}.{tool}.weights.safetensors" for tool in ("forgetless", "llmcompressor"))
     if not (a.exists() and b.exists()):
         return None
     ma, mb = load_file(str(a)), load_file(str(b))
-    same = sum(int(((ma[k] == 0) == (mb[k] == 0)).sum()) for k in ma)
-    return same / sum(ma[k].numel() for k in ma)
+    total = sum(ma[k].numel() for k in ma)
+    if CONFIGS[config][0] == "gptq":
+        same = sum(int(((ma[k] - mb[k]).abs() <= 1e-6 * mb[k].abs().clamp_min(1e-6)).sum()) for k in ma)
+        diff = sum(float(((ma[k] - mb[k]) ** 2).sum()) for k in ma) ** 0.5
+        return {"same_value": same / total, "relative_difference": diff / sum(float((mb[k] ** 2).sum()) for k in mb) ** 0.5}
+    return {"mask_agreement": sum(int(((ma[k] == 0) == (mb[k] == 0)).sum()) for k in ma) / total}
 
 
 def baseline_perplexity(args) -> float:
@@ -203,7 +219,7 @@ def main() -> None:
     print(f"base perplexity: {baseline_perplexity(args):.3f}", flush=True)
     for config in args.configs.split(","):
         for tool, python in (("forgetless", sys.executable), ("llmcompressor", args.llmc_python)):
-            if not python or (tool == "llmcompressor" and CONFIGS[config][0] == "magnitude"):
+            if not python or (tool == "llmcompressor" and CONFIGS[config][0] in ("magnitude", "rtn")):
                 continue
             cmd = [python, __file__, "--worker", tool, "--config", config] + [
                 f"--{k.replace('_', '-')}={v}" for k, v in vars(args).items()
@@ -220,7 +236,7 @@ def main() -> None:
             print(json.dumps(row), flush=True)
         agree = agreement(Path(args.out), config)
         if agree is not None:
-            print(json.dumps({"config": config, "mask_agreement": agree}), flush=True)
+            print(json.dumps({"config": config, **agree}), flush=True)
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ from .metrics.calibration import calibration_section
 from .metrics.clever import clever_evaluate
 from .metrics.perplexity import default_perplexity_file
 from .metrics.runtime import agreement, deploy
-from .metrics.size import disk_size, parameter_counts
+from .metrics.size import bits_per_parameter, disk_size, parameter_counts
 from .fsutil import atomic_write_json, disk_full_guard, remove_leftovers
 from .kinds import check_compatible, kind_for
 from .config import RunConfig
@@ -221,6 +221,8 @@ def _compress(task: Task, config: RunConfig, out_dir: Path, method, objective, t
     sizes = {"base": {**parameter_counts(teacher), "disk_bytes": disk_size(teacher_dir) if teacher_dir.exists()
                       else None, "source": teacher_info},
              "compressed": {**parameter_counts(compressed), "disk_bytes": disk_size(model_dir), "path": str(model_dir)}}
+    for role, folder in (("base", teacher_dir), ("compressed", model_dir)):
+        sizes[role]["bits_per_parameter"] = bits_per_parameter(folder, sizes[role]["total"])
     started = config.teacher if (config.teacher and config.student_init == "teacher") else config.model
     card = build_card(Measurements(
         task=task, run=config, method=method, then=then, objective=objective, kind=kind, results=results,

@@ -59,7 +59,7 @@ def model_config(name: str):
 
 
 def model_dims(name_or_path, seq2seq: bool = False) -> dict | None:
-    """``{layers, decoder_layers, heads, max_positions}`` of a model (``model_config``; an
+    """``{layers, decoder_layers, heads, max_positions, widths}`` of a model (``model_config``; an
     in-memory model: from its ``config``); None for a hub id. ``heads`` counts the prunable units:
     key/value groups under grouped-query attention (``models/decoder_only.py``)."""
     config = model_config(name_or_path) if isinstance(name_or_path, str) else name_or_path.config
@@ -77,7 +77,13 @@ def _config_dims(config, seq2seq: bool) -> dict:
     heads = get("num_key_value_heads", "num_attention_heads", "num_heads", "encoder_attention_heads", "n_heads",
                 "n_head")
     positions = get("max_position_embeddings", "n_positions")
-    return {"layers": layers, "decoder_layers": decoder, "heads": heads, "max_positions": positions}
+    hidden = get("hidden_size", "d_model", "dim", "n_embd")
+    inner = get("intermediate_size", "d_ff", "ffn_dim", "encoder_ffn_dim", "hidden_dim", "n_inner") or (
+        4 * hidden if hidden and getattr(config, "model_type", "") == "gpt2" else None)
+    query_heads = get("num_attention_heads", "num_heads", "encoder_attention_heads", "n_heads", "n_head")
+    attention = query_heads * get("head_dim", "d_kv") if query_heads and get("head_dim", "d_kv") else hidden
+    widths = sorted({w for w in (hidden, inner, attention) if w})  # input widths of the layers' linears
+    return {"layers": layers, "decoder_layers": decoder, "heads": heads, "max_positions": positions, "widths": widths}
 
 
 # ----- the whole run ----------------------------------------------------------------------------------

@@ -39,3 +39,11 @@ def parameter_counts(model: nn.Module) -> dict:
 def disk_size(path: str | Path) -> int:
     """Bytes of every file below ``path``."""
     return sum(f.stat().st_size for f in Path(path).rglob("*") if f.is_file())
+
+
+def bits_per_parameter(folder: str | Path, parameters: int) -> float | None:
+    """``8 · bytes of folder/model.safetensors / parameters``: 32 for float32 weights, less for packed
+    quantized ones (GPTQ 4-bit, group 128: about 4.3 in the quantized layers, embeddings stay float32);
+    None without the file."""
+    weights = Path(folder) / "model.safetensors"
+    return 8 * weights.stat().st_size / parameters if weights.is_file() and parameters else None

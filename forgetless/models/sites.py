@@ -179,6 +179,11 @@ def is_conv1d(module: nn.Module) -> bool:
     return isinstance(module, Conv1D)
 
 
+def weight_matrix(module: nn.Module) -> torch.Tensor:
+    """The (out × in) weight data of an ``nn.Linear`` or of a ``Conv1D`` (a transposed view)."""
+    return module.weight.data.T if is_conv1d(module) else module.weight.data
+
+
 def in_features(module: nn.Module) -> int:
     return module.nx if is_conv1d(module) else module.in_features
 

@@ -227,12 +227,15 @@ def _groups(card: dict) -> list[str]:
 def _size(card: dict) -> list[str]:
     b, c = card["params"]["base"], card["params"]["compressed"]
     mb = lambda x: "–" if x is None else f"{x / 1e6:.1f} MB"  # noqa: E731
+    bits = lambda x: "–" if x is None else f"{x:.2f}"  # noqa: E731
     return ["", "## Size", "", "| | base | compressed | ratio |", "|---|---:|---:|---:|",
             f"| parameters | {b['total']:,} | {c['total']:,} | {c['total'] / b['total']:.3f} |",
             f"| in transformer layers | {b['layers']:,} | {c['layers']:,} | {c['layers'] / max(1, b['layers']):.3f} |",
             f"| non-zero | {b['nonzero']:,} | {c['nonzero']:,} | {c['nonzero'] / b['nonzero']:.3f} |",
             f"| prunable-weight sparsity | {pct(b['prunable_sparsity'])}% | {pct(c['prunable_sparsity'])}% | |",
-            f"| on disk | {mb(b.get('disk_bytes'))} | {mb(c.get('disk_bytes'))} | |"]
+            f"| on disk | {mb(b.get('disk_bytes'))} | {mb(c.get('disk_bytes'))} | |",
+            f"| bits per parameter in model.safetensors | {bits(b.get('bits_per_parameter'))} | "
+            f"{bits(c.get('bits_per_parameter'))} | |"]
 
 
 def _decode_row(what: str, d: dict) -> str:

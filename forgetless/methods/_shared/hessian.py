@@ -13,6 +13,8 @@ Hessian of the columns not yet processed, which is what the column-by-column OBS
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import torch
 
 
@@ -29,8 +31,9 @@ class HessianAccumulator:
         x = inputs.detach().reshape(-1, inputs.shape[-1])
         if token_mask is not None:
             x = x[token_mask.reshape(-1).to(x.device)]
-        x = x.to(self.sum.dtype)
-        self.sum += x.T @ x
+        if x.dtype not in (torch.float32, torch.float64):
+            x = x.float()
+        self.sum += (x.T @ x).to(self.sum.dtype)  # one batch in the activations' precision, summed in float64
         self.tokens += x.shape[0]
 
     @property
@@ -55,6 +58,19 @@ def prepare_hessian(hessian: torch.Tensor, weight: torch.Tensor, damp: float) ->
     w[:, dead] = 0.0
     h.diagonal().add_(damp * h.diagonal().mean())
     return h, w
+
+
+@contextmanager
+def one_thread():
+    """The column-by-column sweeps (thousands of small vector operations) in one intra-op thread:
+    on this 2-core machine under load, two spinning OpenMP threads made GPTQ on a 1536 × 576 layer
+    13.5 s instead of 0.47 s. The thread count is restored afterwards."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def inverse_cholesky_upper(hessian: torch.Tensor) -> torch.Tensor:

@@ -1,20 +1,20 @@
-"""One-shot, calibration-based pruning of every linear layer of a model's transformer stacks, as
-Wanda (Sun et al. 2023, §3) and SparseGPT (Frantar & Alistarh 2023, Algorithm 1) run it: a seeded
-calibration set from the task's training split, fed as the model kind feeds it, goes layer by layer
-through ``sequential.run_layer_by_layer``; each linear layer's weight (out × in) is replaced by its
-pruned version (exact zeros) from that layer's input statistics. The subclass gives the solver
-(``prune_weight``). Reported per layer: reached sparsity, the N:M check, and the relative
-reconstruction error ``‖WX − ŴX‖_F / ‖WX‖_F`` on the calibration inputs (``hessian.py``).
+"""One-shot, calibration-based compression of every linear layer of a model's transformer stacks, as
+Wanda (Sun et al. 2023, §3), SparseGPT (Frantar & Alistarh 2023, Algorithm 1) and GPTQ (Frantar et
+al. 2022, §4) run it: a seeded calibration set from the task's training split, fed as the model kind
+feeds it, goes layer by layer through ``sequential.run_layer_by_layer``; each linear layer's weight
+(out × in) is replaced from that layer's input statistics (``OneShotMethod.compress_linear``).
+Reported per layer: the relative reconstruction error ``‖WX − ŴX‖_F / ‖WX‖_F`` on the calibration
+inputs (``hessian.py``); for pruning (``OneShotPruning``, the solver in ``prune_weight``) also the
+reached sparsity and the N:M check.
 
 Zeros are not removed (``structured = False``): a dense model runs no faster on CPU. With
 ``recovery: fine-tune`` the zeros are held fixed during training (``HoldZeros``).
 """
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
-
 import dataclasses
 import statistics
+from abc import ABC, abstractmethod
 
 import torch
 from torch import nn
@@ -22,23 +22,18 @@ from transformers import TrainerCallback
 
 from ...errors import ConfigError, OptionError
 from ...models.adapters import get_adapter
-from ...models.sites import in_features, is_conv1d
+from ...models.sites import in_features, is_conv1d, weight_matrix
 from ..base import CompressionContext, CompressionMethod
 from .calibration import scoring_subset
 from .hessian import HessianAccumulator, relative_reconstruction_error
 from .masks import nm_pattern_holds
-from .oneshot_config import OneShotPruningConfig
+from .oneshot_config import OneShotConfig, OneShotPruningConfig
 from .sequential import run_layer_by_layer
 
 NO_SPEEDUP = "no speedup on CPU: unstructured and N:M sparsity need sparse kernels / sparse tensor cores"
 
 
-def weight_matrix(module: nn.Module) -> torch.Tensor:
-    """The (out × in) weight of an ``nn.Linear`` or of GPT-2's ``Conv1D`` (stored in × out)."""
-    return module.weight.data.T if is_conv1d(module) else module.weight.data
-
-
-def calibration_batches(ctx: CompressionContext, config: OneShotPruningConfig) -> list[dict]:
+def calibration_batches(ctx: CompressionContext, config: OneShotConfig) -> list[dict]:
     """Seeded, label-stratified calibration texts of the training split, tokenized as the model kind
     feeds them, in batches of ``calibration_batch`` with the all-padding columns dropped."""
     if ctx.kind is None:
@@ -54,17 +49,21 @@ def calibration_batches(ctx: CompressionContext, config: OneShotPruningConfig) -
     return batches
 
 
-def check_pattern_fits(model: nn.Module, config: OneShotPruningConfig) -> None:
-    """N:M needs every prunable layer's input width to be a multiple of M (checked before any work)."""
-    nm = config.nm
-    if nm is None:
-        return
+def linear_widths(model: nn.Module):
+    """``(where, input width)`` of every linear layer of the stacks (``where``: "decoder layer 0 q_proj")."""
     for stack, layers in get_adapter(model).stacks(model).items():
         for index, layer in enumerate(layers):
             for name, m in layer.named_modules():
-                if (isinstance(m, nn.Linear) or is_conv1d(m)) and in_features(m) % nm[1]:
-                    raise OptionError(f"--pattern {config.pattern}: {stack} layer {index} {name} has {in_features(m)} "
-                                      f"inputs, not a multiple of {nm[1]}; use --pattern unstructured")
+                if isinstance(m, nn.Linear) or is_conv1d(m):
+                    yield f"{stack} layer {index} {name}", in_features(m)
+
+
+def check_input_widths(model: nn.Module, multiple: int, flag: str, instead: str) -> None:
+    """Every linear layer of the stacks must have a multiple of ``multiple`` inputs (N:M's M);
+    checked on the modules before calibration, one line naming the flag."""
+    for where, width in linear_widths(model):
+        if width % multiple:
+            raise OptionError(f"{flag}: {where} has {width} inputs, not a multiple of {multiple}; {instead}")
 
 
 class HoldZeros(TrainerCallback):
@@ -85,7 +84,45 @@ class HoldZeros(TrainerCallback):
         self.apply()
 
 
-class OneShotPruning(CompressionMethod, ABC):
+class OneShotMethod(CompressionMethod, ABC):
+    """prepare: check the options against the modules, calibrate, and compress layer by layer."""
+
+    config: OneShotConfig
+
+    def check_fits(self, model: nn.Module) -> None:
+        """Options against the model's modules, before calibration (none by default)."""
+
+    @abstractmethod
+    def compress_linear(self, module: nn.Module, stats: HessianAccumulator) -> dict:
+        """Replace ``module``'s weight from its calibration statistics; returns its report entry."""
+
+    @abstractmethod
+    def note(self, texts: int) -> str:
+        """The card's note on what was done."""
+
+    def prepare(self, model, ctx: CompressionContext):
+        self.check_fits(model)
+        batches = calibration_batches(ctx, self.config)
+        device = next(model.parameters()).device
+        batches = [{k: v.to(device) for k, v in b.items()} for b in batches]
+        self.layers: list[dict] = []
+        training = model.training
+        model.eval()
+        try:
+            with torch.no_grad():
+                run_layer_by_layer(model, batches, self._compress_layer)
+        finally:
+            model.train(training)
+        ctx.notes.append(self.note(sum(len(b["input_ids"]) for b in batches)))
+        return model
+
+    def _compress_layer(self, stack: str, index: int, layer: nn.Module, stats: dict) -> None:
+        for name, (module, accumulator) in stats.items():
+            entry = self.compress_linear(module, accumulator)
+            self.layers.append({"stack": stack, "layer": index, "module": name, **entry})
+
+
+class OneShotPruning(OneShotMethod):
     """prepare (calibrate and prune layer by layer) → optional recovery with the zeros held → finalize
     (measure the reached sparsity and the N:M pattern on the final weights)."""
 
@@ -95,32 +132,26 @@ class OneShotPruning(CompressionMethod, ABC):
     def prune_weight(self, weight: torch.Tensor, stats: HessianAccumulator) -> torch.Tensor:
         """The pruned (out × in) weight from the layer's calibration statistics."""
 
-    def prepare(self, model, ctx: CompressionContext):
-        check_pattern_fits(model, self.config)
-        batches = calibration_batches(ctx, self.config)
-        device = next(model.parameters()).device
-        batches = [{k: v.to(device) for k, v in b.items()} for b in batches]
-        self.layers: list[dict] = []
-        self.masks: list[tuple[nn.Module, torch.Tensor]] = []
-        training = model.training
-        model.eval()
-        try:
-            with torch.no_grad():
-                run_layer_by_layer(model, batches, self._compress_layer)
-        finally:
-            model.train(training)
-        ctx.notes.append(f"{self.config.name}: one-shot {self.config.pattern} pruning of {len(self.layers)} linear "
-                         f"layers on {sum(len(b['input_ids']) for b in batches)} calibration texts; {NO_SPEEDUP}")
-        return model
+    def check_fits(self, model: nn.Module) -> None:
+        if self.config.nm:
+            check_input_widths(model, self.config.nm[1], f"--pattern {self.config.pattern}",
+                               "use --pattern unstructured")
 
-    def _compress_layer(self, stack: str, index: int, layer: nn.Module, stats: dict) -> None:
-        for name, (module, accumulator) in stats.items():
-            weight = weight_matrix(module)
-            pruned = self.prune_weight(weight, accumulator).to(weight.dtype)
-            error = relative_reconstruction_error(weight, pruned, accumulator.hessian)
-            weight.copy_(pruned)
-            self.masks.append((module, weight != 0))
-            self.layers.append({"stack": stack, "layer": index, "module": name, "reconstruction_error": error})
+    def prepare(self, model, ctx: CompressionContext):
+        self.masks: list[tuple[nn.Module, torch.Tensor]] = []
+        return super().prepare(model, ctx)
+
+    def note(self, texts: int) -> str:
+        return (f"{self.config.name}: one-shot {self.config.pattern} pruning of {len(self.layers)} linear layers on "
+                f"{texts} calibration texts; {NO_SPEEDUP}")
+
+    def compress_linear(self, module: nn.Module, stats: HessianAccumulator) -> dict:
+        weight = weight_matrix(module)
+        pruned = self.prune_weight(weight, stats).to(weight.dtype)
+        error = relative_reconstruction_error(weight, pruned, stats.hessian)
+        weight.copy_(pruned)
+        self.masks.append((module, weight != 0))
+        return {"reconstruction_error": error}
 
     def callbacks(self, model, ctx):
         return [HoldZeros(self.masks)]

@@ -1,6 +1,7 @@
-"""Options shared by the one-shot, calibration-based pruning methods (Wanda, Sun et al. 2023;
-SparseGPT, Frantar & Alistarh 2023): target sparsity, unstructured or N:M pattern (Mishra et al.
-2021), and the calibration set. Standard library only (read by the registry without torch)."""
+"""Options shared by the one-shot, calibration-based methods: the calibration set (all of them), and
+for pruning (Wanda, Sun et al. 2023; SparseGPT, Frantar & Alistarh 2023) the target sparsity and
+the unstructured or N:M pattern (Mishra et al. 2021); GPTQ adds its own (``gptq/config.py``).
+Standard library only (read by the registry without torch)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -15,12 +16,24 @@ PATTERNS = ("unstructured", "2:4", "4:8")
 
 
 @dataclass
-class OneShotPruningConfig(MethodConfig):
-    """Unstructured or N:M: weights are zeroed, never removed (no dense speedup)."""
+class OneShotConfig(MethodConfig):
+    """Calibration of a one-shot method (pruning or GPTQ): nothing is removed (no dense speedup)."""
 
     structured: ClassVar[bool] = False
     task_types: ClassVar[tuple[str, ...]] = ("classification",)
     model_kinds: ClassVar[tuple[str, ...]] = ("classifier", "causal-lm")
+
+    calibration_examples: int = option(128, low=1, help=(
+        "calibration texts: a seeded, label-stratified subset of the task's training split, fed as the model "
+        "kind feeds them (prompts for causal-lm)"))
+    calibration_length: int = option(128, low=8, high=MAX_TOKENS, help="max tokens per calibration text")
+    calibration_batch: int = option(8, low=1, help="calibration texts per forward pass")
+
+
+@dataclass
+class OneShotPruningConfig(OneShotConfig):
+    """Unstructured or N:M: weights are zeroed, never removed (no dense speedup)."""
+
     smoke: ClassVar[dict] = {"sparsity": 0.5, "calibration_examples": 8, "calibration_batch": 4}
 
     sparsity: float = option(0.5, low=0, high=1, help=(
@@ -29,11 +42,6 @@ class OneShotPruningConfig(MethodConfig):
     pattern: str = option("unstructured", choices=PATTERNS, help=(
         "unstructured (per output row) | 2:4 | 4:8: keep N of every M consecutive input weights of each row "
         "(semi-structured, sparse tensor cores)"))
-    calibration_examples: int = option(128, low=1, help=(
-        "calibration texts: a seeded, label-stratified subset of the task's training split, fed as the model "
-        "kind feeds them (prompts for causal-lm)"))
-    calibration_length: int = option(128, low=8, high=MAX_TOKENS, help="max tokens per calibration text")
-    calibration_batch: int = option(8, low=1, help="calibration texts per forward pass")
     recovery: str = option("none", choices=("fine-tune", "none"), help=(
         "none: one-shot, nothing is trained (the papers' setting); fine-tune: train afterwards with the "
         "zeros held fixed"))
@@ -41,6 +49,14 @@ class OneShotPruningConfig(MethodConfig):
     def check(self) -> None:
         if self.sparsity >= 1.0:
             raise OptionError(f"--sparsity {self.sparsity}: must be below 1 (some weights must stay)")
+
+    def check_model(self, dims: dict, where: str) -> None:
+        """N:M needs every linear layer's input width (``dims["widths"]``, from the model's config) to be a
+        multiple of M; checked before any work (``oneshot.check_input_widths`` checks the modules)."""
+        bad = [width for width in dims.get("widths") or () if self.nm and width % self.nm[1]]
+        if bad:
+            raise OptionError(f"--pattern {self.pattern}: {where} has linear layers with {bad[0]} inputs, not a "
+                              f"multiple of {self.nm[1]}; use --pattern unstructured")
 
     @property
     def nm(self) -> tuple[int, int] | None:

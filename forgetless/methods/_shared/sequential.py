@@ -5,9 +5,9 @@ The calibration batches go through the model once up to the first layer of a sta
 layer's inputs (positional and keyword: hidden states, attention mask, rotary embeddings, encoder
 states, …) are captured. Then, layer after layer: run the layer on the captured inputs with a hook
 on each of its ``nn.Linear`` modules accumulating the Hessian of that module's inputs (real tokens
-only), let the method compress the layer from those statistics, and run the *compressed* layer
-again to get the inputs of the next one, so each layer is fitted to what its compressed
-predecessors feed it. Memory holds one layer's activations for the calibration set, never the
+only; linears fed the same tensor share one), let the method compress the layer from those
+statistics, and run the *compressed* layer again to get the inputs of the next one, so each layer
+is fitted to what its compressed predecessors feed it. Memory holds one layer's activations for the calibration set, never the
 whole model's. Stacks run in the adapter's order (an encoder-decoder's decoder is captured after its
 encoder was compressed).
 """
@@ -18,6 +18,7 @@ from typing import Callable
 import torch
 from torch import nn
 
+from ... import progress
 from ...errors import UnsupportedModelError
 from ...models.adapters import get_adapter
 from ...models.gates import HookSet
@@ -74,29 +75,43 @@ def run_layer_by_layer(model: nn.Module, batches: list[dict], compress: LayerCom
     for stack, layers in adapter.stacks(model).items():
         inputs = capture_layer_inputs(model, layers[0], batches)
         reports[stack] = []
-        for index, layer in enumerate(layers):
+        for index, layer in progress.bar(enumerate(layers), desc=f"calibrate {stack} layer", total=len(layers)):
             linears = {name: m for name, m in layer.named_modules() if isinstance(m, nn.Linear) or is_conv1d(m)}
             if not linears:
                 raise UnsupportedModelError(f"{stack} layer {index} of {type(model).__name__} has no nn.Linear "
                                             "or Conv1D to calibrate")
             stats = {name: (m, HessianAccumulator(in_features(m), device=m.weight.device)) for name, m in linears.items()}
-            current: list[torch.Tensor | None] = [None]
+            state = {"mask": None, "fed": {}, "same": {}}
             with HookSet() as hooks, torch.no_grad():
                 for m, acc in stats.values():
-                    hooks.add(m.register_forward_hook(_accumulate(acc, current)))
+                    hooks.add(m.register_forward_hook(_accumulate(acc, state)))
                 for (args, kwargs), mask in zip(inputs, masks):
-                    current[0] = mask
+                    state["mask"], state["fed"] = mask, {}
                     layer(*args, **kwargs)
+            state["fed"] = {}
+            stats = {name: (m, state["same"].get(id(acc), acc)) for name, (m, acc) in stats.items()}
             reports[stack].append(compress(stack, index, layer, stats))
             with torch.no_grad():
                 inputs = [_with_hidden(args, kwargs, _hidden_of(layer(*args, **kwargs))) for args, kwargs in inputs]
     return reports
 
 
-def _accumulate(accumulator: HessianAccumulator, current_mask: list):
+def _accumulate(accumulator: HessianAccumulator, state: dict):
+    """Forward hook adding a linear's inputs to its accumulator. Linears fed the very same tensor in
+    a forward pass (q / k / v, gate / up) share the first one's accumulator: one Hessian, not three."""
+
     def hook(module, args, output):
         x = args[0]
-        mask = current_mask[0]
+        key = (x.data_ptr(), tuple(x.shape), x.stride())
+        first = state["fed"].get(key)  # (tensor, accumulator); the tensor is held, so its memory is not reused
+        if first is not None and first[1] is not accumulator and torch.equal(first[0], x):
+            state["same"][id(accumulator)] = first[1]
+            return
+        state["fed"][key] = (x, accumulator)
+        if id(accumulator) in state["same"]:
+            raise UnsupportedModelError(f"{type(module).__name__}: its calibration inputs were shared with another "
+                                        "linear in one batch but not in another")
+        mask = state["mask"]
         accumulator.add(x, mask if mask is not None and mask.shape == x.shape[:-1] else None)
 
     return hook

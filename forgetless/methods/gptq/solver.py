@@ -6,65 +6,44 @@ is quantized, ``q_j = quant(w_j)``, and its error is spread over the columns not
 
     δ = (w_j − q_j) / [H_F⁻¹]_jj,     W[:, F] −= δ · [H_F⁻¹]_{j, F}          (eq. 2-3)
 
-with the rows of ``H_F⁻¹`` read from the upper Cholesky factor of ``H⁻¹`` (§"Step 3") and lazy
-block updates (§"Step 2").
+with ``H = 2XXᵀ/n`` damped by ``λ = damp · mean(diag H)``, the rows of ``H_F⁻¹`` read from the
+upper Cholesky factor of ``H⁻¹`` (§"Step 3: Cholesky reformulation") and lazy updates in blocks of
+``block_size`` columns (§"Step 2: lazy batch-updates").
 
-The quantization grid (per output row and per group of ``group_size`` consecutive input columns;
-``group_size = 0``: one group per row) is the usual min-max affine grid with ``2^bits`` levels:
+The grid, per output row and per group of ``group_size`` consecutive input columns (``-1``: one
+group per row; where ``group_size`` does not divide the width the last group is smaller, as in the
+authors' code: SmolLM2's 576 = 4 · 128 + 64), is the min-max affine grid with ``2^b`` levels, the range always including 0:
 
-* asymmetric: ``scale = (max − min) / (2^b − 1)``, ``zero = round(−min / scale)``;
-* symmetric: ``scale = 2·max|w| / (2^b − 1)``, ``zero = 2^(b−1)`` (the grid centred on 0);
+* asymmetric: ``S = (max − min) / (2^b − 1)``, ``Z = round(−min / S)``;
+* symmetric: ``S = 2·max|w| / (2^b − 1)``, ``Z = 2^(b−1)``;
 
-``q = clamp(round(w / scale) + zero, 0, 2^b − 1)``, dequantized ``ŵ = scale · (q − zero)``. The
-range of each group is always taken over the group's min and max *including 0* (so 0 is exact).
+``q = clamp(round(w / S) + Z, 0, 2^b − 1)``, ``ŵ = S · (q − Z)``. Scales are rounded to float32
+when chosen, so the sweep's error feedback uses exactly the stored grid.
 
-Column order (``order``): ``natural``, or ``activation`` — columns in decreasing ``H_jj`` (the
-paper's "act-order"). With activation order the group grids are computed once from the
-original weights before the sweep (the authors' "static groups"), so groups stay contiguous in
-the stored layout; in natural order each group's grid is taken when the sweep reaches its first
-column, from the weights as updated so far, as in the paper (with groups aligned to blocks, the
-default 128 / 128, this is exactly the authors' code).
+Column order: natural, or with ``act_order`` decreasing ``H_jj`` (the paper's "act-order"). With
+act-order the group grids come from the original weights before the sweep (the authors' "static
+groups"), so groups stay contiguous in storage; in natural order each group's grid is taken when
+the sweep reaches its first column, from the weights as updated so far (the authors' code; with
+groups aligned to blocks, the default 128 / 128, exactly the same). With ``H = I`` (no correlation)
+every error update is zero and GPTQ is round-to-nearest on the same grid.
+
+Weights that are exactly zero when GPTQ starts are fixed at code ``Z`` (``ŵ = 0``, exact since the
+range includes 0) instead of being rounded from their updated value, and their error is fed back
+like any other: after ``sparsegpt`` or ``wanda`` (``--then gptq``) the zeros, and so a 2:4 pattern,
+survive quantization (as SparseGPT's joint sparsification + quantization, §3.5 of that paper).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 
-from .._shared.hessian import inverse_cholesky_upper, prepare_hessian
-
-ORDERS = ("natural", "activation")
-
-
-@dataclass
-class QuantGrid:
-    """Per-row, per-group affine grid: ``scales`` and ``zeros`` of shape ``out × groups``."""
-
-    bits: int
-    group_size: int  # columns per group (the whole row when the layer has fewer)
-    scales: torch.Tensor
-    zeros: torch.Tensor
-
-    @property
-    def levels(self) -> int:
-        return 2 ** self.bits - 1
-
-    def quantize(self, values: torch.Tensor, group: int) -> torch.Tensor:
-        """Integer codes of one column (or ``out × k`` columns) in ``group``."""
-        scale, zero = self.scales[:, group:group + 1], self.zeros[:, group:group + 1]
-        if values.dim() == 1:
-            scale, zero = scale[:, 0], zero[:, 0]
-        return torch.clamp(torch.round(values / scale) + zero, 0, self.levels)
-
-    def dequantize_codes(self, codes: torch.Tensor) -> torch.Tensor:
-        """``scale · (q − zero)`` for a whole ``out × in`` code matrix."""
-        index = torch.arange(codes.shape[1], device=codes.device) // self.group_size
-        return self.scales.to(torch.float64)[:, index] * (codes.to(torch.float64) - self.zeros.to(torch.float64)[:, index])
+from ...models.quantized_io import GROUPED_BITS, GroupedInts
+from .._shared.hessian import inverse_cholesky_upper, one_thread, prepare_hessian
 
 
 def group_grid(values: torch.Tensor, bits: int, symmetric: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    """Scale and zero point per row of ``values`` (out × k), the min-max grid described above."""
+    """Scale and zero point (float64) of each row of ``values`` (out × k): the grid above."""
     levels = 2 ** bits - 1
+    values = values.to(torch.float64)
     low = values.min(dim=1).values.clamp(max=0)
     high = values.max(dim=1).values.clamp(min=0)
     if symmetric:
@@ -72,40 +51,54 @@ def group_grid(values: torch.Tensor, bits: int, symmetric: bool) -> tuple[torch.
         low = -high
     flat = high == low  # an all-zero group: any grid represents it exactly
     low, high = torch.where(flat, -torch.ones_like(low), low), torch.where(flat, torch.ones_like(high), high)
-    scale = (high - low) / levels
-    zero = torch.full_like(scale, float((levels + 1) // 2)) if symmetric else torch.round(-low / scale)
+    scale = ((high - low) / levels).to(torch.float32).to(torch.float64)
+    zero = torch.full_like(scale, float((levels + 1) // 2)) if symmetric else torch.round(-low / scale).clamp(0, levels)
     return scale, zero
 
 
-@dataclass
-class GptqResult:
-    codes: torch.Tensor  # out × in integer codes in [0, 2^bits − 1] (uint8)
-    grid: QuantGrid
-
-    def dequantized(self, dtype: torch.dtype = torch.float32) -> torch.Tensor:
-        return self.grid.dequantize_codes(self.codes).to(dtype)
+def round_codes(values: torch.Tensor, scale: torch.Tensor, zero: torch.Tensor, bits: int) -> torch.Tensor:
+    """``clamp(round(w / S) + Z, 0, 2^b − 1)`` (``scale``, ``zero`` broadcast against ``values``)."""
+    return torch.clamp(torch.round(values / scale) + zero, 0, 2 ** bits - 1)
 
 
+def round_to_nearest(weight: torch.Tensor, bits: int = 4, group_size: int = 128, symmetric: bool = False) -> GroupedInts:
+    """The baseline GPTQ improves on: every group's grid from its weights, each weight rounded alone."""
+    w = weight.detach().to(torch.float64)
+    cols = w.shape[1]
+    size = cols if group_size == -1 else min(group_size, cols)
+    scales, zeros, codes = [], [], []
+    for start in range(0, cols, size):
+        scale, zero = group_grid(w[:, start:start + size], bits, symmetric)
+        codes.append(round_codes(w[:, start:start + size], scale.unsqueeze(1), zero.unsqueeze(1), bits))
+        scales.append(scale)
+        zeros.append(zero)
+    return GroupedInts(bits, size, torch.cat(codes, dim=1).to(torch.uint8), torch.stack(scales, 1).float(),
+                       torch.stack(zeros, 1).to(torch.uint8))
+
+
+@one_thread()
 def gptq_quantize(weight: torch.Tensor, hessian: torch.Tensor, bits: int = 4, group_size: int = 128,
-                  symmetric: bool = False, order: str = "natural", block_size: int = 128,
-                  damp: float = 0.01) -> GptqResult:
-    """Quantize ``weight`` (out × in) with GPTQ given the calibration Hessian ``H = 2XXᵀ/n``."""
-    if bits not in (4, 8):
-        raise ValueError(f"bits must be 4 or 8, got {bits}")
-    if order not in ORDERS:
-        raise ValueError(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
+                  symmetric: bool = False, act_order: bool = False, block_size: int = 128,
+                  damp: float = 0.01) -> GroupedInts:
+    """Quantize ``weight`` (out × in) with GPTQ given the calibration Hessian ``H = 2XXᵀ/n`` (in × in);
+    computed in float64. ``group_size``: 1 up to ``in``, or -1 (one group per row)."""
+    if bits not in GROUPED_BITS:
+        raise ValueError(f"bits must be one of {GROUPED_BITS}, got {bits}")
     h, w = prepare_hessian(hessian, weight, damp)
     rows, cols = w.shape
-    size = group_size if 0 < group_size < cols else cols
+    size = cols if group_size == -1 else group_size
+    if not 1 <= size <= cols:
+        raise ValueError(f"group_size {group_size} does not fit the {cols} input columns (1..{cols} or -1)")
     groups = -(-cols // size)
-    grid = QuantGrid(bits, size, torch.zeros(rows, groups, dtype=torch.float64),
-                     torch.zeros(rows, groups, dtype=torch.float64))
-    perm = torch.argsort(h.diagonal(), descending=True, stable=True) if order == "activation" else torch.arange(cols)
-    if order == "activation":
+    scales = torch.zeros(rows, groups, dtype=torch.float64)
+    zeros = torch.zeros(rows, groups, dtype=torch.float64)
+    pruned = w == 0  # exact zeros stay zero (a pruned model's pattern survives quantization)
+    perm = torch.argsort(h.diagonal(), descending=True, stable=True) if act_order else torch.arange(cols)
+    if act_order:
         for g in range(groups):
-            grid.scales[:, g], grid.zeros[:, g] = group_grid(w[:, g * size:(g + 1) * size], bits, symmetric)
-    ready = [order == "activation"] * groups
-    w, h = w[:, perm], h[perm][:, perm]
+            scales[:, g], zeros[:, g] = group_grid(w[:, g * size:(g + 1) * size], bits, symmetric)
+    ready = [act_order] * groups
+    w, h, pruned = w[:, perm], h[perm][:, perm], pruned[:, perm]
     u = inverse_cholesky_upper(h)
     codes = torch.zeros_like(w)
     for start in range(0, cols, block_size):
@@ -114,22 +107,19 @@ def gptq_quantize(weight: torch.Tensor, hessian: torch.Tensor, bits: int = 4, gr
         u_block = u[start:end, start:end]
         errors = torch.zeros_like(block)
         for j in range(end - start):
-            column_index = int(perm[start + j])
-            group = column_index // size
+            group = int(perm[start + j]) // size
             if not ready[group]:  # natural order: the group starts here; its grid from the current weights
-                width = min(size, cols - (start + j))
-                current = torch.cat([block[:, j:], w[:, end:]], dim=1)[:, :width]
-                grid.scales[:, group], grid.zeros[:, group] = group_grid(current, bits, symmetric)
+                current = torch.cat([block[:, j:], w[:, end:]], dim=1)[:, :size]
+                scales[:, group], zeros[:, group] = group_grid(current, bits, symmetric)
                 ready[group] = True
             column = block[:, j]
-            code = grid.quantize(column, group)
-            fixed = grid.scales[:, group] * (code - grid.zeros[:, group])
-            error = (column - fixed) / u_block[j, j]
+            code = torch.where(pruned[:, start + j], zeros[:, group], round_codes(column, scales[:, group],
+                                                                                  zeros[:, group], bits))
+            error = (column - scales[:, group] * (code - zeros[:, group])) / u_block[j, j]
             block[:, j:] -= error.unsqueeze(1) * u_block[j, j:].unsqueeze(0)
             codes[:, start + j] = code
             errors[:, j] = error
         w[:, end:] -= errors @ u[start:end, end:]
     unpermuted = torch.empty_like(codes)
     unpermuted[:, perm] = codes
-    grid.scales, grid.zeros = grid.scales.to(torch.float32), grid.zeros.to(torch.float32)
-    return GptqResult(codes=unpermuted.to(torch.uint8), grid=grid)
+    return GroupedInts(bits, size, unpermuted.to(torch.uint8), scales.to(torch.float32), zeros.to(torch.uint8))

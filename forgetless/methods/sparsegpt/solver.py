@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .._shared.hessian import inverse_cholesky_upper, prepare_hessian
+from .._shared.hessian import inverse_cholesky_upper, one_thread, prepare_hessian
 
 
 @dataclass
@@ -43,6 +43,7 @@ def _block_mask(block: torch.Tensor, diag: torch.Tensor, sparsity: float) -> tor
     return keep.reshape(block.shape)
 
 
+@one_thread()
 def sparsegpt_prune(weight: torch.Tensor, hessian: torch.Tensor, sparsity: float = 0.5,
                     nm: tuple[int, int] | None = None, block_size: int = 128,
                     damp: float = 0.01) -> SparseGptResult:

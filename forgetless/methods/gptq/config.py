@@ -1,0 +1,60 @@
+"""Options of GPTQ (Frantar, Ashkboos, Hoefler & Alistarh 2022): weight-only quantization of every
+linear layer of the transformer stacks to ``bits``-bit integers with a per-group grid, the rounding
+error fed back through the damped inverse Hessian of the calibration inputs (Algorithm 1). Standard
+library only: see ``method.py`` and ``solver.py``."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from ...errors import OptionError
+from ...options import option
+from ...registry import METHODS
+from .._shared.oneshot_config import OneShotConfig
+
+BITS = (2, 3, 4, 8)  # models.quantized_io.GROUPED_BITS (that module imports torch)
+
+
+@METHODS.register("gptq", implementation=".method:Gptq")
+@dataclass
+class GptqConfig(OneShotConfig):
+    """GPTQ: weights rounded to a per-group integer grid with second-order error feedback; stored
+    packed on disk, dequantized to float32 in memory (smaller file, no speedup on CPU)."""
+
+    smoke: ClassVar[dict] = {"group_size": 16, "calibration_examples": 8, "calibration_batch": 4}
+
+    bits: int = option(4, choices=BITS, help="bits per weight code (2 | 3 | 4 | 8)")
+    group_size: int = option(128, low=-1, help=(
+        "input columns sharing one scale and zero point per output row (a layer whose width it does not divide "
+        "ends with a smaller group); at most the narrowest layer's inputs; -1: one group per output row"))
+    act_order: bool = option(False, switch=True, help=(
+        "quantize columns in decreasing order of the Hessian diagonal (the paper's act-order; group grids "
+        "then taken from the original weights)"))
+    symmetric: bool = option(False, switch=True, help=(
+        "symmetric grid centred on 0 (zero point 2^(bits−1)); default asymmetric, zero point per group"))
+    damp: float = option(0.01, low=0, low_open=True, high=1, help=(
+        "relative dampening: λ = damp · mean(diag H) added to the Hessian's diagonal (the authors' 0.01)"))
+    block_size: int = option(128, low=1, help="columns per lazy-update block (the authors' 128)")
+    recovery: str = option("none", choices=("fine-tune", "none"), help=(
+        "none only: a fine-tune would move the weights off the integer grid (fine-tune first, then run gptq, "
+        "e.g. with --then gptq)"))
+
+    def check(self) -> None:
+        if self.group_size == 0:
+            raise OptionError("--group-size 0: give a positive number of input columns, or -1 for one group per "
+                              "output row")
+        if self.recovery != "none":
+            raise OptionError(f"--recovery {self.recovery}: gptq stores integer codes; training afterwards would move "
+                              "the weights off their grid and lose the packed storage. Fine-tune before (another "
+                              "method, then --then gptq) and keep --recovery none")
+
+    def check_model(self, dims: dict, where: str) -> None:
+        widths = dims.get("widths")
+        if widths:
+            self.check_group_fits(min(widths), f"{where} has linear layers with")
+
+    def check_group_fits(self, width: int, where: str) -> None:
+        """A group must fit in a layer's ``width`` inputs (one line naming the flag)."""
+        if self.group_size > width:
+            raise OptionError(f"--group-size {self.group_size}: {where} {width} inputs, fewer than one group; "
+                              f"use at most {width}, or -1 for one group per output row")
