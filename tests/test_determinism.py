@@ -26,6 +26,7 @@ FAST = {
     "quantize": {"dtype": "int8"},
     "wanda": {"sparsity": 0.5, "calibration_examples": 8, "calibration_length": 16},
     "sparsegpt": {"sparsity": 0.5, "pattern": "2:4", "calibration_examples": 8, "calibration_length": 16},
+    "gptq": {"bits": 4, "group_size": 16, "calibration_examples": 8, "calibration_length": 16},
 }
 
 
