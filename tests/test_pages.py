@@ -160,7 +160,7 @@ def test_sweep_page_carries_warnings_and_names_the_level(two_runs, tmp_path):
     assert "| objective | ratio | size | speedup |" in text and "| ce | 0.2 |" in text
     meaningless = not cards[0]["bias"]["meaningful"]
     assert ("(not meaningful)" in text) == meaningless
-    assert "## ⚠ Warnings of the runs" in text and f"— ce ratio=0.2 seed 0, ce ratio=0.4 seed 1" in text
+    assert "## ⚠ Warnings of the runs" in text and "— ce ratio=0.2 seed 0, ce ratio=0.4 seed 1" in text
     assert summary["plots"][0] == "accuracy_vs_ratio.png" and summary["plots"][-1] == "pareto.png"
     page = (tmp_path / "sweep.html").read_text()
     assert page.count('src="data:image/png;base64,') == len(summary["plots"])

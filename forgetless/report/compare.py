@@ -19,7 +19,6 @@ from ..fsutil import atomic_write_text
 from ..outputs import check_output, mark_output, output_lock
 from .headline import delta_points, headline_numbers, scale_of, verdict
 from .html import render_html
-from .markdown import pct
 from .pareto import pareto_plot, pareto_point
 from .rerender import read_card
 

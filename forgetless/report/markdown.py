@@ -259,7 +259,7 @@ def _speed(card: dict) -> list[str]:
                if s.get("decode_ms_per_token") else []),
              *([_decode_row(f"batch {cfg['batch_size']} (ms per step)", s["decode_ms_per_token_batch"])]
                if s.get("decode_ms_per_token_batch") else []),
-             *([f"| FLOP limit (base / compressed FLOPs of a prefill) | | | "
+             *(["| FLOP limit (base / compressed FLOPs of a prefill) | | | "
                 + (f"{s['flop_limit']['ratio']:.2f}× |" if s["flop_limit"].get("ratio") else
                    f"– ({s['flop_limit'].get('why', 'not counted')}) |")] if s.get("flop_limit") else []),
              "", f"{'Whole generate calls decoding ' + str(cfg['new_tokens']) + ' tokens (beam ' + str(cfg['num_beams']) + '), ' if s.get('mode') == 'generate' else 'One forward pass, '}"
