@@ -34,6 +34,12 @@ def training_prompts(task: Task, examples, tokenizer) -> tuple[list[str], list[s
     return texts, words
 
 
+def label_pairs(task: Task, examples, tokenizer) -> PairSet:
+    """``examples`` as prompt → gold label word pairs (training and gradient-based scoring)."""
+    texts, words = training_prompts(task, examples, tokenizer)
+    return PairSet(examples.name, texts, [[w] for w in words], examples.source)
+
+
 class CausalLMKind:
     name = "causal-lm"
 
@@ -47,15 +53,12 @@ class CausalLMKind:
         if task.kind != "classification":
             raise ConfigError("the causal-lm model kind scores classification tasks by label likelihood; "
                               "generation tasks need an encoder-decoder")
-        texts, words = training_prompts(task, task.train, tokenizer or task.tokenizer)
-        return PairSet(task.train.name, texts, [[w] for w in words], task.train.source)
+        return label_pairs(task, task.train, tokenizer or task.tokenizer)
 
     def scoring_rows(self, tokenizer, task: Task, examples, max_length: int) -> list[dict]:
         """Prompt + gold label word per example, the loss on the label word's tokens only (as in
         training): the label loss of a gradient-based score (Michel et al. head importance)."""
-        texts, words = training_prompts(task, examples, tokenizer)
-        return encode_causal_pairs(PairSet(examples.name, texts, [[w] for w in words], examples.source), tokenizer,
-                                   max_length)
+        return encode_causal_pairs(label_pairs(task, examples, tokenizer), tokenizer, max_length)
 
     def probe_inputs(self, tokenizer, task: Task, n: int, max_length: int) -> dict:
         texts, _ = training_prompts(task, task.train.subset(range(min(n, len(task.train)))), tokenizer)
