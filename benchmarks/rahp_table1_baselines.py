@@ -156,12 +156,31 @@ def mean_std(values: list[float]) -> tuple[float, float]:
     return float(np.mean(values)), float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
 
 
-def table(results: dict[str, list[dict]], seeds: list[int]) -> str:
-    """Markdown: mean ± std over seeds; Avg Δ and time ratios are per seed against vanilla."""
+def wilson(accuracy: float, n: int, z: float = 1.96) -> tuple[float, float]:
+    """95% Wilson score interval of an accuracy measured on n examples (one run's sampling error)."""
+    centre = (accuracy + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * (accuracy * (1 - accuracy) / n + z * z / (4 * n * n)) ** 0.5
+    return centre - half, centre + half
+
+
+def run_intervals(rows: list[dict], sizes: dict[str, int]) -> str:
+    """Each seed's dev and AdvGLUE accuracy with its 95% Wilson interval, e.g. "s0 77.8 [74.9, 80.4] / 32.4 [25.4, 40.3]"."""
+    cells = []
+    for r in rows:
+        parts = [f"{100 * r[name]:.1f} [{100 * wilson(r[name], n)[0]:.1f}, {100 * wilson(r[name], n)[1]:.1f}]"
+                 for name, n in sizes.items()]
+        cells.append(f"s{r['seed']} " + " / ".join(parts))
+    return "; ".join(cells)
+
+
+def table(results: dict[str, list[dict]], seeds: list[int], sizes: dict[str, int] | None = None) -> str:
+    """Markdown: mean ± std over seeds; Avg Δ and time ratios are per seed against vanilla; with ``sizes``
+    (examples per evaluation set) a last column gives each run's dev / AdvGLUE interval."""
     vanilla = {r["seed"]: r for r in results["Vanilla"]}
+    extra = " dev / AdvGLUE per seed, 95% Wilson interval |" if sizes else ""
     lines = ["| method | SST-2 dev | AdvGLUE | average | Avg Δ vs vanilla | gap dev − AdvGLUE | CLEVER | params (M) "
-             "| speedup | fine_tune / compress call time vs vanilla (median [min, max]) |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "| speedup | fine_tune / compress call time vs vanilla (median [min, max]) |" + extra,
+             "|---|---|---|---|---|---|---|---|---|---|" + ("---|" if sizes else "")]
     for label, rows in results.items():
         if not rows:
             continue
@@ -177,8 +196,34 @@ def table(results: dict[str, list[dict]], seeds: list[int]) -> str:
         lines.append(f"| {label} | {dev[0]:.1f} ± {dev[1]:.1f} | {adv[0]:.1f} ± {adv[1]:.1f} | {avg[0]:.1f} ± {avg[1]:.1f} "
                      f"| {delta[0]:+.1f} ± {delta[1]:.1f} | {gap[0]:.1f} ± {gap[1]:.1f} | {clever[0]:.3f} ± {clever[1]:.3f} "
                      f"| {rows[0]['params'] / 1e6:.2f} | {speed[0]:.2f}× | "
-                     f"{statistics.median(ratios):.2f}× [{min(ratios):.2f}, {max(ratios):.2f}] |")
+                     f"{statistics.median(ratios):.2f}× [{min(ratios):.2f}, {max(ratios):.2f}] |"
+                     + (f" {run_intervals(rows, sizes)} |" if sizes else ""))
     return "\n".join(lines) + "\n"
+
+
+def evaluation_sizes(saved_args: dict) -> dict[str, int]:
+    """Examples per evaluation set of a saved run (its task rebuilt from its arguments, no training)."""
+    task = load_task("sst2", data_dir=saved_args["data_dir"], train_size=saved_args["train_size"],
+                     eval_size=saved_args["eval_size"], seed=0)
+    return {"dev": len(task.dev), "advglue": len(task.challenges["advglue"])}
+
+
+def merged_table(saved: list[dict]) -> str:
+    """One table from several saved runs (e.g. seed 0 and seed 1 run apart); a seed twice is an error."""
+    results: dict[str, list[dict]] = {}
+    for run in saved:
+        for label, rows in run["results"].items():
+            results.setdefault(label, []).extend(rows)
+    for label, rows in results.items():
+        seeds = [r["seed"] for r in rows]
+        if len(seeds) != len(set(seeds)):
+            raise SystemExit(f"--table-from: {label} has seed(s) {seeds} more than once")
+    keys = {k: saved[0]["args"][k] for k in ("train_size", "epochs", "learning_rate", "batch_size", "eval_size")}
+    for run in saved[1:]:
+        if {k: run["args"][k] for k in keys} != keys:
+            raise SystemExit(f"--table-from: runs with different settings ({keys} vs {run['args']})")
+    seeds = sorted({r["seed"] for rows in results.values() for r in rows})
+    return table(results, seeds, evaluation_sizes(saved[0]["args"]))
 
 
 def main(argv=None) -> int:
@@ -205,11 +250,11 @@ def main(argv=None) -> int:
     p.add_argument("--timing-rounds", type=int, default=3, help="interleaved timing rounds (0: none)")
     p.add_argument("--timing-examples", type=int, default=128, help="training examples of a timing epoch")
     p.add_argument("--timing-only", action="store_true", help="only the timing rounds, not the table")
-    p.add_argument("--table-from", type=Path, help="re-render the table from a results.json of an earlier run")
+    p.add_argument("--table-from", type=Path, nargs="+",
+                   help="re-render the table from the results.json of earlier runs (several: their seeds merged)")
     args = p.parse_args(argv)
     if args.table_from:
-        saved = json.loads(args.table_from.read_text())
-        print(table(saved["results"], saved["args"]["seeds"]))
+        print(merged_table([json.loads(path.read_text()) for path in args.table_from]))
         return 0
     torch.set_num_threads(args.threads)
     seeds = [int(s) for s in args.seeds.split(",") if s]
