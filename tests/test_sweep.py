@@ -5,7 +5,7 @@ import pytest
 
 from forgetless.data.synthetic import synthetic_shortcut_task
 from forgetless.errors import ConfigError
-from forgetless.sweep import aggregate, collect_sweep, parse_list, render_markdown, run_sweep
+from forgetless.sweep import aggregate, collect_sweep, render_markdown, run_sweep
 from forgetless.config import SpeedConfig, SweepConfig, TrainConfig
 from test_objectives_prepare import tiny_bert, tiny_tokenizer
 
@@ -29,11 +29,6 @@ def test_aggregate_mean_and_sample_std():
     assert rmc["f_bias"]["n"] == 0 and rmc["dev"]["std"] == 0.0
     assert summary["base"]["dev"]["mean"] == pytest.approx(0.9)
     assert ce["groups"]["c/x/entailment"]["mean"] == pytest.approx(0.7)
-
-
-def test_parse_list():
-    assert parse_list("ce, rmc") == ["ce", "rmc"] and parse_list("0.2,0.4", float) == [0.2, 0.4]
-    assert parse_list([0, 1], int) == [0, 1]
 
 
 def test_sweep_end_to_end_and_resume(tmp_path):

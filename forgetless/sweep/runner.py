@@ -41,14 +41,6 @@ log = logging.getLogger(__name__)
 ALL_OBJECTIVES = ("ce", "distil", "smooth", "focal", "jtt", "rmc")
 
 
-def parse_list(value, cast=str) -> list:
-    """``"a,b,c"`` or a sequence → list of ``cast`` values."""
-    if value is None:
-        return []
-    items = value.split(",") if isinstance(value, str) else list(value)
-    return [cast(str(v).strip()) for v in items if str(v).strip()]
-
-
 def task_fingerprint(task: Task) -> str:
     """Content hash of every set of the task: a changed data set never reuses old runs."""
     parts = {"train": task.train.fingerprint(), **{n: s.fingerprint() for n, s in task.eval_sets().items()}}
@@ -217,8 +209,6 @@ def _difficulty_summary(task: Task, teacher_dir: str, train: TrainConfig, seed: 
                                 pretrained=lambda: kind.load_model(model, task, seed)[0])
     alpha = config.alpha if config.alpha is not None else default_alpha(task.name)
     return {"alpha": alpha, **result.summary()}
-
-
 
 
 def _number(value: str):
