@@ -59,12 +59,13 @@ class ExampleSet:
         return ExampleSet(name or self.name, pick(self.text_a), pick(self.labels), self.label_names,
                           pick(self.text_b), pick(self.hard), pick(self.groups), self.prediction_map, self.source)
 
-    def map_predictions(self, predictions: np.ndarray) -> np.ndarray:
-        """Task label ids → this set's label ids."""
+    def map_predictions(self, predictions) -> np.ndarray:
+        """Task label ids → this set's label ids; -1 (a generated text that names no label) stays -1."""
+        predictions = np.asarray(predictions, dtype=int)
         if self.prediction_map is None:
-            return np.asarray(predictions)
-        lookup = np.array([self.prediction_map[i] for i in range(len(self.prediction_map))])
-        return lookup[np.asarray(predictions)]
+            return predictions
+        lookup = np.array([self.prediction_map[i] for i in range(len(self.prediction_map))] + [-1])
+        return lookup[predictions]
 
     def fingerprint(self) -> str:
         """Content hash, used to key caches (teacher outputs, difficulty)."""

@@ -21,16 +21,6 @@ ROLES = ("base", "compressed")
 
 
 # ----- per-example rows (predictions.jsonl) ----------------------------------------------------
-def _mapped(examples, predicted) -> np.ndarray:
-    """Task label ids → this set's label ids; -1 (a generation that names no label) stays -1."""
-    predicted = np.asarray(predicted, dtype=int)
-    out = np.full(len(predicted), -1)
-    known = predicted >= 0
-    if known.any():
-        out[known] = examples.map_predictions(predicted[known])
-    return out
-
-
 def prediction_rows(task, predictions: dict) -> list[dict]:
     """Rows for ``report/predictions.py``: one per (role, set, example). Classification: gold and
     predicted label names of the set (null for a generated text that names no label), the
@@ -47,7 +37,7 @@ def prediction_rows(task, predictions: dict) -> list[dict]:
                                  "predicted": text, "text": examples.sources[i]})
                 continue
             names = examples.label_names
-            predicted = _mapped(examples, entry["predicted"])
+            predicted = examples.map_predictions(entry["predicted"])
             probabilities = entry.get("probabilities")
             for i, (gold, pred) in enumerate(zip(examples.labels, predicted)):
                 row = {"id": i, "set": name, "role": role, "gold": names[int(gold)],
@@ -67,7 +57,7 @@ def prediction_rows(task, predictions: dict) -> list[dict]:
 # ----- intervals -------------------------------------------------------------------------------
 def correctness(task, predictions: dict) -> dict:
     """``{role: {set: bool array}}``: which examples each model got right (classification)."""
-    return {role: {name: _mapped(examples, predictions[role][name]["predicted"]) == np.asarray(examples.labels)
+    return {role: {name: examples.map_predictions(predictions[role][name]["predicted"]) == np.asarray(examples.labels)
                    for name, examples in task.eval_sets().items()} for role in ROLES}
 
 
@@ -137,7 +127,7 @@ def collect(task, results: dict, predictions: dict, bias: dict | None, training:
             found.append(trust.gap_not_positive(bias.get("gap_base")))
         for role in ROLES:
             for name, entry in task.eval_sets().items():
-                predicted = _mapped(entry, predictions[role][name]["predicted"])
+                predicted = entry.map_predictions(predictions[role][name]["predicted"])
                 shares = trust.predicted_shares(entry.label_names[p] if p >= 0 else "(no label)" for p in predicted)
                 found.append(trust.single_class(name, shares, role=role))
     else:
