@@ -57,7 +57,6 @@ def render_markdown(card: dict, summary: bool = True) -> str:
     lines += _training(card) + _size(card) + _speed(card)
     lines += _deployment(card)
     lines += _robustness(card)
-    from ..metrics.calibration import calibration_markdown
     lines += calibration_markdown(card)
     if card["notes"]:
         lines += ["", "## Notes", ""] + [f"- {note}" for note in card["notes"]]
@@ -325,4 +324,24 @@ def _robustness(card: dict) -> list[str]:
               f"{p['samples']} samples in an ℓ{p['norm']} ball of radius {p['radius']} around the input embeddings; "
               f"reverse-Weibull location as Lipschitz estimate; scores capped at R. Time: base {b['seconds']:.0f} s, "
               f"compressed {c['seconds']:.0f} s."]
+    return lines
+
+
+def calibration_markdown(card: dict) -> list[str]:
+    """A small Markdown table for the report: ECE and confidence − accuracy, base vs compressed."""
+    section = card.get("calibration")
+    if not section:
+        return []
+    lines = ["", "## Calibration (Du et al. Observation 2)", "",
+             f"Expected calibration error ({section['bins']} bins) and mean confidence − accuracy "
+             "(> 0: overconfident), in points.", "",
+             "| set | part | n | ECE base | ECE compressed | overconf. base | overconf. compressed |", "|---|---|---|---|---|---|---|"]
+    for name, roles in section["sets"].items():
+        base, comp = roles.get("base", {}), roles.get("compressed", {})
+        for part in ("all", "easy", "hard"):
+            b, c = (base, comp) if part == "all" else (base.get(part), comp.get(part))
+            if not b or not c:
+                continue
+            lines.append(f"| {name} | {part} | {b['n']} | {pct(b['ece'])} | {pct(c['ece'])} | "
+                         f"{pct(b['overconfidence'])} | {pct(c['overconfidence'])} |")
     return lines
