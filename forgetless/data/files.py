@@ -111,14 +111,6 @@ def example_set_from_rows(rows: list[dict], name: str, where: str, text_a: str, 
     )
 
 
-def read_example_set(path: str | Path, name: str, text_a: str, label: str, label_names: list[str],
-                     text_b: str | None = None, hard: str | None = None, group: str | None = None,
-                     json_key: str | None = None) -> ExampleSet:
-    """One local file → ``ExampleSet`` (``text_b`` None or '': single texts)."""
-    return example_set_from_rows(read_table(path, json_key=json_key), name, str(path), text_a, label, label_names,
-                                 text_b or None, hard, group)
-
-
 def infer_file_columns(path: str | Path, text_a: str | None, text_b: str | None, label: str,
                        labels: list[str] | None, json_key: str | None = None) -> tuple[str, str | None, list[str], str]:
     """The columns and label names of a local file when not given: the first text column of

@@ -12,7 +12,7 @@ from pathlib import Path
 from ..errors import ConfigError
 from . import fever, generation, glue, mnli  # noqa: F401  (register their tasks)
 from .registry import TASKS, resolve_data_dir
-from .files import check_label_names, example_set_from_rows, infer_file_columns, read_example_set
+from .files import check_label_names, example_set_from_rows, infer_file_columns, read_table
 from .synthetic import synthetic_shortcut_task
 from .task import Task, cap_task, capped  # noqa: F401  (capped: metrics/clever.py)
 
@@ -49,8 +49,8 @@ def _files(data_dir=None, seed: int = 0, train: str | None = None, dev: str | No
     if labels is not None:
         labels = check_label_names(labels)
     text_a, text_b, labels, inferred = infer_file_columns(train, text_a, text_b, label or "label", labels, json_key)
-    read = lambda path, name, h=hard: read_example_set(path, name, text_a, label, labels, text_b, h,  # noqa: E731
-                                                       json_key=json_key)
+    read = lambda path, name: example_set_from_rows(read_table(path, json_key=json_key), name, str(path),  # noqa: E731
+                                                    text_a, label, labels, text_b, hard)
     challenges = {cname: read(path, cname) for cname, path in (challenge or {}).items()}
     task = Task("files", labels, read(train, "train"), read(dev, "dev"), challenges,
                 protocol=f"local files: train {train}, dev {dev}, challenge {challenge or {}}"
