@@ -77,12 +77,12 @@ class HubSet:
 
 
 GLUE, ADVGLUE = "nyu-mll/glue", "AI-Secure/adv_glue"
-_GLUE_COLUMNS = {"sst2": ("sentence", None), "rte": ("sentence1", "sentence2"), "qnli": ("question", "sentence"),
+GLUE_COLUMNS = {"sst2": ("sentence", None), "rte": ("sentence1", "sentence2"), "qnli": ("question", "sentence"),
                  "qqp": ("question1", "question2"), "mnli": ("premise", "hypothesis")}
 _DEV_SPLIT = {"mnli": "validation_matched"}
 
 SETS: dict[str, HubSet] = {}
-for _task, (_a, _b) in _GLUE_COLUMNS.items():
+for _task, (_a, _b) in GLUE_COLUMNS.items():
     SETS[f"{_task}/train"] = HubSet(GLUE, _task, "train", _a, _b, strip=_task == "sst2")
     SETS[f"{_task}/dev"] = HubSet(GLUE, _task, _DEV_SPLIT.get(_task, "validation"), _a, _b, strip=_task == "sst2")
     SETS[f"advglue/{_task}"] = HubSet(ADVGLUE, f"adv_{_task}", "validation", _a, _b)
