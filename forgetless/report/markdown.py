@@ -132,10 +132,8 @@ def _classification(card: dict, plot: list[str]) -> list[str]:
         ci = lambda role, part: (he.get(role) or {}).get(part)  # noqa: E731
         lines += ["", f"## Hard vs easy on dev (n hard = {hb['n_hard']}, n easy = {hb['n_easy']})", "",
                   "| | base | compressed | Δ pts |", "|---|---:|---:|---:|",
-                  f"| hard | {pct_ci(hb['hard'], ci('base', 'hard'))} | {pct_ci(hc['hard'], ci('compressed', 'hard'))} "
-                  f"| {delta(hb['hard'], hc['hard'])} |",
-                  f"| easy | {pct_ci(hb['easy'], ci('base', 'easy'))} | {pct_ci(hc['easy'], ci('compressed', 'easy'))} "
-                  f"| {delta(hb['easy'], hc['easy'])} |",
+                  *(f"| {p} | {pct_ci(hb[p], ci('base', p))} | {pct_ci(hc[p], ci('compressed', p))} | {delta(hb[p], hc[p])} |"
+                    for p in ("hard", "easy")),
                   f"| easy − hard gap | {pct(hb['gap'])} | {pct(hc['gap'])} | |"]
     lines += _groups(card)
     return lines
