@@ -7,18 +7,11 @@ turned into an ``ExampleSet`` by ``example_set`` with the label names of the tas
 modules (``glue.py``, ``mnli.py``, ``fever.py``) build the same protocol from these sets as from
 the data folder. The table of ids is in the README ("Data from the hub").
 
-Where the hub differs from the data folder:
-
-* HANS (``jhu-cogsci/hans``) and FEVER (``fever/fever``) still hold loading scripts, which
-  datasets >= 4 refuses to run: they are read from the hub's own parquet export of those repos
-  (``refs/convert/parquet``), through datasets' parquet loader.
-* FEVER-Symmetric is not on the hub: it is read from the authors' release
-  (github.com/TalSchuster/FeverSymmetric) with datasets' json loader.
-* FEVER on the hub has one row per evidence sentence: claims are de-duplicated by id.
-* PAWS-QQP is not on the hub (it has to be regenerated from QQP); the hub ``qqp`` task has
-  PAWS-Wiki and AdvGLUE-qqp only.
-* The Gururangan et al. (2018) hard / easy flags of MNLI are not on the hub: hub MNLI has no
-  hard / easy split.
+Where a task's hub sets differ from its data folder, its module says (no PAWS-QQP, no MNLI hardness
+flags, FEVER de-duplicated by claim id). HANS (``jhu-cogsci/hans``) and FEVER (``fever/fever``)
+still hold loading scripts, which datasets >= 4 refuses to run: they are read from the hub's own
+parquet export of those repos (``refs/convert/parquet``); FEVER-Symmetric, not on the hub, from
+the authors' release (github.com/TalSchuster/FeverSymmetric) with datasets' json loader.
 
 When the hub cannot be reached (``HF_HUB_OFFLINE=1`` with nothing cached, or no network) the
 first set that fails stops the run with one ``DataError`` naming the dataset and ``--data-dir``.
