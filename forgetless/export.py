@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import inspect
 import json
-import os
 import re
 import socket
 from pathlib import Path
@@ -29,6 +28,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from .data.hub import hub_offline
 from .errors import ConfigError, ForgetlessError, UnsupportedModelError
 from .fsutil import atomic_directory
 from .models.io import is_forgetless_folder, load_model
@@ -271,7 +271,7 @@ def push_to_hub(model_dir: str | Path, repo_id: str, token: str | None = None, p
     model_dir = Path(model_dir)
     if not is_forgetless_folder(model_dir):
         raise ConfigError(f"{model_dir}: not a model folder written by forgetless (no forgetless.json)")
-    if constants.HF_HUB_OFFLINE or os.environ.get("HF_HUB_OFFLINE", "").upper() in {"1", "ON", "YES", "TRUE"}:
+    if constants.HF_HUB_OFFLINE or hub_offline():
         raise ForgetlessError(f"cannot push {model_dir} to {repo_id!r}: HF_HUB_OFFLINE is set (unset it to upload)")
     endpoint = urlparse(constants.ENDPOINT)
     host, port = endpoint.hostname, endpoint.port or (443 if endpoint.scheme == "https" else 80)

@@ -95,6 +95,11 @@ SETS.update({
 _REACHABLE: dict[str, bool] = {}
 
 
+def hub_offline() -> bool:
+    """``HF_HUB_OFFLINE`` is set (1, on, yes or true, as huggingface_hub reads it)."""
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().upper() in ("1", "ON", "YES", "TRUE")
+
+
 def _reachable(host: str, timeout: float = 3.0) -> bool:
     """A TCP connection to ``host``:443 opens within ``timeout`` seconds (checked once per host),
     so an unreachable hub stops the run in seconds instead of after datasets' retries."""
@@ -115,8 +120,7 @@ def _unreachable(spec: HubSet, reason: str) -> DataError:
 def load_rows(key: str) -> tuple[list[dict], str]:
     """The rows of set ``key`` of ``SETS`` and a description of where they came from."""
     spec = SETS[key]
-    offline = os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
-    if not offline and not _reachable(spec.host()):
+    if not hub_offline() and not _reachable(spec.host()):
         raise _unreachable(spec, f"is needed but {spec.host()} cannot be reached "
                                  "(HF_HUB_OFFLINE=1 reads datasets' cache)")
     import datasets
