@@ -92,12 +92,11 @@ def check_label_names(labels, option: str = "--labels") -> list[str]:
 
 def example_set_from_rows(rows: list[dict], name: str, where: str, text_a: str, label: str,
                           label_names: list[str], text_b: str | None = None, hard: str | None = None,
-                          group: str | None = None, aliases: dict[str, str] | None = None, strip: bool = False,
-                          **extra) -> ExampleSet:
+                          group: str | None = None, strip: bool = False, **extra) -> ExampleSet:
     """Build an ``ExampleSet`` from dict rows using the named columns (``strip``: strip ``text_a``;
     ``extra``, e.g. ``prediction_map``, goes to the set)."""
     require_columns(rows, [text_a, label, text_b, hard, group], where)
-    labels = labels_from_names([r[label] for r in rows], label_names, where, aliases)
+    labels = labels_from_names([r[label] for r in rows], label_names, where)
     return ExampleSet(
         name=name,
         text_a=[str(r[text_a]).strip() if strip else str(r[text_a]) for r in rows],

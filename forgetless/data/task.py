@@ -207,13 +207,12 @@ class Task:
         return cap_task(task, train_size, eval_size, seed)
 
 
-def labels_from_names(values, label_names: list[str], where: str, aliases: dict[str, str] | None = None) -> list[int]:
+def labels_from_names(values, label_names: list[str], where: str) -> list[int]:
     """Turn label strings or ints into ids; an unknown label is an error naming file and value."""
     index = {name: i for i, name in enumerate(label_names)}
     out = []
     for row, value in enumerate(values):
         key = str(value).strip()
-        key = (aliases or {}).get(key, key)
         if key in index:
             out.append(index[key])
         elif key.lstrip("-").isdigit() and 0 <= int(key) < len(label_names):
