@@ -19,7 +19,7 @@ from ..fsutil import atomic_write_text
 from ..outputs import check_output, mark_output, output_lock
 from .headline import delta_points, estimate, estimate_text, headline_numbers, scale_of, verdict
 from .html import render_html
-from .pareto import pareto_plot, pareto_point
+from .pareto import pareto_plot
 from .rerender import read_card
 
 
@@ -173,7 +173,8 @@ def compare_runs(folders: list, out, overwrite: bool = False) -> dict[str, Path]
     out = check_output(out, command="compare", inputs={f"OUT{i}": f for i, f in enumerate(folders, start=1)}, overwrite=overwrite)
     with output_lock(out):
         mark_output(out, "compare")
-        points = [pareto_point(name, card["method"]["name"], headline_numbers(card)) for name, card in cards.items()]
+        points = [{"label": name, "group": card["method"]["name"], "numbers": headline_numbers(card)}
+                  for name, card in cards.items()]
         plot = pareto_plot(points, out / "pareto.png", f"{next(iter(cards.values()))['task']['name']}: "
                                                        f"{len(cards)} compressed models")
         text = render_compare(cards, sets, plot.name)

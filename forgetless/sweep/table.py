@@ -10,7 +10,7 @@ from ..data.task import Task
 from ..fsutil import atomic_write_json, atomic_write_text
 from ..report.headline import headline_numbers
 from ..report.html import render_html
-from ..report.pareto import pareto_plot, pareto_point
+from ..report.pareto import pareto_plot
 from ..report.rmc_plots import sweep_plots
 
 SCHEMA = "forgetless-sweep-2"
@@ -202,7 +202,7 @@ def pareto(summary: dict, out_dir: Path) -> Path:
     """``pareto.png``: every run of the sweep, coloured by objective, labelled by its level."""
     level = summary["setup"].get("level_option", "sparsity")
     several = len({r["seed"] for r in summary["runs"]}) > 1
-    points = [pareto_point(f"{level}={r['level']:g}" + (f" s{r['seed']}" if several else ""), r["objective"],
-                           r["headline"]) for r in summary["runs"] if r.get("headline")]
+    points = [{"label": f"{level}={r['level']:g}" + (f" s{r['seed']}" if several else ""), "group": r["objective"],
+               "numbers": r["headline"]} for r in summary["runs"] if r.get("headline")]
     return pareto_plot(points, out_dir / "pareto.png", f"{summary['task']['name']}: {summary['setup']['method']} "
                                                        f"sweep over {level}")
