@@ -6,6 +6,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import numpy as np
+
 from ..data.task import Task
 from ..fsutil import atomic_write_json, atomic_write_text
 from ..report.headline import headline_numbers
@@ -66,8 +68,6 @@ def _summary(records: list[dict], task: dict | Task, setup: dict, difficulty: di
 
 
 def _mean_std(values: list) -> dict:
-    import numpy as np
-
     vals = [v for v in values if v is not None]
     if not vals:
         return {"mean": None, "std": None, "n": 0}
