@@ -102,9 +102,8 @@ def cmd_evaluate(args, config) -> int:
                             overwrite=args.overwrite)
     for name, metrics in result["sets"].items():
         if "accuracy" in metrics:
-            extra = ""
-            if "hard" in metrics:
-                extra = f"  hard {100 * (metrics['hard']['accuracy'] or 0):.1f}  easy {100 * (metrics['easy']['accuracy'] or 0):.1f}"
+            extra = (f"  hard {100 * (metrics['hard']['accuracy'] or 0):.1f}  easy "
+                     f"{100 * (metrics['easy']['accuracy'] or 0):.1f}") if "hard" in metrics else ""
             print(f"{name:>12}: {100 * metrics['accuracy']:.2f}% (n={metrics['n']}){extra}")
         else:
             scores = ", ".join(f"{k} {metrics[k]:.2f}" for k in ("rougeL", "rouge1", "rouge2", "meteor") if k in metrics)

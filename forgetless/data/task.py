@@ -153,10 +153,9 @@ class Task:
             if s.prediction_map is None and s.label_names != self.label_names:
                 raise DataError(f"set {s.name} has labels {s.label_names} but task {self.name} predicts "
                                 f"{self.label_names}: give it a prediction_map")
-            if s.prediction_map is not None:
-                if sorted(s.prediction_map) != list(range(len(self.label_names))):
-                    raise DataError(f"set {s.name}: prediction_map must map every task label id "
-                                    f"0..{len(self.label_names) - 1}")
+            if s.prediction_map is not None and sorted(s.prediction_map) != list(range(len(self.label_names))):
+                raise DataError(f"set {s.name}: prediction_map must map every task label id "
+                                f"0..{len(self.label_names) - 1}")
         unknown = set(self.pooled_challenges or []) - set(self.challenges)
         if unknown:
             raise DataError(f"task {self.name}: pooled challenge sets {sorted(unknown)} do not exist")

@@ -4,9 +4,8 @@ its numbers, the timing spread, and warnings where a number should not be read a
 Built from the per-example ``predictions`` the model kinds return (``kinds/*.evaluate``) and the
 aggregate ``results``; no inference happens here. Intervals are percentile bootstraps
 (Efron & Tibshirani 1993, ch. 13; ``metrics.intervals``), seeded with the run's seed, with
-``N_RESAMPLES`` resamples (recorded in the card). F_bias follows Du et al. (2023), eq. 1,
-``F_bias = gap_compressed / gap_base`` with ``gap = (acc_dev − acc_challenge) / acc_dev``; its
-interval resamples base and compressed predictions of the same examples together (paired).
+``N_RESAMPLES`` resamples (recorded in the card). The interval of F_bias (Du et al. 2023, eq. 1, in
+``metrics.intervals``) resamples base and compressed predictions of the same examples together.
 """
 from __future__ import annotations
 
