@@ -52,7 +52,6 @@ def cmd_finetune(args, config) -> int:
     from ..models.io import save_model
     from ..training.trainer import fine_tune
     from ..outputs import check_output, mark_output, output_lock
-
     from ..data.tasks import task_from_config
 
     out = check_output(args.out, command="finetune", inputs=cli_inputs(args))

@@ -5,6 +5,7 @@ else the hub: ``hub.py``), local files, any Hugging Face hub dataset (``hub``), 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import sys
 from pathlib import Path
@@ -100,17 +101,14 @@ def _tweetqa(data_dir=None, seed: int = 0, eval_sets: tuple[str, ...] = ()) -> T
     return _with_extra_sets(generation.tweetqa_task(root, seed), root, eval_sets)
 
 
-def _summaries(name: str):
+def _summaries(name: str, data_dir=None, seed: int = 0, eval_sets: tuple[str, ...] = ()) -> Task:
     """SAMSum or XSum as a task: a seeded 80 / 20 split of the evaluation file (``generation.split_task``)."""
-    def build(data_dir=None, seed: int = 0, eval_sets: tuple[str, ...] = ()) -> Task:
-        root = resolve_data_dir(data_dir, f"task {name}")
-        return _with_extra_sets(generation.split_task(name, root, seed), root, eval_sets)
-
-    return build
+    root = resolve_data_dir(data_dir, f"task {name}")
+    return _with_extra_sets(generation.split_task(name, root, seed), root, eval_sets)
 
 
 for _name in generation.EXTRA_SETS:
-    TASKS.register(_name)(_summaries(_name))
+    TASKS.register(_name)(functools.partial(_summaries, _name))
 
 
 RESERVED_SETS = ("train", "dev")  # a challenge set of these names would replace the task's own set
