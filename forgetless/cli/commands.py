@@ -205,6 +205,24 @@ def run_profile_command(config, out, overwrite: bool = False, meta: dict | None 
     print(f"profile: {out / 'profile.md'} (JSON: profile.json, plot: profile.png; recipe: {out / 'recipe.yaml'})")
 
 
+def cmd_report(args, config) -> int:
+    """``forgetless report`` / ``compare``: pages made from saved runs, no model loaded, no torch."""
+    from ..report.rerender import rerender
+
+    paths = rerender(args.run)
+    print(f"report: {paths['markdown']} and {paths['html']} (re-rendered from report.json)")
+    return 0
+
+
+def cmd_compare(args, config) -> int:
+    from ..report.compare import compare_runs
+
+    paths = compare_runs(args.runs, args.out, overwrite=args.overwrite)
+    print(paths["markdown"].read_text())
+    print(f"compare: {paths['markdown']} and {paths['html']} (plot: {paths['plot'].name})")
+    return 0
+
+
 def cmd_list(args, config) -> int:
     from ..data.tasks import TASKS
     from ..config import MODEL_TYPES
