@@ -25,7 +25,8 @@ def render_markdown(card: dict, summary: bool = True) -> str:
     accuracies with their intervals) follows the table it shows; method plots come last."""
     lines = [f"# forgetless report card: {card['task']['name']} · {card['method']['name']}", ""]
     if summary:
-        lines += _warnings(card)
+        if card.get("warnings"):
+            lines += ["## ⚠ Warnings", "", *[f"- {w}" for w in card["warnings"]], ""]
         lines += [f"**Verdict:** {verdict(card)}.", "", _verdict(card), ""]
     plots = card.get("plots", [])
     shown = ["", *[f"![{p}]({p})" for p in plots[:1]]]  # beside the table whose numbers it shows
@@ -181,12 +182,6 @@ def f_bias_text(card: dict, bold: bool = True, digits: int = 3) -> str:
     if not bias.get("meaningful", True):
         return f"{value}{span} — not meaningful (see warnings)"
     return (f"**{value}**" if bold else value) + span
-
-
-def _warnings(card: dict) -> list[str]:
-    if not card.get("warnings"):
-        return []
-    return ["## ⚠ Warnings", "", *[f"- {w}" for w in card["warnings"]], ""]
 
 
 def _training(card: dict) -> list[str]:

@@ -39,10 +39,9 @@ def card_metrics(card: dict) -> dict:
             dev = dev / 100.0  # ROUGE / METEOR are in %; tables show every metric as % of a fraction
         out[role] = {"dev": dev, "challenge": challenge[role],
                      "hard": hard_easy.get("hard"), "easy": hard_easy.get("easy"), "groups": groups}
-    out["compressed"]["f_bias"] = (card.get("bias") or {}).get("f_bias")
-    out["base"]["f_bias"] = 1.0
-    out["compressed"]["size"], out["base"]["size"] = card["params"]["ratio"], 1.0
-    out["compressed"]["speedup"], out["base"]["speedup"] = card["speed"]["throughput_per_s"]["speedup"], 1.0
+    out["base"].update(f_bias=1.0, size=1.0, speedup=1.0)
+    out["compressed"].update(f_bias=(card.get("bias") or {}).get("f_bias"), size=card["params"]["ratio"],
+                             speedup=card["speed"]["throughput_per_s"]["speedup"])
     return out
 
 
