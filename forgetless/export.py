@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import inspect
 import json
-import os
 import re
 import socket
 from pathlib import Path
@@ -29,6 +28,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from .data.hub import hub_offline
 from .errors import ConfigError, ForgetlessError, UnsupportedModelError
 from .fsutil import atomic_directory
 from .models.io import is_forgetless_folder, load_model
@@ -139,17 +139,6 @@ def _check(session, feeds: dict[str, torch.Tensor], expected: torch.Tensor, grap
     return diff
 
 
-def _resolve(model_dir_or_model) -> tuple[nn.Module, object, Path | None]:
-    if isinstance(model_dir_or_model, nn.Module):
-        return model_dir_or_model.eval(), None, None
-    path = Path(model_dir_or_model)
-    if not is_forgetless_folder(path):
-        raise ConfigError(f"{path}: not a model folder written by forgetless (no forgetless.json); "
-                          "pass a forgetless model folder or a loaded model")
-    model, tokenizer = load_model(path)
-    return model, tokenizer, path
-
-
 def export_onnx(model_dir_or_model, out_dir: str | Path, opset: int = DEFAULT_OPSET, atol: float = DEFAULT_ATOL,
                 threads: int = 1, seed: int = 0, overwrite: bool = False) -> dict:
     """Export an encoder classifier (one graph) or encoder-decoder (encoder + decoder step) to ONNX in
@@ -162,12 +151,15 @@ def export_onnx(model_dir_or_model, out_dir: str | Path, opset: int = DEFAULT_OP
     export's folder with ``overwrite`` (moved aside, then replaced); never the model or any other folder."""
     check_number("--opset", opset, 18, MAX_OPSET, integer=True)  # dynamo writes opset 18 or later
     check_number("--atol", atol, 0, None)
-    source_path = None if isinstance(model_dir_or_model, nn.Module) else model_dir_or_model
-    out_dir = check_output(out_dir, command="export", inputs={"MODEL_PATH": source_path}, overwrite=overwrite)
-    model, tokenizer, source = _resolve(model_dir_or_model)
+    path = None if isinstance(model_dir_or_model, nn.Module) else model_dir_or_model
+    out_dir = check_output(out_dir, command="export", inputs={"MODEL_PATH": path}, overwrite=overwrite)
+    if path is not None and not is_forgetless_folder(path):
+        raise ConfigError(f"{Path(path)}: not a model folder written by forgetless (no forgetless.json); "
+                          "pass a forgetless model folder or a loaded model")
+    model, tokenizer = (model_dir_or_model.eval(), None) if path is None else load_model(path)
     if any(type(m).__module__.startswith("torch.ao.nn.quantized") or "quantized" in type(m).__module__
            for m in model.modules()):
-        raise UnsupportedModelError(f"{source_path or type(model).__name__}: an int8-quantized model; ONNX export "
+        raise UnsupportedModelError(f"{path or type(model).__name__}: an int8-quantized model; ONNX export "
                                     "takes float models (export the model before --then quantize)")
     config = model.config
     out_dir = Path(out_dir)
@@ -185,7 +177,7 @@ def export_onnx(model_dir_or_model, out_dir: str | Path, opset: int = DEFAULT_OP
         if tokenizer is not None:
             tokenizer.save_pretrained(tmp)
         result.update(opset=_written_opset(tmp / next(iter(result["files"].values()))), requested_opset=opset,
-                      atol=atol, source=str(source) if source else None, max_abs_diff=max(result["per_graph"].values()))
+                      atol=atol, source=str(Path(path)) if path else None, max_abs_diff=max(result["per_graph"].values()))
         (tmp / "export.json").write_text(json.dumps(result, indent=2) + "\n")
         (tmp / "README.md").write_text(onnx_readme(result, seq2seq, tokenizer is not None))
         mark_output(tmp, "export")
@@ -271,7 +263,7 @@ def push_to_hub(model_dir: str | Path, repo_id: str, token: str | None = None, p
     model_dir = Path(model_dir)
     if not is_forgetless_folder(model_dir):
         raise ConfigError(f"{model_dir}: not a model folder written by forgetless (no forgetless.json)")
-    if constants.HF_HUB_OFFLINE or os.environ.get("HF_HUB_OFFLINE", "").upper() in {"1", "ON", "YES", "TRUE"}:
+    if constants.HF_HUB_OFFLINE or hub_offline():
         raise ForgetlessError(f"cannot push {model_dir} to {repo_id!r}: HF_HUB_OFFLINE is set (unset it to upload)")
     endpoint = urlparse(constants.ENDPOINT)
     host, port = endpoint.hostname, endpoint.port or (443 if endpoint.scheme == "https" else 80)

@@ -3,8 +3,9 @@ import numpy as np
 import pytest
 
 from forgetless.data.task import ExampleSet
-from forgetless.metrics.calibration import (calibration_markdown, calibration_section, expected_calibration_error,
+from forgetless.metrics.calibration import (calibration_section, expected_calibration_error,
                                              mapped_probabilities, set_calibration)
+from forgetless.report.markdown import calibration_markdown
 
 
 def test_ece_by_hand():

@@ -4,7 +4,7 @@ import collections
 import numpy as np
 import pytest
 
-from forgetless.data.files import read_example_set
+from forgetless.data.files import example_set_from_rows, read_table
 from forgetless.data.mnli import MNLI_TO_HANS
 from forgetless.data.synthetic import TEMPLATES, synthetic_shortcut_task
 from forgetless.data.task import ExampleSet, Task, stratified_split
@@ -31,6 +31,10 @@ def test_task_rejects_challenge_without_mapping():
     bad = ExampleSet("hans", ["a"], [0], ["entailment", "non-entailment"], prediction_map={0: 0, 1: 1})
     with pytest.raises(DataError, match="every task label"):
         Task("t", ["e", "n", "c"], train, train, {"hans": bad})
+
+
+def read_example_set(path, name, text_a, label, label_names, text_b=None):
+    return example_set_from_rows(read_table(path), name, str(path), text_a, label, label_names, text_b)
 
 
 def test_bad_sets_are_clear_errors(tmp_path):

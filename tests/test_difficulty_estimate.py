@@ -6,13 +6,16 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
+
 from forgetless.data.synthetic import synthetic_shortcut_task
 from forgetless.fsutil import atomic_write_json, atomic_write_text
 from forgetless.kinds import kind_for
 from forgetless.objectives.rmc.config import DifficultyConfig, default_alpha
 from forgetless.objectives.rmc.difficulty import compute_difficulty
 from forgetless.pipeline import RunConfig, train_teacher
-from forgetless.report.rmc_plots import variance_histogram
+from forgetless.report.plots import plt, save_figure
+from forgetless.report.rmc_plots import COLORS
 from forgetless.training.trainer import TrainConfig
 from test_objectives_prepare import tiny_bert, tiny_tokenizer
 
@@ -45,6 +48,27 @@ def estimate_difficulty(task, out_dir: str | Path, model: str = "minilm", teache
     summary["plot"] = variance_histogram(result.variance, task.train.hard, out_dir / "difficulty.png", task.name).name
     atomic_write_json(out_dir / "difficulty.json", summary)
     return summary
+
+
+def variance_histogram(variance, hard, path: Path, title: str = "") -> Path:
+    """Histogram of per-sample loss variance across pruned models (log scale), split into
+    ground-truth easy and hard samples when the flags are known (Du et al. §4.1); test scaffolding
+    beside ``estimate_difficulty``."""
+    v = np.asarray(variance, dtype=float)
+    bins = np.logspace(np.log10(max(v.min(), 1e-12)), np.log10(max(v.max(), 1e-11)), 40)
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    if hard is None:
+        ax.hist(v, bins=bins, color=COLORS[0])
+    else:
+        hard = np.asarray(hard, dtype=bool)
+        ax.hist(v[~hard], bins=bins, alpha=0.6, label=f"easy (n={int((~hard).sum())})", color=COLORS[0])
+        ax.hist(v[hard], bins=bins, alpha=0.6, label=f"hard (n={int(hard.sum())})", color=COLORS[3])
+        ax.legend(fontsize=8)
+    ax.set_xscale("log")
+    ax.set_xlabel("variance of the loss across pruned models")
+    ax.set_ylabel("training samples")
+    ax.set_title(f"{title}: sample difficulty".strip(": "))
+    return save_figure(fig, path)
 
 
 def test_estimate_difficulty_writes_report(tmp_path):

@@ -13,7 +13,6 @@ from ..errors import ForgetlessError, OutputFolderError
 from ..ranges import MAX_OPSET, check_number
 from . import commands
 from .export import cmd_export
-from .pages import cmd_compare, cmd_report
 from .parser import DEMO_OUT, build_parser, config_from_args  # noqa: F401  (DEMO_OUT: the demo's folder)
 from .recipe import cmd_recipes, cmd_run, run_recipe  # noqa: F401  (run_recipe: `forgetless run` from Python)
 
@@ -21,7 +20,7 @@ COMMANDS = {"compress": commands.cmd_compress, "compress-seq2seq": commands.cmd_
             "demo": commands.cmd_compress, "finetune": commands.cmd_finetune, "evaluate": commands.cmd_evaluate,
             "bench": commands.cmd_bench, "list": commands.cmd_list, "sweep": commands.cmd_sweep,
             "profile": commands.cmd_profile, "run": cmd_run, "recipes": cmd_recipes, "export": cmd_export,
-            "report": cmd_report, "compare": cmd_compare}
+            "report": commands.cmd_report, "compare": commands.cmd_compare}
 RESUMABLE = ("compress", "compress-seq2seq", "demo", "finetune", "sweep", "run")  # checkpoints: a rerun resumes
 MAX_THREADS = 1024
 COMMAND_OPTIONS = {"threads": (1, MAX_THREADS), "batch_size": (1, 1_000_000), "seq_len": (2, 8192),

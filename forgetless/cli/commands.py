@@ -52,7 +52,6 @@ def cmd_finetune(args, config) -> int:
     from ..models.io import save_model
     from ..training.trainer import fine_tune
     from ..outputs import check_output, mark_output, output_lock
-
     from ..data.tasks import task_from_config
 
     out = check_output(args.out, command="finetune", inputs=cli_inputs(args))
@@ -102,9 +101,8 @@ def cmd_evaluate(args, config) -> int:
                             overwrite=args.overwrite)
     for name, metrics in result["sets"].items():
         if "accuracy" in metrics:
-            extra = ""
-            if "hard" in metrics:
-                extra = f"  hard {100 * (metrics['hard']['accuracy'] or 0):.1f}  easy {100 * (metrics['easy']['accuracy'] or 0):.1f}"
+            extra = (f"  hard {100 * (metrics['hard']['accuracy'] or 0):.1f}  easy "
+                     f"{100 * (metrics['easy']['accuracy'] or 0):.1f}") if "hard" in metrics else ""
             print(f"{name:>12}: {100 * metrics['accuracy']:.2f}% (n={metrics['n']}){extra}")
         else:
             scores = ", ".join(f"{k} {metrics[k]:.2f}" for k in ("rougeL", "rouge1", "rouge2", "meteor") if k in metrics)
@@ -205,6 +203,24 @@ def run_profile_command(config, out, overwrite: bool = False, meta: dict | None 
         write_profile_report(result, out)
         dump_recipe({"command": "profile", "out": str(out), **(meta or {}), **to_recipe(config)}, out / "recipe.yaml")
     print(f"profile: {out / 'profile.md'} (JSON: profile.json, plot: profile.png; recipe: {out / 'recipe.yaml'})")
+
+
+def cmd_report(args, config) -> int:
+    """``forgetless report`` / ``compare``: pages made from saved runs, no model loaded, no torch."""
+    from ..report.rerender import rerender
+
+    paths = rerender(args.run)
+    print(f"report: {paths['markdown']} and {paths['html']} (re-rendered from report.json)")
+    return 0
+
+
+def cmd_compare(args, config) -> int:
+    from ..report.compare import compare_runs
+
+    paths = compare_runs(args.runs, args.out, overwrite=args.overwrite)
+    print(paths["markdown"].read_text())
+    print(f"compare: {paths['markdown']} and {paths['html']} (plot: {paths['plot'].name})")
+    return 0
 
 
 def cmd_list(args, config) -> int:

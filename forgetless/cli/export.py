@@ -4,7 +4,6 @@ Light at import time: the exporter is imported when the command runs."""
 from __future__ import annotations
 
 import argparse
-import os
 import re
 from pathlib import Path
 
@@ -32,13 +31,14 @@ def add_export_parser(sub) -> argparse.ArgumentParser:
 
 def check_push_target(repo_id: str | None) -> None:
     """Fail before any work when ``--push-to-hub`` cannot succeed (malformed id, offline mode)."""
+    from ..data.hub import hub_offline
     from ..errors import ConfigError, ForgetlessError
 
     if repo_id is None:
         return
     if not _REPO_ID.match(repo_id):
         raise ConfigError(f"--push-to-hub {repo_id!r}: expected a hub repository id like 'user/name'")
-    if os.environ.get("HF_HUB_OFFLINE", "").upper() in {"1", "ON", "YES", "TRUE"}:
+    if hub_offline():
         raise ForgetlessError(f"--push-to-hub {repo_id}: HF_HUB_OFFLINE is set, nothing can be uploaded "
                               "(unset it, or drop --push-to-hub)")
 

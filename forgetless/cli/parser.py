@@ -39,11 +39,10 @@ EXAMPLES = {
              "  forgetless sweep --method nash --model tiny-t5 --task synthetic-lookup --objectives nash-distil "
              "--level-option decoder_layers --levels 1,2,3 --out runs/nash-depth",
 }
-FINETUNE_PATHS = ("model", "seed", "progress", "task.", "train.")
-EVALUATE_PATHS = ("seed", "task.", "train.max_length")
 CONFIGS = {"compress": RunConfig, "compress-seq2seq": RunConfig, "demo": RunConfig, "finetune": RunConfig,
            "evaluate": RunConfig, "sweep": SweepConfig, "profile": ProfileConfig}  # commands built from the tree
-KEEP = {"finetune": FINETUNE_PATHS, "evaluate": EVALUATE_PATHS}
+KEEP = {"finetune": ("model", "seed", "progress", "task.", "train."),  # the only options of these commands
+        "evaluate": ("seed", "task.", "train.max_length")}
 
 
 def _keep(command: str, leaf) -> bool:

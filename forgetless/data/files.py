@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 from ..errors import DataError
-from .hf_datasets import PAIR_COLUMNS, TEXT_COLUMNS
+from .hf_datasets import text_columns
 from .task import ExampleSet, labels_from_names
 
 csv.field_size_limit(10**8)
@@ -92,12 +92,11 @@ def check_label_names(labels, option: str = "--labels") -> list[str]:
 
 def example_set_from_rows(rows: list[dict], name: str, where: str, text_a: str, label: str,
                           label_names: list[str], text_b: str | None = None, hard: str | None = None,
-                          group: str | None = None, aliases: dict[str, str] | None = None, strip: bool = False,
-                          **extra) -> ExampleSet:
+                          group: str | None = None, strip: bool = False, **extra) -> ExampleSet:
     """Build an ``ExampleSet`` from dict rows using the named columns (``strip``: strip ``text_a``;
     ``extra``, e.g. ``prediction_map``, goes to the set)."""
     require_columns(rows, [text_a, label, text_b, hard, group], where)
-    labels = labels_from_names([r[label] for r in rows], label_names, where, aliases)
+    labels = labels_from_names([r[label] for r in rows], label_names, where)
     return ExampleSet(
         name=name,
         text_a=[str(r[text_a]).strip() if strip else str(r[text_a]) for r in rows],
@@ -111,31 +110,20 @@ def example_set_from_rows(rows: list[dict], name: str, where: str, text_a: str, 
     )
 
 
-def read_example_set(path: str | Path, name: str, text_a: str, label: str, label_names: list[str],
-                     text_b: str | None = None, hard: str | None = None, group: str | None = None,
-                     json_key: str | None = None) -> ExampleSet:
-    """One local file → ``ExampleSet`` (``text_b`` None or '': single texts)."""
-    return example_set_from_rows(read_table(path, json_key=json_key), name, str(path), text_a, label, label_names,
-                                 text_b or None, hard, group)
-
-
 def infer_file_columns(path: str | Path, text_a: str | None, text_b: str | None, label: str,
                        labels: list[str] | None, json_key: str | None = None) -> tuple[str, str | None, list[str], str]:
-    """The columns and label names of a local file when not given: the first text column of
-    ``hf_datasets.TEXT_COLUMNS``, a second text for pair columns (``text_b`` '': single texts), the
-    label names sorted (names) or numbered (ids 0..k-1); with a sentence saying what was inferred."""
+    """The columns and label names of a local file when not given: ``hf_datasets.text_columns``
+    (``text_b`` '': single texts), the label names sorted (names) or numbered (ids 0..k-1); with a
+    sentence saying what was inferred."""
     rows = read_table(path, json_key=json_key)
     columns = list(rows[0])
-    said = []
-    if text_a is None:
-        text_a = next((c for c in TEXT_COLUMNS if c in columns), None)
-        if text_a is None:
-            raise DataError(f"{path}: no text column among {columns}; name it with --text-a COLUMN")
-        said.append(f"text {text_a!r}")
+    found_a, found_b = text_columns(columns, text_a, text_b)
+    if found_a is None:
+        raise DataError(f"{path}: no text column among {columns}; name it with --text-a COLUMN")
+    said = [] if text_a else [f"text {found_a!r}"]
     if text_b is None:
-        text_b = next((c for c in PAIR_COLUMNS if c in columns), None) if text_a in ("sentence1", "premise",
-                                                                                      "claim") else None
-        said.append(f"second text {text_b!r}" if text_b else "single texts")
+        said.append(f"second text {found_b!r}" if found_b else "single texts")
+    text_a, text_b = found_a, found_b
     if not labels:
         require_columns(rows, [label], str(path))
         values = sorted({str(r[label]).strip() for r in rows})

@@ -20,7 +20,8 @@ from .files import read_table, require_columns
 from .task import PairSet, Task
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]"]
-EXTRA_SETS = ("samsum", "xsum")
+EXTRA_SETS = {"samsum": ("samsum/validation_context_response.jsonl", "context", "response"),
+              "xsum": ("xsum/test_1000_llm_decoding.jsonl", "document", "summary")}
 _CONSONANTS, _VOWELS = "bdfgklmnprstvz", "aeiou"
 
 
@@ -78,20 +79,17 @@ def _tweetqa(path: Path, name: str) -> PairSet:
     return PairSet(name, sources, refs, source=str(path))
 
 
-def _jsonl(path: Path, src: str, tgt: str, name: str) -> PairSet:
+def extra_set(name: str, data_dir: Path) -> PairSet:
+    """SAMSum validation or the XSum sample (``EXTRA_SETS``: file, source and target fields) as an
+    evaluation-only set."""
+    if name not in EXTRA_SETS:
+        raise ConfigError(f"unknown evaluation set {name!r}; choose from {', '.join(EXTRA_SETS)}")
+    file, src, tgt = EXTRA_SETS[name]
+    path = data_dir / file
     rows = read_table(path)
     require_columns(rows, [src, tgt], str(path))
     return PairSet(name, [" ".join(str(r[src]).split()) for r in rows], [[" ".join(str(r[tgt]).split())] for r in rows],
                    source=str(path))
-
-
-def extra_set(name: str, data_dir: Path) -> PairSet:
-    """SAMSum validation or the XSum sample as an evaluation-only set."""
-    if name == "samsum":
-        return _jsonl(data_dir / "samsum" / "validation_context_response.jsonl", "context", "response", "samsum")
-    if name == "xsum":
-        return _jsonl(data_dir / "xsum" / "test_1000_llm_decoding.jsonl", "document", "summary", "xsum")
-    raise ConfigError(f"unknown evaluation set {name!r}; choose from {', '.join(EXTRA_SETS)}")
 
 
 def tweetqa_task(data_dir: Path, seed: int = 0) -> Task:

@@ -31,8 +31,6 @@ ADVGLUE_FILE = "advglue/dev.json"
 SST2_LABELS = ["negative", "positive"]
 NLI_LABELS = ["entailment", "not_entailment"]
 QQP_LABELS = ["not_duplicate", "duplicate"]
-ADVGLUE_FIELDS = {"sst2": ("sentence", None), "rte": ("sentence1", "sentence2"),
-                  "qnli": ("question", "sentence"), "qqp": ("question1", "question2")}
 
 
 def read_advglue(data_dir: Path, task: str, label_names: list[str]) -> ExampleSet:
@@ -48,7 +46,7 @@ def read_advglue(data_dir: Path, task: str, label_names: list[str]) -> ExampleSe
         raise DataError(f"{path}: no AdvGLUE subset {task!r}; present: {sorted(data)}")
     if not data[task]:
         raise DataError(f"{path}: AdvGLUE subset {task!r} is empty")
-    a, b = ADVGLUE_FIELDS[task]
+    a, b = hub.GLUE_COLUMNS[task]
     return example_set_from_rows(data[task], "advglue", f"{path} [{task}]", a, "label", label_names, b)
 
 
@@ -64,10 +62,6 @@ def _split(examples: ExampleSet, fraction: float, seed: int) -> tuple[ExampleSet
     return examples.subset(first, "train"), examples.subset(second, "dev")
 
 
-_SST2 = "sst2 → AdvGLUE-sst2: GLUE SST-2 train / dev, AdvGLUE dev sst2 subset as challenge"
-_RTE = "rte → AdvGLUE-rte: GLUE RTE train / dev, AdvGLUE dev rte subset as challenge"
-
-
 def origin(root: Path | None) -> str:
     """Where a task's sets came from, for its protocol line."""
     return "data folder" if root is not None else "Hugging Face hub"
@@ -77,36 +71,37 @@ def _hub_pair(task: str, labels: list[str]) -> dict[str, ExampleSet]:
     return {split: hub.example_set(f"{task}/{split}", split, labels) for split in ("train", "dev")}
 
 
-def _glue_task(name: str, labels: list[str], protocol: str, data_dir, folder: str, a: str, b: str | None = None,
-               quoting=csv.QUOTE_NONE, strip: bool = False) -> Task:
-    """GLUE ``name`` train / dev (data folder ``glue/<folder>/`` or the hub) with its AdvGLUE subset."""
+def _glue_task(name: str, labels: list[str], data_dir, folder: str, quoting=csv.QUOTE_NONE, strip: bool = False,
+               dev: str = "dev") -> Task:
+    """GLUE ``name`` train / ``dev`` (data folder ``glue/<folder>/`` or the hub; columns
+    ``hub.GLUE_COLUMNS``) with its AdvGLUE subset."""
     root = data_root(data_dir)
     if root is None:
         sets = _hub_pair(name, labels)
         challenge = hub.example_set(f"advglue/{name}", "advglue", labels)
     else:
-        sets = {}
+        sets, (a, b) = {}, hub.GLUE_COLUMNS[name]
         for split in ("train", "dev"):
             rows, where = _table(root, f"glue/{folder}/{split}.tsv", quoting)
             sets[split] = example_set_from_rows(rows, split, where, a, "label", labels, b, strip=strip)
         challenge = read_advglue(root, name, labels)
     return Task(name, labels, sets["train"], sets["dev"], {"advglue": challenge}, pooled_challenges=["advglue"],
-                protocol=protocol + f" ({origin(root)})")
+                protocol=f"{name} → AdvGLUE-{name}: GLUE {folder} train / {dev}, AdvGLUE dev {name} subset as "
+                         f"challenge ({origin(root)})")
 
 
 def sst2_task(data_dir=None, seed: int = 0) -> Task:
-    return _glue_task("sst2", SST2_LABELS, _SST2, data_dir, "SST-2", "sentence", strip=True)
+    return _glue_task("sst2", SST2_LABELS, data_dir, "SST-2", strip=True)
 
 
 def rte_task(data_dir=None, seed: int = 0) -> Task:
-    return _glue_task("rte", NLI_LABELS, _RTE, data_dir, "RTE", "sentence1", "sentence2", quoting=csv.QUOTE_MINIMAL)
+    return _glue_task("rte", NLI_LABELS, data_dir, "RTE", quoting=csv.QUOTE_MINIMAL)
 
 
 def qnli_task(data_dir=None, seed: int = 0, train_fraction: float = 0.8) -> Task:
     data_dir = data_root(data_dir)
     if data_dir is None:  # the hub has QNLI train: no split of dev (train_fraction does not apply)
-        return _glue_task("qnli", NLI_LABELS, "qnli → AdvGLUE-qnli: GLUE QNLI train / validation, AdvGLUE dev qnli "
-                          "subset as challenge", None, "QNLI", "question", "sentence")
+        return _glue_task("qnli", NLI_LABELS, None, "QNLI", dev="validation")
     rows, where = _table(data_dir, "glue/QNLI/dev.tsv")
     full = example_set_from_rows(rows, "qnli_dev", where, "question", "label", NLI_LABELS, "sentence")
     train, dev = _split(full, train_fraction, seed)

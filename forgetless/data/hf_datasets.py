@@ -36,18 +36,25 @@ def splits_of(data, what: str = "data") -> tuple:
     return data["train"], data[dev_name], extra
 
 
+def text_columns(columns, text: str | None, text_pair: str | None) -> tuple[str | None, str | None]:
+    """The text columns of a dataset or local file: given names win, else the first of ``TEXT_COLUMNS``
+    and, after a pair's first text (sentence1, premise, claim), the first of ``PAIR_COLUMNS``."""
+    text = text or next((c for c in TEXT_COLUMNS if c in columns), None)
+    if text_pair is None and text in ("sentence1", "premise", "claim"):
+        text_pair = next((c for c in PAIR_COLUMNS if c in columns), None)
+    return text, text_pair
+
+
 def infer_columns(ds, text, text_pair, label, target) -> dict:
     """The columns to read: ``{task_type, text, text_pair, label, target}``; given names win."""
     columns = list(ds.column_names)
     if target is not None or (label is None and "label" not in columns and {"source", "target"} <= set(columns)):
         return {"task_type": "generation", "text": text or "source", "text_pair": None, "label": None,
                 "target": target or "target"}
-    text = text or next((c for c in TEXT_COLUMNS if c in columns), None)
+    text, text_pair = text_columns(columns, text, text_pair)
     if text is None:
         raise DataError(f"no text column among {columns}; name it: text=..., label=... (classification) or "
                         "text=..., target=... (generation)")
-    if text_pair is None and text in ("sentence1", "premise", "claim"):
-        text_pair = next((c for c in PAIR_COLUMNS if c in columns), None)
     return {"task_type": "classification", "text": text, "text_pair": text_pair, "label": label or "label",
             "target": None}
 

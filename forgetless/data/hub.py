@@ -7,18 +7,11 @@ turned into an ``ExampleSet`` by ``example_set`` with the label names of the tas
 modules (``glue.py``, ``mnli.py``, ``fever.py``) build the same protocol from these sets as from
 the data folder. The table of ids is in the README ("Data from the hub").
 
-Where the hub differs from the data folder:
-
-* HANS (``jhu-cogsci/hans``) and FEVER (``fever/fever``) still hold loading scripts, which
-  datasets >= 4 refuses to run: they are read from the hub's own parquet export of those repos
-  (``refs/convert/parquet``), through datasets' parquet loader.
-* FEVER-Symmetric is not on the hub: it is read from the authors' release
-  (github.com/TalSchuster/FeverSymmetric) with datasets' json loader.
-* FEVER on the hub has one row per evidence sentence: claims are de-duplicated by id.
-* PAWS-QQP is not on the hub (it has to be regenerated from QQP); the hub ``qqp`` task has
-  PAWS-Wiki and AdvGLUE-qqp only.
-* The Gururangan et al. (2018) hard / easy flags of MNLI are not on the hub: hub MNLI has no
-  hard / easy split.
+Where a task's hub sets differ from its data folder, its module says (no PAWS-QQP, no MNLI hardness
+flags, FEVER de-duplicated by claim id). HANS (``jhu-cogsci/hans``) and FEVER (``fever/fever``)
+still hold loading scripts, which datasets >= 4 refuses to run: they are read from the hub's own
+parquet export of those repos (``refs/convert/parquet``); FEVER-Symmetric, not on the hub, from
+the authors' release (github.com/TalSchuster/FeverSymmetric) with datasets' json loader.
 
 When the hub cannot be reached (``HF_HUB_OFFLINE=1`` with nothing cached, or no network) the
 first set that fails stops the run with one ``DataError`` naming the dataset and ``--data-dir``.
@@ -77,12 +70,12 @@ class HubSet:
 
 
 GLUE, ADVGLUE = "nyu-mll/glue", "AI-Secure/adv_glue"
-_GLUE_COLUMNS = {"sst2": ("sentence", None), "rte": ("sentence1", "sentence2"), "qnli": ("question", "sentence"),
+GLUE_COLUMNS = {"sst2": ("sentence", None), "rte": ("sentence1", "sentence2"), "qnli": ("question", "sentence"),
                  "qqp": ("question1", "question2"), "mnli": ("premise", "hypothesis")}
 _DEV_SPLIT = {"mnli": "validation_matched"}
 
 SETS: dict[str, HubSet] = {}
-for _task, (_a, _b) in _GLUE_COLUMNS.items():
+for _task, (_a, _b) in GLUE_COLUMNS.items():
     SETS[f"{_task}/train"] = HubSet(GLUE, _task, "train", _a, _b, strip=_task == "sst2")
     SETS[f"{_task}/dev"] = HubSet(GLUE, _task, _DEV_SPLIT.get(_task, "validation"), _a, _b, strip=_task == "sst2")
     SETS[f"advglue/{_task}"] = HubSet(ADVGLUE, f"adv_{_task}", "validation", _a, _b)
@@ -100,6 +93,11 @@ SETS.update({
 })
 
 _REACHABLE: dict[str, bool] = {}
+
+
+def hub_offline() -> bool:
+    """``HF_HUB_OFFLINE`` is set (1, on, yes or true, as huggingface_hub reads it)."""
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().upper() in ("1", "ON", "YES", "TRUE")
 
 
 def _reachable(host: str, timeout: float = 3.0) -> bool:
@@ -122,8 +120,7 @@ def _unreachable(spec: HubSet, reason: str) -> DataError:
 def load_rows(key: str) -> tuple[list[dict], str]:
     """The rows of set ``key`` of ``SETS`` and a description of where they came from."""
     spec = SETS[key]
-    offline = os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
-    if not offline and not _reachable(spec.host()):
+    if not hub_offline() and not _reachable(spec.host()):
         raise _unreachable(spec, f"is needed but {spec.host()} cannot be reached "
                                  "(HF_HUB_OFFLINE=1 reads datasets' cache)")
     import datasets

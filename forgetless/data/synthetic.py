@@ -42,103 +42,56 @@ def _modified(rng, noun: str) -> str:
     return f"{rng.choice(ADJECTIVES)} {noun}" if rng.random() < 0.35 else noun
 
 
-def _two(rng):
-    return [_modified(rng, noun) for noun in rng.sample(NOUNS, 2)]
-
-
-def _one(rng):
-    return _modified(rng, rng.choice(NOUNS))
-
-
-# Each template returns (premise, hypothesis); its label and overlap class are in TEMPLATES.
-def drop_adjective(rng):
+def _bare_and_modified(rng) -> dict:
+    """Two nouns, the first without an adjective (it gets one in the premise only)."""
     a, b = rng.sample(NOUNS, 2)
-    b = _modified(rng, b)
-    v = rng.choice(VERBS)[0]
-    return f"the {rng.choice(ADJECTIVES)} {a} {v} the {b}", f"the {a} {v} the {b}"
+    return {"a": a, "b": _modified(rng, b)}
 
 
-def passive(rng):
-    a, b = _two(rng)
-    v, pp = rng.choice(VERBS)
-    return f"the {a} {v} the {b}", f"the {b} was {pp} by the {a}"
-
-
-def conjunction(rng):
-    a, b = _two(rng)
-    v = rng.choice(INTRANSITIVE)
-    return f"the {a} and the {b} {v}", f"the {b} {v}"
-
-
-def relative_subject(rng):
-    a, b = _two(rng)
-    v, w = rng.choice(VERBS)[0], rng.choice(INTRANSITIVE)
-    return f"the {a} who {v} the {b} {w}", f"the {a} {w}"
-
-
-def certain_adverb(rng):
-    a = _one(rng)
-    w = rng.choice(INTRANSITIVE)
-    return f"{rng.choice(CERTAIN)} the {a} {w}", f"the {a} {w}"
-
-
-def swap_roles(rng):
-    a, b = _two(rng)
-    v = rng.choice(VERBS)[0]
-    return f"the {a} {v} the {b}", f"the {b} {v} the {a}"
-
-
-def passive_swap(rng):
-    a, b = _two(rng)
-    v, pp = rng.choice(VERBS)
-    return f"the {a} {v} the {b}", f"the {a} was {pp} by the {b}"
-
-
-def relative_object(rng):
-    a, b = _two(rng)
-    v, w = rng.choice(VERBS)[0], rng.choice(INTRANSITIVE)
-    return f"the {a} who {v} the {b} {w}", f"the {b} {w}"
-
-
-def uncertain_adverb(rng):
-    a = _one(rng)
-    w = rng.choice(INTRANSITIVE)
-    return f"{rng.choice(UNCERTAIN)} the {a} {w}", f"the {a} {w}"
-
-
-def conditional(rng):
-    a, b = _two(rng)
-    v, w = rng.sample(INTRANSITIVE, 2)
-    return f"if the {a} {v} , the {b} {w}", f"the {b} {w}"
-
-
-def new_noun(rng):
-    a, b, c = [_modified(rng, noun) for noun in rng.sample(NOUNS, 3)]
-    v, w = rng.sample(VERBS, 2)
-    return f"the {a} {v[0]} the {b}", rng.choice([f"the {c} {v[0]} the {b}", f"the {a} {w[0]} the {c}"])
-
-
-def hypernym(rng):
-    a, b = _two(rng)
-    v = rng.choice(VERBS)[0]
-    return f"the {a} {v} the {b}", f"{rng.choice(HYPERNYMS)} {v} the {b}"
-
-
-# name → (function, label, high_overlap)
-TEMPLATES = {
-    "drop_adjective": (drop_adjective, ENT, True),
-    "passive": (passive, ENT, True),
-    "conjunction": (conjunction, ENT, True),
-    "relative_subject": (relative_subject, ENT, True),
-    "certain_adverb": (certain_adverb, ENT, True),
-    "swap_roles": (swap_roles, NON, True),
-    "passive_swap": (passive_swap, NON, True),
-    "relative_object": (relative_object, NON, True),
-    "uncertain_adverb": (uncertain_adverb, NON, True),
-    "conditional": (conditional, NON, True),
-    "new_noun": (new_noun, NON, False),
-    "hypernym": (hypernym, ENT, False),
+# What a template draws, by name: the words it fills into its patterns, drawn in the order named.
+DRAWS = {
+    "a": lambda rng: {"a": _modified(rng, rng.choice(NOUNS))},
+    "ab": lambda rng: dict(zip("ab", [_modified(rng, noun) for noun in rng.sample(NOUNS, 2)])),
+    "abc": lambda rng: dict(zip("abc", [_modified(rng, noun) for noun in rng.sample(NOUNS, 3)])),
+    "a-b": _bare_and_modified,
+    "adj": lambda rng: {"adj": rng.choice(ADJECTIVES)},
+    "v": lambda rng: dict(zip(("v", "pp"), rng.choice(VERBS))),  # a transitive verb and its participle
+    "vv": lambda rng: dict(zip("vw", (verb for verb, _ in rng.sample(VERBS, 2)))),
+    "w": lambda rng: {"w": rng.choice(INTRANSITIVE)},
+    "ww": lambda rng: dict(zip("vw", rng.sample(INTRANSITIVE, 2))),
+    "sure": lambda rng: {"adv": rng.choice(CERTAIN)},
+    "unsure": lambda rng: {"adv": rng.choice(UNCERTAIN)},
+    "kind": lambda rng: {"kind": rng.choice(HYPERNYMS)},
 }
+
+
+def _template(draws: str, premise: str, hypothesis: str | tuple[str, ...]):
+    """A template: ``rng`` → (premise, hypothesis), from its draws (``DRAWS``) and its patterns (a
+    tuple of hypothesis patterns: one of them, drawn last)."""
+    def make(rng):
+        words = {key: value for draw in draws.split() for key, value in DRAWS[draw](rng).items()}
+        chosen = rng.choice(hypothesis) if isinstance(hypothesis, tuple) else hypothesis
+        return premise.format(**words), chosen.format(**words)
+    return make
+
+
+# name → (label, high_overlap, draws, premise, hypothesis)
+PATTERNS = {
+    "drop_adjective": (ENT, True, "a-b v adj", "the {adj} {a} {v} the {b}", "the {a} {v} the {b}"),
+    "passive": (ENT, True, "ab v", "the {a} {v} the {b}", "the {b} was {pp} by the {a}"),
+    "conjunction": (ENT, True, "ab w", "the {a} and the {b} {w}", "the {b} {w}"),
+    "relative_subject": (ENT, True, "ab v w", "the {a} who {v} the {b} {w}", "the {a} {w}"),
+    "certain_adverb": (ENT, True, "a w sure", "{adv} the {a} {w}", "the {a} {w}"),
+    "swap_roles": (NON, True, "ab v", "the {a} {v} the {b}", "the {b} {v} the {a}"),
+    "passive_swap": (NON, True, "ab v", "the {a} {v} the {b}", "the {a} was {pp} by the {b}"),
+    "relative_object": (NON, True, "ab v w", "the {a} who {v} the {b} {w}", "the {b} {w}"),
+    "uncertain_adverb": (NON, True, "a w unsure", "{adv} the {a} {w}", "the {a} {w}"),
+    "conditional": (NON, True, "ab ww", "if the {a} {v} , the {b} {w}", "the {b} {w}"),
+    "new_noun": (NON, False, "abc vv", "the {a} {v} the {b}", ("the {c} {v} the {b}", "the {a} {w} the {c}")),
+    "hypernym": (ENT, False, "ab v kind", "the {a} {v} the {b}", "{kind} {v} the {b}"),
+}
+# name → (template, label, high_overlap)
+TEMPLATES = {name: (_template(*patterns), label, high) for name, (label, high, *patterns) in PATTERNS.items()}
 
 
 def heuristic_is_right(template: str) -> bool:

@@ -59,12 +59,13 @@ class ExampleSet:
         return ExampleSet(name or self.name, pick(self.text_a), pick(self.labels), self.label_names,
                           pick(self.text_b), pick(self.hard), pick(self.groups), self.prediction_map, self.source)
 
-    def map_predictions(self, predictions: np.ndarray) -> np.ndarray:
-        """Task label ids → this set's label ids."""
+    def map_predictions(self, predictions) -> np.ndarray:
+        """Task label ids → this set's label ids; -1 (a generated text that names no label) stays -1."""
+        predictions = np.asarray(predictions, dtype=int)
         if self.prediction_map is None:
-            return np.asarray(predictions)
-        lookup = np.array([self.prediction_map[i] for i in range(len(self.prediction_map))])
-        return lookup[np.asarray(predictions)]
+            return predictions
+        lookup = np.array([self.prediction_map[i] for i in range(len(self.prediction_map))] + [-1])
+        return lookup[predictions]
 
     def fingerprint(self) -> str:
         """Content hash, used to key caches (teacher outputs, difficulty)."""
@@ -152,10 +153,9 @@ class Task:
             if s.prediction_map is None and s.label_names != self.label_names:
                 raise DataError(f"set {s.name} has labels {s.label_names} but task {self.name} predicts "
                                 f"{self.label_names}: give it a prediction_map")
-            if s.prediction_map is not None:
-                if sorted(s.prediction_map) != list(range(len(self.label_names))):
-                    raise DataError(f"set {s.name}: prediction_map must map every task label id "
-                                    f"0..{len(self.label_names) - 1}")
+            if s.prediction_map is not None and sorted(s.prediction_map) != list(range(len(self.label_names))):
+                raise DataError(f"set {s.name}: prediction_map must map every task label id "
+                                f"0..{len(self.label_names) - 1}")
         unknown = set(self.pooled_challenges or []) - set(self.challenges)
         if unknown:
             raise DataError(f"task {self.name}: pooled challenge sets {sorted(unknown)} do not exist")
@@ -206,13 +206,12 @@ class Task:
         return cap_task(task, train_size, eval_size, seed)
 
 
-def labels_from_names(values, label_names: list[str], where: str, aliases: dict[str, str] | None = None) -> list[int]:
+def labels_from_names(values, label_names: list[str], where: str) -> list[int]:
     """Turn label strings or ints into ids; an unknown label is an error naming file and value."""
     index = {name: i for i, name in enumerate(label_names)}
     out = []
     for row, value in enumerate(values):
         key = str(value).strip()
-        key = (aliases or {}).get(key, key)
         if key in index:
             out.append(index[key])
         elif key.lstrip("-").isdigit() and 0 <= int(key) < len(label_names):

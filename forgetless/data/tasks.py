@@ -5,6 +5,7 @@ else the hub: ``hub.py``), local files, any Hugging Face hub dataset (``hub``), 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import sys
 from pathlib import Path
@@ -12,7 +13,7 @@ from pathlib import Path
 from ..errors import ConfigError
 from . import fever, generation, glue, mnli  # noqa: F401  (register their tasks)
 from .registry import TASKS, resolve_data_dir
-from .files import check_label_names, example_set_from_rows, infer_file_columns, read_example_set
+from .files import check_label_names, example_set_from_rows, infer_file_columns, read_table
 from .synthetic import synthetic_shortcut_task
 from .task import Task, cap_task, capped  # noqa: F401  (capped: metrics/clever.py)
 
@@ -49,8 +50,8 @@ def _files(data_dir=None, seed: int = 0, train: str | None = None, dev: str | No
     if labels is not None:
         labels = check_label_names(labels)
     text_a, text_b, labels, inferred = infer_file_columns(train, text_a, text_b, label or "label", labels, json_key)
-    read = lambda path, name, h=hard: read_example_set(path, name, text_a, label, labels, text_b, h,  # noqa: E731
-                                                       json_key=json_key)
+    read = lambda path, name: example_set_from_rows(read_table(path, json_key=json_key), name, str(path),  # noqa: E731
+                                                    text_a, label, labels, text_b, hard)
     challenges = {cname: read(path, cname) for cname, path in (challenge or {}).items()}
     task = Task("files", labels, read(train, "train"), read(dev, "dev"), challenges,
                 protocol=f"local files: train {train}, dev {dev}, challenge {challenge or {}}"
@@ -100,17 +101,14 @@ def _tweetqa(data_dir=None, seed: int = 0, eval_sets: tuple[str, ...] = ()) -> T
     return _with_extra_sets(generation.tweetqa_task(root, seed), root, eval_sets)
 
 
-def _summaries(name: str):
+def _summaries(name: str, data_dir=None, seed: int = 0, eval_sets: tuple[str, ...] = ()) -> Task:
     """SAMSum or XSum as a task: a seeded 80 / 20 split of the evaluation file (``generation.split_task``)."""
-    def build(data_dir=None, seed: int = 0, eval_sets: tuple[str, ...] = ()) -> Task:
-        root = resolve_data_dir(data_dir, f"task {name}")
-        return _with_extra_sets(generation.split_task(name, root, seed), root, eval_sets)
-
-    return build
+    root = resolve_data_dir(data_dir, f"task {name}")
+    return _with_extra_sets(generation.split_task(name, root, seed), root, eval_sets)
 
 
 for _name in generation.EXTRA_SETS:
-    TASKS.register(_name)(_summaries(_name))
+    TASKS.register(_name)(functools.partial(_summaries, _name))
 
 
 RESERVED_SETS = ("train", "dev")  # a challenge set of these names would replace the task's own set

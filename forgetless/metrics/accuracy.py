@@ -12,11 +12,8 @@ def set_metrics(examples: ExampleSet, task_predictions: np.ndarray) -> dict:
     """Accuracy (fraction), n, label distribution of predictions, and breakdowns where known.
     A prediction of -1 (a generated text that names no label) counts as wrong and is reported
     as ``unknown_share``."""
-    task_predictions = np.asarray(task_predictions)
-    known = task_predictions >= 0
-    predictions = np.full(len(task_predictions), -1)
-    if known.any():
-        predictions[known] = examples.map_predictions(task_predictions[known])
+    predictions = examples.map_predictions(task_predictions)
+    known = predictions >= 0
     labels = np.asarray(examples.labels)
     correct = predictions == labels
     result = {

@@ -13,7 +13,8 @@ differ from the task's (``prediction_map``, e.g. MNLI's 3 classes → HANS's 2),
 a set label is the sum of the task labels mapped to it.
 
 Pure functions on arrays; ``calibration_section`` builds the report card's ``calibration``
-section from the per-example probabilities the evaluation already keeps.
+section from the per-example probabilities the evaluation already keeps (``report/markdown.py``
+renders it).
 """
 from __future__ import annotations
 
@@ -85,23 +86,3 @@ def calibration_section(task, predictions: dict, bins: int = BINS) -> dict | Non
             sets[name] = roles
     return {"bins": bins, "sets": sets} if sets else None
 
-
-def calibration_markdown(card: dict) -> list[str]:
-    """A small Markdown table for the report: ECE and confidence − accuracy, base vs compressed."""
-    section = card.get("calibration")
-    if not section:
-        return []
-    pct = lambda v: "–" if v is None else f"{100 * v:.1f}"  # noqa: E731
-    lines = ["", "## Calibration (Du et al. Observation 2)", "",
-             f"Expected calibration error ({section['bins']} bins) and mean confidence − accuracy "
-             "(> 0: overconfident), in points.", "",
-             "| set | part | n | ECE base | ECE compressed | overconf. base | overconf. compressed |", "|---|---|---|---|---|---|---|"]
-    for name, roles in section["sets"].items():
-        base, comp = roles.get("base", {}), roles.get("compressed", {})
-        for part in ("all", "easy", "hard"):
-            b, c = (base, comp) if part == "all" else (base.get(part), comp.get(part))
-            if not b or not c:
-                continue
-            lines.append(f"| {name} | {part} | {b['n']} | {pct(b['ece'])} | {pct(c['ece'])} | "
-                         f"{pct(b['overconfidence'])} | {pct(c['overconfidence'])} |")
-    return lines

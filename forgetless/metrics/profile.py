@@ -66,26 +66,32 @@ def stack_share(model: nn.Module, tokenizer, sources: list[str], batch_size: int
 def layer_profile(model: nn.Module, seq_lengths=(16, 32, 64, 128, 256), head_fractions=(1.0, 0.5, 0.25),
                   ffn_fractions=(1.0, 0.5, 0.25), batch_size: int = 8, repeats: int = 5) -> list[dict]:
     """Milliseconds per forward of encoder layer 0, narrowed to each (head, FFN) width, by length."""
-    adapter = get_adapter(model)
     rows = []
+    for _small, layer, heads, ffn_site in _widths(model, head_fractions, ffn_fractions, "encoder"):
+        hidden = ffn_site.output.get().out_features
+        for length in seq_lengths:
+            x = torch.randn(batch_size, length, hidden)
+            layer(x, attention_mask=None)
+            times = []
+            for _ in range(repeats):
+                start = time.perf_counter()
+                layer(x, attention_mask=None)
+                times.append(time.perf_counter() - start)
+            rows.append({"stack": "encoder", "heads": heads, "ffn": ffn_site.width, "seq_len": length,
+                         "ms": 1000 * statistics.median(times)})
+    return rows
+
+
+def _widths(model: nn.Module, head_fractions, ffn_fractions, stack: str):
+    """For each (head, FFN) width: a copy narrowed there (``_narrow_first_layers``), its layer 0 of
+    ``stack``, that layer's head count and its FFN site."""
+    adapter = get_adapter(model)
     for hf in head_fractions:
         for ff in ffn_fractions:
-            small = _narrow_first_layers(model, hf, ff)  # only encoder layer 0 is timed
-            layer = adapter.stacks(small)["encoder"][0]
-            site = next(s for s in adapter.attention_sites(small) if s.stack == "encoder" and s.layer == 0)
-            ffn_site = next(s for s in adapter.ffn_sites(small) if s.stack == "encoder" and s.layer == 0)
-            hidden = ffn_site.output.get().out_features
-            for length in seq_lengths:
-                x = torch.randn(batch_size, length, hidden)
-                layer(x, attention_mask=None)
-                times = []
-                for _ in range(repeats):
-                    start = time.perf_counter()
-                    layer(x, attention_mask=None)
-                    times.append(time.perf_counter() - start)
-                rows.append({"stack": "encoder", "heads": site.num_heads, "ffn": ffn_site.width, "seq_len": length,
-                             "ms": 1000 * statistics.median(times)})
-    return rows
+            small = _narrow_first_layers(model, hf, ff)  # only layer 0 is timed
+            site = next(s for s in adapter.attention_sites(small) if s.stack == stack and s.layer == 0)
+            ffn_site = next(s for s in adapter.ffn_sites(small) if s.stack == stack and s.layer == 0)
+            yield small, adapter.stacks(small)[stack][0], site.num_heads, ffn_site
 
 
 def _narrow_first_layers(model: nn.Module, head_fraction: float, ffn_fraction: float) -> nn.Module:
@@ -118,35 +124,30 @@ def decoder_step_profile(model: nn.Module, seq_lengths=(16, 32, 64, 128, 256), h
     for the whole step, at each source length and (head, FFN) width of layer 0."""
     adapter = get_adapter(model)
     rows = []
-    for hf in head_fractions:
-        for ff in ffn_fractions:
-            small = _narrow_first_layers(model, hf, ff)
-            layer = adapter.stacks(small)["decoder"][0]
-            site = next(s for s in adapter.attention_sites(small) if s.stack == "decoder" and s.layer == 0)
-            ffn_site = next(s for s in adapter.ffn_sites(small) if s.stack == "decoder" and s.layer == 0)
-            clock: dict[str, float] = {}
-            with HookSet() as hooks:
-                hooks.add(layer.register_forward_pre_hook(lambda m, a: clock.__setitem__("start", time.perf_counter())))
-                hooks.add(layer.register_forward_hook(lambda m, a, o: clock.__setitem__("end", time.perf_counter())))
-                for length in seq_lengths:
-                    generator = torch.Generator().manual_seed(length)
-                    ids = torch.randint(5, 100, (batch_size, length), generator=generator)
-                    mask = torch.ones_like(ids)
-                    encoded = small.get_encoder()(input_ids=ids, attention_mask=mask)
-                    step = torch.full((batch_size, 1), _start_token(small), dtype=torch.long)
-                    out = small(encoder_outputs=encoded, attention_mask=mask, decoder_input_ids=step, use_cache=True)
-                    cache, layer_ms, step_ms = out.past_key_values, [], []
-                    for _ in range(repeats):
-                        start = time.perf_counter()
-                        out = small(encoder_outputs=encoded, attention_mask=mask, decoder_input_ids=step,
-                                    past_key_values=cache, use_cache=True)
-                        step_ms.append(1000 * (time.perf_counter() - start))
-                        layer_ms.append(1000 * (clock["end"] - clock["start"]))
-                        cache = out.past_key_values
-                    rows.append({"stack": "decoder-step", "heads": site.num_heads, "ffn": ffn_site.width,
-                                 "seq_len": length, "ms": statistics.median(layer_ms),
-                                 "step_ms": statistics.median(step_ms),
-                                 "decoder_layers": len(adapter.stacks(small)["decoder"])})
+    for small, layer, heads, ffn_site in _widths(model, head_fractions, ffn_fractions, "decoder"):
+        clock: dict[str, float] = {}
+        with HookSet() as hooks:
+            hooks.add(layer.register_forward_pre_hook(lambda m, a: clock.__setitem__("start", time.perf_counter())))
+            hooks.add(layer.register_forward_hook(lambda m, a, o: clock.__setitem__("end", time.perf_counter())))
+            for length in seq_lengths:
+                generator = torch.Generator().manual_seed(length)
+                ids = torch.randint(5, 100, (batch_size, length), generator=generator)
+                mask = torch.ones_like(ids)
+                encoded = small.get_encoder()(input_ids=ids, attention_mask=mask)
+                step = torch.full((batch_size, 1), _start_token(small), dtype=torch.long)
+                out = small(encoder_outputs=encoded, attention_mask=mask, decoder_input_ids=step, use_cache=True)
+                cache, layer_ms, step_ms = out.past_key_values, [], []
+                for _ in range(repeats):
+                    start = time.perf_counter()
+                    out = small(encoder_outputs=encoded, attention_mask=mask, decoder_input_ids=step,
+                                past_key_values=cache, use_cache=True)
+                    step_ms.append(1000 * (time.perf_counter() - start))
+                    layer_ms.append(1000 * (clock["end"] - clock["start"]))
+                    cache = out.past_key_values
+                rows.append({"stack": "decoder-step", "heads": heads, "ffn": ffn_site.width,
+                             "seq_len": length, "ms": statistics.median(layer_ms),
+                             "step_ms": statistics.median(step_ms),
+                             "decoder_layers": len(adapter.stacks(small)["decoder"])})
     return rows
 
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import numpy as np
 import torch
@@ -239,7 +240,5 @@ def describe(task, tokenizer, options) -> dict:
 
 
 def _content_free_examples(examples):
-    from types import SimpleNamespace
-
     pair = examples.text_b is not None
     return SimpleNamespace(text_a=list(CONTENT_FREE), text_b=list(CONTENT_FREE) if pair else None)

@@ -9,17 +9,9 @@ import yaml
 from ..fsutil import atomic_write_text
 
 
-def _plain(value):
-    """YAML-safe plain data (tuples → lists)."""
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    return value
-
-
 def drop_empty(data):
-    """Unset options (None, []) are left out of a written recipe: reading it back gives them again."""
+    """Unset options (None, []) are left out of a written recipe: reading it back gives them again;
+    tuples become lists (YAML-safe plain data)."""
     if isinstance(data, dict):
         return {k: drop_empty(v) for k, v in data.items() if v is not None and v != []}
     if isinstance(data, (list, tuple)):
@@ -33,5 +25,5 @@ def dump_recipe(recipe: dict, path: str | Path) -> Path:
     recipe = drop_empty(recipe)
     header = ("# forgetless resolved recipe: every option of this run with its final value.\n"
               f"# Re-run: forgetless run {path}  (override: --set key=value)\n")
-    atomic_write_text(path, header + yaml.safe_dump(_plain(recipe), sort_keys=False, allow_unicode=True))
+    atomic_write_text(path, header + yaml.safe_dump(recipe, sort_keys=False, allow_unicode=True))
     return path

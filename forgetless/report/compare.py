@@ -17,9 +17,9 @@ from pathlib import Path
 from ..errors import ConfigError
 from ..fsutil import atomic_write_text
 from ..outputs import check_output, mark_output, output_lock
-from .headline import delta_points, headline_numbers, scale_of, verdict
+from .headline import delta_points, estimate, estimate_text, headline_numbers, scale_of, verdict
 from .html import render_html
-from .pareto import pareto_plot, pareto_point
+from .pareto import pareto_plot
 from .rerender import read_card
 
 
@@ -51,20 +51,20 @@ def key_options(card: dict) -> str:
     from ..options import default_of
     from ..registry import METHODS
 
-    def changed(name: str, config: dict) -> list[str]:
+    def config_class(name: str):
         try:
-            defaults = {f.name: default_of(f) for f in dataclasses.fields(METHODS.config_class(name))}
+            return METHODS.config_class(name)
         except Exception:  # noqa: BLE001 - a plugin method not installed here: show every option
-            defaults = {}
+            return None
+
+    def changed(name: str, config: dict) -> list[str]:
+        cls = config_class(name)
+        defaults = {f.name: default_of(f) for f in dataclasses.fields(cls)} if cls else {}
         return [f"{k}={v}" for k, v in config.items() if k not in defaults or _norm(defaults[k]) != _norm(v)]
 
     method = card["method"]
     parts = changed(method["name"], method["config"])
-    try:
-        default_objective = METHODS.config_class(method["name"]).default_objective
-    except Exception:  # noqa: BLE001 - a plugin method not installed here
-        default_objective = None
-    if method.get("objective") != default_objective:
+    if method.get("objective") != getattr(config_class(method["name"]), "default_objective", None):
         parts.append(f"objective {method['objective']}")
     parts += [f"then {t['name']}({', '.join(changed(t['name'], t['config']))})" for t in method.get("then") or []]
     return ", ".join(parts) or "defaults"
@@ -74,17 +74,9 @@ def _norm(value):
     return list(value) if isinstance(value, (list, tuple)) else value
 
 
-def _cell(entry: dict | None, role: str, scale: float) -> str:
-    if not entry or entry[role]["value"] is None:
-        return "–"
-    e = entry[role]
-    text = f"{scale * e['value']:.1f}"
-    return text + (f" [{scale * e['low']:.1f}, {scale * e['high']:.1f}]" if e["low"] is not None else "")
-
-
 def _with_delta(entry: dict | None, scale: float) -> str:
     points = delta_points(entry, scale)
-    return _cell(entry, "compressed", scale) + ("" if points is None else f" ({points:+.1f})")
+    return estimate_text((entry or {}).get("compressed"), scale) + ("" if points is None else f" ({points:+.1f})")
 
 
 def _f_bias(f: dict | None) -> str:
@@ -127,18 +119,16 @@ def render_compare(cards: dict[str, dict], sets: list[str], plot: str | None = N
     lines += ["", "| base model of | parameters | dev | " + pooled + " | hard | easy |", "|:---|---:|---:|---:|---:|---:|"]
     for runs in bases.values():
         n = numbers[runs[0]]
-        lines.append(f"| {', '.join(runs)} | {n['params']['base']:,} | {_cell(n['dev'], 'base', scale)} | "
-                     f"{_cell(n['challenge'], 'base', 100)} | {_cell(n['hard'], 'base', 100)} | "
-                     f"{_cell(n['easy'], 'base', 100)} |")
+        cells = [estimate_text((n[part] or {}).get("base"), scale if part == "dev" else 100)
+                 for part in ("dev", "challenge", "hard", "easy")]
+        lines.append(f"| {', '.join(runs)} | {n['params']['base']:,} | " + " | ".join(cells) + " |")
     lines += ["", f"## {metric} per evaluation set (compressed; %)", "",
               "| set | n | " + " | ".join(cards) + " |", "|---|---:|" + "---:|" * len(cards)]
     for set_name in sets:
         cells = []
         for card in cards.values():
             interval = ((card.get("intervals") or {}).get("sets") or {}).get(set_name, {}).get("compressed")
-            entry = {"compressed": {"value": card["sets"][set_name]["compressed"].get(metric),
-                                    **{k: (interval or {}).get(k) for k in ("low", "high")}}}
-            cells.append(_cell(entry, "compressed", scale))
+            cells.append(estimate_text(estimate(card["sets"][set_name]["compressed"].get(metric), interval), scale))
         lines.append(f"| {set_name} | {first['sets'][set_name]['base']['n']} | " + " | ".join(cells) + " |")
     others = sorted({s for card in cards.values() for s in card["sets"]} - set(sets))
     if others:
@@ -183,7 +173,8 @@ def compare_runs(folders: list, out, overwrite: bool = False) -> dict[str, Path]
     out = check_output(out, command="compare", inputs={f"OUT{i}": f for i, f in enumerate(folders, start=1)}, overwrite=overwrite)
     with output_lock(out):
         mark_output(out, "compare")
-        points = [pareto_point(name, card["method"]["name"], headline_numbers(card)) for name, card in cards.items()]
+        points = [{"label": name, "group": card["method"]["name"], "numbers": headline_numbers(card)}
+                  for name, card in cards.items()]
         plot = pareto_plot(points, out / "pareto.png", f"{next(iter(cards.values()))['task']['name']}: "
                                                        f"{len(cards)} compressed models")
         text = render_compare(cards, sets, plot.name)

@@ -62,6 +62,14 @@ def speedup(card: dict) -> dict:
             "what": "generation throughput" if speed.get("mode") == "generate" else "throughput"}
 
 
+def estimate_text(entry: dict | None, scale: float = 100.0) -> str:
+    """``81.0 [75.5, 86.0]``: an estimate × ``scale`` with its interval; "–" without a value."""
+    if not entry or entry["value"] is None:
+        return "–"
+    interval = "" if entry["low"] is None else f" [{scale * entry['low']:.1f}, {scale * entry['high']:.1f}]"
+    return f"{scale * entry['value']:.1f}{interval}"
+
+
 def delta_points(entry: dict | None, scale: float = 100.0) -> float | None:
     """Compressed − base in points (percentage points of a fraction; ``scale`` 1 for % metrics)."""
     if not entry or entry["base"]["value"] is None or entry["compressed"]["value"] is None:

@@ -4,9 +4,8 @@ its numbers, the timing spread, and warnings where a number should not be read a
 Built from the per-example ``predictions`` the model kinds return (``kinds/*.evaluate``) and the
 aggregate ``results``; no inference happens here. Intervals are percentile bootstraps
 (Efron & Tibshirani 1993, ch. 13; ``metrics.intervals``), seeded with the run's seed, with
-``N_RESAMPLES`` resamples (recorded in the card). F_bias follows Du et al. (2023), eq. 1,
-``F_bias = gap_compressed / gap_base`` with ``gap = (acc_dev − acc_challenge) / acc_dev``; its
-interval resamples base and compressed predictions of the same examples together (paired).
+``N_RESAMPLES`` resamples (recorded in the card). The interval of F_bias (Du et al. 2023, eq. 1, in
+``metrics.intervals``) resamples base and compressed predictions of the same examples together.
 """
 from __future__ import annotations
 
@@ -21,16 +20,6 @@ ROLES = ("base", "compressed")
 
 
 # ----- per-example rows (predictions.jsonl) ----------------------------------------------------
-def _mapped(examples, predicted) -> np.ndarray:
-    """Task label ids → this set's label ids; -1 (a generation that names no label) stays -1."""
-    predicted = np.asarray(predicted, dtype=int)
-    out = np.full(len(predicted), -1)
-    known = predicted >= 0
-    if known.any():
-        out[known] = examples.map_predictions(predicted[known])
-    return out
-
-
 def prediction_rows(task, predictions: dict) -> list[dict]:
     """Rows for ``report/predictions.py``: one per (role, set, example). Classification: gold and
     predicted label names of the set (null for a generated text that names no label), the
@@ -47,7 +36,7 @@ def prediction_rows(task, predictions: dict) -> list[dict]:
                                  "predicted": text, "text": examples.sources[i]})
                 continue
             names = examples.label_names
-            predicted = _mapped(examples, entry["predicted"])
+            predicted = examples.map_predictions(entry["predicted"])
             probabilities = entry.get("probabilities")
             for i, (gold, pred) in enumerate(zip(examples.labels, predicted)):
                 row = {"id": i, "set": name, "role": role, "gold": names[int(gold)],
@@ -67,7 +56,7 @@ def prediction_rows(task, predictions: dict) -> list[dict]:
 # ----- intervals -------------------------------------------------------------------------------
 def correctness(task, predictions: dict) -> dict:
     """``{role: {set: bool array}}``: which examples each model got right (classification)."""
-    return {role: {name: _mapped(examples, predictions[role][name]["predicted"]) == np.asarray(examples.labels)
+    return {role: {name: examples.map_predictions(predictions[role][name]["predicted"]) == np.asarray(examples.labels)
                    for name, examples in task.eval_sets().items()} for role in ROLES}
 
 
@@ -137,7 +126,7 @@ def collect(task, results: dict, predictions: dict, bias: dict | None, training:
             found.append(trust.gap_not_positive(bias.get("gap_base")))
         for role in ROLES:
             for name, entry in task.eval_sets().items():
-                predicted = _mapped(entry, predictions[role][name]["predicted"])
+                predicted = entry.map_predictions(predictions[role][name]["predicted"])
                 shares = trust.predicted_shares(entry.label_names[p] if p >= 0 else "(no label)" for p in predicted)
                 found.append(trust.single_class(name, shares, role=role))
     else:
@@ -149,7 +138,7 @@ def collect(task, results: dict, predictions: dict, bias: dict | None, training:
         base, comp = (results[role]["sets"]["dev"].get(metric) for role in ROLES)
         if base is not None and comp is not None and comp > base:
             found.append(trust.more_training_than_base(training["base_epochs"], training["compressed_epochs"]))
-    return trust.collect_warnings(*found)
+    return [warning for warning in found if warning]  # the checks that fired (None: passed), in order
 
 
 def f_bias_meaningful(bias: dict | None, warnings: list[str]) -> bool:

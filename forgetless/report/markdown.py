@@ -25,7 +25,8 @@ def render_markdown(card: dict, summary: bool = True) -> str:
     accuracies with their intervals) follows the table it shows; method plots come last."""
     lines = [f"# forgetless report card: {card['task']['name']} · {card['method']['name']}", ""]
     if summary:
-        lines += _warnings(card)
+        if card.get("warnings"):
+            lines += ["## ⚠ Warnings", "", *[f"- {w}" for w in card["warnings"]], ""]
         lines += [f"**Verdict:** {verdict(card)}.", "", _verdict(card), ""]
     plots = card.get("plots", [])
     shown = ["", *[f"![{p}]({p})" for p in plots[:1]]]  # beside the table whose numbers it shows
@@ -57,7 +58,6 @@ def render_markdown(card: dict, summary: bool = True) -> str:
     lines += _training(card) + _size(card) + _speed(card)
     lines += _deployment(card)
     lines += _robustness(card)
-    from ..metrics.calibration import calibration_markdown
     lines += calibration_markdown(card)
     if card["notes"]:
         lines += ["", "## Notes", ""] + [f"- {note}" for note in card["notes"]]
@@ -133,10 +133,8 @@ def _classification(card: dict, plot: list[str]) -> list[str]:
         ci = lambda role, part: (he.get(role) or {}).get(part)  # noqa: E731
         lines += ["", f"## Hard vs easy on dev (n hard = {hb['n_hard']}, n easy = {hb['n_easy']})", "",
                   "| | base | compressed | Δ pts |", "|---|---:|---:|---:|",
-                  f"| hard | {pct_ci(hb['hard'], ci('base', 'hard'))} | {pct_ci(hc['hard'], ci('compressed', 'hard'))} "
-                  f"| {delta(hb['hard'], hc['hard'])} |",
-                  f"| easy | {pct_ci(hb['easy'], ci('base', 'easy'))} | {pct_ci(hc['easy'], ci('compressed', 'easy'))} "
-                  f"| {delta(hb['easy'], hc['easy'])} |",
+                  *(f"| {p} | {pct_ci(hb[p], ci('base', p))} | {pct_ci(hc[p], ci('compressed', p))} | {delta(hb[p], hc[p])} |"
+                    for p in ("hard", "easy")),
                   f"| easy − hard gap | {pct(hb['gap'])} | {pct(hc['gap'])} | |"]
     lines += _groups(card)
     return lines
@@ -184,12 +182,6 @@ def f_bias_text(card: dict, bold: bool = True, digits: int = 3) -> str:
     if not bias.get("meaningful", True):
         return f"{value}{span} — not meaningful (see warnings)"
     return (f"**{value}**" if bold else value) + span
-
-
-def _warnings(card: dict) -> list[str]:
-    if not card.get("warnings"):
-        return []
-    return ["## ⚠ Warnings", "", *[f"- {w}" for w in card["warnings"]], ""]
 
 
 def _training(card: dict) -> list[str]:
@@ -325,4 +317,24 @@ def _robustness(card: dict) -> list[str]:
               f"{p['samples']} samples in an ℓ{p['norm']} ball of radius {p['radius']} around the input embeddings; "
               f"reverse-Weibull location as Lipschitz estimate; scores capped at R. Time: base {b['seconds']:.0f} s, "
               f"compressed {c['seconds']:.0f} s."]
+    return lines
+
+
+def calibration_markdown(card: dict) -> list[str]:
+    """A small Markdown table for the report: ECE and confidence − accuracy, base vs compressed."""
+    section = card.get("calibration")
+    if not section:
+        return []
+    lines = ["", "## Calibration (Du et al. Observation 2)", "",
+             f"Expected calibration error ({section['bins']} bins) and mean confidence − accuracy "
+             "(> 0: overconfident), in points.", "",
+             "| set | part | n | ECE base | ECE compressed | overconf. base | overconf. compressed |", "|---|---|---|---|---|---|---|"]
+    for name, roles in section["sets"].items():
+        base, comp = roles.get("base", {}), roles.get("compressed", {})
+        for part in ("all", "easy", "hard"):
+            b, c = (base, comp) if part == "all" else (base.get(part), comp.get(part))
+            if not b or not c:
+                continue
+            lines.append(f"| {name} | {part} | {b['n']} | {pct(b['ece'])} | {pct(c['ece'])} | "
+                         f"{pct(b['overconfidence'])} | {pct(c['overconfidence'])} |")
     return lines

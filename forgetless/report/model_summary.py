@@ -4,41 +4,32 @@ the warnings, so the model folder says what the compression cost wherever it is 
 from __future__ import annotations
 
 
-def _interval(intervals: dict | None, name: str, role: str) -> list | None:
-    entry = ((intervals or {}).get("sets") or {}).get(name, {}).get(role)
-    if not entry or entry.get("low") is None:
-        return None
-    return [entry["low"], entry["high"]]
+def _metric_row(name: str, n, metric: str, base, compressed, intervals: dict) -> dict:
+    """One row of the model card's table; ``intervals`` {role: {low, high}} of the two numbers."""
+    row = {"set": name, "n": n, "metric": metric, "base": base, "compressed": compressed}
+    for role in ("base", "compressed"):
+        if (intervals.get(role) or {}).get("low") is not None:
+            row[f"{role}_interval"] = [intervals[role]["low"], intervals[role]["high"]]
+    return row
 
 
 def model_card_summary(card: dict) -> dict:
     """``write_model_card`` summary from a report card (schema ``forgetless-report-2``)."""
     metric = card["task"]["metric"]
-    intervals = card.get("intervals")
-    metrics = []
-    for name, entry in card["sets"].items():
-        row = {"set": name, "n": entry["base"]["n"], "metric": metric,
-               "base": entry["base"].get(metric), "compressed": entry["compressed"].get(metric)}
-        for role in ("base", "compressed"):
-            interval = _interval(intervals, name, role)
-            if interval:
-                row[f"{role}_interval"] = interval
-        metrics.append(row)
+    intervals = card.get("intervals") or {}
+    metrics = [_metric_row(name, entry["base"]["n"], metric, entry["base"].get(metric), entry["compressed"].get(metric),
+                           (intervals.get("sets") or {}).get(name) or {}) for name, entry in card["sets"].items()]
     challenge = card.get("challenge")
     if challenge and challenge.get("base") is not None:
-        row = {"set": "challenge pooled (" + " + ".join(challenge["sets"]) + ")", "metric": metric,
-               "base": challenge["base"], "compressed": challenge["compressed"]}
-        pooled = (intervals or {}).get("challenge") or {}
-        row["n"] = (pooled.get("base") or {}).get("n")
-        for role in ("base", "compressed"):
-            if (pooled.get(role) or {}).get("low") is not None:
-                row[f"{role}_interval"] = [pooled[role]["low"], pooled[role]["high"]]
-        metrics.append(row)
+        pooled = intervals.get("challenge") or {}
+        metrics.append(_metric_row("challenge pooled (" + " + ".join(challenge["sets"]) + ")",
+                                   (pooled.get("base") or {}).get("n"), metric, challenge["base"],
+                                   challenge["compressed"], pooled))
     params = card["params"]
     size = {"parameters_base": params["base"]["total"], "parameters_compressed": params["compressed"]["total"],
             "parameter_ratio": params["ratio"], "disk_bytes_compressed": params["compressed"].get("disk_bytes")}
     bias = card.get("bias") or {}
-    f_bias = (intervals or {}).get("f_bias") or {}
+    f_bias = intervals.get("f_bias") or {}
     if bias.get("f_bias") is not None:
         size_or_note = f"{bias['f_bias']:.3f}" if bias.get("meaningful") else f"{bias['f_bias']:.3f} (not meaningful)"
         if f_bias.get("low") is not None:

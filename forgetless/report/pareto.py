@@ -16,12 +16,6 @@ PANELS = (("dev", "params", "dev accuracy vs parameters"), ("dev", "speedup", "d
           ("challenge", "speedup", "challenge accuracy vs measured speedup"))
 
 
-def pareto_point(label: str, group: str, numbers: dict) -> dict:
-    """A plotted run: ``label`` written beside it, ``group`` its colour, ``numbers`` its
-    ``headline_numbers``."""
-    return {"label": label, "group": group, "numbers": numbers}
-
-
 def pareto_front(points: list[tuple[float, float]], fewer_is_better: bool) -> list[int]:
     """Indices of the points no other point dominates: y at least as high and x at least as good
     (lower when ``fewer_is_better``, else higher), strictly better in one; sorted by x."""
@@ -42,8 +36,9 @@ def _x(numbers: dict, axis: str, role: str):
 
 
 def pareto_plot(points: list[dict], path: str | Path, title: str) -> Path:
-    """2 × 2 panels (``PANELS``); each base model is a black star (speedup 1), each compressed model
-    a dot coloured by its group. A panel with no challenge accuracy says so."""
+    """2 × 2 panels (``PANELS``) of ``points`` (a run each: ``{label, group, numbers}``, its label
+    written beside it, its group its colour, its ``headline_numbers``); each base model is a black
+    star (speedup 1), each compressed model a dot. A panel with no challenge accuracy says so."""
     fig, axes = plt.subplots(2, 2, figsize=(11, 7.5))
     groups = list(dict.fromkeys(p["group"] for p in points))
     for ax, (metric, axis, heading) in zip(axes.flat, PANELS):

@@ -1,6 +1,7 @@
 """Plots for the report card (matplotlib, headless)."""
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import matplotlib
@@ -12,8 +13,6 @@ from ..fsutil import atomic_write_bytes  # noqa: E402
 
 
 def save_figure(fig, path: str | Path) -> Path:
-    import io
-
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=120, bbox_inches="tight")
     plt.close(fig)

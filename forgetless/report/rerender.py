@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from ..errors import DataError, OutputFolderError
+from ..fsutil import atomic_write_json
 from ..outputs import output_lock
 from .card import render_card, validate_card
 from .predictions import read_predictions, recompute_accuracy
@@ -85,7 +86,5 @@ def rerender(folder, flag: str = "OUT") -> dict[str, Path]:
     with output_lock(folder, flag):  # a compress still writing into the folder stops this one
         paths = render_card(card, folder, extra)
         if card["plots"] != listed:
-            from ..fsutil import atomic_write_json
-
             atomic_write_json(folder / "report.json", card)
     return paths

@@ -134,24 +134,3 @@ def sweep_plots(summary: dict, out_dir: str | Path) -> list[Path]:
         paths.append(hard_easy_vs_level(summary, out_dir / f"figure1_hard_easy_vs_{level}.png"))
     return paths
 
-
-def variance_histogram(variance, hard, path: str | Path, title: str = "") -> Path:
-    """Histogram of per-sample loss variance across pruned models (log scale), split into
-    ground-truth easy and hard samples when the flags are known (Du et al. §4.1)."""
-    import numpy as np
-
-    v = np.asarray(variance, dtype=float)
-    bins = np.logspace(np.log10(max(v.min(), 1e-12)), np.log10(max(v.max(), 1e-11)), 40)
-    fig, ax = plt.subplots(figsize=(6, 3.6))
-    if hard is None:
-        ax.hist(v, bins=bins, color=COLORS[0])
-    else:
-        hard = np.asarray(hard, dtype=bool)
-        ax.hist(v[~hard], bins=bins, alpha=0.6, label=f"easy (n={int((~hard).sum())})", color=COLORS[0])
-        ax.hist(v[hard], bins=bins, alpha=0.6, label=f"hard (n={int(hard.sum())})", color=COLORS[3])
-        ax.legend(fontsize=8)
-    ax.set_xscale("log")
-    ax.set_xlabel("variance of the loss across pruned models")
-    ax.set_ylabel("training samples")
-    ax.set_title(f"{title}: sample difficulty".strip(": "))
-    return save_figure(fig, path)

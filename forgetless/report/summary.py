@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import html
 
-from .headline import delta_points, headline_numbers, scale_of, verdict
+from .headline import delta_points, estimate_text, headline_numbers, scale_of, verdict
 
 
 def summary_panel(card: dict) -> str:
@@ -36,21 +36,12 @@ def _tile(label: str, value: str, detail: str, tone: str) -> str:
             f'<div class="value">{html.escape(value)}</div><div class="detail">{html.escape(detail)}</div></div>')
 
 
-def _span(entry: dict, scale: float) -> str:
-    if entry["value"] is None:
-        return "–"
-    text = f"{scale * entry['value']:.1f}"
-    if entry["low"] is not None:
-        text += f" [{scale * entry['low']:.1f}, {scale * entry['high']:.1f}]"
-    return text
-
-
 def _accuracy_tile(label: str, entry: dict, scale: float, unit: str) -> str:
     points = delta_points(entry, scale)
     if points is None:
         return _tile(label, "–", "no examples", "neutral")
     tone = "neutral" if abs(points) < 0.05 else ("good" if points > 0 else "bad")
-    detail = f"base {_span(entry['base'], scale)}{unit} → {_span(entry['compressed'], scale)}{unit}"
+    detail = f"base {estimate_text(entry['base'], scale)}{unit} → {estimate_text(entry['compressed'], scale)}{unit}"
     return _tile(label, f"{points:+.1f} pts", detail, tone)
 
 

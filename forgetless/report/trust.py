@@ -1,7 +1,7 @@
 """Warnings for numbers a report card shows but a reader should not trust.
 
 Pure functions on plain numbers, dicts and lists: each returns one warning sentence, or None when
-the check passes. ``collect_warnings`` drops the Nones. Thresholds are the named constants below.
+the check passes. Thresholds are the named constants below.
 """
 from __future__ import annotations
 
@@ -101,7 +101,3 @@ def more_training_than_base(base_epochs: float, compressed_epochs: float) -> str
                 f"differences may come from the extra training")
     return None
 
-
-def collect_warnings(*warnings: str | None) -> list[str]:
-    """The warnings that fired, in order."""
-    return [warning for warning in warnings if warning]

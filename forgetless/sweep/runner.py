@@ -41,14 +41,6 @@ log = logging.getLogger(__name__)
 ALL_OBJECTIVES = ("ce", "distil", "smooth", "focal", "jtt", "rmc")
 
 
-def parse_list(value, cast=str) -> list:
-    """``"a,b,c"`` or a sequence → list of ``cast`` values."""
-    if value is None:
-        return []
-    items = value.split(",") if isinstance(value, str) else list(value)
-    return [cast(str(v).strip()) for v in items if str(v).strip()]
-
-
 def task_fingerprint(task: Task) -> str:
     """Content hash of every set of the task: a changed data set never reuses old runs."""
     parts = {"train": task.train.fingerprint(), **{n: s.fingerprint() for n, s in task.eval_sets().items()}}
@@ -155,44 +147,6 @@ def _with_level(method, option: str, level):
     return METHODS.make_config(method.name, {**asdict(method), option: level})
 
 
-def collect_sweep(out_dir: str | Path, write: bool = True, plots: bool = True) -> dict:
-    """Summarise the finished runs of a sweep folder without training anything (a sweep still
-    running or interrupted): reads ``runs/*/report.json`` and the difficulty summaries in ``cache/``."""
-    out_dir = Path(out_dir)
-    reports = sorted((out_dir / "runs").glob("*/report.json"))
-    if not reports:
-        raise ConfigError(f"{out_dir} has no finished sweep runs (runs/*/report.json)")
-    cards = [json.loads(path.read_text()) for path in reports]
-    for card, path in zip(cards, reports):
-        marker = path.parent / "sweep-run.json"
-        card["sweep_run"] = json.loads(marker.read_text()) if marker.is_file() else {}
-    order = {name: i for i, name in enumerate(ALL_OBJECTIVES)}
-    previous = json.loads((out_dir / "sweep.json").read_text()) if (out_dir / "sweep.json").is_file() else {}
-    setup = previous.get("setup") or {}
-    if setup.get("objectives"):
-        order = {name: i for i, name in enumerate(setup["objectives"])}
-    level = setup.get("level_option", "sparsity")
-    cards.sort(key=lambda c: (c["seed"], c["method"]["config"].get(level) or 0,
-                              order.get(c["method"]["objective"], len(order))))
-    first = cards[0]
-    task = previous.get("task") or {"name": first["task"]["name"], "protocol": first["task"]["protocol"],
-                                     "train": first["task"]["sizes"]["train"],
-                                     "sets": {k: v for k, v in first["task"]["sizes"].items() if k != "train"}}
-    if not setup:
-        setup = {"method": first["method"]["name"], "method_options": {}, "student_init": first["method"]["student_init"],
-                 "seeds": sorted({c["seed"] for c in cards}), "train": first["method"]["train"],
-                 "teacher_train": first["method"]["train"]}
-    difficulty = previous.get("difficulty") or {}
-    if not difficulty:  # sweep.json not written yet: the difficulty summaries in the shared cache
-        for path in sorted((out_dir / "cache").glob("difficulty-*.json")):
-            difficulty[path.stem] = {"alpha": default_alpha(task["name"]), **json.loads(path.read_text())}
-    summary = _summary([_record(c, level) for c in cards], task, setup, difficulty, None)
-    summary["complete"] = False
-    if write:
-        write_sweep(summary, out_dir, plots=plots)
-    return summary
-
-
 def _reuse(run_dir: Path, config, task_key: str) -> dict | None:
     marker, report = run_dir / "sweep-run.json", run_dir / "report.json"
     if not (marker.is_file() and report.is_file()):
@@ -217,8 +171,6 @@ def _difficulty_summary(task: Task, teacher_dir: str, train: TrainConfig, seed: 
                                 pretrained=lambda: kind.load_model(model, task, seed)[0])
     alpha = config.alpha if config.alpha is not None else default_alpha(task.name)
     return {"alpha": alpha, **result.summary()}
-
-
 
 
 def _number(value: str):

@@ -6,11 +6,13 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import numpy as np
+
 from ..data.task import Task
 from ..fsutil import atomic_write_json, atomic_write_text
 from ..report.headline import headline_numbers
 from ..report.html import render_html
-from ..report.pareto import pareto_plot, pareto_point
+from ..report.pareto import pareto_plot
 from ..report.rmc_plots import sweep_plots
 
 SCHEMA = "forgetless-sweep-2"
@@ -37,10 +39,9 @@ def card_metrics(card: dict) -> dict:
             dev = dev / 100.0  # ROUGE / METEOR are in %; tables show every metric as % of a fraction
         out[role] = {"dev": dev, "challenge": challenge[role],
                      "hard": hard_easy.get("hard"), "easy": hard_easy.get("easy"), "groups": groups}
-    out["compressed"]["f_bias"] = (card.get("bias") or {}).get("f_bias")
-    out["base"]["f_bias"] = 1.0
-    out["compressed"]["size"], out["base"]["size"] = card["params"]["ratio"], 1.0
-    out["compressed"]["speedup"], out["base"]["speedup"] = card["speed"]["throughput_per_s"]["speedup"], 1.0
+    out["base"].update(f_bias=1.0, size=1.0, speedup=1.0)
+    out["compressed"].update(f_bias=(card.get("bias") or {}).get("f_bias"), size=card["params"]["ratio"],
+                             speedup=card["speed"]["throughput_per_s"]["speedup"])
     return out
 
 
@@ -66,8 +67,6 @@ def _summary(records: list[dict], task: dict | Task, setup: dict, difficulty: di
 
 
 def _mean_std(values: list) -> dict:
-    import numpy as np
-
     vals = [v for v in values if v is not None]
     if not vals:
         return {"mean": None, "std": None, "n": 0}
@@ -202,7 +201,7 @@ def pareto(summary: dict, out_dir: Path) -> Path:
     """``pareto.png``: every run of the sweep, coloured by objective, labelled by its level."""
     level = summary["setup"].get("level_option", "sparsity")
     several = len({r["seed"] for r in summary["runs"]}) > 1
-    points = [pareto_point(f"{level}={r['level']:g}" + (f" s{r['seed']}" if several else ""), r["objective"],
-                           r["headline"]) for r in summary["runs"] if r.get("headline")]
+    points = [{"label": f"{level}={r['level']:g}" + (f" s{r['seed']}" if several else ""), "group": r["objective"],
+               "numbers": r["headline"]} for r in summary["runs"] if r.get("headline")]
     return pareto_plot(points, out_dir / "pareto.png", f"{summary['task']['name']}: {summary['setup']['method']} "
                                                        f"sweep over {level}")
