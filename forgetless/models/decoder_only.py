@@ -27,7 +27,6 @@ from torch import nn
 
 from ..errors import UnsupportedModelError
 from .adapters import Adapter, register_adapter
-from .seq2seq import CachedEmptyAttention
 from .sites import AttentionSite, EmptyAttention, FfnSite, Slot, is_conv1d
 
 PER_LAYER_CONFIG_LISTS = ("layer_types",)  # config lists with one entry per decoder layer
@@ -74,6 +73,8 @@ class LlamaAdapter(DecoderOnlyAdapter):
     embeddings; Qwen2 has q/k/v biases, Qwen3 per-head q/k RMSNorm over ``head_dim``, Mistral and
     Qwen a sliding window) and the gated MLP ``mlp.{gate,up,down}_proj``."""
 
+    empty_output = "o_proj"
+
     def attention_sites(self, model):
         sites = []
         for i, layer in enumerate(self.stacks(model)["decoder"]):
@@ -95,10 +96,6 @@ class LlamaAdapter(DecoderOnlyAdapter):
                         Slot(layer.mlp, "down_proj"))
                 for i, layer in enumerate(self.stacks(model)["decoder"])]
 
-    def empty_attention(self, site):
-        core = site.core.get()
-        return CachedEmptyAttention("o_proj", site.o.get(), returns=2, layer_idx=core.layer_idx)
-
     def after_head_prune(self, site, keep):
         """``keep`` are key/value groups; the group size G (``num_key_value_groups``) is unchanged."""
         core = site.core.get()
@@ -116,6 +113,7 @@ class Gpt2Adapter(DecoderOnlyAdapter):
     of ``c_proj``)."""
 
     layers_attr = "h"
+    empty_output = "c_proj"
 
     def stacks(self, model):
         if getattr(model.config, "add_cross_attention", False):
@@ -138,10 +136,6 @@ class Gpt2Adapter(DecoderOnlyAdapter):
     def ffn_sites(self, model):
         return [FfnSite("decoder", i, [Slot(block.mlp, "c_fc")], Slot(block.mlp, "c_proj"))
                 for i, block in enumerate(self.stacks(model)["decoder"])]
-
-    def empty_attention(self, site):
-        core = site.core.get()
-        return CachedEmptyAttention("c_proj", site.o.get(), returns=2, layer_idx=core.layer_idx)
 
     def after_head_prune(self, site, keep):
         core = site.core.get()
