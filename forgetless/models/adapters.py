@@ -12,7 +12,7 @@ from typing import Callable
 from torch import nn
 
 from ..errors import UnsupportedModelError
-from .sites import AttentionSite, CachedEmptyAttention, EmptyAttention, FfnSite, Slot
+from .sites import AttentionSite, CachedEmptyAttention, EmptyAttention, FfnSite, Slot, is_linear
 
 _ADAPTERS: dict[str, "Adapter"] = {}
 
@@ -91,16 +91,12 @@ class Adapter(ABC):
         model.config.__setattr__(self.layer_count_keys[stack], len(keep))
         renumber(self.stacks(model)[stack])
 
-    def prunable_linears(self, model: nn.Module) -> list[tuple[str, nn.Linear]]:
-        """Linear layers inside the transformer stacks (no embeddings, pooler or classifier):
-        the weights magnitude pruning acts on (Du et al. §3.1)."""
-        out = []
-        for stack_name, layers in self.stacks(model).items():
-            for i, layer in enumerate(layers):
-                for name, module in layer.named_modules():
-                    if isinstance(module, nn.Linear):
-                        out.append((f"{stack_name}.{i}.{name}", module))
-        return out
+    def prunable_linears(self, model: nn.Module) -> list[tuple[str, nn.Module]]:
+        """Linear layers (``sites.is_linear``: GPT-2's ``Conv1D`` too, whose (in, out) weight layout
+        unstructured pruning ignores) inside the transformer stacks, no embeddings, pooler or
+        classifier: the weights magnitude pruning acts on (Du et al. §3.1), named ``stack.layer.module``."""
+        return [(f"{stack}.{i}.{name}", module) for stack, layers in self.stacks(model).items()
+                for i, layer in enumerate(layers) for name, module in layer.named_modules() if is_linear(module)]
 
     def layer_parameters(self, model: nn.Module) -> int:
         return sum(p.numel() for layers in self.stacks(model).values() for p in layers.parameters())

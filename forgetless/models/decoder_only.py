@@ -23,11 +23,10 @@ What these families need beyond the encoder adapters:
 from __future__ import annotations
 
 import torch
-from torch import nn
 
 from ..errors import UnsupportedModelError
 from .adapters import Adapter, register_adapter
-from .sites import AttentionSite, EmptyAttention, FfnSite, Slot, is_conv1d
+from .sites import AttentionSite, EmptyAttention, FfnSite, Slot
 
 PER_LAYER_CONFIG_LISTS = ("layer_types",)  # config lists with one entry per decoder layer
 
@@ -147,14 +146,3 @@ class Gpt2Adapter(DecoderOnlyAdapter):
             raise UnsupportedModelError(
                 "GPT-2 with scale_attn_by_inverse_layer_idx=True scales attention by 1/(layer_idx+1): removing "
                 f"layers other than the last ones (keep {keep}) would change the kept layers")
-
-    def prunable_linears(self, model):
-        """Every ``Conv1D`` of the blocks (``c_attn``, attention ``c_proj``, ``c_fc``, MLP ``c_proj``):
-        GPT-2's linear layers. Unstructured magnitude pruning only needs ``.weight``, whose (in, out)
-        layout does not matter for it."""
-        out = []
-        for i, block in enumerate(self.stacks(model)["decoder"]):
-            for name, module in block.named_modules():
-                if isinstance(module, nn.Linear) or is_conv1d(module):
-                    out.append((f"decoder.{i}.{name}", module))
-        return out

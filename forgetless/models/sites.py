@@ -199,6 +199,11 @@ def is_conv1d(module: nn.Module) -> bool:
     return isinstance(module, Conv1D)
 
 
+def is_linear(module: nn.Module) -> bool:
+    """An ``nn.Linear`` or a GPT-2 ``Conv1D``: the linear layers of a transformer stack."""
+    return isinstance(module, (nn.Linear, Conv1D))
+
+
 def weight_matrix(module: nn.Module) -> torch.Tensor:
     """The (out × in) weight data of an ``nn.Linear`` or of a ``Conv1D`` (a transposed view)."""
     return module.weight.data.T if is_conv1d(module) else module.weight.data

@@ -22,7 +22,7 @@ from transformers import TrainerCallback
 
 from ...errors import ConfigError, OptionError
 from ...models.adapters import get_adapter
-from ...models.sites import in_features, is_conv1d, weight_matrix
+from ...models.sites import in_features, weight_matrix
 from ..base import CompressionContext, CompressionMethod
 from .calibration import scoring_subset
 from .hessian import HessianAccumulator, relative_reconstruction_error
@@ -51,11 +51,9 @@ def calibration_batches(ctx: CompressionContext, config: OneShotConfig) -> list[
 
 def linear_widths(model: nn.Module):
     """``(where, input width)`` of every linear layer of the stacks (``where``: "decoder layer 0 q_proj")."""
-    for stack, layers in get_adapter(model).stacks(model).items():
-        for index, layer in enumerate(layers):
-            for name, m in layer.named_modules():
-                if isinstance(m, nn.Linear) or is_conv1d(m):
-                    yield f"{stack} layer {index} {name}", in_features(m)
+    for name, module in get_adapter(model).prunable_linears(model):
+        stack, index, inner = name.split(".", 2)
+        yield f"{stack} layer {index} {inner}", in_features(module)
 
 
 def check_input_widths(model: nn.Module, multiple: int, flag: str, instead: str) -> None:
