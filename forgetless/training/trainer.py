@@ -29,10 +29,12 @@ from typing import Protocol
 
 import torch
 import transformers
+from safetensors.torch import load_file, save_file
 from torch import nn
 from transformers import TrainerCallback
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
+from ..errors import ConfigError
 from ..fsutil import atomic_write_text, disk_full_guard
 from .objective import Objective
 from .encode import Collator, encode_for_training, split_batch
@@ -212,15 +214,34 @@ def checkpoint_key(model, train_set, config: TrainConfig, objective, extras, cal
     return digest.hexdigest()[:20]
 
 
+def checkpoint_dir(args, state) -> Path:
+    """The folder the Trainer writes (or resumed from) for the current global step."""
+    return Path(args.output_dir) / f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}"
+
+
+def save_checkpoint_tensors(args, state, filename: str, tensors: dict[str, torch.Tensor]) -> None:
+    """A callback's own state (safetensors) into the checkpoint being written, restored on resume."""
+    folder = checkpoint_dir(args, state)
+    if folder.is_dir() and state.is_world_process_zero:
+        save_file({k: v.detach().cpu().clone().contiguous() for k, v in tensors.items()}, str(folder / filename))
+
+
+def load_checkpoint_tensors(args, state, filename: str, what: str) -> dict[str, torch.Tensor]:
+    path = checkpoint_dir(args, state) / filename
+    if not path.is_file():
+        raise ConfigError(f"resuming at step {state.global_step} needs {what} from {path}, which is missing; "
+                          f"delete {args.output_dir} to train from the start")
+    return load_file(str(path))
+
+
 class CheckpointComplete(TrainerCallback):
     """Marks a checkpoint complete once everything in it is written (``on_save`` runs after the
     Trainer has written weights, optimizer, scheduler, RNG and trainer state, and after the other
     callbacks' ``on_save``). A checkpoint without the mark was interrupted (kill, full disk)."""
 
     def on_save(self, args, state, control, **kwargs):
-        folder = Path(args.output_dir) / f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}"
-        if folder.is_dir():
-            atomic_write_text(folder / COMPLETE_FILE, f"{state.global_step}\n")
+        if checkpoint_dir(args, state).is_dir():
+            atomic_write_text(checkpoint_dir(args, state) / COMPLETE_FILE, f"{state.global_step}\n")
 
 
 def last_complete_checkpoint(output_dir) -> str | None:

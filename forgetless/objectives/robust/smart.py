@@ -44,8 +44,8 @@ from ...training.objective import Objective, cross_entropy
 from .config import SmartConfig
 from .formulas import (ema_update, mtdnn_step, normalize_linf, project_linf, stable_kl_sum, symmetric_kl,
                        symmetric_kl_one_side)
-from .glue import (classification_only, embedding_shape, is_resuming, load_checkpoint_tensors,
-                   perturbed_embeddings, rng_state, save_checkpoint_tensors, set_rng_state, unwrap)
+from ...training.trainer import load_checkpoint_tensors, save_checkpoint_tensors
+from .glue import classification_only, embedding_shape, perturbed_embeddings, rng_state, set_rng_state, unwrap
 
 ANCHOR_FILE = "smart-anchor.safetensors"
 
@@ -85,7 +85,7 @@ class AnchorCallback(TrainerCallback):
 
     def on_train_begin(self, args, state, control, model=None, **kwargs):
         anchor = self.objective.make_anchor(model)
-        if is_resuming(state):
+        if state.global_step > 0:  # the Trainer restored a checkpoint
             saved = load_checkpoint_tensors(args, state, ANCHOR_FILE, "SMART's momentum model θ̃")
             with torch.no_grad():
                 for name, param in anchor.named_parameters():
