@@ -203,12 +203,9 @@ class ExactDeltaC:
 def hybrid_delta_c(model: nn.Module, batches: list[dict], fisher: torch.Tensor, ratio: float, alpha: float,
                    beta: float, gamma: float, window: int, eps: float = 1e-8, rows_per_pass: int = 256,
                    first_order: torch.Tensor | None = None, extremes: int = 1) -> dict:
-    """Hybrid ΔC for RAHP's selection at ``ratio`` (eq. 2 exact near the cut, first-order elsewhere).
-
-    1. ``ΔC⁽¹⁾`` = first-order ΔC of every head (``first_order_delta_c_scores``), unless given.
-    2. ``refine_near_cut``: repeat ``ΔC`` = ``ΔC⁽¹⁾`` with the exact values computed so far
-       substituted; compute exact ΔC (``delta_c_scores``) for the heads of
-       ``heads_to_compute(ΔC, …)`` not exact yet; stop when none is new.
+    """Hybrid ΔC for RAHP's selection at ``ratio`` (eq. 2 exact near the cut, first-order elsewhere):
+    ``refine_near_cut`` from the first-order ΔC of every head (``first_order_delta_c_scores``, unless
+    given) with exact ΔC from ``delta_c_scores``.
 
     At the fixed point, with the returned mixed ΔC and the (exact) Fisher scores: the ``window``
     last pruned and ``window`` first kept unprotected heads of the top-K cut by S (eq. 5) have
