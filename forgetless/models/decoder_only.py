@@ -3,22 +3,17 @@ gated MLP) and GPT-2 (fused ``c_attn`` and ``Conv1D`` projections). One layer st
 
 What these families need beyond the encoder adapters:
 
-* **Grouped-query attention.** ``num_key_value_heads`` k/v heads are each read by
-  G = ``num_attention_heads / num_key_value_heads`` query heads (query head h reads k/v head
-  h // G). Removing a k/v head without its query heads (or the reverse) leaves a model that
-  ``repeat_kv`` cannot run, so the prunable unit of a GQA site is a **key/value group**: its k/v
-  rows plus its G query heads' q rows and o columns (``AttentionSite.kv_dim`` / ``head_dim``).
-  G itself never changes, so ``num_key_value_groups`` stays valid; the layer's head counts are
-  recorded on the module where the class keeps them.
+* **Grouped-query attention.** Removing a k/v head without its G query heads (or the reverse)
+  leaves a model that ``repeat_kv`` cannot run, so the prunable unit is a **key/value group**
+  (``sites.AttentionSite``). G never changes, so ``num_key_value_groups`` stays valid; the layer's
+  head counts are recorded on the module where the class keeps them.
 * **GPT-2's fused ``c_attn``** computes ``[q | k | v]`` in one ``Conv1D`` (weight (in, out)): a
   head owns three column blocks of it (``AttentionSite.qkv``); ``split_size`` follows the head count.
 * **Layer removal** renumbers ``layer_idx`` (the KV cache is indexed by it), sets the layer count
   the model loops over and sizes its cache from (``num_hidden_layers`` / ``n_layer``) and slices
   per-layer config lists (``layer_types``: full vs sliding-window attention per layer).
-* A self-attention with every unit removed still records each step in the KV cache, so the cache
-  length that positions and masks are computed from keeps counting tokens. It stores one zero
-  feature per token, not a zero-head tensor: transformers' ``DynamicLayer.get_seq_length`` reports
-  0 for an entry with no elements.
+* A self-attention with every unit removed still counts tokens in the KV cache
+  (``sites.CachedEmptyAttention``).
 """
 from __future__ import annotations
 

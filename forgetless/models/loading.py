@@ -180,5 +180,3 @@ def _check_source(path: str) -> None:
     if looks_local:
         check_model_folder(path)  # missing, a file, no config, pickle only: one clear error
 
-
-__all__ = ["load_causal_lm", "load_classifier", "load_seq2seq", "resolve_model_path", "UnsupportedModelError"]

@@ -12,8 +12,8 @@ FFN units and layers in both stacks):
 * **Decoder layer drop**: ``layer_idx`` renumbering and the layer count in the decoder's own
   config entry (``num_decoder_layers`` / ``decoder_layers`` / ``decoder.num_hidden_layers``),
   which is what the generation cache is sized from.
-* A decoder self-attention with every head removed still records the step in the KV cache
-  (zero heads), so position bookkeeping during generation stays right.
+* A decoder self-attention with every head removed still counts tokens in the KV cache
+  (``sites.CachedEmptyAttention``, from the adapter base).
 """
 from __future__ import annotations
 
