@@ -31,17 +31,9 @@ from torch import nn
 
 from ...errors import ConfigError, UnsupportedModelError
 from ...models.adapters import get_adapter
-from .config import DELTA_C_MODES
 from ...metrics.predict import scoring_mode
 from .model_scoring import ExampleHeadGates, _device, _inputs, delta_c_scores
 from .scores import count_from_ratio, margin, per_example_norm, rahp_select, robustness_ratio
-
-
-def check_delta_c_mode(mode: str) -> str:
-    """``mode`` if it is one of ``DELTA_C_MODES``, else a ConfigError naming the valid ones."""
-    if mode not in DELTA_C_MODES:
-        raise ConfigError(f"delta_c_mode {mode!r} is unknown: use one of {', '.join(DELTA_C_MODES)}")
-    return mode
 
 
 # ----- pure math -----------------------------------------------------------------------------------

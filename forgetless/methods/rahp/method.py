@@ -29,9 +29,7 @@ class RobustnessAwareHeadPruning(HeadPruningMethod):
     def select(self, model, ctx):
         cfg = self.config
         examples = self.scoring_set(ctx)
-        scores = rahp_scores(model, ctx.tokenizer, examples, cfg.scoring_batch, cfg.scoring_length,
-                             cfg.eps, cfg.rows_per_pass, cfg.delta_c_mode, cfg.ratio, cfg.alpha, cfg.beta,
-                             cfg.protect, cfg.hybrid_window, cfg.hybrid_extremes)
+        scores = rahp_scores(model, ctx.tokenizer, examples, cfg)
         decision = rahp_decision(scores, cfg.ratio, cfg.alpha, cfg.beta, cfg.protect, cfg.eps)
         layout = layout_from_json(scores["layout"])
         self.remove(model, layout, torch.tensor(decision["pruned_mask"]))
