@@ -37,12 +37,6 @@ from .scores import count_from_ratio, margin, per_example_norm, rahp_select, rob
 
 
 # ----- pure math -----------------------------------------------------------------------------------
-def first_order_delta(gate_grads: torch.Tensor) -> torch.Tensor:
-    """First-order RAHP eq. 2 per example: ``C(x, ξ − e_h) − C(x, ξ) ≈ −∂C(x, ξ)/∂ξ_h`` (the
-    Taylor step of ξ_h from 1 to 0), for gradients ``gate_grads`` of shape (examples, heads)."""
-    return -gate_grads
-
-
 def boundary_window(score: torch.Tensor, protected: torch.Tensor, k: int, width: int) -> torch.Tensor:
     """Bool mask of the unprotected heads whose rank by ``score`` (descending, ties: lower index
     first, as ``select_top_k``) lies in ``[k − width, k + width)``: the ``width`` last pruned and
@@ -168,7 +162,7 @@ def first_order_delta_c_scores(model: nn.Module, batches: list[dict],
     with gates, eager_attention(model), scoring_mode(model, freeze=True):
         for batch in batches:
             c, grads = gated_c_and_gate_grads(model, batch, gates, eps)
-            total += first_order_delta(grads).double().sum(dim=0).cpu()
+            total += (-grads).double().sum(dim=0).cpu()  # C(x, ξ − e_h) − C(x, ξ) ≈ −∂C(x, ξ)/∂ξ_h per example
             baseline.append(c.float().cpu())
             count += c.shape[0]
     return (total / max(count, 1)).float(), torch.cat(baseline)
