@@ -16,6 +16,7 @@ whole run from its first steps (``timing.py``).
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -37,7 +38,7 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from ..errors import ConfigError
 from ..fsutil import atomic_write_text, disk_full_guard
 from .objective import Objective
-from .encode import Collator, encode_for_training, split_batch
+from .encode import collate, encode_for_training, split_batch
 from .logs import library_logs_to, route_logs
 from .timing import StepTimeEstimate, TimedCheckpoints
 from ..config import TrainConfig
@@ -46,8 +47,6 @@ log = logging.getLogger(__name__)
 CHECKPOINT_KEY_FILE = "forgetless-run-key.txt"  # file name kept: checkpoints written before stay resumable
 COMPLETE_FILE = "forgetless-complete"  # written last into a checkpoint folder: the checkpoint is whole
 TRAINER_STATE_NAME = "trainer_state.json"
-
-
 
 
 class Regularizer(Protocol):
@@ -159,7 +158,7 @@ def fine_tune(model: nn.Module, tokenizer, train_set, output_dir: str | Path, co
         model=model,
         args=training_arguments(output_dir, config),
         train_dataset=rows,
-        data_collator=Collator(tokenizer.pad_token_id),
+        data_collator=functools.partial(collate, pad_token_id=tokenizer.pad_token_id or 0),  # picklable
         objective=objective,
         regularizer=regularizer,
         callbacks=[*(callbacks or []), *objective.callbacks()],
