@@ -183,10 +183,7 @@ def _check_teacher_labels(teacher: str, task, kind) -> None:
     config = model_config(teacher)
     if kind.name == "seq2seq" or not task.label_names or config is None or not _is_classifier(config):
         return
-    if config.num_labels != len(task.label_names):
-        raise OptionError(f"--teacher {teacher}: predicts {config.num_labels} labels, the task has "
-                          f"{len(task.label_names)} ({', '.join(task.label_names)})")
-    check_label_order(config, task.label_names, teacher)
+    check_label_order(config, task.label_names, teacher, where=f"--teacher {teacher}:", error=OptionError)
 
 
 def run_key(task, config) -> str:

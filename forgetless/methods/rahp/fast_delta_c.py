@@ -81,9 +81,8 @@ def refine_near_cut(first_order: torch.Tensor, fisher: torch.Tensor, ratio: floa
 
     Repeat: ``ΔC`` = ``first_order`` with the exact values obtained so far substituted; ask
     ``exact_fn`` for the heads of ``heads_to_compute(ΔC, …)`` that are not exact yet; stop when
-    none is new. Returns ``delta_c`` (mixed), ``exact`` (head → value) and ``iterations``."""
-    if window < 0:
-        raise ConfigError(f"hybrid window must be >= 0, got {window}")
+    none is new. Returns ``delta_c`` (mixed), ``exact`` (head → value) and ``iterations`` (a negative
+    ``window`` fails in ``boundary_window`` before ``exact_fn`` is called)."""
     exact: dict[int, float] = {}
     iterations = 0
     while True:
