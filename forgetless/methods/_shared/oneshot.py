@@ -20,7 +20,7 @@ import torch
 from torch import nn
 from transformers import TrainerCallback
 
-from ...errors import ConfigError, OptionError
+from ...errors import ConfigError
 from ...models.adapters import get_adapter
 from ...models.sites import in_features, weight_matrix
 from ..base import CompressionContext, CompressionMethod
@@ -54,14 +54,6 @@ def linear_widths(model: nn.Module):
     for name, module in get_adapter(model).prunable_linears(model):
         stack, index, inner = name.split(".", 2)
         yield f"{stack} layer {index} {inner}", in_features(module)
-
-
-def check_input_widths(model: nn.Module, multiple: int, flag: str, instead: str) -> None:
-    """Every linear layer of the stacks must have a multiple of ``multiple`` inputs (N:M's M);
-    checked on the modules before calibration, one line naming the flag."""
-    for where, width in linear_widths(model):
-        if width % multiple:
-            raise OptionError(f"{flag}: {where} has {width} inputs, not a multiple of {multiple}; {instead}")
 
 
 class HoldZeros(TrainerCallback):
@@ -131,9 +123,8 @@ class OneShotPruning(OneShotMethod):
         """The pruned (out × in) weight from the layer's calibration statistics."""
 
     def check_fits(self, model: nn.Module) -> None:
-        if self.config.nm:
-            check_input_widths(model, self.config.nm[1], f"--pattern {self.config.pattern}",
-                               "use --pattern unstructured")
+        for where, width in linear_widths(model):
+            self.config.check_nm_fits(width, f"{where} has")
 
     def prepare(self, model, ctx: CompressionContext):
         self.masks: list[tuple[nn.Module, torch.Tensor]] = []
