@@ -63,16 +63,14 @@ def flag_name(cls: type, f: dataclasses.Field) -> str:
 
 
 def hint_of(cls: type, name: str):
-    """``(base type, is_list, optional)`` of a field: ``int | None`` → (int, False, True)."""
+    """``(base type, is_list)`` of a field: ``int | None`` → (int, False), ``list[str]`` → (str, True)."""
     hint = typing.get_type_hints(cls)[name]
-    optional = False
     if typing.get_origin(hint) in (typing.Union, types.UnionType):
         args = [a for a in typing.get_args(hint) if a is not type(None)]
-        optional = len(args) < len(typing.get_args(hint))
         hint = args[0] if len(args) == 1 else hint
     if typing.get_origin(hint) in (list, tuple):
-        return (typing.get_args(hint) or (str,))[0], True, optional
-    return hint, False, optional
+        return (typing.get_args(hint) or (str,))[0], True
+    return hint, False
 
 
 def check_field(cls: type, f: dataclasses.Field, value) -> None:
@@ -81,7 +79,7 @@ def check_field(cls: type, f: dataclasses.Field, value) -> None:
         return
     flag = "--" + flag_name(cls, f)
     choices = meta.get("choices")
-    hint, is_list, _ = hint_of(cls, f.name)
+    hint, is_list = hint_of(cls, f.name)
     for item in (value if is_list and isinstance(value, (list, tuple)) else [value]):
         if choices and item not in choices:
             raise ConfigError(f"{flag} {item}: not one of {', '.join(map(str, choices))}")
@@ -135,7 +133,7 @@ def coerce(cls: type, name: str, value, where: str | None = None):
     where = where or "--" + flag_name(cls, f)
     if value is None:
         return None
-    hint, is_list, _ = hint_of(cls, name)
+    hint, is_list = hint_of(cls, name)
     if is_list:
         if isinstance(value, str):
             value = [x.strip() for x in value.split(",") if x.strip()]

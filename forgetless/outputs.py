@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import sys
 import tempfile
 from pathlib import Path
 from typing import Iterator, Mapping
@@ -181,27 +182,39 @@ def distributed_follower() -> bool:
 
 
 @contextlib.contextmanager
-def output_lock(folder, flag: str = "--out") -> Iterator[Path]:
-    """Hold ``folder/.forgetless.lock`` (created with the folder) while the command writes into it;
-    a second process gets an ``OutputFolderError`` at once. In a distributed launch only the
-    first process takes it (the others belong to the same run)."""
+def _file_lock(path: Path, busy) -> Iterator[None]:
+    """Hold the lock file ``path``; when another process holds it, ``busy(exc)`` raises or announces
+    a wait. In a distributed launch only the first process takes it (the others belong to the same run)."""
     from filelock import FileLock, Timeout
 
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
     if distributed_follower():
-        yield folder
+        yield
         return
-    lock = FileLock(str(folder / LOCK_FILE), timeout=0)
+    lock = FileLock(str(path))
     try:
-        lock.acquire()
+        lock.acquire(timeout=0)
     except Timeout as exc:
-        raise OutputFolderError(f"{flag} {folder}: another forgetless run is writing into it (it holds "
-                                f"{folder / LOCK_FILE}); wait for it to finish or choose another folder") from exc
+        busy(exc)
+        lock.acquire()
     try:
-        yield folder
+        yield
     finally:
         lock.release()
+
+
+@contextlib.contextmanager
+def output_lock(folder, flag: str = "--out") -> Iterator[Path]:
+    """Hold ``folder/.forgetless.lock`` (created with the folder) while the command writes into it;
+    a second process gets an ``OutputFolderError`` at once."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+
+    def busy(exc):
+        raise OutputFolderError(f"{flag} {folder}: another forgetless run is writing into it (it holds "
+                                f"{folder / LOCK_FILE}); wait for it to finish or choose another folder") from exc
+
+    with _file_lock(folder / LOCK_FILE, busy):
+        yield folder
 
 
 def check_cache(flag: str = "FORGETLESS_CACHE") -> Path:
@@ -225,23 +238,8 @@ def check_cache(flag: str = "FORGETLESS_CACHE") -> Path:
 def teacher_lock(folder) -> Iterator[None]:
     """Hold ``<cache>/teachers/.<key>.lock`` while a cached teacher is checked, trained and saved: a
     second run needing the same teacher waits (with a message), then finds it and reuses it."""
-    import sys
-
-    from filelock import FileLock, Timeout
-
     folder = Path(folder)
     folder.parent.mkdir(parents=True, exist_ok=True)
-    if distributed_follower():  # trains the teacher together with the first process, which holds the lock
+    with _file_lock(folder.parent / f".{folder.name}.lock", lambda exc: print(
+            f"[forgetless] waiting for another run training the same teacher ({folder})", file=sys.stderr, flush=True)):
         yield
-        return
-    lock = FileLock(str(folder.parent / f".{folder.name}.lock"))
-    try:
-        lock.acquire(timeout=0)
-    except Timeout:
-        print(f"[forgetless] waiting for another run training the same teacher ({folder})", file=sys.stderr,
-              flush=True)
-        lock.acquire()
-    try:
-        yield
-    finally:
-        lock.release()

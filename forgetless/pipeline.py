@@ -20,7 +20,6 @@ import transformers
 
 from .data.task import Task
 from .errors import ConfigError
-from .config import CleverConfig
 from .metrics.calibration import calibration_section
 from .metrics.clever import clever_evaluate
 from .metrics.perplexity import default_perplexity_file
@@ -28,7 +27,7 @@ from .metrics.runtime import agreement, deploy
 from .metrics.size import bits_per_parameter, disk_size, parameter_counts
 from .fsutil import atomic_write_json, disk_full_guard, remove_leftovers
 from .kinds import check_compatible, kind_for
-from .config import RunConfig
+from .config import CleverConfig, RunConfig
 from .kinds.in_memory import check_model_object
 from .methods.base import CompressionContext
 from .recipes.dump import drop_empty, dump_recipe
@@ -174,7 +173,11 @@ def _compress(task: Task, config: RunConfig, out_dir: Path, method, objective, t
 
     progress.enabled = config.progress  # one switch for every progress bar of the run (tqdm, stderr)
     steps = 5 + len(config.then) + int(config.robustness)  # teacher, objective, compress, then…, evaluate, CLEVER, speed
-    step = _Steps(steps)
+    numbers = iter(range(1, steps + 1))
+
+    def step(name: str) -> None:  # a numbered stage line: ``[forgetless] [3/7] compress with heads``
+        _stage(f"[{next(numbers)}/{steps}] {name}")
+
     step("teacher")
     teacher, tokenizer, teacher_info = train_teacher(task, config, work_dir, kind, model, given_tokenizer)
     source = model if model is not None else config.model
@@ -259,17 +262,6 @@ def _training(config: RunConfig, teacher_info: dict, fine_tunes: list[dict]) -> 
         base = None
     runs = [{"name": r["name"], "epochs": r["epochs"] or 0.0} for r in fine_tunes]
     return {**training_section(base, config.student_init, runs), "base": config.base}
-
-
-class _Steps:
-    """Numbered stage lines on stderr: ``[forgetless] [3/7] compress with heads``."""
-
-    def __init__(self, total: int):
-        self.total, self.done = total, 0
-
-    def __call__(self, name: str) -> None:
-        self.done += 1
-        _stage(f"[{self.done}/{self.total}] {name}")
 
 
 def _stage(name: str) -> None:

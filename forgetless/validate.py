@@ -8,12 +8,10 @@ was checked when its config was built (``options.Config``: ``--epochs nan``, ``-
   ``config.json`` without loading weights (tiny models by name, ``minilm`` through its package) and
   given to each method config's ``check_model``, so ``--layers 100`` or ``--decoder-layers 100`` fail
   before a teacher is trained;
-* **model folders**: a folder must hold a ``config.json`` and safetensors weights whose header and
-  size agree (``models.checks.check_model_folder``); pickle-only folders are refused;
-* **the output folder** (``prepare_output``): refused when it is '' , an existing file, inside a
-  file, not writable, or the output of a *different* run (another resolved configuration, or a
-  model folder that is not a forgetless run) unless ``overwrite``; a rerun first moves the old
-  report aside, so a folder never looks complete while the new run is still working.
+* **model folders**: ``models.checks.check_model_folder`` (config, complete safetensors, no pickle);
+* **the output folder**: the rule of ``outputs.check_output``, and the output of a *different* run
+  only with ``overwrite``; a rerun first moves the old report aside (``prepare_output``), so a
+  folder never looks complete while the new run is still working.
 
 Each problem is one ``ForgetlessError`` subclass with a one-line message naming the option, file
 or row and what would be valid (the CLI turns it into exit code 2).
@@ -35,7 +33,7 @@ from .models.checks import check_model_folder
 from .models.loading import check_label_order, resolve_model_path
 from .models.manifest import is_forgetless_folder, read_manifest
 from .models.tiny import TINY_MODELS, tiny_model_config
-from .outputs import RUN_FILE, check_cache, check_output, mark_output, read_mark  # noqa: F401  (RUN_FILE: tests, callers)
+from .outputs import check_cache, check_output, mark_output, read_mark
 from .ranges import MAX_TOKENS
 
 PREVIOUS = "previous-report"      # where a rerun moves the old report before it starts
@@ -185,10 +183,7 @@ def _check_teacher_labels(teacher: str, task, kind) -> None:
     config = model_config(teacher)
     if kind.name == "seq2seq" or not task.label_names or config is None or not _is_classifier(config):
         return
-    if config.num_labels != len(task.label_names):
-        raise OptionError(f"--teacher {teacher}: predicts {config.num_labels} labels, the task has "
-                          f"{len(task.label_names)} ({', '.join(task.label_names)})")
-    check_label_order(config, task.label_names, teacher)
+    check_label_order(config, task.label_names, teacher, where=f"--teacher {teacher}:", error=OptionError)
 
 
 def run_key(task, config) -> str:

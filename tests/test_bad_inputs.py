@@ -122,7 +122,7 @@ def build_bad_files(root: Path, tiny_model_dir: str) -> dict:
     from forgetless.models.io import save_model
     from forgetless.models.loading import bundled_tokenizer
     from forgetless.models.tiny import tiny_classifier
-    from forgetless.validate import RUN_FILE
+    from forgetless.outputs import RUN_FILE
 
     p = {}
 

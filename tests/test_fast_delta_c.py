@@ -12,7 +12,6 @@ from forgetless.methods.rahp.fast_delta_c import (boundary_window, eager_attenti
                                            hybrid_delta_c, merge_exact, refine_near_cut)
 from forgetless.metrics.predict import scoring_mode
 from forgetless.methods.rahp.model_scoring import ExampleHeadGates, delta_c_scores, fisher_scores
-from forgetless.methods.rahp.runner import rahp_scores
 from forgetless.methods.rahp.scores import margin, rahp_select
 from forgetless.methods.base import CompressionContext
 from forgetless.registry import METHODS
@@ -214,9 +213,6 @@ def test_bad_modes_and_windows_are_config_errors():
         METHODS.make_config("rahp", {"hybrid_window": -1})
     with pytest.raises(ConfigError, match="--hybrid-extremes: 0 is out of range; valid: >= 1"):
         METHODS.make_config("rahp", {"hybrid_extremes": 0})
-    task = synthetic_shortcut_task(n_train=8, n_dev=4, n_challenge=4, seed=0)
-    with pytest.raises(ConfigError, match="exact, first-order, hybrid"):
-        rahp_scores(tiny_classifier(), WordTokenizer(), task.train, delta_c_mode="fast")
     with pytest.raises(ConfigError, match="head indices"):
         delta_c_scores(tiny(), [BATCH], heads=[6])
 

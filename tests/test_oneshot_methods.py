@@ -124,15 +124,14 @@ def test_n_m_needs_input_widths_divisible_by_m():
     import transformers
 
     from forgetless.errors import OptionError
-    from forgetless.methods._shared.oneshot import check_input_widths
     from forgetless.validate import model_dims
 
     bert = transformers.BertModel(transformers.BertConfig(vocab_size=50, hidden_size=32, num_hidden_layers=2,
                                                           num_attention_heads=4, intermediate_size=36))
-    check_input_widths(bert, 4, "--pattern 2:4", "")  # 32 and 36: multiples of 4
+    METHODS.build(METHODS.make_config("wanda", {"pattern": "2:4"})).check_fits(bert)  # 32 and 36: multiples of 4
     with pytest.raises(OptionError, match="--pattern 4:8: encoder layer 0 output.dense has 36 inputs, not a "
-                                          "multiple of 8"):
-        check_input_widths(bert, 8, "--pattern 4:8", "use --pattern unstructured")
+                                          "multiple of 8; use --pattern unstructured"):
+        METHODS.build(METHODS.make_config("wanda", {"pattern": "4:8"})).check_fits(bert)
     # before any work, from the config alone (validate.model_dims → check_model)
     dims = model_dims(bert)
     assert dims["widths"] == [32, 36]

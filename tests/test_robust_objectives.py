@@ -187,7 +187,7 @@ def test_smart_mtdnn_perturbation_step_by_hand_on_the_embedding_output(data):
     """At the defaults, the perturbation is one MT-DNN step from σ·noise on the post-LayerNorm
     embedding output, computed here by hand from the same noise and gradient."""
     from forgetless.objectives.robust.glue import embedding_shape, perturbed_embeddings, rng_state, set_rng_state
-    from forgetless.objectives.robust.smart import mtdnn_perturbation
+    from forgetless.objectives.robust.smart import perturbation
 
     tokenizer, task = data
     model = tiny_model("bert", tokenizer)  # eval: no dropout
@@ -198,7 +198,7 @@ def test_smart_mtdnn_perturbation_step_by_hand_on_the_embedding_output(data):
     noise = torch.randn(embedding_shape(model, enc["input_ids"]))
     clean = model(**enc).logits
     state = rng_state()
-    got = mtdnn_perturbation(model, dict(enc), clean, noise, state, config)
+    got = perturbation(model, dict(enc), clean, noise, state, config)
     nu = (noise * 1e-5).requires_grad_(True)
     outputs = {}
     hook = model.bert.embeddings.register_forward_hook(lambda m, i, o: o + nu)

@@ -1,19 +1,14 @@
-"""The seam between task kinds and model kinds: everything that differs between an encoder that
-classifies and an encoder-decoder that generates lives here, and nowhere else.
+"""The seam between task kinds and model kinds: everything that differs between a model that
+classifies, an encoder-decoder that generates and a decoder-only LM scored by label likelihood lives
+here, and nowhere else. A *model kind* says how a model is loaded, fed, run, scored and timed:
+``classifier`` (``classifier.py``), ``seq2seq`` (``seq2seq.py``: generation, and classification
+text-to-text, NASH §5 / Table 11) and ``causal-lm`` (``causal_lm.py``).
 
-A *model kind* says how a model is loaded, fed, run, scored and timed:
-
-* ``classifier`` (``classifier.py``): an encoder with a classification head; forward pass and
-  argmax; accuracy, F_bias, hard / easy, groups;
-* ``seq2seq`` (``seq2seq.py``): an encoder-decoder; ``generate``; ROUGE / METEOR for generation
-  tasks, and for classification tasks text-to-text: the model is trained to generate the label
-  word and its generation is parsed back to a label (NASH §5 / Table 11), so it gets the same
-  accuracy / F_bias / hard-easy card as a classifier.
-
-``kind_for(task, method)`` picks it: generation tasks and methods that need an encoder-decoder
-(``method.seq2seq_only``) use ``seq2seq``; everything else ``classifier``. The pipeline, methods,
-objectives, trainer and report card are shared by both. Every kind's ``load_model`` takes a
-name, a folder, or a model object (``in_memory.py``: checked against the kind, copied, never changed).
+``kind_for(task, method, model_kind)`` picks it: generation tasks and methods that need an
+encoder-decoder (``method.seq2seq_only``) use ``seq2seq``; everything else ``classifier`` unless
+``model_kind`` names one. The pipeline, methods, objectives, trainer and report card are shared by
+all. Every kind's ``load_model`` takes a name, a folder, or a model object (``in_memory.py``:
+checked against the kind, copied, never changed).
 """
 from __future__ import annotations
 
@@ -57,5 +52,3 @@ def check_compatible(task, method, objective, model_kind: str = "auto") -> None:
                           + (f", method {method.name!r}" if method is not None else "") + "); it trains: "
                           + ", ".join(objective.model_kinds) + " models")
 
-
-__all__ = ["KINDS", "kind_for", "check_compatible", "ClassifierKind", "Seq2SeqKind"]

@@ -59,10 +59,7 @@ def check_model_object(model, kind_name: str, task=None) -> None:
                                     f"needs a ...{HEAD[kind_name]} model")
     labels = getattr(task, "label_names", None)
     if kind_name == "classifier" and labels:
-        if model.config.num_labels != len(labels):
-            raise ConfigError(f"model: {name} predicts {model.config.num_labels} labels, the task has "
-                              f"{len(labels)} ({', '.join(labels)})")
-        check_label_order(model.config, labels, f"the given {name}")
+        check_label_order(model.config, labels, f"the given {name}", where=f"model: {name}")
 
 
 def find_tokenizer(model: nn.Module, tokenizer, task):

@@ -20,18 +20,14 @@ from .in_memory import adopt, is_in_memory
 
 
 def label_word(name: str) -> str:
-    """The word(s) a seq2seq model generates for a label name."""
+    """The word(s) a seq2seq model generates for a label name (lower case, ``_`` → space, single spaces)."""
     return " ".join(name.replace("_", " ").split()).lower()
 
 
-def _normalise(text: str) -> str:
-    return " ".join(text.lower().replace("_", " ").split())
-
-
 def parse_labels(texts: list[str], label_names: list[str]) -> np.ndarray:
-    """Label id of each generated text (exact match of the normalised label word), -1 if none."""
-    lookup = {_normalise(label_word(name)): i for i, name in enumerate(label_names)}
-    return np.array([lookup.get(_normalise(t), -1) for t in texts], dtype=int)
+    """Label id of each generated text (exact match of the label word, both normalised alike), -1 if none."""
+    lookup = {label_word(name): i for i, name in enumerate(label_names)}
+    return np.array([lookup.get(label_word(t), -1) for t in texts], dtype=int)
 
 
 def source_texts(examples, separator: str) -> list[str]:

@@ -12,7 +12,7 @@ from typing import Callable
 from torch import nn
 
 from ..errors import UnsupportedModelError
-from .sites import AttentionSite, EmptyAttention, FfnSite, Slot
+from .sites import AttentionSite, CachedEmptyAttention, EmptyAttention, FfnSite, Slot, is_linear
 
 _ADAPTERS: dict[str, "Adapter"] = {}
 
@@ -50,6 +50,8 @@ class Adapter(ABC):
     is_seq2seq = False
     layer_count_keys: dict[str, str] = {}  # stack → config attribute holding its layer count
     ffn_width_keys: dict[str, str] = {}  # stack → config attribute (dotted: nested) holding its FFN width
+    empty_output: str | None = None  # attribute of the attention module holding its output projection, if inside it
+    empty_returns = 2  # outputs the attention module returns (an emptied one returns as many)
 
     @abstractmethod
     def stacks(self, model: nn.Module) -> dict[str, nn.ModuleList]:
@@ -70,8 +72,12 @@ class Adapter(ABC):
         return model(inputs_embeds=embeds, **inputs).logits
 
     def empty_attention(self, site: AttentionSite) -> nn.Module:
-        """Module that replaces ``site.core`` once it has no head left."""
-        return EmptyAttention()
+        """Module that replaces ``site.core`` once it has no head left (a decoder's self-attention
+        keeps counting tokens in the KV cache)."""
+        out = site.o.get() if self.empty_output else None
+        if site.stack == "decoder" and site.kind == "self":
+            return CachedEmptyAttention(self.empty_output, out, self.empty_returns, site.core.get().layer_idx)
+        return EmptyAttention(self.empty_output, out, self.empty_returns)
 
     def after_head_prune(self, site: AttentionSite, keep: list[int]) -> None:
         """Update attributes of the attention module that record the head count."""
@@ -85,16 +91,12 @@ class Adapter(ABC):
         model.config.__setattr__(self.layer_count_keys[stack], len(keep))
         renumber(self.stacks(model)[stack])
 
-    def prunable_linears(self, model: nn.Module) -> list[tuple[str, nn.Linear]]:
-        """Linear layers inside the transformer stacks (no embeddings, pooler or classifier):
-        the weights magnitude pruning acts on (Du et al. §3.1)."""
-        out = []
-        for stack_name, layers in self.stacks(model).items():
-            for i, layer in enumerate(layers):
-                for name, module in layer.named_modules():
-                    if isinstance(module, nn.Linear):
-                        out.append((f"{stack_name}.{i}.{name}", module))
-        return out
+    def prunable_linears(self, model: nn.Module) -> list[tuple[str, nn.Module]]:
+        """Linear layers (``sites.is_linear``: GPT-2's ``Conv1D`` too, whose (in, out) weight layout
+        unstructured pruning ignores) inside the transformer stacks, no embeddings, pooler or
+        classifier: the weights magnitude pruning acts on (Du et al. §3.1), named ``stack.layer.module``."""
+        return [(f"{stack}.{i}.{name}", module) for stack, layers in self.stacks(model).items()
+                for i, layer in enumerate(layers) for name, module in layer.named_modules() if is_linear(module)]
 
     def layer_parameters(self, model: nn.Module) -> int:
         return sum(p.numel() for layers in self.stacks(model).values() for p in layers.parameters())
@@ -141,6 +143,7 @@ class DistilBertAdapter(Adapter):
 
     layer_count_keys = {"encoder": "n_layers"}
     ffn_width_keys = {"encoder": "hidden_dim"}
+    empty_output = "out_lin"
 
     def stacks(self, model):
         return {"encoder": model.base_model.transformer.layer}
@@ -153,9 +156,6 @@ class DistilBertAdapter(Adapter):
     def ffn_sites(self, model):
         return [FfnSite("encoder", i, [Slot(layer.ffn, "lin1")], Slot(layer.ffn, "lin2"))
                 for i, layer in enumerate(self.stacks(model)["encoder"])]
-
-    def empty_attention(self, site):
-        return EmptyAttention("out_lin", site.o.get())
 
     def after_head_prune(self, site, keep):
         site.core.get().n_heads = len(keep)

@@ -3,32 +3,25 @@ gated MLP) and GPT-2 (fused ``c_attn`` and ``Conv1D`` projections). One layer st
 
 What these families need beyond the encoder adapters:
 
-* **Grouped-query attention.** ``num_key_value_heads`` k/v heads are each read by
-  G = ``num_attention_heads / num_key_value_heads`` query heads (query head h reads k/v head
-  h // G). Removing a k/v head without its query heads (or the reverse) leaves a model that
-  ``repeat_kv`` cannot run, so the prunable unit of a GQA site is a **key/value group**: its k/v
-  rows plus its G query heads' q rows and o columns (``AttentionSite.kv_dim`` / ``head_dim``).
-  G itself never changes, so ``num_key_value_groups`` stays valid; the layer's head counts are
-  recorded on the module where the class keeps them.
+* **Grouped-query attention.** Removing a k/v head without its G query heads (or the reverse)
+  leaves a model that ``repeat_kv`` cannot run, so the prunable unit is a **key/value group**
+  (``sites.AttentionSite``). G never changes, so ``num_key_value_groups`` stays valid; the layer's
+  head counts are recorded on the module where the class keeps them.
 * **GPT-2's fused ``c_attn``** computes ``[q | k | v]`` in one ``Conv1D`` (weight (in, out)): a
   head owns three column blocks of it (``AttentionSite.qkv``); ``split_size`` follows the head count.
 * **Layer removal** renumbers ``layer_idx`` (the KV cache is indexed by it), sets the layer count
   the model loops over and sizes its cache from (``num_hidden_layers`` / ``n_layer``) and slices
   per-layer config lists (``layer_types``: full vs sliding-window attention per layer).
-* A self-attention with every unit removed still records each step in the KV cache, so the cache
-  length that positions and masks are computed from keeps counting tokens. It stores one zero
-  feature per token, not a zero-head tensor: transformers' ``DynamicLayer.get_seq_length`` reports
-  0 for an entry with no elements.
+* A self-attention with every unit removed still counts tokens in the KV cache
+  (``sites.CachedEmptyAttention``).
 """
 from __future__ import annotations
 
 import torch
-from torch import nn
 
 from ..errors import UnsupportedModelError
 from .adapters import Adapter, register_adapter
-from .seq2seq import CachedEmptyAttention
-from .sites import AttentionSite, EmptyAttention, FfnSite, Slot, is_conv1d
+from .sites import AttentionSite, EmptyAttention, FfnSite, Slot
 
 PER_LAYER_CONFIG_LISTS = ("layer_types",)  # config lists with one entry per decoder layer
 
@@ -74,6 +67,8 @@ class LlamaAdapter(DecoderOnlyAdapter):
     embeddings; Qwen2 has q/k/v biases, Qwen3 per-head q/k RMSNorm over ``head_dim``, Mistral and
     Qwen a sliding window) and the gated MLP ``mlp.{gate,up,down}_proj``."""
 
+    empty_output = "o_proj"
+
     def attention_sites(self, model):
         sites = []
         for i, layer in enumerate(self.stacks(model)["decoder"]):
@@ -95,10 +90,6 @@ class LlamaAdapter(DecoderOnlyAdapter):
                         Slot(layer.mlp, "down_proj"))
                 for i, layer in enumerate(self.stacks(model)["decoder"])]
 
-    def empty_attention(self, site):
-        core = site.core.get()
-        return CachedEmptyAttention("o_proj", site.o.get(), returns=2, layer_idx=core.layer_idx)
-
     def after_head_prune(self, site, keep):
         """``keep`` are key/value groups; the group size G (``num_key_value_groups``) is unchanged."""
         core = site.core.get()
@@ -116,6 +107,7 @@ class Gpt2Adapter(DecoderOnlyAdapter):
     of ``c_proj``)."""
 
     layers_attr = "h"
+    empty_output = "c_proj"
 
     def stacks(self, model):
         if getattr(model.config, "add_cross_attention", False):
@@ -139,10 +131,6 @@ class Gpt2Adapter(DecoderOnlyAdapter):
         return [FfnSite("decoder", i, [Slot(block.mlp, "c_fc")], Slot(block.mlp, "c_proj"))
                 for i, block in enumerate(self.stacks(model)["decoder"])]
 
-    def empty_attention(self, site):
-        core = site.core.get()
-        return CachedEmptyAttention("c_proj", site.o.get(), returns=2, layer_idx=core.layer_idx)
-
     def after_head_prune(self, site, keep):
         core = site.core.get()
         core.num_heads = len(keep)
@@ -153,14 +141,3 @@ class Gpt2Adapter(DecoderOnlyAdapter):
             raise UnsupportedModelError(
                 "GPT-2 with scale_attn_by_inverse_layer_idx=True scales attention by 1/(layer_idx+1): removing "
                 f"layers other than the last ones (keep {keep}) would change the kept layers")
-
-    def prunable_linears(self, model):
-        """Every ``Conv1D`` of the blocks (``c_attn``, attention ``c_proj``, ``c_fc``, MLP ``c_proj``):
-        GPT-2's linear layers. Unstructured magnitude pruning only needs ``.weight``, whose (in, out)
-        layout does not matter for it."""
-        out = []
-        for i, block in enumerate(self.stacks(model)["decoder"]):
-            for name, module in block.named_modules():
-                if isinstance(module, nn.Linear) or is_conv1d(module):
-                    out.append((f"decoder.{i}.{name}", module))
-        return out

@@ -62,13 +62,13 @@ class HookSet:
                 if source is not None:
                     self._handles.append(layer.register_forward_hook(_layer_hook(source), with_kwargs=True))
 
-    def record_outputs(self, model: nn.Module, stacks: tuple[str, ...] | None = None) -> dict[str, list]:
-        """Record every layer's output hidden states of the given stacks (all by default) into the
-        returned ``{stack: [tensor per layer]}``, refreshed at every forward."""
-        layers = get_adapter(model).stacks(model)
-        outputs = {name: [None] * len(mods) for name, mods in layers.items() if stacks is None or name in stacks}
-        for name in outputs:
-            for i, layer in enumerate(layers[name]):
+    def record_outputs(self, model: nn.Module) -> dict[str, list]:
+        """Record every layer's output hidden states into the returned ``{stack: [tensor per layer]}``,
+        refreshed at every forward."""
+        outputs = {}
+        for name, layers in get_adapter(model).stacks(model).items():
+            outputs[name] = [None] * len(layers)
+            for i, layer in enumerate(layers):
                 self._handles.append(layer.register_forward_hook(_record_hook(outputs[name], i)))
         return outputs
 

@@ -57,10 +57,7 @@ def load_classifier(name_or_path: str, label_names: list[str], device: str = "cp
     path = resolve_model_path(name_or_path)
     if is_forgetless_folder(path):
         model, tokenizer = load_model(path, device=device)
-        if model.config.num_labels != len(label_names):
-            raise ForgetlessError(f"{path} predicts {model.config.num_labels} labels, the task has "
-                                  f"{len(label_names)} ({', '.join(label_names)})")
-        check_label_order(model.config, label_names, path)
+        check_label_order(model.config, label_names, path, where=str(path), error=ForgetlessError)
         return model, tokenizer
     _check_source(path)
     if Path(path).expanduser().is_dir():
@@ -86,10 +83,13 @@ def load_classifier(name_or_path: str, label_names: list[str], device: str = "cp
     return model.to(device), tokenizer
 
 
-def check_label_order(config, label_names: list[str], path) -> None:
+def check_label_order(config, label_names: list[str], path, where: str | None = None, error=ConfigError) -> None:
     """A trained classifier's label names (``id2label``) must be the task's, in the same order;
     otherwise every prediction would be read as the wrong label. Generic ``LABEL_0`` names are
-    not checked."""
+    not checked. With ``where``, first its label count (else an ``error`` naming ``where``)."""
+    if where is not None and config.num_labels != len(label_names):
+        raise error(f"{where} predicts {config.num_labels} labels, the task has {len(label_names)} "
+                    f"({', '.join(label_names)})")
     saved = [str(config.id2label.get(i, config.id2label.get(str(i), ""))) for i in range(config.num_labels)]
     if all(name.upper() == f"LABEL_{i}" for i, name in enumerate(saved)):
         return
@@ -180,5 +180,3 @@ def _check_source(path: str) -> None:
     if looks_local:
         check_model_folder(path)  # missing, a file, no config, pickle only: one clear error
 
-
-__all__ = ["load_causal_lm", "load_classifier", "load_seq2seq", "resolve_model_path", "UnsupportedModelError"]

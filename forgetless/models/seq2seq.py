@@ -12,8 +12,8 @@ FFN units and layers in both stacks):
 * **Decoder layer drop**: ``layer_idx`` renumbering and the layer count in the decoder's own
   config entry (``num_decoder_layers`` / ``decoder_layers`` / ``decoder.num_hidden_layers``),
   which is what the generation cache is sized from.
-* A decoder self-attention with every head removed still records the step in the KV cache
-  (zero heads), so position bookkeeping during generation stays right.
+* A decoder self-attention with every head removed still counts tokens in the KV cache
+  (``sites.CachedEmptyAttention``, from the adapter base).
 """
 from __future__ import annotations
 
@@ -25,27 +25,6 @@ from torch import nn
 
 from .adapters import Adapter, BertAdapter, register_adapter, renumber
 from .sites import AttentionSite, EmptyAttention, FfnSite, Slot
-
-
-class CachedEmptyAttention(EmptyAttention):
-    """Self-attention of a decoder with every head removed: contributes zeros (plus the output
-    bias), but still appends one zero feature per token to the KV cache at each step, so the cache
-    length that generation computes positions and masks from keeps counting the decoded tokens (a
-    zero-head entry would not do: ``DynamicLayer.get_seq_length`` reports 0 for an empty tensor)."""
-
-    def __init__(self, out_name=None, out=None, returns=2, layer_idx=None, cache_kw="past_key_values"):
-        super().__init__(out_name, out, returns)
-        self.layer_idx = layer_idx
-        self.cache_kw = cache_kw
-
-    def forward(self, hidden_states, *args, **kwargs):
-        cache = kwargs.get(self.cache_kw)
-        if cache is not None and self.layer_idx is not None:
-            cache = getattr(cache, "self_attention_cache", cache)
-            b, s = hidden_states.shape[:2]
-            step = hidden_states.new_zeros(b, 1, s, 1)
-            cache.update(step, step, self.layer_idx)
-        return super().forward(hidden_states, *args, **kwargs)
 
 
 def _drop_passed_bias(module, args, kwargs):
@@ -61,6 +40,7 @@ class T5Adapter(Adapter):
     (decoder), ``layer[-1].DenseReluDense.{wi | wi_0, wi_1}, wo``."""
 
     is_seq2seq = True
+    empty_output, empty_returns = "o", 3
     layer_count_keys = {"encoder": "num_layers", "decoder": "num_decoder_layers"}
     ffn_width_keys = {"encoder": "d_ff", "decoder": "d_ff"}
 
@@ -89,12 +69,6 @@ class T5Adapter(Adapter):
                 inputs = [Slot(dense, "wi_0"), Slot(dense, "wi_1")] if hasattr(dense, "wi_0") else [Slot(dense, "wi")]
                 sites.append(FfnSite(stack, i, inputs, Slot(dense, "wo")))
         return sites
-
-    def empty_attention(self, site):
-        core = site.core.get()
-        if site.stack == "decoder" and site.kind == "self":
-            return CachedEmptyAttention("o", site.o.get(), returns=3, layer_idx=core.layer_idx)
-        return EmptyAttention("o", site.o.get(), returns=3)
 
     def after_head_prune(self, site, keep):
         core = site.core.get()
@@ -159,6 +133,7 @@ class BartAdapter(Adapter):
     ``fc1`` / ``fc2``."""
 
     is_seq2seq = True
+    empty_output = "out_proj"
     layer_count_keys = {"encoder": "encoder_layers", "decoder": "decoder_layers"}
     ffn_width_keys = {"encoder": "encoder_ffn_dim", "decoder": "decoder_ffn_dim"}
 
@@ -181,12 +156,6 @@ class BartAdapter(Adapter):
         return [FfnSite(stack, i, [Slot(layer, "fc1")], Slot(layer, "fc2"))
                 for stack, layers in self.stacks(model).items() for i, layer in enumerate(layers)]
 
-    def empty_attention(self, site):
-        core = site.core.get()
-        if site.stack == "decoder" and site.kind == "self":
-            return CachedEmptyAttention("out_proj", site.o.get(), 2, layer_idx=core.layer_idx)
-        return EmptyAttention("out_proj", site.o.get(), returns=2)
-
     def after_head_prune(self, site, keep):
         site.core.get().num_heads = len(keep)
 
@@ -205,12 +174,6 @@ class EncoderDecoderAdapter(BertAdapter):
 
     def attentions(self, stack, layer):
         return [("self", "attention")] + ([("cross", "crossattention")] if stack == "decoder" else [])
-
-    def empty_attention(self, site):
-        core = site.core.get()
-        if site.stack == "decoder" and site.kind == "self":
-            return CachedEmptyAttention(layer_idx=core.layer_idx)
-        return EmptyAttention()
 
     def after_layer_drop(self, model, stack, keep):
         getattr(model.config, stack).num_hidden_layers = len(keep)

@@ -167,6 +167,26 @@ class EmptyAttention(nn.Module):
         return (out,) + (None,) * (self.returns - 1)
 
 
+class CachedEmptyAttention(EmptyAttention):
+    """Self-attention of a decoder with every head removed: contributes zeros (plus the output
+    bias), but still appends one zero feature per token to the KV cache at each step, so the cache
+    length that generation computes positions and masks from keeps counting the decoded tokens (a
+    zero-head entry would not do: ``DynamicLayer.get_seq_length`` reports 0 for an empty tensor)."""
+
+    def __init__(self, out_name=None, out=None, returns=2, layer_idx=None):
+        super().__init__(out_name, out, returns)
+        self.layer_idx = layer_idx
+
+    def forward(self, hidden_states, *args, **kwargs):
+        cache = kwargs.get("past_key_values")
+        if cache is not None and self.layer_idx is not None:
+            cache = getattr(cache, "self_attention_cache", cache)
+            b, s = hidden_states.shape[:2]
+            step = hidden_states.new_zeros(b, 1, s, 1)
+            cache.update(step, step, self.layer_idx)
+        return super().forward(hidden_states, *args, **kwargs)
+
+
 def head_index(heads: list[int], head_dim: int) -> torch.Tensor:
     """Row indices of the given heads in a q/k/v projection whose rows are grouped head by head."""
     if not heads:
@@ -177,6 +197,11 @@ def head_index(heads: list[int], head_dim: int) -> torch.Tensor:
 def is_conv1d(module: nn.Module) -> bool:
     """transformers' ``Conv1D`` (GPT-2): a linear layer whose weight is stored (in, out)."""
     return isinstance(module, Conv1D)
+
+
+def is_linear(module: nn.Module) -> bool:
+    """An ``nn.Linear`` or a GPT-2 ``Conv1D``: the linear layers of a transformer stack."""
+    return isinstance(module, (nn.Linear, Conv1D))
 
 
 def weight_matrix(module: nn.Module) -> torch.Tensor:

@@ -1,18 +1,9 @@
 """Pure tensor math of the robust-distillation objectives (Du et al., "What do Compressed Large
-Language Models Forget? Robustness Challenges in Model Compression", §5 and appendix B).
-
-Every function takes tensors and returns tensors; nothing here knows about models or data, so
-each formula is tested on small hand-computed values (``tests/test_objectives_math.py``).
-
-- ``kd_loss``: task-specific distillation (Sanh et al. 2020), ``(1 − λ)·CE(y, p_S) + λ·KL(p_T ‖ p_S)``.
-- ``smooth_probs``: instance-level smoothing of teacher probabilities, eq. 3,
-  ``s_ij = p_ij^{d_i} / Σ_k p_ik^{d_i}``; one ``d`` for every sample is the "Smooth" baseline,
-  a per-sample ``d_i`` (eq. 2) is RMC, whose loss is eq. 4 = ``kd_loss`` on the smoothed targets.
-- ``focal_weights`` / ``focal_loss``: appendix B, ``−(1 − p_i)^γ / mean_batch((1 − p_k)^γ) · log p_i``,
-  differentiated as written (the focal loss); ``reweighted_ce_loss``: the same value with the weights
-  detached (sample re-weighted cross-entropy, a different gradient).
-- ``jtt_weights``: Just Train Twice (Liu et al. 2021): misclassified samples up-weighted by λ_up,
-  normalised to mean 1.
+Language Models Forget? Robustness Challenges in Model Compression", §5 and appendix B): task-specific
+distillation (Sanh et al. 2020), the instance-level smoothing of eq. 3 (Smooth, RMC), the focal and
+re-weighted losses of appendix B (Lin et al. 2017) and the JTT weights (Liu et al. 2021). Every
+function takes tensors and returns tensors, tested on small hand-computed values
+(``tests/test_objectives_math.py``).
 """
 from __future__ import annotations
 

@@ -118,16 +118,6 @@ def collate(rows: list[dict[str, Any]], pad_token_id: int = 0) -> dict[str, torc
     return batch
 
 
-class Collator:
-    """Picklable collate function bound to a pad id (for DataLoader workers)."""
-
-    def __init__(self, pad_token_id: int | None):
-        self.pad_token_id = pad_token_id or 0
-
-    def __call__(self, rows):
-        return collate(rows, self.pad_token_id)
-
-
 def split_batch(batch: dict) -> tuple[dict, dict]:
     """(model inputs incl. labels, extra per-example columns)."""
     inputs = {k: v for k, v in batch.items() if k in MODEL_KEYS}

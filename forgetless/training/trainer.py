@@ -16,6 +16,7 @@ whole run from its first steps (``timing.py``).
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -29,13 +30,15 @@ from typing import Protocol
 
 import torch
 import transformers
+from safetensors.torch import load_file, save_file
 from torch import nn
 from transformers import TrainerCallback
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
+from ..errors import ConfigError
 from ..fsutil import atomic_write_text, disk_full_guard
 from .objective import Objective
-from .encode import Collator, encode_for_training, split_batch
+from .encode import collate, encode_for_training, split_batch
 from .logs import library_logs_to, route_logs
 from .timing import StepTimeEstimate, TimedCheckpoints
 from ..config import TrainConfig
@@ -44,8 +47,6 @@ log = logging.getLogger(__name__)
 CHECKPOINT_KEY_FILE = "forgetless-run-key.txt"  # file name kept: checkpoints written before stay resumable
 COMPLETE_FILE = "forgetless-complete"  # written last into a checkpoint folder: the checkpoint is whole
 TRAINER_STATE_NAME = "trainer_state.json"
-
-
 
 
 class Regularizer(Protocol):
@@ -157,7 +158,7 @@ def fine_tune(model: nn.Module, tokenizer, train_set, output_dir: str | Path, co
         model=model,
         args=training_arguments(output_dir, config),
         train_dataset=rows,
-        data_collator=Collator(tokenizer.pad_token_id),
+        data_collator=functools.partial(collate, pad_token_id=tokenizer.pad_token_id or 0),  # picklable
         objective=objective,
         regularizer=regularizer,
         callbacks=[*(callbacks or []), *objective.callbacks()],
@@ -212,15 +213,34 @@ def checkpoint_key(model, train_set, config: TrainConfig, objective, extras, cal
     return digest.hexdigest()[:20]
 
 
+def checkpoint_dir(args, state) -> Path:
+    """The folder the Trainer writes (or resumed from) for the current global step."""
+    return Path(args.output_dir) / f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}"
+
+
+def save_checkpoint_tensors(args, state, filename: str, tensors: dict[str, torch.Tensor]) -> None:
+    """A callback's own state (safetensors) into the checkpoint being written, restored on resume."""
+    folder = checkpoint_dir(args, state)
+    if folder.is_dir() and state.is_world_process_zero:
+        save_file({k: v.detach().cpu().clone().contiguous() for k, v in tensors.items()}, str(folder / filename))
+
+
+def load_checkpoint_tensors(args, state, filename: str, what: str) -> dict[str, torch.Tensor]:
+    path = checkpoint_dir(args, state) / filename
+    if not path.is_file():
+        raise ConfigError(f"resuming at step {state.global_step} needs {what} from {path}, which is missing; "
+                          f"delete {args.output_dir} to train from the start")
+    return load_file(str(path))
+
+
 class CheckpointComplete(TrainerCallback):
     """Marks a checkpoint complete once everything in it is written (``on_save`` runs after the
     Trainer has written weights, optimizer, scheduler, RNG and trainer state, and after the other
     callbacks' ``on_save``). A checkpoint without the mark was interrupted (kill, full disk)."""
 
     def on_save(self, args, state, control, **kwargs):
-        folder = Path(args.output_dir) / f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}"
-        if folder.is_dir():
-            atomic_write_text(folder / COMPLETE_FILE, f"{state.global_step}\n")
+        if checkpoint_dir(args, state).is_dir():
+            atomic_write_text(checkpoint_dir(args, state) / COMPLETE_FILE, f"{state.global_step}\n")
 
 
 def last_complete_checkpoint(output_dir) -> str | None:

@@ -20,9 +20,9 @@ import torch
 from torch import nn
 from transformers import TrainerCallback
 
-from ...errors import ConfigError, OptionError
+from ...errors import ConfigError
 from ...models.adapters import get_adapter
-from ...models.sites import in_features, is_conv1d, weight_matrix
+from ...models.sites import in_features, weight_matrix
 from ..base import CompressionContext, CompressionMethod
 from .calibration import scoring_subset
 from .hessian import HessianAccumulator, relative_reconstruction_error
@@ -51,19 +51,9 @@ def calibration_batches(ctx: CompressionContext, config: OneShotConfig) -> list[
 
 def linear_widths(model: nn.Module):
     """``(where, input width)`` of every linear layer of the stacks (``where``: "decoder layer 0 q_proj")."""
-    for stack, layers in get_adapter(model).stacks(model).items():
-        for index, layer in enumerate(layers):
-            for name, m in layer.named_modules():
-                if isinstance(m, nn.Linear) or is_conv1d(m):
-                    yield f"{stack} layer {index} {name}", in_features(m)
-
-
-def check_input_widths(model: nn.Module, multiple: int, flag: str, instead: str) -> None:
-    """Every linear layer of the stacks must have a multiple of ``multiple`` inputs (N:M's M);
-    checked on the modules before calibration, one line naming the flag."""
-    for where, width in linear_widths(model):
-        if width % multiple:
-            raise OptionError(f"{flag}: {where} has {width} inputs, not a multiple of {multiple}; {instead}")
+    for name, module in get_adapter(model).prunable_linears(model):
+        stack, index, inner = name.split(".", 2)
+        yield f"{stack} layer {index} {inner}", in_features(module)
 
 
 class HoldZeros(TrainerCallback):
@@ -133,9 +123,8 @@ class OneShotPruning(OneShotMethod):
         """The pruned (out × in) weight from the layer's calibration statistics."""
 
     def check_fits(self, model: nn.Module) -> None:
-        if self.config.nm:
-            check_input_widths(model, self.config.nm[1], f"--pattern {self.config.pattern}",
-                               "use --pattern unstructured")
+        for where, width in linear_widths(model):
+            self.config.check_nm_fits(width, f"{where} has")
 
     def prepare(self, model, ctx: CompressionContext):
         self.masks: list[tuple[nn.Module, torch.Tensor]] = []

@@ -52,11 +52,15 @@ class OneShotPruningConfig(OneShotConfig):
 
     def check_model(self, dims: dict, where: str) -> None:
         """N:M needs every linear layer's input width (``dims["widths"]``, from the model's config) to be a
-        multiple of M; checked before any work (``oneshot.check_input_widths`` checks the modules)."""
-        bad = [width for width in dims.get("widths") or () if self.nm and width % self.nm[1]]
-        if bad:
-            raise OptionError(f"--pattern {self.pattern}: {where} has linear layers with {bad[0]} inputs, not a "
-                              f"multiple of {self.nm[1]}; use --pattern unstructured")
+        multiple of M; checked before any work (``OneShotPruning.check_fits`` checks the modules)."""
+        for width in dims.get("widths") or ():
+            self.check_nm_fits(width, f"{where} has linear layers with")
+
+    def check_nm_fits(self, width: int, where: str) -> None:
+        """An N:M pattern needs ``width`` inputs to be a multiple of M (one line naming the flag)."""
+        if self.nm and width % self.nm[1]:
+            raise OptionError(f"--pattern {self.pattern}: {where} {width} inputs, not a multiple of {self.nm[1]}; "
+                              "use --pattern unstructured")
 
     @property
     def nm(self) -> tuple[int, int] | None:

@@ -22,7 +22,7 @@ from ... import progress
 from ...errors import UnsupportedModelError
 from ...models.adapters import get_adapter
 from ...models.gates import HookSet
-from ...models.sites import in_features, is_conv1d
+from ...models.sites import in_features, is_linear
 from .hessian import HessianAccumulator
 
 # compress(stack, index, layer, {name in layer: (linear or GPT-2 Conv1D, accumulator)}) → anything the method reports
@@ -76,7 +76,7 @@ def run_layer_by_layer(model: nn.Module, batches: list[dict], compress: LayerCom
         inputs = capture_layer_inputs(model, layers[0], batches)
         reports[stack] = []
         for index, layer in progress.bar(enumerate(layers), desc=f"calibrate {stack} layer", total=len(layers)):
-            linears = {name: m for name, m in layer.named_modules() if isinstance(m, nn.Linear) or is_conv1d(m)}
+            linears = {name: m for name, m in layer.named_modules() if is_linear(m)}
             if not linears:
                 raise UnsupportedModelError(f"{stack} layer {index} of {type(model).__name__} has no nn.Linear "
                                             "or Conv1D to calibrate")

@@ -19,20 +19,20 @@ from ...data.task import ExampleSet
 from ...errors import ConfigError
 from .._shared.calibration import scoring_batches
 from .._shared.head_pruning import HeadPruningMethod
+from .config import HeadsConfig
 from ..rahp.model_scoring import head_layout, michel_importance
 from ..rahp.plots import score_heatmap
 from ..rahp.scores import count_from_ratio, layout_from_json, layout_json, normalize_per_layer, select_lowest
 
 
-def michel_scores(model: nn.Module, tokenizer, examples: ExampleSet, batch_size: int = 32,
-                  max_length: int = 64, per_layer_norm: bool = True, rows: list[dict] | None = None) -> dict:
-    """Michel et al. importance per head (optionally ℓ2-normalised per layer), timed; ``rows``: the
-    examples as the model kind encodes them for a label loss (default: classifier rows)."""
-    batches = scoring_batches(tokenizer, examples, batch_size, max_length, rows)
+def michel_scores(model: nn.Module, tokenizer, examples: ExampleSet, config: HeadsConfig, rows=None) -> dict:
+    """Michel et al. importance per head (ℓ2-normalised per layer with ``config.layer_norm``), timed;
+    ``rows``: the examples as the model kind encodes them for a label loss (default: classifier rows)."""
+    batches = scoring_batches(tokenizer, examples, config.scoring_batch, config.scoring_length, rows)
     layout = head_layout(model)
     start = time.perf_counter()
     raw = michel_importance(model, batches)
-    importance = normalize_per_layer(raw, layout) if per_layer_norm else raw
+    importance = normalize_per_layer(raw, layout) if config.layer_norm else raw
     return {"layout": layout_json(layout), "importance_raw": raw.tolist(), "importance": importance.tolist(),
             "scoring_examples": len(examples), "seconds": time.perf_counter() - start}
 
@@ -54,10 +54,8 @@ class MichelHeadPruning(HeadPruningMethod):
             k = goal - len(pruned)
             if k <= 0:
                 continue
-            start = time.perf_counter()
-            scores = michel_scores(model, ctx.tokenizer, examples, cfg.scoring_batch, cfg.scoring_length,
-                                   cfg.layer_norm, rows)
-            seconds += time.perf_counter() - start
+            scores = michel_scores(model, ctx.tokenizer, examples, cfg, rows)
+            seconds += scores["seconds"]
             layout = layout_from_json(scores["layout"])
             mask = select_lowest(torch.tensor(scores["importance"]), k)
             original = [[*key, self.alive[key][h]] for key, h in layout.entries()]

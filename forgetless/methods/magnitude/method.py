@@ -2,25 +2,22 @@
 schedule of Zhu & Gupta 2017).
 
 Unstructured: only the linear weights inside the transformer layers are pruned (embeddings are
-frozen and never pruned; biases, LayerNorms, pooler and classifier are kept). Sparsity rises
-along the cubic schedule
-
-    s_t = s_f + (s_i − s_f) · (1 − (t − t_0) / (t_1 − t_0))³      for t_0 ≤ t ≤ t_1
-
-and stays at s_f after t_1. Pruned weights are re-zeroed after every optimizer step, so they stay
-zero (``MagnitudeCallback``, resumable). Sparse weights do not make a dense model faster: the
-report says so instead of claiming a speedup. Schedule and masks: ``pruning.py``.
+frozen and never pruned; biases, LayerNorms, pooler and classifier are kept). Sparsity rises along
+the cubic schedule (``pruning.py``: schedule and masks). Pruned weights are re-zeroed after every
+optimizer step, so they stay zero (``MagnitudeCallback``, resumable). Sparse weights do not make a
+dense model faster: the report says so instead of claiming a speedup.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
 from torch import nn
 from transformers import TrainerCallback
 
 from ...errors import ConfigError
+from ...training.trainer import checkpoint_dir, save_checkpoint_tensors
 from ..base import CompressionContext, CompressionMethod
 from .config import MagnitudeConfig
 from .pruning import MagnitudePruner, cubic_sparsity
@@ -46,18 +43,17 @@ class MagnitudeCallback(TrainerCallback):
                               c.start_fraction, c.end_fraction)
 
     def on_train_begin(self, args, state, control, **kwargs):
-        saved = Path(args.output_dir) / f"checkpoint-{state.global_step}" / MASKS_FILE
+        saved = checkpoint_dir(args, state) / MASKS_FILE
         if state.global_step > 0 and saved.is_file():
             self._restore(saved)
         else:
             self.pruner.prune_to(self._target(state))
 
     def on_save(self, args, state, control, **kwargs):
-        folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
-        if folder.is_dir() and self.pruner.masks is not None:
-            tensors = {f"mask.{i}": m.to(torch.uint8).contiguous() for i, m in enumerate(self.pruner.masks)}
+        if self.pruner.masks is not None:
+            tensors = {f"mask.{i}": m.to(torch.uint8) for i, m in enumerate(self.pruner.masks)}
             tensors["history"] = torch.tensor(self.history, dtype=torch.float64).reshape(-1, 2)
-            save_file(tensors, str(folder / MASKS_FILE))
+            save_checkpoint_tensors(args, state, MASKS_FILE, tensors)
 
     def _restore(self, path: Path) -> None:
         tensors = load_file(str(path))

@@ -34,9 +34,12 @@ class L0Config(MethodConfig):
                                   high=1)
     finetune_epochs: float = option(1.0, help="fine-tuning after the units are removed (0: none)", low=0, high=1e6)
 
+    below_one: ClassVar[tuple[str, ...]] = ("init_droprate",)  # options that must stay below 1
+
     def check(self) -> None:
-        if self.init_droprate >= 1:
-            raise ConfigError(f"--init-droprate {self.init_droprate}: must be below 1")
+        for name in self.below_one:
+            if getattr(self, name) >= 1:
+                raise ConfigError(f"{self.flag(name)} {getattr(self, name)}: must be below 1")
 
     @property
     def init_log_alpha(self) -> float:
@@ -47,6 +50,7 @@ class L0Config(MethodConfig):
 @dataclass
 class NashConfig(L0Config):
     smoke: ClassVar[dict] = {"decoder_layers": 2, "finetune_epochs": 0}
+    below_one: ClassVar[tuple[str, ...]] = ("init_droprate", "encoder_sparsity")
 
     decoder_layers: int = option(3, help="d_s, decoder layers kept", low=1)
     decoder_selection: str = option("stride", choices=STRATEGIES,
@@ -54,11 +58,6 @@ class NashConfig(L0Config):
     encoder_pruning: str = option("l0", choices=ENCODER_PRUNING,
                                   help="l0 (NASH) | layers (drop encoder layers by stride) | none (Table 4)")
     encoder_sparsity: float = option(0.3, help="target share of encoder head/FFN parameters removed", low=0, high=1)
-
-    def check(self) -> None:
-        super().check()
-        if self.encoder_sparsity >= 1:
-            raise ConfigError(f"--encoder-sparsity {self.encoder_sparsity}: must be below 1")
 
     def check_model(self, dims: dict, where: str) -> None:
         decoder = dims.get("decoder_layers")
@@ -71,11 +70,7 @@ class NashConfig(L0Config):
 @dataclass
 class CofiConfig(L0Config):
     smoke: ClassVar[dict] = {"sparsity": 0.4, "finetune_epochs": 0}
+    below_one: ClassVar[tuple[str, ...]] = ("init_droprate", "sparsity")
 
     sparsity: float = option(0.5, help="target share of all encoder + decoder head / FFN parameters removed",
                              low=0, high=1)
-
-    def check(self) -> None:
-        super().check()
-        if self.sparsity >= 1:
-            raise ConfigError(f"--sparsity {self.sparsity}: must be below 1")

@@ -198,9 +198,6 @@ class L0Masks(nn.Module):
         return model
 
 
-__all__ = ["L0Masks", "head_param_count", "unit_param_count"]
-
-
 class LagrangianRegularizer:
     """The training regulariser of the L0 masks (CoFi eq. 5, NASH §4.2):
     ``R = λ1 (ŝ − t) + λ2 (ŝ − t)²`` with ŝ the masks' expected sparsity and t the target, raised

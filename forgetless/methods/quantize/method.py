@@ -1,10 +1,8 @@
 """Quantization as a compression method with the same report card as pruning: ``quantize``.
 
-* ``dtype = "int8"``: post-training dynamic quantization (Jacob et al. 2018, "Quantization and
-  Training of Neural Networks for Efficient Integer-Arithmetic-Only Inference", eq. 1:
-  ``r = S (q − Z)``), with one scale / zero point per output channel of each weight matrix and
-  activations quantized per batch at run time (Zafrir et al. 2019, "Q8BERT", apply the same affine
-  map to BERT's Linear layers). Which Linears: ``linears = "stacks"`` (default) every ``nn.Linear``
+* ``dtype = "int8"``: post-training dynamic quantization (Jacob et al. 2018, eq. 1 ``r = S (q − Z)``,
+  per output channel; activations per batch: ``models/quantized_io.py``), as Zafrir et al. 2019's
+  "Q8BERT" applies it to BERT's Linears. Which Linears: ``linears = "stacks"`` (default) those
   inside the transformer stacks (the adapter's ``prunable_linears``, as magnitude pruning);
   ``"all"`` also the pooler, classifier head and LM head.
 * ``dtype = "bf16"``: every weight (and so every activation) in bfloat16: the same 8-bit exponent

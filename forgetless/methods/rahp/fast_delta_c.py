@@ -31,26 +31,12 @@ from torch import nn
 
 from ...errors import ConfigError, UnsupportedModelError
 from ...models.adapters import get_adapter
-from .config import DELTA_C_MODES
 from ...metrics.predict import scoring_mode
 from .model_scoring import ExampleHeadGates, _device, _inputs, delta_c_scores
 from .scores import count_from_ratio, margin, per_example_norm, rahp_select, robustness_ratio
 
 
-def check_delta_c_mode(mode: str) -> str:
-    """``mode`` if it is one of ``DELTA_C_MODES``, else a ConfigError naming the valid ones."""
-    if mode not in DELTA_C_MODES:
-        raise ConfigError(f"delta_c_mode {mode!r} is unknown: use one of {', '.join(DELTA_C_MODES)}")
-    return mode
-
-
 # ----- pure math -----------------------------------------------------------------------------------
-def first_order_delta(gate_grads: torch.Tensor) -> torch.Tensor:
-    """First-order RAHP eq. 2 per example: ``C(x, ξ − e_h) − C(x, ξ) ≈ −∂C(x, ξ)/∂ξ_h`` (the
-    Taylor step of ξ_h from 1 to 0), for gradients ``gate_grads`` of shape (examples, heads)."""
-    return -gate_grads
-
-
 def boundary_window(score: torch.Tensor, protected: torch.Tensor, k: int, width: int) -> torch.Tensor:
     """Bool mask of the unprotected heads whose rank by ``score`` (descending, ties: lower index
     first, as ``select_top_k``) lies in ``[k − width, k + width)``: the ``width`` last pruned and
@@ -95,9 +81,8 @@ def refine_near_cut(first_order: torch.Tensor, fisher: torch.Tensor, ratio: floa
 
     Repeat: ``ΔC`` = ``first_order`` with the exact values obtained so far substituted; ask
     ``exact_fn`` for the heads of ``heads_to_compute(ΔC, …)`` that are not exact yet; stop when
-    none is new. Returns ``delta_c`` (mixed), ``exact`` (head → value) and ``iterations``."""
-    if window < 0:
-        raise ConfigError(f"hybrid window must be >= 0, got {window}")
+    none is new. Returns ``delta_c`` (mixed), ``exact`` (head → value) and ``iterations`` (a negative
+    ``window`` fails in ``boundary_window`` before ``exact_fn`` is called)."""
     exact: dict[int, float] = {}
     iterations = 0
     while True:
@@ -176,7 +161,7 @@ def first_order_delta_c_scores(model: nn.Module, batches: list[dict],
     with gates, eager_attention(model), scoring_mode(model, freeze=True):
         for batch in batches:
             c, grads = gated_c_and_gate_grads(model, batch, gates, eps)
-            total += first_order_delta(grads).double().sum(dim=0).cpu()
+            total += (-grads).double().sum(dim=0).cpu()  # C(x, ξ − e_h) − C(x, ξ) ≈ −∂C(x, ξ)/∂ξ_h per example
             baseline.append(c.float().cpu())
             count += c.shape[0]
     return (total / max(count, 1)).float(), torch.cat(baseline)
@@ -203,12 +188,9 @@ class ExactDeltaC:
 def hybrid_delta_c(model: nn.Module, batches: list[dict], fisher: torch.Tensor, ratio: float, alpha: float,
                    beta: float, gamma: float, window: int, eps: float = 1e-8, rows_per_pass: int = 256,
                    first_order: torch.Tensor | None = None, extremes: int = 1) -> dict:
-    """Hybrid ΔC for RAHP's selection at ``ratio`` (eq. 2 exact near the cut, first-order elsewhere).
-
-    1. ``ΔC⁽¹⁾`` = first-order ΔC of every head (``first_order_delta_c_scores``), unless given.
-    2. ``refine_near_cut``: repeat ``ΔC`` = ``ΔC⁽¹⁾`` with the exact values computed so far
-       substituted; compute exact ΔC (``delta_c_scores``) for the heads of
-       ``heads_to_compute(ΔC, …)`` not exact yet; stop when none is new.
+    """Hybrid ΔC for RAHP's selection at ``ratio`` (eq. 2 exact near the cut, first-order elsewhere):
+    ``refine_near_cut`` from the first-order ΔC of every head (``first_order_delta_c_scores``, unless
+    given) with exact ΔC from ``delta_c_scores``.
 
     At the fixed point, with the returned mixed ΔC and the (exact) Fisher scores: the ``window``
     last pruned and ``window`` first kept unprotected heads of the top-K cut by S (eq. 5) have

@@ -1,23 +1,12 @@
 """RAHP — Robustness-Aware Head Pruning ("Robustness-Aware Head Pruning for certified Transformer
-models"), Algorithm 1.
-
-1. On a seeded scoring subset of the training set, per head (l, h):
-   ``ΔC_(l,h) = E_x[C(x, M∖(l,h)) − C(x, M)]`` with ``C(x, M) = g / (‖∇_x g‖₂ + ε)`` and the margin
-   ``g = z_c − max_{c'≠c} z_c'`` (eq. 1-2; gradient w.r.t. the input embeddings), and the Fisher
-   score ``F_(l,h) = E ‖∇_θ_(l,h) J‖₂²`` over that head's q/k/v/o slices, ``I = log(F + ε)`` (eq. 3-4).
-2. Min-max normalise both; ``S = β·ΔC' − α·I'`` (eq. 5); protect the top γ heads by Fisher.
-3. Prune the top ``K = ⌊ρ·L·H⌋`` unprotected heads by S in one global step (physically), then
-   optionally fine-tune.
-
-ΔC is computed per ``delta_c_mode`` (``fast_delta_c.py``): ``exact`` (eq. 2, one masked pass
-per head), ``first-order`` (``−∂C/∂ξ_h``, one double backward per batch) or ``hybrid`` (default:
-first-order, then exact for the ``hybrid_window`` heads on each side of the cut K and for the
-``hybrid_extremes`` lowest and highest ΔC). Decisions at other ratios (plots) use the same scores, exact only near this cut.
-What hybrid guarantees is narrow: the heads it computed exactly (the window around the cut, the
-extremes) have exact-mode ΔC; it does *not* guarantee exact mode's pruned set, because a head whose
-first-order ΔC ranks it outside the window may belong on the other side of the cut (tiny BERTs:
-the same set in 5 of 24 cases, 1-5 heads swapped otherwise; MiniLM on SST-2 at ρ 0.4: 26 of 28).
-The card's note counts the pruned heads decided by first-order ΔC alone (``first_order_only``).
+models"), Algorithm 1, as a compression method: on a seeded scoring subset of the training set,
+score every head by ΔC (eq. 1-2, per ``delta_c_mode``: ``fast_delta_c.py``) and Fisher (eq. 3-4),
+protect the top γ by Fisher, prune the top ``K = ⌊ρ·L·H⌋`` unprotected heads by
+``S = β·ΔC' − α·I'`` (eq. 5; the maths in ``scores.py``) in one global step (physically), then
+optionally fine-tune. Decisions at other ratios (plots) reuse the same scores, exact only near this
+cut. ``hybrid`` does not guarantee exact mode's pruned set (``fast_delta_c.py``; MiniLM on SST-2 at
+ρ 0.4: 26 of 28); the card's note counts the pruned heads decided by first-order ΔC alone
+(``first_order_only``).
 
 Scores, protected set, decisions and scoring time are kept in ``artifacts()`` (saved with the
 model) and ``work_dir/rahp-scores.json``; ``plots()`` draws the paper's Figures 2-5.
@@ -40,9 +29,7 @@ class RobustnessAwareHeadPruning(HeadPruningMethod):
     def select(self, model, ctx):
         cfg = self.config
         examples = self.scoring_set(ctx)
-        scores = rahp_scores(model, ctx.tokenizer, examples, cfg.scoring_batch, cfg.scoring_length,
-                             cfg.eps, cfg.rows_per_pass, cfg.delta_c_mode, cfg.ratio, cfg.alpha, cfg.beta,
-                             cfg.protect, cfg.hybrid_window, cfg.hybrid_extremes)
+        scores = rahp_scores(model, ctx.tokenizer, examples, cfg)
         decision = rahp_decision(scores, cfg.ratio, cfg.alpha, cfg.beta, cfg.protect, cfg.eps)
         layout = layout_from_json(scores["layout"])
         self.remove(model, layout, torch.tensor(decision["pruned_mask"]))

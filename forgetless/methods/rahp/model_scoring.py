@@ -1,14 +1,8 @@
-"""Model glue for head scoring: per-example head gates, scoring batches, and the three per-head
-scores computed on a model (the math itself is in ``scores.py``).
-
-* ``michel_importance`` — Michel et al. (2019): ``E_x |∂L(x)/∂ξ_h|``, exact per example: every
-  example gets its own gate vector, so one backward pass yields ``∂L_i/∂ξ_{i,h}`` for the batch.
-* ``delta_c_scores`` — RAHP eq. 1-2: ``ΔC_h = E_x[C(x, M∖h) − C(x, M)]``. The unmasked baseline
-  ``C(x, M)`` is computed once and reused for every head; the masked passes are batched, each
-  row of a pass masking a different head of the same examples (per-example gates, no model copies),
-  and weights are frozen so backward only computes the input-embedding gradient.
-* ``fisher_scores`` — RAHP eq. 3-4: ``F_h = E_(x,y) ‖∇_θ_h J‖₂²`` over the head's q/k/v rows and
-  output-projection columns, from per-example gradients.
+"""Model glue for head scoring (the maths is in ``scores.py``): per-example head gates
+(``ExampleHeadGates``: every example gets its own gate vector, so one backward pass yields every
+example's own gradient, no model copies) and the per-head scores computed on a model: Michel et al.
+(2019) importance, RAHP's ΔC (eq. 1-2: baseline computed once, masked passes batched, weights
+frozen) and Fisher (eq. 3-4, from per-example gradients).
 """
 from __future__ import annotations
 

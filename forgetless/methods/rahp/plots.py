@@ -1,4 +1,4 @@
-"""Figures of the RAHP paper (Figures 2-5) as PNG files, drawn with matplotlib's Agg backend.
+"""Figures of the RAHP paper (Figures 2-5) as PNG files (matplotlib, headless: ``report/plots.py``).
 
 * ``score_heatmap`` — layers × heads map of a score (normalised Fisher, ΔCLEVER, composite S),
   pruned heads crossed, protected heads boxed (Figures 2-4).
@@ -9,24 +9,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+import numpy as np
+import torch
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-
-from .scores import HeadLayout  # noqa: E402
-
-
-def _save(fig, path: Path) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp.png")
-    fig.savefig(tmp, dpi=120, bbox_inches="tight")
-    plt.close(fig)
-    tmp.replace(path)
-    return path
+from ...report.plots import plt, save_figure
+from .scores import HeadLayout
 
 
 def score_heatmap(layout: HeadLayout, values, path: Path, title: str, pruned=None, protected=None,
@@ -54,7 +41,7 @@ def score_heatmap(layout: HeadLayout, values, path: Path, title: str, pruned=Non
     ax.set_ylabel("layer")
     legend = "  (× pruned" + (", □ protected)" if protected is not None else ")") if pruned is not None else ""
     ax.set_title(title + legend, fontsize=10)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def pruned_per_layer_bars(layout: HeadLayout, masks_by_ratio: dict[float, list[bool]], path: Path,
@@ -75,7 +62,7 @@ def pruned_per_layer_bars(layout: HeadLayout, masks_by_ratio: dict[float, list[b
     ax.set_ylim(0, max(n for _, n in layout.sites) + 0.5)
     ax.legend(fontsize=8, ncol=min(len(ratios), 5))
     ax.set_title(title, fontsize=10)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def ablation_scatter(points: list[dict], path: Path, title: str = "(α, β) ablation") -> Path:
@@ -89,4 +76,4 @@ def ablation_scatter(points: list[dict], path: Path, title: str = "(α, β) abla
     ax.set_ylabel("accuracy")
     ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3)
-    return _save(fig, path)
+    return save_figure(fig, path)

@@ -12,22 +12,19 @@ from torch import nn
 
 from ...data.task import ExampleSet
 from .._shared.calibration import scoring_batches
-from .fast_delta_c import check_delta_c_mode, first_order_delta_c_scores, hybrid_delta_c
+from .config import RahpConfig
+from .fast_delta_c import first_order_delta_c_scores, hybrid_delta_c
 from .model_scoring import delta_c_scores, fisher_scores, head_layout
 from .scores import layout_from_json, layout_json, rahp_select
 
 
-def rahp_scores(model: nn.Module, tokenizer, examples: ExampleSet, batch_size: int = 32, max_length: int = 64,
-                eps: float = 1e-8, rows_per_pass: int = 256, delta_c_mode: str = "hybrid", ratio: float = 0.6,
-                alpha: float = 0.5, beta: float = 1.0, gamma: float = 0.1, hybrid_window: int = 3,
-                hybrid_extremes: int = 1) -> dict:
-    """ΔC (RAHP eq. 2) and Fisher (eq. 3) per head on ``examples``, timed. ``delta_c_mode``:
-    ``exact`` (one masked pass per head, baseline C reused), ``first-order`` (``−∂C/∂ξ_h`` by double
-    backward) or ``hybrid`` (first-order, then exact for the heads near the cut of the selection at
-    ``ratio``/``alpha``/``beta``/``gamma``, ``hybrid_window`` on each side, and the
-    ``hybrid_extremes`` lowest and highest ΔC); see ``fast_delta_c``."""
-    check_delta_c_mode(delta_c_mode)
-    batches = scoring_batches(tokenizer, examples, batch_size, max_length)
+def rahp_scores(model: nn.Module, tokenizer, examples: ExampleSet, config: RahpConfig) -> dict:
+    """ΔC (RAHP eq. 2) and Fisher (eq. 3) per head on ``examples``, timed, with ``config``'s scoring
+    options: ``delta_c_mode`` ``exact`` (one masked pass per head, baseline C reused), ``first-order``
+    (``−∂C/∂ξ_h`` by double backward) or ``hybrid`` (first-order, then exact near the cut of the
+    selection at ``ratio`` / ``alpha`` / ``beta`` / ``protect``); see ``fast_delta_c``."""
+    c = config
+    batches = scoring_batches(tokenizer, examples, c.scoring_batch, c.scoring_length)
     layout = head_layout(model)
     start = time.perf_counter()
     fisher = fisher_scores(model, batches)
@@ -35,24 +32,24 @@ def rahp_scores(model: nn.Module, tokenizer, examples: ExampleSet, batch_size: i
     seconds: dict[str, float] = {}
     extra: dict = {}
     start = time.perf_counter()
-    if delta_c_mode == "exact":
-        delta_c, baseline = delta_c_scores(model, batches, eps=eps, rows_per_pass=rows_per_pass)
+    if c.delta_c_mode == "exact":
+        delta_c, baseline = delta_c_scores(model, batches, eps=c.eps, rows_per_pass=c.rows_per_pass)
         exact_heads = list(range(layout.total))
         seconds["delta_c_exact"] = time.perf_counter() - start
     else:
-        first_order, baseline = first_order_delta_c_scores(model, batches, eps)
+        first_order, baseline = first_order_delta_c_scores(model, batches, c.eps)
         seconds["delta_c_first_order"] = time.perf_counter() - start
         delta_c, exact_heads = first_order, []
         extra["delta_c_first_order"] = first_order.tolist()
-        if delta_c_mode == "hybrid":
+        if c.delta_c_mode == "hybrid":
             mid = time.perf_counter()
-            hybrid = hybrid_delta_c(model, batches, fisher, ratio, alpha, beta, gamma, hybrid_window, eps,
-                                    rows_per_pass, first_order=first_order, extremes=hybrid_extremes)
+            hybrid = hybrid_delta_c(model, batches, fisher, c.ratio, c.alpha, c.beta, c.protect, c.hybrid_window, c.eps,
+                                    c.rows_per_pass, first_order=first_order, extremes=c.hybrid_extremes)
             seconds["delta_c_exact"] = time.perf_counter() - mid
             delta_c, exact_heads = hybrid["delta_c"], sorted(hybrid["exact"])
             entries = layout.entries()
-            extra["hybrid"] = {"ratio": ratio, "alpha": alpha, "beta": beta, "gamma": gamma, "window": hybrid_window,
-                               "extremes": hybrid_extremes,
+            extra["hybrid"] = {"ratio": c.ratio, "alpha": c.alpha, "beta": c.beta, "gamma": c.protect,
+                               "window": c.hybrid_window, "extremes": c.hybrid_extremes,
                                "iterations": hybrid["iterations"], "exact_head_indices": exact_heads,
                                "exact_heads": [[*entries[i][0], entries[i][1]] for i in exact_heads]}
     t_delta = time.perf_counter() - start
@@ -61,7 +58,7 @@ def rahp_scores(model: nn.Module, tokenizer, examples: ExampleSet, batch_size: i
         "layout": layout_json(layout),
         "delta_c": delta_c.tolist(),
         "fisher": fisher.tolist(),
-        "delta_c_mode": delta_c_mode,
+        "delta_c_mode": c.delta_c_mode,
         "baseline_c_mean": float(baseline.mean()),
         "scoring_examples": len(examples),
         "seconds": seconds,

@@ -9,8 +9,11 @@ set are computed once and cached (``distil/teacher.py``) and arrive in each batc
 """
 from __future__ import annotations
 
+import numpy as np
+import torch
+
 from ...training.objective import Objective, batch_column
-from ..formulas import kd_loss
+from ..formulas import kd_loss, smooth_probs
 from .teacher import context_teacher_probabilities
 
 TEACHER_COLUMN = "teacher_probs"
@@ -19,13 +22,16 @@ TEACHER_COLUMN = "teacher_probs"
 class Distil(Objective):
     """``(1 − λ)·CE + λ·KL(p_T ‖ p_S)`` with the raw teacher probabilities."""
 
-    def teacher_targets(self, ctx, probs):
-        """Targets distilled into the student; subclasses smooth them (Smooth, RMC)."""
-        return probs
+    def smoothing_degree(self):
+        """Exponent ``d`` of eq. 3 applied to the teacher probabilities before they are distilled: None
+        (raw), one for every sample (Smooth) or one per sample (RMC)."""
+        return None
 
     def prepare(self, ctx) -> dict[str, list]:
-        probs = context_teacher_probabilities(ctx)
-        targets = self.teacher_targets(ctx, probs)
+        targets = context_teacher_probabilities(ctx)
+        if self.smoothing_degree() is not None:
+            targets = smooth_probs(torch.as_tensor(targets, dtype=torch.float64), self.smoothing_degree())
+            targets = targets.numpy().astype(np.float32)
         return {TEACHER_COLUMN: [list(map(float, row)) for row in targets]}
 
     def __call__(self, logits, labels, batch):

@@ -1,12 +1,8 @@
 """Focal baseline (Du et al., "What do Compressed Large Language Models Forget?", appendix B):
-
-    L = mean_i( −(1 − p_i)^γ / mean_batch((1 − p_k)^γ) · log p_i ),   γ = 2,
-
-where ``p_i`` is the student's own probability of the gold class (the weights have mean 1 in each
-batch). ``focal`` is this loss differentiated as written — the gradient also flows through
-``(1 − p_i)^γ`` (Lin et al. 2017). ``focal-reweighted`` keeps the same value with the weights
-detached: cross-entropy re-weighted per sample, whose gradient differs (forgetless' ``focal``
-before the paper-fidelity fix). Neither needs a teacher or per-example columns.
+``focal`` differentiates the batch-normalised focal loss as written (``formulas.focal_loss``, Lin et
+al. 2017), ``focal-reweighted`` keeps its value with the weights detached (``formulas.reweighted_ce_loss``:
+cross-entropy re-weighted per sample, forgetless' ``focal`` before the paper-fidelity fix). Neither
+needs a teacher or per-example columns.
 """
 from __future__ import annotations
 

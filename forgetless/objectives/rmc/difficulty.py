@@ -47,6 +47,7 @@ from ...errors import ConfigError, DataError
 from ...metrics.predict import predict_logits
 from ...fsutil import atomic_write_json
 from ...kinds import kind_for
+from ...methods._shared.oneshot import HoldZeros
 from ...methods.magnitude.config import MagnitudeConfig
 from ...methods.magnitude.method import MagnitudeCallback
 from ...methods.magnitude.pruning import MagnitudePruner
@@ -138,17 +139,6 @@ class DifficultyResult:
                 "cache": self.cache_path, "from_cache": self.from_cache}
 
 
-class _KeepMasks(transformers.TrainerCallback):
-    """Re-zero pruned weights after every optimiser step, so recovery training keeps the sparsity."""
-
-    def __init__(self, pruner):
-        self.pruner = pruner
-
-    def on_step_end(self, args, state, control, **kwargs):
-        self.pruner.apply()
-        return control
-
-
 def _independent_model(pretrained, tokenizer, train_set, train_config, work_dir, sparsity: float, seed: int):
     """The pre-trained model fine-tuned on the task with iterative magnitude pruning to ``sparsity``."""
     if pretrained is None:
@@ -201,7 +191,7 @@ def compute_difficulty(teacher, tokenizer, train_set, train_config, work_dir: st
                 recovery = replace(train_config, epochs=config.recovery_epochs, max_steps=-1, seed=seed + level,
                                    learning_rate=config.learning_rate, save_steps=10 ** 9)
                 model = fine_tune(model, tokenizer, train_set, run_dir, recovery,
-                                  callbacks=[_KeepMasks(pruner)], resume=False)
+                                  callbacks=[HoldZeros(list(zip(pruner.linears, pruner.masks)))], resume=False)
                 shutil.rmtree(run_dir, ignore_errors=True)
             achieved.append(pruner.sparsity())
             logits = predict_logits(model, tokenizer, train_set, max_length=train_config.max_length)

@@ -16,10 +16,8 @@ set's ground-truth easy/hard flags, when the task has them, goes into the report
 from __future__ import annotations
 
 import numpy as np
-import torch
 
 from ..distil.objective import Distil
-from ..formulas import smooth_probs
 from .config import RMCConfig, default_alpha
 from .difficulty import context_difficulty
 
@@ -49,9 +47,8 @@ class RMC(Distil):
         columns[DIFFICULTY_COLUMN] = self.degrees.astype(float).tolist()
         return columns
 
-    def teacher_targets(self, ctx, probs):
-        smoothed = smooth_probs(torch.as_tensor(probs, dtype=torch.float64), torch.as_tensor(self.degrees))
-        return smoothed.numpy().astype(np.float32)
+    def smoothing_degree(self):
+        return self.degrees
 
     def report(self) -> dict:
         """Difficulty summary for a report card (after ``prepare``)."""

@@ -37,7 +37,8 @@ from ...training.encode import split_batch
 from ...training.objective import Objective, cross_entropy
 from .config import ChildTuningConfig
 from .formulas import clip_tensor_norm, fisher_information, top_share_masks
-from .glue import is_resuming, layer_parameters, load_checkpoint_tensors, save_checkpoint_tensors
+from ...training.trainer import load_checkpoint_tensors, save_checkpoint_tensors
+from .glue import layer_parameters
 
 MASK_FILE = "child-tuning-mask.safetensors"
 
@@ -70,7 +71,7 @@ class ChildTuningCallback(TrainerCallback):
         named = layer_parameters(model)
         objective.names = [n for n, _ in named]
         objective.params = [p for _, p in named]
-        if is_resuming(state):
+        if state.global_step > 0:  # the Trainer restored a checkpoint
             saved = load_checkpoint_tensors(args, state, MASK_FILE, "Child-Tuning's mask")
             objective.masks = [saved[n].to(p.device).bool() for n, p in named]
         else:

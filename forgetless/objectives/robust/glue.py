@@ -1,17 +1,13 @@
 """Model and Trainer glue shared by the robust fine-tuning objectives (R-Drop, SMART, FreeLB,
 Child-Tuning_D, ROSE): embedding perturbation by a forward hook, repeating a dropout mask, the
-transformer-layer parameters a selection method acts on, the Trainer's own backward scaling, and
-extra state files inside Hugging Face checkpoint folders (safetensors)."""
+transformer-layer parameters a selection method acts on and the Trainer's own backward scaling."""
 from __future__ import annotations
 
 import contextlib
-from pathlib import Path
 
 import torch
 from accelerate.utils import DistributedType
-from safetensors.torch import load_file, save_file
 from torch import nn
-from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 from ...errors import ConfigError, UnsupportedModelError
 from ...models.adapters import get_adapter
@@ -112,28 +108,3 @@ def trainer_backward(trainer, loss: torch.Tensor, num_items_in_batch=None) -> to
     kwargs = {"scale_wrt_gas": False} if trainer.accelerator.distributed_type == DistributedType.DEEPSPEED else {}
     trainer.accelerator.backward(loss, **kwargs)
     return loss.detach()
-
-
-# ----- state inside checkpoints -----------------------------------------------------------------
-def checkpoint_dir(args, state) -> Path:
-    """The folder the Trainer writes (or resumed from) for the current global step."""
-    return Path(args.output_dir) / f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}"
-
-
-def save_checkpoint_tensors(args, state, filename: str, tensors: dict[str, torch.Tensor]) -> None:
-    folder = checkpoint_dir(args, state)
-    if folder.is_dir() and state.is_world_process_zero:
-        save_file({k: v.detach().cpu().clone().contiguous() for k, v in tensors.items()}, str(folder / filename))
-
-
-def load_checkpoint_tensors(args, state, filename: str, what: str) -> dict[str, torch.Tensor]:
-    path = checkpoint_dir(args, state) / filename
-    if not path.is_file():
-        raise ConfigError(f"resuming at step {state.global_step} needs {what} from {path}, which is missing; "
-                          f"delete {args.output_dir} to train from the start")
-    return load_file(str(path))
-
-
-def is_resuming(state) -> bool:
-    """At ``on_train_begin``: the Trainer restored a checkpoint's state (global step > 0)."""
-    return state.global_step > 0

@@ -21,10 +21,8 @@ classifier are always updated); for a dropped tensor the gradient is replaced by
 before the step (so its momentum does not move), and after the step ``θ_t + M ⊙ (θ' − θ_t)`` is
 written back (the update, including AdamW's decoupled weight decay, is scaled by M). The reference
 starts masking after the warm-up steps; so does this. Selection (option ``selection``):
-``quantile`` (default, the reference code) keeps the tensors with ``quantile(risk, l) ≤ risk ≤
-quantile(risk, u)`` (``torch.quantile``, both ends inclusive); ``rank`` keeps the ranks
-``[floor(l·n), floor(u·n))`` in ascending risk, so exactly ``floor(u·n) − floor(l·n)`` of ``n`` (the
-two can differ by one tensor, e.g. for n = 16 and for RoBERTa-base). RAHP's Table 1 drops 60% of the updates; the
+``quantile`` (default, the reference code) or ``rank`` (an exact count), ``formulas.py``; the two can
+differ by one tensor (e.g. for n = 16 and for RoBERTa-base). RAHP's Table 1 drops 60% of the updates; the
 defaults drop the 55% least valuable and the 5% least robust (``lower_quantile = 0.55``,
 ``upper_quantile = 0.95``; the reference code's defaults are 0.50 / 0.95). With gradient
 accumulation, first-order risks are summed over the micro-batches; in multi-process runs they are

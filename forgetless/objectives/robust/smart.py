@@ -44,45 +44,35 @@ from ...training.objective import Objective, cross_entropy
 from .config import SmartConfig
 from .formulas import (ema_update, mtdnn_step, normalize_linf, project_linf, stable_kl_sum, symmetric_kl,
                        symmetric_kl_one_side)
-from .glue import (classification_only, embedding_shape, is_resuming, load_checkpoint_tensors,
-                   perturbed_embeddings, rng_state, save_checkpoint_tensors, set_rng_state, unwrap)
+from ...training.trainer import load_checkpoint_tensors, save_checkpoint_tensors
+from .glue import classification_only, embedding_shape, perturbed_embeddings, rng_state, set_rng_state, unwrap
 
 ANCHOR_FILE = "smart-anchor.safetensors"
 
 
-def mtdnn_perturbation(model, inputs: dict, clean_logits: torch.Tensor, noise: torch.Tensor, state: dict,
-                       config: SmartConfig) -> torch.Tensor | None:
-    """The perturbation of SMART's reference code (MT-DNN), detached: ``ν = σ·noise``, then
-    ``T_x̃`` steps ``ν ← mtdnn_step(ν, ∇_ν stable_kl_sum(f(x + ν), f(x)))`` on the embedding layer's
-    output. ``None`` when the gradient is not finite (MT-DNN then skips the term)."""
-    delta = noise * config.noise_std
+def perturbation(model, inputs: dict, clean_logits: torch.Tensor, noise: torch.Tensor, state: dict,
+                 config: SmartConfig) -> torch.Tensor | None:
+    """The adversarial perturbation ν, detached; every pass replays the random ``state`` (the clean
+    pass's dropout mask). ``mt_dnn``: ``ν = σ·noise``, then ``T_x̃`` steps ``ν ← mtdnn_step(ν,
+    ∇_ν stable_kl_sum(f(x + ν), f(x)))`` on the embedding layer's output; ``None`` when the gradient is
+    not finite (MT-DNN then skips the term). ``alg1_literal``: ``δ = Π(σ·noise)``, then ``T_x̃`` steps
+    ``δ ← Π(δ + η·g / ‖g‖∞)`` with ``g = ∇_δ ℓ_s(f(x+δ), f(x))``, inside the ε-ball."""
+    mt_dnn = config.perturbation == "mt_dnn"
+    delta = noise * config.noise_std if mt_dnn else project_linf(noise * config.noise_std, config.epsilon)
     target = clean_logits.detach()
     for _ in range(config.ascent_steps):
         delta.requires_grad_(True)
         set_rng_state(state)
-        with perturbed_embeddings(model, delta, after_layer_norm=True):
+        with perturbed_embeddings(model, delta, after_layer_norm=mt_dnn):
             logits = model(**inputs).logits
-        grad, = torch.autograd.grad(stable_kl_sum(logits, target), delta)
-        if not torch.isfinite(grad.norm()):
-            return None
-        delta = mtdnn_step(delta.detach(), grad, config.step_size, config.norm_epsilon)
-    return delta.detach()
-
-
-def smart_perturbation(model, inputs: dict, clean_logits: torch.Tensor, noise: torch.Tensor, state: dict,
-                       config: SmartConfig) -> torch.Tensor:
-    """The adversarial embedding perturbation of Algorithm 1 read literally, detached and inside the ε-ball:
-    ``δ = Π(σ·noise)``, then ``T_x̃`` steps ``δ ← Π(δ + η·g / ‖g‖∞)`` with ``g = ∇_δ ℓ_s(f(x+δ), f(x))``.
-    Every pass replays the random ``state`` (the clean pass's dropout mask)."""
-    delta = project_linf(noise * config.noise_std, config.epsilon)
-    target = clean_logits.detach()
-    for _ in range(config.ascent_steps):
-        delta.requires_grad_(True)
-        set_rng_state(state)
-        with perturbed_embeddings(model, delta):
-            logits = model(**inputs).logits
-        grad, = torch.autograd.grad(symmetric_kl(logits, target).mean(), delta)
-        delta = project_linf(delta.detach() + config.step_size * normalize_linf(grad), config.epsilon)
+        if mt_dnn:
+            grad, = torch.autograd.grad(stable_kl_sum(logits, target), delta)
+            if not torch.isfinite(grad.norm()):
+                return None
+            delta = mtdnn_step(delta.detach(), grad, config.step_size, config.norm_epsilon)
+        else:
+            grad, = torch.autograd.grad(symmetric_kl(logits, target).mean(), delta)
+            delta = project_linf(delta.detach() + config.step_size * normalize_linf(grad), config.epsilon)
     return delta.detach()
 
 
@@ -95,7 +85,7 @@ class AnchorCallback(TrainerCallback):
 
     def on_train_begin(self, args, state, control, model=None, **kwargs):
         anchor = self.objective.make_anchor(model)
-        if is_resuming(state):
+        if state.global_step > 0:  # the Trainer restored a checkpoint
             saved = load_checkpoint_tensors(args, state, ANCHOR_FILE, "SMART's momentum model θ̃")
             with torch.no_grad():
                 for name, param in anchor.named_parameters():
@@ -147,20 +137,14 @@ class Smart(Objective):
                 anchor_logits = self.anchor(**inputs).logits
             bregman = symmetric_kl(logits, anchor_logits).mean()
         smoothness = zero
-        if config.smoothness_weight > 0 and config.perturbation == "mt_dnn":
-            delta = mtdnn_perturbation(model, inputs, logits, noise, state, config)
+        if config.smoothness_weight > 0:
+            mt_dnn = config.perturbation == "mt_dnn"
+            delta = perturbation(model, inputs, logits, noise, state, config)
             if delta is not None:
                 set_rng_state(state)
-                with perturbed_embeddings(model, delta, after_layer_norm=True):
+                with perturbed_embeddings(model, delta, after_layer_norm=mt_dnn):
                     adv = model(**inputs).logits
-                smoothness = symmetric_kl_one_side(logits, adv).mean()
-            self.last_perturbation = delta
-        elif config.smoothness_weight > 0:
-            delta = smart_perturbation(model, inputs, logits, noise, state, config)
-            set_rng_state(state)
-            with perturbed_embeddings(model, delta):
-                adv = model(**inputs).logits
-            smoothness = symmetric_kl(adv, logits).mean()
+                smoothness = symmetric_kl_one_side(logits, adv).mean() if mt_dnn else symmetric_kl(adv, logits).mean()
             self.last_perturbation = delta
         # every pass replayed one random state, so it now stands where one forward pass leaves it
         return ce, smoothness, bregman, outputs
