@@ -50,8 +50,10 @@ def test_cli_tiny_llama_heads_block_influence_and_causal_lm(tmp_path, capsys):
     assert card["kind"] == {"task": "classification", "model": "causal-lm"} and card["speed"]["mode"] == "prefill+decode"
     decode = card["speed"]["decode_ms_per_token"]
     assert card["language_model"]["compressed"]["perplexity"] > 1
-    assert (decode["base"] > 0 and decode["speedup"] > 0) or (decode["base"] is None or decode["compressed"] is None) \
-        and "not measurable" in decode["note"]  # under heavy load generate − prefill can be ≤ 0
+    if decode["base"] is None or decode["compressed"] is None:  # under heavy load generate − prefill can be ≤ 0
+        assert decode["speedup"] is None and "not measurable" in decode["note"]
+    else:
+        assert decode["base"] > 0 and decode["compressed"] > 0 and decode["speedup"] > 0
     assert main(["compress", "--method", "heads", "--ratio", "0.5", "--scoring-examples", "8", "--recovery", "none",
                  "--model-kind", "causal-lm", "--perplexity-file", str(text), "--out", str(tmp_path / "lm-heads"),
                  *common]) == 0  # key/value groups scored by the label word's loss after the prompt
