@@ -140,3 +140,36 @@ def test_cli_sweep_passes_objective_options_and_saves_recipes(tmp_path):
     run = json.loads((out / "runs" / "focal-s0.5-seed0" / "forgetless-run.json").read_text())
     assert run["config"]["objective"]["gamma"] == 1.5
     assert load_recipe(out / "runs" / "focal-s0.5-seed0" / "model" / "recipe.yaml")["config"].objective.gamma == 1.5
+
+
+def test_finished_run_is_reused_across_progress_and_cadence_and_rerun_with_a_line_when_settings_change(tmp_path, capsys):
+    """A sweep run's key is the run's identity (validate.run_key's rule): progress bars and checkpoint
+    cadence do not make a finished run stale; a marker written under the old whole-config key is still
+    reused; a changed setting reruns the run and says which settings changed."""
+    from dataclasses import replace
+
+    from forgetless.config import RunConfig
+    from forgetless.outputs import RUN_FILE
+    from forgetless.sweep.runner import _reuse, run_key
+    from forgetless.validate import _jsonable_config
+
+    config = RunConfig()
+    run_dir = tmp_path / "ce-s0.5-seed0"
+    run_dir.mkdir()
+    (run_dir / "report.json").write_text(json.dumps({"headline": "kept"}))
+    (run_dir / RUN_FILE).write_text(json.dumps({"command": "compress", "config": _jsonable_config(config)}))
+    (run_dir / "sweep-run.json").write_text(json.dumps({"key": run_key(config, "t"), "seconds": 1.0}))
+
+    quiet = replace(config, progress=not config.progress, train=replace(config.train, save_steps=7, logging_steps=3))
+    assert _reuse(run_dir, quiet, "t")["headline"] == "kept"
+    assert capsys.readouterr().err == ""
+
+    (run_dir / "sweep-run.json").write_text(json.dumps({"key": run_key(config, "t", identity=False)}))
+    assert _reuse(run_dir, config, "t")["headline"] == "kept"  # a marker from before the identity rule
+
+    other = replace(config, train=replace(config.train, learning_rate=1e-3, epochs=2.0))
+    assert _reuse(run_dir, other, "t") is None
+    assert capsys.readouterr().err.strip() == ("[forgetless] ce-s0.5-seed0 finished with other settings "
+                                               "(train.epochs, train.learning_rate); running it again")
+    assert _reuse(run_dir, config, "other data") is None
+    assert "(the same settings, other data)" in capsys.readouterr().err

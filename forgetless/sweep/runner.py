@@ -29,11 +29,12 @@ from ..errors import ConfigError
 from ..fsutil import atomic_write_json, remove_leftovers
 from ..kinds import kind_for
 from ..registry import METHODS, OBJECTIVES
-from ..outputs import check_cache, check_output, mark_output, output_lock
+from ..outputs import RUN_FILE, check_cache, check_output, mark_output, output_lock
 from ..config import RunConfig, SweepConfig, TrainConfig
 from ..pipeline import clean_work, compress, train_teacher
 from ..recipes.dump import dump_recipe
-from ..tree import to_recipe
+from ..tree import flatten, to_recipe
+from ..validate import _jsonable_config
 from .table import _record, _summary, write_sweep
 
 log = logging.getLogger(__name__)
@@ -47,8 +48,11 @@ def task_fingerprint(task: Task) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def run_key(config, task_key: str = "") -> str:
-    data = {"run": asdict(config), "task": task_key}
+def run_key(config, task_key: str = "", identity: bool = True) -> str:
+    """A sweep run's key: its settings as ``validate.run_key`` reads them (progress bars, checkpoint
+    cadence and logging are not a run's identity) and the task's content. ``identity=False`` gives
+    the key of markers written before that rule (every field), which ``_reuse`` still accepts."""
+    data = {"run": _jsonable_config(config) if identity else asdict(config), "task": task_key}
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
@@ -152,11 +156,26 @@ def _reuse(run_dir: Path, config, task_key: str) -> dict | None:
     if not (marker.is_file() and report.is_file()):
         return None
     meta = json.loads(marker.read_text())
-    if meta.get("key") != run_key(config, task_key):
+    if meta.get("key") not in (run_key(config, task_key), run_key(config, task_key, identity=False)):
+        print(f"[forgetless] {run_dir.name} finished with other settings ({_changed_settings(run_dir, config)}); "
+              "running it again", file=sys.stderr, flush=True)
         return None
     card = json.loads(report.read_text())
     card["sweep_run"] = meta
     return card
+
+
+def _changed_settings(run_dir: Path, config) -> str:
+    """The dotted settings in which a finished run (its ``forgetless-run.json``) differs from ``config``."""
+    try:
+        before = flatten(json.loads((run_dir / RUN_FILE).read_text())["config"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return "its settings were not recorded"
+    now = flatten(_jsonable_config(config))
+    changed = sorted(k for k in before.keys() | now.keys() if before.get(k) != now.get(k))
+    if not changed:
+        return "the same settings, other data"
+    return ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
 
 
 def _difficulty_summary(task: Task, teacher_dir: str, train: TrainConfig, seed: int, rmc_options: dict,
