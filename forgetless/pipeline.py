@@ -45,7 +45,7 @@ from .report.honest import prediction_rows, training_section
 from .report.model_summary import model_card_summary
 from .training.trainer import fine_tune
 from .outputs import cache_root, output_lock, teacher_lock
-from .validate import _jsonable_config, prepare_output, run_inputs, validate_run
+from .validate import run_identity, prepare_output, run_inputs, validate_run
 
 log = logging.getLogger(__name__)
 
@@ -157,7 +157,7 @@ def run_compress(task: Task, config: RunConfig, out_dir: str | Path, meta: dict 
         check_model_object(model, kind_for(task, config.method, config.model_kind).name, task)
     recipe = {"command": "compress", **(meta or {}), **to_recipe(config)}  # `forgetless run` on it reruns it
     with output_lock(out_dir), disk_full_guard(out_dir):  # a second run on the same folder stops here
-        prepare_output(out_dir, key, overwrite, _jsonable_config(config), run_inputs(task, config))
+        prepare_output(out_dir, key, overwrite, run_identity(config), run_inputs(task, config))
         remove_leftovers(out_dir)  # .model.tmp-* of a killed save (we hold the folder's lock)
         return _compress(task, config, Path(out_dir), method, objective, then, recipe, model, tokenizer)
 

@@ -188,13 +188,15 @@ def _check_teacher_labels(teacher: str, task, kind) -> None:
 
 def run_key(task, config) -> str:
     """What makes two runs the same: the resolved configuration (progress bars aside) and the data."""
-    data = _jsonable_config(config)
+    data = run_identity(config)
     data["task"] = {"name": task.name, "kind": task.kind, "labels": list(task.label_names or []),
                     "sets": {name: s.fingerprint() for name, s in {"train": task.train, **task.eval_sets()}.items()}}
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:20]
 
 
-def _jsonable_config(config) -> dict:
+def run_identity(config) -> dict:
+    """A run's settings as JSON, without what does not change its result (progress bars, checkpoint
+    cadence, logging): recorded in ``forgetless-run.json`` and hashed by both run keys."""
     data = asdict(config) if is_dataclass(config) else dict(config)
     data.pop("progress", None)
     if is_dataclass(config) and hasattr(config, "train"):

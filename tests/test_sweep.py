@@ -151,13 +151,13 @@ def test_finished_run_is_reused_across_progress_and_cadence_and_rerun_with_a_lin
     from forgetless.config import RunConfig
     from forgetless.outputs import RUN_FILE
     from forgetless.sweep.runner import _reuse, run_key
-    from forgetless.validate import _jsonable_config
+    from forgetless.validate import run_identity
 
     config = RunConfig()
     run_dir = tmp_path / "ce-s0.5-seed0"
     run_dir.mkdir()
     (run_dir / "report.json").write_text(json.dumps({"headline": "kept"}))
-    (run_dir / RUN_FILE).write_text(json.dumps({"command": "compress", "config": _jsonable_config(config)}))
+    (run_dir / RUN_FILE).write_text(json.dumps({"command": "compress", "config": run_identity(config)}))
     (run_dir / "sweep-run.json").write_text(json.dumps({"key": run_key(config, "t"), "seconds": 1.0}))
 
     quiet = replace(config, progress=not config.progress, train=replace(config.train, save_steps=7, logging_steps=3))

@@ -34,7 +34,7 @@ from ..config import RunConfig, SweepConfig, TrainConfig
 from ..pipeline import clean_work, compress, train_teacher
 from ..recipes.dump import dump_recipe
 from ..tree import flatten, to_recipe
-from ..validate import _jsonable_config
+from ..validate import run_identity
 from .table import _record, _summary, write_sweep
 
 log = logging.getLogger(__name__)
@@ -52,7 +52,7 @@ def run_key(config, task_key: str = "", identity: bool = True) -> str:
     """A sweep run's key: its settings as ``validate.run_key`` reads them (progress bars, checkpoint
     cadence and logging are not a run's identity) and the task's content. ``identity=False`` gives
     the key of markers written before that rule (every field), which ``_reuse`` still accepts."""
-    data = {"run": _jsonable_config(config) if identity else asdict(config), "task": task_key}
+    data = {"run": run_identity(config) if identity else asdict(config), "task": task_key}
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
@@ -171,7 +171,7 @@ def _changed_settings(run_dir: Path, config) -> str:
         before = flatten(json.loads((run_dir / RUN_FILE).read_text())["config"])
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return "its settings were not recorded"
-    now = flatten(_jsonable_config(config))
+    now = flatten(run_identity(config))
     changed = sorted(k for k in before.keys() | now.keys() if before.get(k) != now.get(k))
     if not changed:
         return "the same settings, other data"
