@@ -39,6 +39,7 @@ from forgetless.models import surgery
 from forgetless.models.adapters import get_adapter
 from forgetless.models.gates import Gates
 from forgetless.models.sites import in_features, out_features
+from forgetless.models.transformers_compat import CACHE_ARG, output_cache
 
 CONFIG = dict(vocab_size=32000, hidden_size=512, intermediate_size=1536, num_hidden_layers=8,
               num_attention_heads=8, num_key_value_heads=4, head_dim=64, max_position_embeddings=512,
@@ -88,11 +89,11 @@ def time_once(model, ids: torch.Tensor, new_tokens: int) -> tuple[float, float]:
     start = time.perf_counter()
     out = model(input_ids=ids, use_cache=True, logits_to_keep=1)
     prefill = time.perf_counter() - start
-    cache, token = out.past_key_values, out.logits[:, -1:].argmax(-1)
+    cache, token = output_cache(out), out.logits[:, -1:].argmax(-1)
     start = time.perf_counter()
     for _ in range(new_tokens):
-        out = model(input_ids=token, past_key_values=cache, use_cache=True)
-        cache, token = out.past_key_values, out.logits[:, -1:].argmax(-1)
+        out = model(input_ids=token, use_cache=True, **{CACHE_ARG: cache})
+        cache, token = output_cache(out), out.logits[:, -1:].argmax(-1)
     return prefill, (time.perf_counter() - start) / new_tokens
 
 

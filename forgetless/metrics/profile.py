@@ -24,6 +24,7 @@ from ..fsutil import atomic_write_json
 from ..models import surgery
 from ..models.adapters import get_adapter
 from ..models.gates import HookSet
+from ..models.transformers_compat import CACHE_ARG, output_cache
 from .speed import SpeedConfig, time_call
 
 
@@ -136,14 +137,14 @@ def decoder_step_profile(model: nn.Module, seq_lengths=(16, 32, 64, 128, 256), h
                 encoded = small.get_encoder()(input_ids=ids, attention_mask=mask)
                 step = torch.full((batch_size, 1), _start_token(small), dtype=torch.long)
                 out = small(encoder_outputs=encoded, attention_mask=mask, decoder_input_ids=step, use_cache=True)
-                cache, layer_ms, step_ms = out.past_key_values, [], []
+                cache, layer_ms, step_ms = output_cache(out), [], []
                 for _ in range(repeats):
                     start = time.perf_counter()
                     out = small(encoder_outputs=encoded, attention_mask=mask, decoder_input_ids=step,
-                                past_key_values=cache, use_cache=True)
+                                use_cache=True, **{CACHE_ARG: cache})
                     step_ms.append(1000 * (time.perf_counter() - start))
                     layer_ms.append(1000 * (clock["end"] - clock["start"]))
-                    cache = out.past_key_values
+                    cache = output_cache(out)
                 rows.append({"stack": "decoder-step", "heads": heads, "ffn": ffn_site.width,
                              "seq_len": length, "ms": statistics.median(layer_ms),
                              "step_ms": statistics.median(step_ms),

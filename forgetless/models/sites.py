@@ -12,6 +12,8 @@ import torch
 from torch import nn
 from transformers.pytorch_utils import Conv1D
 
+from .transformers_compat import cache_from_kwargs
+
 SiteKey = tuple[str, int, str]  # (stack, layer index, kind): ("encoder", 3, "self"), ("ffn" kind for FFN)
 
 
@@ -178,7 +180,7 @@ class CachedEmptyAttention(EmptyAttention):
         self.layer_idx = layer_idx
 
     def forward(self, hidden_states, *args, **kwargs):
-        cache = kwargs.get("past_key_values")
+        cache = cache_from_kwargs(kwargs)  # transformers 5.24 renamed the argument: transformers_compat
         if cache is not None and self.layer_idx is not None:
             cache = getattr(cache, "self_attention_cache", cache)
             b, s = hidden_states.shape[:2]
