@@ -122,6 +122,10 @@ def tied_names(model_class: type, config: dict) -> list[set[str]]:
     return [names for names in groups.values() if len(names) > 1]
 
 
+# Measured with transformers 5.24 + compressed-tensors 0.20 (5.17 + 0.19 load the same folders exactly).
+ASYMMETRIC_BUG = ("plain from_pretrained of asymmetric (zero-point) layers raises a size mismatch on "
+                  "weight_zero_point with transformers 5.24 and compressed-tensors 0.20, as for llm-compressor's own "
+                  "asymmetric output (the packed zero points are expected unpacked)")
 SAFETENSORS_DTYPES = {torch.float64: "F64", torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16",
                       torch.int64: "I64", torch.int32: "I32", torch.int16: "I16", torch.int8: "I8", torch.uint8: "U8",
                       torch.bool: "BOOL"}
@@ -204,6 +208,11 @@ def stock_loadable(model_dir: str | Path) -> tuple[bool, str]:
     if fit != "exact":
         return False, why
     if quantization.get("dtype") == "compressed-tensors":
-        return True, (f"{why}; its {quantization['scheme']} layers load with the compressed-tensors package "
-                      "installed (pip install compressed-tensors)")
+        why = (f"{why}; its {quantization['scheme']} layers load with the compressed-tensors package installed "
+               "(pip install compressed-tensors)")
+        groups = config["quantization_config"]["config_groups"].values()
+        if any(not group["weights"]["symmetric"] for group in groups):
+            why += (f"; {ASYMMETRIC_BUG}: load it with from_pretrained(path, "
+                    "quantization_config=transformers.CompressedTensorsConfig(dequantize=True))")
+        return True, why
     return True, why
