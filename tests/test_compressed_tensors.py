@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -43,6 +44,7 @@ def test_packing_by_hand_and_against_compressed_tensors():
     assert pack_int32(straddling, 3).tolist() == [[-2 ** 31 + 2 ** 30, 1]]
     with pytest.raises(ValueError, match="outside"):
         pack_int32(torch.tensor([[16]]), 4)
+    pytest.importorskip("compressed_tensors", reason="the llm extra: pip install -e '.[llm]'")
     from compressed_tensors.compressors.pack_quantized.helpers import pack_to_int32, unpack_from_int32
 
     for bits in GROUPED_BITS:
@@ -77,11 +79,14 @@ def gptq(model, **options):
 
 @pytest.fixture(scope="module")
 def folders(tmp_path_factory):
-    """Every fixture scheme, plus 3 bits, one group per row and 2:4 zeros, saved by forgetless."""
+    """Every fixture scheme (gptq; rtn), plus 3 bits, one group per row and 2:4 zeros, saved by forgetless."""
     root = tmp_path_factory.mktemp("ct")
     options = {**VARIANTS, "w3_g32_symmetric": {"bits": 3, "symmetric": True},
                "w4_channel_asymmetric": {"bits": 4, "group_size": -1}, "w4_g32_2of4": {"bits": 4, "symmetric": True}}
-    models = {}
+    models = {"rtn_w4_g32_symmetric": tiny_llama()}  # round-to-nearest: llm-compressor's QuantizationModifier
+    METHODS.build(METHODS.make_config("rtn", {"bits": 4, "group_size": 32, "symmetric": True})).compress(
+        models["rtn_w4_g32_symmetric"], SimpleNamespace(notes=[]))
+    save_model(models["rtn_w4_g32_symmetric"], root / "rtn_w4_g32_symmetric")
     for name, opts in options.items():
         model = tiny_llama()
         if name == "w4_g32_2of4":
@@ -97,8 +102,8 @@ def folders(tmp_path_factory):
 
 def test_config_and_tensors_are_what_llm_compressor_writes(folders):
     root, _ = folders
-    for name in VARIANTS:
-        expected = FIXTURE["variants"][name]
+    for name in [*VARIANTS, "rtn_w4_g32_symmetric"]:
+        expected = FIXTURE["variants"][name.removeprefix("rtn_")]
         config = json.loads((root / name / "config.json").read_text())
         assert config["quantization_config"] == expected["quantization_config"], name
         assert config.get("dtype", "float32") == expected["torch_dtype"] == "float32"  # unset: float32 weights
@@ -156,6 +161,7 @@ print(json.dumps(out))
 
 
 def test_plain_transformers_loads_every_scheme_in_a_fresh_process(folders):
+    pytest.importorskip("compressed_tensors", reason="the llm extra: pip install -e '.[llm]'")
     root, models = folders
     ids = torch.arange(24).reshape(2, 12) % 128
     paths = [str(root / name) for name in models]

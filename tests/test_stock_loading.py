@@ -3,6 +3,7 @@ class named in ``forgetless.json``, nothing else) either loads the right weights
 ``forgetless.load_model``'s) or raises; never random weights without an error. Every kind of output
 folder is loaded in ONE fresh process; ``stock.stock_loadable`` must say which it is."""
 import copy
+import importlib.util
 import json
 import os
 import subprocess
@@ -22,6 +23,7 @@ from forgetless.registry import METHODS
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 LLAMA_IDS = torch.arange(24).reshape(2, 12) % 128
+WITH_CT = importlib.util.find_spec("compressed_tensors") is not None  # without it, stock raises an ImportError
 
 
 def quantize(model, **options):
@@ -48,7 +50,7 @@ def folders_of_every_kind():
             "truncate-int8": (quantize(drop_layers(tiny_classifier(), "encoder", [1]), dtype="int8"), "raises"),
             "bf16": (quantize(tiny_classifier(), dtype="bf16"), "exact"),
             "heads-bf16": (quantize(copy.deepcopy(heads), dtype="bf16"), "raises"),
-            "gptq": (gptq(symmetric=True), "exact"),
+            "gptq": (gptq(symmetric=True), "exact" if WITH_CT else "raises"),
             "gptq-asymmetric": (gptq(symmetric=False), "raises")}  # transformers 5.24: weight_zero_point mismatch
 
 
@@ -95,7 +97,7 @@ def test_stock_from_pretrained_loads_exactly_or_raises_for_every_kind_of_folder(
         else:
             assert "stock" not in entry and entry["error"], kind
         loadable, why = stock_loadable(tmp_path / kind)
-        assert loadable == (outcome == "exact" or kind == "gptq-asymmetric"), (kind, why)
+        assert loadable == (outcome == "exact" or kind.startswith("gptq")), (kind, why)
         if kind == "gptq-asymmetric":  # stock transformers loads it exactly with dequantize=True (test_compressed_tensors)
             assert "CompressedTensorsConfig(dequantize=True)" in why
     assert "no file named model.safetensors" in stock_loadable(tmp_path / "int8")[1]
