@@ -124,3 +124,22 @@ def test_stock_fit_tells_exact_from_refused_from_silent():
     assert stock_fit(cls, config, {**header, name + ".int8": ((37, 32), "I8")})[0] == "silent"
     assert stock_fit(cls, config, {**header, name: ((37, 32), "BF16")}) == (
         "silent", f"{name} is BF16, stock loads it as F32")
+
+
+def test_an_uncompressed_folder_of_every_architecture_stays_stock_loadable(tmp_path):
+    """The check after saving never moves the weights of a folder stock loading reads exactly (tied
+    embeddings, encoder-decoders, GPT-2's Conv1D included)."""
+    from test_contract import CLASSIFIER_CONFIGS
+
+    from forgetless.models.tiny import TINY_SEQ2SEQ, tiny_seq2seq
+
+    models = {arch: transformers.AutoModelForSequenceClassification.from_config(make(64))
+              for arch, make in CLASSIFIER_CONFIGS.items()}
+    models.update({kind: tiny_seq2seq(kind, 64) for kind in TINY_SEQ2SEQ})
+    models["llama-causal-lm-tied"] = transformers.LlamaForCausalLM(transformers.LlamaConfig(
+        vocab_size=64, hidden_size=32, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, tie_word_embeddings=True))
+    for arch, model in models.items():
+        folder = save_model(model.eval(), tmp_path / arch)
+        assert (folder / "model.safetensors").is_file(), arch
+        assert stock_loadable(folder) == (True, "config.json describes every layer exactly"), arch
