@@ -221,6 +221,7 @@ def test_sparsegpt_2_4_then_gptq_from_the_cli_card_and_packed_reload(tmp_path):
     assert section["bits"] == 4 and section["group_size"] == 16
     assert section["bits_per_weight"] == stored_bits(out / "model")["quantized"]["bits_per_weight"]
     assert 6.25 < section["bits_per_weight"] < 6.5  # 4 + 32/16 + 4/16, plus each module's weight_shape
+    assert f"{section['bits_per_weight']:.3f} bits per weight in the quantized layers" in " ".join(card["notes"])
     assert section["layers"] == 28 and 0 < section["reconstruction_error"]["max"] < 1 and section["expected"] is False
     assert card["deployment"]["quantization"] == [section] and card["method"]["sections"]["sparsity"]["nm_pattern_holds"]
     manifest = json.loads((out / "model" / "forgetless.json").read_text())

@@ -211,6 +211,15 @@ def module_schemes(model: nn.Module, config: dict) -> dict[str, dict]:
     return found
 
 
+def storage_note(method: str, storage: dict) -> str:
+    """The card's note on what the packed layers store (``grouped_storage``)."""
+    if not storage.get("weights"):
+        return f"{method}: no layer is stored packed (compressed-tensors packs nn.Linear weights only)"
+    return (f"{method}: stored as compressed-tensors pack-quantized: {storage['bits_per_weight']:.3f} bits per weight "
+            f"in the quantized layers ({storage['weights']:,} weights in {storage['bytes'] / 2 ** 20:.2f} MiB, float32 "
+            f"would take {storage['weights'] * 4 / 2 ** 20:.2f} MiB)")
+
+
 def grouped_storage(quantized: dict[str, GroupedInts]) -> dict:
     """Weights covered and bytes stored (codes, scales, zero points, shapes) by packed modules."""
     weights = sum(q.codes.numel() for q in quantized.values())

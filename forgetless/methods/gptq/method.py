@@ -18,7 +18,7 @@ import statistics
 
 from torch import nn
 
-from ...models.compressed_tensors import grouped_modules, grouped_storage, set_grouped, unpacked_modules
+from ...models.compressed_tensors import grouped_modules, grouped_storage, set_grouped, storage_note, unpacked_modules
 from ...models.sites import weight_matrix
 from ..quantize.grid import check_group_fits
 from .._shared.hessian import HessianAccumulator, relative_reconstruction_error
@@ -56,6 +56,8 @@ class Gptq(OneShotMethod):
     def finalize(self, model, ctx):
         self.storage = grouped_storage(grouped_modules(model))
         dense = unpacked_modules(model)
+        if ctx is not None:
+            ctx.notes.append(storage_note("gptq", self.storage))
         if dense and ctx is not None:  # GPT-2's Conv1D: compressed-tensors stores nn.Linear only
             ctx.notes.append(f"gptq: {len(dense)} quantized layers (e.g. {dense[0]}) are not nn.Linear and are saved "
                              "as float32 (their values on the int grid): compressed-tensors packs nn.Linear only")

@@ -19,7 +19,7 @@ import statistics
 import torch
 
 from ...models.adapters import get_adapter
-from ...models.compressed_tensors import grouped_modules, grouped_storage, set_grouped
+from ...models.compressed_tensors import grouped_modules, grouped_storage, set_grouped, storage_note
 from ...models.sites import weight_matrix
 from ..base import CompressionMethod
 from ..gptq.method import NO_SPEEDUP
@@ -54,6 +54,7 @@ class Rtn(CompressionMethod):
             ctx.notes.append(f"rtn: {c.bits}-bit weights, group size {c.group_size}, "
                              f"{'symmetric' if c.symmetric else 'asymmetric'}, round-to-nearest in {len(self.layers)} "
                              f"linear layers; {NO_SPEEDUP}")
+            ctx.notes.append(storage_note("rtn", self.storage))
         return model
 
     def artifacts(self) -> dict:
