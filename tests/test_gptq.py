@@ -13,7 +13,7 @@ import pytest
 import torch
 import transformers
 
-from forgetless.errors import ConfigError, OptionError
+from forgetless.errors import ConfigError, ModelFileError, OptionError
 from forgetless.methods._shared.hessian import (
     HessianAccumulator,
     relative_reconstruction_error,
@@ -170,6 +170,11 @@ def test_same_seed_same_codes_and_a_changed_weight_is_saved_dense(tmp_path):
     assert first in json.loads((folder / "config.json").read_text())["quantization_config"]["ignore"]
     reloaded, _ = load_model(tmp_path / "m", with_tokenizer=False)
     assert torch.equal(reloaded.get_submodule(first).weight, a.get_submodule(first).weight)
+    manifest = json.loads((folder / "forgetless.json").read_text())  # the earlier private layout: a clear error
+    manifest["quantization"]["dtype"] = "grouped"
+    (folder / "forgetless.json").write_text(json.dumps(manifest))
+    with pytest.raises(ModelFileError, match="private 'grouped' GPTQ format, which is no longer read; rerun gptq"):
+        load_model(folder, with_tokenizer=False)
 
 
 def test_options_checked_against_the_config_and_the_modules():
@@ -201,6 +206,8 @@ SMALL = ["compress", "--model", "tiny-llama", "--base", "as-is", "--model-kind",
 
 @pytest.mark.parametrize("flag, value, message", [
     ("--group-size", "48", "--group-size 48: model 'tiny-llama' has linear layers with 32 inputs, fewer than one"),
+    ("--group-size", "24", "--group-size 24: model 'tiny-llama' has linear layers with 32 inputs, not a multiple of "
+                           "24 (the saved compressed-tensors format has no partial last group); use 16, or -1"),
     ("--bits", "5", "--bits"), ("--recovery", "fine-tune", "--recovery fine-tune")])
 def test_bad_options_exit_2_before_any_work(tmp_path, flag, value, message):
     out = tmp_path / "never"
