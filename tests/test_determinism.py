@@ -27,6 +27,7 @@ FAST = {
     "wanda": {"sparsity": 0.5, "calibration_examples": 8, "calibration_length": 16},
     "sparsegpt": {"sparsity": 0.5, "pattern": "2:4", "calibration_examples": 8, "calibration_length": 16},
     "gptq": {"bits": 4, "group_size": 16, "calibration_examples": 8, "calibration_length": 16},
+    "rtn": {"bits": 4, "group_size": 16},
 }
 
 

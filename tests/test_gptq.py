@@ -1,8 +1,9 @@
 """GPTQ (Frantar et al. 2022, Algorithm 1) and its packed storage: the solver against hand
 computations (H = I is round-to-nearest; a two-column error-feedback step by hand), reconstruction
-no worse than round-to-nearest, bit packing by hand and round trips for every bits value, a packed
-model folder that is physically smaller and reloads bit-identical in a fresh process, the card's
-quantization section, determinism, and bad options refused before any work (exit 2)."""
+no worse than round-to-nearest, a packed (compressed-tensors) model folder that is physically
+smaller and reloads bit-identical in a fresh process, the card's quantization section,
+determinism, and bad options refused before any work (exit 2). The format itself (bit packing,
+config, stock transformers loading) is tested in ``test_compressed_tensors.py``."""
 import json
 import os
 import subprocess
@@ -12,20 +13,16 @@ import pytest
 import torch
 import transformers
 
-from forgetless.errors import ConfigError, OptionError
+from forgetless.errors import ConfigError, ModelFileError, OptionError
 from forgetless.methods._shared.hessian import (
     HessianAccumulator,
     relative_reconstruction_error,
 )
 from forgetless.methods._shared.sequential import run_layer_by_layer
 from forgetless.methods.gptq.solver import gptq_quantize, group_grid, round_to_nearest
+from forgetless.metrics.size import stored_bits
+from forgetless.models.compressed_tensors import GROUPED_BITS, grouped_modules
 from forgetless.models.io import load_model, save_model
-from forgetless.models.quantized_io import (
-    GROUPED_BITS,
-    grouped_modules,
-    pack_codes,
-    unpack_codes,
-)
 from forgetless.registry import METHODS
 
 ENV = {**os.environ, "PYTHONPATH": os.getcwd(), "HF_HUB_OFFLINE": "1"}
@@ -100,24 +97,6 @@ def test_zeros_stay_zero_so_a_2_4_pattern_survives():
         assert (q[pruned == 0] == 0).all() and nm_pattern_holds(q, 2, 4)  # (rounding may add zeros)
 
 
-def test_packing_by_hand_and_round_trips():
-    assert pack_codes(torch.tensor([[1, 2, 3, 15]]), 4).tolist() == [[0x21, 0xF3]]  # low nibble first
-    # 3 bits: 5 = 101, 3 = 011, 7 = 111 → stream 1,0,1, 1,1,0, 1,1 | 1 → bytes 0b11011101 = 221, 1
-    assert pack_codes(torch.tensor([[5, 3, 7]]), 3).tolist() == [[221, 1]]
-    assert pack_codes(torch.tensor([[3, 0, 2, 1, 3]]), 2).tolist() == [[0b01100011, 3]]
-    for bits in GROUPED_BITS:
-        for columns in (1, 5, 7, 8, 13, 64):
-            codes = torch.randint(0, 2 ** bits, (3, columns), generator=torch.Generator().manual_seed(columns),
-                                  dtype=torch.uint8)
-            packed = pack_codes(codes, bits)
-            assert packed.dtype == torch.uint8 and packed.shape == (3, -(-columns * bits // 8))
-            assert torch.equal(unpack_codes(packed, bits, columns), codes)
-    with pytest.raises(ValueError, match="outside"):
-        pack_codes(torch.tensor([[16]]), 4)
-    with pytest.raises(ValueError, match="supports"):
-        pack_codes(torch.tensor([[1]]), 5)
-
-
 def tiny_llama():
     torch.manual_seed(0)
     config = transformers.LlamaConfig(vocab_size=64, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
@@ -157,10 +136,15 @@ def test_packed_model_is_smaller_and_reloads_bit_identical_in_a_fresh_process(tm
     entry = json.loads((folder / "forgetless.json").read_text())["quantization"]
     weights = sum(m.weight.numel() for name, m in model.named_modules() if ".layers." in name
                   and isinstance(m, torch.nn.Linear))
-    # 4-bit codes + a float32 scale and a 4-bit zero point per 16 weights = 4 + 32/16 + 4/16 bits a weight
-    assert entry["dtype"] == "grouped" and entry["weights"] == weights and entry["bits_per_weight"] == 6.25
-    saved = (dense / "model.safetensors").stat().st_size - (folder / "model.safetensors").stat().st_size
-    assert saved >= weights * 4 - entry["bytes"] - 4096  # the float32 weights replaced by packed codes (± header)
+    # 4-bit codes + a float32 scale and a 4-bit zero point per 16 weights = 4 + 32/16 + 4/16 bits a weight,
+    # plus each of the 14 modules' weight_shape (2 × int64)
+    assert entry["dtype"] == "compressed-tensors" and entry["weights"] == weights == 73728
+    assert entry["bits_per_weight"] == pytest.approx(6.25 + 14 * 16 * 8 / weights, abs=1e-12)
+    assert stored_bits(folder)["quantized"] == {"layers": 14, "weights": weights, "bytes": entry["bytes"],
+                                                "bits_per_weight": entry["bits_per_weight"]}
+    data = lambda f: f.stat().st_size - 8 - int.from_bytes(f.read_bytes()[:8], "little")  # noqa: E731 - no header
+    saved = data(dense / "model.safetensors") - data(folder / "model.safetensors")
+    assert saved == weights * 4 - entry["bytes"]  # exactly the float32 weights replaced by the packed tensors
     ids = torch.arange(24).reshape(2, 12) % 64
     with torch.no_grad():
         expected = model(input_ids=ids).logits.numpy().tobytes().hex()
@@ -180,10 +164,17 @@ def test_same_seed_same_codes_and_a_changed_weight_is_saved_dense(tmp_path):
     first = next(iter(grouped_modules(a)))
     with torch.no_grad():
         a.get_submodule(first).weight.mul_(0.5)  # a later change: its codes no longer describe it
-    entry = json.loads((save_model(a, tmp_path / "m") / "forgetless.json").read_text())["quantization"]
+    folder = save_model(a, tmp_path / "m")
+    entry = json.loads((folder / "forgetless.json").read_text())["quantization"]
     assert first not in entry["modules"] and len(entry["modules"]) == 13
+    assert first in json.loads((folder / "config.json").read_text())["quantization_config"]["ignore"]
     reloaded, _ = load_model(tmp_path / "m", with_tokenizer=False)
     assert torch.equal(reloaded.get_submodule(first).weight, a.get_submodule(first).weight)
+    manifest = json.loads((folder / "forgetless.json").read_text())  # the earlier private layout: a clear error
+    manifest["quantization"]["dtype"] = "grouped"
+    (folder / "forgetless.json").write_text(json.dumps(manifest))
+    with pytest.raises(ModelFileError, match="private 'grouped' GPTQ format, which is no longer read; rerun gptq"):
+        load_model(folder, with_tokenizer=False)
 
 
 def test_options_checked_against_the_config_and_the_modules():
@@ -196,7 +187,10 @@ def test_options_checked_against_the_config_and_the_modules():
     dims = {"layers": 2, "decoder_layers": None, "heads": 4, "max_positions": 64, "widths": [64, 128]}
     METHODS.make_config("gptq", {"group_size": 32}).check_model(dims, "model m")
     METHODS.make_config("gptq", {"group_size": -1}).check_model(dims, "model m")
-    METHODS.make_config("gptq", {"group_size": 48}).check_model(dims, "model m")  # 64 = 48 + a last group of 16
+    with pytest.raises(OptionError, match=r"--group-size 48: model m has linear layers with 64 inputs, not a multiple "
+                                          r"of 48 \(the saved compressed-tensors format has no partial last group\); "
+                                          "use 32, or -1"):
+        METHODS.make_config("gptq", {"group_size": 48}).check_model(dims, "model m")
     with pytest.raises(OptionError, match="--group-size 96: model m has linear layers with 64 inputs, fewer than "
                                           "one group; use at most 64, or -1"):
         METHODS.make_config("gptq", {"group_size": 96}).check_model(dims, "model m")
@@ -212,6 +206,8 @@ SMALL = ["compress", "--model", "tiny-llama", "--base", "as-is", "--model-kind",
 
 @pytest.mark.parametrize("flag, value, message", [
     ("--group-size", "48", "--group-size 48: model 'tiny-llama' has linear layers with 32 inputs, fewer than one"),
+    ("--group-size", "24", "--group-size 24: model 'tiny-llama' has linear layers with 32 inputs, not a multiple of "
+                           "24 (the saved compressed-tensors format has no partial last group); use 16, or -1"),
     ("--bits", "5", "--bits"), ("--recovery", "fine-tune", "--recovery fine-tune")])
 def test_bad_options_exit_2_before_any_work(tmp_path, flag, value, message):
     out = tmp_path / "never"
@@ -229,7 +225,10 @@ def test_sparsegpt_2_4_then_gptq_from_the_cli_card_and_packed_reload(tmp_path):
     assert result.returncode == 0, result.stderr[-2000:]
     card = json.loads((out / "report.json").read_text())
     section = card["method"]["sections"]["quantization"]
-    assert section["bits"] == 4 and section["group_size"] == 16 and section["bits_per_weight"] == 6.25
+    assert section["bits"] == 4 and section["group_size"] == 16
+    assert section["bits_per_weight"] == stored_bits(out / "model")["quantized"]["bits_per_weight"]
+    assert 6.25 < section["bits_per_weight"] < 6.5  # 4 + 32/16 + 4/16, plus each module's weight_shape
+    assert f"{section['bits_per_weight']:.3f} bits per weight in the quantized layers" in " ".join(card["notes"])
     assert section["layers"] == 28 and 0 < section["reconstruction_error"]["max"] < 1 and section["expected"] is False
     assert card["deployment"]["quantization"] == [section] and card["method"]["sections"]["sparsity"]["nm_pattern_holds"]
     manifest = json.loads((out / "model" / "forgetless.json").read_text())

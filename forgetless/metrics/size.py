@@ -1,12 +1,16 @@
-"""Parameter counts (total, inside the transformer layers, non-zero) and on-disk size."""
+"""Parameter counts (total, inside the transformer layers, non-zero), on-disk size and the bits a
+weight takes as stored (``stored_bits``: packed compressed-tensors layers, and the whole file)."""
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
+from safetensors import safe_open
 from torch import nn
 
 from ..models.adapters import get_adapter
-from ..models.quantized_io import quantized_weight_counts
+from ..models.checks import weights_file
+from ..models.quantized_io import quantized_weight_counts, tensor_header
 
 
 def parameter_counts(model: nn.Module) -> dict:
@@ -42,8 +46,38 @@ def disk_size(path: str | Path) -> int:
 
 
 def bits_per_parameter(folder: str | Path, parameters: int) -> float | None:
-    """``8 · bytes of folder/model.safetensors / parameters``: 32 for float32 weights, less for packed
-    quantized ones (GPTQ 4-bit, group 128: about 4.3 in the quantized layers, embeddings stay float32);
-    None without the file."""
-    weights = Path(folder) / "model.safetensors"
+    """``8 · bytes of the weights file / parameters``: 32 for float32 weights, less for packed quantized
+    ones (GPTQ 4-bit, group 128: about 4.4 in the quantized layers, embeddings stay float32); None
+    without the file."""
+    weights = weights_file(folder)
     return 8 * weights.stat().st_size / parameters if weights.is_file() and parameters else None
+
+
+ITEM_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1}
+PACKED = ("weight_packed", "weight_scale", "weight_shape", "weight_zero_point")
+
+
+def stored_bits(folder: str | Path) -> dict:
+    """What a saved model folder stores, from its weights file (header, and each ``weight_shape``):
+
+    * ``quantized``: the compressed-tensors layers: ``weights`` (their out × in), ``bytes`` (codes,
+      scales, zero points, shapes) and ``bits_per_weight`` (None without such layers);
+    * ``overall``: ``parameters`` (quantized weights counted one each, every other tensor element
+      too), ``bytes`` of tensor data and ``bits_per_parameter``;
+    * ``file_bytes`` (the weights file with its header) and ``disk_bytes`` (the whole folder).
+    """
+    path = weights_file(folder)
+    header = tensor_header(path)
+    nbytes = {name: math.prod(shape) * ITEM_BYTES[dtype] for name, (shape, dtype) in header.items()}
+    modules = sorted(name[:-len(".weight_shape")] for name in header if name.endswith(".weight_shape"))
+    with safe_open(str(path), framework="pt") as handle:
+        weights = {m: math.prod(handle.get_tensor(f"{m}.weight_shape").tolist()) for m in modules}
+    packed = {f"{m}.{suffix}" for m in modules for suffix in PACKED} & set(header)
+    q_weights, q_bytes = sum(weights.values()), sum(nbytes[n] for n in packed)
+    parameters = q_weights + sum(math.prod(header[n][0]) for n in header if n not in packed)
+    total = sum(nbytes.values())
+    return {"quantized": {"layers": len(modules), "weights": q_weights, "bytes": q_bytes,
+                          "bits_per_weight": 8 * q_bytes / q_weights if q_weights else None},
+            "overall": {"parameters": parameters, "bytes": total,
+                        "bits_per_parameter": 8 * total / parameters if parameters else None},
+            "file_bytes": path.stat().st_size, "disk_bytes": disk_size(folder)}

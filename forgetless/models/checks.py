@@ -14,6 +14,7 @@ import transformers
 from ..errors import ModelFileError
 
 WEIGHTS = "model.safetensors"
+NOT_STOCK_WEIGHTS = "model.forgetless.safetensors"  # weights stock from_pretrained must not find (quantized_io)
 INDEX = "model.safetensors.index.json"
 PICKLE_WEIGHTS = ("pytorch_model.bin", "pytorch_model.bin.index.json", "tf_model.h5", "flax_model.msgpack")
 
@@ -76,8 +77,8 @@ def check_model_folder(path: str | Path):
     except (OSError, ValueError, KeyError, TypeError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ModelFileError(f"{config_file}: unreadable model config ({first[:200]})") from exc
-    if (path / WEIGHTS).exists():
-        check_safetensors(path / WEIGHTS)
+    if (path / WEIGHTS).exists() or (path / NOT_STOCK_WEIGHTS).exists():
+        check_safetensors(weights_file(path))
     elif (path / INDEX).is_file():
         try:
             shards = sorted(set(json.loads((path / INDEX).read_text())["weight_map"].values()))
@@ -92,6 +93,14 @@ def check_model_folder(path: str | Path):
     else:
         raise ModelFileError(f"{path}: no weights ({WEIGHTS} is missing)")
     return config
+
+
+def weights_file(path: str | Path) -> Path:
+    """The weights of a saved model folder: ``model.safetensors``, or ``model.forgetless.safetensors``
+    where stock ``from_pretrained`` must not load them (``quantized_io.save_weights``)."""
+    path = Path(path)
+    return path / NOT_STOCK_WEIGHTS if (path / NOT_STOCK_WEIGHTS).exists() and not (path / WEIGHTS).exists() \
+        else path / WEIGHTS
 
 
 def check_safetensors(file: str | Path) -> None:

@@ -20,7 +20,7 @@ from ..errors import ModelFileError, OutputFolderError
 from ..fsutil import atomic_directory
 from .model_card import write_model_card
 from .manifest import FORMAT, MANIFEST, is_forgetless_folder, read_manifest, transformers_model_class
-from .checks import check_loaded, check_model_folder, trust_remote_code
+from .checks import check_loaded, check_model_folder, trust_remote_code, weights_file
 from .quantized_io import load_weights, save_weights
 from .stock import stock_config
 from .surgery import model_shape, reshape_like
@@ -75,9 +75,9 @@ def load_model(path: str | Path, device: str = "cpu", with_tokenizer: bool = Tru
     manifest = read_manifest(path)
     model_class = transformers_model_class(manifest["model_class"])
     config = check_model_folder(path)
-    weights = path / "model.safetensors"
+    weights = weights_file(path)
     if not weights.is_file():
-        raise ModelFileError(f"{path}: model.safetensors is missing (incomplete or foreign folder)")
+        raise ModelFileError(f"{path}: {weights.name} is missing (incomplete or foreign folder)")
     try:
         model = model_class(config)
         reshape_like(model, manifest["shape"])

@@ -1,7 +1,7 @@
 """Quantized models in plain tensors: apply int8 / bf16 quantization, describe it in the manifest,
 save it to safetensors and rebuild it from there (no pickle, no ``torch.save``).
 
-Two weight formats, recorded under ``quantization`` in ``forgetless.json``:
+Three weight formats, recorded under ``quantization`` in ``forgetless.json``:
 
 * ``bf16``: every floating-point tensor of the model cast to bfloat16; ``model.safetensors`` holds
   them as ``BF16`` tensors under their usual names (stock ``from_pretrained`` reads them too).
@@ -13,130 +13,49 @@ Two weight formats, recorded under ``quantization`` in ``forgetless.json``:
   (float64, out), ``M.weight.zero_point`` (int64, out) and ``M.bias`` (float32); every other
   tensor (embeddings, layer norms, heads not quantized) under its usual name.
 
-* ``grouped``: weight-only integer codes with a per-group grid (GPTQ, Frantar et al. 2022, §4
-  "grouping"): each listed Linear's (out × in) weight is ``w = S · (q − Z)`` with ``b``-bit codes
-  ``q`` and, per output row and per group of ``group_size`` consecutive input columns, a float32
-  scale ``S`` and a ``b``-bit zero point ``Z``. The file holds ``M.weight.packed`` (uint8, each row's
-  codes as one little-endian bit stream: ``ceil(in · b / 8)`` bytes a row, so 4-bit codes two to a
-  byte), ``M.weight.scales`` (float32, out × groups) and ``M.weight.zeros`` (uint8, the zero points
-  packed the same way); ``M.bias`` under its usual name. The in-memory model keeps dense float32
-  weights equal to ``S · (q − Z)`` plus the codes (``GroupedInts`` on the module), so it runs on any
-  CPU but no faster: the saving is on disk (about ``b + 32 / group_size + b / group_size`` bits a
-  weight). Loading rebuilds the same float32 weights from the codes, bit for bit.
+* ``compressed-tensors``: weight-only integer codes with a per-group grid (GPTQ), stored as
+  compressed-tensors' ``pack-quantized`` checkpoint: ``config.json``'s ``quantization_config`` and
+  ``M.weight_packed`` / ``weight_scale`` / ``weight_shape`` (/ ``weight_zero_point``) per Linear, as
+  llm-compressor writes them (``compressed_tensors.py``). Stock ``from_pretrained`` loads it exactly
+  with the ``compressed-tensors`` package installed; forgetless reads it without the package.
+
+Whatever is written, stock ``from_pretrained`` loads the right weights or fails loudly: a folder it
+would load silently wrong (int8: every quantized Linear's ``weight`` missing, left at random initial
+values) keeps its tensors in ``model.forgetless.safetensors``, where stock loading finds no weights
+and stops (``stock.stock_fit`` decides, for every folder, after it is written).
 
 Loading rebuilds the fp32 architecture, applies the same quantization to the same module names,
-then puts the stored int8 weights, scales and zero points (or grouped codes) back: the rebuilt model
+then puts the stored int8 weights, scales and zero points (or integer codes) back: the rebuilt model
 computes exactly what was saved.
 """
 from __future__ import annotations
 
 import itertools
+import json
+import os
 import warnings
-from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 from safetensors.torch import load_model as load_safetensors
 from safetensors.torch import save_model as save_safetensors
 from torch import nn
 
-from ..errors import ForgetlessError
-from .sites import weight_matrix
+from ..errors import ForgetlessError, ModelFileError
+from .checks import NOT_STOCK_WEIGHTS, WEIGHTS
+from .compressed_tensors import (  # noqa: F401 - GROUPED_BITS, GroupedInts: the GPTQ solver's in-memory codes
+    GROUPED_BITS,
+    GroupedInts,
+    grouped_modules,
+    grouped_storage,
+    module_schemes,
+    quantization_config,
+)
 
-DTYPES = ("int8", "bf16", "grouped")
+DTYPES = ("int8", "bf16", "compressed-tensors")
 INT8_SCHEME = "dynamic int8: per-output-channel affine weights (S, Z), activations quantized per batch"
-GROUPED_SCHEME = ("weight-only grouped ints: w = S·(q − Z) per output row and group of input columns; codes and "
-                  "zero points packed as little-endian bit streams, float32 scales; float32 weights at load")
-GROUPED_BITS = (2, 3, 4, 8)
-GROUPED_ATTR = "grouped_ints"  # the attribute holding a Linear's ``GroupedInts``
-
-
-# ----- grouped integer codes (GPTQ's storage) ---------------------------------------------------------
-def pack_codes(codes: torch.Tensor, bits: int) -> torch.Tensor:
-    """``rows × n`` codes (each below ``2^bits``) → ``uint8`` rows of ``ceil(n · bits / 8)`` bytes: bit
-    ``k`` of code ``j`` is bit ``(j · bits + k) mod 8`` of byte ``(j · bits + k) // 8`` (so 4-bit code
-    ``2i`` is byte ``i``'s low nibble, ``2i + 1`` its high nibble)."""
-    if bits not in GROUPED_BITS:
-        raise ValueError(f"packing supports {GROUPED_BITS} bits, got {bits}")
-    codes = codes.to(torch.int64)
-    if codes.numel() and (int(codes.min()) < 0 or int(codes.max()) >= 2 ** bits):
-        raise ValueError(f"a code lies outside [0, {2 ** bits - 1}] for {bits} bits")
-    rows, n = codes.shape
-    stream = ((codes.unsqueeze(2) >> torch.arange(bits)) & 1).reshape(rows, n * bits)
-    stream = torch.nn.functional.pad(stream, (0, -(n * bits) % 8)).reshape(rows, -1, 8)
-    return (stream << torch.arange(8)).sum(dim=2).to(torch.uint8)
-
-
-def unpack_codes(packed: torch.Tensor, bits: int, n: int) -> torch.Tensor:
-    """Inverse of ``pack_codes`` for rows of ``n`` codes (``uint8``)."""
-    if bits not in GROUPED_BITS:
-        raise ValueError(f"packing supports {GROUPED_BITS} bits, got {bits}")
-    if packed.dtype != torch.uint8 or packed.dim() != 2 or packed.shape[1] != -(-n * bits // 8):
-        raise ValueError(f"packed codes of shape {tuple(packed.shape)} ({packed.dtype}) do not hold rows of {n} "
-                         f"{bits}-bit codes")
-    stream = ((packed.to(torch.int64).unsqueeze(2) >> torch.arange(8)) & 1).reshape(packed.shape[0], -1)
-    codes = stream[:, :n * bits].reshape(-1, n, bits) << torch.arange(bits)
-    return codes.sum(dim=2).to(torch.uint8)
-
-
-@dataclass
-class GroupedInts:
-    """One Linear's weight as ``bits``-bit codes (``out × in``, uint8) with a float32 scale and an
-    integer zero point per row and group of ``group_size`` input columns (``out × groups``)."""
-
-    bits: int
-    group_size: int
-    codes: torch.Tensor
-    scales: torch.Tensor
-    zeros: torch.Tensor
-
-    def dequantize(self) -> torch.Tensor:
-        """``S · (q − Z)`` as float32 (computed in float64, so in memory and after loading alike)."""
-        group = torch.arange(self.codes.shape[1], device=self.codes.device) // self.group_size
-        scales, zeros = self.scales.to(torch.float64)[:, group], self.zeros.to(torch.float64)[:, group]
-        return (scales * (self.codes.to(torch.float64) - zeros)).to(torch.float32)
-
-    def packed(self, name: str) -> dict[str, torch.Tensor]:
-        return {f"{name}.weight.packed": pack_codes(self.codes, self.bits),
-                f"{name}.weight.scales": self.scales.to(torch.float32).contiguous(),
-                f"{name}.weight.zeros": pack_codes(self.zeros, self.bits)}
-
-    @classmethod
-    def unpacked(cls, tensors: dict, name: str, bits: int, group_size: int, columns: int) -> GroupedInts:
-        try:
-            packed, scales, zeros = (tensors.pop(f"{name}.weight.{k}") for k in ("packed", "scales", "zeros"))
-        except KeyError as exc:
-            raise ForgetlessError(f"grouped module {name} has no {exc.args[0]}") from exc
-        return cls(bits, group_size, unpack_codes(packed, bits, columns), scales,
-                   unpack_codes(zeros, bits, scales.shape[1]))
-
-
-def set_grouped(module: nn.Module, quantized: GroupedInts) -> None:
-    """Give ``module`` (Linear or Conv1D) the weight ``quantized`` encodes and keep the codes on it."""
-    with torch.no_grad():
-        weight_matrix(module).copy_(quantized.dequantize())
-    setattr(module, GROUPED_ATTR, quantized)
-
-
-def grouped_modules(model: nn.Module) -> dict[str, GroupedInts]:
-    """Modules carrying grouped codes whose weight still equals them (a weight changed after
-    quantization, e.g. by a later method, is saved dense)."""
-    found = {}
-    for name, module in model.named_modules():
-        quantized = getattr(module, GROUPED_ATTR, None)
-        weight = getattr(module, "weight", None)
-        if quantized is not None and isinstance(weight, torch.Tensor) and weight.dtype == torch.float32 \
-                and torch.equal(weight_matrix(module), quantized.dequantize()):
-            found[name] = quantized
-    return found
-
-
-def grouped_storage(quantized: dict[str, GroupedInts]) -> dict:
-    """Weights covered and bytes stored (codes, scales, zero points) by grouped modules."""
-    weights = sum(q.codes.numel() for q in quantized.values())
-    stored = sum(t.numel() * t.element_size() for name, q in quantized.items() for t in q.packed(name).values())
-    return {"weights": weights, "bytes": stored, "bits_per_weight": 8 * stored / weights if weights else None}
 
 
 def _dynamic_linear():
@@ -230,18 +149,27 @@ def _plain_tensors(model: nn.Module) -> dict[str, torch.Tensor]:
 
 
 def save_weights(model: nn.Module, folder: Path) -> dict | None:
-    """Write ``folder/model.safetensors`` (quantized layouts above for int8 or grouped models) and
-    return the manifest's ``quantization`` entry (None for an unquantized model)."""
+    """Write the weights into ``folder`` (which holds the model's ``config.json``): ``model.safetensors``
+    in the layouts above, ``quantization_config`` into ``config.json`` for compressed-tensors; returns
+    the manifest's ``quantization`` entry (None for an unquantized model). A folder stock
+    ``from_pretrained`` would load silently wrong gets its weights as ``model.forgetless.safetensors``."""
+    folder = Path(folder)
     entry = describe(model)
-    path = str(Path(folder) / "model.safetensors")
-    grouped = grouped_modules(model) if entry is None else {}
-    if grouped:
-        return _save_grouped(model, grouped, path)
-    if entry is None or entry["dtype"] == "bf16":
-        save_safetensors(model, path)
-        return entry
+    path = str(folder / WEIGHTS)
+    packed = grouped_modules(model) if entry is None else {}
+    if packed:
+        entry = _save_compressed(model, packed, folder)
+    elif entry is None or entry["dtype"] == "bf16":
+        save_safetensors(model, path, metadata={"format": "pt"})
+    else:
+        _save_int8(model, entry["modules"], path)
+    _keep_from_stock_if_wrong(model, folder)
+    return entry
+
+
+def _save_int8(model: nn.Module, names: list[str], path: str) -> None:
     tensors = {name: tensor.detach().contiguous() for name, tensor in _plain_tensors(model).items()}
-    for name in entry["modules"]:
+    for name in names:
         module = model.get_submodule(name)
         weight, bias = module.weight(), module.bias()
         if weight.qscheme() != torch.per_channel_affine:
@@ -252,18 +180,46 @@ def save_weights(model: nn.Module, folder: Path) -> dict | None:
         if bias is not None:
             tensors[f"{name}.bias"] = bias.detach().contiguous()
     save_file(tensors, path, metadata={"format": "forgetless-int8-dynamic"})
-    return entry
 
 
-def _save_grouped(model: nn.Module, grouped: dict[str, GroupedInts], path: str) -> dict:
+def _save_compressed(model: nn.Module, packed: dict[str, GroupedInts], folder: Path) -> dict:
     tensors = {name: tensor.detach().contiguous() for name, tensor in _plain_tensors(model).items()}
-    for name, quantized in grouped.items():
+    for name, quantized in packed.items():
         del tensors[f"{name}.weight"]
-        tensors.update(quantized.packed(name))
-    save_file(tensors, path, metadata={"format": "forgetless-grouped"})
-    modules = {name: {"bits": q.bits, "group_size": q.group_size, "columns": q.codes.shape[1]}
-               for name, q in grouped.items()}
-    return {"dtype": "grouped", "scheme": GROUPED_SCHEME, "modules": modules, **grouped_storage(grouped)}
+        tensors.update(quantized.stored(name))
+    save_file(tensors, str(folder / WEIGHTS), metadata={"format": "pt"})
+    config = quantization_config(model, packed)
+    config_file = folder / "config.json"
+    data = json.loads(config_file.read_text())
+    data["quantization_config"] = config
+    config_file.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    schemes = "; ".join(_scheme_text(group["weights"]) for group in config["config_groups"].values())
+    return {"dtype": "compressed-tensors", "scheme": f"weight-only {schemes} (compressed-tensors pack-quantized)",
+            "modules": sorted(packed), **grouped_storage(packed)}
+
+
+def _scheme_text(args: dict) -> str:
+    groups = "one group per output row" if args["strategy"] == "channel" else f"groups of {args['group_size']}"
+    return (f"int{args['num_bits']}, {groups}, {'symmetric' if args['symmetric'] else 'asymmetric'}"
+            f"{', act-order' if args.get('actorder') else ''}")
+
+
+def _keep_from_stock_if_wrong(model: nn.Module, folder: Path) -> None:
+    """Move ``model.safetensors`` to ``model.forgetless.safetensors`` when stock ``from_pretrained``
+    would load it without an error but with wrong weights (``stock.stock_fit``)."""
+    from .stock import stock_fit
+
+    header = tensor_header(folder / WEIGHTS)
+    fit, _ = stock_fit(type(model), json.loads((folder / "config.json").read_text()), header)
+    if fit == "silent":
+        os.replace(folder / WEIGHTS, folder / NOT_STOCK_WEIGHTS)
+
+
+def tensor_header(path: str | Path) -> dict[str, tuple[tuple[int, ...], str]]:
+    """``{name: (shape, safetensors dtype)}`` of a safetensors file (reads no tensor data)."""
+    with safe_open(str(path), framework="pt") as handle:
+        return {name: (tuple(handle.get_slice(name).get_shape()), handle.get_slice(name).get_dtype())
+                for name in handle.keys()}
 
 
 def load_weights(model: nn.Module, path: str, quantization: dict | None) -> tuple[list[str], list[str]]:
@@ -275,10 +231,13 @@ def load_weights(model: nn.Module, path: str, quantization: dict | None) -> tupl
     if dtype == "bf16":
         cast_bf16(model)
         return load_safetensors(model, path, strict=False)
+    if dtype == "compressed-tensors":
+        return _load_compressed(model, path)
     if dtype == "grouped":
-        return _load_grouped(model, path, quantization["modules"])
+        raise ModelFileError(f"{path}: written by an earlier forgetless in its private 'grouped' GPTQ format, which "
+                             "is no longer read; rerun gptq (it now writes compressed-tensors)")
     if dtype != "int8":
-        raise ForgetlessError(f"{path}: unknown quantization dtype {dtype!r} in forgetless.json; known: {DTYPES}")
+        raise ModelFileError(f"{path}: unknown quantization dtype {dtype!r} in forgetless.json; known: {DTYPES}")
     names = quantization["modules"]
     quantize_int8(model, names)
     tensors = load_file(path)
@@ -294,20 +253,26 @@ def load_weights(model: nn.Module, path: str, quantization: dict | None) -> tupl
     return _copy_plain(model, tensors)
 
 
-def _load_grouped(model: nn.Module, path: str, modules: dict) -> tuple[list[str], list[str]]:
+def _load_compressed(model: nn.Module, path: str) -> tuple[list[str], list[str]]:
+    """The compressed-tensors checkpoint beside ``config.json``: codes back on their modules, float32
+    weights ``S · (q − Z)``; the in-memory config keeps no ``quantization_config`` (saving derives it)."""
+    from .compressed_tensors import set_grouped
+
+    config = json.loads((Path(path).parent / "config.json").read_text()).get("quantization_config") or {}
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
     tensors = load_file(path)
-    for name, spec in modules.items():
-        try:
-            quantized = GroupedInts.unpacked(tensors, name, int(spec["bits"]), int(spec["group_size"]),
-                                             int(spec["columns"]))
+    try:
+        for name, args in module_schemes(model, config).items():
+            quantized = GroupedInts.from_stored(tensors, name, args)
             module = model.get_submodule(name)
-        except (ForgetlessError, ValueError, KeyError, AttributeError) as exc:
-            raise ForgetlessError(f"{path}: grouped module {name}: {exc}") from exc
-        if tuple(quantized.codes.shape) != tuple(weight_matrix(module).shape):
-            raise ForgetlessError(f"{path}: grouped module {name} holds {tuple(quantized.codes.shape)} codes for a "
-                                  f"{tuple(weight_matrix(module).shape)} weight")
-        set_grouped(module, quantized)
-        tensors[f"{name}.weight"] = module.weight.detach()
+            if tuple(quantized.codes.shape) != tuple(module.weight.shape):
+                raise ForgetlessError(f"holds {tuple(quantized.codes.shape)} codes for a "
+                                      f"{tuple(module.weight.shape)} weight")
+            set_grouped(module, quantized)
+            tensors[f"{name}.weight"] = module.weight.detach()
+    except (ForgetlessError, ValueError, KeyError) as exc:
+        raise ModelFileError(f"{path}: compressed-tensors weights do not fit the model ({exc})") from exc
     return _copy_plain(model, tensors)
 
 

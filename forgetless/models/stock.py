@@ -22,11 +22,10 @@ from pathlib import Path
 
 import torch
 import transformers
-from safetensors import safe_open
 from torch import nn
 
 from .adapters import get_adapter
-from .checks import trust_remote_code
+from .checks import NOT_STOCK_WEIGHTS, WEIGHTS, trust_remote_code
 from .manifest import read_manifest, transformers_model_class
 from .surgery import model_shape
 
@@ -84,19 +83,117 @@ def stock_config(model: nn.Module):
     return candidate
 
 
+def stock_tensors(model_class: type, config: dict) -> dict[str, tuple[tuple[int, ...], str]]:
+    """``{name: (shape, dtype)}`` of the tensors stock ``from_pretrained`` fills when it builds
+    ``model_class`` from the ``config.json`` dict ``config``: every parameter and persistent buffer,
+    floats in the config's dtype, tied parameters under each of their names (a file holds one of them);
+    with a compressed-tensors ``quantization_config``, a quantized Linear's ``weight`` is replaced by
+    what the format stores for it."""
+    from .compressed_tensors import module_schemes
+
+    plain = {k: v for k, v in config.items() if k != "quantization_config"}
+    stock = meta_model(model_class, model_class.config_class.from_dict(plain))
+    dtype = getattr(torch, str(plain.get("dtype") or plain.get("torch_dtype") or "float32").replace("torch.", ""))
+    persistent = set(stock.state_dict())
+    tensors = [*stock.named_parameters(remove_duplicate=False), *stock.named_buffers(remove_duplicate=False)]
+    expected = {name: (tuple(t.shape), _dtype_name(dtype if t.is_floating_point() else t.dtype))
+                for name, t in tensors if name in persistent}
+    quantization = config.get("quantization_config")
+    if quantization:
+        for name, args in module_schemes(stock, quantization).items():
+            rows, columns = expected.pop(f"{name}.weight")[0]
+            bits = int(args["num_bits"])
+            groups = 1 if args.get("strategy") == "channel" else -(-columns // int(args["group_size"]))
+            expected[f"{name}.weight_packed"] = ((rows, -(-columns * bits // 32)), "I32")
+            expected[f"{name}.weight_scale"] = ((rows, groups), _dtype_name(dtype))
+            expected[f"{name}.weight_shape"] = ((2,), "I64")
+            if not args.get("symmetric", True):
+                expected[f"{name}.weight_zero_point"] = ((-(-rows * bits // 32), groups), "I32")
+    return expected
+
+
+def tied_names(model_class: type, config: dict) -> list[set[str]]:
+    """Groups of parameter names that are one tensor in the stock model (tied embeddings)."""
+    plain = {k: v for k, v in config.items() if k != "quantization_config"}
+    stock = meta_model(model_class, model_class.config_class.from_dict(plain))
+    groups: dict[int, set[str]] = {}
+    for name, tensor in stock.named_parameters(remove_duplicate=False):
+        groups.setdefault(id(tensor), set()).add(name)
+    return [names for names in groups.values() if len(names) > 1]
+
+
+# Measured with transformers 5.24 + compressed-tensors 0.20 (5.17 + 0.19 load the same folders exactly).
+ASYMMETRIC_BUG = ("plain from_pretrained of asymmetric (zero-point) layers raises a size mismatch on "
+                  "weight_zero_point with transformers 5.24 and compressed-tensors 0.20, as for llm-compressor's own "
+                  "asymmetric output (the packed zero points are expected unpacked)")
+SAFETENSORS_DTYPES = {torch.float64: "F64", torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16",
+                      torch.int64: "I64", torch.int32: "I32", torch.int16: "I16", torch.int8: "I8", torch.uint8: "U8",
+                      torch.bool: "BOOL"}
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    """safetensors' name of a torch dtype (``F32``, ``BF16``, ``I8``, …)."""
+    return SAFETENSORS_DTYPES.get(dtype, str(dtype))
+
+
+def stock_fit(model_class: type, config: dict, header: dict) -> tuple[str, str]:
+    """What stock ``from_pretrained`` does with weights whose safetensors header is ``header``
+    (``{name: (shape, dtype)}``) beside ``config.json`` ``config``, and why:
+
+    * ``"exact"``: every tensor it fills is in the file with its shape and dtype, nothing else is;
+    * ``"refused"``: it raises (a tensor of another shape: "size mismatch"; a config it cannot build);
+    * ``"silent"``: it loads without an error but not these weights (a tensor missing: left at its
+      random initial value; a tensor it does not know: ignored; another dtype: cast).
+    """
+    try:
+        expected, tied = stock_tensors(model_class, config), tied_names(model_class, config)
+    except Exception as exc:  # noqa: BLE001 - whatever stops stock building it, stock loading fails too
+        return "refused", f"building {model_class.__name__} from config.json fails ({type(exc).__name__}: {exc})"
+    mismatched = sorted(n for n, (shape, _) in header.items() if n in expected and expected[n][0] != shape)
+    if mismatched:
+        return "refused", (f"{mismatched[0]} has shape {list(header[mismatched[0]][0])}, config.json describes "
+                           f"{list(expected[mismatched[0]][0])} (stock from_pretrained raises: size mismatch)")
+    for names in tied:  # one name of a tied group in the file fills them all
+        if names & set(header):
+            expected = {n: v for n, v in expected.items() if n not in names or n in header}
+    missing = sorted(set(expected) - set(header))
+    unknown = sorted(set(header) - set(expected))
+    recast = sorted(n for n, (_, dtype) in header.items() if n in expected and expected[n][1] != dtype)
+    if missing:
+        return "silent", f"{len(missing)} tensors stock needs are not in the file (e.g. {missing[0]})"
+    if unknown:
+        return "silent", f"{len(unknown)} tensors have no place in the stock model (e.g. {unknown[0]})"
+    if recast:
+        return "silent", f"{recast[0]} is {header[recast[0]][1]}, stock loads it as {expected[recast[0]][1]}"
+    return "exact", "config.json describes every layer exactly"
+
+
 def stock_loadable(model_dir: str | Path) -> tuple[bool, str]:
-    """Whether stock ``from_pretrained`` rebuilds the saved model in ``model_dir`` exactly, and why not.
+    """Whether stock ``from_pretrained`` rebuilds the saved model in ``model_dir`` exactly, and why
+    not; a folder forgetless saved is never loaded silently wrong (``quantized_io.save_weights``), so
+    False means stock loading raises. For the model card: True → "stock from_pretrained loads it
+    exactly" (with the package the reason names, for compressed-tensors); False → "needs
+    forgetless.load_model: <reason>".
 
     Builds the class named in ``forgetless.json`` from ``config.json`` on the meta device and
-    compares its per-site shape with the manifest and its parameter shapes with the tensors in
-    ``model.safetensors``.
+    compares its per-site shape with the manifest and its tensors with the weights file's header.
     """
+    from .quantized_io import tensor_header
 
     model_dir = Path(model_dir)
     manifest = read_manifest(model_dir)
-    config = transformers.AutoConfig.from_pretrained(model_dir, trust_remote_code=trust_remote_code())
+    quantization = manifest.get("quantization") or {}
+    if not (model_dir / WEIGHTS).is_file():
+        why = ("int8 dynamic quantization (PyTorch's int8 Linears, activations quantized per batch) has no "
+               "transformers format" if quantization.get("dtype") == "int8" else
+               "stock from_pretrained would load these weights without an error but wrongly")
+        return False, (f"{why}; the weights are stored as {NOT_STOCK_WEIGHTS}, so stock from_pretrained stops "
+                       f"with 'no file named {WEIGHTS}'")
+    config = json.loads((model_dir / "config.json").read_text())
+    model_class = transformers_model_class(manifest["model_class"])
     try:
-        stock = meta_model(transformers_model_class(manifest["model_class"]), config)
+        stock = meta_model(model_class, transformers.AutoConfig.from_pretrained(
+            model_dir, trust_remote_code=trust_remote_code()))
         stock_shape = json.loads(json.dumps(model_shape(stock)))
     except Exception as exc:  # noqa: BLE001 - whatever stops stock building it, stock loading fails too
         return False, f"building {manifest['model_class']} from config.json failed ({type(exc).__name__}: {exc})"
@@ -107,9 +204,15 @@ def stock_loadable(model_dir: str | Path) -> tuple[bool, str]:
         return False, "attention heads were removed (config.json cannot describe a pruned head count)"
     if stock_shape["ffn"] != saved["ffn"]:
         return False, "FFN widths differ between layers or from config.json"
-    expected = _tensor_shapes(stock.state_dict())
-    with safe_open(str(model_dir / "model.safetensors"), framework="pt") as weights:
-        for name in weights.keys():
-            if expected.get(name) != tuple(weights.get_slice(name).get_shape()):
-                return False, f"tensor {name} has no place of that shape in the stock model"
-    return True, "config.json describes every layer exactly"
+    fit, why = stock_fit(model_class, config, tensor_header(model_dir / WEIGHTS))
+    if fit != "exact":
+        return False, why
+    if quantization.get("dtype") == "compressed-tensors":
+        why = (f"{why}; its {quantization['scheme']} layers load with the compressed-tensors package installed "
+               "(pip install compressed-tensors)")
+        groups = config["quantization_config"]["config_groups"].values()
+        if any(not group["weights"]["symmetric"] for group in groups):
+            why += (f"; {ASYMMETRIC_BUG}: load it with from_pretrained(path, "
+                    "quantization_config=transformers.CompressedTensorsConfig(dequantize=True))")
+        return True, why
+    return True, why

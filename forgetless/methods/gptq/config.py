@@ -11,8 +11,7 @@ from ...errors import OptionError
 from ...options import option
 from ...registry import METHODS
 from .._shared.oneshot_config import OneShotConfig
-
-BITS = (2, 3, 4, 8)  # models.quantized_io.GROUPED_BITS (that module imports torch)
+from ..quantize.grid import BITS, GROUP_SIZE_HELP, check_group_fits, check_group_size
 
 
 @METHODS.register("gptq", implementation=".method:Gptq")
@@ -24,9 +23,7 @@ class GptqConfig(OneShotConfig):
     smoke: ClassVar[dict] = {"group_size": 16, "calibration_examples": 8, "calibration_batch": 4}
 
     bits: int = option(4, choices=BITS, help="bits per weight code (2 | 3 | 4 | 8)")
-    group_size: int = option(128, low=-1, help=(
-        "input columns sharing one scale and zero point per output row (a layer whose width it does not divide "
-        "ends with a smaller group); at most the narrowest layer's inputs; -1: one group per output row"))
+    group_size: int = option(128, low=-1, help=GROUP_SIZE_HELP)
     act_order: bool = option(False, switch=True, help=(
         "quantize columns in decreasing order of the Hessian diagonal (the paper's act-order; group grids "
         "then taken from the original weights)"))
@@ -40,21 +37,12 @@ class GptqConfig(OneShotConfig):
         "e.g. with --then gptq)"))
 
     def check(self) -> None:
-        if self.group_size == 0:
-            raise OptionError("--group-size 0: give a positive number of input columns, or -1 for one group per "
-                              "output row")
+        check_group_size(self.group_size)
         if self.recovery != "none":
             raise OptionError(f"--recovery {self.recovery}: gptq stores integer codes; training afterwards would move "
                               "the weights off their grid and lose the packed storage. Fine-tune before (another "
                               "method, then --then gptq) and keep --recovery none")
 
     def check_model(self, dims: dict, where: str) -> None:
-        widths = dims.get("widths")
-        if widths:
-            self.check_group_fits(min(widths), f"{where} has linear layers with")
-
-    def check_group_fits(self, width: int, where: str) -> None:
-        """A group must fit in a layer's ``width`` inputs (one line naming the flag)."""
-        if self.group_size > width:
-            raise OptionError(f"--group-size {self.group_size}: {where} {width} inputs, fewer than one group; "
-                              f"use at most {width}, or -1 for one group per output row")
+        for width in sorted(set(dims.get("widths") or ())):
+            check_group_fits(self.group_size, width, f"{where} has linear layers with")

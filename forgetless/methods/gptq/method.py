@@ -4,11 +4,13 @@ calibration and layer order (each layer fitted to its quantized predecessors' ou
 Wanda and SparseGPT (``_shared/oneshot.py``), the column sweep in ``solver.py``.
 
 Each quantized Linear keeps dense float32 weights ``S · (q − Z)`` plus its codes
-(``models.quantized_io.GroupedInts``); ``save_model`` writes the codes packed (``bits`` per weight
-plus a float32 scale and a packed zero point per group), and ``load_model`` rebuilds the same
-float32 weights bit for bit. The model is smaller on disk, not faster: CPU inference runs the
-dequantized float32 weights (int4 matrix kernels need a GPU library). The card gets bits, group
-size, bits per weight as stored and the per-layer reconstruction error ‖WX − ŴX‖ / ‖WX‖.
+(``models.compressed_tensors.GroupedInts``); ``save_model`` writes a compressed-tensors
+``pack-quantized`` checkpoint (as llm-compressor does: stock ``from_pretrained`` loads it with the
+``compressed-tensors`` package, vLLM serves it on GPUs), and ``load_model`` rebuilds the same float32
+weights bit for bit. Act-order is recorded as compressed-tensors' ``actorder: "weight"`` (groups
+stay contiguous). The model is smaller on disk, not faster on CPU: inference runs the dequantized
+float32 weights (int4 matrix kernels need a GPU). The card gets bits, group size, bits per weight
+as stored and the per-layer reconstruction error ‖WX − ŴX‖ / ‖WX‖.
 """
 from __future__ import annotations
 
@@ -16,15 +18,16 @@ import statistics
 
 from torch import nn
 
-from ...models.quantized_io import grouped_modules, grouped_storage, set_grouped
+from ...models.compressed_tensors import grouped_modules, grouped_storage, set_grouped, storage_note, unpacked_modules
 from ...models.sites import weight_matrix
+from ..quantize.grid import check_group_fits
 from .._shared.hessian import HessianAccumulator, relative_reconstruction_error
 from .._shared.oneshot import OneShotMethod, linear_widths
 from .config import GptqConfig
 from .solver import gptq_quantize
 
-NO_SPEEDUP = ("no speedup on CPU: weights are dequantized to float32 when loaded (int4 / int3 / int2 matrix "
-              "kernels need a GPU library); the saving is on disk")
+NO_SPEEDUP = ("no speedup on CPU: weights are dequantized to float32 when loaded (int4 / int8 weight-only matrix "
+              "kernels need a GPU, e.g. vLLM's); the saving is on disk and in GPU memory")
 
 
 class Gptq(OneShotMethod):
@@ -32,13 +35,14 @@ class Gptq(OneShotMethod):
 
     def check_fits(self, model: nn.Module) -> None:
         for where, width in linear_widths(model):
-            self.config.check_group_fits(width, f"{where} has")
+            check_group_fits(self.config.group_size, width, f"{where} has")
 
     def compress_linear(self, module: nn.Module, stats: HessianAccumulator) -> dict:
         c = self.config
         weight = weight_matrix(module)
         quantized = gptq_quantize(weight, stats.hessian, bits=c.bits, group_size=c.group_size, symmetric=c.symmetric,
                                   act_order=c.act_order, block_size=c.block_size, damp=c.damp)
+        quantized.actorder = "weight" if c.act_order else None
         error = relative_reconstruction_error(weight, quantized.dequantize(), stats.hessian)
         set_grouped(module, quantized)
         return {"reconstruction_error": error, "group_size": quantized.group_size}
@@ -51,6 +55,12 @@ class Gptq(OneShotMethod):
 
     def finalize(self, model, ctx):
         self.storage = grouped_storage(grouped_modules(model))
+        dense = unpacked_modules(model)
+        if ctx is not None:
+            ctx.notes.append(storage_note("gptq", self.storage))
+        if dense and ctx is not None:  # GPT-2's Conv1D: compressed-tensors stores nn.Linear only
+            ctx.notes.append(f"gptq: {len(dense)} quantized layers (e.g. {dense[0]}) are not nn.Linear and are saved "
+                             "as float32 (their values on the int grid): compressed-tensors packs nn.Linear only")
         return model
 
     def artifacts(self) -> dict:

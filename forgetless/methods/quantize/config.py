@@ -25,7 +25,7 @@ class QuantizeConfig(MethodConfig):
 
     dtype: str = option("int8", choices=DTYPES + GPU_ONLY,
                         help="int8 (dynamic, per-channel weights) | bf16 (all weights and activations); "
-                             "fp8 / int4 need a GPU and torchao")
+                             "weight-only int4: --method rtn or gptq; fp8 needs a GPU and torchao")
     linears: str = option("stacks", choices=("stacks", "all"),
                           help="int8: stacks (Linears inside the transformer layers) | all (also pooler / heads)")
 
@@ -34,6 +34,9 @@ class QuantizeConfig(MethodConfig):
         return False  # post-training only: there is no recovery stage
 
     def check(self) -> None:
+        if self.dtype == "int4":
+            raise ConfigError("quantize: dtype 'int4' (weight-only) is --method rtn --bits 4 (round-to-nearest) or "
+                              "--method gptq --bits 4, saved as compressed-tensors")
         if self.dtype in GPU_ONLY:
             raise ConfigError(f"quantize: dtype {self.dtype!r} (weight-only) needs a GPU and torchao; this build "
                               "runs on CPU: choose int8 or bf16")
