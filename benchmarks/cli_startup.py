@@ -1,4 +1,5 @@
-"""Start-up time of the command line: `forgetless --help` and `forgetless compress --help`.
+"""Start-up time of the command line: `forgetless --help`, `forgetless compress --help` (also for one
+method) and `forgetless list`.
 
 Runs each command in a fresh interpreter, interleaved (A, B, A, B, …) so machine load hits both
 alike, and reports the median and inter-quartile range of the wall time and of the import time
@@ -9,13 +10,16 @@ alike, and reports the median and inter-quartile range of the wall time and of t
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import statistics
 import subprocess
 import sys
 import time
 
-COMMANDS = {"forgetless --help": ["--help"], "forgetless compress --help": ["compress", "--help"]}
+COMMANDS = {"forgetless --help": ["--help"], "forgetless compress --help": ["compress", "--help"],
+            "forgetless compress --method wanda --help": ["compress", "--method", "wanda", "--help"],
+            "forgetless list": ["list"]}
 
 
 def run_once(args: list[str]) -> tuple[float, float]:
@@ -40,13 +44,15 @@ def main() -> None:
     args = parser.parse_args()
     results = {name: {"wall": [], "import": []} for name in COMMANDS}
     run_once(["--help"])  # warm the file cache
+    load = os.getloadavg()
     for _ in range(args.repeats):
         for name, argv in COMMANDS.items():
             wall, imported = run_once(argv)
             results[name]["wall"].append(wall)
             results[name]["import"].append(imported)
+    print(f"load average before / after: {load[0]:.2f} / {os.getloadavg()[0]:.2f}")
     for name, r in results.items():
-        print(f"{name:28s} import {quartiles(r['import'])}; wall {quartiles(r['wall'])}; n={args.repeats}")
+        print(f"{name:44s} import {quartiles(r['import'])}; wall {quartiles(r['wall'])}; n={args.repeats}")
 
 
 if __name__ == "__main__":
