@@ -259,7 +259,7 @@ def _api_cases(paths, out):
     from forgetless.config import RunConfig, TrainConfig
     from forgetless.methods.nash.config import NashConfig
     from forgetless.methods.truncate.config import TruncateConfig
-    from forgetless.pipeline import compress
+    from forgetless.pipeline import run_and_save
 
     task = lambda: load_task("synthetic", train_size=16, eval_size=8)  # noqa: E731
     quick = dict(train=TrainConfig(epochs=1, progress=False), progress=False)
@@ -271,17 +271,17 @@ def _api_cases(paths, out):
         ("api-save-steps-zero", lambda: TrainConfig(save_steps=0), r"--save-steps: 0 is out of range"),
         ("api-label-fraction", lambda: load_task("files", train=paths["fraction_label"], dev=paths["fraction_label"],
                                                  text_b="", labels=["0", "1"]), r"unknown label 1.7 in row 2"),
-        ("api-truncate-layers-100", lambda: compress(task(), RunConfig(model="tiny-bert", method=TruncateConfig(layers=100),
+        ("api-truncate-layers-100", lambda: run_and_save(task(), RunConfig(model="tiny-bert", method=TruncateConfig(layers=100),
                                                                        **quick), out),
          r"--layers 100: model 'tiny-bert' has 2 layers"),
-        ("api-out-empty", lambda: compress(task(), RunConfig(model="tiny-bert", method=TruncateConfig(layers=1), **quick), ""),
+        ("api-out-empty", lambda: run_and_save(task(), RunConfig(model="tiny-bert", method=TruncateConfig(layers=1), **quick), ""),
          r"--out '': name an output folder"),
-        ("api-nash-decoder-layers", lambda: compress(load_task("synthetic-lookup", train_size=16, eval_size=4),
+        ("api-nash-decoder-layers", lambda: run_and_save(load_task("synthetic-lookup", train_size=16, eval_size=4),
                                                      RunConfig(model="tiny-t5", method=NashConfig(decoder_layers=9), **quick), out),
          r"--decoder-layers 9: model 'tiny-t5' has 4 decoder layers"),
         ("api-lying-manifest", lambda: load_model(paths["lying"]), r"lying/forgetless.json: its shape does not fit|weights do not match"),
         ("api-truncated-model", lambda: load_model(paths["corrupt_saved"]), r"truncated or corrupt safetensors"),
-        ("api-teacher-pickle", lambda: compress(task(), RunConfig(model="tiny-bert", teacher=paths["pickle_only"],
+        ("api-teacher-pickle", lambda: run_and_save(task(), RunConfig(model="tiny-bert", teacher=paths["pickle_only"],
                                                                   **quick), out), r"only pickle weights"),
     ]
 

@@ -124,7 +124,7 @@ def test_api_output_rule(world, monkeypatch):
     from forgetless.export import export_onnx
     from forgetless.models.io import load_model, save_model
     from forgetless.config import RunConfig
-    from forgetless.pipeline import compress
+    from forgetless.pipeline import run_and_save
 
     monkeypatch.setenv("FORGETLESS_CACHE", world["cache"])
     model, tokenizer = load_model(world["model"])
@@ -138,9 +138,9 @@ def test_api_output_rule(world, monkeypatch):
          r"is an existing file forgetless did not write"),
         (lambda: save_model(model, world["notes"], tokenizer), r"notes: holds files forgetless did not write"),
         (lambda: save_model(model, world["file"], tokenizer), r"a-file.txt: is an existing file"),
-        (lambda: compress(task, RunConfig(model="tiny-bert", teacher=world["model"]), world["model"], overwrite=True),
+        (lambda: run_and_save(task, RunConfig(model="tiny-bert", teacher=world["model"]), world["model"], overwrite=True),
          r"is an input of this command \(--teacher"),
-        (lambda: compress(task, RunConfig(model=world["user_model"]), world["user_model"], overwrite=True),
+        (lambda: run_and_save(task, RunConfig(model=world["user_model"]), world["user_model"], overwrite=True),
          r"is an input of this command \(--model"),
     ]
     for call, pattern in calls:
