@@ -107,10 +107,10 @@ def method_stack(methods) -> list[MethodConfig]:
     return [METHODS.config(methods if isinstance(methods, MethodConfig) else str(methods))]
 
 
-def compress(model, data, method="truncate", *, tokenizer=None, objective=None, out_dir=None,
+def compress(model, data, method=None, *, tokenizer=None, objective=None, out_dir=None,
              columns: dict | None = None, overwrite: bool = False, **run_options) -> Run:
-    """Compress ``model`` on ``data`` with ``method`` (module docstring); ``run_options`` are the
-    other ``RunConfig`` fields (``base``, ``train``, ``speed``, ``eval``, ``seed``, ``then`` …). With
+    """Compress ``model`` on ``data`` with ``method`` (module docstring; default: ``RunConfig``'s);
+    ``run_options`` are the other ``RunConfig`` fields (``base``, ``train``, ``speed``, ``eval``, ``seed``, ``then`` …). With
     ``out_dir`` every output is written there as by ``forgetless compress``; without, nothing."""
     _check_model(model)
     task = as_task(data, columns, run_options.get("seed", 0))
@@ -170,7 +170,9 @@ def run_config(model, method, objective, task: Task, run_options: dict) -> RunCo
     for name, cls in SECTIONS.items():  # train={"epochs": 1} as well as train=TrainConfig(epochs=1)
         if isinstance(options.get(name), dict):
             options[name] = build(cls, options[name], name)
-    return RunConfig(model=label(model) if is_in_memory(model) else str(model), method=METHODS.config(method),
+    if method is not None:
+        options["method"] = METHODS.config(method)
+    return RunConfig(model=label(model) if is_in_memory(model) else str(model),
                      objective=None if objective is None else OBJECTIVES.config(objective),
                      task=TaskConfig(name=task.name), **options)
 
