@@ -6,7 +6,6 @@ the issue also through the Python API; remote code never runs (a "y" on stdin ch
 from __future__ import annotations
 
 import ast
-import hashlib
 import json
 import os
 import re
@@ -17,21 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from test_bad_inputs import run_cli  # noqa: E402  (one home for the in-process CLI call)
+from test_bad_inputs import run_cli, tree_hashes  # noqa: E402  (one home for the CLI call and the hashes)
 from forgetless.errors import ForgetlessError, OutputFolderError
-
-
-def tree_hashes(root: Path) -> dict:
-    """sha256 of every file (and the target of every link) under ``root``: inputs and outputs alike."""
-    out = {}
-    for path in sorted(root.rglob("*")):
-        if path.is_symlink():
-            out[str(path)] = "link:" + os.readlink(path)
-        elif path.is_file():
-            out[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
-        else:
-            out[str(path)] = "dir"
-    return out
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,6 @@ import torch
 from torch import nn
 from transformers import TrainerCallback
 
-from ...errors import ConfigError
 from ...models.adapters import get_adapter
 from ...models.sites import in_features, weight_matrix
 from ..base import CompressionContext, CompressionMethod
