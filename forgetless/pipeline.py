@@ -97,7 +97,7 @@ def run(task: Task, config: RunConfig, *, model=None, tokenizer=None, work_dir: 
         validate_run(task, config, model)
     given = Path(work_dir) if work_dir is not None else None
     with _work_folder(given, trains(config)) as work:
-        return _measure(task, config, work, model, tokenizer)
+        return _steps(task, config, work, model, tokenizer)
 
 
 def trains(config: RunConfig) -> bool:
@@ -145,7 +145,8 @@ def resolve(config: RunConfig):
     return METHODS.build(config.method), OBJECTIVES.build(config.objective), [METHODS.build(c) for c in config.then]
 
 
-def _measure(task: Task, config: RunConfig, work_dir: Path | None, model, given_tokenizer) -> Run:
+def _steps(task: Task, config: RunConfig, work_dir: Path | None, model, given_tokenizer) -> Run:
+    """The run's steps, each announced by a numbered stage line (``[forgetless] [3/7] compress …``)."""
     method, objective, then = resolve(config)  # then: e.g. quantize after a structural method
     kind = kind_for(task, config.method, config.model_kind)
     transformers.set_seed(config.seed)
@@ -153,34 +154,52 @@ def _measure(task: Task, config: RunConfig, work_dir: Path | None, model, given_
     steps = 5 + len(config.then) + int(config.robustness)  # teacher, objective, compress, then…, evaluate, CLEVER, speed
     numbers = iter(range(1, steps + 1))
 
-    def step(name: str) -> None:  # a numbered stage line: ``[forgetless] [3/7] compress with heads``
+    def step(name: str) -> None:
         stage(f"[{next(numbers)}/{steps}] {name}")
 
     step("teacher")
     teacher, tokenizer, teacher_info = train_teacher(task, config, work_dir, kind, model, given_tokenizer)
-    source = model if model is not None else config.model
-    cache = Path(config.cache_dir) if config.cache_dir else work_dir / "cache" if work_dir is not None else None
     ctx = CompressionContext(task=task, tokenizer=tokenizer, teacher=teacher, work_dir=work_dir,
-                             train_config=config.train, objective=objective, seed=config.seed, base_model=source,
-                             kind=kind, cache_dir=cache, calibration=calibration_texts(
-                                 config.calibration_data, config.task.data_dir, "--calibration-data")
-                             if config.calibration_data else None)
+                             train_config=config.train, objective=objective, seed=config.seed,
+                             base_model=model if model is not None else config.model, kind=kind,
+                             cache_dir=Path(config.cache_dir) if config.cache_dir else
+                             work_dir / "cache" if work_dir is not None else None,
+                             calibration=calibration_texts(config.calibration_data, config.task.data_dir,
+                                                           "--calibration-data") if config.calibration_data else None)
+    compressed = compress_student(ctx, config, method, then, step)
+    measured = measure(ctx, config, teacher, compressed, method, then, step)
+    measured.sizes = _sizes(teacher, compressed, teacher_info, work_dir)
+    measured.training = _training(config, teacher_info, ctx.fine_tunes)
+    measured.provenance = teacher_info.get("provenance")
+    return Run(compressed, tokenizer, measured)
+
+
+def compress_student(ctx: CompressionContext, config: RunConfig, method, then: list, step):
+    """The objective prepared (only when a method trains: an objective is how it trains), the
+    student (a copy of the teacher, or the pretrained model) compressed by the method, then by each
+    ``--then`` method; returns the compressed model."""
     students_train = any(m.config.recovers for m in (method, *then))
     step(f"objective {config.objective.name}" + ("" if students_train else ": nothing is trained, not prepared"))
     if students_train:
-        ctx.objective_extras = objective.prepare(ctx) or None
-
+        ctx.objective_extras = ctx.objective.prepare(ctx) or None
     step(f"compress with {config.method.name}" + ("" if config.method.recovers else " (post-training: no recovery)"))
     transformers.set_seed(config.seed)
-    student = copy.deepcopy(teacher) if config.student_init == "teacher" else \
-        kind.load_model(source, task, config.seed, tokenizer)[0]
+    student = copy.deepcopy(ctx.teacher) if config.student_init == "teacher" else \
+        ctx.kind.load_model(ctx.base_model, ctx.task, config.seed, ctx.tokenizer)[0]
     compressed = method.compress(student, ctx).eval()
     for extra in then:
         step(f"then {extra.config.name}")
         compressed = extra.compress(compressed, ctx).eval()
+    return compressed
 
+
+def measure(ctx: CompressionContext, config: RunConfig, teacher, compressed, method, then: list,
+            step) -> Measurements:
+    """Base and compressed evaluated on every set of the task (the compressed model as it will run:
+    ``--runtime``), CLEVER when asked, speed side by side; the measurements of the run."""
+    task, kind, tokenizer = ctx.task, ctx.kind, ctx.tokenizer
     step("evaluate base and compressed on " + ", ".join(task.eval_sets()))
-    deployed = deploy(compressed, config.eval.runtime, kind, work_dir)  # as it will run (metrics/runtime.py)
+    deployed = deploy(compressed, config.eval.runtime, kind, ctx.work_dir)  # as it will run (metrics/runtime.py)
     eval_config = config.eval if config.eval.perplexity_file else replace(
         config.eval, perplexity_file=default_perplexity_file(config.task.data_dir))
     results = {role: kind.evaluate(m, tokenizer, task, eval_config, config.train.max_length, config.progress)
@@ -191,21 +210,17 @@ def _measure(task: Task, config: RunConfig, work_dir: Path | None, model, given_
         if kind.name != "classifier":
             raise ConfigError("CLEVER estimates need a classifier's logits; they do not apply to seq2seq models")
         step(f"CLEVER robustness estimates ({config.clever.examples} dev examples per model)")
-        robustness = {"clever": {role: _clever_summary(m, tokenizer, task, config.clever, work_dir, role)
+        robustness = {"clever": {role: _clever_summary(m, tokenizer, task, config.clever, ctx.work_dir, role)
                                  for role, m in (("base", teacher), ("compressed", compressed))}}
     step(f"speed: base vs compressed, {config.speed.repeats} interleaved repeats")
     speed = kind.speed(teacher, deployed, config.speed)
     started = config.teacher if (config.teacher and config.student_init == "teacher") else config.model
-    measured = Measurements(
-        task=task, run=config, method=method, then=then, objective=objective, kind=kind, results=results,
-        predictions=predictions, sizes=_sizes(teacher, compressed, teacher_info, work_dir), speed=speed,
-        notes=ctx.notes, command=" ".join(sys.argv), robustness=robustness,
-        training=_training(config, teacher_info, ctx.fine_tunes),
-        calibration=calibration_section(task, predictions),  # ECE, confidence: hard vs easy, base vs compressed
+    return Measurements(
+        task=task, run=config, method=method, then=then, objective=ctx.objective, kind=kind, results=results,
+        predictions=predictions, sizes={}, speed=speed, notes=ctx.notes, command=" ".join(sys.argv),
+        robustness=robustness, calibration=calibration_section(task, predictions),  # ECE, confidence
         agreement=agreement(predictions), recipe=drop_empty({"command": "compress", **to_recipe(config)}),
-        provenance=teacher_info.get("provenance"),
         model={"compressed": started, "model_type": getattr(compressed.config, "model_type", None)})
-    return Run(compressed, tokenizer, measured)
 
 
 def _sizes(teacher, compressed, teacher_info: dict, work_dir: Path | None) -> dict:

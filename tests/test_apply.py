@@ -200,3 +200,27 @@ def test_evaluate_with_base_is_the_paired_comparison(llama, minilm_tokenizer, wa
     with pytest.raises(ForgetlessError, match="model: expected"):
         forgetless.evaluate(pruned, small_task(), base=3, tokenizer=minilm_tokenizer)
     assert Path.cwd().name == "cwd"
+
+
+def test_calibration_data_of_the_command_line_is_what_apply_reads(tmp_path, monkeypatch, capsys):
+    """``forgetless compress --calibration-data FILE`` prunes with those texts: the saved model is the
+    one ``forgetless.apply`` gives from the same model, texts and seed."""
+    from forgetless.cli import main
+    from forgetless.kinds import KINDS
+    from forgetless.models.io import load_model
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "texts.txt").write_text("\n".join(TEXTS) + "\n")
+    options = ["--calibration-examples", "8", "--calibration-length", "16", "--pattern", "2:4"]
+    code = main(["compress", "--model", "tiny-llama", "--model-kind", "causal-lm", "--base", "as-is", "--method",
+                 "wanda", *options, "--calibration-data", "texts.txt", "--train-size", "16", "--eval-size", "8",
+                 "--bench-repeats", "1", "--bench-seq-len", "16", "--no-progress", "--out", "run"])
+    assert code == 0, capsys.readouterr().err
+    saved, _ = load_model(tmp_path / "run" / "model")
+    task = load_task("synthetic", train_size=16, eval_size=8)
+    model, tokenizer = KINDS["causal-lm"].load_model("tiny-llama", task, 0)
+    applied = forgetless.apply(model, WandaConfig(pattern="2:4", calibration_examples=8, calibration_length=16),
+                               calibration=str(tmp_path / "texts.txt"), tokenizer=tokenizer)
+    assert all(torch.equal(a, b) for a, b in zip(linears(saved), linears(applied)))
+    recipe = (tmp_path / "run" / "model" / "recipe.yaml").read_text()
+    assert f"calibration_data: {tmp_path / 'texts.txt'}" in recipe  # the saved recipe reruns from any folder

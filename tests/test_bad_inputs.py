@@ -149,6 +149,15 @@ CASES = [
      r"model 'tiny-bert' is a classifier; an encoder-decoder is needed"),
     ("export-atol-nan", ["export", "{saved}", "--format", "onnx", "--atol", "nan", "--out", "{out}"],
      r"--atol: must be a finite number, got nan"),
+    # ----- calibration texts of the one-shot methods (issue 33)
+    ("calibration-data-not-read", ["compress", "--method", "truncate", "--calibration-data", "{tsv}"],
+     r"--calibration-data: no method of this run calibrates on text \(truncate\)"),
+    ("calibration-data-missing", ["compress", "--model", "tiny-llama", "--model-kind", "causal-lm", "--base", "as-is",
+                                  "--method", "wanda", "--calibration-data", "/no/such/texts.txt"],
+     r"--calibration-data /no/such/texts.txt: not a text file, nor a set of the data folder \(xsum, wikitext2"),
+    ("calibration-data-set-without-folder", ["compress", "--model", "tiny-llama", "--model-kind", "causal-lm", "--base",
+                                             "as-is", "--method", "gptq", "--calibration-data", "wikitext2"],
+     r"--calibration-data wikitext2: a set of the data folder; give --data-dir DIR or set FORGETLESS_DATA_DIR"),
     ("method-option-flag", ["compress", *FAST, "--method", "magnitude", "--prune-every", "0"],
      r"--prune-every: 0 is out of range; valid: >= 1"),
 ]
@@ -339,6 +348,7 @@ def test_cli_bad_input(case, paths, tmp_path, capsys, monkeypatch):
     untouched and every file under the fixture folder byte-identical (sha256)."""
     torch.set_num_threads(1)
     monkeypatch.setenv("FORGETLESS_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("FORGETLESS_DATA_DIR", raising=False)  # no data folder unless a case names one
     _, argv, pattern = case
     out = tmp_path / "out"
     args = fill(argv, paths, str(out))

@@ -21,13 +21,13 @@ from ..report.profile import write_profile_report
 from ..sweep import run_sweep
 from ..tree import to_recipe
 from .checks import check_push_target, check_report_to
-from .parser import with_data_dir
+from .parser import with_data_read
 
 
 def cmd_compress(args, config) -> int:
     check_report_to(config.train.report_to)
     check_push_target(getattr(args, "push_to_hub", None))
-    config = with_data_dir(config)
+    config = with_data_read(config)
     task = task_from_config(config.task, config.seed)  # a missing data folder stops before any work
     show_run(run_and_save(task, config, args.out, meta={"out": str(args.out)}, overwrite=args.overwrite),
              args.out, args.push_to_hub)
@@ -60,7 +60,7 @@ def run_resolved(recipe: dict):
 
 
 def cmd_sweep(args, config) -> int:
-    sweep_job(with_data_dir(config), args.out)
+    sweep_job(with_data_read(config), args.out)
     return 0
 
 

@@ -229,9 +229,14 @@ def config_from_args(args: argparse.Namespace):
     return tree.build(cls, {k: v for k, v in vars(args).items() if k in known and k != "command"})
 
 
-def with_data_dir(config):
-    """``config`` with the data folder actually read: ``--data-dir`` made absolute, else
-    ``$FORGETLESS_DATA_DIR`` (none: the hub), so the saved recipe reruns on the same data."""
+def with_data_read(config):
+    """``config`` with the data actually read, so the saved recipe reruns on the same data from any
+    folder: ``--data-dir`` made absolute, else ``$FORGETLESS_DATA_DIR`` (none: the hub), and a
+    ``--calibration-data`` file made absolute (a data-folder set stays a name)."""
     folder = config.task.data_dir or os.environ.get(DATA_DIR_ENV) or None
     folder = str(Path(folder).expanduser().resolve()) if folder and Path(folder).expanduser().is_dir() else folder
-    return replace(config, task=replace(config.task, data_dir=folder))
+    config = replace(config, task=replace(config.task, data_dir=folder))
+    texts = getattr(config, "calibration_data", None)
+    if texts and Path(texts).expanduser().is_file():
+        config = replace(config, calibration_data=str(Path(texts).expanduser().resolve()))
+    return config

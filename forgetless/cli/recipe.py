@@ -12,7 +12,7 @@ import yaml
 
 from ..errors import ConfigError
 from ..recipes import load_recipe, resolved
-from .parser import with_data_dir
+from .parser import with_data_read
 
 
 def run_recipe(path, scale: str | None = None, sets=(), out: str | None = None, check: bool = False,
@@ -28,7 +28,7 @@ def run_recipe(path, scale: str | None = None, sets=(), out: str | None = None, 
             raise ConfigError("--data-dir does not apply to a profile recipe")
         recipe = load_recipe(path, scale, sets + [("task.data_dir", data_dir)])
     if recipe["command"] != "profile":
-        recipe["config"] = with_data_dir(recipe["config"])
+        recipe["config"] = with_data_read(recipe["config"])
     if "out" not in recipe:
         recipe["out"] = f"forgetless-out/{recipe.get('name') or Path(path).stem}-{recipe.get('scale', 'cpu')}"
     plain = resolved(recipe)
