@@ -1,8 +1,8 @@
 """The ``forgetless`` command: one parser generated from the config tree (``parser.py``; a flag is a
 config field is a recipe key) and a table of subcommands, each a thin wrapper over Python functions
-of the package, grouped by what they import: ``info.py`` (no model: list, recipes, report, compare),
-``models.py`` (finetune, evaluate, bench, export), ``jobs.py`` (compress, demo, sweep, profile) and
-``recipe.py`` (run). A command's module is imported when the command runs, so ``--help``, ``list``
+of the package, grouped by what they import: ``info.py`` (list, recipes), ``pages.py`` (report,
+compare: plots), ``models.py`` (finetune, evaluate, bench, export), ``jobs.py`` (compress, demo,
+sweep, profile) and ``recipe.py`` (run). A command's module is imported when the command runs, so ``--help``, ``list``
 and a bad option answer without importing torch. Every method — encoder pruning, NASH and CoFi for
 encoder-decoders, one-shot LLM pruning and quantization — runs through ``forgetless compress``."""
 from __future__ import annotations
@@ -25,7 +25,7 @@ COMMANDS = {"compress": "jobs:cmd_compress", "compress-seq2seq": "jobs:cmd_compr
             "sweep": "jobs:cmd_sweep", "profile": "jobs:cmd_profile", "run": "recipe:cmd_run",
             "finetune": "models:cmd_finetune", "evaluate": "models:cmd_evaluate", "bench": "models:cmd_bench",
             "export": "models:cmd_export", "list": "info:cmd_list", "recipes": "info:cmd_recipes",
-            "report": "info:cmd_report", "compare": "info:cmd_compare"}
+            "report": "pages:cmd_report", "compare": "pages:cmd_compare"}
 RESUMABLE = ("compress", "compress-seq2seq", "demo", "finetune", "sweep", "run")  # checkpoints: a rerun resumes
 MAX_THREADS = 1024
 COMMAND_OPTIONS = {"threads": (1, MAX_THREADS), "batch_size": (1, 1_000_000), "seq_len": (2, 8192),

@@ -1,13 +1,11 @@
-"""The commands that read no model: ``list``, ``recipes``, ``report`` (re-render a saved card) and
-``compare`` (several saved runs side by side). Light at import time: no torch."""
+"""The commands that only list: ``list`` (methods, objectives, tasks, models) and ``recipes``. Light at
+import time: no torch, no plotting library."""
 from __future__ import annotations
 
 from ..config import MODEL_TYPES, MODELS
 from ..data.tasks import TASKS
 from ..recipes.catalog import catalogue
 from ..registry import METHODS, OBJECTIVES
-from ..report.compare import compare_runs
-from ..report.rerender import rerender
 
 
 def cmd_list(args, config) -> int:
@@ -36,17 +34,4 @@ def cmd_recipes(args, config) -> int:
         print(f"{row['name']:<{width}}  {row['command']:<8} {row['paper']}")
     print(f"\n{len(rows)} recipes; scales: cpu (default) and paper. Run one: forgetless run NAME --scale cpu "
           "[--data-dir DIR]; see its options: forgetless run NAME --check")
-    return 0
-
-
-def cmd_report(args, config) -> int:
-    paths = rerender(args.run)
-    print(f"report: {paths['markdown']} and {paths['html']} (re-rendered from report.json)")
-    return 0
-
-
-def cmd_compare(args, config) -> int:
-    paths = compare_runs(args.runs, args.out, overwrite=args.overwrite)
-    print(paths["markdown"].read_text())
-    print(f"compare: {paths['markdown']} and {paths['html']} (plot: {paths['plot'].name})")
     return 0
