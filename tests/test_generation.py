@@ -103,7 +103,7 @@ def test_cofi_text_to_text_classification_tiny_bart_and_profile(tmp_path):
 
     task = load_task("synthetic", train_size=32, eval_size=8)
     card = run_and_save(task, _run(model="tiny-bart", method=CofiConfig(sparsity=0.5, finetune_epochs=0)),
-                    tmp_path / "cofi")
+                        tmp_path / "cofi").card
     validate_card(card)
     assert card["kind"] == {"task": "classification", "model": "seq2seq"}
     assert card["hard_easy"] is not None and "accuracy" in card["sets"]["challenge"]["compressed"]

@@ -156,7 +156,20 @@ def build_parser(chosen: dict[str, str] | None = None) -> argparse.ArgumentParse
         _outputs(p, "forgetless-out/run", "model/, report.json, report.md",
                  "reuse an output folder that holds another run's output", push=True)
     sub.choices["demo"].set_defaults(out=DEMO_OUT, epochs="2", lr="1e-4", train_size="1500")
+    _model_commands(sub)
+    _job_commands(sub)
+    _page_commands(sub)
+    for name, command in sub.choices.items():
+        if name not in ("list", "recipes", "report", "compare"):  # commands that load no model
+            command.add_argument("--threads", type=int, help="torch CPU threads (1 is often faster on a busy machine)")
+            command.add_argument("--trust-remote-code", action="store_true",
+                                 help="let transformers run the Python files of a model folder that needs them "
+                                      "(auto_map); off by default: such a folder is refused")
+    return parser
 
+
+def _model_commands(sub) -> None:
+    """finetune, evaluate, bench, export."""
     p = _command(sub, "finetune", "fine-tune a model on a task and save it (works under `accelerate launch`)",
                  RunConfig)
     p.add_argument("--out", default="forgetless-out/finetune", help="output folder (checkpoints/, model/)")
@@ -174,7 +187,11 @@ def build_parser(chosen: dict[str, str] | None = None) -> argparse.ArgumentParse
     p.add_argument("--seq-len", type=int, default=128, help="input length (default 128)")
     p.add_argument("--repeats", type=int, default=5, help="interleaved repeats, median reported (default 5)")
     p.add_argument("--json", action="store_true", help="print the raw result as JSON (for scripts)")
+    add_export_parser(sub)
 
+
+def _job_commands(sub) -> None:
+    """sweep, profile, run."""
     p = _command(sub, "sweep", "one configuration over objectives × levels of a method option × seeds: mean ± std "
                                "per set, F_bias, hard/easy, plots (Du et al. Table 7, Figures 1, 3)", SweepConfig)
     _outputs(p, "forgetless-out/sweep", "sweep.md, sweep.json, plots, runs/",
@@ -185,17 +202,6 @@ def build_parser(chosen: dict[str, str] | None = None) -> argparse.ArgumentParse
                  ProfileConfig)
     _outputs(p, "forgetless-out/profile", "profile.json, profile.md, profile.png",
              "replace the output of an earlier profile in --out")
-
-    _command(sub, "list", "list methods, objectives, tasks and supported model types")
-    p = _command(sub, "report", "re-render a run's report card (report.md, report.html, metrics.png) from its "
-                                "report.json and predictions.jsonl, without loading any model")
-    p.add_argument("run", metavar="OUT", help="the output folder of a `forgetless compress` run")
-    p = _command(sub, "compare", "one side-by-side page (compare.md, compare.html, pareto.png) of several runs of "
-                                 "one task: size, speedup, accuracies and F_bias with their intervals")
-    p.add_argument("runs", metavar="OUT", nargs="+", help="output folders of `forgetless compress` runs (two or more)")
-    _outputs(p, "forgetless-out/compare", "compare.md, compare.html, pareto.png; not a run folder",
-             "replace the output of an earlier compare in --out", metavar="DIR")
-    add_export_parser(sub)
     p = _command(sub, "run", "run a recipe file (a run, a sweep or a profile) at a scale, with overrides")
     p.epilog = RUN_EXAMPLE
     p.add_argument("recipe", help="a built-in recipe's name (see `forgetless recipes`) or a recipe YAML file "
@@ -208,16 +214,22 @@ def build_parser(chosen: dict[str, str] | None = None) -> argparse.ArgumentParse
     p.add_argument("--data-dir", help="data folder of the named benchmarks (default: the recipe's data_dir, else "
                                       "$FORGETLESS_DATA_DIR, else the Hugging Face hub)")
     p.add_argument("--check", action="store_true", help="validate and print the resolved recipe; run nothing")
+
+
+def _page_commands(sub) -> None:
+    """list, recipes, report, compare: no model loaded."""
+    _command(sub, "list", "list methods (model kinds, task types, calibration data), objectives, tasks and models")
+    p = _command(sub, "report", "re-render a run's report card (report.md, report.html, metrics.png) from its "
+                                "report.json and predictions.jsonl, without loading any model")
+    p.add_argument("run", metavar="OUT", help="the output folder of a `forgetless compress` run")
+    p = _command(sub, "compare", "one side-by-side page (compare.md, compare.html, pareto.png) of several runs of "
+                                 "one task: size, speedup, accuracies and F_bias with their intervals")
+    p.add_argument("runs", metavar="OUT", nargs="+", help="output folders of `forgetless compress` runs (two or more)")
+    _outputs(p, "forgetless-out/compare", "compare.md, compare.html, pareto.png; not a run folder",
+             "replace the output of an earlier compare in --out", metavar="DIR")
     sub.add_parser("recipes", help="list the built-in recipes and the paper table or figure each reproduces",
                    epilog="example:\n  forgetless recipes\n  forgetless run rahp-table1 --scale cpu",
                    formatter_class=argparse.RawDescriptionHelpFormatter)
-    for name, command in sub.choices.items():
-        if name not in ("list", "recipes", "report", "compare"):  # commands that load no model
-            command.add_argument("--threads", type=int, help="torch CPU threads (1 is often faster on a busy machine)")
-            command.add_argument("--trust-remote-code", action="store_true",
-                                 help="let transformers run the Python files of a model folder that needs them "
-                                      "(auto_map); off by default: such a folder is refused")
-    return parser
 
 
 def config_from_args(args: argparse.Namespace):

@@ -61,17 +61,7 @@ def run_sweep(task: Task, sweep: SweepConfig, out_dir: str | Path, meta: dict | 
     and each run's own ``compress`` recipe as ``runs/<run>/model/recipe.yaml`` and in its card:
     ``forgetless run`` on it reruns that one run into ``reruns/<run>``.
     """
-    levels = [_number(str(level)) for level in sweep.levels]
-    if not sweep.objectives or not sweep.seeds or not levels:
-        raise ConfigError("a sweep needs at least one objective, one seed and one level")
-    for option in sweep.objective_options:
-        if not any(option in _fields(OBJECTIVES.config_class(name)) for name in sweep.objectives):
-            raise ConfigError(f"unknown option --objective-{option.replace('_', '-')}: no objective of the sweep "
-                              f"({', '.join(sweep.objectives)}) has it")
-    objectives = {name: OBJECTIVES.make_config(name, {k: v for k, v in sweep.objective_options.items()
-                                                      if k in _fields(OBJECTIVES.config_class(name))})
-                  for name in sweep.objectives}  # unknown names and options fail before any training
-    methods = {level: _with_level(sweep.method, sweep.level_option, level) for level in levels}
+    levels, objectives, methods = _plan(sweep)  # unknown names and options fail before any training
     kind = kind_for(task, methods[levels[0]])
     out_dir = check_output(out_dir, command="sweep", inputs={"--model": sweep.model})
     check_cache()  # the teachers are saved there: checked before the first one is trained
@@ -88,46 +78,64 @@ def run_sweep(task: Task, sweep: SweepConfig, out_dir: str | Path, meta: dict | 
                  "levels": levels, "objective_options": {n: asdict(c) for n, c in objectives.items() if c},
                  "model": sweep.model, "student_init": sweep.student_init, "teacher_seed": sweep.teacher_seed,
                  "train": asdict(sweep.train), "teacher_train": asdict(sweep.teacher_train)}
-        task_key = task_fingerprint(task)
-        cache = out_dir / "cache"
+        total = len(sweep.seeds) * len(levels) * len(objectives)
         for seed in sweep.seeds:
             t_seed = seed if sweep.teacher_seed is None else sweep.teacher_seed
-            teacher_run = replace(base, seed=t_seed)
             # one teacher folder per task content and seed: a changed task never resumes an old teacher's checkpoints
-            _, _, info = train_teacher(task, teacher_run, out_dir / "teachers" / f"{task_key}-seed{t_seed}", kind)
+            _, _, info = train_teacher(task, replace(base, seed=t_seed),
+                                       out_dir / "teachers" / f"{task_fingerprint(task)}-seed{t_seed}", kind)
             teacher_dir = info["path"] if "path" in info else str(info["source"])
             graded = next((c for c in objectives.values() if c is not None and c.uses_difficulty), None)
             if graded is not None:  # how well the objective's difficulty finds the hard examples
-                difficulty[str(seed)] = _difficulty(task, graded, teacher_dir, replace(base, seed=seed), cache)
+                difficulty[str(seed)] = _difficulty(task, graded, teacher_dir, replace(base, seed=seed),
+                                                    out_dir / "cache")
                 write_sweep(_summary([], task, setup, difficulty, started), out_dir, plots=False)
             for level in levels:
                 for name, objective in objectives.items():
                     config = replace(base, method=methods[level], objective=objective, teacher=teacher_dir,
-                                     seed=seed, cache_dir=str(cache))
+                                     seed=seed, cache_dir=str(out_dir / "cache"))
                     run_dir = out_dir / "runs" / f"{name}-s{level:g}-seed{seed}"
-                    card = _reuse(run_dir, config, task)
-                    if card is None:
-                        done = len(records) + 1
-                        total = len(sweep.seeds) * len(levels) * len(objectives)
-                        print(f"[forgetless] sweep run {done} of {total}: {run_dir.name}", file=sys.stderr, flush=True)
-                        shutil.rmtree(run_dir, ignore_errors=True)  # never resume another configuration's checkpoints
-                        t0 = time.time()
-                        card = run_and_save(task, config, run_dir,
-                                            meta={"out": str(out_dir / "reruns" / run_dir.name)}).card
-                        card["sweep_run"] = {"key": run_key(task, config), "seconds": time.time() - t0}
-                        atomic_write_json(run_dir / "sweep-run.json", card["sweep_run"])
-                        if not sweep.keep_work:
-                            shutil.rmtree(run_dir / "work", ignore_errors=True)
+                    card = _reuse(run_dir, config, task) or _run(task, config, run_dir, out_dir, len(records) + 1,
+                                                                 total, sweep.keep_work)
                     records.append(_record(card, sweep.level_option))
                     # partial results after every run: an interrupted sweep still has its table
                     write_sweep(_summary(records, task, setup, difficulty, started), out_dir, plots=False)
-        summary = _summary(records, task, setup, difficulty, started)
-        summary["complete"] = True
+        summary = {**_summary(records, task, setup, difficulty, started), "complete": True, "recipe": recipe}
         dump_recipe(recipe, out_dir / "recipe.yaml")
-        summary["recipe"] = recipe
         write_sweep(summary, out_dir, plots=plots)
         clean_work(out_dir / "teachers")  # the teachers' training checkpoints (the teachers are in the cache)
         return summary
+
+
+def _plan(sweep: SweepConfig):
+    """``(levels, {objective name: config}, {level: method config})`` of a sweep, every name and
+    option checked."""
+    levels = [_number(str(level)) for level in sweep.levels]
+    if not sweep.objectives or not sweep.seeds or not levels:
+        raise ConfigError("a sweep needs at least one objective, one seed and one level")
+    for option in sweep.objective_options:
+        if not any(option in _fields(OBJECTIVES.config_class(name)) for name in sweep.objectives):
+            raise ConfigError(f"unknown option --objective-{option.replace('_', '-')}: no objective of the sweep "
+                              f"({', '.join(sweep.objectives)}) has it")
+    objectives = {name: OBJECTIVES.make_config(name, {k: v for k, v in sweep.objective_options.items()
+                                                      if k in _fields(OBJECTIVES.config_class(name))})
+                  for name in sweep.objectives}
+    return levels, objectives, {level: _with_level(sweep.method, sweep.level_option, level) for level in levels}
+
+
+def _run(task: Task, config: RunConfig, run_dir: Path, out_dir: Path, number: int, total: int,
+         keep_work: bool) -> dict:
+    """One run of the sweep into ``run_dir`` (its rerun recipe points to ``reruns/``); its card with
+    the ``sweep_run`` record (key, seconds) also kept as ``sweep-run.json``."""
+    print(f"[forgetless] sweep run {number} of {total}: {run_dir.name}", file=sys.stderr, flush=True)
+    shutil.rmtree(run_dir, ignore_errors=True)  # never resume another configuration's checkpoints
+    started = time.time()
+    card = run_and_save(task, config, run_dir, meta={"out": str(out_dir / "reruns" / run_dir.name)}).card
+    card["sweep_run"] = {"key": run_key(task, config), "seconds": time.time() - started}
+    atomic_write_json(run_dir / "sweep-run.json", card["sweep_run"])
+    if not keep_work:
+        shutil.rmtree(run_dir / "work", ignore_errors=True)
+    return card
 
 
 def _fields(cls) -> set[str]:
