@@ -92,10 +92,11 @@ class Registry:
     def _find(self, name: str) -> None:
         """Register ``name`` by importing only its own folder's config (``block-influence`` →
         ``block_influence/``), so building one config does not import every other; else everything."""
-        folder = self.package and Path(importlib.import_module(self.package).__file__).parent / \
-            str(name).replace("-", "_")
-        if folder and folder.is_dir() and not folder.name.startswith(("_", ".")) and not self._loaded:
-            self._import_config(folder)
+        folder = str(name).replace("-", "_")
+        if self.package and not self._loaded and folder.isidentifier() and not folder.startswith("_"):
+            path = Path(importlib.import_module(self.package).__file__).parent / folder
+            if path.is_dir():
+                self._import_config(path)
         if name not in self._configs:
             self._load()
 
