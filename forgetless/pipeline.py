@@ -6,9 +6,10 @@ tokenizer, measurements).
 
 ``run`` writes nothing but its work folder (training checkpoints, caches, scores): the one given,
 else a temporary folder removed at the end when something is trained, else none at all.
-``save.save_run`` (``Run.save``) writes the outputs. ``run_and_save`` is what ``forgetless compress``, recipes
-and sweeps call: the output rule (validate before the first write, lock, resume, the previous report
-moved aside), ``run`` into ``OUT/work``, ``save_run`` into ``OUT``, training checkpoints removed.
+``save.save_run`` (``Run.save``) writes the outputs. ``run_and_save`` is what ``forgetless
+compress``, recipes and sweeps call: the output rule (validate before the first write, lock, resume,
+the previous report moved aside), ``run`` into ``OUT/work``, ``save_run`` into ``OUT``, training
+checkpoints removed.
 
 What differs between a classifier, an encoder-decoder and a causal LM lives in ``forgetless.kinds``
 (``kind_for(task, method)``); methods, objectives, the Trainer and the report card are shared.
