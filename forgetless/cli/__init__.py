@@ -18,7 +18,6 @@ from ..fsutil import free_space, is_disk_full
 from ..ranges import MAX_OPSET, check_number
 from ..registry import METHODS, OBJECTIVES
 from .parser import DEMO_OUT, build_parser, config_from_args  # noqa: F401  (DEMO_OUT: the demo's folder)
-from .recipe import run_recipe  # noqa: F401  (`forgetless run` from Python)
 
 # command → "module:function" of this package, imported when the command runs
 COMMANDS = {"compress": "jobs:cmd_compress", "compress-seq2seq": "jobs:cmd_compress", "demo": "jobs:cmd_compress",
@@ -142,6 +141,14 @@ def _run(args, config) -> int:
         print(f"forgetless: error: disk full while writing {where} ({free_space(where)} free); free some space and "
               "rerun the same command (it resumes)", file=sys.stderr)
         return 2
+
+
+def __getattr__(name: str):
+    """``forgetless.cli.run_recipe`` (``forgetless run`` from Python), imported on first use: the
+    recipe reader (YAML) is not needed for ``--help``."""
+    if name == "run_recipe":
+        return importlib.import_module(f"{__name__}.recipe").run_recipe
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = ["main", "build_parser", "config_from_args", "run_recipe"]
