@@ -28,6 +28,7 @@ import transformers
 from torch import nn
 
 from . import progress
+from .progress import stage
 from .config import CleverConfig, RunConfig
 from .data.task import Task
 from .errors import ConfigError, OutputFolderError
@@ -47,7 +48,7 @@ from .report.card import build_card
 from .report.honest import training_section
 from .report.measurements import Measurements
 from .save import save_run
-from .teacher import stage, train_teacher
+from .teacher import train_teacher
 from .tree import to_recipe
 from .validate import check_run_output, prepare_output, run_identity, run_inputs, run_key, validate_run
 

@@ -3,7 +3,6 @@ fine-tuned on the task and kept in the shared cache, loaded from ``--teacher``, 
 (``--base as-is``: post-training compression of a pretrained model, nothing trained or written)."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import transformers
@@ -17,12 +16,8 @@ from .models.loading import resolve_model_path
 from .models.smollm2 import provenance
 from .objectives.cache import cache_key
 from .outputs import cache_root, teacher_lock
+from .progress import stage
 from .training.trainer import fine_tune
-
-
-def stage(name: str) -> None:
-    """A stage line of a run on stderr (``[forgetless] …``)."""
-    print(f"[forgetless] {name}", file=sys.stderr, flush=True)
 
 
 def teacher_key(task: Task, config: RunConfig, kind) -> str:
