@@ -19,7 +19,7 @@ from forgetless.data.tasks import load_task
 from forgetless.fsutil import atomic_write_text
 from forgetless.config import EvalConfig, RunConfig, SpeedConfig, SweepConfig, TrainConfig
 from forgetless.methods.nash.config import CofiConfig, NashConfig
-from forgetless.pipeline import compress
+from forgetless.pipeline import run_and_save
 from forgetless.sweep import run_sweep
 
 
@@ -52,10 +52,10 @@ def main(argv=None) -> str:
                         speed=speed, eval=EvalConfig(max_new_tokens=8), progress=False)
     run_sweep(task, sweep, out / "nash")
     teacher = json.loads(next((out / "nash" / "runs").glob("*/report.json")).read_text())["run"]["teacher"]
-    cofi = compress(task, RunConfig(model=a.model, method=CofiConfig(sparsity=a.cofi_sparsity,
-                                                                     finetune_epochs=a.finetune_epochs),
-                                    teacher=str(teacher), train=train, speed=speed,
-                                    eval=EvalConfig(max_new_tokens=8), progress=False), out / "cofi")
+    cofi = run_and_save(task, RunConfig(model=a.model, method=CofiConfig(sparsity=a.cofi_sparsity,
+                                                                         finetune_epochs=a.finetune_epochs),
+                                        teacher=str(teacher), train=train, speed=speed,
+                                        eval=EvalConfig(max_new_tokens=8), progress=False), out / "cofi").card
 
     cards = [json.loads((Path(r).parent / "report.json").read_text())
              for r in sorted((out / "nash" / "runs").glob("*/report.json"))] + [cofi]

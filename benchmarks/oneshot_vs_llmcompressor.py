@@ -72,7 +72,7 @@ def forgetless_compress(model, batches, method: str, options: dict) -> None:
 
     from forgetless.methods._shared.sequential import run_layer_by_layer
     from forgetless.methods.gptq.solver import gptq_quantize, round_to_nearest
-    from forgetless.methods.magnitude.pruning import magnitude_masks
+    from forgetless.methods._shared.magnitude import magnitude_masks
     from forgetless.methods.sparsegpt.solver import sparsegpt_prune
     from forgetless.methods.wanda.metric import wanda_mask
 

@@ -1,7 +1,7 @@
 """RAHP's Table 1 layout on sst2 → AdvGLUE-sst2 with the bundled MiniLM: vanilla fine-tuning, the
 robust fine-tuning baselines (R-Drop, Child-Tuning_D, SMART, FreeLB, ROSE-First / -Second /
 -Ensemble, all forgetless objectives) and two pruned models made from the vanilla model with
-``forgetless.pipeline.compress`` (importance head pruning ``heads`` and ``rahp``).
+``forgetless.pipeline.run_and_save`` (importance head pruning ``heads`` and ``rahp``).
 
 Columns: SST-2 dev accuracy, AdvGLUE accuracy, their average, Avg Δ (average minus the vanilla
 average), mean CLEVER (a small configuration), parameters, throughput speedup against the
@@ -82,7 +82,7 @@ def fine_tuning_row(task, objective_name: str, seed: int, args, clever: CleverCo
 
 def pruning_row(task, method: str, teacher_dir: Path, seed: int, args, clever: CleverConfig, work: Path) -> dict:
     from forgetless.config import RunConfig
-    from forgetless.pipeline import compress
+    from forgetless.pipeline import run_and_save
     from forgetless.registry import METHODS
 
     options = {"ratio": args.ratio, "scoring_examples": args.scoring_examples}
@@ -94,7 +94,7 @@ def pruning_row(task, method: str, teacher_dir: Path, seed: int, args, clever: C
     shutil.rmtree(folder, ignore_errors=True)
     load = os.getloadavg()[0]
     start = time.perf_counter()
-    card = compress(task, config, folder)
+    card = run_and_save(task, config, folder).card
     seconds = time.perf_counter() - start
     sets = card["sets"]
     return {"dev": sets["dev"]["compressed"]["accuracy"], "advglue": sets["advglue"]["compressed"]["accuracy"],

@@ -16,14 +16,14 @@ import time
 import torch
 
 from forgetless.data.tasks import load_task
-from forgetless.sweep import ALL_OBJECTIVES, render_markdown, run_sweep
+from forgetless.sweep import render_markdown, run_sweep
 from forgetless.config import SweepConfig, TrainConfig
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", default="runs/rmc-synthetic")
-    p.add_argument("--objectives", default=",".join(ALL_OBJECTIVES))
+    p.add_argument("--objectives", default=",".join(SweepConfig().objectives))
     p.add_argument("--seeds", default="0,1,2", help="paper: 3 seeds")
     p.add_argument("--sparsities", default="0.4")
     p.add_argument("--n-train", type=int, default=1500)

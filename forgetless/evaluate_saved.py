@@ -15,9 +15,10 @@ from .outputs import WRITTEN_BY, check_output
 
 
 def evaluate_saved(model_path: str, task: Task, out: str | Path | None = None, batch_size: int = 64,
-                   max_length: int = 128, overwrite: bool = False) -> dict:
+                   max_length: int = 128, overwrite: bool = False, keep_predictions: bool = False) -> dict:
     """Scores of a saved model (forgetless folder or HF folder) on every set of ``task``; with ``out``
-    also written there as JSON (a new file, or one an earlier evaluate wrote with ``overwrite``)."""
+    also written there as JSON (a new file, or one an earlier evaluate wrote with ``overwrite``);
+    ``keep_predictions``: also the per-example ``predictions`` (a paired comparison needs them)."""
     if out is not None:
         check_output(out, "--json", command="evaluate", inputs={"MODEL_PATH": model_path}, overwrite=overwrite,
                      is_file=True)
@@ -29,16 +30,18 @@ def evaluate_saved(model_path: str, task: Task, out: str | Path | None = None, b
                           "nothing (choose a task of the same kind)")
     if metadata.get("kind") == "seq2seq":
         kind = KINDS["seq2seq"]
-    result = evaluate_model(model_path, task, kind, None, batch_size, max_length)
+    result = evaluate_model(model_path, task, kind, None, batch_size, max_length, keep_predictions)
     if out:
         atomic_write_json(out, {WRITTEN_BY: "forgetless evaluate", **result})
     return result
 
 
-def evaluate_model(model, task: Task, kind, tokenizer=None, batch_size: int = 64, max_length: int = 128) -> dict:
+def evaluate_model(model, task: Task, kind, tokenizer=None, batch_size: int = 64, max_length: int = 128,
+                   keep_predictions: bool = False) -> dict:
     """Scores of ``model`` (a name, a folder or a model object: ``kind.load_model``) on every set of
-    ``task`` and its parameter counts (``params``)."""
+    ``task`` and its parameter counts (``params``); the per-example ``predictions`` when kept."""
     model, tokenizer = kind.load_model(model, task, tokenizer=tokenizer)
     result = kind.evaluate(model, tokenizer, task, EvalConfig(batch_size=batch_size), max_length)
-    result.pop("predictions")
+    if not keep_predictions:
+        result.pop("predictions")
     return {**result, "params": parameter_counts(model)}

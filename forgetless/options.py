@@ -13,6 +13,7 @@ alias layer of the config tree (``train.learning_rate``).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import types
 import typing
 from dataclasses import MISSING, dataclass, field
@@ -62,15 +63,23 @@ def flag_name(cls: type, f: dataclasses.Field) -> str:
     return f.metadata.get("flag") or getattr(cls, "flag_prefix", "") + f.name.replace("_", "-")
 
 
+@functools.lru_cache(maxsize=None)
 def hint_of(cls: type, name: str):
-    """``(base type, is_list)`` of a field: ``int | None`` → (int, False), ``list[str]`` → (str, True)."""
-    hint = typing.get_type_hints(cls)[name]
+    """``(base type, is_list)`` of a field: ``int | None`` → (int, False), ``list[str]`` → (str, True).
+    Cached: a class's annotations are evaluated once (``typing.get_type_hints`` is slow, and every
+    config built and every ``--help`` reads each field's hint)."""
+    hint = _type_hints(cls)[name]
     if typing.get_origin(hint) in (typing.Union, types.UnionType):
         args = [a for a in typing.get_args(hint) if a is not type(None)]
         hint = args[0] if len(args) == 1 else hint
     if typing.get_origin(hint) in (list, tuple):
         return (typing.get_args(hint) or (str,))[0], True
     return hint, False
+
+
+@functools.lru_cache(maxsize=None)
+def _type_hints(cls: type) -> dict:
+    return typing.get_type_hints(cls)
 
 
 def check_field(cls: type, f: dataclasses.Field, value) -> None:

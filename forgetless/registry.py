@@ -7,9 +7,11 @@ A method or objective registers its config dataclass, in a module that imports n
     @dataclass
     class MagnitudeConfig(MethodConfig): ...
 
-The tables fill lazily: the first lookup imports every ``config.py`` of the package's folders
-(``forgetless/methods/<name>/config.py``) and the modules named in ``$FORGETLESS_PLUGINS``
-(comma-separated; a plugin may be a single file holding a config and its implementation). The
+The tables fill lazily: a lookup by name imports that name's folder (``forgetless/methods/<name>/
+config.py``); listing the names imports every folder's ``config.py`` and the modules named in
+``$FORGETLESS_PLUGINS`` (comma-separated; a plugin may be a single file holding a config and its
+implementation). A folder without ``__init__.py`` or ``config.py``, or whose ``config.py`` fails to
+import, is an error naming it (folders named ``_*`` hold shared code, not entries). The
 implementation (torch code) is imported only when a run builds it. Unknown names and unknown
 config keys are errors that list what is available.
 """
@@ -18,7 +20,7 @@ from __future__ import annotations
 import difflib
 import importlib
 import os
-import pkgutil
+from pathlib import Path
 from typing import Any, Callable
 
 from .errors import ConfigError
@@ -55,22 +57,48 @@ class Registry:
         return decorator
 
     def _load(self) -> None:
+        """Import every folder's ``config.py`` and the plugin modules (once)."""
         if self._loaded:
             return
         self._loaded = True
-        package = importlib.import_module(self.package)
-        for module in pkgutil.iter_modules(package.__path__):
-            if module.ispkg and not module.name.startswith("_"):
-                try:
-                    importlib.import_module(f"{self.package}.{module.name}.config")
-                except ModuleNotFoundError as exc:
-                    if exc.name != f"{self.package}.{module.name}.config":
-                        raise
+        for folder in self._folders():
+            self._import_config(folder)
         for name in filter(None, (x.strip() for x in os.environ.get(PLUGINS_ENV, "").split(","))):
             try:
                 importlib.import_module(name)
             except ImportError as exc:
                 raise ConfigError(f"${PLUGINS_ENV}: cannot import plugin module {name!r} ({exc})") from None
+
+    def _folders(self) -> list[Path]:
+        """The package's entry folders (not ``_shared`` or other ``_`` / ``.`` names, not caches)."""
+        root = Path(importlib.import_module(self.package).__file__).parent
+        return sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(("_", ".")))
+
+    def _import_config(self, folder: Path) -> None:
+        """Import ``folder/config.py``: a folder that is not a package, has no ``config.py`` or whose
+        ``config.py`` fails to import is one error naming it (a method is never silently absent)."""
+        where = f"{self.kind} folder {self.package.replace('.', '/')}/{folder.name}"
+        if not (folder / "__init__.py").is_file():
+            raise ConfigError(f"{where}: has no __init__.py; every {self.kind} folder is a package (add an "
+                              "empty __init__.py, or rename it with a leading _ if it is not one)")
+        if not (folder / "config.py").is_file():
+            raise ConfigError(f"{where}: has no config.py; every {self.kind} folder registers its config there")
+        module = f"{self.package}.{folder.name}.config"
+        try:
+            importlib.import_module(module)
+        except Exception as exc:  # noqa: BLE001 - any failure of a config module is one error naming it
+            raise ConfigError(f"{where}/config.py cannot be imported: {type(exc).__name__}: {exc}") from exc
+
+    def _find(self, name: str) -> None:
+        """Register ``name`` by importing only its own folder's config (``block-influence`` →
+        ``block_influence/``), so building one config does not import every other; else everything."""
+        folder = str(name).replace("-", "_")
+        if self.package and not self._loaded and folder.isidentifier() and not folder.startswith("_"):
+            path = Path(importlib.import_module(self.package).__file__).parent / folder
+            if path.is_dir():
+                self._import_config(path)
+        if name not in self._configs:
+            self._load()
 
     def names(self) -> list[str]:
         self._load()
@@ -78,7 +106,7 @@ class Registry:
 
     def _check(self, name: str) -> None:
         if name not in self._configs:
-            self._load()
+            self._find(name)
         if name not in self._configs:
             hint = difflib.get_close_matches(str(name), self.names(), n=1)
             extra = f" Did you mean {hint[0]!r}?" if hint else ""

@@ -1,6 +1,7 @@
 """Everything a run is given is checked before the first file is written.
 
-``validate_run`` is called at the very start of ``pipeline.compress``; every option's own range
+``check_run_output`` and ``validate_run`` are called at the very start of a run
+(``pipeline.run_and_save``, ``pipeline.run``); every option's own range
 was checked when its config was built (``options.Config``: ``--epochs nan``, ``--save-steps 0``,
 ``--max-length 100000`` are errors, not silent defaults or tracebacks). Here:
 
@@ -29,6 +30,8 @@ import torch
 
 from .errors import ModelFileError, OptionError, OutputFolderError
 from .kinds import check_compatible, kind_for
+from .kinds.in_memory import check_model_object
+from .methods._shared.calibration import calibration_texts
 from .models.checks import check_model_folder
 from .models.loading import check_label_order, resolve_model_path
 from .models.manifest import is_forgetless_folder, read_manifest
@@ -85,16 +88,18 @@ def _config_dims(config, seq2seq: bool) -> dict:
 
 
 # ----- the whole run ----------------------------------------------------------------------------------
-def validate_run(task, config, out_dir, overwrite: bool = False, model=None) -> str:
-    """Check a run (``method`` and ``objective`` resolved from ``config``) before any work, its
-    output folder first; returns the run's key (``prepare_output`` records it when the run claims
-    the folder, under its lock). ``model``: a model object given instead of ``config.model``."""
-    check_output(out_dir, command="compress", inputs=run_inputs(task, config), overwrite=overwrite)
-    if not config.teacher and model is None:
+def validate_run(task, config, model=None) -> None:
+    """Check a run (``method`` and ``objective`` resolved from ``config``) before any work: the
+    model, teacher, options against the model's shape, calibration data, device. ``model``: a model
+    object given instead of ``config.model``. The output folder is ``check_run_output``'s."""
+    if not config.teacher and model is None and config.base == "fine-tune":
         check_cache()  # the teacher is saved there: a file or a read-only folder fails now, not after training
-
     kind = kind_for(task, config.method, config.model_kind)
     check_compatible(task, config.method, config.objective, config.model_kind)
+    for extra in config.then:
+        check_compatible(task, extra, config.objective, config.model_kind)
+    if model is not None:
+        check_model_object(model, kind.name, task)
     source = config.teacher if (config.teacher and config.student_init == "teacher") else config.model
     if config.teacher:
         model_dims(config.teacher, kind.name == "seq2seq")  # the teacher folder must be a readable model
@@ -102,6 +107,7 @@ def validate_run(task, config, out_dir, overwrite: bool = False, model=None) -> 
         _check_teacher_labels(config.teacher, task, kind)
     _check_some_training(task, config)
     _check_device(config.train)
+    _check_calibration_data(config)
     if config.base == "as-is" and kind.name == "classifier" and model is None:
         _check_trained_head(config.model)
     dims = model_dims(model if model is not None and source == config.model else source, kind.name == "seq2seq")
@@ -112,9 +118,27 @@ def validate_run(task, config, out_dir, overwrite: bool = False, model=None) -> 
         for flag, value in (("--max-length", config.train.max_length), ("--bench-seq-len", config.speed.seq_len)):
             if value > limit:
                 raise OptionError(f"{flag} {value}: model {source!r} takes at most {limit} tokens; valid 8..{limit}")
+
+
+def check_run_output(task, config, out_dir, overwrite: bool = False) -> str:
+    """The output folder of a compress run, before any work: the rule of ``outputs.check_output``,
+    and the output of a *different* run only with ``overwrite``; returns the run's key
+    (``prepare_output`` records it when the run claims the folder, under its lock)."""
+    check_output(out_dir, command="compress", inputs=run_inputs(task, config), overwrite=overwrite)
     key = run_key(task, config)
     _check_same_run(out_dir, key, overwrite)
     return key
+
+
+def _check_calibration_data(config) -> None:
+    """``--calibration-data`` is read by a method that calibrates on text, and holds text."""
+    if not config.calibration_data:
+        return
+    chain = (config.method, *config.then)
+    if not any(item.calibration == "text" for item in chain):
+        raise OptionError(f"--calibration-data: no method of this run calibrates on text "
+                          f"({', '.join(item.name for item in chain)}); forgetless list names those that do")
+    calibration_texts(config.calibration_data, config.task.data_dir, "--calibration-data")
 
 
 def _check_device(train) -> None:

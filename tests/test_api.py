@@ -3,6 +3,7 @@ validated card out; nothing written outside a temporary folder without ``out_dir
 are one clear error before any work; ``Task.from_datasets`` label names and columns."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -121,14 +122,17 @@ def test_compress_in_memory_bert_with_datasetdict(tmp_path, tok, forgetless_cach
     assert _listing(forgetless_cache) == cache_before and _listing(tmp_path) == cwd_before  # nothing written
     assert _ours(private_tmp) == []  # the temporary work folder is gone
 
-    saved = result.save(tmp_path / "saved")
-    _reload_and_compare(saved, tok, lambda inputs: result.model(**inputs).logits, tmp_path)
+    saved = result.save(tmp_path / "saved")  # every output, as `forgetless compress` writes them
+    assert {"report.json", "report.md", "report.html", "predictions.jsonl", "forgetless-run.json"} <= \
+        {p.name for p in saved.iterdir()} and (saved / "model" / "README.md").is_file()
+    assert json.loads((saved / "report.json").read_text())["params"]["compressed"]["disk_bytes"] > 0
+    _reload_and_compare(saved / "model", tok, lambda inputs: result.model(**inputs).logits, tmp_path)
     with pytest.raises(OutputFolderError, match="not an empty folder"):
         result.save(saved)
 
     scores = forgetless.evaluate(result.model, _classification_data(), tokenizer=tok)
     assert scores["sets"]["dev"]["accuracy"] == pytest.approx(card["sets"]["dev"]["compressed"]["accuracy"])
-    assert forgetless.evaluate(saved, _classification_data())["sets"]["dev"]["n"] == 12
+    assert forgetless.evaluate(saved / "model", _classification_data())["sets"]["dev"]["n"] == 12
 
 
 def test_compress_in_memory_t5_on_generation_data(tmp_path, tok, forgetless_cache):
@@ -151,7 +155,7 @@ def test_compress_in_memory_t5_on_generation_data(tmp_path, tok, forgetless_cach
         start = torch.full((1, 1), result.model.config.decoder_start_token_id)
         return result.model(**inputs, decoder_input_ids=start).logits
 
-    reloaded, _ = forgetless.load_model(saved)
+    reloaded, _ = forgetless.load_model(saved / "model")
     start = torch.full((1, 1), model.config.decoder_start_token_id)
     with torch.no_grad():
         assert torch.allclose(reloaded(**ids, decoder_input_ids=start).logits, logits(ids), atol=1e-6)

@@ -1,15 +1,19 @@
-"""Bad inputs, as a hostile but fair user gives them (issue 9): every one is exit code 2 (CLI) or
-a ``ForgetlessError`` (API) with ONE line naming the culprit, before any work starts (no stage
-line printed), and the output folder is left absent or untouched.
+"""Bad inputs, as a hostile but fair user gives them (issue 9, and the hostile audit of issue 18):
+every one is exit code 2 (CLI) or a ``ForgetlessError`` (API) with ONE line naming the culprit (the
+flag as typed), before any work starts (no stage line printed); the output folder is left absent or
+untouched and every file under the fixture folder byte-identical (sha256). Output-folder cases live
+in ``test_output_rule.py``.
 
-``python -m tests.test_bad_inputs`` (from the repository root) prints the tally: bad inputs tried /
-clear errors / tracebacks / silent results.
+``python tests/test_bad_inputs.py`` prints the tally of this module and of ``test_output_rule.py``:
+tried / clear / traceback / silent / unclear / destructive.
 """
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
 import json
+import os
 import math
 import re
 import shutil
@@ -25,9 +29,12 @@ from forgetless.errors import ForgetlessError
 
 FAST = ["--train-size", "16", "--eval-size", "8", "--epochs", "1", "--no-progress"]
 T5 = ["compress", "--model", "tiny-t5", "--task", "synthetic-lookup", "--method", "nash"]
+FILES = ["--task", "files", "--train", "{tsv}", "--dev", "{tsv}", "--text-a", "sentence", "--text-b", "",
+         "--labels", "neg,pos"]
 
 # (id, argv; '{name}' is replaced by a path of the ``paths`` fixture, {out} by the output folder, pattern)
-CLI_CASES = [
+CASES = [
+    # ----- ranges, model folders, output folders, data files (issue 9)
     ("epochs-nan", ["compress", "--epochs", "nan"], r"--epochs: must be a finite number, got nan"),
     ("epochs-inf", ["compress", "--epochs", "inf"], r"--epochs: must be a finite number, got inf"),
     ("epochs-zero", ["compress", "--epochs", "0"], r"--epochs: 0.0 is out of range; valid: > 0"),
@@ -108,6 +115,51 @@ CLI_CASES = [
     ("evaluate-json-in-file", ["evaluate", "{saved}", "--json", "{a_file}/m.json"], r"--json .*a-file.txt is a file"),
     ("evaluate-json-folder", ["evaluate", "{saved}", "--json", "{not_a_model}"], r"--json .*not-a-model: is a folder"),
     ("bench-corrupt", ["bench", "{corrupt_saved}"], r"corrupt-saved/model.safetensors: truncated or corrupt"),
+    # ----- the hostile audit of issue 18: silent wrong results, tracebacks and unclear errors before
+    ("nan-weights", ["evaluate", "{nan_model}", "--eval-size", "4"], r"nan-model: tensor .* holds NaN or infinite"),
+    ("missing-tensor", ["evaluate", "{missing_tensor}", "--eval-size", "4"],
+     r"missing-tensor: the checkpoint lacks 1 tensor\(s\) of the model \(bert.encoder.layer.0.attention.self.query.weight\)"),
+    ("teacher-other-family", ["compress", *FAST, "--model", "tiny-bert", "--teacher", "{llama}"],
+     r"--teacher .*llama: is a llama model, --model tiny-bert a bert"),
+    ("challenge-shadows-dev", ["compress", *FAST, *FILES, "--challenge", "dev={tsv}"],
+     r"--challenge dev=.*: 'dev' is the task's own dev set"),
+    ("export-opset-5", ["export", "{saved}", "--format", "onnx", "--opset", "5", "--out", "{out}"],
+     r"--opset: 5 is out of range; valid: >= 18"),
+    ("run-scale-without-scales", ["run", "{plain_recipe}", "--scale", "paper"], r"--scale paper: .*plain.yaml has no scales"),
+    ("epochs-1e-9", ["compress", *FAST, "--model", "tiny-bert", "--epochs", "1e-9"],
+     r"--epochs 1e-09: less than one training step \(16 examples in batches of 32: 1 step\(s\) per epoch\)"),
+    ("evaluate-generation-model-on-classification", ["evaluate", "{t5}", "--eval-size", "4"],
+     r"MODEL_PATH .*t5: trained on the generation task 'synthetic-lookup'; its scores on the classification task"),
+    ("recipe-duplicate-key", ["run", "{duplicate_recipe}"], r"duplicate.yaml: key 'lr' appears twice \(line 3\)"),
+    ("freeze-embeddings-1", ["compress", "--freeze-embeddings", "1"], r"--freeze-embeddings: expected true or false, got '1'"),
+    ("teacher-t5-on-bert", ["compress", *FAST, "--model", "tiny-bert", "--teacher", "{t5}"],
+     r"--teacher .*t5: is a t5 model, --model tiny-bert a bert"),
+    ("teacher-int8", ["compress", *FAST, "--model", "tiny-bert", "--teacher", "{int8}"],
+     r"--teacher .*int8: is a quantized model"),
+    ("run-binary-file", ["run", "{binary}"], r"binary.yaml: not a UTF-8 text file"),
+    ("sweep-levels-empty", ["run", "{levels_empty}"], r"levels-empty.yaml: --levels: an empty list; give at least one value"),
+    ("recipe-alias-bomb", ["run", "{bomb}"], r"bomb.yaml: more than 10000 values once its aliases"),
+    ("bench-base-other-kind", ["bench", "{saved}", "--base", "tiny-t5"], r"--base tiny-t5: is a t5 model, MODEL_PATH .* a bert"),
+    ("bench-seq-len-600", ["bench", "{saved}", "--base", "tiny-bert", "--seq-len", "600"],
+     r"--seq-len 600: MODEL_PATH .*saved takes at most 512 tokens"),
+    ("export-int8", ["export", "{int8}", "--format", "onnx", "--out", "{out}"], r"int8: an int8-quantized model"),
+    ("lr-negative-exponent", ["compress", "--lr", "-1e-4"], r"--lr: -0.0001 is out of range; valid: > 0"),
+    ("teacher-is-a-file", ["compress", *FAST, "--teacher", "{tsv}"], r"data.tsv: is a file; a model is a folder"),
+    ("profile-classifier", ["profile", "--model", "tiny-bert", "--out", "{out}"],
+     r"model 'tiny-bert' is a classifier; an encoder-decoder is needed"),
+    ("export-atol-nan", ["export", "{saved}", "--format", "onnx", "--atol", "nan", "--out", "{out}"],
+     r"--atol: must be a finite number, got nan"),
+    # ----- calibration texts of the one-shot methods (issue 33)
+    ("calibration-data-not-read", ["compress", "--method", "truncate", "--calibration-data", "{tsv}"],
+     r"--calibration-data: no method of this run calibrates on text \(truncate\)"),
+    ("calibration-data-missing", ["compress", "--model", "tiny-llama", "--model-kind", "causal-lm", "--base", "as-is",
+                                  "--method", "wanda", "--calibration-data", "/no/such/texts.txt"],
+     r"--calibration-data /no/such/texts.txt: not a text file, nor a set of the data folder \(xsum, wikitext2"),
+    ("calibration-data-set-without-folder", ["compress", "--model", "tiny-llama", "--model-kind", "causal-lm", "--base",
+                                             "as-is", "--method", "gptq", "--calibration-data", "wikitext2"],
+     r"--calibration-data wikitext2: a set of the data folder; give --data-dir DIR or set FORGETLESS_DATA_DIR"),
+    ("method-option-flag", ["compress", *FAST, "--method", "magnitude", "--prune-every", "0"],
+     r"--prune-every: 0 is out of range; valid: >= 1"),
 ]
 
 
@@ -118,13 +170,18 @@ def paths(tmp_path_factory, tiny_model_dir):
 
 
 def build_bad_files(root: Path, tiny_model_dir: str) -> dict:
-    """Broken model folders, output folders and data files under ``root``; {name: path}."""
+    """Broken model folders, output folders, data files and recipes under ``root``; {name: path}."""
+    from safetensors.torch import load_file, save_file
+
+    from forgetless.data.tasks import load_task
+    from forgetless.methods.quantize.method import linear_names
     from forgetless.models.io import save_model
     from forgetless.models.loading import bundled_tokenizer
-    from forgetless.models.tiny import tiny_classifier
+    from forgetless.models.quantized_io import quantize_int8
+    from forgetless.models.tiny import tiny_classifier, tiny_seq2seq
     from forgetless.outputs import RUN_FILE
 
-    p = {}
+    p = {"root": str(root)}
 
     def folder(name):
         path = root / name
@@ -185,6 +242,44 @@ def build_bad_files(root: Path, tiny_model_dir: str) -> dict:
     advglue = root / "advglue.json"
     advglue.write_text(json.dumps({"sst2": [{"sentence": "a", "label": 0}, {"sentence": "b", "label": 1}]}))
     p["advglue"] = str(advglue)
+    labels = load_task("synthetic", train_size=8).label_names  # the task of the audit's compress cases
+    p["synthetic_saved"] = str(save_model(tiny_classifier("tiny-bert", len(tokenizer), labels), root / "synthetic-saved",
+                                          tokenizer))
+    nan = tiny_classifier("tiny-bert", len(tokenizer), labels)
+    with torch.no_grad():
+        nan.classifier.weight.fill_(float("nan"))
+    p["nan_model"] = str(save_model(nan, root / "nan-model", tokenizer))
+    p["llama"] = str(save_model(tiny_classifier("tiny-llama", len(tokenizer), labels), root / "llama", tokenizer))
+    p["t5"] = str(save_model(tiny_seq2seq("tiny-t5", len(tokenizer)), root / "t5", tokenizer, metadata={
+        "kind": "seq2seq", "task": "synthetic-lookup", "task_kind": "generation"}))
+    int8 = tiny_classifier("tiny-bert", len(tokenizer), labels)
+    quantize_int8(int8, linear_names(int8, "stacks"))
+    p["int8"] = str(save_model(int8, root / "int8", tokenizer))
+    missing = root / "missing-tensor"  # a plain Hugging Face classifier folder lacking one tensor
+    config = transformers.BertConfig.from_pretrained(tiny_model_dir, num_labels=2,
+                                                     id2label=dict(enumerate(labels)))
+    transformers.BertForSequenceClassification(config).save_pretrained(missing)
+    tokenizer.save_pretrained(missing)
+    state = load_file(str(missing / "model.safetensors"))
+    del state["bert.encoder.layer.0.attention.self.query.weight"]
+    save_file(state, str(missing / "model.safetensors"), metadata={"format": "pt"})
+    p["missing_tensor"] = str(missing)
+    tsv = root / "data.tsv"
+    tsv.write_text("\ufeffsentence\tlabel\n" + "".join(f"text {i}\t{['neg', 'pos'][i % 2]}\n" for i in range(8)))
+    p["tsv"] = str(tsv)
+    recipes = {
+        "plain": "model: tiny-bert\nepochs: 1\n",
+        "duplicate": "model: tiny-bert\nlr: 1.0e-4\nlr: 1.0e-3\n",
+        "levels-empty": "command: sweep\nmodel: tiny-bert\nlevels: []\n",
+        "bomb": "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+            f"{c}: &{c} [{', '.join(['*' + prev] * 10)}]\n" for prev, c in zip("abcdefg", "bcdefgh")) + "model: *h\n",
+    }
+    for name, text in recipes.items():
+        (root / f"{name}.yaml").write_text(text)
+        p[f"{name.replace('-', '_')}_recipe" if name in ("plain", "duplicate") else name.replace("-", "_")] = \
+            str(root / f"{name}.yaml")
+    (root / "binary.yaml").write_bytes(bytes(range(256)) * 4)
+    p["binary"] = str(root / "binary.yaml")
     return p
 
 
@@ -195,6 +290,19 @@ def snapshot(path: Path):
     if path.is_file():
         return (path.stat().st_size, path.stat().st_mtime_ns)
     return {str(f.relative_to(path)): (f.stat().st_size, f.stat().st_mtime_ns) for f in path.rglob("*")}
+
+
+def tree_hashes(root: Path) -> dict:
+    """sha256 of every file (and the target of every link) under ``root``: inputs and outputs alike."""
+    out = {}
+    for path in sorted(root.rglob("*")):
+        if path.is_symlink():
+            out[str(path)] = "link:" + os.readlink(path)
+        elif path.is_file():
+            out[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
+        else:
+            out[str(path)] = "dir"
+    return out
 
 
 def run_cli(argv: list[str], capsys) -> tuple[int, str]:
@@ -234,14 +342,19 @@ def outcome(code, err, before, after) -> str:
     return "silent" if code == 0 else "unclear"
 
 
-@pytest.mark.parametrize("case", CLI_CASES, ids=[c[0] for c in CLI_CASES])
-def test_cli_bad_input(case, paths, tmp_path, capsys):
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_cli_bad_input(case, paths, tmp_path, capsys, monkeypatch):
+    """Exit code 2, ONE error line naming the culprit, no stage started, the output folder absent or
+    untouched and every file under the fixture folder byte-identical (sha256)."""
     torch.set_num_threads(1)
+    monkeypatch.setenv("FORGETLESS_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("FORGETLESS_DATA_DIR", raising=False)  # no data folder unless a case names one
     _, argv, pattern = case
     out = tmp_path / "out"
     args = fill(argv, paths, str(out))
     target = Path(args[args.index("--out") + 1]) if "--out" in args else out
     before = snapshot(target) if str(target) not in ("", ".") else snapshot(Path.cwd())
+    inputs = tree_hashes(Path(paths["root"]))
     code, err = run_cli(args, capsys)
     after = snapshot(target) if str(target) not in ("", ".") else snapshot(Path.cwd())
     lines = [line for line in err.splitlines() if "error:" in line]
@@ -250,6 +363,7 @@ def test_cli_bad_input(case, paths, tmp_path, capsys):
     assert "[forgetless]" not in err  # no stage started: checked before any work
     assert before == after  # the output folder is absent or untouched
     assert not out.exists()
+    assert tree_hashes(Path(paths["root"])) == inputs  # inputs byte-identical, nothing new written
 
 
 # ----- the Python API ------------------------------------------------------------------------------
@@ -259,7 +373,7 @@ def _api_cases(paths, out):
     from forgetless.config import RunConfig, TrainConfig
     from forgetless.methods.nash.config import NashConfig
     from forgetless.methods.truncate.config import TruncateConfig
-    from forgetless.pipeline import compress
+    from forgetless.pipeline import run_and_save
 
     task = lambda: load_task("synthetic", train_size=16, eval_size=8)  # noqa: E731
     quick = dict(train=TrainConfig(epochs=1, progress=False), progress=False)
@@ -271,17 +385,17 @@ def _api_cases(paths, out):
         ("api-save-steps-zero", lambda: TrainConfig(save_steps=0), r"--save-steps: 0 is out of range"),
         ("api-label-fraction", lambda: load_task("files", train=paths["fraction_label"], dev=paths["fraction_label"],
                                                  text_b="", labels=["0", "1"]), r"unknown label 1.7 in row 2"),
-        ("api-truncate-layers-100", lambda: compress(task(), RunConfig(model="tiny-bert", method=TruncateConfig(layers=100),
+        ("api-truncate-layers-100", lambda: run_and_save(task(), RunConfig(model="tiny-bert", method=TruncateConfig(layers=100),
                                                                        **quick), out),
          r"--layers 100: model 'tiny-bert' has 2 layers"),
-        ("api-out-empty", lambda: compress(task(), RunConfig(model="tiny-bert", method=TruncateConfig(layers=1), **quick), ""),
+        ("api-out-empty", lambda: run_and_save(task(), RunConfig(model="tiny-bert", method=TruncateConfig(layers=1), **quick), ""),
          r"--out '': name an output folder"),
-        ("api-nash-decoder-layers", lambda: compress(load_task("synthetic-lookup", train_size=16, eval_size=4),
+        ("api-nash-decoder-layers", lambda: run_and_save(load_task("synthetic-lookup", train_size=16, eval_size=4),
                                                      RunConfig(model="tiny-t5", method=NashConfig(decoder_layers=9), **quick), out),
          r"--decoder-layers 9: model 'tiny-t5' has 4 decoder layers"),
         ("api-lying-manifest", lambda: load_model(paths["lying"]), r"lying/forgetless.json: its shape does not fit|weights do not match"),
         ("api-truncated-model", lambda: load_model(paths["corrupt_saved"]), r"truncated or corrupt safetensors"),
-        ("api-teacher-pickle", lambda: compress(task(), RunConfig(model="tiny-bert", teacher=paths["pickle_only"],
+        ("api-teacher-pickle", lambda: run_and_save(task(), RunConfig(model="tiny-bert", teacher=paths["pickle_only"],
                                                                   **quick), out), r"only pickle weights"),
     ]
 
@@ -400,26 +514,67 @@ def test_small_eval_set_reports_and_teacher_is_only_read(paths, tmp_path, capsys
     assert _snapshot_bytes(teacher) == before
 
 
-def tally(tmp: Path) -> dict:
-    """Run every case; count clear errors, tracebacks and silent results."""
+def test_bom_in_a_tsv_header_is_stripped(paths):
+    from forgetless.data.tasks import load_task
 
-    counts = {"tried": 0, "clear": 0, "traceback": 0, "silent": 0, "unclear": 0}
-    model_dir = tmp / "tiny-bert"
-    tok = transformers.AutoTokenizer.from_pretrained(__import__("forgetless.models.loading", fromlist=["x"])
-                                                     .resolve_model_path("minilm"))
-    config = transformers.BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2,
+    task = load_task("files", train=paths["tsv"], dev=paths["tsv"], text_a="sentence", text_b="", labels=["neg", "pos"])
+    assert task.train.text_a[:2] == ["text 0", "text 1"] and task.train.labels[:2] == [0, 1]
+
+
+def test_freeze_embeddings_works_for_an_encoder_classifier():
+    """``--freeze-embeddings true`` raised AttributeError on a BERT classifier (v5's get_encoder())."""
+    from forgetless.models.loading import bundled_tokenizer
+    from forgetless.models.tiny import tiny_classifier
+    from forgetless.training.trainer import freeze_embeddings
+
+    model = tiny_classifier("tiny-bert", len(bundled_tokenizer()), ["a", "b"])
+    freeze_embeddings(model)
+    assert not model.get_input_embeddings().weight.requires_grad
+    assert model.classifier.weight.requires_grad
+
+
+def test_card_model_is_what_was_compressed(paths, tmp_path, monkeypatch, capsys):
+    """With ``--teacher`` (student from the teacher) the card says which model was compressed."""
+    monkeypatch.setenv("FORGETLESS_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    code, err = run_cli(["compress", *FAST, "--model", "tiny-bert", "--teacher", paths["synthetic_saved"], "--method",
+                         "truncate", "--layers", "1", "--bench-repeats", "1", "--bench-seq-len", "16",
+                         "--out", str(out)], capsys)
+    assert code == 0, err
+    card = json.loads((out / "report.json").read_text())
+    assert card["model"] == {"compressed": paths["synthetic_saved"], "model_type": "bert"}
+
+
+def tally(root: Path) -> dict:
+    """Every bad input of this module and of ``test_output_rule.py``: tried / clear / traceback /
+    silent / unclear / destructive (a file under the fixture folder changed)."""
+    import os
+    import tempfile
+
+    import test_output_rule as rule
+
+    from forgetless.models.loading import resolve_model_path
+
+    counts = dict(tried=0, clear=0, traceback=0, silent=0, unclear=0, destructive=0)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(resolve_model_path("minilm"))
+    model_dir = root / "tiny-bert"
+    config = transformers.BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2,
                                      num_attention_heads=4, intermediate_size=64, max_position_embeddings=128)
     torch.manual_seed(0)
     transformers.BertModel(config).save_pretrained(model_dir)
-    tok.save_pretrained(model_dir)
-
-    (tmp / "bad").mkdir()
-    p = build_bad_files(tmp / "bad", str(model_dir))
-    for i, (name, argv, _) in enumerate(CLI_CASES):
-        out = tmp / f"out-{i}"
-        args = fill(argv, p, str(out))
+    tokenizer.save_pretrained(model_dir)
+    (root / "bad").mkdir()
+    (root / "world").mkdir()
+    bad = build_bad_files(root / "bad", str(model_dir))
+    world = rule.build_world(root / "world", str(model_dir))
+    suites = [*((c, bad, True) for c in CASES), *((c, world, False) for c in rule.CASES)]  # rule: --out / too
+    for i, ((name, argv, _), paths, watch_out) in enumerate(suites):
+        out = root / f"out-{i}"
+        args = fill(argv, paths, str(out))
         target = Path(args[args.index("--out") + 1]) if "--out" in args and args[args.index("--out") + 1] else out
-        before = snapshot(target)
+        target = target if watch_out else out
+        os.environ["FORGETLESS_CACHE"] = paths.get("cache") or tempfile.mkdtemp()
+        before, inputs = snapshot(target), tree_hashes(Path(paths["root"]))
         counts["tried"] += 1
         try:
             code, err = main_quietly(args)
@@ -427,16 +582,17 @@ def tally(tmp: Path) -> dict:
             counts["traceback"] += 1
             print(f"TRACEBACK {name}")
             continue
-        result = outcome(code, err, before, snapshot(target))
+        result = "destructive" if tree_hashes(Path(paths["root"])) != inputs else outcome(code, err, before,
+                                                                                           snapshot(target))
         counts[result] += 1
         if result != "clear":
             print(f"{result.upper()} {name}: {err.strip()[-200:]}")
-    for name, call, _ in _api_cases(p, tmp / "api-out"):
+    for name, call, _ in _api_cases(bad, root / "api-out"):
         counts["tried"] += 1
         try:
             call()
         except ForgetlessError as exc:
-            counts["clear" if "\n" not in str(exc) and not (tmp / "api-out").exists() else "unclear"] += 1
+            counts["clear" if "\n" not in str(exc) and not (root / "api-out").exists() else "unclear"] += 1
         except Exception:  # noqa: BLE001
             counts["traceback"] += 1
             print(f"TRACEBACK {name}")

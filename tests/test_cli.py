@@ -10,10 +10,46 @@ def run(capsys, *argv):
     return code, out.out, out.err
 
 
-def test_list(capsys):
+def test_list_shows_each_method_with_its_model_kinds_and_the_models_by_name(capsys):
+    from forgetless.config import MODELS
+    from forgetless.registry import METHODS
+
     code, out, _ = run(capsys, "list")
-    assert code == 0
-    assert "magnitude" in out and "truncate" in out and "mnli-small" in out and "bert" in out
+    assert code == 0 and "mnli-small" in out and "bert" in out
+    assert "  wanda            classifier/causal-lm; classification; text\n" in out  # LLM methods say so
+    for name in METHODS.names():  # one line per method, read from its config
+        config = METHODS.config_class(name)
+        assert f"  {name:<16} {'/'.join(config.model_kinds)}; {'/'.join(config.task_types)}; {config.calibration}" \
+            in out
+    for name in MODELS:
+        assert f"\n  {name} " in out
+
+
+def test_models_by_name_are_those_the_loaders_know():
+    from forgetless.config import MODELS
+    from forgetless.models.loading import HUB_IDS, SHORT_NAMES
+    from forgetless.models.tiny import TINY_MODELS
+
+    assert set(MODELS) == set(SHORT_NAMES) | set(HUB_IDS) | set(TINY_MODELS)
+
+
+def test_help_of_one_method_shows_the_common_options_and_its_own_only(capsys):
+    def helped(*argv):
+        with pytest.raises(SystemExit) as exit_info:
+            main([*argv, "--help"])
+        assert exit_info.value.code == 0
+        return " ".join(capsys.readouterr().out.split())
+
+    everything, wanda = helped("compress"), helped("compress", "--method", "wanda")
+    assert "--sparsity" in wanda and "--pattern" in wanda and "--calibration-examples" in wanda
+    assert "share of zero weights in every output row" in wanda and "magnitude:" not in wanda
+    for other in ("--layers", "--ratio", "--decoder-layers", "--bits", "--dtype", "--objective-lam"):
+        assert f"[{other} " in everything and f"[{other} " not in wanda, other  # in the usage line
+    for common in ("--model", "--task", "--epochs", "--out", "--calibration-data", "--bench-repeats"):
+        assert f"[{common} " in wanda
+    assert len(wanda) < len(everything) / 2
+    rmc = helped("compress", "--method", "magnitude", "--objective=rmc")
+    assert "[--objective-alpha " in rmc and "[--objective-gamma " not in rmc and "[--pattern " not in rmc
 
 
 def test_compress_help_lists_generated_method_options(capsys):

@@ -18,7 +18,8 @@ from forgetless.metrics.speed import SpeedConfig
 from forgetless.registry import METHODS
 from forgetless.models.io import load_model
 from forgetless.config import EvalConfig
-from forgetless.pipeline import RunConfig, compress
+from forgetless.config import RunConfig
+from forgetless.pipeline import run_and_save
 from forgetless.report.card import validate_card
 from forgetless.training.trainer import TrainConfig
 
@@ -119,7 +120,7 @@ def test_method_on_architecture(method, arch, tiny_folders, tmp_path_factory, on
                     progress=False, eval=EvalConfig(max_new_tokens=4),
                     train=TrainConfig(epochs=1, batch_size=8, max_length=64, learning_rate=1e-3, progress=False),
                     speed=SpeedConfig(batch_size=2, seq_len=8, repeats=1, warmup=0, new_tokens=2))
-    card = compress(task, run, out)
+    card = run_and_save(task, run, out).card
     validate_card(card)
     assert card["kind"]["model"] == ("seq2seq" if generation else "causal-lm" if arch == CAUSAL_LM else "classifier")
     assert card["params"]["compressed"]["total"] <= card["params"]["base"]["total"]

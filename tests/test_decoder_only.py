@@ -11,7 +11,7 @@ import pytest
 import torch
 import transformers
 
-from forgetless.methods.magnitude.pruning import MagnitudePruner
+from forgetless.methods._shared.magnitude import MagnitudePruner
 from forgetless.models import io, surgery
 from forgetless.models.adapters import get_adapter
 from forgetless.models.gates import Gates

@@ -13,7 +13,7 @@ from forgetless.metrics.speed import SpeedConfig
 from forgetless.models.io import load_model
 from forgetless.config import EvalConfig
 from forgetless.config import RunConfig
-from forgetless.pipeline import compress
+from forgetless.pipeline import run_and_save
 from forgetless.registry import METHODS
 from forgetless.training.trainer import TrainConfig
 
@@ -42,7 +42,7 @@ def run(task, model_dir, out, method, options, teacher=None):
                        train=TrainConfig(epochs=1, learning_rate=1e-3, batch_size=16, max_length=32, progress=False),
                        speed=SpeedConfig(batch_size=4, seq_len=16, warmup=0, repeats=1), eval=EvalConfig(batch_size=32),
                        progress=False)
-    return compress(task, config, out)
+    return run_and_save(task, config, out).card
 
 
 @pytest.fixture(scope="module")

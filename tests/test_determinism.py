@@ -1,6 +1,8 @@
-"""Determinism (issue 9): the same seed twice gives bit-identical weights for every compression
-method, nash and cofi included; seeds cover model construction (tiny models are built inside each
-repetition) as well as masks, scoring subsets and training. A different seed gives other weights."""
+"""Determinism (issue 9): the same seed twice gives bit-identical weights for every registered
+compression method (a plugin's too: ``test_plugin_method.py``), nash and cofi included, each run with
+its config's own ``smoke`` options (no table here: a new method folder is covered as it is); seeds
+cover model construction (heads and tiny models are built inside each repetition) as well as masks,
+scoring subsets and training. A different seed gives other weights."""
 from __future__ import annotations
 
 import copy
@@ -15,33 +17,26 @@ from forgetless.methods.base import CompressionContext
 from forgetless.registry import METHODS, OBJECTIVES
 from forgetless.training.trainer import TrainConfig
 
-FAST = {
-    "truncate": {"layers": 1},
-    "magnitude": {"sparsity": 0.5, "prune_every": 2},
-    "heads": {"prune_count": 3, "scoring_examples": 16, "scoring_batch": 8, "scoring_length": 16},
-    "rahp": {"ratio": 0.5, "scoring_examples": 8, "scoring_batch": 4, "scoring_length": 16, "rows_per_pass": 16},
-    "block-influence": {"remove": 1, "calibration_examples": 16, "calibration_batch": 8, "calibration_length": 16},
-    "nash": {"decoder_layers": 2, "encoder_sparsity": 0.3, "finetune_epochs": 0.5},
-    "cofi": {"sparsity": 0.4, "finetune_epochs": 0.5},
-    "quantize": {"dtype": "int8"},
-    "wanda": {"sparsity": 0.5, "calibration_examples": 8, "calibration_length": 16},
-    "sparsegpt": {"sparsity": 0.5, "pattern": "2:4", "calibration_examples": 8, "calibration_length": 16},
-    "gptq": {"bits": 4, "group_size": 16, "calibration_examples": 8, "calibration_length": 16},
-    "rtn": {"bits": 4, "group_size": 16},
-}
+@pytest.fixture(scope="module")
+def bert_dir(tmp_path_factory, minilm_tokenizer) -> str:
+    """A 3-layer BERT encoder (the shape every smoke config fits: ``test_contract.py``); each run adds
+    its own seeded classification head."""
+    path = tmp_path_factory.mktemp("bert3")
+    config = transformers.BertConfig(vocab_size=minilm_tokenizer.vocab_size, hidden_size=32, num_hidden_layers=3,
+                                     num_attention_heads=4, intermediate_size=48, max_position_embeddings=130)
+    torch.manual_seed(0)
+    transformers.BertModel(config).save_pretrained(path)
+    minilm_tokenizer.save_pretrained(path)
+    return str(path)
 
 
-def test_every_method_is_covered():
-    assert set(FAST) == set(METHODS.names())
-
-
-def compress_once(name: str, seed: int, work_dir) -> dict[str, torch.Tensor]:
-    method = METHODS.get(name)(METHODS.make_config(name, FAST[name]))
+def compress_once(name: str, seed: int, work_dir, bert_dir: str) -> dict[str, torch.Tensor]:
+    method = METHODS.build(METHODS.make_config(name, METHODS.config_class(name).smoke))
     generation = method.config.seq2seq_only
     task = load_task("synthetic-lookup" if generation else "synthetic", seed=seed, train_size=32, eval_size=8)
     kind = kind_for(task, method.config)
     transformers.set_seed(seed)
-    teacher, tokenizer = kind.load_model("tiny-t5" if generation else "tiny-bert", task, seed)
+    teacher, tokenizer = kind.load_model("tiny-t5" if generation else bert_dir, task, seed)
     objective = OBJECTIVES.build(method.config.default_objective)
     ctx = CompressionContext(task=task, tokenizer=tokenizer, teacher=teacher.eval(), work_dir=work_dir, kind=kind,
                              train_config=TrainConfig(epochs=1, batch_size=8, max_length=32, learning_rate=1e-3,
@@ -64,18 +59,19 @@ def _tensors(state: dict) -> dict[str, torch.Tensor]:
     return out
 
 
-@pytest.mark.parametrize("name", sorted(FAST))
-def test_same_seed_same_weights(name, tmp_path):
+@pytest.mark.parametrize("name", METHODS.names())
+def test_same_seed_same_weights(name, tmp_path, bert_dir):
     torch.set_num_threads(1)
-    first = compress_once(name, 0, tmp_path / "a")
+    first = compress_once(name, 0, tmp_path / "a", bert_dir)
     torch.manual_seed(1234)  # global RNG state in between must not matter
-    second = compress_once(name, 0, tmp_path / "b")
+    second = compress_once(name, 0, tmp_path / "b", bert_dir)
     assert first.keys() == second.keys()
     for key in first:
         assert torch.equal(first[key], second[key]), key
 
 
-def test_another_seed_other_weights(tmp_path):
+def test_another_seed_other_weights(tmp_path, bert_dir):
     torch.set_num_threads(1)
-    a, b = compress_once("nash", 0, tmp_path / "a"), compress_once("nash", 1, tmp_path / "b")
+    name = next(n for n in METHODS.names() if METHODS.config_class(n).seq2seq_only)  # one that trains masks
+    a, b = compress_once(name, 0, tmp_path / "a", bert_dir), compress_once(name, 1, tmp_path / "b", bert_dir)
     assert any(a[k].shape != b[k].shape or not torch.equal(a[k], b[k]) for k in a if k in b)

@@ -1,4 +1,4 @@
-"""The package has no import cycles, and config modules import no torch.
+"""The package has no import cycles, objectives import no method, and config modules import no torch.
 
 Two graphs of ``forgetless`` imports, both read from the source:
 
@@ -6,7 +6,9 @@ Two graphs of ``forgetless`` imports, both read from the source:
   inside functions or under ``if TYPE_CHECKING``), modelling that importing ``a.b.c`` first runs
   ``a/__init__`` and ``a/b/__init__`` (the importer depends on those package ``__init__`` modules as
   well as on ``a.b.c``, except on its own ancestor packages, already being imported when it runs).
-  It must have no cycle at all;
+  It must have no cycle at all, and neither may the same graph of files with the imports inside
+  functions added (a function-level import that closes a circle of files, as
+  ``models/io.py → model_card.py → loading.py → io.py`` did, hides the circle without removing it);
 * the **layer graph** collapses modules into the package's units (``forgetless.training``,
   ``forgetless.objectives``, ``forgetless.pipeline``, …) and counts imports inside functions too: a
   function-level import that closes a cycle dodges it without removing it. It must have no cycle
@@ -125,6 +127,8 @@ def test_guard_models_package_inits_and_skips_function_imports(tmp_path, monkeyp
     assert graph["forgetless.training.trainer"] == {"forgetless.objectives", "forgetless.objectives.base"}
     assert graph["forgetless.objectives.rmc"] == set() and graph["forgetless.report.card"] == set()
     assert find_cycle(graph) is None
+    assert find_cycle(import_graph(functions=True)) == [  # the circle closed by the import inside a function
+        "forgetless.objectives", "forgetless.objectives.rmc", "forgetless.training.trainer", "forgetless.objectives"]
     (root / "objectives/rmc.py").write_text("from ..training.trainer import fine_tune\n")  # now at module level
     assert find_cycle(import_graph()) == ["forgetless.objectives", "forgetless.objectives.rmc",
                                           "forgetless.training.trainer", "forgetless.objectives"]
@@ -153,6 +157,22 @@ def layer_graph(known: list[tuple[str, str]]) -> dict[str, set[str]]:
 def test_module_graph_is_acyclic():
     cycle = find_cycle(import_graph())
     assert cycle is None, "import cycle (module level): " + " → ".join(cycle)
+
+
+def test_no_circle_of_files_even_through_imports_inside_functions():
+    cycle = find_cycle(import_graph(functions=True))
+    assert cycle is None, "circle of files (imports inside functions included): " + " → ".join(cycle)
+
+
+def test_objectives_import_no_method():
+    """An objective may use the shared pruning code (``methods/_shared``) and the method contract
+    (``methods/base.py``), never a method's own folder (RMC's difficulty once imported magnitude's)."""
+    graph = import_graph(functions=True)
+    allowed = ("forgetless.methods", "forgetless.methods.base", "forgetless.methods._shared")
+    found = sorted(f"{m} → {d}" for m in graph if m.startswith("forgetless.objectives") for d in graph[m]
+                   if d.startswith("forgetless.methods") and not any(d == a or d.startswith(a + ".") for a in allowed[1:])
+                   and d != allowed[0])
+    assert found == []
 
 
 def test_layer_graph_is_acyclic_but_for_known_back_arrows():

@@ -4,7 +4,7 @@ import torch
 
 from forgetless.errors import ConfigError
 from forgetless.methods.magnitude.config import MagnitudeConfig
-from forgetless.methods.magnitude.pruning import MagnitudePruner, cubic_sparsity, magnitude_masks
+from forgetless.methods._shared.magnitude import MagnitudePruner, cubic_sparsity, magnitude_masks
 from conftest import tiny_classifier
 
 

@@ -1,5 +1,6 @@
-"""Model cards and stock loading: a uniform model loads with stock ``from_pretrained`` and gives the
-same outputs; an uneven one gets a card that warns; the README parses as a Hugging Face card."""
+"""Model cards (one writer: ``report/model_card.py``) and stock loading: a uniform model loads with
+stock ``from_pretrained`` and gives the same outputs; an uneven one gets a card that warns; the
+README parses as a Hugging Face card."""
 import json
 
 import pytest
@@ -11,7 +12,7 @@ from huggingface_hub import ModelCard
 from forgetless.errors import ConfigError
 from forgetless.models import surgery
 from forgetless.models.io import load_model, read_manifest, save_model
-from forgetless.models.model_card import shapes_are_uniform, write_model_card
+from forgetless.report.model_card import shapes_are_uniform, write_model_card
 from forgetless.models.stock import stock_loadable
 
 WARNING = "Warning: stock `from_pretrained` cannot rebuild this model"
@@ -35,7 +36,8 @@ def test_truncated_bert_loads_with_stock_from_pretrained(tmp_path):
         expected = model(**inputs).logits
     torch.testing.assert_close(stock_logits(tmp_path / "m", inputs), expected, atol=0, rtol=0)
     assert stock_loadable(tmp_path / "m") == (True, "config.json describes every layer exactly")
-    card = (tmp_path / "m" / "README.md").read_text()
+    assert not (tmp_path / "m" / "README.md").exists()  # save_model writes no card: report/model_card.py does
+    card = write_model_card(tmp_path / "m").read_text()  # without a run's summary: shapes and how to load
     assert WARNING not in card and "BertForSequenceClassification.from_pretrained(" in card
     assert 'transformers.pipeline("text-classification", model="path/to/this/folder"' in card
     assert shapes_are_uniform(tmp_path / "m")
@@ -117,7 +119,7 @@ def test_card_names_the_hub_id_of_the_base_model(tmp_path):
     """The card says where the model came from: a short name's hub model, a hub id as given, or a
     folder's config ``_name_or_path`` of the form owner/name; tiny test models and unnamed folders
     get no link (and no ``base_model`` in the YAML)."""
-    from forgetless.models.model_card import base_hub_id
+    from forgetless.report.model_card import base_hub_id
 
     assert base_hub_id("minilm") == "sentence-transformers/all-MiniLM-L6-v2"
     assert base_hub_id("smollm2") == "HuggingFaceTB/SmolLM2-135M-Instruct"

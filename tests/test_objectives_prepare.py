@@ -100,7 +100,9 @@ def test_rmc_prepare_smooths_per_sample(setup):
     hardest = int(np.argmax(d))
     assert np.allclose(smoothed[hardest], raw[hardest], atol=1e-5)  # d = 1: unchanged
     assert any("agreement" in note for note in ctx.notes)
-    assert rmc.report()["alpha"] == 0.5
+    summary = rmc.difficulty_summary(ctx)  # what a sweep reports: the same difficulty, from the cache
+    assert summary["alpha"] == rmc.alpha == 0.5 and summary["from_cache"]
+    assert summary["variance_mean"] == float(rmc.difficulty.variance.mean())
 
 
 def test_jtt_weights_from_cached_first_model(setup):

@@ -15,7 +15,8 @@ from safetensors.torch import load_file
 from forgetless.config import EvalConfig
 from forgetless.data.tasks import load_task
 from forgetless.metrics.speed import SpeedConfig
-from forgetless.pipeline import RunConfig, compress
+from forgetless.config import RunConfig
+from forgetless.pipeline import run_and_save
 from forgetless.registry import METHODS
 from forgetless.report.card import validate_card
 from forgetless.training.trainer import TrainConfig
@@ -51,7 +52,7 @@ def run_python(method: str, out, seed: int = 0, **options) -> dict:
                     progress=False, eval=EvalConfig(batch_size=8),
                     train=TrainConfig(max_length=64, progress=False),
                     speed=SpeedConfig(batch_size=2, seq_len=8, repeats=1, warmup=0, new_tokens=2))
-    return compress(task, run, out)
+    return run_and_save(task, run, out).card
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,6 @@ the issue also through the Python API; remote code never runs (a "y" on stdin ch
 from __future__ import annotations
 
 import ast
-import hashlib
 import json
 import os
 import re
@@ -17,21 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from test_bad_inputs import run_cli  # noqa: E402  (one home for the in-process CLI call)
+from test_bad_inputs import run_cli, tree_hashes  # noqa: E402  (one home for the CLI call and the hashes)
 from forgetless.errors import ForgetlessError, OutputFolderError
-
-
-def tree_hashes(root: Path) -> dict:
-    """sha256 of every file (and the target of every link) under ``root``: inputs and outputs alike."""
-    out = {}
-    for path in sorted(root.rglob("*")):
-        if path.is_symlink():
-            out[str(path)] = "link:" + os.readlink(path)
-        elif path.is_file():
-            out[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
-        else:
-            out[str(path)] = "dir"
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -124,7 +110,7 @@ def test_api_output_rule(world, monkeypatch):
     from forgetless.export import export_onnx
     from forgetless.models.io import load_model, save_model
     from forgetless.config import RunConfig
-    from forgetless.pipeline import compress
+    from forgetless.pipeline import run_and_save
 
     monkeypatch.setenv("FORGETLESS_CACHE", world["cache"])
     model, tokenizer = load_model(world["model"])
@@ -138,9 +124,9 @@ def test_api_output_rule(world, monkeypatch):
          r"is an existing file forgetless did not write"),
         (lambda: save_model(model, world["notes"], tokenizer), r"notes: holds files forgetless did not write"),
         (lambda: save_model(model, world["file"], tokenizer), r"a-file.txt: is an existing file"),
-        (lambda: compress(task, RunConfig(model="tiny-bert", teacher=world["model"]), world["model"], overwrite=True),
+        (lambda: run_and_save(task, RunConfig(model="tiny-bert", teacher=world["model"]), world["model"], overwrite=True),
          r"is an input of this command \(--teacher"),
-        (lambda: compress(task, RunConfig(model=world["user_model"]), world["user_model"], overwrite=True),
+        (lambda: run_and_save(task, RunConfig(model=world["user_model"]), world["user_model"], overwrite=True),
          r"is an input of this command \(--model"),
     ]
     for call, pattern in calls:

@@ -1,12 +1,19 @@
 """A new method from one file, outside the package (issue 19): ``fixtures/plugin/drop_last_plugin.py``
 (a config dataclass and its implementation) named in ``$FORGETLESS_PLUGINS`` appears in
 ``forgetless list``, as command-line flags, as recipe keys, in ``--then``, and runs through the
-contract test (every architecture it claims, saved model reloaded in a fresh process) — with no
-other file touched."""
+contract test (every architecture it claims, saved model reloaded in a fresh process) and the
+determinism test — with no other file touched. A method folder in the package that is not one (no
+``__init__.py``, no ``config.py``, a ``config.py`` that fails to import) is an error naming it."""
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
+
+from forgetless.errors import ConfigError
+from forgetless.registry import Registry
 
 ROOT = Path(__file__).resolve().parents[1]
 PLUGIN_DIR = ROOT / "tests" / "fixtures" / "plugin"
@@ -28,7 +35,8 @@ def _cli(*argv, plugin: bool = True):
 
 def test_plugin_method_is_listed_has_flags_recipe_keys_and_then_items(tmp_path):
     listed = _cli("list")
-    assert listed.returncode == 0 and "drop-last (classification/generation)" in listed.stdout
+    assert listed.returncode == 0 and re.search(r"^  drop-last +classifier/seq2seq/causal-lm; "
+                                                r"classification/generation; none$", listed.stdout, re.MULTILINE)
     assert "drop-last" not in _cli("list", plugin=False).stdout
     helped = " ".join(_cli("compress", "--help").stdout.split())
     assert "--drop DROP layers removed from the top of the first stack (default 1 (drop-last))" in helped
@@ -51,8 +59,29 @@ def test_plugin_method_runs_through_the_contract_test():
     cases += [contract + name for name in ("test_every_method_declares_a_valid_smoke_config",
                                            "test_configs_import_no_torch_and_document_every_option",
                                            "test_every_saved_model_reloads_in_a_fresh_process")]
+    cases.append("tests/test_determinism.py::test_same_seed_same_weights[drop-last]")
     result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *cases], env=_env(),
                             capture_output=True, text=True, cwd=ROOT)
     assert result.returncode == 0, result.stdout[-3000:]
     ran = [line for line in result.stdout.splitlines() if " passed" in line]
-    assert ran and ran[-1].split()[0] == "6", result.stdout[-1500:]
+    assert ran and ran[-1].split()[0] == "7", result.stdout[-1500:]
+
+
+@pytest.mark.parametrize("files, message", [
+    ({"config.py": "X = 1\n"}, "has no __init__.py; every compression method folder is a package"),
+    ({"__init__.py": ""}, "has no config.py"),
+    ({"__init__.py": "", "config.py": "import no_such_module\n"},
+     "config.py cannot be imported: ModuleNotFoundError: No module named 'no_such_module'"),
+    ({"__init__.py": "", "config.py": "1 +\n"}, "config.py cannot be imported: SyntaxError"),
+])
+def test_a_broken_method_folder_is_one_error_naming_it(files, message, tmp_path, monkeypatch):
+    name = f"methods_{tmp_path.name}"  # a package of its own per case (sys.modules keeps imported ones)
+    package = tmp_path / name
+    (package / "_shared").mkdir(parents=True)  # shared code, not a method: skipped
+    (package / "__init__.py").write_text("")
+    (package / "shrink").mkdir()
+    for file, text in files.items():
+        (package / "shrink" / file).write_text(text)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ConfigError, match=f"compression method folder {name}/shrink.*{re.escape(message)}"):
+        Registry("compression method", name).names()

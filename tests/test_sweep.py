@@ -114,15 +114,13 @@ def test_sweep_rejects_unknown_objective(tmp_path):
         run_sweep(task, SweepConfig(objectives=["ce"], level_option="ratio"), tmp_path)
 
 
-def test_run_key_depends_on_task_content():
-    from forgetless.config import RunConfig
-    from forgetless.sweep.runner import run_key, task_fingerprint
+def test_task_fingerprint_depends_on_task_content():
+    from forgetless.sweep.runner import task_fingerprint
 
     a = synthetic_shortcut_task(n_train=16, n_dev=8, n_challenge=8, seed=0)
     b = synthetic_shortcut_task(n_train=16, n_dev=8, n_challenge=8, seed=1)
     assert task_fingerprint(a) == task_fingerprint(synthetic_shortcut_task(n_train=16, n_dev=8, n_challenge=8, seed=0))
     assert task_fingerprint(a) != task_fingerprint(b)
-    assert run_key(RunConfig(), task_fingerprint(a)) != run_key(RunConfig(), task_fingerprint(b))
 
 
 def test_cli_sweep_passes_objective_options_and_saves_recipes(tmp_path):
@@ -143,33 +141,34 @@ def test_cli_sweep_passes_objective_options_and_saves_recipes(tmp_path):
 
 
 def test_finished_run_is_reused_across_progress_and_cadence_and_rerun_with_a_line_when_settings_change(tmp_path, capsys):
-    """A sweep run's key is the run's identity (validate.run_key's rule): progress bars and checkpoint
-    cadence do not make a finished run stale; a marker written under the old whole-config key is still
-    reused; a changed setting reruns the run and says which settings changed."""
+    """A sweep reuses a finished run whose folder holds the run's key (``validate.run_key``, the one run
+    identity: settings and data): progress bars and checkpoint cadence do not make it stale; a changed
+    setting or other data reruns it and says which settings changed."""
     from dataclasses import replace
 
     from forgetless.config import RunConfig
     from forgetless.outputs import RUN_FILE
-    from forgetless.sweep.runner import _reuse, run_key
-    from forgetless.validate import run_identity
+    from forgetless.sweep.runner import _reuse
+    from forgetless.validate import run_identity, run_key
 
+    task = synthetic_shortcut_task(n_train=16, n_dev=8, n_challenge=8, seed=0)
+    other_data = synthetic_shortcut_task(n_train=16, n_dev=8, n_challenge=8, seed=1)
     config = RunConfig()
     run_dir = tmp_path / "ce-s0.5-seed0"
     run_dir.mkdir()
     (run_dir / "report.json").write_text(json.dumps({"headline": "kept"}))
-    (run_dir / RUN_FILE).write_text(json.dumps({"command": "compress", "config": run_identity(config)}))
-    (run_dir / "sweep-run.json").write_text(json.dumps({"key": run_key(config, "t"), "seconds": 1.0}))
+    (run_dir / RUN_FILE).write_text(json.dumps({"command": "compress", "key": run_key(task, config),
+                                                "config": run_identity(config)}))
+    assert _reuse(run_dir, config, task) is None  # not finished: no sweep-run.json yet
+    (run_dir / "sweep-run.json").write_text(json.dumps({"key": run_key(task, config), "seconds": 1.0}))
 
     quiet = replace(config, progress=not config.progress, train=replace(config.train, save_steps=7, logging_steps=3))
-    assert _reuse(run_dir, quiet, "t")["headline"] == "kept"
+    assert _reuse(run_dir, quiet, task)["sweep_run"]["seconds"] == 1.0
     assert capsys.readouterr().err == ""
 
-    (run_dir / "sweep-run.json").write_text(json.dumps({"key": run_key(config, "t", identity=False)}))
-    assert _reuse(run_dir, config, "t")["headline"] == "kept"  # a marker from before the identity rule
-
     other = replace(config, train=replace(config.train, learning_rate=1e-3, epochs=2.0))
-    assert _reuse(run_dir, other, "t") is None
+    assert _reuse(run_dir, other, task) is None
     assert capsys.readouterr().err.strip() == ("[forgetless] ce-s0.5-seed0 finished with other settings "
                                                "(train.epochs, train.learning_rate); running it again")
-    assert _reuse(run_dir, config, "other data") is None
+    assert _reuse(run_dir, config, other_data) is None
     assert "(the same settings, other data)" in capsys.readouterr().err

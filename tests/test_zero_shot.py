@@ -17,7 +17,7 @@ from forgetless.models.loading import load_causal_lm
 from forgetless.config import RunConfig
 from forgetless.methods.block_influence.config import BlockInfluenceConfig
 from forgetless.outputs import cache_root
-from forgetless.pipeline import compress
+from forgetless.pipeline import run_and_save
 from forgetless.training.trainer import TrainConfig
 
 
@@ -74,14 +74,14 @@ def test_base_as_is_with_recovery_none_never_trains(tmp_path, monkeypatch):
         raise AssertionError("a post-training run must not train")
 
     monkeypatch.setattr("forgetless.methods.base.fine_tune", refuse)
-    monkeypatch.setattr("forgetless.pipeline.fine_tune", refuse)
+    monkeypatch.setattr("forgetless.teacher.fine_tune", refuse)
     task = load_task("synthetic", seed=0, train_size=32, eval_size=16)
     teachers_before = sorted((cache_root() / "teachers").glob("*")) if (cache_root() / "teachers").exists() else []
     config = RunConfig(model="tiny-llama", base="as-is", model_kind="causal-lm", method=BlockInfluenceConfig(remove=1, recovery="none", calibration_examples=8),
                        train=TrainConfig(epochs=1, max_length=48, progress=False),
                        speed=SpeedConfig(batch_size=2, seq_len=8, warmup=0, repeats=1, new_tokens=2),
                        eval=EvalConfig(batch_size=8, score_calibration="set-mean"), progress=False)
-    card = compress(task, config, tmp_path / "run")
+    card = run_and_save(task, config, tmp_path / "run").card
     assert card["training"]["base"] == "as-is" and card["training"]["base_epochs"] == 0.0
     assert card["training"]["fine_tunes"] == [] and card["training"]["compressed_epochs"] == 0.0
     assert not list((tmp_path / "run" / "work").rglob("checkpoint-*")) and not (tmp_path / "run" / "work" / "train-teacher").exists()

@@ -1,26 +1,30 @@
 """The ``forgetless`` command: one parser generated from the config tree (``parser.py``; a flag is a
-config field is a recipe key), subcommands that are thin wrappers over Python functions
-(``commands.py``). Every method — encoder pruning, NASH
-and CoFi for encoder-decoders — runs through ``forgetless compress``."""
+config field is a recipe key) and a table of subcommands, each a thin wrapper over Python functions
+of the package, grouped by what they import: ``info.py`` (list, recipes), ``pages.py`` (report,
+compare: plots), ``models.py`` (finetune, evaluate, bench, export), ``jobs.py`` (compress, demo,
+sweep, profile) and ``recipe.py`` (run). A command's module is imported when the command runs, so ``--help``, ``list``
+and a bad option answer without importing torch. Every method — encoder pruning, NASH and CoFi for
+encoder-decoders, one-shot LLM pruning and quantization — runs through ``forgetless compress``."""
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import signal
 import sys
 
 from ..errors import ForgetlessError, OutputFolderError
+from ..fsutil import free_space, is_disk_full
 from ..ranges import MAX_OPSET, check_number
-from . import commands
-from .export import cmd_export
+from ..registry import METHODS, OBJECTIVES
 from .parser import DEMO_OUT, build_parser, config_from_args  # noqa: F401  (DEMO_OUT: the demo's folder)
-from .recipe import cmd_recipes, cmd_run, run_recipe  # noqa: F401  (run_recipe: `forgetless run` from Python)
 
-COMMANDS = {"compress": commands.cmd_compress, "compress-seq2seq": commands.cmd_compress,
-            "demo": commands.cmd_compress, "finetune": commands.cmd_finetune, "evaluate": commands.cmd_evaluate,
-            "bench": commands.cmd_bench, "list": commands.cmd_list, "sweep": commands.cmd_sweep,
-            "profile": commands.cmd_profile, "run": cmd_run, "recipes": cmd_recipes, "export": cmd_export,
-            "report": commands.cmd_report, "compare": commands.cmd_compare}
+# command → "module:function" of this package, imported when the command runs
+COMMANDS = {"compress": "jobs:cmd_compress", "compress-seq2seq": "jobs:cmd_compress", "demo": "jobs:cmd_compress",
+            "sweep": "jobs:cmd_sweep", "profile": "jobs:cmd_profile", "run": "recipe:cmd_run",
+            "finetune": "models:cmd_finetune", "evaluate": "models:cmd_evaluate", "bench": "models:cmd_bench",
+            "export": "models:cmd_export", "list": "info:cmd_list", "recipes": "info:cmd_recipes",
+            "report": "pages:cmd_report", "compare": "pages:cmd_compare"}
 RESUMABLE = ("compress", "compress-seq2seq", "demo", "finetune", "sweep", "run")  # checkpoints: a rerun resumes
 MAX_THREADS = 1024
 COMMAND_OPTIONS = {"threads": (1, MAX_THREADS), "batch_size": (1, 1_000_000), "seq_len": (2, 8192),
@@ -61,9 +65,28 @@ def _is_number(text: str) -> bool:
     return True
 
 
+def help_choices(argv: list[str]) -> dict[str, str] | None:
+    """``--help`` with ``--method NAME`` (and ``--objective NAME``): the method and objective whose
+    options the help shows (the objective: the given one, else the method's default), the others
+    left out; None (every option) for other command lines or a name that is not registered."""
+    if not {"-h", "--help"} & set(argv):
+        return None
+    given = {}
+    for i, token in enumerate(argv):
+        for role in ("method", "objective"):
+            if token == f"--{role}" and i + 1 < len(argv):
+                given[role] = argv[i + 1]
+            elif token.startswith(f"--{role}="):
+                given[role] = token.split("=", 1)[1]
+    if given.get("method") not in METHODS.names() or given.setdefault(
+            "objective", METHODS.config_class(given["method"]).default_objective) not in OBJECTIVES.names():
+        return None
+    return given
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(join_negative_values(list(sys.argv[1:] if argv is None else argv)))
+    argv = join_negative_values(list(sys.argv[1:] if argv is None else argv))
+    args = build_parser(help_choices(argv)).parse_args(argv)
     try:  # every option checked before torch / transformers are imported: a bad one answers at once
         check_command_options(args)
         config = config_from_args(args)
@@ -94,32 +117,38 @@ def _interrupt(signum, frame):
 
 def _run(args, config) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(message)s")
-    if hasattr(args, "trust_remote_code"):  # a command that loads models (not `list` / `recipes`)
+    if hasattr(args, "trust_remote_code") or getattr(args, "threads", None):  # a command that loads models
+        import torch  # heavy: only for the commands that load a model (not `list` / `recipes` / `--help`)
         import transformers
 
-        from ..models.checks import allow_remote_code
+        from ..models.checks import allow_remote_code  # the models package imports torch
 
         allow_remote_code(args.trust_remote_code)
         if not args.verbose:
             transformers.logging.set_verbosity_error()
-    if getattr(args, "threads", None):
-        import torch
-
-        torch.set_num_threads(args.threads)
+        if getattr(args, "threads", None):
+            torch.set_num_threads(args.threads)
+    module, _, function = COMMANDS[args.command].partition(":")
     try:
-        return COMMANDS[args.command](args, config)
+        return getattr(importlib.import_module(f"{__name__}.{module}"), function)(args, config)
     except ForgetlessError as exc:
         print(f"forgetless: error: {exc}", file=sys.stderr)
         return 2
     except Exception as exc:  # noqa: BLE001 - a full disk anywhere else (a plot, a log) is still one line
-        from ..fsutil import free_space, is_disk_full
-
         if not is_disk_full(exc):
             raise
         where = getattr(exc, "filename", None) or getattr(args, "out", None) or getattr(args, "json", None) or "."
         print(f"forgetless: error: disk full while writing {where} ({free_space(where)} free); free some space and "
               "rerun the same command (it resumes)", file=sys.stderr)
         return 2
+
+
+def __getattr__(name: str):
+    """``forgetless.cli.run_recipe`` (``forgetless run`` from Python), imported on first use: the
+    recipe reader (YAML) is not needed for ``--help``."""
+    if name == "run_recipe":
+        return importlib.import_module(f"{__name__}.recipe").run_recipe
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = ["main", "build_parser", "config_from_args", "run_recipe"]

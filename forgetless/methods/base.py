@@ -26,6 +26,7 @@ from torch import nn
 from ..config import MethodConfig
 from ..data.task import Task
 from ..errors import ConfigError
+from ..fsutil import atomic_write_json
 from ..training.trainer import TrainConfig, fine_tune
 
 
@@ -33,12 +34,16 @@ from ..training.trainer import TrainConfig, fine_tune
 class CompressionContext:
     """What a method may use: the task, tokenizer, fine-tuned teacher, objective, training config,
     and a work folder for checkpoints and caches. ``train`` fine-tunes with resume support and
-    records every run in ``fine_tunes`` (for the card's training section)."""
+    records every run in ``fine_tunes`` (for the card's training section).
 
-    task: Task
+    ``forgetless.apply`` gives a context without a task, teacher or work folder (None): it runs only
+    methods that train nothing (``config.recovers`` false) and read no labelled task
+    (``config.calibration`` "none" or "text"); ``calibration`` then holds the calibration texts."""
+
+    task: Task | None
     tokenizer: Any
-    teacher: nn.Module
-    work_dir: Path
+    teacher: nn.Module | None
+    work_dir: Path | None
     train_config: TrainConfig
     objective: Callable | None = None
     objective_extras: dict[str, list] | None = None
@@ -50,6 +55,7 @@ class CompressionContext:
     kind: Any = None  # the model kind (``forgetless.kinds``): how the model is fed and run
     layer_map: dict[str, list[int]] | None = None  # stack → teacher layer index of each kept layer
     fine_tunes: list[dict] = field(default_factory=list)  # {name, epochs, max_steps} of every ``train`` run
+    calibration: list[str] | None = None  # calibration texts given instead of the task's (--calibration-data)
 
     @property
     def train_set(self):
@@ -60,6 +66,10 @@ class CompressionContext:
               config: TrainConfig | None = None, objective: Callable | None = None,
               extras: dict[str, list] | None = None, regularizer=None) -> nn.Module:
         """Fine-tune ``model`` on the task's training set (checkpoints in ``work_dir/name``)."""
+        if self.task is None or self.work_dir is None:
+            raise ConfigError(f"{name}: training needs a labelled task and a work folder; this run has none "
+                              "(forgetless.apply trains nothing: give the method recovery='none', or use "
+                              "forgetless.compress with a task)")
         tc = config or self.train_config
         self.fine_tunes.append({"name": name, "epochs": float(tc.epochs) if tc.max_steps <= 0 else None,
                                 "max_steps": tc.max_steps if tc.max_steps > 0 else None})
@@ -67,6 +77,12 @@ class CompressionContext:
                          objective or self.objective,
                          extras if extras is not None else self.objective_extras, callbacks,
                          regularizer=regularizer)
+
+    def keep_json(self, name: str, data) -> None:
+        """Keep ``data`` (scores, decisions) as ``work_dir/name`` for inspection; nothing is written
+        when the run has no work folder (``forgetless.apply``, an in-memory run that trains nothing)."""
+        if self.work_dir is not None:
+            atomic_write_json(Path(self.work_dir) / name, data)
 
     def probe_inputs(self, n: int) -> dict | None:
         """Tokenized inputs of the first ``n`` training examples (for masked == sliced checks)."""

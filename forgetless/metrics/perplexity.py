@@ -44,10 +44,10 @@ def read_texts(path: str | Path, limit: int | None = None) -> list[str]:
         lines = [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
         texts = [_record_text(line, path) for line in lines] if path.suffix == ".jsonl" else lines
     except (OSError, UnicodeDecodeError) as exc:
-        raise DataError(f"{path}: cannot read the perplexity text file ({exc})") from exc
+        raise DataError(f"{path}: cannot read the text file ({exc})") from exc
     texts = [t for t in texts if t][:limit]
     if not texts:
-        raise DataError(f"{path}: the perplexity text file has no text")
+        raise DataError(f"{path}: the text file has no text")
     return texts
 
 

@@ -18,7 +18,6 @@ from torch import nn
 
 from ..errors import ModelFileError, OutputFolderError
 from ..fsutil import atomic_directory
-from .model_card import write_model_card
 from .manifest import FORMAT, MANIFEST, is_forgetless_folder, read_manifest, transformers_model_class
 from .checks import check_loaded, check_model_folder, trust_remote_code, weights_file
 from .quantized_io import load_weights, save_weights
@@ -43,8 +42,9 @@ def save_model(model: nn.Module, path: str | Path, tokenizer=None, metadata: dic
     """Write ``model`` (and ``tokenizer``) to ``path`` atomically; returns the path.
 
     ``config.json`` carries the FFN widths where every layer of a stack has the same width (so stock
-    ``from_pretrained`` rebuilds the model exactly; see ``stock.py``); ``README.md`` is a minimal
-    model card (shapes, how to load), to be enriched with ``model_card.write_model_card``."""
+    ``from_pretrained`` rebuilds the model exactly; see ``stock.py``). The model card (``README.md``)
+    has one writer, ``report.model_card.write_model_card``: a folder handed to users gets one there
+    (``forgetless compress``, ``finetune``), a cached teacher needs none."""
     path = Path(path)
     if path.is_dir() and any(path.iterdir()) and not is_forgetless_folder(path):
         raise OutputFolderError(f"{path}: holds files forgetless did not write; save_model replaces only a "
@@ -62,7 +62,6 @@ def save_model(model: nn.Module, path: str | Path, tokenizer=None, metadata: dic
         manifest = {"format": FORMAT, "model_class": type(model).__name__, "shape": model_shape(model),
                     "metadata": metadata or {}, **({"quantization": quantization} if quantization else {})}
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, default=str) + "\n")
-        write_model_card(tmp, name=path.name)  # a minimal card; enrich it later with a run summary
     return path
 
 

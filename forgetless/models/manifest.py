@@ -1,6 +1,6 @@
 """The ``forgetless.json`` manifest of a saved model folder: format, model class, per-site shape
 and metadata. Its own module so that save / load (``io``), the stock-loading check (``stock``) and
-the model card (``model_card``) all read it without importing each other."""
+the model card (``report/model_card.py``) all read it without importing each other."""
 from __future__ import annotations
 
 import json

@@ -27,6 +27,7 @@ import yaml
 from .. import tree
 from ..config import ProfileConfig, RunConfig, SweepConfig
 from ..errors import ConfigError
+from .catalog import find_recipe
 from .dump import drop_empty, dump_recipe  # noqa: F401  (dump_recipe: recipes/__init__.py)
 
 CONFIGS = {"compress": RunConfig, "sweep": SweepConfig, "profile": ProfileConfig}
@@ -109,8 +110,6 @@ def load_recipe(path: str | Path, scale: str | None = None, sets=()) -> dict:
     """Read a recipe file or a built-in recipe by name (``catalog.py``), pick ``scale`` and apply
     ``sets`` (``[(key, value)]`` or ``["key=value"]``); returns the resolved recipe: its meta keys
     and ``config``, the built config tree."""
-    from .catalog import find_recipe
-
     path = find_recipe(path)  # a file, else a built-in recipe by name
     if path.stat().st_size > MAX_RECIPE_BYTES:
         raise ConfigError(f"recipe {path}: {path.stat().st_size} bytes; a recipe is a small YAML file "

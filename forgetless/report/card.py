@@ -74,32 +74,27 @@ SECTIONS = ("schema", "kind", "task", "method", "model", "headline", "sets", "ch
 PREDICTIONS_FILE = "predictions.jsonl"
 
 
-def build_card(measured: Measurements) -> dict:
-    """The card (schema above) of one run, from everything it measured. With per-example
-    predictions the card gets intervals and warnings."""
-    task, run, method, results = measured.task, measured.run, measured.method, measured.results
-    predictions = measured.predictions
+def comparison(task, results: dict, predictions: dict | None, seed: int = 0, calibration: dict | None = None,
+               agreement: dict | None = None, training: dict | None = None) -> dict:
+    """The paired comparison of two models (roles ``base`` and ``compressed``) on every set of
+    ``task``: the card's ``kind.task``, ``task``, ``headline``, ``sets``, ``challenge``, ``bias``,
+    ``hard_easy``, ``calibration``, ``intervals``, ``agreement`` and ``warnings`` (schema above).
+    ``results``: each role's evaluation (``kind.evaluate`` without predictions); with per-example
+    ``predictions`` the comparison gets intervals and warnings. ``forgetless.evaluate(model, data,
+    base=)`` returns it; ``build_card`` puts it in the card."""
     sets = {name: {"base": results["base"]["sets"][name], "compressed": results["compressed"]["sets"][name]}
             for name in results["base"]["sets"]}
     labelled = task.kind == "classification"
     metric = "accuracy" if labelled else task.metric
     base_dev, comp_dev = sets["dev"]["base"].get(metric), sets["dev"]["compressed"].get(metric)
-    sizes = measured.sizes
     bias = bias_section(results) if labelled else None
-    warnings = honest.collect(task, results, predictions, bias, measured.training) if predictions else []
+    warnings = honest.collect(task, results, predictions, bias, training) if predictions else []
     if bias is not None:
         bias["meaningful"] = honest.f_bias_meaningful(bias, warnings)
-    card = {
-        "schema": SCHEMA,
-        "kind": {"task": task.kind, "model": measured.kind.name},
+    compared = {
         "task": {"name": task.name, "protocol": task.protocol, "metric": metric,
                  "pooled_challenges": task.pooled if labelled else [],
                  "sizes": {"train": len(task.train), **{k: v["base"]["n"] for k, v in sets.items()}}},
-        "method": {**method.describe(), "structured": method.config.structured,
-                   "objective": measured.objective.config.name, "objective_options": asdict(run.objective),
-                   "student_init": run.student_init, "train": asdict(run.train),
-                   "then": [{**m.describe(), "structured": m.config.structured} for m in measured.then]},
-        "model": measured.model,
         "headline": {"metric": metric, "base": base_dev, "compressed": comp_dev,
                      "kept": comp_dev / base_dev if base_dev else None},
         "sets": sets,
@@ -108,14 +103,43 @@ def build_card(measured: Measurements) -> dict:
         "bias": bias,
         "hard_easy": {role: _hard_easy(results[role]["sets"]["dev"]) for role in ("base", "compressed")}
         if labelled else None,
-        "calibration": measured.calibration,
+        "calibration": calibration,
+        "intervals": honest.intervals_section(task, predictions, seed) if predictions else None,
+        "agreement": agreement,
+        "warnings": warnings,
+    }
+    if "zero_shot" in results["base"]:  # causal-lm: the prompt and scoring both models were evaluated with
+        compared["zero_shot"] = {**results["base"]["zero_shot"], "truncated_prompts": {
+            role: results[role]["zero_shot"]["truncated_prompts"] for role in ("base", "compressed")}}
+    if "language_model" in results["base"]:  # causal-lm: held-out perplexity of both models
+        compared["language_model"] = {role: results[role]["language_model"] for role in ("base", "compressed")}
+    return compared
+
+
+def build_card(measured: Measurements) -> dict:
+    """The card (schema above) of one run, from everything it measured: the paired comparison of
+    base and compressed (``comparison``), the method, sizes, speed, training and provenance."""
+    run, method = measured.run, measured.method
+    compared = comparison(measured.task, measured.results, measured.predictions, run.seed, measured.calibration,
+                          measured.agreement, measured.training)
+    sizes = measured.sizes
+    card = {
+        "schema": SCHEMA,
+        "kind": {"task": measured.task.kind, "model": measured.kind.name},
+        "task": compared["task"],
+        "method": {**method.describe(), "structured": method.config.structured,
+                   "objective": measured.objective.config.name, "objective_options": asdict(run.objective),
+                   "student_init": run.student_init, "train": asdict(run.train),
+                   "then": [{**m.describe(), "structured": m.config.structured} for m in measured.then]},
+        "model": measured.model,
+        **{key: compared[key] for key in ("headline", "sets", "challenge", "bias", "hard_easy", "calibration")},
         "params": {**sizes, "ratio": sizes["compressed"]["total"] / sizes["base"]["total"],
                    "nonzero_ratio": sizes["compressed"]["nonzero"] / sizes["base"]["nonzero"]},
         "speed": {**measured.speed, "timing": honest.timing_section(measured.speed, run.seed)},
         "deployment": None,
-        "intervals": honest.intervals_section(task, predictions, run.seed) if predictions else None,
+        "intervals": compared["intervals"],
         "training": measured.training,
-        "warnings": warnings,
+        "warnings": compared["warnings"],
         "notes": list(measured.notes),
         "run": to_recipe(run),
         "seed": run.seed,
@@ -125,11 +149,7 @@ def build_card(measured: Measurements) -> dict:
     _deployment(card, measured)
     optional = {"robustness": measured.robustness, "provenance": measured.provenance, "recipe": measured.recipe}
     card.update({key: value for key, value in optional.items() if value})
-    if "zero_shot" in results["base"]:  # causal-lm: the prompt and scoring both models were evaluated with
-        card["zero_shot"] = {**results["base"]["zero_shot"], "truncated_prompts": {
-            role: results[role]["zero_shot"]["truncated_prompts"] for role in ("base", "compressed")}}
-    if "language_model" in results["base"]:  # causal-lm: held-out perplexity of both models
-        card["language_model"] = {role: results[role]["language_model"] for role in ("base", "compressed")}
+    card.update({key: compared[key] for key in ("zero_shot", "language_model") if key in compared})
     return card
 
 

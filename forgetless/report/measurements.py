@@ -1,8 +1,9 @@
 """Everything one compress run measured and decided: the one input of ``report.card.build_card``.
 
-The pipeline fills it after evaluation (``pipeline._compress``); nothing else adds to the card
+``pipeline.run`` fills it after evaluation; ``save.save_run`` adds what saving measures (the
+model folder's size, the resolved recipe with its output folder), and nothing else adds to the card
 afterwards except ``write_card`` (the names of the files it writes beside it). Evaluation computes
-(``evaluate/``: metrics, calibration numbers, prediction agreement), the report renders.
+(``metrics/``: scores, calibration numbers, prediction agreement), the report renders.
 """
 from __future__ import annotations
 

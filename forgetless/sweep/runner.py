@@ -4,11 +4,12 @@ reported as mean ± std per set with F_bias, hard/easy accuracy and plots (the c
 Du et al., "What do Compressed Large Language Models Forget?": Figure 1, Figure 3, Table 7 and
 Table 11; NASH's decoder-depth sweeps).
 
-Each (objective, level, seed) run is one call of ``pipeline.compress`` in its own folder
+Each (objective, level, seed) run is one call of ``pipeline.run_and_save`` in its own folder
 ``runs/<objective>-s<level>-seed<seed>``. One teacher per seed is fine-tuned once and shared by
 all runs of that seed; teacher probabilities, difficulty variances and JTT error sets go to one
-shared cache (``cache/``). A run whose ``report.json`` exists for the same run configuration is
-reused, so an interrupted sweep resumes.
+shared cache (``cache/``). A finished run of the same run (``validate.run_key``: settings and data)
+is reused, so an interrupted sweep resumes. The sweep names no method or objective: an objective
+whose config declares ``uses_difficulty`` reports its sample difficulty (``difficulty_summary``).
 """
 from __future__ import annotations
 
@@ -22,38 +23,28 @@ import time
 from dataclasses import asdict, replace
 from pathlib import Path
 
+from ..config import RunConfig, SweepConfig
 from ..data.task import Task
-from ..objectives.rmc.config import default_alpha
-from ..objectives.rmc.difficulty import compute_difficulty
 from ..errors import ConfigError
 from ..fsutil import atomic_write_json, remove_leftovers
 from ..kinds import kind_for
-from ..registry import METHODS, OBJECTIVES
-from ..outputs import RUN_FILE, check_cache, check_output, mark_output, output_lock
-from ..config import RunConfig, SweepConfig, TrainConfig
-from ..pipeline import clean_work, compress, train_teacher
+from ..methods.base import CompressionContext
+from ..outputs import RUN_FILE, check_cache, check_output, mark_output, output_lock, read_mark
+from ..pipeline import clean_work, run_and_save
 from ..recipes.dump import dump_recipe
+from ..registry import METHODS, OBJECTIVES
+from ..teacher import train_teacher
 from ..tree import flatten, to_recipe
-from ..validate import run_identity
+from ..validate import run_identity, run_key
 from .table import _record, _summary, write_sweep
 
 log = logging.getLogger(__name__)
 
-ALL_OBJECTIVES = ("ce", "distil", "smooth", "focal", "jtt", "rmc")
-
 
 def task_fingerprint(task: Task) -> str:
-    """Content hash of every set of the task: a changed data set never reuses old runs."""
+    """Content hash of every set of the task (names the sweep's teacher folders)."""
     parts = {"train": task.train.fingerprint(), **{n: s.fingerprint() for n, s in task.eval_sets().items()}}
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
-
-
-def run_key(config, task_key: str = "", identity: bool = True) -> str:
-    """A sweep run's key: its settings as ``validate.run_key`` reads them (progress bars, checkpoint
-    cadence and logging are not a run's identity) and the task's content. ``identity=False`` gives
-    the key of markers written before that rule (every field), which ``_reuse`` still accepts."""
-    data = {"run": run_identity(config) if identity else asdict(config), "task": task_key}
-    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 def run_sweep(task: Task, sweep: SweepConfig, out_dir: str | Path, meta: dict | None = None,
@@ -70,17 +61,7 @@ def run_sweep(task: Task, sweep: SweepConfig, out_dir: str | Path, meta: dict | 
     and each run's own ``compress`` recipe as ``runs/<run>/model/recipe.yaml`` and in its card:
     ``forgetless run`` on it reruns that one run into ``reruns/<run>``.
     """
-    levels = [_number(str(level)) for level in sweep.levels]
-    if not sweep.objectives or not sweep.seeds or not levels:
-        raise ConfigError("a sweep needs at least one objective, one seed and one level")
-    for option in sweep.objective_options:
-        if not any(option in _fields(OBJECTIVES.config_class(name)) for name in sweep.objectives):
-            raise ConfigError(f"unknown option --objective-{option.replace('_', '-')}: no objective of the sweep "
-                              f"({', '.join(sweep.objectives)}) has it")
-    objectives = {name: OBJECTIVES.make_config(name, {k: v for k, v in sweep.objective_options.items()
-                                                      if k in _fields(OBJECTIVES.config_class(name))})
-                  for name in sweep.objectives}  # unknown names and options fail before any training
-    methods = {level: _with_level(sweep.method, sweep.level_option, level) for level in levels}
+    levels, objectives, methods = _plan(sweep)  # unknown names and options fail before any training
     kind = kind_for(task, methods[levels[0]])
     out_dir = check_output(out_dir, command="sweep", inputs={"--model": sweep.model})
     check_cache()  # the teachers are saved there: checked before the first one is trained
@@ -97,46 +78,64 @@ def run_sweep(task: Task, sweep: SweepConfig, out_dir: str | Path, meta: dict | 
                  "levels": levels, "objective_options": {n: asdict(c) for n, c in objectives.items() if c},
                  "model": sweep.model, "student_init": sweep.student_init, "teacher_seed": sweep.teacher_seed,
                  "train": asdict(sweep.train), "teacher_train": asdict(sweep.teacher_train)}
-        task_key = task_fingerprint(task)
-        cache = out_dir / "cache"
+        total = len(sweep.seeds) * len(levels) * len(objectives)
         for seed in sweep.seeds:
             t_seed = seed if sweep.teacher_seed is None else sweep.teacher_seed
-            teacher_run = replace(base, seed=t_seed)
             # one teacher folder per task content and seed: a changed task never resumes an old teacher's checkpoints
-            _, _, info = train_teacher(task, teacher_run, out_dir / "teachers" / f"{task_key}-seed{t_seed}", kind)
+            _, _, info = train_teacher(task, replace(base, seed=t_seed),
+                                       out_dir / "teachers" / f"{task_fingerprint(task)}-seed{t_seed}", kind)
             teacher_dir = info["path"] if "path" in info else str(info["source"])
             graded = next((c for c in objectives.values() if c is not None and c.uses_difficulty), None)
             if graded is not None:  # how well the objective's difficulty finds the hard examples
-                difficulty[str(seed)] = _difficulty_summary(task, teacher_dir, replace(base, seed=seed).train, seed,
-                                                            asdict(graded), cache, sweep.model)
+                difficulty[str(seed)] = _difficulty(task, graded, teacher_dir, replace(base, seed=seed),
+                                                    out_dir / "cache")
                 write_sweep(_summary([], task, setup, difficulty, started), out_dir, plots=False)
             for level in levels:
                 for name, objective in objectives.items():
                     config = replace(base, method=methods[level], objective=objective, teacher=teacher_dir,
-                                     seed=seed, cache_dir=str(cache))
+                                     seed=seed, cache_dir=str(out_dir / "cache"))
                     run_dir = out_dir / "runs" / f"{name}-s{level:g}-seed{seed}"
-                    card = _reuse(run_dir, config, task_key)
-                    if card is None:
-                        done = len(records) + 1
-                        total = len(sweep.seeds) * len(levels) * len(objectives)
-                        print(f"[forgetless] sweep run {done} of {total}: {run_dir.name}", file=sys.stderr, flush=True)
-                        shutil.rmtree(run_dir, ignore_errors=True)  # never resume another configuration's checkpoints
-                        t0 = time.time()
-                        card = compress(task, config, run_dir, meta={"out": str(out_dir / "reruns" / run_dir.name)})
-                        card["sweep_run"] = {"key": run_key(config, task_key), "seconds": time.time() - t0}
-                        atomic_write_json(run_dir / "sweep-run.json", card["sweep_run"])
-                        if not sweep.keep_work:
-                            shutil.rmtree(run_dir / "work", ignore_errors=True)
+                    card = _reuse(run_dir, config, task) or _run(task, config, run_dir, out_dir, len(records) + 1,
+                                                                 total, sweep.keep_work)
                     records.append(_record(card, sweep.level_option))
                     # partial results after every run: an interrupted sweep still has its table
                     write_sweep(_summary(records, task, setup, difficulty, started), out_dir, plots=False)
-        summary = _summary(records, task, setup, difficulty, started)
-        summary["complete"] = True
+        summary = {**_summary(records, task, setup, difficulty, started), "complete": True, "recipe": recipe}
         dump_recipe(recipe, out_dir / "recipe.yaml")
-        summary["recipe"] = recipe
         write_sweep(summary, out_dir, plots=plots)
         clean_work(out_dir / "teachers")  # the teachers' training checkpoints (the teachers are in the cache)
         return summary
+
+
+def _plan(sweep: SweepConfig):
+    """``(levels, {objective name: config}, {level: method config})`` of a sweep, every name and
+    option checked."""
+    levels = [_number(str(level)) for level in sweep.levels]
+    if not sweep.objectives or not sweep.seeds or not levels:
+        raise ConfigError("a sweep needs at least one objective, one seed and one level")
+    for option in sweep.objective_options:
+        if not any(option in _fields(OBJECTIVES.config_class(name)) for name in sweep.objectives):
+            raise ConfigError(f"unknown option --objective-{option.replace('_', '-')}: no objective of the sweep "
+                              f"({', '.join(sweep.objectives)}) has it")
+    objectives = {name: OBJECTIVES.make_config(name, {k: v for k, v in sweep.objective_options.items()
+                                                      if k in _fields(OBJECTIVES.config_class(name))})
+                  for name in sweep.objectives}
+    return levels, objectives, {level: _with_level(sweep.method, sweep.level_option, level) for level in levels}
+
+
+def _run(task: Task, config: RunConfig, run_dir: Path, out_dir: Path, number: int, total: int,
+         keep_work: bool) -> dict:
+    """One run of the sweep into ``run_dir`` (its rerun recipe points to ``reruns/``); its card with
+    the ``sweep_run`` record (key, seconds) also kept as ``sweep-run.json``."""
+    print(f"[forgetless] sweep run {number} of {total}: {run_dir.name}", file=sys.stderr, flush=True)
+    shutil.rmtree(run_dir, ignore_errors=True)  # never resume another configuration's checkpoints
+    started = time.time()
+    card = run_and_save(task, config, run_dir, meta={"out": str(out_dir / "reruns" / run_dir.name)}).card
+    card["sweep_run"] = {"key": run_key(task, config), "seconds": time.time() - started}
+    atomic_write_json(run_dir / "sweep-run.json", card["sweep_run"])
+    if not keep_work:
+        shutil.rmtree(run_dir / "work", ignore_errors=True)
+    return card
 
 
 def _fields(cls) -> set[str]:
@@ -151,17 +150,19 @@ def _with_level(method, option: str, level):
     return METHODS.make_config(method.name, {**asdict(method), option: level})
 
 
-def _reuse(run_dir: Path, config, task_key: str) -> dict | None:
+def _reuse(run_dir: Path, config, task: Task) -> dict | None:
+    """The card of a finished run (``sweep-run.json`` and ``report.json`` written) of the same run:
+    the run folder's ``forgetless-run.json`` holds its ``validate.run_key``; else None (with a line
+    naming the settings that changed)."""
     marker, report = run_dir / "sweep-run.json", run_dir / "report.json"
     if not (marker.is_file() and report.is_file()):
         return None
-    meta = json.loads(marker.read_text())
-    if meta.get("key") not in (run_key(config, task_key), run_key(config, task_key, identity=False)):
+    if (read_mark(run_dir) or {}).get("key") != run_key(task, config):
         print(f"[forgetless] {run_dir.name} finished with other settings ({_changed_settings(run_dir, config)}); "
               "running it again", file=sys.stderr, flush=True)
         return None
     card = json.loads(report.read_text())
-    card["sweep_run"] = meta
+    card["sweep_run"] = json.loads(marker.read_text())
     return card
 
 
@@ -178,18 +179,15 @@ def _changed_settings(run_dir: Path, config) -> str:
     return ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
 
 
-def _difficulty_summary(task: Task, teacher_dir: str, train: TrainConfig, seed: int, rmc_options: dict,
-                        cache: Path, model: str = "minilm") -> dict:
-    """Compute (or load from the shared cache) the difficulty RMC will use, and its agreement with
-    the ground-truth hard flags of the training and dev sets."""
-    config = OBJECTIVES.make_config("rmc", rmc_options)
+def _difficulty(task: Task, objective, teacher_dir: str, config: RunConfig, cache: Path) -> dict | None:
+    """The sample difficulty ``objective`` (its config) computes from the teacher, and its agreement
+    with the ground-truth hard flags of the training and dev sets (cached in the sweep's cache)."""
     kind = kind_for(task)
     teacher, tokenizer = kind.load_model(teacher_dir, task)
-    result = compute_difficulty(teacher, tokenizer, task.train, train, Path(teacher_dir).parent, cache,
-                                config.difficulty_config(), seed, dev_set=task.dev,
-                                pretrained=lambda: kind.load_model(model, task, seed)[0])
-    alpha = config.alpha if config.alpha is not None else default_alpha(task.name)
-    return {"alpha": alpha, **result.summary()}
+    ctx = CompressionContext(task=task, tokenizer=tokenizer, teacher=teacher, work_dir=Path(teacher_dir).parent,
+                             train_config=config.train, seed=config.seed, base_model=config.model, kind=kind,
+                             cache_dir=cache)
+    return OBJECTIVES.build(objective).difficulty_summary(ctx)
 
 
 def _number(value: str):

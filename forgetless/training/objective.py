@@ -20,7 +20,10 @@ except the loss:
   Trainer's step (adversarial training with several ascent steps), returning the detached loss;
 * ``callbacks()``: ``TrainerCallback`` objects (e.g. gradient masks before the optimizer step),
   built from what ``prepare`` computed;
-* ``log_values()``: extra numbers for the training log.
+* ``log_values()``: extra numbers for the training log;
+* ``difficulty_summary(ctx)``: for an objective whose config declares ``uses_difficulty``, the
+  per-sample difficulty it computes from the context's teacher and how well it finds the task's
+  hard examples (a sweep reports it before its runs).
 
 Everything runs inside the one ``ForgetlessTrainer`` (``training/trainer.py``), so checkpoints,
 resume and multi-process training come from the Hugging Face Trainer. Without an objective the
@@ -74,3 +77,7 @@ class Objective:
 
     def log_values(self) -> dict[str, float]:
         return {}
+
+    def difficulty_summary(self, ctx) -> dict | None:
+        """The sample difficulty this objective uses (module docstring); None: it uses none."""
+        return None

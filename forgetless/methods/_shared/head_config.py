@@ -14,6 +14,7 @@ class HeadPruningConfig(MethodConfig):
     """Base of the head-pruning configs: scores use a classification head's logits."""
 
     model_kinds: ClassVar[tuple[str, ...]] = ("classifier",)
+    calibration: ClassVar[str] = "task"  # gradients of the task's loss
     smoke: ClassVar[dict] = {"ratio": 0.25, "scoring_examples": 8}
 
     ratio: float = option(0.2, help="share of all attention heads pruned", low=0, high=1)

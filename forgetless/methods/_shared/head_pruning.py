@@ -12,7 +12,6 @@ import torch
 from torch import nn
 
 from ...errors import ConfigError
-from ...fsutil import atomic_write_json
 from ...models.adapters import get_adapter
 from ...models.surgery import prune_heads
 from ..base import CompressionContext, CompressionMethod
@@ -54,7 +53,7 @@ class HeadPruningMethod(CompressionMethod, ABC):
             return model
         model = self._match_decision(model).eval()
         if ctx is not None:
-            atomic_write_json(ctx.work_dir / f"{self.config.name}-scores.json", self.artifacts())
+            ctx.keep_json(f"{self.config.name}-scores.json", self.artifacts())
         return model
 
     def _match_decision(self, model: nn.Module) -> nn.Module:
@@ -83,7 +82,7 @@ class HeadPruningMethod(CompressionMethod, ABC):
         model = self.select(model, ctx)
         self.record["heads_before"] = self.original.total
         self.record["heads_after"] = sum(len(v) for v in self.alive.values())
-        atomic_write_json(ctx.work_dir / f"{self.config.name}-scores.json", self.artifacts())
+        ctx.keep_json(f"{self.config.name}-scores.json", self.artifacts())
         return model
 
     def scoring_set(self, ctx: CompressionContext):

@@ -12,7 +12,6 @@ Zeros are not removed (``structured = False``): a dense model runs no faster on 
 """
 from __future__ import annotations
 
-import dataclasses
 import statistics
 from abc import ABC, abstractmethod
 
@@ -20,33 +19,16 @@ import torch
 from torch import nn
 from transformers import TrainerCallback
 
-from ...errors import ConfigError
 from ...models.adapters import get_adapter
 from ...models.sites import in_features, weight_matrix
 from ..base import CompressionContext, CompressionMethod
-from .calibration import scoring_subset
+from .calibration import calibration_batches
 from .hessian import HessianAccumulator, relative_reconstruction_error
 from .masks import nm_pattern_holds
 from .oneshot_config import OneShotConfig, OneShotPruningConfig
 from .sequential import run_layer_by_layer
 
 NO_SPEEDUP = "no speedup on CPU: unstructured and N:M sparsity need sparse kernels / sparse tensor cores"
-
-
-def calibration_batches(ctx: CompressionContext, config: OneShotConfig) -> list[dict]:
-    """Seeded, label-stratified calibration texts of the training split, tokenized as the model kind
-    feeds them, in batches of ``calibration_batch`` with the all-padding columns dropped."""
-    if ctx.kind is None:
-        raise ConfigError(f"{config.name}: the run gives no model kind to feed the calibration texts")
-    subset = scoring_subset(ctx.task.train, config.calibration_examples, ctx.seed)
-    view = dataclasses.replace(ctx.task, train=subset)
-    inputs = ctx.kind.probe_inputs(ctx.tokenizer, view, len(subset), config.calibration_length)
-    batches = []
-    for start in range(0, len(subset), config.calibration_batch):
-        batch = {k: v[start:start + config.calibration_batch] for k, v in inputs.items()}
-        used = batch["attention_mask"].bool().any(dim=0)  # right or left padding: a contiguous span
-        batches.append({k: v[:, used] for k, v in batch.items()})
-    return batches
 
 
 def linear_widths(model: nn.Module):

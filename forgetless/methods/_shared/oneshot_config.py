@@ -22,10 +22,11 @@ class OneShotConfig(MethodConfig):
     structured: ClassVar[bool] = False
     task_types: ClassVar[tuple[str, ...]] = ("classification",)
     model_kinds: ClassVar[tuple[str, ...]] = ("classifier", "causal-lm")
+    calibration: ClassVar[str] = "text"
 
     calibration_examples: int = option(128, low=1, help=(
         "calibration texts: a seeded, label-stratified subset of the task's training split, fed as the model "
-        "kind feeds them (prompts for causal-lm)"))
+        "kind feeds them (prompts for causal-lm), or a seeded sample of --calibration-data"))
     calibration_length: int = option(128, low=8, high=MAX_TOKENS, help="max tokens per calibration text")
     calibration_batch: int = option(8, low=1, help="calibration texts per forward pass")
 

@@ -13,6 +13,7 @@ from ...registry import METHODS
 @METHODS.register("block-influence", implementation=".method:BlockInfluenceRemoval")
 @dataclass
 class BlockInfluenceConfig(MethodConfig):
+    calibration: ClassVar[str] = "task"  # a label-stratified subset of the training split
     smoke: ClassVar[dict] = {"layers": 2, "calibration_examples": 8}
 
     layers: int = option(0, help="layers kept (as for truncate); 0: give --remove instead", low=0)

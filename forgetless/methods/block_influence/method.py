@@ -6,7 +6,6 @@ from __future__ import annotations
 from torch import nn
 
 from ...errors import ConfigError
-from ...fsutil import atomic_write_json
 from ...models.adapters import get_adapter
 from ...models.surgery import drop_layers
 from .._shared.calibration import scoring_batches, scoring_subset
@@ -37,7 +36,7 @@ class BlockInfluenceRemoval(CompressionMethod):
         drop_layers(model, stack, keep)
         self.record = {"method": self.config.name, "stack": stack, "block_influence": scores, "removed": removed,
                        "kept": keep, "calibration_examples": len(examples), "seed": ctx.seed}
-        atomic_write_json(ctx.work_dir / f"{self.config.name}-scores.json", self.record)
+        ctx.keep_json(f"{self.config.name}-scores.json", self.record)
         ctx.notes.append(f"block-influence: BI per {stack} layer {[round(s, 4) for s in scores]} on "
                          f"{len(examples)} calibration examples; removed layers {removed} of {total}"
                          + (", then fine-tuned" if self.config.recovers else ", no recovery training"))

@@ -1,2 +1,3 @@
 """Iterative magnitude pruning (Du et al. 2023; Zhu & Gupta 2017): ``config.py`` (options),
-``pruning.py`` (cubic schedule, masks), ``method.py`` (the Trainer callback and the method)."""
+``method.py`` (the method); the cubic schedule, masks and Trainer callback are shared with RMC's
+sample difficulty (``methods/_shared/magnitude.py``)."""

@@ -15,12 +15,13 @@ nothing tells samples apart, so every ``d_i = 1`` (teacher unchanged; RMC reduce
 Schedules of the pruned models:
 
 - ``independent`` — the paper's (§5.1): five independent runs, each starting from the
-  *pre-trained* model and fine-tuned on the task with iterative magnitude pruning (the magnitude
-  method's cubic schedule, Zhu & Gupta 2017) to its sparsity, with the run's training settings.
+  *pre-trained* model and fine-tuned on the task with iterative magnitude pruning (the cubic
+  schedule of Zhu & Gupta 2017 with the magnitude method's defaults, ``methods/_shared/magnitude.py``)
+  to its sparsity, with the run's training settings.
   Five full fine-tunings: the most faithful and the most expensive.
 - ``chain`` (default, fast) — one copy of the fine-tuned teacher walks up the sparsity levels: at
   each level global magnitude pruning of the encoder linears (``adapter.prunable_linears``, the
-  magnitude method's ``MagnitudePruner``) to the target, then a short masked recovery fine-tune
+  ``MagnitudePruner`` of ``methods/_shared/magnitude.py``) to the target, then a short masked recovery fine-tune
   (``recovery_epochs``), i.e. IMP with one short step per level.
 - ``oneshot`` — each level pruned from the teacher, then the same short recovery.
 
@@ -47,10 +48,8 @@ from ...errors import ConfigError, DataError
 from ...metrics.predict import predict_logits
 from ...fsutil import atomic_write_json
 from ...kinds import kind_for
+from ...methods._shared.magnitude import CubicSchedule, MagnitudeCallback, MagnitudePruner
 from ...methods._shared.oneshot import HoldZeros
-from ...methods.magnitude.config import MagnitudeConfig
-from ...methods.magnitude.method import MagnitudeCallback
-from ...methods.magnitude.pruning import MagnitudePruner
 from ...training.trainer import fine_tune
 from ...models.io import model_fingerprint
 from ..cache import atomic_save_npz, cache_key, context_cache_dir, load_npz
@@ -149,7 +148,7 @@ def _independent_model(pretrained, tokenizer, train_set, train_config, work_dir,
     run_dir = Path(work_dir) / f"difficulty-independent-{sparsity:g}"
     shutil.rmtree(run_dir, ignore_errors=True)
     model = fine_tune(model, tokenizer, train_set, run_dir, replace(train_config, seed=seed, save_steps=10 ** 9),
-                      callbacks=[MagnitudeCallback(pruner, MagnitudeConfig(sparsity=sparsity))], resume=False)
+                      callbacks=[MagnitudeCallback(pruner, CubicSchedule(sparsity))], resume=False)
     shutil.rmtree(run_dir, ignore_errors=True)
     pruner.prune_to(sparsity)
     return model, pruner

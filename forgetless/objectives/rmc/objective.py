@@ -50,9 +50,9 @@ class RMC(Distil):
     def smoothing_degree(self):
         return self.degrees
 
-    def report(self) -> dict:
-        """Difficulty summary for a report card (after ``prepare``)."""
-        if self.difficulty is None:
-            return {}
-        return {"alpha": self.alpha, **self.difficulty.summary(),
-                "degree_min": float(self.degrees.min()), "degree_max": float(self.degrees.max())}
+    def difficulty_summary(self, ctx) -> dict:
+        """The variance-based difficulty from the context's teacher (cached), eq. 2's α and the split's
+        agreement with the task's ground-truth hard flags on the training and dev sets."""
+        result = context_difficulty(ctx, self.config.difficulty_config())
+        alpha = self.config.alpha if self.config.alpha is not None else default_alpha(ctx.task.name)
+        return {"alpha": alpha, **result.summary()}

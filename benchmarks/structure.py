@@ -1,0 +1,190 @@
+"""The structure of the package in numbers (issue 33's before / after note), read from the source
+with ``ast``, nothing imported:
+
+* **files** and **lines** (all lines, per top folder of ``forgetless/``);
+* **imports**: import edges between forgetless files (``a.py`` imports something of ``b.py``), split
+  into module-level ones and function-level ones (those inside a function: they run when the
+  function is called and hide the call graph), and the import statements inside functions that
+  name a forgetless module;
+* **import layers**: the longest chain of the file graph (module- and function-level imports) once
+  its circles are collapsed, i.e. how deep the stack of files is;
+* **circles**: groups of files that import each other round a loop (strongly connected components
+  of more than one file, function-level imports included), and the **imports that run back up**:
+  the edges inside such a group (without them the graph is a stack);
+* **longest functions**: the ten longest function bodies (lines).
+
+    python benchmarks/structure.py [--package forgetless] [--json]
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def module_name(path: Path, package: Path) -> str:
+    parts = path.relative_to(package.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(tree: ast.Module):
+    """(node, inside a function) for every import of a module."""
+    def visit(node, in_function):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.Import, ast.ImportFrom)):
+                yield child, in_function
+            yield from visit(child, in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                                      ast.Lambda)))
+    yield from visit(tree, False)
+
+
+def file_graph(package: Path) -> tuple[dict, dict]:
+    """``{module: {imported module: 'module' | 'function'}}`` between the package's files (a package
+    ``__init__`` counts as the file it is), and ``{module: path}``."""
+    modules = {module_name(p, package): p for p in sorted(package.rglob("*.py"))}
+    graph: dict[str, dict[str, str]] = {name: {} for name in modules}
+    statements = 0
+    for name, path in modules.items():
+        own_package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+        for node, in_function in _imports(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            else:
+                base = node.module or ""
+                if node.level:
+                    anchor = own_package.split(".")[:len(own_package.split(".")) - node.level + 1]
+                    base = ".".join(anchor + ([base] if base else []))
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
+            statements += in_function and any(t.startswith(package.name) for t in targets)
+            for target in targets:
+                while target and target not in modules:
+                    target = target.rpartition(".")[0]
+                if target and target != name:
+                    level = "function" if in_function else "module"
+                    if graph[name].get(target) != "module":
+                        graph[name][target] = level
+    return graph, modules, statements
+
+
+def strongly_connected(graph: dict) -> list[list[str]]:
+    """Tarjan's strongly connected components (iterative)."""
+    index, low, on_stack, stack, out, counter = {}, {}, set(), [], [], [0]
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter[0]
+        counter[0] += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            advanced = False
+            for child in children:
+                if child not in index:
+                    index[child] = low[child] = counter[0]
+                    counter[0] += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                    advanced = True
+                    break
+                if child in on_stack:
+                    low[node] = min(low[node], index[child])
+            if advanced:
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    item = stack.pop()
+                    on_stack.discard(item)
+                    component.append(item)
+                    if item == node:
+                        break
+                out.append(sorted(component))
+    return out
+
+
+def layers(graph: dict, components: list[list[str]]) -> int:
+    """Length of the longest chain of files once every circle is one node."""
+    owner = {m: i for i, comp in enumerate(components) for m in comp}
+    edges = defaultdict(set)
+    for a, targets in graph.items():
+        for b in targets:
+            if owner[a] != owner[b]:
+                edges[owner[a]].add(owner[b])
+    depth: dict[int, int] = {}
+
+    def visit(node):
+        if node not in depth:
+            depth[node] = 0
+            depth[node] = 1 + max((visit(n) for n in edges[node]), default=0)
+        return depth[node]
+
+    sys.setrecursionlimit(10_000)
+    return max(visit(i) for i in range(len(components)))
+
+
+def functions(modules: dict, package: Path, top: int = 10) -> list[tuple[int, str]]:
+    found = []
+    for name, path in modules.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                found.append((node.end_lineno - node.lineno + 1, f"{path.relative_to(package.parent)}:{node.name}"))
+    return sorted(found, reverse=True)[:top]
+
+
+def measure(package: Path) -> dict:
+    graph, modules, statements = file_graph(package)
+    components = strongly_connected(graph)
+    circles = [c for c in components if len(c) > 1]
+    in_circle = {m: i for i, c in enumerate(circles) for m in c}
+    back = sorted(f"{a} → {b} ({level})" for a, targets in graph.items() for b, level in targets.items()
+                  if a in in_circle and in_circle.get(b) == in_circle[a])
+    lines = defaultdict(int)
+    for path in modules.values():
+        parts = path.relative_to(package).parts
+        lines[parts[0] if len(parts) > 1 else "(top)"] += len(path.read_text(encoding="utf-8").splitlines())
+    return {"files": len(modules), "lines": sum(lines.values()),
+            "imports": sum(len(t) for t in graph.values()),
+            "imports_function_level": sum(1 for t in graph.values() for level in t.values() if level == "function"),
+            "import_statements_in_functions": statements,
+            "import_layers": layers(graph, components), "circles": [" ↔ ".join(c) for c in circles],
+            "imports_back_up": back, "lines_per_folder": dict(sorted(lines.items())),
+            "longest_functions": [f"{n:4d}  {where}" for n, where in functions(modules, package)]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--package", default=str(ROOT / "forgetless"), help="the package folder")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    args = parser.parse_args()
+    result = measure(Path(args.package).resolve())
+    if args.json:
+        print(json.dumps(result, indent=2, ensure_ascii=False))
+        return
+    for key in ("files", "lines", "imports", "imports_function_level", "import_statements_in_functions",
+                "import_layers"):
+        print(f"{key:31s} {result[key]}")
+    print(f"{'circles':31s} {len(result['circles'])}")
+    for circle in result["circles"]:
+        print(f"    {circle}")
+    print(f"{'imports that run back up':31s} {len(result['imports_back_up'])}")
+    for edge in result["imports_back_up"]:
+        print(f"    {edge}")
+    print("lines per folder:", ", ".join(f"{k} {v}" for k, v in result["lines_per_folder"].items()))
+    print("longest functions:")
+    for line in result["longest_functions"]:
+        print("   ", line)
+
+
+if __name__ == "__main__":
+    main()
