@@ -19,7 +19,7 @@ from forgetless.methods._shared.sequential import run_layer_by_layer
 from forgetless.metrics.size import stored_bits
 from forgetless.models.compressed_tensors import GROUPED_BITS, pack_int32, unpack_int32
 from forgetless.models.io import load_model, save_model
-from forgetless.models.quantized_io import tensor_header
+from forgetless.models.checks import tensor_header
 from forgetless.models.stock import stock_loadable
 from forgetless.registry import METHODS
 

@@ -15,7 +15,7 @@ import torch
 import transformers
 from conftest import batch, tiny_classifier
 
-from forgetless.methods.magnitude.pruning import MagnitudePruner
+from forgetless.methods._shared.magnitude import MagnitudePruner
 from forgetless.models.io import save_model
 from forgetless.models.stock import stock_fit, stock_loadable
 from forgetless.models.surgery import drop_layers, prune_heads

@@ -10,7 +10,8 @@ from torch import nn
 
 from ..models.adapters import get_adapter
 from ..models.checks import weights_file
-from ..models.quantized_io import quantized_weight_counts, tensor_header
+from ..models.checks import tensor_header
+from ..models.quantized_io import quantized_weight_counts
 
 
 def parameter_counts(model: nn.Module) -> dict:

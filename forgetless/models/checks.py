@@ -10,6 +10,7 @@ from pathlib import Path
 
 import torch
 import transformers
+from safetensors import safe_open
 
 from ..errors import ModelFileError
 
@@ -158,3 +159,10 @@ def check_loaded(model, path, info: dict | None = None) -> None:
         if tensor.is_floating_point() and tensor.device.type != "meta" and not bool(torch.isfinite(tensor).all()):
             raise ModelFileError(f"{path}: tensor {name} holds NaN or infinite values; such a model cannot be "
                                  "evaluated or compressed")
+
+
+def tensor_header(path: str | Path) -> dict[str, tuple[tuple[int, ...], str]]:
+    """``{name: (shape, safetensors dtype)}`` of a safetensors file (reads no tensor data)."""
+    with safe_open(str(path), framework="pt") as handle:
+        return {name: (tuple(handle.get_slice(name).get_shape()), handle.get_slice(name).get_dtype())
+                for name in handle.keys()}

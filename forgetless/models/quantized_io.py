@@ -37,14 +37,13 @@ import warnings
 from pathlib import Path
 
 import torch
-from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 from safetensors.torch import load_model as load_safetensors
 from safetensors.torch import save_model as save_safetensors
 from torch import nn
 
 from ..errors import ForgetlessError, ModelFileError
-from .checks import NOT_STOCK_WEIGHTS, WEIGHTS
+from .checks import NOT_STOCK_WEIGHTS, WEIGHTS, tensor_header
 from .compressed_tensors import (  # noqa: F401 - GROUPED_BITS, GroupedInts: the GPTQ solver's in-memory codes
     GROUPED_BITS,
     GroupedInts,
@@ -53,6 +52,7 @@ from .compressed_tensors import (  # noqa: F401 - GROUPED_BITS, GroupedInts: the
     module_schemes,
     quantization_config,
 )
+from .stock import stock_fit
 
 DTYPES = ("int8", "bf16", "compressed-tensors")
 INT8_SCHEME = "dynamic int8: per-output-channel affine weights (S, Z), activations quantized per batch"
@@ -207,19 +207,11 @@ def _scheme_text(args: dict) -> str:
 def _keep_from_stock_if_wrong(model: nn.Module, folder: Path) -> None:
     """Move ``model.safetensors`` to ``model.forgetless.safetensors`` when stock ``from_pretrained``
     would load it without an error but with wrong weights (``stock.stock_fit``)."""
-    from .stock import stock_fit
 
     header = tensor_header(folder / WEIGHTS)
     fit, _ = stock_fit(type(model), json.loads((folder / "config.json").read_text()), header)
     if fit == "silent":
         os.replace(folder / WEIGHTS, folder / NOT_STOCK_WEIGHTS)
-
-
-def tensor_header(path: str | Path) -> dict[str, tuple[tuple[int, ...], str]]:
-    """``{name: (shape, safetensors dtype)}`` of a safetensors file (reads no tensor data)."""
-    with safe_open(str(path), framework="pt") as handle:
-        return {name: (tuple(handle.get_slice(name).get_shape()), handle.get_slice(name).get_dtype())
-                for name in handle.keys()}
 
 
 def load_weights(model: nn.Module, path: str, quantization: dict | None) -> tuple[list[str], list[str]]:

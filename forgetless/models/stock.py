@@ -25,7 +25,8 @@ import transformers
 from torch import nn
 
 from .adapters import get_adapter
-from .checks import NOT_STOCK_WEIGHTS, WEIGHTS, trust_remote_code
+from .checks import NOT_STOCK_WEIGHTS, WEIGHTS, tensor_header, trust_remote_code
+from .compressed_tensors import module_schemes
 from .manifest import read_manifest, transformers_model_class
 from .surgery import model_shape
 
@@ -89,8 +90,6 @@ def stock_tensors(model_class: type, config: dict) -> dict[str, tuple[tuple[int,
     floats in the config's dtype, tied parameters under each of their names (a file holds one of them);
     with a compressed-tensors ``quantization_config``, a quantized Linear's ``weight`` is replaced by
     what the format stores for it."""
-    from .compressed_tensors import module_schemes
-
     plain = {k: v for k, v in config.items() if k != "quantization_config"}
     stock = meta_model(model_class, model_class.config_class.from_dict(plain))
     dtype = getattr(torch, str(plain.get("dtype") or plain.get("torch_dtype") or "float32").replace("torch.", ""))
@@ -178,8 +177,6 @@ def stock_loadable(model_dir: str | Path) -> tuple[bool, str]:
     Builds the class named in ``forgetless.json`` from ``config.json`` on the meta device and
     compares its per-site shape with the manifest and its tensors with the weights file's header.
     """
-    from .quantized_io import tensor_header
-
     model_dir = Path(model_dir)
     manifest = read_manifest(model_dir)
     quantization = manifest.get("quantization") or {}
