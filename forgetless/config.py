@@ -50,11 +50,16 @@ class MethodConfig(Config):
     structured: ClassVar[bool] = True
     needs_clever: ClassVar[bool] = False
     calibration: ClassVar[str] = "none"
+    quantizes: ClassVar[bool] = False  # leaves quantized weights, which no further method can compress
     smoke: ClassVar[dict] = {}
 
     def check_model(self, dims: dict, where: str) -> None:
         """Options against the model's shape (``dims``: layers, decoder_layers, heads, max_positions;
         a value may be None); raise ``OptionError`` naming the flag and the valid range."""
+
+    def shape_after(self, dims: dict) -> dict:
+        """``dims`` of the model this method returns (the next ``--then`` method is checked against it)."""
+        return dims
 
     @property
     def recovers(self) -> bool:
@@ -166,6 +171,9 @@ class TrainConfig(Config):
             raise OptionError(f"--epochs: {self.epochs} is out of range; valid: > 0")
 
 
+GENERATING, LM = ("seq2seq",), ("causal-lm",)  # model kinds of the evaluation options that apply to some
+
+
 @dataclass
 class EvalConfig(Config):
     """Evaluation: batch size, decoding for generating models, the runtime of the compressed model,
@@ -173,22 +181,22 @@ class EvalConfig(Config):
 
     group: ClassVar[str] = "evaluation"
     batch_size: int = option(64, flag="eval-batch-size", low=1, high=1_000_000, help="evaluation batch size")
-    max_new_tokens: int = option(32, low=1, high=MAX_TOKENS, help="generation: tokens generated per example")
-    num_beams: int = option(1, low=1, high=64, help="generation: beam size (1 = greedy)")
+    max_new_tokens: int = option(32, kinds=GENERATING, low=1, high=MAX_TOKENS, help="generation: tokens generated per example")
+    num_beams: int = option(1, kinds=GENERATING, low=1, high=64, help="generation: beam size (1 = greedy)")
     meteor: bool = option(True, cli=False, help="METEOR on generation tasks (needs nltk's WordNet offline)")
     runtime: str = option("torch", choices=("torch", "torch-bf16", "onnxruntime"), help=(
         "the compressed model is evaluated and timed under this runtime (the base always in fp32 PyTorch); "
         "onnxruntime and torch-bf16: classifiers only"))
-    perplexity_file: str | None = option(None, help="causal-lm: held-out perplexity of both models on this text file "
+    perplexity_file: str | None = option(None, kinds=LM, help="causal-lm: held-out perplexity of both models on this text file "
                                                     "(one text per line, or .jsonl; default with --data-dir: its XSum "
                                                     "sample)")
-    perplexity_texts: int = option(40, low=1, help="causal-lm: the first N texts of that file")
-    prompt_template: str = option("auto", choices=("auto", "chat", "plain"), help=(
+    perplexity_texts: int = option(40, kinds=LM, low=1, help="causal-lm: the first N texts of that file")
+    prompt_template: str = option("auto", kinds=LM, choices=("auto", "chat", "plain"), help=(
         "causal-lm: auto (the chat template when the tokenizer has one) | chat | plain"))
-    shots: int = option(0, low=0, high=64, help="causal-lm: k-shot prompts from the training split (seeded)")
-    label_score: str = option("sum", choices=("sum", "mean"), help="causal-lm: sum | mean (length-normalised) "
+    shots: int = option(0, kinds=LM, low=0, high=64, help="causal-lm: k-shot prompts from the training split (seeded)")
+    label_score: str = option("sum", kinds=LM, choices=("sum", "mean"), help="causal-lm: sum | mean (length-normalised) "
                                                                    "label-word log-probability")
-    score_calibration: str = option("content-free", choices=("none", "content-free", "set-mean"), help=(
+    score_calibration: str = option("content-free", kinds=LM, choices=("none", "content-free", "set-mean"), help=(
         "causal-lm: none | content-free | set-mean (contextual calibration, Zhao et al. 2021)"))
     shot_seed: int = option(0, **SEED, cli=False, help="seed of the k-shot examples (the run's --seed)")
 
@@ -277,6 +285,10 @@ class RunConfig(Config):
         self.train = replace(self.train, seed=self.seed, progress=self.progress)  # one seed for the run
         self.eval = replace(self.eval, shot_seed=self.seed)
         self.clever = replace(self.clever, seed=self.seed, max_length=min(64, self.train.max_length))
+        for flag, value in (("--model", self.model), ("--teacher", self.teacher)):
+            if isinstance(value, str) and not value.strip():
+                raise OptionError(f"{flag} '': name a model (a built-in name, a folder or a hub id)"
+                                  + (", or leave --teacher out to fine-tune one" if flag == "--teacher" else ""))
         if self.base == "as-is" and self.teacher:
             raise OptionError("--base as-is: the base is --model as it is; --teacher names another base, give one")
         if self.model_kind == "auto" and self.model == "smollm2":  # a pretrained LLM: scored by label likelihood
@@ -315,8 +327,22 @@ class SweepConfig(RunConfig):
     def check(self) -> None:
         super().check()
         for name in ("objectives", "seeds", "levels"):
-            if not getattr(self, name):
+            values = getattr(self, name)
+            if not values:
                 raise OptionError(f"--{name}: an empty list; give at least one value")
+            keys = [_same_value(v) for v in values]
+            twice = sorted({str(v) for v, key in zip(values, keys) if keys.count(key) > 1})
+            if twice:  # one run counted twice would look like replication (n = 2, spread 0)
+                raise OptionError(f"--{name} {','.join(map(str, values))}: a value is given twice ({', '.join(twice)}); "
+                                  "give each value once")
+
+
+def _same_value(value):
+    """A list item as compared for duplicates: ``0.2`` and ``"0.20"`` are one level."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return str(value)
 
 
 @dataclass

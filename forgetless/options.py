@@ -24,15 +24,17 @@ from .ranges import check_number
 
 
 def option(default: Any = MISSING, *, help: str = "", flag: str | None = None, low=None, high=None,
-           low_open: bool = False, choices=None, factory=None, cli: bool = True, negate: str | None = None,
-           switch: bool = False):
-    """A config field with its command-line metadata. ``low`` / ``high`` (``low_open``: strictly
-    above ``low``) and ``choices`` are checked whenever the config is built; ``cli=False`` keeps the
-    field out of the command line (Python and recipes only); ``negate`` names a flag that sets a
-    boolean field to False (``progress`` ← ``--no-progress``); ``switch``: a boolean flag that takes no
-    value (``--clever``), where others take ``true`` / ``false``."""
-    metadata = {"help": help, "flag": flag, "low": low, "high": high, "low_open": low_open,
-                "choices": tuple(choices) if choices else None, "cli": cli, "negate": negate, "switch": switch}
+           low_open: bool = False, high_open: bool = False, choices=None, factory=None, cli: bool = True,
+           negate: str | None = None, switch: bool = False, kinds: tuple[str, ...] | None = None):
+    """A config field with its command-line metadata. ``low`` / ``high`` (``low_open`` / ``high_open``:
+    strictly above ``low`` / below ``high``) and ``choices`` are checked whenever the config is built;
+    ``cli=False`` keeps the field out of the command line (Python and recipes only); ``negate`` names
+    a flag that sets a boolean field to False (``progress`` ← ``--no-progress``); ``switch``: a
+    boolean flag that takes no value (``--clever``), where others take ``true`` / ``false``; ``kinds``:
+    the model kinds the option applies to (another value than the default is an error for the others)."""
+    metadata = {"help": help, "flag": flag, "low": low, "high": high, "low_open": low_open, "high_open": high_open,
+                "choices": tuple(choices) if choices else None, "cli": cli, "negate": negate, "switch": switch,
+                "kinds": tuple(kinds) if kinds else None}
     if factory is not None:
         return field(default_factory=factory, metadata=metadata)
     return field(default=default, metadata=metadata)
@@ -94,7 +96,8 @@ def check_field(cls: type, f: dataclasses.Field, value) -> None:
             raise ConfigError(f"{flag} {item}: not one of {', '.join(map(str, choices))}")
         if (meta.get("low") is not None or meta.get("high") is not None) and hint in (int, float):
             check_number(flag, item, meta.get("low"), meta.get("high"),
-                         integer=hint is int, low_open=meta.get("low_open", False))
+                         integer=hint is int, low_open=meta.get("low_open", False),
+                         high_open=meta.get("high_open", False))
 
 
 # ----- reading values ------------------------------------------------------------------------------

@@ -10,9 +10,10 @@ MAX_TOKENS = 8192  # no input is longer than this many tokens, whatever the mode
 MAX_OPSET = 30  # highest ONNX opset accepted (torch's dynamo exporter writes 18 or later)
 
 
-def check_number(flag: str, value, low=None, high=None, integer: bool = False, low_open: bool = False) -> None:
-    """``value`` must be a finite number (an int when ``integer``) in [low, high] (``low_open``:
-    strictly above ``low``); the error names ``flag`` and the valid range."""
+def check_number(flag: str, value, low=None, high=None, integer: bool = False, low_open: bool = False,
+                 high_open: bool = False) -> None:
+    """``value`` must be a finite number (an int when ``integer``) in [low, high] (``low_open`` /
+    ``high_open``: strictly above ``low`` / below ``high``); the error names ``flag`` and the valid range."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise OptionError(f"{flag}: expected a number, got {value!r}")
     if not math.isfinite(value):
@@ -20,7 +21,8 @@ def check_number(flag: str, value, low=None, high=None, integer: bool = False, l
     if integer and not float(value).is_integer():
         raise OptionError(f"{flag}: expected a whole number, got {value!r}")
     too_low = low is not None and (value <= low if low_open else value < low)
-    if too_low or (high is not None and value > high):
+    too_high = high is not None and (value >= high if high_open else value > high)
+    if too_low or too_high:
         lo = "" if low is None else (f"> {low}" if low_open else f">= {low}")
-        hi = "" if high is None else f"<= {high}"
+        hi = "" if high is None else (f"< {high}" if high_open else f"<= {high}")
         raise OptionError(f"{flag}: {value} is out of range; valid: {' and '.join(x for x in (lo, hi) if x)}")

@@ -16,7 +16,7 @@ import difflib
 from dataclasses import dataclass
 
 from .errors import ConfigError
-from .options import as_dict, coerce, default_of, flag_name, hint_of, leaves, parse_bool
+from .options import as_dict, coerce, default_of, flag_name, hint_of, leaves
 from .registry import METHODS, OBJECTIVES
 
 CHOSEN = {"method": METHODS, "objective": OBJECTIVES}  # fields whose config class is chosen by name
@@ -125,7 +125,7 @@ def build(cls: type, values: dict, source: str = "the command line"):
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             raise ConfigError(f"{source}: unknown key {key!r}{hint}")
         if leaf.field.metadata.get("negate") and key == leaf.key:
-            value = not parse_bool(value)
+            value = not coerce(leaf.cls, leaf.field.name, value, _where(key, source))
         given[leaf.path] = (value, key)
     try:
         return _assemble(cls, given, (), source)
@@ -232,7 +232,10 @@ def parse_then(item, where: str = "--then"):
         key, sep, value = part.partition("=")
         if not sep:
             raise ConfigError(f"{where} {item}: expected OPTION=VALUE, got {part!r}")
-        options[key.strip().replace("-", "_")] = value.strip()
+        key = key.strip().replace("-", "_")
+        if key in options:
+            raise ConfigError(f"{where} {item}: option {key!r} is given twice; give it once")
+        options[key] = value.strip()
     return METHODS.make_config(name.strip(), options)
 
 

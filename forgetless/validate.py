@@ -22,8 +22,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
-from dataclasses import asdict, is_dataclass
+from dataclasses import asdict, fields, is_dataclass
 from pathlib import Path
 
 import torch
@@ -32,10 +33,12 @@ from .errors import ModelFileError, OptionError, OutputFolderError
 from .kinds import check_compatible, kind_for
 from .kinds.in_memory import check_model_object
 from .methods._shared.calibration import calibration_texts
-from .models.checks import check_model_folder
+from .models.checks import check_classifier_head, check_model_folder, check_tokenizer_files, is_trained_classifier
 from .models.loading import check_label_order, resolve_model_path
+from .models.adapters import decoder_only_types
 from .models.manifest import is_forgetless_folder, read_manifest
 from .models.tiny import TINY_MODELS, tiny_model_config
+from .options import default_of
 from .outputs import check_cache, check_output, mark_output, read_mark
 from .ranges import MAX_TOKENS
 
@@ -105,15 +108,16 @@ def validate_run(task, config, model=None) -> None:
         model_dims(config.teacher, kind.name == "seq2seq")  # the teacher folder must be a readable model
         _check_teacher_family(config.teacher, config.model)
         _check_teacher_labels(config.teacher, task, kind)
+    _check_kind_options(config.eval, kind)
+    _check_model_folders(config, model, kind)
     _check_some_training(task, config)
     _check_device(config.train)
     _check_calibration_data(config)
     if config.base == "as-is" and kind.name == "classifier" and model is None:
         _check_trained_head(config.model)
     dims = model_dims(model if model is not None and source == config.model else source, kind.name == "seq2seq")
+    _check_chain(config, dims, source)
     if dims is not None:
-        for item in (config.method, *config.then):
-            item.check_model(dims, f"model {source!r}")
         limit = min(MAX_TOKENS, dims["max_positions"] or MAX_TOKENS)
         for flag, value in (("--max-length", config.train.max_length), ("--bench-seq-len", config.speed.seq_len)):
             if value > limit:
@@ -128,6 +132,70 @@ def check_run_output(task, config, out_dir, overwrite: bool = False) -> str:
     key = run_key(task, config)
     _check_same_run(out_dir, key, overwrite)
     return key
+
+
+def _check_chain(config, dims: dict | None, source) -> None:
+    """``--method`` and each ``--then`` method in turn against the model the previous ones leave
+    (``MethodConfig.shape_after``): ``--then truncate:layers=2`` after ``--layers 2`` is an error now,
+    not after training; nothing follows a method that leaves quantized weights."""
+    chain = (config.method, *config.then)
+    for i, item in enumerate(chain):
+        where = f"model {source!r}" if i == 0 else f"the model after {' and '.join(c.name for c in chain[:i])}"
+        quantized = next((c.name for c in chain[:i] if c.quantizes), None)
+        if quantized:
+            raise OptionError(f"--then {item.name}: comes after {quantized}, which leaves quantized weights that "
+                              f"{item.name} cannot compress; put the quantizing method last")
+        if dims is None:
+            continue
+        try:
+            item.check_model(dims, where)
+        except OptionError as exc:
+            raise OptionError(str(exc) if i == 0 else then_flags(item.name, str(exc))) from None
+        dims = item.shape_after(dims)
+
+
+def then_flags(name: str, message: str) -> str:
+    """A ``--then`` method's error names the option as it was given there: ``--layers 1: …`` →
+    ``--then truncate:layers=1: …``."""
+    match = re.match(r"--([a-z0-9-]+) (\S+)( \(the default\))?: ", message)
+    if match is None:
+        return f"--then {name}: {message}"
+    option, value, default = match.group(1).replace("-", "_"), match.group(2), match.group(3) or ""
+    return f"--then {name}:{option}={value}{default}: {message[match.end():]}"
+
+
+def _check_model_folders(config, model, kind) -> None:
+    """Every model the run loads fits its kind (``causal-lm``: a decoder-only LM), and a local folder
+    holds its tokenizer and, saved from a trained classifier, its classification head."""
+    loaded = [config.teacher] if config.teacher else []
+    if model is None and (not config.teacher or config.student_init == "pretrained"):
+        loaded.append(config.model)
+    for name in loaded:
+        found = model_config(name)
+        if kind.name == "causal-lm" and found is not None and (
+                getattr(found, "is_encoder_decoder", False) or found.model_type not in decoder_only_types()):
+            raise OptionError(f"--model-kind causal-lm: model {name!r} is a {found.model_type} model, not a decoder-only "
+                              f"language model ({', '.join(decoder_only_types())}; e.g. smollm2, tiny-llama)")
+        path = Path(resolve_model_path(name)).expanduser() if name not in TINY_MODELS else None
+        if path is None or not path.is_dir():
+            continue  # a built-in tiny model or a hub id
+        check_tokenizer_files(path)
+        if kind.name == "classifier" and not is_forgetless_folder(path):
+            check_classifier_head(path, found)
+
+
+def _check_kind_options(eval_config, kind) -> None:
+    """An evaluation option of another model kind (``option(kinds=)``), or a runtime the kind does not
+    run, is an error naming what it applies to, not silently ignored."""
+    for f in fields(eval_config):
+        kinds = f.metadata.get("kinds")
+        if kinds and kind.name not in kinds and getattr(eval_config, f.name) != default_of(f):
+            raise OptionError(f"{type(eval_config).flag(f.name)}: applies to {' and '.join(kinds)} models, not to a "
+                              f"{kind.name} (--model-kind)")
+    runtimes = getattr(kind, "runtimes", ("torch",))
+    if eval_config.runtime not in runtimes:
+        raise OptionError(f"--runtime {eval_config.runtime}: not available for a {kind.name} model (it runs under: "
+                          f"{', '.join(runtimes)})")
 
 
 def _check_calibration_data(config) -> None:
@@ -188,7 +256,7 @@ def model_type_of(name: str) -> str | None:
 
 def _is_classifier(config) -> bool:
     """A config saved from a trained ``*ForSequenceClassification`` model (None: a hub id, not checked)."""
-    return config is None or any(a.endswith("ForSequenceClassification") for a in config.architectures or [])
+    return config is None or is_trained_classifier(config)
 
 
 def _check_teacher_family(teacher: str, model: str) -> None:

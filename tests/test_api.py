@@ -26,7 +26,8 @@ from forgetless.report.card import validate_card
 
 FAST = dict(train={"epochs": 1, "batch_size": 16, "learning_rate": 1e-3, "max_length": 32, "progress": False},
             speed={"batch_size": 2, "seq_len": 16, "repeats": 1, "warmup": 0, "new_tokens": 4},
-            eval={"max_new_tokens": 4, "meteor": False}, progress=False)
+            eval={"meteor": False}, progress=False)
+GENERATE = {**FAST, "eval": {"max_new_tokens": 4, "meteor": False}}  # --max-new-tokens: seq2seq models only
 WORDS = {"neg": ["bad", "awful", "dull", "poor"], "pos": ["good", "great", "fine", "nice"]}
 VOCAB = SPECIALS + sorted({"a", "movie", "film", "repeat", *WORDS["neg"], *WORDS["pos"]})
 
@@ -141,7 +142,7 @@ def test_compress_in_memory_t5_on_generation_data(tmp_path, tok, forgetless_cach
     result = forgetless.compress(model, _generation_data(), NashConfig(decoder_layers=2, encoder_pruning="none",
                                                                          finetune_epochs=0),
                                  tokenizer=tok, out_dir=tmp_path / "run",
-                                 base="as-is", **FAST)
+                                 base="as-is", **GENERATE)
     validate_card(result.card)
     assert result.card["kind"] == {"task": "generation", "model": "seq2seq"}
     assert result.model.config.num_decoder_layers == 2 and model.config.num_decoder_layers == 4

@@ -160,6 +160,75 @@ CASES = [
      r"--calibration-data wikitext2: a set of the data folder; give --data-dir DIR or set FORGETLESS_DATA_DIR"),
     ("method-option-flag", ["compress", *FAST, "--method", "magnitude", "--prune-every", "0"],
      r"--prune-every: 0 is out of range; valid: >= 1"),
+    # ----- the hostile audit of issue 32: tracebacks
+    ("no-tokenizer-evaluate", ["evaluate", "{no_tokenizer}", "--eval-size", "4"],
+     r"no-tokenizer: no tokenizer files \(tokenizer.json, tokenizer_config.json"),
+    ("no-tokenizer-compress", ["compress", "--model", "{no_tokenizer}", "--method", "truncate", "--layers", "1"],
+     r"no-tokenizer: no tokenizer files"),
+    ("no-tokenizer-teacher", ["compress", "--model", "tiny-bert", "--teacher", "{saved_no_tokenizer}", "--method",
+                              "truncate", "--layers", "1"], r"saved-no-tokenizer: no tokenizer files"),
+    ("no-tokenizer-finetune", ["finetune", "--model", "{saved_no_tokenizer}", "--out", "{out}", *FAST],
+     r"saved-no-tokenizer: no tokenizer files"),
+    ("corrupt-tokenizer-evaluate", ["evaluate", "{bad_tokenizer}", "--eval-size", "4"],
+     r"bad-tokenizer/tokenizer.json: unreadable tokenizer file"),
+    ("corrupt-tokenizer-compress", ["compress", "--model", "{bad_tokenizer}", "--method", "truncate", "--layers", "1"],
+     r"bad-tokenizer/tokenizer.json: unreadable tokenizer file"),
+    ("lying-quantization", ["evaluate", "{lying_int8}", "--eval-size", "4"],
+     r"lying-int8/model.forgetless.safetensors: weights do not match the shape or quantization recorded in "
+     r"forgetless.json"),
+    ("lying-layer-count", ["evaluate", "{lying_layers}", "--eval-size", "4"],
+     r"lying-layers/forgetless.json: its shape does not fit the model's config"),
+    ("recipe-no-progress-yes", ["run", "{progress_yes}"],
+     r"progress-yes.yaml: key 'no_progress': expected true or false, got 'yes'"),
+    ("quantize-then-truncate", ["compress", "--model", "tiny-bert", "--method", "quantize", "--then", "truncate:layers=1"],
+     r"--then truncate: comes after quantize, which leaves quantized weights"),
+    # ----- silent wrong results
+    ("plain-folder-without-head", ["evaluate", "{no_head}", "--eval-size", "4"],
+     r"no-head: saved from a trained BertForSequenceClassification, but its weights lack the classification head "
+     r"\(classifier.bias, classifier.weight\)"),
+    ("plain-folder-without-head-as-is", ["compress", "--model", "{no_head}", "--base", "as-is", "--method", "truncate",
+                                         "--layers", "1"], r"no-head: saved from a trained .* lack the classification"),
+    ("challenge-name-twice", ["compress", *FILES, "--challenge", "ch={tsv}", "--challenge", "ch={single_tsv}"],
+     r"--challenge ch=…: the name 'ch' is given twice"),
+    ("train-without-files-task", ["compress", "--train", "{tsv}"], r"--train: applies to --task files, not synthetic"),
+    ("dataset-without-hub-task", ["compress", "--dataset", "glue"], r"--dataset: applies to --task fever, hub, not synthetic"),
+    ("perplexity-file-on-classifier", ["compress", "--model", "tiny-bert", "--perplexity-file", "{tsv}"],
+     r"--perplexity-file: applies to causal-lm models, not to a classifier"),
+    ("shots-on-classifier", ["compress", "--model", "tiny-bert", "--shots", "2"], r"--shots: applies to causal-lm"),
+    ("runtime-on-seq2seq", [*T5, "--runtime", "onnxruntime"],
+     r"--runtime onnxruntime: not available for a seq2seq model \(it runs under: torch\)"),
+    ("run-set-command", ["run", "{plain_recipe}", "--set", "command=rm"],
+     r"--set command=rm: a recipe's command is compress \(.*plain.yaml\); --set changes its options"),
+    ("teacher-empty", ["compress", "--teacher", ""], r"--teacher '': name a model"),
+    ("then-key-twice", ["compress", "--model", "tiny-bert", "--method", "truncate", "--layers", "1", "--then",
+                        "quantize:dtype=int8,dtype=bf16"],
+     r"--then quantize:dtype=int8,dtype=bf16: option 'dtype' is given twice"),
+    ("heads-ratio-1", ["compress", "--model", "tiny-bert", "--method", "heads", "--ratio", "1"],
+     r"--ratio: 1.0 is out of range; valid: >= 0 and < 1"),
+    ("prune-count-and-ratio", ["compress", "--model", "tiny-bert", "--method", "heads", "--ratio", "0.5",
+                               "--prune-count", "2"], r"--prune-count 2 and --ratio 0.5: give one"),
+    ("sweep-seed-twice", ["sweep", "--model", "tiny-bert", "--objectives", "ce", "--levels", "0.2", "--seeds", "0,0"],
+     r"--seeds 0,0: a value is given twice \(0\)"),
+    ("sweep-level-twice", ["sweep", "--model", "tiny-bert", "--objectives", "ce", "--levels", "0.2,0.20"],
+     r"--levels 0.2,0.20: a value is given twice \(0.2, 0.20\)"),
+    # ----- unclear errors
+    ("data-dir-is-a-file", ["compress", "--task", "sst2", "--data-dir", "{tsv}"],
+     r"--data-dir .*data.tsv: is a file; give the data folder"),
+    ("then-truncate-after-truncate", ["compress", "--model", "tiny-bert", "--method", "truncate", "--layers", "1",
+                                      "--then", "truncate:layers=1"],
+     r"--then truncate:layers=1: the model after truncate has 1 layer; one layer cannot be truncated further"),
+    ("then-heads-after-truncate", ["compress", "--model", "tiny-bert", "--method", "truncate", "--layers", "1",
+                                   "--then", "heads:prune_count=5"],
+     r"--then heads:prune_count=5: the model after truncate has 4 heads \(1 layers × 4\); valid 0..3"),
+    ("quantize-twice", ["compress", "--model", "tiny-bert", "--method", "quantize", "--then", "quantize"],
+     r"--then quantize: comes after quantize"),
+    ("bert-as-causal-lm", ["compress", "--model", "tiny-bert", "--model-kind", "causal-lm", "--base", "as-is",
+                           "--method", "wanda"],
+     r"--model-kind causal-lm: model 'tiny-bert' is a bert model, not a decoder-only language model"),
+    ("truncate-default-layers", ["compress", "--model", "tiny-bert", "--method", "truncate"],
+     r"--layers 3 \(the default\): model 'tiny-bert' has 2 layers; keep 1..1"),
+    ("then-truncate-default-layers", ["compress", "--model", "tiny-bert", "--method", "magnitude", "--then", "truncate"],
+     r"--then truncate:layers=3 \(the default\): the model after magnitude has 2 layers"),
 ]
 
 
@@ -264,11 +333,37 @@ def build_bad_files(root: Path, tiny_model_dir: str) -> dict:
     del state["bert.encoder.layer.0.attention.self.query.weight"]
     save_file(state, str(missing / "model.safetensors"), metadata={"format": "pt"})
     p["missing_tensor"] = str(missing)
+    no_tokenizer = root / "no-tokenizer"  # a plain classifier folder without tokenizer files
+    transformers.BertForSequenceClassification(config).save_pretrained(no_tokenizer)
+    p["no_tokenizer"] = str(no_tokenizer)
+    p["saved_no_tokenizer"] = str(save_model(tiny_classifier("tiny-bert", len(tokenizer), labels),
+                                             root / "saved-no-tokenizer"))
+    bad_tokenizer = save_model(model, root / "bad-tokenizer", tokenizer)
+    (bad_tokenizer / "tokenizer.json").write_text('{"version": "1.0", "truncation"')
+    p["bad_tokenizer"] = str(bad_tokenizer)
+    no_head = root / "no-head"  # a trained classifier's folder that lost its head
+    transformers.BertForSequenceClassification(config).save_pretrained(no_head)
+    tokenizer.save_pretrained(no_head)
+    state = {k: v for k, v in load_file(str(no_head / "model.safetensors")).items() if not k.startswith("classifier.")}
+    save_file(state, str(no_head / "model.safetensors"), metadata={"format": "pt"})
+    p["no_head"] = str(no_head)
+    lying_int8 = root / "lying-int8"
+    shutil.copytree(p["int8"], lying_int8)
+    manifest = json.loads((lying_int8 / "forgetless.json").read_text())
+    manifest["quantization"]["modules"] = ["bert.encoder.layer.7.output.dense"]
+    (lying_int8 / "forgetless.json").write_text(json.dumps(manifest))
+    p["lying_int8"] = str(lying_int8)
+    lying_layers = save_model(model, root / "lying-layers", tokenizer)  # more layers than its config.json
+    manifest = json.loads((lying_layers / "forgetless.json").read_text())
+    manifest["shape"]["layers"]["encoder"] = 5
+    (lying_layers / "forgetless.json").write_text(json.dumps(manifest))
+    p["lying_layers"] = str(lying_layers)
     tsv = root / "data.tsv"
     tsv.write_text("\ufeffsentence\tlabel\n" + "".join(f"text {i}\t{['neg', 'pos'][i % 2]}\n" for i in range(8)))
     p["tsv"] = str(tsv)
     recipes = {
         "plain": "model: tiny-bert\nepochs: 1\n",
+        "progress-yes": "model: tiny-bert\nno_progress: \"yes\"\n",
         "duplicate": "model: tiny-bert\nlr: 1.0e-4\nlr: 1.0e-3\n",
         "levels-empty": "command: sweep\nmodel: tiny-bert\nlevels: []\n",
         "bomb": "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(

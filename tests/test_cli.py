@@ -68,7 +68,7 @@ def test_compress_help_lists_generated_method_options(capsys):
      "--sparsity does not apply to method truncate \\(it belongs to cofi, magnitude, sparsegpt, wanda\\)"),
     (["compress", "--method", "magnitude", "--sparsity", "1.5"], r"--sparsity: 1.5 is out of range; valid: >= 0 and <= 1"),
     (["compress", "--objective", "nope"], "unknown objective 'nope'"),
-    (["compress", "--task", "mnli-small", "--data-dir", "/nonexistent"], "data folder /nonexistent does not exist"),
+    (["compress", "--task", "mnli-small", "--data-dir", "/nonexistent"], "--data-dir /nonexistent: the data folder does not exist"),
     (["compress", "--task", "files"], "needs --train FILE and --dev FILE"),
     (["compress", "--task", "nope"], "unknown task 'nope'"),
     (["compress", "--model", "./no/such/folder"], "does not exist"),

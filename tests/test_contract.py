@@ -117,7 +117,7 @@ def test_method_on_architecture(method, arch, tiny_folders, tmp_path_factory, on
     out = tmp_path_factory.mktemp(f"{method}-{arch.split()[0]}")
     model = arch if generation else "tiny-llama" if arch == CAUSAL_LM else tiny_folders[arch]
     run = RunConfig(model=model, method=METHODS.make_config(method, METHODS.config_class(method).smoke), model_kind="causal-lm" if arch == CAUSAL_LM else "auto",
-                    progress=False, eval=EvalConfig(max_new_tokens=4),
+                    progress=False, eval=EvalConfig(max_new_tokens=4) if generation else EvalConfig(),
                     train=TrainConfig(epochs=1, batch_size=8, max_length=64, learning_rate=1e-3, progress=False),
                     speed=SpeedConfig(batch_size=2, seq_len=8, repeats=1, warmup=0, new_tokens=2))
     card = run_and_save(task, run, out).card

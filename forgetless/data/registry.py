@@ -19,8 +19,11 @@ def data_root(data_dir: str | None) -> Path | None:
     if not value:
         return None
     path = Path(value).expanduser()
+    where = f"--data-dir {value}" if data_dir else f"{DATA_DIR_ENV}={value}"
+    if path.exists() and not path.is_dir():
+        raise DataError(f"{where}: is a file; give the data folder (the one holding README.md and the sets)")
     if not path.is_dir():
-        raise DataError(f"data folder {path} does not exist")
+        raise DataError(f"{where}: the data folder does not exist")
     return path
 
 

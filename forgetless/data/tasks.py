@@ -115,6 +115,7 @@ RESERVED_SETS = ("train", "dev")  # a challenge set of these names would replace
 
 
 FIELDS = {"train_file": "train", "dev_file": "dev", "label_column": "label", "hard_column": "hard"}  # → option
+GENERAL = ("name", "data_dir", "train_size", "eval_size", "data_seed")  # options of every task
 
 
 def task_from_config(config, seed: int = 0) -> Task:
@@ -122,17 +123,35 @@ def task_from_config(config, seed: int = 0) -> Task:
     builder takes (``FIELDS``: field → option name; ``eval_sets``, when given, goes to any task, which
     refuses it unless it has extra sets); ``seed`` is the run's seed (``config.data_seed`` overrides
     it for splits and caps)."""
-    accepted = set(inspect.signature(TASKS.get(config.name)).parameters) - {"data_dir", "seed"}
+    accepted = _options_of(config.name)
     options = {FIELDS.get(f.name, f.name): getattr(config, f.name) for f in dataclasses.fields(config)}
+    for f in dataclasses.fields(config):  # an option the task does not read is an error, not ignored
+        option = FIELDS.get(f.name, f.name)
+        if f.name not in GENERAL and options[option] not in (None, []) and option not in accepted:
+            takers = [name for name in TASKS.names() if option in _options_of(name)]
+            raise ConfigError(f"{config.flag(f.name)}: applies to --task {', '.join(takers) or 'none'}, "
+                              f"not {config.name}")
     options = {k: v for k, v in options.items() if k in accepted or (k == "eval_sets" and v)}
     if "challenge" in options:
-        options["challenge"] = dict(_challenge_pair(item) for item in config.challenge) or None
+        pairs = [_challenge_pair(item) for item in config.challenge]
+        names = [name for name, _ in pairs]
+        twice = sorted({name for name in names if names.count(name) > 1})
+        if twice:
+            raise ConfigError(f"--challenge {twice[0]}=…: the name {twice[0]!r} is given twice; give each challenge "
+                              "set its own name")
+        options["challenge"] = dict(pairs) or None
     if "labels" in options:
         options["labels"] = config.labels or None
     if options.get("eval_sets"):
         options["eval_sets"] = tuple(config.eval_sets)
     return load_task(config.name, data_dir=config.data_dir, seed=seed if config.data_seed is None else config.data_seed,
                      train_size=config.train_size, eval_size=config.eval_size, **options)
+
+
+def _options_of(task: str) -> set[str]:
+    """The options the builder of ``task`` takes (``eval_sets``: any task, which refuses it unless it has
+    extra sets)."""
+    return set(inspect.signature(TASKS.get(task)).parameters) - {"data_dir", "seed"} | {"eval_sets"}
 
 
 def _challenge_pair(item: str) -> tuple[str, str]:

@@ -11,12 +11,11 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
-import transformers
 from torch import nn
 
 from ..errors import ConfigError, UnsupportedModelError
 from ..models.adapters import get_adapter
-from ..models.checks import trust_remote_code
+from ..models.checks import load_tokenizer
 from ..models.io import model_fingerprint
 from ..models.loading import check_label_order
 
@@ -72,10 +71,7 @@ def find_tokenizer(model: nn.Module, tokenizer, task):
         return task.tokenizer
     source = getattr(model.config, "name_or_path", "") or ""
     if source and Path(source).expanduser().is_dir():
-        try:
-            return transformers.AutoTokenizer.from_pretrained(source, trust_remote_code=trust_remote_code())
-        except (OSError, ValueError) as exc:
-            raise ConfigError(f"tokenizer: none given and none readable in {source} ({exc})") from exc
+        return load_tokenizer(source)  # missing or unreadable tokenizer files: one error naming the folder
     raise ConfigError(f"tokenizer: none given for the in-memory {type(model).__name__}, and its name_or_path "
                       f"({source or 'empty'}) is not a local folder holding one; pass tokenizer=")
 

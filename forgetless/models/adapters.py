@@ -36,6 +36,11 @@ def get_adapter(model: nn.Module) -> "Adapter":
     return _ADAPTERS[model_type]
 
 
+def decoder_only_types() -> list[str]:
+    """The model types of decoder-only language models (the ``causal-lm`` model kind)."""
+    return sorted(name for name, adapter in _ADAPTERS.items() if adapter.is_decoder_only)
+
+
 def renumber(layers: nn.ModuleList) -> None:
     """Give every module of the i-th layer ``layer_idx = i`` (the KV cache is indexed by it)."""
     for new_idx, layer in enumerate(layers):
@@ -48,6 +53,7 @@ class Adapter(ABC):
     """Base adapter. Subclasses implement ``stacks``, ``attention_sites``, ``ffn_sites``."""
 
     is_seq2seq = False
+    is_decoder_only = False
     layer_count_keys: dict[str, str] = {}  # stack → config attribute holding its layer count
     ffn_width_keys: dict[str, str] = {}  # stack → config attribute (dotted: nested) holding its FFN width
     empty_output: str | None = None  # attribute of the attention module holding its output projection, if inside it

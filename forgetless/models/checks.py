@@ -131,6 +131,38 @@ def check_safetensors(file: str | Path) -> None:
                              f"describes {8 + length + end})")
 
 
+# a tokenizer is one of these; the JSON ones must parse (a corrupt file is one error, not a JSONDecodeError)
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json", "spiece.model",
+                   "tokenizer.model", "sentencepiece.bpe.model")
+TOKENIZER_JSON = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.json", "added_tokens.json")
+
+
+def check_tokenizer_files(path: str | Path) -> None:
+    """A model folder holds a readable tokenizer: without one, transformers builds an empty tokenizer
+    (its special tokens only: every word becomes [UNK]) and says nothing. Reads the JSON files only."""
+    path = Path(path).expanduser()
+    if not any((path / name).is_file() for name in TOKENIZER_FILES):
+        raise ModelFileError(f"{path}: no tokenizer files ({', '.join(TOKENIZER_FILES[:3])} …); save the tokenizer "
+                             "with the model (tokenizer.save_pretrained(FOLDER))")
+    for name in TOKENIZER_JSON:
+        if (path / name).is_file():
+            try:
+                json.loads((path / name).read_text(encoding="utf-8"))
+            except (OSError, ValueError) as exc:
+                raise ModelFileError(f"{path / name}: unreadable tokenizer file ({exc})") from exc
+
+
+def load_tokenizer(path: str | Path):
+    """The tokenizer saved in a model folder (``check_tokenizer_files`` first); a file transformers
+    cannot read is a ``ModelFileError`` naming the folder."""
+    check_tokenizer_files(path)
+    try:
+        return transformers.AutoTokenizer.from_pretrained(str(path), trust_remote_code=trust_remote_code())
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise ModelFileError(f"{path}: unreadable tokenizer ({first[:200]})") from exc
+
+
 # heads a checkpoint of another task has or lacks: a new classifier head is initialised, a
 # pre-training head (MLM, LM, QA) is left out; every other tensor must come from the checkpoint
 TASK_HEADS = ("classifier", "score", "pre_classifier", "classification_head", "cls", "lm_head", "qa_outputs",
@@ -159,6 +191,33 @@ def check_loaded(model, path, info: dict | None = None) -> None:
         if tensor.is_floating_point() and tensor.device.type != "meta" and not bool(torch.isfinite(tensor).all()):
             raise ModelFileError(f"{path}: tensor {name} holds NaN or infinite values; such a model cannot be "
                                  "evaluated or compressed")
+
+
+def is_trained_classifier(config) -> bool:
+    """A config saved from a ``*ForSequenceClassification`` model: its head was trained and is read."""
+    return any(a.endswith("ForSequenceClassification") for a in getattr(config, "architectures", None) or [])
+
+
+def check_classifier_head(path: str | Path, config) -> None:
+    """A folder saved from a trained classifier holds its classification head: a missing head would be
+    replaced by random values without a word (transformers initialises what it does not find).
+    Compares the names of a meta-device model (no memory) with the safetensors headers."""
+    path = Path(path).expanduser()
+    if not is_trained_classifier(config):
+        return
+    with torch.device("meta"):
+        model = transformers.AutoModelForSequenceClassification.from_config(config)
+    prefix = model.base_model_prefix + "."
+    head = sorted(name for name in model.state_dict() if not name.startswith(prefix))
+    if (path / INDEX).is_file():
+        stored = set(json.loads((path / INDEX).read_text()).get("weight_map", {}))
+    else:
+        stored = set(tensor_header(weights_file(path)))
+    missing = [name for name in head if name not in stored]
+    if missing:
+        raise ModelFileError(f"{path}: saved from a trained {config.architectures[0]}, but its weights lack the "
+                             f"classification head ({', '.join(missing[:3])}); it would be random. Give the complete "
+                             "folder, or a base model folder (a new head is then trained)")
 
 
 def tensor_header(path: str | Path) -> dict[str, tuple[tuple[int, ...], str]]:

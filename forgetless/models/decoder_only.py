@@ -29,6 +29,7 @@ PER_LAYER_CONFIG_LISTS = ("layer_types",)  # config lists with one entry per dec
 class DecoderOnlyAdapter(Adapter):
     """Shared part: one ``"decoder"`` stack of ``model.base_model.<layers_attr>``."""
 
+    is_decoder_only = True
     layer_count_keys = {"decoder": "num_hidden_layers"}
     layers_attr = "layers"
 

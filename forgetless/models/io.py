@@ -13,13 +13,12 @@ import json
 from pathlib import Path
 
 import torch
-import transformers
 from torch import nn
 
-from ..errors import ModelFileError, OutputFolderError
+from ..errors import ForgetlessError, ModelFileError, OutputFolderError
 from ..fsutil import atomic_directory
 from .manifest import FORMAT, MANIFEST, is_forgetless_folder, read_manifest, transformers_model_class
-from .checks import check_loaded, check_model_folder, trust_remote_code, weights_file
+from .checks import TOKENIZER_FILES, check_loaded, check_model_folder, load_tokenizer, weights_file
 from .quantized_io import load_weights, save_weights
 from .stock import stock_config
 from .surgery import model_shape, reshape_like
@@ -80,21 +79,24 @@ def load_model(path: str | Path, device: str = "cpu", with_tokenizer: bool = Tru
     try:
         model = model_class(config)
         reshape_like(model, manifest["shape"])
-    except (KeyError, ValueError, IndexError, TypeError, AttributeError, RuntimeError) as exc:
+    except (KeyError, ValueError, IndexError, TypeError, AttributeError, RuntimeError, ForgetlessError) as exc:
         raise ModelFileError(f"{path / MANIFEST}: its shape does not fit the model's config "
                              f"({type(exc).__name__}: {str(exc)[:200]})") from exc
     try:
         missing, unexpected = load_weights(model, str(weights), manifest.get("quantization"))
-    except (RuntimeError, ValueError, OSError) as exc:
+    except ModelFileError:
+        raise
+    except (RuntimeError, ValueError, OSError, KeyError, TypeError, AttributeError, ForgetlessError) as exc:
         first = str(exc).strip().splitlines()
         detail = next((line.strip() for line in first if "size mismatch" in line), first[0] if first else "")
-        raise ModelFileError(f"{weights}: weights do not match the shape in {MANIFEST} ({detail[:200]})") from exc
+        raise ModelFileError(f"{weights}: weights do not match the shape or quantization recorded in {MANIFEST} "
+                             f"({detail[:200]})") from exc
     if missing or unexpected:
         raise ModelFileError(f"{weights}: weights do not match the recorded shape "
                              f"(missing {sorted(missing)[:5]}, unexpected {sorted(unexpected)[:5]})")
     check_loaded(model, path)  # NaN / inf weights are an error, not a report of chance accuracy
     model.to(device).eval()
     tokenizer = None
-    if with_tokenizer and (path / "tokenizer_config.json").is_file():
-        tokenizer = transformers.AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code())
+    if with_tokenizer and any((path / name).is_file() for name in TOKENIZER_FILES):
+        tokenizer = load_tokenizer(path)
     return model, tokenizer

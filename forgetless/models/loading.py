@@ -14,7 +14,8 @@ import transformers
 
 from ..errors import ConfigError, ForgetlessError, UnsupportedModelError
 from .adapters import get_adapter
-from .checks import check_loaded, check_model_folder, check_remote_code
+from .checks import (check_classifier_head, check_loaded, check_model_folder, check_remote_code, is_trained_classifier,
+                     load_tokenizer)
 from .checks import trust_remote_code as allowed_remote_code
 from .io import is_forgetless_folder, load_model
 from .seq2seq import build_bert2bert
@@ -56,15 +57,15 @@ def load_classifier(name_or_path: str, label_names: list[str], device: str = "cp
         return model.to(device), tokenizer
     path = resolve_model_path(name_or_path)
     if is_forgetless_folder(path):
-        model, tokenizer = load_model(path, device=device)
+        model, saved_tokenizer = load_model(path, device=device)
         check_label_order(model.config, label_names, path, where=str(path), error=ForgetlessError)
-        return model, tokenizer
+        return model, _saved_or_given(saved_tokenizer, tokenizer, path)
     _check_source(path)
     if Path(path).expanduser().is_dir():
         config = transformers.AutoConfig.from_pretrained(path, trust_remote_code=trust_remote_code)
-        if any(a.endswith("ForSequenceClassification") for a in getattr(config, "architectures", None) or []) \
-                and config.num_labels == len(label_names):
+        if is_trained_classifier(config) and config.num_labels == len(label_names):
             check_label_order(config, label_names, path)
+            check_classifier_head(path, config)
     id2label = dict(enumerate(label_names))
     transformers.set_seed(seed)
     try:
@@ -73,7 +74,7 @@ def load_classifier(name_or_path: str, label_names: list[str], device: str = "cp
             trust_remote_code=trust_remote_code, attn_implementation=attn_implementation, use_safetensors=True,
             output_loading_info=True,
         )
-        tokenizer = transformers.AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
+        tokenizer = _tokenizer(path, trust_remote_code)
     except OSError as exc:
         raise ForgetlessError(f"could not load model {name_or_path!r}: {exc}") from exc
     check_loaded(model, path, info)  # a missing body tensor or NaN weights: an error, not a random model
@@ -120,11 +121,11 @@ def load_seq2seq(name_or_path: str, device: str = "cpu", tokenizer=None, seed: i
         model, saved_tokenizer = load_model(path, device=device)
         if not get_adapter(model).is_seq2seq:
             raise UnsupportedModelError(f"{path} holds a {type(model).__name__}, not an encoder-decoder")
-        return model, saved_tokenizer
+        return model, _saved_or_given(saved_tokenizer, tokenizer, path)
     _check_source(path)
     try:
         config = transformers.AutoConfig.from_pretrained(path, trust_remote_code=allowed_remote_code())
-        tokenizer = transformers.AutoTokenizer.from_pretrained(path, trust_remote_code=allowed_remote_code())
+        tokenizer = _tokenizer(path, allowed_remote_code())
     except OSError as exc:
         raise ForgetlessError(f"could not load model {name_or_path!r}: {exc}") from exc
     transformers.set_seed(seed)
@@ -149,18 +150,34 @@ def load_causal_lm(name_or_path: str, device: str = "cpu", tokenizer=None, seed:
         return model.to(device), tokenizer
     path = resolve_model_path(name_or_path)
     if is_forgetless_folder(path):
-        model, tokenizer = load_model(path, device=device)
+        model, saved_tokenizer = load_model(path, device=device)
+        tokenizer = _saved_or_given(saved_tokenizer, tokenizer, path)
     else:
         try:
             model = transformers.AutoModelForCausalLM.from_pretrained(path, use_safetensors=True,
                                                                       trust_remote_code=allowed_remote_code())
-            tokenizer = transformers.AutoTokenizer.from_pretrained(path, trust_remote_code=allowed_remote_code())
+            tokenizer = _tokenizer(path, allowed_remote_code())
         except (OSError, ValueError) as exc:
             raise ForgetlessError(f"could not load causal language model {name_or_path!r}: {exc}") from exc
     if get_adapter(model).is_seq2seq:
         raise UnsupportedModelError(f"{name_or_path!r} is not a decoder-only language model")
     model.config.pad_token_id = _pad_token(tokenizer, path)
     return model.to(device), tokenizer
+
+
+def _tokenizer(path: str, trust_remote_code: bool):
+    """The tokenizer of a local folder (``checks.load_tokenizer``: missing or corrupt files are one
+    error), or of a hub id."""
+    if Path(path).expanduser().is_dir():
+        return load_tokenizer(path)
+    return transformers.AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
+
+
+def _saved_or_given(saved, given, path):
+    """A forgetless folder's own tokenizer, else the one the caller gives (the run's)."""
+    if saved is None and given is None:
+        load_tokenizer(path)  # raises: no tokenizer files in the folder
+    return saved if saved is not None else given
 
 
 def _pad_token(tokenizer, path: str) -> int:

@@ -27,6 +27,10 @@ def read_manifest(path: str | Path) -> dict:
         raise ModelFileError(f"{manifest_path}: unknown format {found!r}, expected {FORMAT!r}")
     if not isinstance(manifest.get("shape"), dict) or not isinstance(manifest.get("model_class"), str):
         raise ModelFileError(f"{manifest_path}: manifest lacks the model class or shape")
+    quantization = manifest.get("quantization")
+    if quantization is not None and not (isinstance(quantization, dict) and isinstance(quantization.get("dtype"), str)
+                                         and isinstance(quantization.get("modules", []), list)):
+        raise ModelFileError(f"{manifest_path}: its quantization entry is not {{dtype, scheme, modules}}")
     manifest.setdefault("metadata", {})
     return manifest
 

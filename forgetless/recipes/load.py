@@ -140,14 +140,18 @@ def validate_recipe(raw: dict, source: str = "<recipe>", scale: str | None = Non
         raise ConfigError(f"--scale {scale}: {source} has no scales; drop --scale")
     elif scale is not None and raw.get("scale") != scale:
         raise ConfigError(f"--scale {scale}: {source} is a resolved recipe of scale {raw['scale']!r}")
+    sets = [parse_set(item) if isinstance(item, str) else item for item in sets]
+    for key, value in sets:
+        if key == "command" and value != (raw.get("command") or "compress"):
+            raise ConfigError(f"--set command={value}: a recipe's command is {raw.get('command') or 'compress'} "
+                              f"({source}); --set changes its options, not what it runs")
     command = raw.get("command") or "compress"
     if command not in CONFIGS:
         raise ConfigError(f"{source}: command must be one of {', '.join(COMMANDS)}, got {command!r}")
     cls = CONFIGS[command]
     values = {k: v for k, v in raw.items() if k not in META and k not in IGNORED}
     tree.build(cls, values, source)  # the file alone: its errors name the file
-    for item in sets:
-        key, value = parse_set(item) if isinstance(item, str) else item
+    for key, value in sets:
         if key in META:
             raw[key] = value
         else:

@@ -17,7 +17,7 @@ class HeadPruningConfig(MethodConfig):
     calibration: ClassVar[str] = "task"  # gradients of the task's loss
     smoke: ClassVar[dict] = {"ratio": 0.25, "scoring_examples": 8}
 
-    ratio: float = option(0.2, help="share of all attention heads pruned", low=0, high=1)
+    ratio: float = option(0.2, help="share of all attention heads pruned", low=0, high=1, high_open=True)
     scoring_examples: int = option(256, help="size of the seeded scoring subset of the training set", low=1)
     scoring_batch: int = option(32, help="scoring examples per forward / backward pass", low=1)
     scoring_length: int = option(64, help="max tokens per scoring example", low=8)

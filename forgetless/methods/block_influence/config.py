@@ -36,6 +36,10 @@ class BlockInfluenceConfig(MethodConfig):
                 if value >= layers:
                     raise OptionError(f"{flag} {value}: {where} has {layers} layers; valid 0..{layers - 1}")
 
+    def shape_after(self, dims: dict) -> dict:
+        layers = dims.get("layers")
+        return {**dims, "layers": self.layers or (layers - self.remove if layers else None)}
+
     def removed_count(self, total: int) -> int:
         """Layers to remove from a stack of ``total``; at least one must stay and one must go."""
         count = self.remove if self.remove else total - self.layers

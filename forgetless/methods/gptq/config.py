@@ -20,6 +20,7 @@ class GptqConfig(OneShotConfig):
     """GPTQ: weights rounded to a per-group integer grid with second-order error feedback; stored
     packed on disk, dequantized to float32 in memory (smaller file, no speedup on CPU)."""
 
+    quantizes: ClassVar[bool] = True
     smoke: ClassVar[dict] = {"group_size": 16, "calibration_examples": 8, "calibration_batch": 4}
 
     bits: int = option(4, choices=BITS, help="bits per weight code (2 | 3 | 4 | 8)")

@@ -65,6 +65,9 @@ class NashConfig(L0Config):
             raise OptionError(f"--decoder-layers {self.decoder_layers}: {where} has {decoder} decoder layers; "
                               f"valid 1..{decoder}")
 
+    def shape_after(self, dims: dict) -> dict:
+        return {**dims, "decoder_layers": self.decoder_layers}
+
 
 @METHODS.register("cofi", implementation=".method:Cofi")
 @dataclass

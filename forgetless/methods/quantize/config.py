@@ -21,6 +21,7 @@ class QuantizeConfig(MethodConfig):
 
     task_types: ClassVar[tuple[str, ...]] = ("classification", "generation")
     structured: ClassVar[bool] = False
+    quantizes: ClassVar[bool] = True
     smoke: ClassVar[dict] = {"dtype": "int8"}
 
     dtype: str = option("int8", choices=DTYPES + GPU_ONLY,

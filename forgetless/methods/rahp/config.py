@@ -18,7 +18,7 @@ DELTA_C_MODES = ("exact", "first-order", "hybrid")
 class RahpConfig(HeadPruningConfig):
     needs_clever: ClassVar[bool] = True  # the card's certified-robustness estimates are RAHP's measure
 
-    ratio: float = option(0.6, help="ρ: share of all heads pruned", low=0, high=1)
+    ratio: float = option(0.6, help="ρ: share of all heads pruned", low=0, high=1, high_open=True)
     alpha: float = option(0.5, help="α: weight of the Fisher term I'", low=0)
     beta: float = option(1.0, help="β: weight of the robustness term ΔC'", low=0)
     protect: float = option(0.1, help="γ: share of heads with the highest Fisher score that are never pruned",

@@ -20,6 +20,7 @@ class RtnConfig(MethodConfig):
     dequantized to float32 in memory (smaller file, no speedup on CPU)."""
 
     structured: ClassVar[bool] = False
+    quantizes: ClassVar[bool] = True
     task_types: ClassVar[tuple[str, ...]] = ("classification",)
     model_kinds: ClassVar[tuple[str, ...]] = ("classifier", "causal-lm")
     smoke: ClassVar[dict] = {"group_size": 16}

@@ -25,4 +25,9 @@ class TruncateConfig(MethodConfig):
     def check_model(self, dims: dict, where: str) -> None:
         layers = dims.get("layers")
         if layers and self.layers >= layers:
-            raise OptionError(f"--layers {self.layers}: {where} has {layers} layers; keep 1..{layers - 1}")
+            given = f"--layers {self.layers}" + (" (the default)" if self.layers == type(self).layers else "")
+            keep = f"keep 1..{layers - 1}" if layers > 1 else "one layer cannot be truncated further"
+            raise OptionError(f"{given}: {where} has {layers} layer{'s' * (layers > 1)}; {keep}")
+
+    def shape_after(self, dims: dict) -> dict:
+        return {**dims, "layers": self.layers}
