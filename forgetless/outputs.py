@@ -10,19 +10,21 @@ output moves it aside first (``fsutil.atomic_directory``); nothing forgetless di
 ever deleted.
 
 ``output_lock`` holds a lock per output folder for the whole command: a second run on the same
-folder stops with a clear error instead of training into the same ``work/`` at once.
+folder stops with a clear error instead of training into the same ``work/`` at once;
+``claim_output`` also removes a folder the command created when it stops on a bad input.
 """
 from __future__ import annotations
 
 import contextlib
 import json
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
 from typing import Iterator, Mapping
 
-from .errors import OutputFolderError
+from .errors import DiskFullError, ForgetlessError, OutputFolderError
 from .fsutil import atomic_write_json
 
 RUN_FILE = "forgetless-run.json"  # which command (and for compress: which run) owns an output folder
@@ -215,6 +217,25 @@ def output_lock(folder, flag: str = "--out") -> Iterator[Path]:
 
     with _file_lock(folder / LOCK_FILE, busy):
         yield folder
+
+
+@contextlib.contextmanager
+def claim_output(folder, flag: str = "--out") -> Iterator[Path]:
+    """``output_lock`` for a command that may create ``folder``: when it stops with a
+    ``ForgetlessError`` (an input found wrong only now) a folder that was absent or empty is left so
+    again, so a refused run leaves nothing behind (and its corrected rerun does not meet "the output
+    of a different run"). A full disk keeps what was written: the same command resumes from there."""
+    folder = Path(folder)
+    created = not folder.exists()
+    empty = not created and folder.is_dir() and not any(folder.iterdir())
+    with output_lock(folder, flag):
+        try:
+            yield folder
+        except ForgetlessError as exc:
+            if (created or empty) and not isinstance(exc, DiskFullError):
+                for path in ([folder] if created else [p for p in folder.iterdir() if p.name != LOCK_FILE]):
+                    shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
+            raise
 
 
 def check_cache(flag: str = "FORGETLESS_CACHE") -> Path:

@@ -31,7 +31,7 @@ from . import progress
 from .progress import stage
 from .config import CleverConfig, RunConfig
 from .data.task import Task
-from .errors import ConfigError, OutputFolderError
+from .errors import OutputFolderError
 from .fsutil import atomic_write_json, disk_full_guard, remove_leftovers
 from .kinds import kind_for
 from .methods._shared.calibration import calibration_texts
@@ -41,7 +41,7 @@ from .metrics.clever import clever_evaluate
 from .metrics.perplexity import default_perplexity_file
 from .metrics.runtime import agreement, deploy
 from .metrics.size import bits_per_parameter, disk_size, parameter_counts
-from .outputs import check_output, mark_output, output_lock
+from .outputs import check_output, claim_output, mark_output, output_lock
 from .recipes.dump import drop_empty
 from .registry import METHODS, OBJECTIVES
 from .report.card import build_card
@@ -129,7 +129,7 @@ def run_and_save(task: Task, config: RunConfig, out_dir: str | Path, meta: dict 
     ``keep_work``). ``meta``: name, paper, scale … of a recipe file, saved in the resolved recipe."""
     key = check_run_output(task, config, out_dir, overwrite)
     validate_run(task, config, model)
-    with output_lock(out_dir), disk_full_guard(out_dir):  # a second run on the same folder stops here
+    with claim_output(out_dir), disk_full_guard(out_dir):  # a second run on the same folder stops here
         prepare_output(out_dir, key, overwrite, run_identity(config), run_inputs(task, config))
         remove_leftovers(out_dir)  # .model.tmp-* of a killed save (we hold the folder's lock)
         work_dir = Path(out_dir) / "work"
@@ -208,9 +208,7 @@ def measure(ctx: CompressionContext, config: RunConfig, teacher, compressed, met
                for role, m in (("base", teacher), ("compressed", deployed))}
     predictions = {role: results[role].pop("predictions") for role in results}
     robustness = None
-    if config.robustness:
-        if kind.name != "classifier":
-            raise ConfigError("CLEVER estimates need a classifier's logits; they do not apply to seq2seq models")
+    if config.robustness:  # a classifier's (validate.py)
         step(f"CLEVER robustness estimates ({config.clever.examples} dev examples per model)")
         robustness = {"clever": {role: _clever_summary(m, tokenizer, task, config.clever, ctx.work_dir, role)
                                  for role, m in (("base", teacher), ("compressed", compressed))}}

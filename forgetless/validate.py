@@ -36,6 +36,7 @@ from .methods._shared.calibration import calibration_texts
 from .models.checks import check_classifier_head, check_model_folder, check_tokenizer_files, is_trained_classifier
 from .models.loading import check_label_order, resolve_model_path
 from .models.adapters import decoder_only_types
+from .models.io import check_saved_model
 from .models.manifest import is_forgetless_folder, read_manifest
 from .models.tiny import TINY_MODELS, tiny_model_config
 from .options import default_of
@@ -108,7 +109,7 @@ def validate_run(task, config, model=None) -> None:
         model_dims(config.teacher, kind.name == "seq2seq")  # the teacher folder must be a readable model
         _check_teacher_family(config.teacher, config.model)
         _check_teacher_labels(config.teacher, task, kind)
-    _check_kind_options(config.eval, kind)
+    _check_kind_options(config, kind)
     _check_model_folders(config, model, kind)
     _check_some_training(task, config)
     _check_device(config.train)
@@ -180,18 +181,24 @@ def _check_model_folders(config, model, kind) -> None:
         if path is None or not path.is_dir():
             continue  # a built-in tiny model or a hub id
         check_tokenizer_files(path)
-        if kind.name == "classifier" and not is_forgetless_folder(path):
+        if is_forgetless_folder(path):
+            check_saved_model(path)  # its manifest fits its config (meta device: nothing loaded)
+        elif kind.name == "classifier":
             check_classifier_head(path, found)
 
 
-def _check_kind_options(eval_config, kind) -> None:
-    """An evaluation option of another model kind (``option(kinds=)``), or a runtime the kind does not
-    run, is an error naming what it applies to, not silently ignored."""
+def _check_kind_options(config, kind) -> None:
+    """An evaluation option of another model kind (``option(kinds=)``), a runtime the kind does not
+    run or CLEVER estimates of a model without class logits are an error naming what they apply to."""
+    eval_config = config.eval
     for f in fields(eval_config):
         kinds = f.metadata.get("kinds")
         if kinds and kind.name not in kinds and getattr(eval_config, f.name) != default_of(f):
             raise OptionError(f"{type(eval_config).flag(f.name)}: applies to {' and '.join(kinds)} models, not to a "
                               f"{kind.name} (--model-kind)")
+    if kind.name != "classifier" and config.robustness:
+        raise OptionError(f"--clever: CLEVER estimates need a classifier's logits; they do not apply to a {kind.name} "
+                          "model")
     runtimes = getattr(kind, "runtimes", ("torch",))
     if eval_config.runtime not in runtimes:
         raise OptionError(f"--runtime {eval_config.runtime}: not available for a {kind.name} model (it runs under: "

@@ -227,6 +227,13 @@ CASES = [
      r"--model-kind causal-lm: model 'tiny-bert' is a bert model, not a decoder-only language model"),
     ("truncate-default-layers", ["compress", "--model", "tiny-bert", "--method", "truncate"],
      r"--layers 3 \(the default\): model 'tiny-bert' has 2 layers; keep 1..1"),
+    ("model-lying-quantization", ["compress", "--model", "{lying_int8}", "--base", "as-is", "--method", "truncate",
+                                  "--layers", "1"],
+     r"lying-int8/forgetless.json: its quantization entry names modules the model does not have"),
+    ("clever-on-seq2seq", [*T5, "--clever"], r"--clever: CLEVER estimates need a classifier's logits"),
+    ("sweep-level-beyond-the-model", ["sweep", "--model", "tiny-bert", "--method", "truncate", "--objectives", "ce",
+                                      "--level-option", "layers", "--levels", "1,5"],
+     r"--levels 1,5: --layers 5: model 'tiny-bert' has 2 layers"),
     ("then-truncate-default-layers", ["compress", "--model", "tiny-bert", "--method", "magnitude", "--then", "truncate"],
      r"--then truncate:layers=3 \(the default\): the model after magnitude has 2 layers"),
 ]
@@ -459,6 +466,31 @@ def test_cli_bad_input(case, paths, tmp_path, capsys, monkeypatch):
     assert before == after  # the output folder is absent or untouched
     assert not out.exists()
     assert tree_hashes(Path(paths["root"])) == inputs  # inputs byte-identical, nothing new written
+
+
+def test_a_run_refused_in_its_first_step_leaves_nothing_behind(tmp_path, capsys, monkeypatch):
+    """An input found wrong only when the first step reads it (here: the base model's loading
+    raises) is one error line, and the output folder the run created is removed again (no
+    ``forgetless-run.json``, lock or ``work/`` stub that would make the corrected rerun "a different
+    run"); an empty folder given as ``--out`` is left empty."""
+    from forgetless import teacher
+    from forgetless.errors import DataError
+
+    def refuse(*args, **kwargs):
+        raise DataError("the base model cannot be read (simulated)")
+
+    monkeypatch.setattr(teacher, "train_teacher", refuse)
+    monkeypatch.setattr("forgetless.pipeline.train_teacher", refuse)
+    out = tmp_path / "out"
+    argv = ["compress", *FAST, "--model", "tiny-bert", "--method", "truncate", "--layers", "1", "--out", str(out)]
+    code, err = run_cli(argv, capsys)
+    assert code == 2 and [line for line in err.splitlines() if "error:" in line] == [
+        "forgetless: error: the base model cannot be read (simulated)"], err
+    assert not out.exists()
+    out.mkdir()
+    code, err = run_cli(argv, capsys)
+    assert code == 2 and "(simulated)" in err
+    assert [p.name for p in out.iterdir() if p.name != ".forgetless.lock"] == []
 
 
 # ----- the Python API ------------------------------------------------------------------------------

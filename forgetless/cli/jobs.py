@@ -13,7 +13,7 @@ from ..export import push_to_hub
 from ..metrics.profile import run_profile
 from ..models.io import load_model
 from ..models.loading import load_seq2seq
-from ..outputs import check_output, mark_output, output_lock
+from ..outputs import check_output, claim_output, mark_output
 from ..pipeline import Run, run_and_save
 from ..recipes.dump import dump_recipe
 from ..report.markdown import render_markdown
@@ -85,7 +85,7 @@ def profile_job(config, out, overwrite: bool = False, meta: dict | None = None) 
                        overwrite=overwrite)
     model, tokenizer = load_seq2seq(config.model, seed=config.seed)
     compressed = load_model(config.compressed) if config.compressed else None  # (model, tokenizer)
-    with output_lock(out):
+    with claim_output(out):
         mark_output(out, "profile")
         result = run_profile(model, tokenizer, str(out), compressed, tuple(config.seq_lengths),
                              tuple(config.head_fractions), tuple(config.ffn_fractions), config.batch_size,

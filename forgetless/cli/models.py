@@ -20,7 +20,7 @@ from ..metrics.speed import SpeedConfig, compare_speed
 from ..models.adapters import get_adapter
 from ..models.io import load_model, save_model
 from ..models.loading import load_classifier, load_seq2seq
-from ..outputs import check_output, mark_output, output_lock
+from ..outputs import check_output, claim_output, mark_output
 from ..report.model_card import write_model_card
 from ..training.trainer import fine_tune
 from ..validate import model_dims, model_type_of
@@ -45,7 +45,7 @@ def cmd_finetune(args, config) -> int:
     state = PartialState()
     transformers.set_seed(config.seed)
     model, tokenizer = kind.load_model(config.model, task, config.seed)  # a bad model fails before OUT is made
-    with output_lock(out):  # held by the first process of a distributed launch (outputs.distributed_follower)
+    with claim_output(out):  # held by the first process of a distributed launch (outputs.distributed_follower)
         if state.is_main_process:
             mark_output(out, "finetune")
         model = fine_tune(model, tokenizer, kind.training_set(task, tokenizer), out / "checkpoints", config.train)

@@ -64,12 +64,30 @@ def save_model(model: nn.Module, path: str | Path, tokenizer=None, metadata: dic
     return path
 
 
-def load_model(path: str | Path, device: str = "cpu", with_tokenizer: bool = True):
-    """Rebuild a model saved by ``save_model``. Returns ``(model, tokenizer or None)``.
+def check_saved_model(path: str | Path) -> None:
+    """A forgetless folder's manifest fits its config: the architecture rebuilt on the meta device (no
+    memory, no weights read) in the recorded shape, with every quantized module it names. Before
+    any work; ``load_model`` then checks the weights against it."""
+    with torch.device("meta"):
+        model, manifest = _build(Path(path))
+    names = (manifest.get("quantization") or {}).get("modules") or []
+    unknown = [name for name in names if not _has_module(model, name)]
+    if unknown:
+        raise ModelFileError(f"{Path(path) / MANIFEST}: its quantization entry names modules the model does not "
+                             f"have ({', '.join(unknown[:3])})")
 
-    The folder is checked first (``checks.check_model_folder``: config, complete safetensors); a
-    manifest whose shapes do not match the config or the weights is a ``ModelFileError``."""
-    path = Path(path)
+
+def _has_module(model: nn.Module, name: str) -> bool:
+    try:
+        model.get_submodule(name)
+    except AttributeError:
+        return False
+    return True
+
+
+def _build(path: Path):
+    """``(model, manifest)``: the folder checked (``check_model_folder``), its model class built from
+    the config and reshaped as the manifest records (random weights)."""
     manifest = read_manifest(path)
     model_class = transformers_model_class(manifest["model_class"])
     config = check_model_folder(path)
@@ -82,6 +100,17 @@ def load_model(path: str | Path, device: str = "cpu", with_tokenizer: bool = Tru
     except (KeyError, ValueError, IndexError, TypeError, AttributeError, RuntimeError, ForgetlessError) as exc:
         raise ModelFileError(f"{path / MANIFEST}: its shape does not fit the model's config "
                              f"({type(exc).__name__}: {str(exc)[:200]})") from exc
+    return model, manifest
+
+
+def load_model(path: str | Path, device: str = "cpu", with_tokenizer: bool = True):
+    """Rebuild a model saved by ``save_model``. Returns ``(model, tokenizer or None)``.
+
+    The folder is checked first (``checks.check_model_folder``: config, complete safetensors); a
+    manifest whose shapes do not match the config or the weights is a ``ModelFileError``."""
+    path = Path(path)
+    model, manifest = _build(path)
+    weights = weights_file(path)
     try:
         missing, unexpected = load_weights(model, str(weights), manifest.get("quantization"))
     except ModelFileError:

@@ -25,17 +25,17 @@ from pathlib import Path
 
 from ..config import RunConfig, SweepConfig
 from ..data.task import Task
-from ..errors import ConfigError
+from ..errors import ConfigError, OptionError
 from ..fsutil import atomic_write_json, remove_leftovers
 from ..kinds import kind_for
 from ..methods.base import CompressionContext
-from ..outputs import RUN_FILE, check_cache, check_output, mark_output, output_lock, read_mark
+from ..outputs import RUN_FILE, check_cache, check_output, claim_output, mark_output, read_mark
 from ..pipeline import clean_work, run_and_save
 from ..recipes.dump import dump_recipe
 from ..registry import METHODS, OBJECTIVES
 from ..teacher import train_teacher
 from ..tree import flatten, to_recipe
-from ..validate import run_identity, run_key
+from ..validate import run_identity, run_key, validate_run
 from .table import _record, _summary, write_sweep
 
 log = logging.getLogger(__name__)
@@ -68,8 +68,16 @@ def run_sweep(task: Task, sweep: SweepConfig, out_dir: str | Path, meta: dict | 
     base = RunConfig(**{f.name: getattr(sweep, f.name) for f in dataclasses.fields(RunConfig)})
     base = replace(base, task=replace(base.task, data_seed=sweep.seed if sweep.task.data_seed is None
                                       else sweep.task.data_seed))  # the runs of a sweep share one data split
+    for level in levels:  # every run checked before the first teacher is trained (a level beyond the model …)
+        for objective in objectives.values():
+            try:
+                validate_run(task, replace(base, method=methods[level], objective=objective))
+            except OptionError as exc:
+                level_flag = "--" + sweep.level_option.replace("_", "-")
+                raise OptionError(f"--levels {','.join(map(str, sweep.levels))}: {exc}" if str(exc).startswith(
+                    f"{level_flag} ") else str(exc)) from None
     recipe = {"command": "sweep", **(meta or {}), **to_recipe(sweep)}
-    with output_lock(out_dir):  # a second sweep on the same folder stops here; this one resumes its runs
+    with claim_output(out_dir):  # a second sweep on the same folder stops here; this one resumes its runs
         mark_output(out_dir, "sweep")
         remove_leftovers(out_dir)  # temporary files a killed sweep left (we hold the folder's lock)
         records, difficulty, started = [], {}, time.time()
