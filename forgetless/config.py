@@ -288,9 +288,10 @@ class RunConfig(Config):
         for flag, value in (("--model", self.model), ("--teacher", self.teacher)):
             if isinstance(value, str) and not value.strip():
                 raise OptionError(f"{flag} '': name a model (a built-in name, a folder or a hub id)"
-                                  + (", or leave --teacher out to fine-tune one" if flag == "--teacher" else ""))
+                                  + ("; without --teacher, one is fine-tuned" if flag == "--teacher" else ""))
         if self.base == "as-is" and self.teacher:
-            raise OptionError("--base as-is: the base is --model as it is; --teacher names another base, give one")
+            raise OptionError("--base as-is: the base is the model as it is (--model); a teacher (--teacher) names "
+                              "another base: give one of them")
         if self.model_kind == "auto" and self.model == "smollm2":  # a pretrained LLM: scored by label likelihood
             self.model_kind = "causal-lm"
 

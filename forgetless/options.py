@@ -19,7 +19,7 @@ import typing
 from dataclasses import MISSING, dataclass, field
 from typing import Any, ClassVar
 
-from .errors import ConfigError
+from .errors import ConfigError, name_flag
 from .ranges import check_number
 
 
@@ -46,6 +46,18 @@ class Config:
     is built, then ``check()`` (relations between fields)."""
 
     flag_prefix: ClassVar[str] = ""
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        """Each option's flag and Python name go to ``errors.name_flag``: an error read from Python
+        names ``learning_rate=``, on the command line ``--lr``."""
+        super().__init_subclass__(**kwargs)
+        for name, value in list(vars(cls).items()):
+            if isinstance(value, dataclasses.Field) and value.metadata:
+                meta = value.metadata
+                flag = meta.get("flag") or cls.flag_prefix + name.replace("_", "-")  # flag_name, before @dataclass
+                if meta.get("negate"):
+                    name_flag(meta["negate"], f"{name}=False", switch=True)
+                name_flag(flag, f"{name}=True" if meta.get("switch") else name, switch=bool(meta.get("switch")))
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):

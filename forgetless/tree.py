@@ -130,9 +130,9 @@ def build(cls: type, values: dict, source: str = "the command line"):
     try:
         return _assemble(cls, given, (), source)
     except ConfigError as exc:  # a range or choice of a built config: name the recipe file too
-        if source == "the command line" or str(exc).startswith(source):
+        if source == "the command line" or exc.args[0].startswith(source):
             raise
-        raise type(exc)(f"{source}: {exc}") from None
+        raise type(exc)(f"{source}: {exc.args[0]}") from None
 
 
 def _legacy_recovery(value, source: str) -> str:

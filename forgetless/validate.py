@@ -151,7 +151,7 @@ def _check_chain(config, dims: dict | None, source) -> None:
         try:
             item.check_model(dims, where)
         except OptionError as exc:
-            raise OptionError(str(exc) if i == 0 else then_flags(item.name, str(exc))) from None
+            raise OptionError(exc.args[0] if i == 0 else then_flags(item.name, exc.args[0])) from None
         dims = item.shape_after(dims)
 
 

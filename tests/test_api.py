@@ -171,7 +171,7 @@ def test_compress_in_memory_t5_on_generation_data(tmp_path, tok, forgetless_cach
     (lambda m, t, d: forgetless.compress(m, d, "truncate", tokenizer=t, columns={"text": "review"}),
      "no column 'review'"),
     (lambda m, t, d: forgetless.compress(m, {"train": d["train"]}, "truncate", tokenizer=t), "'validation'"),
-    (lambda m, t, d: forgetless.compress(m, d, TruncateConfig(layers=2), tokenizer=t), "--layers 2"),
+    (lambda m, t, d: forgetless.compress(m, d, TruncateConfig(layers=2), tokenizer=t), "^layers=2: "),
     (lambda m, t, d: forgetless.compress(m, d, "truncate"), "tokenizer: none given"),
     (lambda m, t, d: forgetless.compress("tiny-bert", d, "truncate", tokenizer=t), "its own tokenizer"),
     (lambda m, t, d: forgetless.evaluate(m, [1, 2], tokenizer=t), "data: expected"),

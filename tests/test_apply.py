@@ -137,7 +137,7 @@ def test_apply_reads_calibration_from_a_dataset_a_file_and_a_data_folder_set(lla
     (HeadsConfig(recovery="none"), None, "method 'heads' scores the model on a labelled task"),
     ("nash", None, "method 'nash' does not apply to a causal-lm model"),
     ([], None, "methods: an empty list"),
-    (TruncateConfig(layers=9, recovery="none"), None, "--layers 9: model has 4 layers"),
+    (TruncateConfig(layers=9, recovery="none"), None, "layers=9: model has 4 layers"),
     (WandaConfig(), [1, 2], "calibration: a list of texts must hold strings only"),
     (WandaConfig(), datasets.Dataset.from_dict({"sentence": ["a b"]}), "has none of the text columns"),
     (WandaConfig(), "no-such-set", "calibration no-such-set: not a text file, nor a set of the data folder"),

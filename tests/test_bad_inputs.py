@@ -497,7 +497,9 @@ def test_a_run_refused_in_its_first_step_leaves_nothing_behind(tmp_path, capsys,
 def _api_cases(paths, out):
     from forgetless.data.tasks import load_task
     from forgetless.models.io import load_model
-    from forgetless.config import RunConfig, TrainConfig
+    import forgetless
+    from forgetless.config import RunConfig, TaskConfig, TrainConfig
+    from forgetless.data.tasks import task_from_config
     from forgetless.methods.nash.config import NashConfig
     from forgetless.methods.truncate.config import TruncateConfig
     from forgetless.pipeline import run_and_save
@@ -507,29 +509,41 @@ def _api_cases(paths, out):
     return [
         ("api-labels-string", lambda: load_task("files", train=paths["single_tsv"], dev=paths["single_tsv"],
                                                 text_a="sentence", text_b="", labels="neg,pos"),
-         r"--labels: give a list of label names, not the string 'neg,pos'"),
-        ("api-epochs-nan", lambda: TrainConfig(epochs=math.nan), r"--epochs: must be a finite number"),
-        ("api-save-steps-zero", lambda: TrainConfig(save_steps=0), r"--save-steps: 0 is out of range"),
+         r"^labels: give a list of label names, not the string 'neg,pos'"),
+        ("api-epochs-nan", lambda: TrainConfig(epochs=math.nan), r"^epochs: must be a finite number"),
+        ("api-save-steps-zero", lambda: TrainConfig(save_steps=0), r"^save_steps: 0 is out of range"),
         ("api-label-fraction", lambda: load_task("files", train=paths["fraction_label"], dev=paths["fraction_label"],
                                                  text_b="", labels=["0", "1"]), r"unknown label 1.7 in row 2"),
         ("api-truncate-layers-100", lambda: run_and_save(task(), RunConfig(model="tiny-bert", method=TruncateConfig(layers=100),
                                                                        **quick), out),
-         r"--layers 100: model 'tiny-bert' has 2 layers"),
+         r"^layers=100: model 'tiny-bert' has 2 layers"),
         ("api-out-empty", lambda: run_and_save(task(), RunConfig(model="tiny-bert", method=TruncateConfig(layers=1), **quick), ""),
-         r"--out '': name an output folder"),
+         r"^out_dir='': name an output folder"),
         ("api-nash-decoder-layers", lambda: run_and_save(load_task("synthetic-lookup", train_size=16, eval_size=4),
                                                      RunConfig(model="tiny-t5", method=NashConfig(decoder_layers=9), **quick), out),
-         r"--decoder-layers 9: model 'tiny-t5' has 4 decoder layers"),
+         r"^decoder_layers=9: model 'tiny-t5' has 4 decoder layers"),
         ("api-lying-manifest", lambda: load_model(paths["lying"]), r"lying/forgetless.json: its shape does not fit|weights do not match"),
         ("api-truncated-model", lambda: load_model(paths["corrupt_saved"]), r"truncated or corrupt safetensors"),
         ("api-teacher-pickle", lambda: run_and_save(task(), RunConfig(model="tiny-bert", teacher=paths["pickle_only"],
                                                                   **quick), out), r"only pickle weights"),
+        ("api-teacher-empty", lambda: RunConfig(teacher=""), r"^teacher='': name a model .*; without teacher, one is fine-tuned"),
+        ("api-then-after-quantize", lambda: run_and_save(task(), RunConfig(model="tiny-bert", method="quantize",
+                                                                          then=[TruncateConfig(layers=1)], **quick), out),
+         r"^then=truncate: comes after quantize"),
+        ("api-option-of-another-task", lambda: task_from_config(TaskConfig(train_file=paths["tsv"])),
+         r"^train: applies to task=files, not synthetic"),
+        ("api-other-run-output", lambda: run_and_save(task(), RunConfig(model="tiny-bert", method=TruncateConfig(layers=1),
+                                                                        **quick), paths["other_run"]),
+         r"^out_dir=.*other-run: holds the output of a different run .* pass overwrite=True to replace it"),
+        ("api-no-tokenizer", lambda: forgetless.evaluate(paths["no_tokenizer"], "synthetic"),
+         r"no-tokenizer: no tokenizer files"),
     ]
 
 
 API_IDS = ["api-labels-string", "api-epochs-nan", "api-save-steps-zero", "api-label-fraction",
            "api-truncate-layers-100", "api-out-empty", "api-nash-decoder-layers", "api-lying-manifest",
-           "api-truncated-model", "api-teacher-pickle"]
+           "api-truncated-model", "api-teacher-pickle", "api-teacher-empty", "api-then-after-quantize",
+           "api-option-of-another-task", "api-other-run-output", "api-no-tokenizer"]
 
 
 @pytest.mark.parametrize("name", API_IDS)
@@ -542,6 +556,44 @@ def test_api_bad_input(name, paths, tmp_path):
     message = str(info.value)
     assert "\n" not in message and re.search(pattern, message), message
     assert not out.exists()
+
+
+def test_one_error_speaks_flags_on_the_command_line_and_python_names_in_python(paths, tmp_path, capsys):
+    """The same refusal, raised at the same place: ``--out '': …`` printed by the command,
+    ``out_dir='': …`` read from Python; a command to type (in backticks) keeps its flags."""
+    from forgetless.config import RunConfig, TrainConfig
+    from forgetless.data.tasks import load_task
+    from forgetless.errors import OptionError, command_line
+    from forgetless.pipeline import run_and_save
+
+    code, err = run_cli(["compress", "--model", "tiny-bert", "--out", ""], capsys)
+    assert code == 2 and "forgetless: error: --out '': name a path" in err
+    with pytest.raises(ForgetlessError) as info:
+        run_and_save(load_task("synthetic", train_size=8, eval_size=4), RunConfig(model="tiny-bert"), "")
+    assert str(info.value).startswith("out_dir='': name an output folder")
+    error = OptionError("--lr: 2 is out of range; pass --overwrite, or run `pip install --no-deps x`")
+    assert str(error) == "learning_rate: 2 is out of range; pass overwrite=True, or run `pip install --no-deps x`"
+    with command_line():
+        assert str(error) == error.args[0]
+    with pytest.raises(ForgetlessError, match=r"^epochs: must be a finite number"):
+        TrainConfig(epochs=math.nan)
+
+
+def test_every_option_has_its_python_name():
+    """Each flag of the config tree reads, from Python, as the field it sets (``--lr`` →
+    ``learning_rate``, ``--bench-seq-len`` → ``speed.seq_len``, ``--no-progress`` → ``progress=False``)."""
+    from forgetless import tree
+    from forgetless.config import RunConfig, SweepConfig
+    from forgetless.errors import python_names
+
+    for leaf in [*tree.table(RunConfig), *tree.table(SweepConfig)]:
+        if not leaf.cli:
+            continue
+        spoken = python_names(f"{leaf.flag} 1: x")
+        name, _, rest = spoken.partition("=")
+        switch = leaf.field.metadata.get("negate") or leaf.field.metadata.get("switch")
+        assert rest.startswith(("False 1" if leaf.field.metadata.get("negate") else "True 1") if switch else "1: x")
+        assert name.split(".")[-1] == leaf.field.name or leaf.flag in ("--task", "--train", "--dev"), (leaf.flag, spoken)
 
 
 # ----- fixed during the unification: checked here ----------------------------------------------------

@@ -82,10 +82,10 @@ def test_configs_import_no_torch_and_document_every_option():
 
 
 @pytest.mark.parametrize("name, options, message", [
-    ("truncate", {"layers": 3}, "--layers 3: model m has 3 layers; keep 1..2"),
-    ("block-influence", {"remove": 3}, "--remove 3: model m has 3 layers; valid 0..2"),
-    ("heads", {"prune_count": 12}, r"--prune-count 12: model m has 12 heads \(3 layers × 4\); valid 0..11"),
-    ("nash", {"decoder_layers": 3}, "--decoder-layers 3: model m has 2 decoder layers; valid 1..2")])
+    ("truncate", {"layers": 3}, r"layers=3 \(the default\): model m has 3 layers; keep 1..2"),
+    ("block-influence", {"remove": 3}, "remove=3: model m has 3 layers; valid 0..2"),
+    ("heads", {"prune_count": 12}, r"prune_count=12: model m has 12 heads \(3 layers × 4\); valid 0..11"),
+    ("nash", {"decoder_layers": 3}, "decoder_layers=3: model m has 2 decoder layers; valid 1..2")])
 def test_configs_check_options_against_the_model_shape(name, options, message):
     dims = {"layers": 3, "decoder_layers": 2, "heads": 4, "max_positions": 128}
     with pytest.raises(OptionError, match=message):

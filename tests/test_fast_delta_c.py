@@ -207,11 +207,11 @@ def test_hybrid_prunes_the_same_heads_as_exact_through_the_method(tmp_path):
 
 
 def test_bad_modes_and_windows_are_config_errors():
-    with pytest.raises(ConfigError, match="--delta-c-mode firstorder: not one of exact, first-order, hybrid"):
+    with pytest.raises(ConfigError, match="delta_c_mode=firstorder: not one of exact, first-order, hybrid"):
         METHODS.make_config("rahp", {"delta_c_mode": "firstorder"})
-    with pytest.raises(ConfigError, match="--hybrid-window: -1 is out of range; valid: >= 0"):
+    with pytest.raises(ConfigError, match="hybrid_window: -1 is out of range; valid: >= 0"):
         METHODS.make_config("rahp", {"hybrid_window": -1})
-    with pytest.raises(ConfigError, match="--hybrid-extremes: 0 is out of range; valid: >= 1"):
+    with pytest.raises(ConfigError, match="hybrid_extremes: 0 is out of range; valid: >= 1"):
         METHODS.make_config("rahp", {"hybrid_extremes": 0})
     with pytest.raises(ConfigError, match="head indices"):
         delta_c_scores(tiny(), [BATCH], heads=[6])

@@ -178,23 +178,23 @@ def test_same_seed_same_codes_and_a_changed_weight_is_saved_dense(tmp_path):
 
 
 def test_options_checked_against_the_config_and_the_modules():
-    with pytest.raises(OptionError, match="--recovery fine-tune: gptq stores integer codes"):
+    with pytest.raises(OptionError, match="recovery=fine-tune: gptq stores integer codes"):
         METHODS.make_config("gptq", {"recovery": "fine-tune"})
-    with pytest.raises(OptionError, match="--group-size 0"):
+    with pytest.raises(OptionError, match="group_size=0"):
         METHODS.make_config("gptq", {"group_size": 0})
-    with pytest.raises(ConfigError, match="--bits 5: not one of 2, 3, 4, 8"):
+    with pytest.raises(ConfigError, match="bits=5: not one of 2, 3, 4, 8"):
         METHODS.make_config("gptq", {"bits": 5})
     dims = {"layers": 2, "decoder_layers": None, "heads": 4, "max_positions": 64, "widths": [64, 128]}
     METHODS.make_config("gptq", {"group_size": 32}).check_model(dims, "model m")
     METHODS.make_config("gptq", {"group_size": -1}).check_model(dims, "model m")
-    with pytest.raises(OptionError, match=r"--group-size 48: model m has linear layers with 64 inputs, not a multiple "
+    with pytest.raises(OptionError, match=r"group_size=48: model m has linear layers with 64 inputs, not a multiple "
                                           r"of 48 \(the saved compressed-tensors format has no partial last group\); "
                                           "use 32, or -1"):
         METHODS.make_config("gptq", {"group_size": 48}).check_model(dims, "model m")
-    with pytest.raises(OptionError, match="--group-size 96: model m has linear layers with 64 inputs, fewer than "
+    with pytest.raises(OptionError, match="group_size=96: model m has linear layers with 64 inputs, fewer than "
                                           "one group; use at most 64, or -1"):
         METHODS.make_config("gptq", {"group_size": 96}).check_model(dims, "model m")
-    with pytest.raises(OptionError, match="--group-size 96: decoder layer 0 self_attn.q_proj has 64 inputs"):
+    with pytest.raises(OptionError, match="group_size=96: decoder layer 0 self_attn.q_proj has 64 inputs"):
         METHODS.build(METHODS.make_config("gptq", {"group_size": 96})).check_fits(tiny_llama())
 
 

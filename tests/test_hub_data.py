@@ -175,7 +175,7 @@ def test_mnli_and_hans_from_the_hub_equal_the_folder_without_hardness(pointed_hu
     assert "no hard/easy split" in from_hub.protocol
     full = load_task("mnli")  # GLUE MNLI train / validation_matched → HANS, the hub only
     assert len(full.train) == len(full.dev) == 15 and full.challenges["hans"].groups == hans.groups
-    with pytest.raises(DataError, match="task mnli needs GLUE MNLI train.*--task mnli-small"):
+    with pytest.raises(DataError, match="task mnli needs GLUE MNLI train.*task=mnli-small"):
         load_task("mnli", data_dir=str(folder))
 
 
@@ -231,7 +231,7 @@ def test_unreachable_hub_is_one_error_naming_the_dataset_and_data_dir(monkeypatc
         load_task("rte")
     message = str(info.value)
     assert "nyu-mll/glue (rte, train)" in message and "huggingface.co cannot be reached" in message
-    assert "--data-dir" in message and "\n" not in message
+    assert "data_dir=" in message and "\n" not in message
 
 
 def test_cli_without_data_folder_offline_stops_in_seconds(tmp_path):

@@ -87,9 +87,9 @@ def test_no_recovery_prunes_one_shot_without_training(tmp_path):
 
 
 def test_errors_name_the_flag():
-    with pytest.raises(ConfigError, match="--sparsity 1.0: must be below 1"):
+    with pytest.raises(ConfigError, match="sparsity=1.0: must be below 1"):
         MagnitudeConfig(sparsity=1.0)
-    with pytest.raises(ConfigError, match="--prune-every: 0 is out of range; valid: >= 1"):
+    with pytest.raises(ConfigError, match="prune_every: 0 is out of range; valid: >= 1"):
         MagnitudeConfig(prune_every=0)
-    with pytest.raises(ConfigError, match="--initial-sparsity 0.5: must not exceed --sparsity 0.4"):
+    with pytest.raises(ConfigError, match="initial_sparsity=0.5: must not exceed sparsity=0.4"):
         MagnitudeConfig(initial_sparsity=0.5)

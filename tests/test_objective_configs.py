@@ -27,17 +27,17 @@ def test_every_field_has_help_and_every_config_builds_its_objective():
 
 
 @pytest.mark.parametrize("name, options, message", [
-    ("focal", {"gamma": -1}, r"--objective-gamma: -1.0 is out of range; valid: >= 0"),
-    ("distil", {"lam": 1.5}, r"--objective-lam: 1.5 is out of range; valid: >= 0 and <= 1"),
-    ("distil", {"temperature": 0}, r"--objective-temperature: 0.0 is out of range; valid: > 0"),
-    ("rmc", {"sparsities": "0.5"}, r"--objective-sparsities 0.5: difficulty needs at least two sparsity levels"),
-    ("rmc", {"sparsities": "0.5,1"}, r"--objective-sparsities 0.5,1: every sparsity must be in \(0, 1\)"),
-    ("rmc", {"difficulty_schedule": "full"}, r"--objective-difficulty-schedule full: not one of chain, oneshot"),
-    ("jtt", {"lambda_up": 0}, r"--objective-lambda-up: 0.0 is out of range; valid: > 0"),
-    ("smart", {"momentum": 1.0}, r"--objective-momentum 1.0: must be below 1"),
+    ("focal", {"gamma": -1}, r"gamma: -1.0 is out of range; valid: >= 0"),
+    ("distil", {"lam": 1.5}, r"lam: 1.5 is out of range; valid: >= 0 and <= 1"),
+    ("distil", {"temperature": 0}, r"temperature: 0.0 is out of range; valid: > 0"),
+    ("rmc", {"sparsities": "0.5"}, r"sparsities=0.5: difficulty needs at least two sparsity levels"),
+    ("rmc", {"sparsities": "0.5,1"}, r"sparsities=0.5,1: every sparsity must be in \(0, 1\)"),
+    ("rmc", {"difficulty_schedule": "full"}, r"difficulty_schedule=full: not one of chain, oneshot"),
+    ("jtt", {"lambda_up": 0}, r"lambda_up: 0.0 is out of range; valid: > 0"),
+    ("smart", {"momentum": 1.0}, r"momentum=1.0: must be below 1"),
     ("rose-second", {"lower_quantile": 0.9, "upper_quantile": 0.5},
-     r"--objective-lower-quantile 0.9 must be below --objective-upper-quantile 0.5"),
-    ("nash-distil", {"kd_weight": 0, "ce_weight": 0}, r"--objective-kd-weight and --objective-ce-weight are both 0"),
+     r"lower_quantile=0.9 must be below upper_quantile=0.5"),
+    ("nash-distil", {"kd_weight": 0, "ce_weight": 0}, r"kd_weight and ce_weight are both 0"),
     ("ce", {"gamma": 2}, r"unknown option\(s\) for objective 'ce': gamma; it accepts: nothing"),
 ])
 def test_bad_values_name_the_flag(name, options, message):

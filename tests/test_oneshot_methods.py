@@ -116,7 +116,7 @@ def test_bad_options_exit_2_before_any_work(tmp_path, flag, value, message):
 def test_block_size_must_fit_the_pattern():
     from forgetless.errors import OptionError
 
-    with pytest.raises(OptionError, match="--block-size 6: must be a multiple of M = 4"):
+    with pytest.raises(OptionError, match="block_size=6: must be a multiple of M = 4"):
         METHODS.make_config("sparsegpt", {"pattern": "2:4", "block_size": 6})
     assert METHODS.make_config("wanda", {"pattern": "4:8"}).target_sparsity == 0.5
 
@@ -130,15 +130,15 @@ def test_n_m_needs_input_widths_divisible_by_m():
     bert = transformers.BertModel(transformers.BertConfig(vocab_size=50, hidden_size=32, num_hidden_layers=2,
                                                           num_attention_heads=4, intermediate_size=36))
     METHODS.build(METHODS.make_config("wanda", {"pattern": "2:4"})).check_fits(bert)  # 32 and 36: multiples of 4
-    with pytest.raises(OptionError, match="--pattern 4:8: encoder layer 0 output.dense has 36 inputs, not a "
-                                          "multiple of 8; use --pattern unstructured"):
+    with pytest.raises(OptionError, match="pattern=4:8: encoder layer 0 output.dense has 36 inputs, not a "
+                                          "multiple of 8; use pattern=unstructured"):
         METHODS.build(METHODS.make_config("wanda", {"pattern": "4:8"})).check_fits(bert)
     # before any work, from the config alone (validate.model_dims → check_model)
     dims = model_dims(bert)
     assert dims["widths"] == [32, 36]
     METHODS.make_config("wanda", {"pattern": "2:4"}).check_model(dims, "model m")
-    with pytest.raises(OptionError, match="--pattern 4:8: model m has linear layers with 36 inputs, not a multiple "
-                                          "of 8; use --pattern unstructured"):
+    with pytest.raises(OptionError, match="pattern=4:8: model m has linear layers with 36 inputs, not a multiple "
+                                          "of 8; use pattern=unstructured"):
         METHODS.make_config("sparsegpt", {"pattern": "4:8", "block_size": 16}).check_model(dims, "model m")
 
 

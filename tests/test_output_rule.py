@@ -125,9 +125,9 @@ def test_api_output_rule(world, monkeypatch):
         (lambda: save_model(model, world["notes"], tokenizer), r"notes: holds files forgetless did not write"),
         (lambda: save_model(model, world["file"], tokenizer), r"a-file.txt: is an existing file"),
         (lambda: run_and_save(task, RunConfig(model="tiny-bert", teacher=world["model"]), world["model"], overwrite=True),
-         r"is an input of this command \(--teacher"),
+         r"is an input of this command \(teacher="),
         (lambda: run_and_save(task, RunConfig(model=world["user_model"]), world["user_model"], overwrite=True),
-         r"is an input of this command \(--model"),
+         r"is an input of this command \(model="),
     ]
     for call, pattern in calls:
         with pytest.raises(OutputFolderError) as info:

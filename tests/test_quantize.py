@@ -112,11 +112,11 @@ def test_quantize_declares_its_card_section_and_trains_nothing():
 
 
 def test_bad_names_are_config_errors():
-    with pytest.raises(ConfigError, match="--dtype int3: not one of int8, bf16"):
+    with pytest.raises(ConfigError, match="dtype=int3: not one of int8, bf16"):
         METHODS.make_config("quantize", {"dtype": "int3"})
     with pytest.raises(ConfigError, match="needs a GPU"):
         METHODS.make_config("quantize", {"dtype": "fp8"})
-    with pytest.raises(ConfigError, match="--runtime tensorrt: not one of torch, torch-bf16, onnxruntime"):
+    with pytest.raises(ConfigError, match="runtime=tensorrt: not one of torch, torch-bf16, onnxruntime"):
         EvalConfig(runtime="tensorrt")
     with pytest.raises(ConfigError, match="unknown compression method"):
         parse_then("quantise:dtype=int8")

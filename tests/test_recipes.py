@@ -60,10 +60,10 @@ def test_unknown_key_and_wrong_type_name_key_and_file(tmp_path):
     with pytest.raises(ConfigError, match=r"bad\.yaml: no scale 'paper'"):
         load_recipe(bad, "paper")
     bad.write_text("objective: focal\nobjective_gamma: -1\n")
-    with pytest.raises(ConfigError, match=r"bad\.yaml: --objective-gamma: -1\.0 is out of range; valid: >= 0"):
+    with pytest.raises(ConfigError, match=r"bad\.yaml: gamma: -1\.0 is out of range; valid: >= 0"):
         run_recipe(bad, check=True)
     bad.write_text("train: {learning_rate: 2}\n")
-    with pytest.raises(ConfigError, match=r"bad\.yaml: --lr: 2\.0 is out of range; valid: > 0 and <= 1"):
+    with pytest.raises(ConfigError, match=r"bad\.yaml: learning_rate: 2\.0 is out of range; valid: > 0 and <= 1"):
         load_recipe(bad)
 
 
@@ -202,7 +202,7 @@ def test_builtin_recipes_by_name_from_any_folder(tmp_path, monkeypatch, capsys):
     with pytest.raises(ConfigError, match=r"recipe rahp-tabel1 is neither a file nor a built-in recipe \(did you "
                                           r"mean 'rahp-table1'\?\).*rmc-table7-9-objectives"):
         run_recipe("rahp-tabel1", check=True)
-    with pytest.raises(ConfigError, match="--data-dir does not apply to a profile recipe"):
+    with pytest.raises(ConfigError, match="data_dir: does not apply to a profile recipe"):
         run_recipe("nash-figure3-profile", check=True, data_dir=str(tmp_path))
     assert main(["recipes"]) == 0
     out = capsys.readouterr().out

@@ -70,7 +70,7 @@ def test_rdrop_loss_equals_hand_computed_value():
     with pytest.raises(ValueError, match="reduction"):
         rm.rdrop_loss(logits_1, logits_2, labels, 2.0, "batchmean")
     assert OBJECTIVES.make_config("rdrop", {}).kl_reduction == "sum" and OBJECTIVES.make_config("rdrop", {}).kl_weight == 0.5
-    with pytest.raises(ConfigError, match="--objective-kl-reduction batchmean: not one of sum, mean"):
+    with pytest.raises(ConfigError, match="kl_reduction=batchmean: not one of sum, mean"):
         OBJECTIVES.make_config("rdrop", {"kl_reduction": "batchmean"})
 
 
@@ -115,7 +115,7 @@ def test_selection_masks_keep_exact_shares():
     assert rm.interval_rank_mask(torch.arange(16.0), 0.55, 0.95).nonzero().flatten().tolist() == list(range(8, 15))
     assert rm.quantile_interval_mask(risk, 0.55, 0.95).tolist() == kept.tolist()  # 10 values: 4.95, 8.55 → same
     assert OBJECTIVES.make_config("rose-first", {}).selection == "quantile"
-    with pytest.raises(ConfigError, match="--objective-selection ranks: not one of quantile, rank"):
+    with pytest.raises(ConfigError, match="selection=ranks: not one of quantile, rank"):
         OBJECTIVES.make_config("rose-second", {"selection": "ranks"})
     assert rm.second_order_risk(torch.tensor([1.0, 2.0]), torch.tensor([0.2, 0.2]), 0.9).tolist() == \
         pytest.approx([0.5, 0.0])
@@ -235,7 +235,7 @@ def test_smart_smoothness_is_a_real_share_of_the_loss_at_the_defaults(data):
     literal = OBJECTIVES.get("smart")(OBJECTIVES.make_config("smart", {"perturbation": "alg1_literal"}))
     ce_literal, smoothness_literal, _, _ = literal.loss_terms(model, inputs)
     assert smoothness_literal.item() < 1e-6 * ce_literal.item()  # the literal reading barely smooths
-    with pytest.raises(ConfigError, match="--objective-perturbation mtdnn: not one of mt_dnn, alg1_literal"):
+    with pytest.raises(ConfigError, match="perturbation=mtdnn: not one of mt_dnn, alg1_literal"):
         OBJECTIVES.make_config("smart", {"perturbation": "mtdnn"})
 
 

@@ -110,7 +110,7 @@ def test_sweep_rejects_unknown_objective(tmp_path):
         run_sweep(task, SweepConfig(objectives=["ce", "nope"]), tmp_path)
     with pytest.raises(ConfigError, match="unknown option.*alpha"):
         run_sweep(task, SweepConfig(objectives=["ce"], objective_options={"alpha": 0.3}), tmp_path)
-    with pytest.raises(ConfigError, match="--level-option ratio: not an option of method 'magnitude'"):
+    with pytest.raises(ConfigError, match="level_option=ratio: not an option of method 'magnitude'"):
         run_sweep(task, SweepConfig(objectives=["ce"], level_option="ratio"), tmp_path)
 
 

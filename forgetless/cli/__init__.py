@@ -13,7 +13,7 @@ import os
 import signal
 import sys
 
-from ..errors import ForgetlessError, OutputFolderError
+from ..errors import ForgetlessError, OutputFolderError, command_line
 from ..fsutil import free_space, is_disk_full
 from ..ranges import MAX_OPSET, check_number
 from ..registry import METHODS, OBJECTIVES
@@ -85,6 +85,11 @@ def help_choices(argv: list[str]) -> dict[str, str] | None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    with command_line():  # errors name the flags, not the Python names
+        return _main(argv)
+
+
+def _main(argv: list[str] | None) -> int:
     argv = join_negative_values(list(sys.argv[1:] if argv is None else argv))
     args = build_parser(help_choices(argv)).parse_args(argv)
     try:  # every option checked before torch / transformers are imported: a bad one answers at once

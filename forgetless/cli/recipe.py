@@ -25,7 +25,7 @@ def run_recipe(path, scale: str | None = None, sets=(), out: str | None = None, 
     recipe = load_recipe(path, scale, sets)
     if data_dir:
         if recipe["command"] == "profile":
-            raise ConfigError("--data-dir does not apply to a profile recipe")
+            raise ConfigError("--data-dir: does not apply to a profile recipe")
         recipe = load_recipe(path, scale, sets + [("task.data_dir", data_dir)])
     if recipe["command"] != "profile":
         recipe["config"] = with_data_read(recipe["config"])

