@@ -16,9 +16,11 @@ from typing import Any, Iterator
 
 from .errors import DiskFullError
 
-# how a full disk shows through libraries that drop errno: safetensors' message, torch's zip writer
+# how a full disk shows through libraries that drop errno: safetensors' message, torch's zip writer (a
+# failed write, or on a small file system the short write it finds afterwards: "[enforce fail at
+# inline_container.cc:672] . unexpected pos 9664 vs 9556", raised while handling "basic_ios::clear")
 FULL_DISK_MESSAGES = ("No space left on device", "Disk quota exceeded", "PytorchStreamWriter failed writing",
-                      "file write failed")
+                      "file write failed", "] . unexpected pos ")
 
 
 def free_space(path) -> str:
