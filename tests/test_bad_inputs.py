@@ -1,11 +1,12 @@
-"""Bad inputs, as a hostile but fair user gives them (issue 9, and the hostile audit of issue 18):
-every one is exit code 2 (CLI) or a ``ForgetlessError`` (API) with ONE line naming the culprit (the
-flag as typed), before any work starts (no stage line printed); the output folder is left absent or
-untouched and every file under the fixture folder byte-identical (sha256). Output-folder cases live
-in ``test_output_rule.py``.
+"""Bad inputs, as a hostile but fair user gives them (issue 9, and the hostile audits of issues 18
+and 32): every one is exit code 2 (CLI) or a ``ForgetlessError`` (API) with ONE line naming the
+culprit (the flag as typed on the command line, the Python name from Python), before any work starts
+(no stage line printed); the output folder is left absent or untouched and every file under the
+fixture folder byte-identical (sha256). Output-folder cases live in ``test_output_rule.py``.
 
-``python tests/test_bad_inputs.py`` prints the tally of this module and of ``test_output_rule.py``:
-tried / clear / traceback / silent / unclear / destructive.
+``test_tally_of_the_cases_run`` prints and checks the tally of the command-line cases a session ran;
+``python tests/test_bad_inputs.py`` prints the tally of every case of this module and of
+``test_output_rule.py``: tried / clear / traceback / silent / unclear / destructive.
 """
 from __future__ import annotations
 
@@ -457,15 +458,32 @@ def test_cli_bad_input(case, paths, tmp_path, capsys, monkeypatch):
     target = Path(args[args.index("--out") + 1]) if "--out" in args else out
     before = snapshot(target) if str(target) not in ("", ".") else snapshot(Path.cwd())
     inputs = tree_hashes(Path(paths["root"]))
-    code, err = run_cli(args, capsys)
+    try:
+        code, err = run_cli(args, capsys)
+    except Exception:
+        TALLY[case[0]] = "traceback"
+        raise
     after = snapshot(target) if str(target) not in ("", ".") else snapshot(Path.cwd())
     lines = [line for line in err.splitlines() if "error:" in line]
+    changed = tree_hashes(Path(paths["root"])) != inputs
+    TALLY[case[0]] = "destructive" if changed else outcome(code, err, before, after)
     assert code == 2, err
     assert len(lines) == 1 and re.search(pattern, lines[0]), err
     assert "[forgetless]" not in err  # no stage started: checked before any work
     assert before == after  # the output folder is absent or untouched
     assert not out.exists()
     assert tree_hashes(Path(paths["root"])) == inputs  # inputs byte-identical, nothing new written
+
+
+TALLY: dict[str, str] = {}  # case → clear / traceback / silent / unclear / destructive, as the cases ran
+
+
+def test_tally_of_the_cases_run():
+    """The cases above (those this session ran): 0 tracebacks, 0 silent, 0 unclear, 0 destructive."""
+    counts = {kind: sum(1 for result in TALLY.values() if result == kind)
+              for kind in ("clear", "traceback", "silent", "unclear", "destructive")}
+    print(f"\nbad inputs: tried {len(TALLY)}, " + ", ".join(f"{kind} {n}" for kind, n in counts.items()))
+    assert counts["clear"] == len(TALLY), {name: result for name, result in TALLY.items() if result != "clear"}
 
 
 def test_a_run_refused_in_its_first_step_leaves_nothing_behind(tmp_path, capsys, monkeypatch):
