@@ -235,6 +235,10 @@ CASES = [
     ("sweep-level-beyond-the-model", ["sweep", "--model", "tiny-bert", "--method", "truncate", "--objectives", "ce",
                                       "--level-option", "layers", "--levels", "1,5"],
      r"--levels 1,5: --layers 5: model 'tiny-bert' has 2 layers"),
+    ("challenge-name-breaks-tables", ["compress", *FILES, "--challenge", "a|b={tsv}"],
+     r"set a\|b \(.*data.tsv\): the name 'a\|b' holds a line break or '\|', which would break the report's tables"),
+    ("label-breaks-tables", ["compress", *FILES[:-1], "neg|x,pos", "--text-a", "sentence"],
+     r"--labels neg\|x,pos: the label 'neg\|x' holds a line break or '\|'"),
     ("then-truncate-default-layers", ["compress", "--model", "tiny-bert", "--method", "magnitude", "--then", "truncate"],
      r"--then truncate:layers=3 \(the default\): the model after magnitude has 2 layers"),
 ]

@@ -46,7 +46,7 @@ def test_lookup_task_is_seeded_answerable_and_encoded():
 
 
 def test_real_loaders_and_errors(tmp_path, shared_data):
-    with pytest.raises(DataError, match="data-dir"):
+    with pytest.raises(DataError, match="data_dir="):
         load_task("tweetqa")
     with pytest.raises(DataError, match="does not exist"):
         load_task("tweetqa", data_dir=str(tmp_path / "missing"))

@@ -164,3 +164,82 @@ def test_sweep_page_carries_warnings_and_names_the_level(two_runs, tmp_path):
     assert summary["plots"][0] == "accuracy_vs_ratio.png" and summary["plots"][-1] == "pareto.png"
     page = (tmp_path / "sweep.html").read_text()
     assert page.count('src="data:image/png;base64,') == len(summary["plots"])
+
+
+# ----- text from users' data is shown, never run (issue 32) ---------------------------------------------------
+SAFE_TAGS = {"html", "head", "meta", "title", "style", "body", "h1", "h2", "h3", "h4", "p", "ul", "ol", "li", "table",
+             "thead", "tbody", "tr", "th", "td", "img", "code", "strong", "em", "section", "div", "pre", "hr", "br"}
+
+
+def _inert(page: str, shown: list[str]) -> str:
+    """``page`` parsed as a browser would: only the renderer's own tags, no event attribute, no link,
+    images only embedded plots; and every hostile string still there as visible text (returned)."""
+    from html.parser import HTMLParser
+
+    class Page(HTMLParser):
+        tags, text = [], []
+
+        def handle_starttag(self, tag, attrs):
+            self.tags.append((tag, dict(attrs)))
+
+        def handle_data(self, data):
+            self.text.append(data)
+
+    parser = Page()
+    parser.feed(page)
+    assert {tag for tag, _ in parser.tags} <= SAFE_TAGS, {tag for tag, _ in parser.tags} - SAFE_TAGS
+    for tag, attrs in parser.tags:
+        assert not [a for a in attrs if a.startswith("on") or a in ("href", "srcdoc")], (tag, attrs)
+        assert attrs.get("style", "text-align:left") in ("text-align:left", "text-align:right"), (tag, attrs)
+        assert attrs.get("src", "data:image/png;base64,").startswith("data:image/png;base64,"), (tag, attrs)
+    text = "".join(parser.text)
+    for hostile in shown:
+        assert hostile in text, hostile
+    return text
+
+
+def test_tags_in_users_data_are_shown_as_text_in_every_page(tmp_path, capsys):
+    """Tags fed through every source that reaches a page — label names and a challenge set name of a
+    files task, a data file name and the output folder name given as recipe values, a run folder
+    name (compare), a report.json edited to hold <script>, javascript: links and a remote image —
+    end up as text in report.html, compare.html and sweep.html: no live tag, attribute or link."""
+    from forgetless.sweep.table import _record, _summary, write_sweep
+
+    labels = ["neg<script>alert(1)</script>", "pos<img src=x onerror=alert(2)>"]
+    data = tmp_path / "train<svg onload=alert(4)>.tsv"
+    data.write_text("sentence\tlabel\n" + "".join(f"text {i}\t{labels[i % 2]}\n" for i in range(8)))
+    run = tmp_path / "r1<svg onload=alert(3)>"
+    recipe = tmp_path / "hostile.yaml"
+    recipe.write_text(json.dumps({  # YAML is a superset of JSON: the values exactly as given
+        "model": "tiny-bert", "method": {"name": "truncate", "layers": 1, "recovery": "none"}, "epochs": 1,
+        "task": {"name": "files", "train_file": str(data), "dev_file": str(data), "text_a": "sentence",
+                 "text_b": "", "labels": labels, "challenge": [f"adv<iframe srcdoc>={data}"]},
+        "train_size": 8, "eval_size": 8, "bench_repeats": 1, "bench_seq_len": 16, "no_progress": True}))
+    assert main(["run", str(recipe), "--out", str(run)]) == 0, capsys.readouterr().err
+    warned = [w for w in json.loads((run / "report.json").read_text())["warnings"] if any(x in w for x in labels)]
+    shown = ["adv<iframe srcdoc>", "train<svg onload=alert(4)>.tsv", *warned]  # a label predicted for all: warned
+    _inert((run / "report.html").read_text(), shown)
+
+    other = tmp_path / "r2<img src=x onerror=alert(7)>"  # a report.json holding tags and links, re-rendered
+    shutil.copytree(run, other, ignore=shutil.ignore_patterns("model", "work"))
+    card = json.loads((other / "report.json").read_text())
+    hostile = ["<script>alert(5)</script>", "[click](javascript:alert(6))", "![pixel](http://tracker.example/p.png)",
+               "<a href=\"javascript:alert(8)\">x</a>"]
+    card["notes"] = card["notes"] + hostile
+    card["warnings"] = card["warnings"] + ["<script>alert(9)</script>"]
+    (other / "report.json").write_text(json.dumps(card))
+    assert main(["report", str(other)]) == 0
+    _inert((other / "report.html").read_text(), [*shown, "<script>alert(5)</script>", "<script>alert(9)</script>",
+                                                "javascript:alert(6)", "http://tracker.example/p.png"])
+
+    assert main(["compare", str(run), str(other), "--out", str(tmp_path / "cmp")]) == 0
+    _inert((tmp_path / "cmp" / "compare.html").read_text(), [run.name, other.name, "adv<iframe srcdoc>",
+                                                             "<script>alert(9)</script>"])
+
+    records = [_record(card, "layers")]
+    setup = {"method": "truncate", "method_options": {"stack": "<svg onload=alert(10)>"}, "level_option": "layers",
+             "student_init": "teacher", "seeds": [0], "train": {"epochs": 1}, "teacher_train": {"epochs": 1}}
+    task = {"name": "files<script>alert(11)</script>", "protocol": card["task"]["protocol"], "train": 8, "sets": {}}
+    write_sweep(_summary(records, task, setup, {}, None), tmp_path / "sweep", plots=False)
+    _inert((tmp_path / "sweep" / "sweep.html").read_text(), ["<svg onload=alert(10)>", "files<script>alert(11)</script>",
+                                                             "<script>alert(9)</script>"])

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ..errors import DataError
 from .hf_datasets import text_columns
-from .task import ExampleSet, labels_from_names
+from .task import ExampleSet, check_table_names, labels_from_names
 
 csv.field_size_limit(10**8)
 
@@ -87,6 +87,7 @@ def check_label_names(labels, option: str = "--labels") -> list[str]:
     names = [str(x).strip() for x in labels]
     if len(names) < 2 or any(not n for n in names) or len(set(names)) != len(names):
         raise DataError(f"{option} {','.join(names)}: need at least two distinct, non-empty label names in id order")
+    check_table_names(f"{option} {','.join(names)}", label=names)
     return names
 
 

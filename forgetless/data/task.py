@@ -18,6 +18,16 @@ from ..errors import ConfigError, DataError
 from . import hf_datasets as hf
 
 
+def check_table_names(where: str, **names) -> None:
+    """Names the report shows in its tables (a set's name, its labels and groups) are one line
+    without ``|``: either would break the table around them."""
+    for what, values in names.items():
+        for value in values:
+            if any(c in str(value) for c in "|\r\n"):
+                raise DataError(f"{where}: the {what} {str(value)!r} holds a line break or '|', which would break "
+                                "the report's tables; rename it")
+
+
 @dataclass
 class ExampleSet:
     """Labelled text (pairs): ``text_b`` is None for single-sentence tasks.
@@ -49,6 +59,7 @@ class ExampleSet:
         bad = [y for y in self.labels if not 0 <= int(y) < len(self.label_names)]
         if bad:
             raise DataError(f"set {where}: label id {bad[0]} outside 0..{len(self.label_names) - 1}")
+        check_table_names(f"set {where}", name=[self.name], label=self.label_names, group=set(self.groups or ()))
 
     def __len__(self) -> int:
         return len(self.text_a)
@@ -93,6 +104,7 @@ class PairSet:
             raise DataError(f"set {where}: {len(self.sources)} sources, {len(self.references)} references")
         if any(not refs for refs in self.references):
             raise DataError(f"set {where}: every source needs at least one reference")
+        check_table_names(f"set {where}", name=[self.name])
 
     @property
     def targets(self) -> list[str]:

@@ -168,7 +168,12 @@ def compare_runs(folders: list, out, overwrite: bool = False) -> dict[str, Path]
         if Path(folder).resolve() in seen:
             raise ConfigError(f"compare: OUT {folder} is given twice")
         seen.add(Path(folder).resolve())
-    cards = dict(zip(run_names(folders), (read_card(f, "OUT") for f in folders)))
+    names = run_names(folders)
+    for folder, name in zip(folders, names):  # a column and row name of the tables
+        if any(c in name for c in "|\r\n"):
+            raise ConfigError(f"compare: OUT {folder}: its name holds a line break or '|', which would break the "
+                              "page's tables; rename it (or link it under another name)")
+    cards = dict(zip(names, (read_card(f, "OUT") for f in folders)))
     sets = common_sets(cards)
     out = check_output(out, command="compare", inputs={f"OUT{i}": f for i, f in enumerate(folders, start=1)}, overwrite=overwrite)
     with output_lock(out):

@@ -1,6 +1,8 @@
 """The report card as one self-contained HTML file (``report.html``): the Markdown rendering
 converted with markdown-it-py (CommonMark + tables), every plot embedded as a base64 PNG, so the
-file can be mailed or attached without its folder."""
+file can be mailed or attached without its folder. Raw HTML is off and the only links are the
+folder's own plots: a label, set or folder name holding ``<script>`` or ``javascript:`` is shown as
+text, never run."""
 from __future__ import annotations
 
 import base64
@@ -38,7 +40,9 @@ def _embed(match: re.Match, folder: Path) -> str:
 def render_html(markdown_text: str, folder: str | Path, title: str, panel: str = "") -> str:
     """HTML document of ``markdown_text``; images named relative to ``folder`` are embedded.
     ``panel`` (HTML, e.g. ``report.summary.summary_panel``) goes right below the first heading."""
-    body = MarkdownIt("commonmark").enable("table").render(markdown_text)
+    md = MarkdownIt("commonmark", {"html": False}).enable("table")  # text from users' data stays text
+    md.validateLink = lambda url: bool(re.fullmatch(r"[\w.-]+\.png", url))  # only the folder's plots: no javascript:
+    body = md.render(markdown_text)
     body = re.sub(r'src="([^"]+\.png)"', lambda m: _embed(m, Path(folder)), body)
     if panel:
         head, found, rest = body.partition("</h1>\n")
