@@ -181,21 +181,22 @@ class EvalConfig(Config):
 
     group: ClassVar[str] = "evaluation"
     batch_size: int = option(64, flag="eval-batch-size", low=1, high=1_000_000, help="evaluation batch size")
-    max_new_tokens: int = option(32, kinds=GENERATING, low=1, high=MAX_TOKENS, help="generation: tokens generated per example")
+    max_new_tokens: int = option(32, kinds=GENERATING, low=1, high=MAX_TOKENS,
+                                 help="generation: tokens generated per example")
     num_beams: int = option(1, kinds=GENERATING, low=1, high=64, help="generation: beam size (1 = greedy)")
     meteor: bool = option(True, cli=False, help="METEOR on generation tasks (needs nltk's WordNet offline)")
     runtime: str = option("torch", choices=("torch", "torch-bf16", "onnxruntime"), help=(
         "the compressed model is evaluated and timed under this runtime (the base always in fp32 PyTorch); "
         "onnxruntime and torch-bf16: classifiers only"))
-    perplexity_file: str | None = option(None, kinds=LM, help="causal-lm: held-out perplexity of both models on this text file "
-                                                    "(one text per line, or .jsonl; default with --data-dir: its XSum "
-                                                    "sample)")
+    perplexity_file: str | None = option(None, kinds=LM, help=(
+        "causal-lm: held-out perplexity of both models on this text file (one text per line, or .jsonl; default "
+        "with --data-dir: its XSum sample)"))
     perplexity_texts: int = option(40, kinds=LM, low=1, help="causal-lm: the first N texts of that file")
     prompt_template: str = option("auto", kinds=LM, choices=("auto", "chat", "plain"), help=(
         "causal-lm: auto (the chat template when the tokenizer has one) | chat | plain"))
     shots: int = option(0, kinds=LM, low=0, high=64, help="causal-lm: k-shot prompts from the training split (seeded)")
-    label_score: str = option("sum", kinds=LM, choices=("sum", "mean"), help="causal-lm: sum | mean (length-normalised) "
-                                                                   "label-word log-probability")
+    label_score: str = option("sum", kinds=LM, choices=("sum", "mean"),
+                              help="causal-lm: sum | mean (length-normalised) label-word log-probability")
     score_calibration: str = option("content-free", kinds=LM, choices=("none", "content-free", "set-mean"), help=(
         "causal-lm: none | content-free | set-mean (contextual calibration, Zhao et al. 2021)"))
     shot_seed: int = option(0, **SEED, cli=False, help="seed of the k-shot examples (the run's --seed)")
@@ -334,8 +335,8 @@ class SweepConfig(RunConfig):
             keys = [_same_value(v) for v in values]
             twice = sorted({str(v) for v, key in zip(values, keys) if keys.count(key) > 1})
             if twice:  # one run counted twice would look like replication (n = 2, spread 0)
-                raise OptionError(f"--{name} {','.join(map(str, values))}: a value is given twice ({', '.join(twice)}); "
-                                  "give each value once")
+                raise OptionError(f"--{name} {','.join(map(str, values))}: a value is given twice "
+                                  f"({', '.join(twice)}); give each value once")
 
 
 def _same_value(value):
