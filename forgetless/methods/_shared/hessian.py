@@ -29,11 +29,11 @@ class HessianAccumulator:
         """Add the inputs of one batch (``… × in_features``); ``token_mask`` (``…``, bool) keeps
         only real tokens (padding contributes nothing)."""
         x = inputs.detach().reshape(-1, inputs.shape[-1])
-        if token_mask is not None:
+        if token_mask is not None and not bool(token_mask.all()):  # no copy when every token is real
             x = x[token_mask.reshape(-1).to(x.device)]
         if x.dtype not in (torch.float32, torch.float64):
             x = x.float()
-        self.sum += (x.T @ x).to(self.sum.dtype)  # one batch in the activations' precision, summed in float64
+        self.sum.add_(x.T @ x)  # one batch in the activations' precision, summed in float64
         self.tokens += x.shape[0]
 
     @property

@@ -16,6 +16,6 @@ from .metric import wanda_mask
 class Wanda(OneShotPruning):
     config: WandaConfig
 
-    def prune_weight(self, weight: torch.Tensor, stats: HessianAccumulator) -> torch.Tensor:
-        keep = wanda_mask(weight, stats.column_norms(), self.config.sparsity, self.config.nm)
-        return weight * keep
+    def prune_weights(self, weights: list[torch.Tensor], stats: HessianAccumulator) -> list[torch.Tensor]:
+        norms = stats.column_norms()
+        return [weight * wanda_mask(weight, norms, self.config.sparsity, self.config.nm) for weight in weights]
