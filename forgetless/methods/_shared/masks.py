@@ -89,11 +89,12 @@ class NmCheck:
                 "more_than_n": self.more_than_n, "at_most_n": self.at_most_n, "exact": self.exact}
 
 
-def nm_check(weight: torch.Tensor, n: int, m: int, base_nonzeros: torch.Tensor | None = None) -> NmCheck:
-    """The N:M check of ``weight``; ``base_nonzeros`` (``nm_nonzeros`` of the weight before pruning,
-    default: none known) tells which groups with fewer than ``n`` non-zeros had fewer already."""
+def nm_check(weight: torch.Tensor, n: int, m: int, base_short: torch.Tensor | None = None) -> NmCheck:
+    """The N:M check of ``weight``; ``base_short`` (bool, ``out × in/m``: the groups that had fewer
+    than ``n`` non-zeros before pruning, ``nm_nonzeros(base, m) < n``; None: no such group) tells
+    which groups with fewer than ``n`` non-zeros were short already."""
     kept = nm_nonzeros(weight, m)
     fewer = kept < n
-    base_short = int((fewer & (base_nonzeros < n)).sum()) if base_nonzeros is not None else 0
     return NmCheck(n, m, groups=kept.numel(), exactly_n=int((kept == n).sum()), fewer_than_n=int(fewer.sum()),
-                   fewer_base_zero=base_short, more_than_n=int((kept > n).sum()))
+                   fewer_base_zero=int((fewer & base_short).sum()) if base_short is not None else 0,
+                   more_than_n=int((kept > n).sum()))

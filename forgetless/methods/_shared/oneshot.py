@@ -82,6 +82,7 @@ class OneShotMethod(CompressionMethod, ABC):
     """prepare: check the options against the modules, calibrate, and compress layer by layer."""
 
     config: OneShotConfig
+    hessian_every: int = 1  # the Hessian over every k-th calibration token (``HessianAccumulator``)
 
     def check_fits(self, model: nn.Module) -> None:
         """Options against the model's modules, before calibration (none by default)."""
@@ -112,7 +113,8 @@ class OneShotMethod(CompressionMethod, ABC):
         model.eval()
         try:
             with torch.no_grad():
-                run_layer_by_layer(model, batches, self._compress_layer, label=self.config.name)
+                run_layer_by_layer(model, batches, self._compress_layer, label=self.config.name,
+                                   hessian_every=self.hessian_every)
         finally:
             model.train(training)
 
@@ -143,8 +145,9 @@ class OneShotPruning(OneShotMethod):
             self.config.check_nm_fits(width, f"{where} has")
 
     def calibrate(self, model: nn.Module, batches: list[dict]) -> None:
-        self.masks: list[tuple[nn.Module, torch.Tensor]] = []
-        self.base_nonzeros: list[torch.Tensor | None] = []  # per module, N:M: non-zeros per group before pruning
+        # per pruned module, in ``self.layers`` order: (module, keep-mask when a recovery will train it,
+        # N:M groups with fewer than n non-zeros before pruning when there are any)
+        self.pruned: list[tuple[nn.Module, torch.Tensor | None, torch.Tensor | None]] = []
         super().calibrate(model, batches)
 
     def note(self, texts: int) -> str:
@@ -158,24 +161,25 @@ class OneShotPruning(OneShotMethod):
         for module, weight, pruned in zip(modules, weights, self.prune_weights(weights, stats)):
             pruned = pruned.to(weight.dtype)
             error = relative_reconstruction_error(weight, pruned, stats.hessian)
-            self.base_nonzeros.append(nm_nonzeros(weight, nm[1]) if nm else None)
+            short = nm_nonzeros(weight, nm[1]) < nm[0] if nm else None
             weight.copy_(pruned)
-            self.masks.append((module, weight != 0))
-            entries.append({"reconstruction_error": error})
+            self.pruned.append((module, weight != 0 if self.config.recovers else None,
+                                short if short is not None and bool(short.any()) else None))
+            entries.append({"reconstruction_error": error, "error_tokens": stats.tokens})
         return entries
 
     def callbacks(self, model, ctx):
-        return [HoldZeros(self.masks)]
+        return [HoldZeros([(module, keep) for module, keep, _ in self.pruned])]
 
     def finalize(self, model, ctx):
         if self.config.recovers:
-            HoldZeros(self.masks).apply()
+            HoldZeros([(module, keep) for module, keep, _ in self.pruned]).apply()
         nm = self.config.nm
-        for entry, (module, _), base in zip(self.layers, self.masks, self.base_nonzeros):
+        for entry, (module, _, base_short) in zip(self.layers, self.pruned):
             weight = weight_matrix(module)
             entry["sparsity"] = float((weight == 0).sum()) / weight.numel()
             entry["zeros"], entry["weights"] = int((weight == 0).sum()), weight.numel()
-            entry["nm"] = nm_check(weight, *nm, base).as_dict() if nm else None
+            entry["nm"] = nm_check(weight, *nm, base_short).as_dict() if nm else None
         return model
 
     # ----- what the run reports ------------------------------------------------------------------
@@ -203,6 +207,7 @@ class OneShotPruning(OneShotMethod):
             "reached": zeros / total if total else 0.0, "layers": len(self.layers),
             "nm_check": nm.as_dict() if nm else None,
             "reconstruction_error": {"mean": statistics.fmean(errors) if errors else None,
-                                     "max": max(errors) if errors else None},
+                                     "max": max(errors) if errors else None,
+                                     "every_kth_token": self.hessian_every},  # measured on every k-th token
             "calibration_examples": self.config.calibration_examples,
             "speedup": NO_SPEEDUP}}

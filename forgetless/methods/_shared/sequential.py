@@ -68,11 +68,13 @@ def _hidden_of(output) -> torch.Tensor:
 
 
 def run_layer_by_layer(model: nn.Module, batches: list[dict], compress: LayerCompressor,
-                       token_masks: list[torch.Tensor] | None = None, label: str = "calibrate") -> dict[str, list]:
+                       token_masks: list[torch.Tensor] | None = None, label: str = "calibrate",
+                       hessian_every: int = 1) -> dict[str, list]:
     """Calibrate and compress every layer of every stack in order; returns, per stack, what
     ``compress`` returned for each layer. ``token_masks`` (one ``batch × tokens`` bool tensor per
     batch, default the batches' attention masks) select the tokens whose activations count.
-    ``label`` names the step in the progress bar and the time estimate (``progress.py``)."""
+    ``label`` names the step in the progress bar and the time estimate (``progress.py``);
+    ``hessian_every``: the accumulators' (``HessianAccumulator``: 1 for the full Hessian)."""
     adapter = get_adapter(model)
     masks = token_masks or [b["attention_mask"].bool() if "attention_mask" in b else None for b in batches]
     reports: dict[str, list] = {}
@@ -82,7 +84,7 @@ def run_layer_by_layer(model: nn.Module, batches: list[dict], compress: LayerCom
         started = time.perf_counter()
         with progress.Steps(f"{label}: {stack} layers", len(layers), 2 * len(inputs) + 1, "layer") as shown:
             for index, layer in enumerate(layers):
-                stats = layer_statistics(stack, index, layer, inputs, masks, shown)
+                stats = layer_statistics(stack, index, layer, inputs, masks, shown, hessian_every)
                 shown.step("solve")
                 reports[stack].append(compress(stack, index, layer, stats))
                 if index + 1 < len(layers):  # the last layer's outputs feed no layer of this stack
@@ -94,14 +96,16 @@ def run_layer_by_layer(model: nn.Module, batches: list[dict], compress: LayerCom
 
 
 def layer_statistics(stack: str, index: int, layer: nn.Module, inputs: list[tuple[tuple, dict]],
-                     masks: list, shown: progress.Steps) -> dict[str, tuple[nn.Module, HessianAccumulator]]:
+                     masks: list, shown: progress.Steps,
+                     hessian_every: int = 1) -> dict[str, tuple[nn.Module, HessianAccumulator]]:
     """``{name: (linear, accumulator)}`` of every linear of ``layer`` over the captured ``inputs``
     (linears fed the same tensor share one accumulator object)."""
     linears = {name: m for name, m in layer.named_modules() if is_linear(m)}
     if not linears:
         raise UnsupportedModelError(f"{stack} layer {index} ({type(layer).__name__}) has no nn.Linear or Conv1D "
                                     "to calibrate")
-    stats = {name: (m, HessianAccumulator(in_features(m), device=m.weight.device)) for name, m in linears.items()}
+    stats = {name: (m, HessianAccumulator(in_features(m), m.weight.device, hessian_every))
+             for name, m in linears.items()}
     state = {"mask": None, "fed": {}, "same": {}}
     with HookSet() as hooks, torch.no_grad():
         for m, acc in stats.values():
