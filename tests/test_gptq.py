@@ -17,7 +17,6 @@ from forgetless.methods._shared.hessian import (
     HessianAccumulator,
     relative_reconstruction_error,
 )
-from forgetless.methods._shared.sequential import run_layer_by_layer
 from forgetless.methods.gptq.solver import gptq_quantize, group_grid, round_to_nearest
 from forgetless.models.io import load_model, save_model
 from forgetless.models.quantized_io import (
@@ -73,6 +72,39 @@ def test_two_column_error_feedback_by_hand():
     torch.testing.assert_close(q.dequantize(), torch.tensor([[2 * s, 0.0]]))
     assert relative_reconstruction_error(w, q.dequantize(), h) < relative_reconstruction_error(
         w, round_to_nearest(w, 2, -1).dequantize(), h)
+
+
+@pytest.mark.parametrize("block_size", [128, 1])
+def test_static_and_dynamic_grid_rules_by_hand(block_size):
+    """2 bits, group size 2 over 3 columns: groups {0, 1} and a last, smaller group {2}. Column 0 is
+    uncoupled (H_0j = 0). Group 0's grid: [0, 0.75], S = 0.25, Z = 0 (both rules: nothing moved yet);
+    0.75 → code 3 exactly, 0.3 → code 1 (ŵ1 = 0.25, e = 0.05). OBS moves column 2 by
+    −e · [H_F⁻¹]12 / [H_F⁻¹]11 = e · H12 / (H22 + λ) = 0.05 · (−0.505 / 1.01) = −0.025: 0.5 → 0.475.
+    Dynamic (the GPTQ authors' rule): group 1's grid from 0.475, S = 0.475/3, so ŵ2 = 0.475; static
+    (llm-compressor's rule): from the original 0.5, S = 0.5/3, and 0.475 rounds to code 3, ŵ2 = 0.5."""
+    w = torch.tensor([[0.75, 0.3, 0.5]])
+    h = torch.tensor([[1.0, 0.0, 0.0], [0.0, 1.0, -0.505], [0.0, -0.505, 1.0]], dtype=torch.float64)
+    dynamic = gptq_quantize(w, h, bits=2, group_size=2, block_size=block_size, damp=0.01)
+    static = gptq_quantize(w, h, bits=2, group_size=2, static_groups=True, block_size=block_size, damp=0.01)
+    f32 = lambda x: float(torch.tensor(x, dtype=torch.float32))
+    assert dynamic.codes.tolist() == static.codes.tolist() == [[3, 1, 3]]
+    assert dynamic.zeros.tolist() == static.zeros.tolist() == [[0, 0]]
+    assert dynamic.scales[0, 0].item() == static.scales[0, 0].item() == 0.25
+    assert dynamic.scales[0, 1].item() == pytest.approx(f32(0.475 / 3), rel=1e-6)
+    assert static.scales[0, 1].item() == f32(0.5 / 3)
+    torch.testing.assert_close(dynamic.dequantize(), torch.tensor([[0.75, 0.25, 0.475]]))
+    torch.testing.assert_close(static.dequantize(), torch.tensor([[0.75, 0.25, 0.5]]))
+    # act-order always takes its grids up front: the same as static here (the Hessian diagonal is flat)
+    assert torch.equal(gptq_quantize(w, h, bits=2, group_size=2, act_order=True, damp=0.01).scales, static.scales)
+
+
+def test_the_method_records_which_grid_rule_ran():
+    for options, rule in [({}, "dynamic"), ({"static_groups": True}, "static"), ({"act_order": True}, "static")]:
+        method = quantize_in_memory(tiny_llama(), **options)
+        assert method.describe()["grid_rule"] == rule and method.report_section()["quantization"]["grid_rule"] == rule
+        assert ("from the original weights before the sweep" in method.note(8)) == (rule == "static")
+        assert ("when the sweep reaches it" in method.note(8)) == (rule == "dynamic")
+    assert METHODS.make_config("gptq", {"static_groups": "true"}).static_groups is True  # recipe key = flag
 
 
 @pytest.mark.parametrize("bits", GROUPED_BITS)
@@ -131,9 +163,7 @@ def quantize_in_memory(model, seed=0, **options):
     ids = torch.randint(0, 64, (8, 12), generator=torch.Generator().manual_seed(seed))
     batches = [{"input_ids": ids[i:i + 4], "attention_mask": torch.ones(4, 12, dtype=torch.long)} for i in (0, 4)]
     method.check_fits(model)
-    method.layers = []
-    with torch.no_grad():
-        run_layer_by_layer(model, batches, method._compress_layer)
+    method.calibrate(model, batches)
     method.finalize(model, None)
     return method
 
