@@ -49,9 +49,9 @@ def estimate(what: str, measured_s: float, unit: str, done: int, total: int, at_
 class Steps:
     """A bar over ``units`` (e.g. decoder layers) that each take ``steps`` steps: it moves by a
     fraction of a unit per step, so the remaining-time estimate is there from the first step, and
-    its postfix names the current unit and step (``layer 3/30: statistics 5/16``)."""
+    its postfix names the current unit and step (``[00:12<00:41, layer 3/30: statistics 5/16]``)."""
 
-    FORMAT = "{desc}: {percentage:3.0f}%|{bar}| {postfix} [{elapsed}<{remaining}]"
+    FORMAT = "{desc}: {percentage:3.0f}%|{bar}| [{elapsed}<{remaining}{postfix}]"
 
     def __init__(self, desc: str, units: int, steps: int, unit: str):
         self.units, self.steps, self.unit, self.index = units, max(steps, 1), unit, 0
