@@ -87,11 +87,12 @@ def load(model_dir: str, layers: int):
 
 
 # ----- workers: one compression per process, only the compression step timed ----------------------------
-def forgetless_step(model, ids: list[list[int]], method: str, options: dict):
+def forgetless_step(model, ids: list[list[int]], method: str, options: dict, batch: int = 0):
     import torch
 
     from forgetless.registry import METHODS
 
+    options = {**options, **({"calibration_batch": batch} if batch else {})}
     compressor = METHODS.build(METHODS.make_config(method, options))
     size = compressor.config.calibration_batch
     batches = [{"input_ids": torch.tensor(ids[i:i + size]), "attention_mask": torch.ones(len(ids[i:i + size]),
@@ -141,7 +142,7 @@ def worker(args) -> None:
     model, tokenizer = load(args.model, args.layers)
     ids = calibration_ids(tokenizer, documents(Path(args.data_dir), args.seed)[0], args.calibration, args.seq_len)
     if args.worker == "forgetless":
-        step, settings = forgetless_step(model, ids, method, ours)
+        step, settings = forgetless_step(model, ids, method, ours, args.batch)
     else:
         step, settings = llmc_step(model, ids, method, theirs, args.llmc_batch)
     cpu = os.times()
@@ -227,7 +228,7 @@ class LoadSampler(threading.Thread):
 
 def passed_on(args) -> list[str]:
     keep = ("model", "data_dir", "calibration", "seq_len", "eval_docs", "eval_len", "threads", "seed", "out", "layers",
-            "llmc_batch", "configs")
+            "batch", "llmc_batch", "configs")
     return [f"--{k.replace('_', '-')}={v}" for k, v in vars(args).items() if k in keep]
 
 
@@ -248,7 +249,8 @@ def run_worker(args, config: str, tool: str) -> dict | None:
 
 def table(rows: list[dict], scores: dict, agreements: dict) -> str:
     lines = ["| config | tool | seconds per run (pair order) | median | ratio forgetless / llmc per pair | "
-             "load during runs (1-min avg, min–max) | CPU s (median) | peak RSS MiB | perplexity (vs llmc) | agreement |",
+             "load during runs (1-min avg, min–max) | CPU s (median) | peak RSS MiB | perplexity (vs llmc) | "
+             "agreement |",
              "|---|---|---|---:|---|---|---:|---:|---:|---|"]
     for config in dict.fromkeys(r["config"] for r in rows):
         by_tool = {tool: [r for r in rows if r["config"] == config and r["tool"] == tool] for tool in TOOLS}
@@ -283,9 +285,11 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=3)
     parser.add_argument("--calibration", type=int, default=128, help="calibration sequences")
     parser.add_argument("--seq-len", type=int, default=64, help="tokens per calibration sequence")
+    parser.add_argument("--batch", type=int, default=0,
+                        help="forgetless's calibration batch size (0: the method's calibration_batch default)")
     parser.add_argument("--llmc-batch", type=int, default=1,
                         help="llm-compressor's calibration batch size (its default 1)")
-    parser.add_argument("--eval-docs", type=int, default=40)
+    parser.add_argument("--eval-docs", type=int, default=40, help="held-out documents scored (0: timing only)")
     parser.add_argument("--eval-len", type=int, default=256, help="perplexity window (tokens)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads of both tools (1: a shared machine)")
     parser.add_argument("--layers", type=int, default=0, help="keep the first N decoder layers (0: all)")
@@ -325,6 +329,9 @@ def main() -> None:
             digests = {r["weights_sha256"] for r in rows if r["config"] == config and r["tool"] == tool}
             if len(digests) > 1:
                 print(f"warning: {config} / {tool}: the repeats gave different weights ({len(digests)} digests)")
+    if args.eval_docs == 0:  # timing only
+        print(table(rows, {}, {}))
+        return
     scored = subprocess.run([sys.executable, __file__, "--score", *passed_on(args)], capture_output=True, text=True,
                             env={**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"})
     if scored.returncode:
