@@ -24,8 +24,8 @@ import torch
 class HessianAccumulator:
     """Running ``Σ x xᵀ`` over calibration tokens for one linear layer (float64 on the CPU): over
     every real token, or with ``hessian_every = k`` over every k-th one (``tokens`` counts them;
-    those rows are kept and multiplied once, at the end) plus ``Σ x_j²`` over all of them
-    (``column_norms``; float32 squares summed in float64)."""
+    those rows are kept, ``rows``) plus ``Σ x_j²`` over all of them (``column_norms``; float32
+    squares summed in float64)."""
 
     def __init__(self, in_features: int, device: str | torch.device = "cpu", hessian_every: int = 1):
         if hessian_every < 1:
@@ -33,7 +33,7 @@ class HessianAccumulator:
         self.sum = torch.zeros(in_features, in_features, dtype=torch.float64, device=device)
         self.every, self.tokens, self.seen = hessian_every, 0, 0
         self.squares = torch.zeros(in_features, dtype=torch.float64, device=device) if hessian_every > 1 else None
-        self.sampled: list[torch.Tensor] = []  # hessian_every > 1: the kept rows, not yet in ``sum``
+        self.sampled: list[torch.Tensor] = []  # hessian_every > 1: the kept rows of every batch
         self._hessian: torch.Tensor | None = None
 
     def add(self, inputs: torch.Tensor, token_mask: torch.Tensor | None = None) -> None:
@@ -56,22 +56,39 @@ class HessianAccumulator:
         self.tokens += kept.shape[0]
 
     @property
+    def rows(self) -> torch.Tensor:
+        """The kept tokens' inputs (``tokens × in_features``; ``hessian_every`` > 1 only)."""
+        if len(self.sampled) != 1:
+            self.sampled = [torch.cat(self.sampled)]
+        return self.sampled[0]
+
+    @property
     def hessian(self) -> torch.Tensor:
         """``H = 2XXᵀ/n`` over the tokens summed (all, or every k-th); computed once."""
         if self.tokens == 0:
             raise ValueError("no calibration tokens reached this layer")
-        if self.sampled:
-            rows = torch.cat(self.sampled)
-            self.sum.add_(rows.T @ rows)
-            self.sampled = []
         if self._hessian is None:
-            self._hessian = 2.0 * self.sum / self.tokens
+            total = self.sum if self.squares is None else self.sum + self.rows.T @ self.rows
+            self._hessian = 2.0 * total / self.tokens
         return self._hessian
 
     def column_norms(self) -> torch.Tensor:
         """``‖X_j‖₂`` over every real token for every input feature ``j`` (Wanda's activation term)."""
         squares = self.sum.diagonal() if self.squares is None else self.squares
         return squares.clamp_min(0).sqrt()
+
+    def relative_error(self, weight: torch.Tensor, compressed: torch.Tensor) -> float:
+        """``‖W X − Ŵ X‖_F / ‖W X‖_F`` over the accumulated tokens: through ``H``
+        (``relative_reconstruction_error``), or straight from the kept rows where there are fewer of
+        them than inputs (the same number, fewer operations)."""
+        if self.squares is None or self.tokens >= self.sum.shape[0]:
+            return relative_reconstruction_error(weight, compressed, self.hessian)
+        x = self.rows.T.to(torch.float64)
+        w = weight.detach().to(torch.float64)
+        reference = (w @ x).square().sum()
+        if reference == 0:
+            return 0.0
+        return float(((w - compressed.detach().to(torch.float64)) @ x).square().sum().div(reference).sqrt())
 
 
 def prepare_hessian(hessian: torch.Tensor, weight: torch.Tensor, damp: float) -> tuple[torch.Tensor, torch.Tensor]:

@@ -28,7 +28,7 @@ from ...models.adapters import get_adapter
 from ...models.sites import in_features, weight_matrix
 from ..base import CompressionContext, CompressionMethod
 from .calibration import scoring_subset
-from .hessian import HessianAccumulator, relative_reconstruction_error
+from .hessian import HessianAccumulator
 from .masks import NmCheck, nm_check, nm_nonzeros
 from .oneshot_config import OneShotConfig, OneShotPruningConfig
 from .sequential import run_layer_by_layer
@@ -160,7 +160,7 @@ class OneShotPruning(OneShotMethod):
         entries = []
         for module, weight, pruned in zip(modules, weights, self.prune_weights(weights, stats)):
             pruned = pruned.to(weight.dtype)
-            error = relative_reconstruction_error(weight, pruned, stats.hessian)
+            error = stats.relative_error(weight, pruned)
             short = nm_nonzeros(weight, nm[1]) < nm[0] if nm else None
             weight.copy_(pruned)
             self.pruned.append((module, weight != 0 if self.config.recovers else None,

@@ -19,7 +19,7 @@ from torch import nn
 
 from ...models.quantized_io import grouped_modules, grouped_storage, set_grouped
 from ...models.sites import weight_matrix
-from .._shared.hessian import HessianAccumulator, relative_reconstruction_error
+from .._shared.hessian import HessianAccumulator
 from .._shared.oneshot import OneShotMethod, linear_widths
 from .config import GptqConfig
 from .solver import gptq_quantize_many
@@ -47,7 +47,7 @@ class Gptq(OneShotMethod):
                                        block_size=c.block_size, damp=c.damp)
         entries = []
         for module, weight, q in zip(modules, weights, quantized):
-            error = relative_reconstruction_error(weight, q.dequantize(), stats.hessian)
+            error = stats.relative_error(weight, q.dequantize())
             set_grouped(module, q)
             entries.append({"reconstruction_error": error, "group_size": q.group_size})
         return entries
