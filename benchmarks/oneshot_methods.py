@@ -28,6 +28,8 @@ CONFIGS = {  # name → (method, options); "rtn": round to nearest on GPTQ's gri
     "rtn-w4g128": ("rtn", {"bits": 4, "group_size": 128}),
     "gptq-w4g128": ("gptq", {"bits": 4, "group_size": 128}),
     "gptq-w4g128-act": ("gptq", {"bits": 4, "group_size": 128, "act_order": True}),
+    "gptq-w4g64": ("gptq", {"bits": 4, "group_size": 64}),
+    "gptq-w4g64-static": ("gptq", {"bits": 4, "group_size": 64, "static_groups": True}),
     "rtn-w3g128": ("rtn", {"bits": 3, "group_size": 128}),
     "gptq-w3g128": ("gptq", {"bits": 3, "group_size": 128}),
     "sparsegpt-50": ("sparsegpt", {"sparsity": 0.5}),
@@ -70,10 +72,7 @@ def run(config: str, args) -> dict:
             run_layer_by_layer(model, batches, rtn)
         else:
             method = METHODS.build(METHODS.make_config(method_name, options))
-            method.layers = []
-            if method_name == "sparsegpt":
-                method.masks = []
-            run_layer_by_layer(model, batches, method._compress_layer)
+            method.calibrate(model, batches)
             errors = [e["reconstruction_error"] for e in method.layers]
             if method_name == "gptq":
                 quantized = {str(i): m.grouped_ints for i, m in enumerate(model.modules())

@@ -9,8 +9,10 @@ from forgetless.methods._shared.hessian import (
     relative_reconstruction_error,
 )
 from forgetless.methods._shared.masks import (
+    NmCheck,
+    nm_check,
     nm_keep_mask,
-    nm_pattern_holds,
+    nm_nonzeros,
     row_keep_mask,
 )
 from forgetless.methods.gptq.solver import gptq_quantize
@@ -68,10 +70,32 @@ def test_nm_masks_keep_exactly_n_of_every_m():
         kept_min = torch.where(mask, scores, torch.inf).reshape(16, -1, m).min(dim=2).values
         dropped_max = torch.where(mask, -torch.inf, scores).reshape(16, -1, m).max(dim=2).values
         assert (kept_min >= dropped_max).all()  # the n highest of each group are the ones kept
-        assert nm_pattern_holds(scores * mask, n, m) and not nm_pattern_holds(scores, n, m)
+        assert nm_check(scores * mask, n, m).exact and not nm_check(scores, n, m).at_most_n
     assert (row_keep_mask(scores, 0.25).sum(dim=1) == 48).all()
     with pytest.raises(ValueError, match="multiple of M"):
         nm_keep_mask(scores[:, :6], 2, 4)
+
+
+def test_nm_check_tells_exactly_n_from_at_most_n_and_counts_groups_short_in_the_base():
+    """2:4, one row of four groups: exactly 2 | 1 kept where the base had 1 non-zero already | 1 kept
+    where the base had 4 | 3 kept (broken)."""
+    base = torch.tensor([[1.0, 5.0, 2.0, 6.0, 0.0, 0.0, 3.0, 0.0, 5.0, 6.0, 7.0, 4.0, 1.0, 2.0, 3.0, 8.0]])
+    pruned = torch.tensor([[1.0, 0.0, 2.0, 0.0, 0.0, 0.0, 3.0, 0.0, 0.0, 0.0, 0.0, 4.0, 1.0, 2.0, 3.0, 0.0]])
+    short = nm_nonzeros(base, 4) < 2
+    assert nm_nonzeros(pruned, 4).tolist() == [[2, 1, 1, 3]] and short.tolist() == [[False, True, False, False]]
+    check = nm_check(pruned, 2, 4, short)
+    assert check == NmCheck(2, 4, groups=4, exactly_n=1, fewer_than_n=2, fewer_base_zero=1, more_than_n=1)
+    assert not check.at_most_n and not check.exact
+    assert nm_check(pruned, 2, 4).fewer_base_zero == 0  # no base given: none attributed to it
+    fixed = pruned.clone()
+    fixed[0, 12] = 0.0  # the broken group now keeps 2
+    check = nm_check(fixed, 2, 4, short)
+    assert check.at_most_n and not check.exact and check.as_dict() == {
+        "pattern": "2:4", "groups": 4, "exactly_n": 2, "fewer_than_n": 2, "fewer_base_zero": 1, "more_than_n": 0,
+        "at_most_n": True, "exact": False}
+    assert (check + nm_check(base[:, :8] * 0 + 1, 2, 4)).more_than_n == 2  # summed over weights
+    with pytest.raises(ValueError, match="cannot add a 4:8 check to a 2:4 one"):
+        check + NmCheck(4, 8)
 
 
 def obs_reference(weight, hessian, keep=None, quantize=None, damp=0.01):
@@ -100,7 +124,7 @@ def test_sparsegpt_update_equals_direct_obs_solve(nm):
     torch.testing.assert_close(result.weight, reference, atol=1e-5, rtol=0)
     assert (result.weight[~result.keep] == 0).all()
     if nm:
-        assert nm_pattern_holds(result.weight, *nm)
+        assert nm_check(result.weight, *nm).exact
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -166,7 +190,8 @@ def test_sequential_runner_feeds_each_layer_what_the_whole_model_would():
         h.remove()
     assert reports == {"decoder": [0, 1, 2]}
     # layer 0 is also reached by the capture pass; every layer then runs twice (statistics, outputs)
-    assert [len(captured[i]) for i in range(3)] == [3, 2, 2]
+    # but the last, whose outputs feed nothing: once
+    assert [len(captured[i]) for i in range(3)] == [3, 2, 1]
     for i in range(3):
         for hidden in captured[i]:
             torch.testing.assert_close(hidden, expected[i], atol=1e-6, rtol=0)

@@ -162,7 +162,7 @@ def test_report_section_and_sparsegpt_reconstructs_better_than_wanda(tmp_path):
     _, sparsegpt, _ = _compressed("sparsegpt", tmp_path, pattern="4:8", block_size=16)
     for method in (wanda, sparsegpt):
         section = method.report_section()["sparsity"]
-        assert section["pattern"] == "4:8" and section["reached"] == 0.5 and section["nm_pattern_holds"] is True
+        assert section["pattern"] == "4:8" and section["reached"] == 0.5 and section["nm_check"]["exact"] is True
         assert 0 < section["reconstruction_error"]["mean"] <= section["reconstruction_error"]["max"] < 1
         assert section["speedup"].startswith("no speedup on CPU")
     # the first layer sees the same calibration inputs in both runs: OBS's update beats no update
@@ -173,7 +173,7 @@ def test_report_section_and_sparsegpt_reconstructs_better_than_wanda(tmp_path):
 def test_recovery_fine_tune_holds_the_zeros(tmp_path):
     model, method, ctx = _compressed("wanda", tmp_path, pattern="2:4", recovery="fine-tune")
     assert [run["max_steps"] for run in ctx.fine_tunes] == [2]  # it was trained
-    assert method.config.recovers and method.report_section()["sparsity"]["nm_pattern_holds"] is True
+    assert method.config.recovers and method.report_section()["sparsity"]["nm_check"]["exact"] is True
     for layer in model.model.layers:
         for linear in (m for m in layer.modules() if isinstance(m, torch.nn.Linear)):
             kept = (linear.weight.reshape(linear.weight.shape[0], -1, 4) != 0).sum(dim=2)

@@ -44,8 +44,7 @@ from torch import nn
 
 from ..errors import ForgetlessError, ModelFileError
 from .checks import NOT_STOCK_WEIGHTS, WEIGHTS, tensor_header
-from .compressed_tensors import (  # noqa: F401 - GROUPED_BITS, GroupedInts: the GPTQ solver's in-memory codes
-    GROUPED_BITS,
+from .compressed_tensors import (
     GroupedInts,
     grouped_modules,
     grouped_storage,

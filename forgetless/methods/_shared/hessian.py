@@ -6,7 +6,10 @@ tokens, the Hessian with respect to each output row of ``W`` is the same matrix
     H = 2 X Xᵀ / n                                  (Frantar et al. 2022, GPTQ, §3; eq. for H_F)
 
 (``X``: in_features × n). Wanda's activation norm ``‖X_j‖₂`` is ``sqrt(n · H_jj / 2)``, so one
-accumulator serves all three methods. The damped inverse follows both papers: add
+accumulator serves all three methods. Wanda needs only those norms: its accumulator
+(``hessian_every`` > 1) sums ``x_j²`` over every token in float64 and ``x xᵀ`` over every k-th
+token only (a systematic sample spread over all texts and positions), enough for the reconstruction
+error it reports at 1/k of the cost of the full matrix products. The damped inverse follows both papers: add
 ``λ = damp · mean(diag H)`` to the diagonal, then take the *upper* Cholesky factor ``U`` of
 ``H⁻¹`` (``H⁻¹ = Uᵀ U``): row ``i`` of ``U`` scaled by ``U_ii`` is row ``i`` of the inverse
 Hessian of the columns not yet processed, which is what the column-by-column OBS updates need.
@@ -19,32 +22,73 @@ import torch
 
 
 class HessianAccumulator:
-    """Running ``Σ x xᵀ`` over calibration tokens for one linear layer (float64 on the CPU)."""
+    """Running ``Σ x xᵀ`` over calibration tokens for one linear layer (float64 on the CPU): over
+    every real token, or with ``hessian_every = k`` over every k-th one (``tokens`` counts them;
+    those rows are kept, ``rows``) plus ``Σ x_j²`` over all of them (``column_norms``; float32
+    squares summed in float64)."""
 
-    def __init__(self, in_features: int, device: str | torch.device = "cpu"):
+    def __init__(self, in_features: int, device: str | torch.device = "cpu", hessian_every: int = 1):
+        if hessian_every < 1:
+            raise ValueError(f"hessian_every must be >= 1, got {hessian_every}")
         self.sum = torch.zeros(in_features, in_features, dtype=torch.float64, device=device)
-        self.tokens = 0
+        self.every, self.tokens, self.seen = hessian_every, 0, 0
+        self.squares = torch.zeros(in_features, dtype=torch.float64, device=device) if hessian_every > 1 else None
+        self.sampled: list[torch.Tensor] = []  # hessian_every > 1: the kept rows of every batch
+        self._hessian: torch.Tensor | None = None
 
     def add(self, inputs: torch.Tensor, token_mask: torch.Tensor | None = None) -> None:
         """Add the inputs of one batch (``… × in_features``); ``token_mask`` (``…``, bool) keeps
         only real tokens (padding contributes nothing)."""
         x = inputs.detach().reshape(-1, inputs.shape[-1])
-        if token_mask is not None:
+        if token_mask is not None and not bool(token_mask.all()):  # no copy when every token is real
             x = x[token_mask.reshape(-1).to(x.device)]
         if x.dtype not in (torch.float32, torch.float64):
             x = x.float()
-        self.sum += (x.T @ x).to(self.sum.dtype)  # one batch in the activations' precision, summed in float64
-        self.tokens += x.shape[0]
+        self._hessian = None
+        if self.squares is None:
+            self.sum.add_(x.T @ x)  # one batch in the activations' precision, summed in float64
+            self.tokens += x.shape[0]
+            return
+        self.squares += torch.sum(x * x, dim=0, dtype=torch.float64)
+        kept = x[(-self.seen) % self.every::self.every]  # the tokens whose index in the whole set is a multiple of k
+        self.sampled.append(kept.clone())
+        self.seen += x.shape[0]
+        self.tokens += kept.shape[0]
+
+    @property
+    def rows(self) -> torch.Tensor:
+        """The kept tokens' inputs (``tokens × in_features``; ``hessian_every`` > 1 only)."""
+        if len(self.sampled) != 1:
+            self.sampled = [torch.cat(self.sampled)]
+        return self.sampled[0]
 
     @property
     def hessian(self) -> torch.Tensor:
+        """``H = 2XXᵀ/n`` over the tokens summed (all, or every k-th); computed once."""
         if self.tokens == 0:
             raise ValueError("no calibration tokens reached this layer")
-        return 2.0 * self.sum / self.tokens
+        if self._hessian is None:
+            total = self.sum if self.squares is None else self.sum + self.rows.T @ self.rows
+            self._hessian = 2.0 * total / self.tokens
+        return self._hessian
 
     def column_norms(self) -> torch.Tensor:
-        """``‖X_j‖₂`` for every input feature ``j`` (Wanda's activation term)."""
-        return self.sum.diagonal().clamp_min(0).sqrt()
+        """``‖X_j‖₂`` over every real token for every input feature ``j`` (Wanda's activation term)."""
+        squares = self.sum.diagonal() if self.squares is None else self.squares
+        return squares.clamp_min(0).sqrt()
+
+    def relative_error(self, weight: torch.Tensor, compressed: torch.Tensor) -> float:
+        """``‖W X − Ŵ X‖_F / ‖W X‖_F`` over the accumulated tokens: through ``H``
+        (``relative_reconstruction_error``), or straight from the kept rows where there are fewer of
+        them than inputs (the same number, fewer operations)."""
+        if self.squares is None or self.tokens >= self.sum.shape[0]:
+            return relative_reconstruction_error(weight, compressed, self.hessian)
+        x = self.rows.T.to(torch.float64)
+        w = weight.detach().to(torch.float64)
+        reference = (w @ x).square().sum()
+        if reference == 0:
+            return 0.0
+        return float(((w - compressed.detach().to(torch.float64)) @ x).square().sum().div(reference).sqrt())
 
 
 def prepare_hessian(hessian: torch.Tensor, weight: torch.Tensor, damp: float) -> tuple[torch.Tensor, torch.Tensor]:
@@ -87,7 +131,7 @@ def relative_reconstruction_error(weight: torch.Tensor, compressed: torch.Tensor
     h = hessian.to(torch.float64)
     w = weight.detach().to(torch.float64)
     delta = w - compressed.detach().to(torch.float64)
-    reference = torch.einsum("ij,jk,ik->", w, h, w).clamp_min(0)
+    reference = ((w @ h) * w).sum().clamp_min(0)
     if reference == 0:
         return 0.0
-    return float((torch.einsum("ij,jk,ik->", delta, h, delta).clamp_min(0) / reference).sqrt())
+    return float((((delta @ h) * delta).sum().clamp_min(0) / reference).sqrt())

@@ -2,10 +2,13 @@
 Wanda (Sun et al. 2023, §3), SparseGPT (Frantar & Alistarh 2023, Algorithm 1) and GPTQ (Frantar et
 al. 2022, §4) run it: a seeded calibration set from the task's training split, fed as the model kind
 feeds it, goes layer by layer through ``sequential.run_layer_by_layer``; each linear layer's weight
-(out × in) is replaced from that layer's input statistics (``OneShotMethod.compress_linear``).
+(out × in) is replaced from that layer's input statistics (``OneShotMethod.compress_linears``, given
+the linears fed the same inputs together: q / k / v, gate / up share one Hessian and one solve).
+``calibrate(model, batches)`` is that step on given batches (the benchmarks call it).
 Reported per layer: the relative reconstruction error ``‖WX − ŴX‖_F / ‖WX‖_F`` on the calibration
-inputs (``hessian.py``); for pruning (``OneShotPruning``, the solver in ``prune_weight``) also the
-reached sparsity and the N:M check.
+inputs (``hessian.py``); for pruning (``OneShotPruning``, the solver in ``prune_weights``) also the
+reached sparsity and the N:M check (``masks.nm_check``: groups with exactly n non-zeros, fewer,
+fewer because the base weights were already zero, more).
 
 Zeros are not removed (``structured = False``): a dense model runs no faster on CPU. With
 ``recovery: fine-tune`` the zeros are held fixed during training (``HoldZeros``).
@@ -23,11 +26,12 @@ from ...models.adapters import get_adapter
 from ...models.sites import in_features, weight_matrix
 from ..base import CompressionContext, CompressionMethod
 from .calibration import calibration_batches
-from .hessian import HessianAccumulator, relative_reconstruction_error
-from .masks import nm_pattern_holds
+from .hessian import HessianAccumulator
+from .masks import NmCheck, nm_check, nm_nonzeros
 from .oneshot_config import OneShotConfig, OneShotPruningConfig
 from .sequential import run_layer_by_layer
 
+NM_COUNTS = ("groups", "exactly_n", "fewer_than_n", "fewer_base_zero", "more_than_n")
 NO_SPEEDUP = "no speedup on CPU: unstructured and N:M sparsity need sparse kernels / sparse tensor cores"
 
 
@@ -60,13 +64,15 @@ class OneShotMethod(CompressionMethod, ABC):
     """prepare: check the options against the modules, calibrate, and compress layer by layer."""
 
     config: OneShotConfig
+    hessian_every: int = 1  # the Hessian over every k-th calibration token (``HessianAccumulator``)
 
     def check_fits(self, model: nn.Module) -> None:
         """Options against the model's modules, before calibration (none by default)."""
 
     @abstractmethod
-    def compress_linear(self, module: nn.Module, stats: HessianAccumulator) -> dict:
-        """Replace ``module``'s weight from its calibration statistics; returns its report entry."""
+    def compress_linears(self, modules: list[nn.Module], stats: HessianAccumulator) -> list[dict]:
+        """Replace the weights of ``modules`` (linears of one layer fed the same inputs, whose
+        statistics are ``stats``) from those statistics; returns each one's report entry."""
 
     @abstractmethod
     def note(self, texts: int) -> str:
@@ -75,6 +81,13 @@ class OneShotMethod(CompressionMethod, ABC):
     def prepare(self, model, ctx: CompressionContext):
         self.check_fits(model)
         batches = calibration_batches(ctx, self.config)
+        self.calibrate(model, batches)
+        ctx.notes.append(self.note(sum(len(b["input_ids"]) for b in batches)))
+        return model
+
+    def calibrate(self, model: nn.Module, batches: list[dict]) -> None:
+        """The compression step on given calibration ``batches`` (tokenized model inputs): every
+        layer calibrated and compressed in order (``sequential.run_layer_by_layer``)."""
         device = next(model.parameters()).device
         batches = [{k: v.to(device) for k, v in b.items()} for b in batches]
         self.layers: list[dict] = []
@@ -82,16 +95,21 @@ class OneShotMethod(CompressionMethod, ABC):
         model.eval()
         try:
             with torch.no_grad():
-                run_layer_by_layer(model, batches, self._compress_layer)
+                run_layer_by_layer(model, batches, self._compress_layer, label=self.config.name,
+                                   hessian_every=self.hessian_every)
         finally:
             model.train(training)
-        ctx.notes.append(self.note(sum(len(b["input_ids"]) for b in batches)))
-        return model
 
     def _compress_layer(self, stack: str, index: int, layer: nn.Module, stats: dict) -> None:
-        for name, (module, accumulator) in stats.items():
-            entry = self.compress_linear(module, accumulator)
-            self.layers.append({"stack": stack, "layer": index, "module": name, **entry})
+        shared: dict[int, list[str]] = {}  # linears fed the same inputs share an accumulator: one solve
+        for name, (_, accumulator) in stats.items():
+            shared.setdefault(id(accumulator), []).append(name)
+        entries = {}
+        for names in shared.values():
+            accumulator = stats[names[0]][1]
+            entries.update(zip(names, self.compress_linears([stats[n][0] for n in names], accumulator)))
+        for name in stats:  # in module order
+            self.layers.append({"stack": stack, "layer": index, "module": name, **entries[name]})
 
 
 class OneShotPruning(OneShotMethod):
@@ -101,41 +119,49 @@ class OneShotPruning(OneShotMethod):
     config: OneShotPruningConfig
 
     @abstractmethod
-    def prune_weight(self, weight: torch.Tensor, stats: HessianAccumulator) -> torch.Tensor:
-        """The pruned (out × in) weight from the layer's calibration statistics."""
+    def prune_weights(self, weights: list[torch.Tensor], stats: HessianAccumulator) -> list[torch.Tensor]:
+        """The pruned (out × in) weights of linears fed the same inputs, from their statistics."""
 
     def check_fits(self, model: nn.Module) -> None:
         for where, width in linear_widths(model):
             self.config.check_nm_fits(width, f"{where} has")
 
-    def prepare(self, model, ctx: CompressionContext):
-        self.masks: list[tuple[nn.Module, torch.Tensor]] = []
-        return super().prepare(model, ctx)
+    def calibrate(self, model: nn.Module, batches: list[dict]) -> None:
+        # per pruned module, in ``self.layers`` order: (module, keep-mask when a recovery will train it,
+        # N:M groups with fewer than n non-zeros before pruning when there are any)
+        self.pruned: list[tuple[nn.Module, torch.Tensor | None, torch.Tensor | None]] = []
+        super().calibrate(model, batches)
 
     def note(self, texts: int) -> str:
         return (f"{self.config.name}: one-shot {self.config.pattern} pruning of {len(self.layers)} linear layers on "
                 f"{texts} calibration texts; {NO_SPEEDUP}")
 
-    def compress_linear(self, module: nn.Module, stats: HessianAccumulator) -> dict:
-        weight = weight_matrix(module)
-        pruned = self.prune_weight(weight, stats).to(weight.dtype)
-        error = relative_reconstruction_error(weight, pruned, stats.hessian)
-        weight.copy_(pruned)
-        self.masks.append((module, weight != 0))
-        return {"reconstruction_error": error}
+    def compress_linears(self, modules: list[nn.Module], stats: HessianAccumulator) -> list[dict]:
+        weights = [weight_matrix(m) for m in modules]
+        nm = self.config.nm
+        entries = []
+        for module, weight, pruned in zip(modules, weights, self.prune_weights(weights, stats)):
+            pruned = pruned.to(weight.dtype)
+            error = stats.relative_error(weight, pruned)
+            short = nm_nonzeros(weight, nm[1]) < nm[0] if nm else None
+            weight.copy_(pruned)
+            self.pruned.append((module, weight != 0 if self.config.recovers else None,
+                                short if short is not None and bool(short.any()) else None))
+            entries.append({"reconstruction_error": error, "error_tokens": stats.tokens})
+        return entries
 
     def callbacks(self, model, ctx):
-        return [HoldZeros(self.masks)]
+        return [HoldZeros([(module, keep) for module, keep, _ in self.pruned])]
 
     def finalize(self, model, ctx):
         if self.config.recovers:
-            HoldZeros(self.masks).apply()
+            HoldZeros([(module, keep) for module, keep, _ in self.pruned]).apply()
         nm = self.config.nm
-        for entry, (module, _) in zip(self.layers, self.masks):
+        for entry, (module, _, base_short) in zip(self.layers, self.pruned):
             weight = weight_matrix(module)
             entry["sparsity"] = float((weight == 0).sum()) / weight.numel()
             entry["zeros"], entry["weights"] = int((weight == 0).sum()), weight.numel()
-            entry["nm_holds"] = nm_pattern_holds(weight, *nm) if nm else None
+            entry["nm"] = nm_check(weight, *nm, base_short).as_dict() if nm else None
         return model
 
     # ----- what the run reports ------------------------------------------------------------------
@@ -143,16 +169,27 @@ class OneShotPruning(OneShotMethod):
         return {"pattern": self.config.pattern, "target_sparsity": self.config.target_sparsity,
                 "layers": self.layers}
 
+    def nm_total(self) -> NmCheck | None:
+        """The N:M check over every pruned linear (None when unstructured)."""
+        nm = self.config.nm
+        if nm is None:
+            return None
+        total = NmCheck(*nm)
+        for entry in self.layers:
+            total = total + NmCheck(*nm, **{k: entry["nm"][k] for k in NM_COUNTS})
+        return total
+
     def report_section(self) -> dict:
         zeros = sum(e["zeros"] for e in self.layers)
         total = sum(e["weights"] for e in self.layers)
         errors = [e["reconstruction_error"] for e in self.layers]
-        nm = self.config.nm
+        nm = self.nm_total()
         return {"sparsity": {
             "pattern": self.config.pattern, "target": self.config.target_sparsity,
             "reached": zeros / total if total else 0.0, "layers": len(self.layers),
-            "nm_pattern_holds": all(e["nm_holds"] for e in self.layers) if nm else None,
+            "nm_check": nm.as_dict() if nm else None,
             "reconstruction_error": {"mean": statistics.fmean(errors) if errors else None,
-                                     "max": max(errors) if errors else None},
+                                     "max": max(errors) if errors else None,
+                                     "every_kth_token": self.hessian_every},  # measured on every k-th token
             "calibration_examples": self.config.calibration_examples,
             "speedup": NO_SPEEDUP}}

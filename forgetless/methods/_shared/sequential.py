@@ -7,12 +7,15 @@ states, …) are captured. Then, layer after layer: run the layer on the capture
 on each of its ``nn.Linear`` modules accumulating the Hessian of that module's inputs (real tokens
 only; linears fed the same tensor share one), let the method compress the layer from those
 statistics, and run the *compressed* layer again to get the inputs of the next one, so each layer
-is fitted to what its compressed predecessors feed it. Memory holds one layer's activations for the calibration set, never the
-whole model's. Stacks run in the adapter's order (an encoder-decoder's decoder is captured after its
-encoder was compressed).
+is fitted to what its compressed predecessors feed it (the last layer of a stack feeds none, so it
+runs once). Memory holds one layer's activations for the calibration set, never the whole model's.
+Stacks run in the adapter's order (an encoder-decoder's decoder is captured after its encoder was
+compressed). Progress: a bar per stack moving by statistics batch, solve and propagation batch,
+and one time estimate after the first layer (``progress.Steps`` / ``progress.estimate``).
 """
 from __future__ import annotations
 
+import time
 from typing import Callable
 
 import torch
@@ -65,35 +68,61 @@ def _hidden_of(output) -> torch.Tensor:
 
 
 def run_layer_by_layer(model: nn.Module, batches: list[dict], compress: LayerCompressor,
-                       token_masks: list[torch.Tensor] | None = None) -> dict[str, list]:
+                       token_masks: list[torch.Tensor] | None = None, label: str = "calibrate",
+                       hessian_every: int = 1) -> dict[str, list]:
     """Calibrate and compress every layer of every stack in order; returns, per stack, what
     ``compress`` returned for each layer. ``token_masks`` (one ``batch × tokens`` bool tensor per
-    batch, default the batches' attention masks) select the tokens whose activations count."""
+    batch, default the batches' attention masks) select the tokens whose activations count.
+    ``label`` names the step in the progress bar and the time estimate (``progress.py``);
+    ``hessian_every``: the accumulators' (``HessianAccumulator``: 1 for the full Hessian)."""
     adapter = get_adapter(model)
     masks = token_masks or [b["attention_mask"].bool() if "attention_mask" in b else None for b in batches]
     reports: dict[str, list] = {}
     for stack, layers in adapter.stacks(model).items():
         inputs = capture_layer_inputs(model, layers[0], batches)
         reports[stack] = []
-        for index, layer in progress.bar(enumerate(layers), desc=f"calibrate {stack} layer", total=len(layers)):
-            linears = {name: m for name, m in layer.named_modules() if is_linear(m)}
-            if not linears:
-                raise UnsupportedModelError(f"{stack} layer {index} of {type(model).__name__} has no nn.Linear "
-                                            "or Conv1D to calibrate")
-            stats = {name: (m, HessianAccumulator(in_features(m), device=m.weight.device)) for name, m in linears.items()}
-            state = {"mask": None, "fed": {}, "same": {}}
-            with HookSet() as hooks, torch.no_grad():
-                for m, acc in stats.values():
-                    hooks.add(m.register_forward_hook(_accumulate(acc, state)))
-                for (args, kwargs), mask in zip(inputs, masks):
-                    state["mask"], state["fed"] = mask, {}
-                    layer(*args, **kwargs)
-            state["fed"] = {}
-            stats = {name: (m, state["same"].get(id(acc), acc)) for name, (m, acc) in stats.items()}
-            reports[stack].append(compress(stack, index, layer, stats))
-            with torch.no_grad():
-                inputs = [_with_hidden(args, kwargs, _hidden_of(layer(*args, **kwargs))) for args, kwargs in inputs]
+        started = time.perf_counter()
+        with progress.Steps(f"{label}: {stack} layers", len(layers), 2 * len(inputs) + 1, "layer") as shown:
+            for index, layer in enumerate(layers):
+                stats = layer_statistics(stack, index, layer, inputs, masks, shown, hessian_every)
+                shown.step("solve")
+                reports[stack].append(compress(stack, index, layer, stats))
+                if index + 1 < len(layers):  # the last layer's outputs feed no layer of this stack
+                    propagate(layer, inputs, shown)
+                shown.unit_done()
+                if index == 0:
+                    progress.estimate(f"{label}: {stack}", time.perf_counter() - started, "layer", 1, len(layers))
     return reports
+
+
+def layer_statistics(stack: str, index: int, layer: nn.Module, inputs: list[tuple[tuple, dict]],
+                     masks: list, shown: progress.Steps,
+                     hessian_every: int = 1) -> dict[str, tuple[nn.Module, HessianAccumulator]]:
+    """``{name: (linear, accumulator)}`` of every linear of ``layer`` over the captured ``inputs``
+    (linears fed the same tensor share one accumulator object)."""
+    linears = {name: m for name, m in layer.named_modules() if is_linear(m)}
+    if not linears:
+        raise UnsupportedModelError(f"{stack} layer {index} ({type(layer).__name__}) has no nn.Linear or Conv1D "
+                                    "to calibrate")
+    stats = {name: (m, HessianAccumulator(in_features(m), m.weight.device, hessian_every))
+             for name, m in linears.items()}
+    state = {"mask": None, "fed": {}, "same": {}}
+    with HookSet() as hooks, torch.no_grad():
+        for m, acc in stats.values():
+            hooks.add(m.register_forward_hook(_accumulate(acc, state)))
+        for batch, ((args, kwargs), mask) in enumerate(zip(inputs, masks)):
+            state["mask"], state["fed"] = mask, {}
+            layer(*args, **kwargs)
+            shown.step(f"statistics {batch + 1}/{len(inputs)}")
+    return {name: (m, state["same"].get(id(acc), acc)) for name, (m, acc) in stats.items()}
+
+
+def propagate(layer: nn.Module, inputs: list[tuple[tuple, dict]], shown: progress.Steps) -> None:
+    """Replace each captured input by what the (compressed) ``layer`` makes of it: the next layer's input."""
+    with torch.no_grad():
+        for batch, (args, kwargs) in enumerate(inputs):
+            inputs[batch] = _with_hidden(args, kwargs, _hidden_of(layer(*args, **kwargs)))
+            shown.step(f"propagate {batch + 1}/{len(inputs)}")
 
 
 def _accumulate(accumulator: HessianAccumulator, state: dict):

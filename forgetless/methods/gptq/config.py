@@ -1,7 +1,7 @@
 """Options of GPTQ (Frantar, Ashkboos, Hoefler & Alistarh 2022): weight-only quantization of every
 linear layer of the transformer stacks to ``bits``-bit integers with a per-group grid, the rounding
 error fed back through the damped inverse Hessian of the calibration inputs (Algorithm 1). Standard
-library only: see ``method.py`` and ``solver.py``."""
+library only: see ``method.py`` and ``solver.py`` (its docstring: the two grid rules, ``static_groups``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -28,6 +28,9 @@ class GptqConfig(OneShotConfig):
     act_order: bool = option(False, switch=True, help=(
         "quantize columns in decreasing order of the Hessian diagonal (the paper's act-order; group grids "
         "then taken from the original weights)"))
+    static_groups: bool = option(False, switch=True, help=(
+        "take every group's grid from the original weights before the sweep (llm-compressor's rule); default: "
+        "each group's grid when the sweep reaches it, from the error-updated weights (the GPTQ authors' code)"))
     symmetric: bool = option(False, switch=True, help=(
         "symmetric grid centred on 0 (zero point 2^(bits−1)); default asymmetric, zero point per group"))
     damp: float = option(0.01, low=0, low_open=True, high=1, help=(

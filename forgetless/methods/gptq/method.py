@@ -10,7 +10,8 @@ Each quantized Linear keeps dense float32 weights ``S · (q − Z)`` plus its co
 weights bit for bit. Act-order is recorded as compressed-tensors' ``actorder: "weight"`` (groups
 stay contiguous). The model is smaller on disk, not faster on CPU: inference runs the dequantized
 float32 weights (int4 matrix kernels need a GPU). The card gets bits, group size, bits per weight
-as stored and the per-layer reconstruction error ‖WX − ŴX‖ / ‖WX‖.
+as stored, the grid rule that ran (``grid_rule``: static or dynamic, in the note, ``describe()`` and
+the section) and the per-layer reconstruction error ‖WX − ŴX‖ / ‖WX‖.
 """
 from __future__ import annotations
 
@@ -21,13 +22,17 @@ from torch import nn
 from ...models.compressed_tensors import grouped_modules, grouped_storage, set_grouped, storage_note, unpacked_modules
 from ...models.sites import weight_matrix
 from ..quantize.grid import check_group_fits
-from .._shared.hessian import HessianAccumulator, relative_reconstruction_error
+from .._shared.hessian import HessianAccumulator
 from .._shared.oneshot import OneShotMethod, linear_widths
 from .config import GptqConfig
-from .solver import gptq_quantize
+from .solver import gptq_quantize_many
 
 NO_SPEEDUP = ("no speedup on CPU: weights are dequantized to float32 when loaded (int4 / int8 weight-only matrix "
               "kernels need a GPU, e.g. vLLM's); the saving is on disk and in GPU memory")
+GRID_RULES = {"dynamic": "each group's grid fixed when the sweep reaches it, from the error-updated weights (the "
+                         "GPTQ authors' rule)",
+              "static": "every group's grid fixed from the original weights before the sweep (static groups, "
+                        "llm-compressor's rule)"}
 
 
 class Gptq(OneShotMethod):
@@ -37,21 +42,33 @@ class Gptq(OneShotMethod):
         for where, width in linear_widths(model):
             check_group_fits(self.config.group_size, width, f"{where} has")
 
-    def compress_linear(self, module: nn.Module, stats: HessianAccumulator) -> dict:
+    def compress_linears(self, modules: list[nn.Module], stats: HessianAccumulator) -> list[dict]:
         c = self.config
-        weight = weight_matrix(module)
-        quantized = gptq_quantize(weight, stats.hessian, bits=c.bits, group_size=c.group_size, symmetric=c.symmetric,
-                                  act_order=c.act_order, block_size=c.block_size, damp=c.damp)
-        quantized.actorder = "weight" if c.act_order else None
-        error = relative_reconstruction_error(weight, quantized.dequantize(), stats.hessian)
-        set_grouped(module, quantized)
-        return {"reconstruction_error": error, "group_size": quantized.group_size}
+        weights = [weight_matrix(m) for m in modules]
+        quantized = gptq_quantize_many(weights, stats.hessian, bits=c.bits, group_size=c.group_size,
+                                       symmetric=c.symmetric, act_order=c.act_order, static_groups=c.static_groups,
+                                       block_size=c.block_size, damp=c.damp)
+        entries = []
+        for module, weight, q in zip(modules, weights, quantized):
+            q.actorder = "weight" if c.act_order else None
+            error = stats.relative_error(weight, q.dequantize())
+            set_grouped(module, q)
+            entries.append({"reconstruction_error": error, "group_size": q.group_size})
+        return entries
+
+    @property
+    def grid_rule(self) -> str:
+        """Which rule fixed the group grids (``solver.py``): "static" or "dynamic"."""
+        return "static" if self.config.static_groups or self.config.act_order else "dynamic"
 
     def note(self, texts: int) -> str:
         c = self.config
         return (f"gptq: {c.bits}-bit weights, group size {c.group_size}, {'symmetric' if c.symmetric else 'asymmetric'}"
-                f"{', act-order' if c.act_order else ''} in {len(self.layers)} linear layers, calibrated on {texts} "
-                f"texts; {NO_SPEEDUP}")
+                f"{', act-order' if c.act_order else ''}, {GRID_RULES[self.grid_rule]}, in {len(self.layers)} linear "
+                f"layers, calibrated on {texts} texts; {NO_SPEEDUP}")
+
+    def describe(self) -> dict:
+        return {**super().describe(), "grid_rule": self.grid_rule}
 
     def finalize(self, model, ctx):
         self.storage = grouped_storage(grouped_modules(model))
@@ -73,6 +90,7 @@ class Gptq(OneShotMethod):
         errors = [e["reconstruction_error"] for e in self.layers]
         return {"quantization": {
             "dtype": f"gptq int{c.bits}", "bits": c.bits, "group_size": c.group_size, "symmetric": c.symmetric,
-            "act_order": c.act_order, "layers": len(self.layers), **getattr(self, "storage", {}),
+            "act_order": c.act_order, "grid_rule": self.grid_rule, "layers": len(self.layers),
+            **getattr(self, "storage", {}),
             "reconstruction_error": {"mean": statistics.fmean(errors), "max": max(errors)},
             "calibration_examples": c.calibration_examples, "expected": False, "why": NO_SPEEDUP}}

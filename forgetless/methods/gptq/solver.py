@@ -20,24 +20,36 @@ authors' code: SmolLM2's 576 = 4 · 128 + 64), is the min-max affine grid with `
 ``q = clamp(round(w / S) + Z, 0, 2^b − 1)``, ``ŵ = S · (q − Z)``. Scales are rounded to float32
 when chosen, so the sweep's error feedback uses exactly the stored grid.
 
-Column order: natural, or with ``act_order`` decreasing ``H_jj`` (the paper's "act-order"). With
-act-order the group grids come from the original weights before the sweep (the authors' "static
-groups"), so groups stay contiguous in storage; in natural order each group's grid is taken when
-the sweep reaches its first column, from the weights as updated so far (the authors' code; with
-groups aligned to blocks, the default 128 / 128, exactly the same). With ``H = I`` (no correlation)
-every error update is zero and GPTQ is round-to-nearest on the same grid.
+Column order: natural, or with ``act_order`` decreasing ``H_jj`` (the paper's "act-order").
+
+Two rules fix a group's grid (both legitimate, not the same; ``static_groups`` picks):
+
+* dynamic (``static_groups=False``, the default; the GPTQ authors' code): a group's grid is taken
+  when the sweep reaches its first column, from the weights as updated so far (every earlier
+  column's error included; the authors' code reads them before the current block's own updates,
+  which is the same when groups align with blocks, the default 128 / 128);
+* static (``static_groups=True``; llm-compressor 0.14, and the authors' ``--static-groups``): every
+  grid is taken from the original weights before the sweep starts.
+
+Act-order always uses static grids (groups stay contiguous in storage). With ``H = I`` (no
+correlation) every error update is zero and GPTQ is round-to-nearest on the same grid.
 
 Weights that are exactly zero when GPTQ starts are fixed at code ``Z`` (``ŵ = 0``, exact since the
 range includes 0) instead of being rounded from their updated value, and their error is fed back
 like any other: after ``sparsegpt`` or ``wanda`` (``--then gptq``) the zeros, and so a 2:4 pattern,
 survive quantization (as SparseGPT's joint sparsification + quantization, §3.5 of that paper).
+
+The sweep is ``_shared/obs_sweep.py``; linears that share one Hessian (q / k / v, gate / up) are
+quantized in one sweep (``gptq_quantize_many``): every row has its own grids, so the result equals
+one sweep per linear.
 """
 from __future__ import annotations
 
 import torch
 
-from ...models.quantized_io import GROUPED_BITS, GroupedInts
+from ...models.compressed_tensors import GROUPED_BITS, GroupedInts
 from .._shared.hessian import inverse_cholesky_upper, one_thread, prepare_hessian
+from .._shared.obs_sweep import obs_sweep, row_segments
 
 
 def group_grid(values: torch.Tensor, bits: int, symmetric: bool) -> tuple[torch.Tensor, torch.Tensor]:
@@ -76,50 +88,68 @@ def round_to_nearest(weight: torch.Tensor, bits: int = 4, group_size: int = 128,
                        torch.stack(zeros, 1).to(torch.uint8))
 
 
+class _RoundRule:
+    """GPTQ's rounding as a ``ColumnRule`` on the permuted, transposed weight (``in × out``): grids
+    per group (``groups × out``), taken up front (static) or when the sweep reaches a group."""
+
+    def __init__(self, weight_t: torch.Tensor, perm: torch.Tensor, size: int, bits: int, symmetric: bool,
+                 pruned_t: torch.Tensor, static_from: torch.Tensor | None):
+        self.size, self.bits, self.symmetric, self.pruned_t = size, bits, symmetric, pruned_t
+        self.group_of = (perm // size).tolist()
+        groups = -(-weight_t.shape[0] // size)
+        self.scales = torch.zeros(groups, weight_t.shape[1], dtype=torch.float64)
+        self.zeros = torch.zeros_like(self.scales)
+        self.codes = torch.zeros_like(weight_t)
+        self.ready = [static_from is not None] * groups
+        if static_from is not None:  # every grid from the original weights (out × in, natural order)
+            for g in range(groups):
+                self.scales[g], self.zeros[g] = group_grid(static_from[:, g * size:(g + 1) * size], bits, symmetric)
+
+    def start_block(self, start: int, end: int, weight_t: torch.Tensor) -> None:
+        pass
+
+    def fix(self, index: int, column: torch.Tensor, weight_t: torch.Tensor) -> torch.Tensor:
+        g = self.group_of[index]
+        if not self.ready[g]:  # natural order: the group starts here; its grid from the current weights
+            self.scales[g], self.zeros[g] = group_grid(weight_t[index:index + self.size].T, self.bits, self.symmetric)
+            self.ready[g] = True
+        scale, zero = self.scales[g], self.zeros[g]
+        code = torch.where(self.pruned_t[index], zero, round_codes(column, scale, zero, self.bits))
+        self.codes[index] = code
+        return scale * (code - zero)
+
+
 @one_thread()
-def gptq_quantize(weight: torch.Tensor, hessian: torch.Tensor, bits: int = 4, group_size: int = 128,
-                  symmetric: bool = False, act_order: bool = False, block_size: int = 128,
-                  damp: float = 0.01) -> GroupedInts:
-    """Quantize ``weight`` (out × in) with GPTQ given the calibration Hessian ``H = 2XXᵀ/n`` (in × in);
-    computed in float64. ``group_size``: 1 up to ``in``, or -1 (one group per row)."""
+def gptq_quantize_many(weights: list[torch.Tensor], hessian: torch.Tensor, bits: int = 4, group_size: int = 128,
+                       symmetric: bool = False, act_order: bool = False, static_groups: bool = False,
+                       block_size: int = 128, damp: float = 0.01) -> list[GroupedInts]:
+    """Quantize every weight of ``weights`` (``out_i × in``, all fed the inputs whose Hessian
+    ``H = 2XXᵀ/n`` is ``hessian``, ``in × in``) with GPTQ in one sweep; computed in float64.
+    ``group_size``: 1 up to ``in``, or -1 (one group per row); ``static_groups``: the grid rule above."""
     if bits not in GROUPED_BITS:
         raise ValueError(f"bits must be one of {GROUPED_BITS}, got {bits}")
-    h, w = prepare_hessian(hessian, weight, damp)
-    rows, cols = w.shape
+    h, w = prepare_hessian(hessian, torch.cat([w.detach() for w in weights]), damp)
+    cols = w.shape[1]
     size = cols if group_size == -1 else group_size
     if not 1 <= size <= cols:
         raise ValueError(f"group_size {group_size} does not fit the {cols} input columns (1..{cols} or -1)")
-    groups = -(-cols // size)
-    scales = torch.zeros(rows, groups, dtype=torch.float64)
-    zeros = torch.zeros(rows, groups, dtype=torch.float64)
-    pruned = w == 0  # exact zeros stay zero (a pruned model's pattern survives quantization)
     perm = torch.argsort(h.diagonal(), descending=True, stable=True) if act_order else torch.arange(cols)
-    if act_order:
-        for g in range(groups):
-            scales[:, g], zeros[:, g] = group_grid(w[:, g * size:(g + 1) * size], bits, symmetric)
-    ready = [act_order] * groups
-    w, h, pruned = w[:, perm], h[perm][:, perm], pruned[:, perm]
-    u = inverse_cholesky_upper(h)
-    codes = torch.zeros_like(w)
-    for start in range(0, cols, block_size):
-        end = min(start + block_size, cols)
-        block = w[:, start:end].clone()
-        u_block = u[start:end, start:end]
-        errors = torch.zeros_like(block)
-        for j in range(end - start):
-            group = int(perm[start + j]) // size
-            if not ready[group]:  # natural order: the group starts here; its grid from the current weights
-                current = torch.cat([block[:, j:], w[:, end:]], dim=1)[:, :size]
-                scales[:, group], zeros[:, group] = group_grid(current, bits, symmetric)
-                ready[group] = True
-            column = block[:, j]
-            code = torch.where(pruned[:, start + j], zeros[:, group], round_codes(column, scales[:, group],
-                                                                                  zeros[:, group], bits))
-            error = (column - scales[:, group] * (code - zeros[:, group])) / u_block[j, j]
-            block[:, j:] -= error.unsqueeze(1) * u_block[j, j:].unsqueeze(0)
-            codes[:, start + j] = code
-            errors[:, j] = error
-        w[:, end:] -= errors @ u[start:end, end:]
-    unpermuted = torch.empty_like(codes)
-    unpermuted[:, perm] = codes
-    return GroupedInts(bits, size, unpermuted.to(torch.uint8), scales.to(torch.float32), zeros.to(torch.uint8))
+    weight_t = w.T[perm].contiguous()
+    pruned_t = weight_t == 0  # exact zeros stay zero (a pruned model's pattern survives quantization)
+    rule = _RoundRule(weight_t, perm, size, bits, symmetric, pruned_t, w if static_groups or act_order else None)
+    obs_sweep(weight_t, inverse_cholesky_upper(h[perm][:, perm]), block_size, rule)
+    codes = torch.empty_like(rule.codes)
+    codes[perm] = rule.codes
+    scales, zeros = rule.scales.T.to(torch.float32), rule.zeros.T.to(torch.uint8)
+    return [GroupedInts(bits, size, codes[:, rows].T.to(torch.uint8).contiguous(), scales[rows].contiguous(),
+                        zeros[rows].contiguous())
+            for rows in row_segments([w.shape[0] for w in weights])]
+
+
+def gptq_quantize(weight: torch.Tensor, hessian: torch.Tensor, bits: int = 4, group_size: int = 128,
+                  symmetric: bool = False, act_order: bool = False, static_groups: bool = False,
+                  block_size: int = 128, damp: float = 0.01) -> GroupedInts:
+    """Quantize ``weight`` (out × in) with GPTQ given the calibration Hessian ``H = 2XXᵀ/n`` (in × in);
+    computed in float64. ``group_size``: 1 up to ``in``, or -1 (one group per row)."""
+    return gptq_quantize_many([weight], hessian, bits, group_size, symmetric, act_order, static_groups,
+                              block_size, damp)[0]

@@ -10,13 +10,14 @@ import torch
 from .._shared.hessian import HessianAccumulator
 from .._shared.oneshot import OneShotPruning
 from .config import SparseGptConfig
-from .solver import sparsegpt_prune
+from .solver import sparsegpt_prune_many
 
 
 class SparseGpt(OneShotPruning):
     config: SparseGptConfig
 
-    def prune_weight(self, weight: torch.Tensor, stats: HessianAccumulator) -> torch.Tensor:
+    def prune_weights(self, weights: list[torch.Tensor], stats: HessianAccumulator) -> list[torch.Tensor]:
         c = self.config
-        return sparsegpt_prune(weight, stats.hessian, c.sparsity, nm=c.nm, block_size=c.block_size,
-                               damp=c.damp).weight
+        results = sparsegpt_prune_many(weights, stats.hessian, c.sparsity, nm=c.nm, block_size=c.block_size,
+                                       damp=c.damp)
+        return [result.weight for result in results]
