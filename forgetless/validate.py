@@ -29,6 +29,7 @@ import torch
 
 from .errors import ModelFileError, OptionError, OutputFolderError
 from .kinds import check_compatible, kind_for
+from .llm.suite import check_run as check_llm_run
 from .models.checks import check_model_folder
 from .models.loading import check_label_order, resolve_model_path
 from .models.manifest import is_forgetless_folder, read_manifest
@@ -95,6 +96,7 @@ def validate_run(task, config, out_dir, overwrite: bool = False, model=None) -> 
 
     kind = kind_for(task, config.method, config.model_kind)
     check_compatible(task, config.method, config.objective, config.model_kind)
+    check_llm_run(task, config)  # LLM suites: --base as-is, no recovery training
     source = config.teacher if (config.teacher and config.student_init == "teacher") else config.model
     if config.teacher:
         model_dims(config.teacher, kind.name == "seq2seq")  # the teacher folder must be a readable model
