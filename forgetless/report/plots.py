@@ -101,3 +101,44 @@ def llm_plot(card: dict, path: str | Path) -> Path:
     right.legend(fontsize=8)
     fig.suptitle(f"{card['task']['name']}: {card['method']['name']} vs base, item by item")
     return save_figure(fig, path)
+
+
+def llm_compare_plot(cards: dict[str, dict], path: str | Path) -> Path:
+    """LLM suites side by side: the mean accuracy of the tasks above chance (95% interval) and
+    WikiText-2 perplexity of every compressed model against its parameters, its stored bits per
+    parameter and the sparsity of its prunable weights; the base (first run's) as a grey star."""
+    axes_of = (("parameters (millions)", lambda p: p["total"] / 1e6),
+               ("bits per parameter (model.safetensors)", lambda p: p.get("bits_per_parameter")),
+               ("sparsity of prunable weights (%)", lambda p: 100 * p["prunable_sparsity"]))
+    fig, grid = plt.subplots(2, 3, figsize=(13, 7), squeeze=False)
+    first = next(iter(cards.values()))
+    for column, (label, x_of) in enumerate(axes_of):
+        for row, part in enumerate(("accuracy", "perplexity")):
+            ax = grid[row][column]
+            for name, card in list(cards.items()) + [("base", first)]:
+                role = "base" if name == "base" else "compressed"
+                x = x_of(card["params"][role])
+                y, low, high = _llm_point(card, part, role)
+                if x is None or y is None:
+                    continue
+                style = {"marker": "*", "color": "#888888", "markersize": 12} if role == "base" else {"marker": "o"}
+                ax.errorbar([x], [y], yerr=[[y - low], [high - y]] if low is not None else None, capsize=3,
+                            linestyle="none", **style)
+                ax.annotate(name, (x, y), fontsize=7, xytext=(3, 3), textcoords="offset points")
+            ax.set_xlabel(label, fontsize=8)
+            ax.set_ylabel("mean accuracy (%), 95% interval" if part == "accuracy" else "WikiText-2 perplexity",
+                          fontsize=8)
+    fig.suptitle(f"{first['task']['name']}: accuracy and perplexity against size, bits and sparsity")
+    fig.tight_layout()
+    return save_figure(fig, path)
+
+
+def _llm_point(card: dict, part: str, role: str) -> tuple:
+    """(value, low, high) of a run's mean accuracy (%) or perplexity; None where the card has none."""
+    if part == "accuracy":
+        entry = (card["llm"].get("headline") or {}).get(role) or {}
+        if entry.get("value") is None:
+            return None, None, None
+        return 100 * entry["value"], 100 * entry["low"], 100 * entry["high"]
+    lm = card.get("language_model")
+    return (lm[role]["perplexity"], None, None) if lm else (None, None, None)
