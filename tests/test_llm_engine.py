@@ -172,3 +172,21 @@ def test_llm_tasks_do_not_train(data, tmp_path, capsys, no_model_load):
                  "fine-tune", "--task", "llm-zero-shot", "--data-dir", str(data), "--out", str(tmp_path / "o"),
                  "--no-progress"]) == 2
     assert "--recovery none" in capsys.readouterr().err
+
+
+def test_an_evaluation_is_reused_for_the_same_weights_only(data, tiny):
+    import copy
+
+    model, tok = tiny
+    task = load_task("llm-zero-shot", data_dir=str(data), eval_size=2, seed=1)
+    first = CausalLMKind().evaluate(model, tok, task, EvalConfig(batch_size=4), 128, False)
+    again = CausalLMKind().evaluate(model, tok, task, EvalConfig(batch_size=4), 128, False)
+    assert not first["zero_shot"]["cache"]["reused"] and again["zero_shot"]["cache"]["reused"]
+    assert again["predictions"] == first["predictions"] and again["language_model"] == first["language_model"]
+    changed = copy.deepcopy(model)
+    with torch.no_grad():
+        changed.model.layers[0].mlp.down_proj.weight[0, 0] += 1.0
+    assert not CausalLMKind().evaluate(changed, tok, task, EvalConfig(batch_size=4), 128, False)["zero_shot"]["cache"][
+        "reused"]
+    assert not CausalLMKind().evaluate(model, tok, task, EvalConfig(batch_size=2), 128, False)["zero_shot"]["cache"][
+        "reused"]  # another batch size: other padding, possibly other rounding

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..metrics.perplexity import default_window, perplexity
-from . import engine
+from . import cache, engine
 from .records import MULTIPLE_CHOICE, ROLLING, scores, task_records
 
 
@@ -129,7 +129,13 @@ def _digest(docs) -> str:
 
 
 def evaluate_suite(model, tokenizer, suite: LMEvalSuite, batch_size: int, progress: bool | None = None) -> dict:
-    """One model on the suite: ``{sets, predictions, zero_shot, [language_model]}`` (``kinds/causal_lm``)."""
+    """One model on the suite: ``{sets, predictions, zero_shot, [language_model]}`` (``kinds/causal_lm``);
+    kept in the shared cache and reused for the same weights and suite (``cache.py``)."""
+    entry = cache.entry_path(model, tokenizer, suite, batch_size)
+    kept = cache.load(entry)
+    if kept is not None:
+        kept["zero_shot"]["cache"] = {"path": str(entry), "reused": True}
+        return kept
     window = default_window(model, suite.window)
     samples = engine.evaluate(model, tokenizer, suite.tasks, {n: s.items for n, s in suite.sets.items()}, window,
                               batch_size, progress)
@@ -149,6 +155,8 @@ def evaluate_suite(model, tokenizer, suite: LMEvalSuite, batch_size: int, progre
         result["language_model"] = {"file": p.source, "protocol": "non-overlapping windows of the joined text",
                                     **perplexity(model, tokenizer, p.text, default_window(model, p.window),
                                                  max(1, batch_size * 128 // window), p.cap, p.seed)}
+    cache.store(entry, result)
+    result["zero_shot"]["cache"] = {"path": str(entry) if entry else None, "reused": False}
     return result
 
 

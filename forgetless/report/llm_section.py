@@ -48,7 +48,9 @@ def llm_section(task, results: dict, predictions: dict, seed: int = 0, n_resampl
         tasks[name] = entry
     headline_tasks = [n for n, t in tasks.items() if t.get("in_headline")]
     pairs_of = {n: _correct_pair(records, n) for n in headline_tasks}
-    section = {"engine": results["base"]["zero_shot"], "tasks": tasks, "headline_tasks": headline_tasks,
+    engine = {k: v for k, v in results["base"]["zero_shot"].items() if k not in ("cache", "truncated_prompts")}
+    engine["cache"] = {role: results[role]["zero_shot"].get("cache") for role in ROLES}
+    section = {"engine": engine, "tasks": tasks, "headline_tasks": headline_tasks,
                "headline": macro_intervals(list(pairs_of.values()), n_resamples, seed) if headline_tasks else None,
                "pooled": _pooled(records, headline_tasks, seed, n_resamples) if headline_tasks else None,
                "pairs": _pairs(tasks, records, seed, n_resamples)}
