@@ -174,13 +174,13 @@ def summarize(records: dict) -> dict:
         return out
     if records["output_type"] == ROLLING:
         ll = sum(r["ll"] for r in items)
-        out = {"n": n, "metric": "word_perplexity", "accuracy": None, "log_likelihood": ll}
+        out = {"n": n, "metric": "word_perplexity", "log_likelihood": ll}
         if all("words" in r and "bytes" in r for r in items):
             words, nbytes = sum(r["words"] for r in items), sum(r["bytes"] for r in items)
             out.update(words=words, bytes=nbytes, word_perplexity=float(np.exp(-ll / words)),
                        byte_perplexity=float(np.exp(-ll / nbytes)), bits_per_byte=float(-ll / nbytes / np.log(2)))
         return out
-    return {"n": n, "metric": primary, "accuracy": None, primary: float(np.mean([r["score"] for r in items]))}
+    return {"n": n, "metric": primary, primary: float(np.mean([r["score"] for r in items]))}
 
 
 def check_run(task, config) -> None:
