@@ -150,11 +150,21 @@ def test_users_task_yaml_with_a_missing_data_file_is_one_error(data, tmp_path, c
                  str(data), "--out", str(tmp_path / "out"), "--no-progress"])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and "my_yes_no" in err[0] and "mine.yaml" in err[0] and "gone.jsonl" in err[0]
+    (mine / "mine.yaml").write_text("task: my_yes_no\ndataset_path: json\n  bad: [indent\n")  # not YAML
     code = main(["compress", "--model", "tiny-llama", "--base", "as-is", "--method", "magnitude", "--recovery", "none",
-                 "--task", "lm-eval", "--lm-eval-tasks", "arc_easy_offlin", "--data-dir", str(data),
-                 "--out", str(tmp_path / "out"), "--no-progress"])
-    err = capsys.readouterr().err
-    assert code == 2 and "did you mean arc_easy_offline" in err
+                 "--task", "lm-eval", "--lm-eval-tasks", "my_yes_no", "--lm-eval-include", str(mine), "--data-dir",
+                 str(data), "--out", str(tmp_path / "out"), "--no-progress"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "mine.yaml is not valid YAML" in err[0]
+
+
+
+def test_an_unknown_task_name_gets_the_closest_ones(data):
+    from forgetless.errors import ConfigError
+    from forgetless.llm import engine
+
+    with pytest.raises(ConfigError, match="did you mean arc_easy_offline"):
+        engine.load_tasks(["arc_easy_offlin"], engine.task_manager([engine.TASKS_DIR], data, False))
 
 
 def test_missing_lm_eval_is_one_clear_error(data, tmp_path, capsys, monkeypatch, no_model_load):

@@ -84,6 +84,6 @@ def _lm_eval(data_dir=None, seed: int = 0, train: str | None = None, lm_eval_tas
     root = data_root(data_dir)
     wikitext = _llm_folder(root) / WIKITEXT if root is not None else None
     include = [TASKS_DIR] + ([Path(lm_eval_include)] if lm_eval_include else [])
-    suite = build_suite(names, include, root, True, wikitext if wikitext and wikitext.is_file() else None,
-                        perplexity_window)
+    suite = build_suite(names, include, root, None, wikitext if wikitext and wikitext.is_file() else None,
+                        perplexity_window)  # lm-eval's own tasks indexed only when a name is not in include
     return _task("lm-eval", suite, calibration_set(train, root, "lm-eval"), "lm-eval tasks")

@@ -13,6 +13,7 @@ clear error before any model is loaded (``require_lm_eval``).
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import sys
 from pathlib import Path
@@ -63,20 +64,33 @@ def quiet(progress: bool | None = None):
             module.tqdm = Silent.__mro__[1]
 
 
-def task_manager(include, data_dir: str | Path | None, defaults: bool):
+def task_manager(include, data_dir: str | Path | None, defaults: bool | None, names=()):
     """An lm-eval ``TaskManager`` over ``include`` (folders of task YAMLs) and, with ``defaults``,
-    lm-eval's own tasks; ``data_dir`` reaches the shipped YAMLs' readers as ``metadata``."""
+    lm-eval's own tasks (None: only when one of ``names`` is not in ``include``); ``data_dir`` reaches
+    the shipped YAMLs' readers as ``metadata``. Indexing lm-eval's own tasks takes seconds to a minute:
+    one process reuses a manager while the YAMLs are unchanged."""
     require_lm_eval()
-    from lm_eval.tasks import TaskManager
-
+    if defaults is None:
+        own = task_manager(include, data_dir, False)
+        if all(name in own.all_tasks for name in names) or _unreadable_yamls(own.include_path):
+            return own  # everything is here, or a broken YAML here is the likely missing task (load_tasks says so)
+        defaults = True
     folders = [Path(p) for p in (include if isinstance(include, (list, tuple)) else [include]) if p is not None]
     for folder in folders:
         if not folder.is_dir():
             raise DataError(f"--lm-eval-include {folder}: not a folder of lm-eval task YAMLs")
-    metadata = {"data_dir": str(Path(data_dir).expanduser().resolve())} if data_dir else None
+    yamls = tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for f in folders for p in sorted(f.rglob("*.yaml")))
+    data = str(Path(data_dir).expanduser().resolve()) if data_dir else None
+    return _manager(tuple(str(f) for f in folders), yamls, data, defaults)
+
+
+@functools.lru_cache(maxsize=8)
+def _manager(folders: tuple, yamls: tuple, data_dir: str | None, defaults: bool):
+    from lm_eval.tasks import TaskManager
+
     with quiet():
-        return TaskManager(include_path=[str(f) for f in folders] or None, include_defaults=defaults,
-                           metadata=metadata)
+        return TaskManager(include_path=list(folders) or None, include_defaults=defaults,
+                           metadata={"data_dir": data_dir} if data_dir else None)
 
 
 def load_tasks(names: list[str], manager) -> dict:
@@ -88,6 +102,9 @@ def load_tasks(names: list[str], manager) -> dict:
         if name not in known:
             import difflib
 
+            broken = _unreadable_yamls(manager.include_path)
+            if broken:  # lm-eval's index skips a YAML it cannot parse: name it
+                raise DataError(f"lm-eval task {name!r} is not known; {broken[0][0]} is not valid YAML ({broken[0][1]})")
             close = difflib.get_close_matches(name, sorted(known), n=3)
             raise ConfigError(f"lm-eval task {name!r} is not known" + (f"; did you mean {', '.join(close)}?" if close
                               else "; `lm-eval ls tasks` lists lm-eval's own, --lm-eval-include adds a folder"))
@@ -115,6 +132,25 @@ def load_tasks(names: list[str], manager) -> dict:
             raise DataError(f"lm-eval task {name} ({where}): has no evaluation documents")
         tasks[name] = task
     return tasks
+
+
+def _unreadable_yamls(include) -> list[tuple[Path, str]]:
+    """``(file, problem)`` of every YAML under the include folders that does not parse (lm-eval's
+    ``!function`` tags and the like are accepted as they are)."""
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.add_multi_constructor("!", lambda loader, suffix, node: None)
+    folders = include if isinstance(include, (list, tuple)) else [include] if include else []
+    broken = []
+    for path in sorted(p for folder in folders for p in Path(folder).rglob("*.yaml")):
+        try:
+            yaml.load(path.read_text(encoding="utf-8"), Loader=Loader)  # noqa: S506 - SafeLoader subclass
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+            broken.append((path, " ".join(str(exc).split())[:160]))
+    return broken
 
 
 def yaml_path(manager, name: str) -> str:

@@ -86,12 +86,12 @@ class LMEvalSuite:
         return dataclasses.replace(self, sets=sets, perplexity=ppl)
 
 
-def build_suite(names: list[str], include, data_dir, defaults: bool, perplexity_file: Path | None,
+def build_suite(names: list[str], include, data_dir, defaults: bool | None, perplexity_file: Path | None,
                 window: int | None) -> LMEvalSuite:
     """Load ``names`` (``engine.load_tasks``) from ``include`` (and lm-eval's own tasks with
-    ``defaults``), every item; read the perplexity file (WikiText-2 test, CRLF read as LF, its rows
-    joined as the papers' scripts join them)."""
-    manager = engine.task_manager(include, data_dir, defaults)
+    ``defaults``; None: when a name is not in ``include``), every item; read the perplexity file
+    (WikiText-2 test, CRLF read as LF, its rows joined as the papers' scripts join them)."""
+    manager = engine.task_manager(include, data_dir, defaults, names)
     tasks = engine.load_tasks(names, manager)
     sets = {}
     for name, task in tasks.items():
@@ -105,7 +105,7 @@ def build_suite(names: list[str], include, data_dir, defaults: bool, perplexity_
     import lm_eval
 
     describe = {"engine": "lm-evaluation-harness", "version": getattr(lm_eval, "__version__", None),
-                "include": [str(p) for p in include] if isinstance(include, list) else str(include), "lm_eval_defaults": defaults, "shots": 0,
+                "include": [str(p) for p in include] if isinstance(include, list) else str(include), "shots": 0,
                 "chat_template": False, "window": window}
     return LMEvalSuite(tasks, sets, ppl, window, describe)
 

@@ -98,6 +98,7 @@ def llm_plot(card: dict, path: str | Path) -> Path:
     right.bar([x + 0.2 for x in xs], gained, width=0.4, color="#1a7f37", label="wrong → correct")
     right.set_xticks(list(xs), labels, fontsize=7)
     right.set_ylabel("items that flip")
+    right.yaxis.get_major_locator().set_params(integer=True)
     right.legend(fontsize=8)
     fig.suptitle(f"{card['task']['name']}: {card['method']['name']} vs base, item by item")
     return save_figure(fig, path)
