@@ -188,7 +188,7 @@ def test_an_evaluation_is_reused_for_the_same_weights_only(data, tiny):
     import copy
 
     model, tok = tiny
-    task = load_task("llm-zero-shot", data_dir=str(data), eval_size=2, seed=1)
+    task = load_task("lm-eval", data_dir=str(data), lm_eval_tasks=["piqa_offline", "openbookqa_offline"], seed=1)
     first = CausalLMKind().evaluate(model, tok, task, EvalConfig(batch_size=4), 128, False)
     again = CausalLMKind().evaluate(model, tok, task, EvalConfig(batch_size=4), 128, False)
     assert not first["zero_shot"]["cache"]["reused"] and again["zero_shot"]["cache"]["reused"]
@@ -198,5 +198,3 @@ def test_an_evaluation_is_reused_for_the_same_weights_only(data, tiny):
         changed.model.layers[0].mlp.down_proj.weight[0, 0] += 1.0
     assert not CausalLMKind().evaluate(changed, tok, task, EvalConfig(batch_size=4), 128, False)["zero_shot"]["cache"][
         "reused"]
-    assert not CausalLMKind().evaluate(model, tok, task, EvalConfig(batch_size=2), 128, False)["zero_shot"]["cache"][
-        "reused"]  # another batch size: other padding, possibly other rounding
