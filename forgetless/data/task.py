@@ -1,8 +1,9 @@
 """Tasks: train / dev sets, named challenge sets, label names and label mappings, and the task's
 *kind* (``classification``: labelled text in an ``ExampleSet``; ``generation``: source → reference
 texts in a ``PairSet``; ``lm-eval``: an LLM evaluation suite run through lm-evaluation-harness,
-``llm/suite.py``, whose training split is calibration text). The kind decides how models are loaded, fed, run and scored
-(``forgetless.kinds``); everything else (methods, objectives, trainer, report) is shared.
+``llm/suite.py``, whose training split is calibration text). The kind decides how models are
+loaded, fed, run and scored (``forgetless.kinds``); everything else (methods, objectives, trainer,
+report) is shared.
 
 A challenge set may use other labels than the task (MNLI's 3 classes → HANS's 2): its
 ``prediction_map`` sends each task label id to one of its own label ids, so 3-way predictions

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import sys
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -134,9 +135,12 @@ def evaluate_suite(model, tokenizer, suite: LMEvalSuite, batch_size: int, progre
     entry = cache.entry_path(model, tokenizer, suite, batch_size)
     kept = cache.load(entry)
     if kept is not None:
+        _say(f"this model's evaluation on the suite is reused from {entry}")
         kept["zero_shot"]["cache"] = {"path": str(entry), "reused": True}
         return kept
     window = default_window(model, suite.window)
+    _say(f"lm-eval: {len(suite.sets)} task(s), {sum(len(s) for s in suite.sets.values()):,} items, requests of at most "
+         f"{window} tokens")
     samples = engine.evaluate(model, tokenizer, suite.tasks, {n: s.items for n, s in suite.sets.items()}, window,
                               batch_size, progress)
     sets, predictions = {}, {}
@@ -152,12 +156,18 @@ def evaluate_suite(model, tokenizer, suite: LMEvalSuite, batch_size: int, progre
               "zero_shot": {**suite.describe, "window": window, "batch_size": batch_size, "truncated_prompts": {}}}
     if suite.perplexity is not None:
         p = suite.perplexity
+        _say(f"{p.name} perplexity: non-overlapping windows of {default_window(model, p.window)} tokens"
+             + (f", at most {p.cap}" if p.cap else ""))
         result["language_model"] = {"file": p.source, "protocol": "non-overlapping windows of the joined text",
                                     **perplexity(model, tokenizer, p.text, default_window(model, p.window),
                                                  max(1, batch_size * 128 // window), p.cap, p.seed)}
     cache.store(entry, result)
     result["zero_shot"]["cache"] = {"path": str(entry) if entry else None, "reused": False}
     return result
+
+
+def _say(line: str) -> None:
+    print(f"[forgetless]   {line}", file=sys.stderr, flush=True)
 
 
 def summarize(records: dict) -> dict:
