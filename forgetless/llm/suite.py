@@ -45,14 +45,19 @@ class LMEvalSet:
 
 @dataclass
 class PerplexitySet:
-    """A text scored in non-overlapping windows (``metrics/perplexity.py``); ``cap`` windows at most."""
+    """A text scored in non-overlapping windows (``metrics/perplexity.py``); ``cap`` windows at most.
+    Its length is its number of rows (lines of the file)."""
 
     name: str
     source: str
     text: str
+    rows: int
     window: int | None = None  # None: the model's context capped at 2048
     cap: int | None = None
     seed: int = 0
+
+    def __len__(self) -> int:
+        return self.rows
 
     def fingerprint(self) -> str:
         return hashlib.sha256(f"{self.text}\n{self.window}:{self.cap}:{self.seed}".encode()).hexdigest()[:16]
@@ -102,7 +107,7 @@ def build_suite(names: list[str], include, data_dir, defaults: bool | None, perp
     ppl = None
     if perplexity_file is not None:
         rows = Path(perplexity_file).read_text(encoding="utf-8").replace("\r\n", "\n").splitlines(keepends=True)
-        ppl = PerplexitySet("wikitext2", str(perplexity_file), "\n\n".join(rows), window)
+        ppl = PerplexitySet("wikitext2", str(perplexity_file), "\n\n".join(rows), len(rows), window)
     import lm_eval
 
     describe = {"engine": "lm-evaluation-harness", "version": getattr(lm_eval, "__version__", None),
