@@ -198,3 +198,36 @@ def test_an_evaluation_is_reused_for_the_same_weights_only(data, tiny):
         changed.model.layers[0].mlp.down_proj.weight[0, 0] += 1.0
     assert not CausalLMKind().evaluate(changed, tok, task, EvalConfig(batch_size=4), 128, False)["zero_shot"]["cache"][
         "reused"]
+
+
+def test_shipped_yamls_ask_what_lm_evals_own_tasks_ask():
+    """The offline tasks' prompts, targets, choices and metrics are lm-eval's own (their readers only
+    change where the rows come from): a new lm-eval release that changes a prompt fails here."""
+    import importlib.util
+    from pathlib import Path
+
+    import yaml
+    from lm_eval.tasks.wikitext import preprocess_wikitext
+    from lm_eval.tasks.winogrande import preprocess_winogrande
+
+    from forgetless.llm.engine import TASKS_DIR
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.add_multi_constructor("!", lambda loader, suffix, node: f"!{suffix} {node.value}")
+    read = lambda path: yaml.load(Path(path).read_text(), Loader=Loader)  # noqa: E731, S506
+    theirs_dir = Path(lm_eval.__file__).parent / "tasks"
+    for ours, theirs in (("arc_easy", "arc/arc_easy.yaml"), ("arc_challenge", "arc/arc_easy.yaml"),
+                         ("piqa", "piqa/piqa.yaml"), ("openbookqa", "openbookqa/openbookqa.yaml"),
+                         ("hellaswag", "hellaswag/hellaswag.yaml")):
+        mine, original = read(TASKS_DIR / f"{ours}_offline.yaml"), read(theirs_dir / theirs)
+        for key in ("output_type", "doc_to_text", "doc_to_target", "doc_to_choice"):
+            assert mine[key] == original[key], (ours, key)
+        assert [m["metric"] for m in mine["metric_list"]] == [m["metric"] for m in original["metric_list"]]
+    spec = importlib.util.spec_from_file_location("offline", TASKS_DIR / "offline.py")
+    offline = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(offline)
+    assert offline.doc_to_choice is preprocess_winogrande.doc_to_choice
+    assert offline.wikitext_detokenizer is preprocess_wikitext.wikitext_detokenizer
+    assert offline.process_results is preprocess_wikitext.process_results
