@@ -42,8 +42,9 @@ WINDOW = 2048
 
 def forgetless_side(args) -> None:
     """One forgetless evaluation (the subprocess of tool B): records → ``args.records``."""
+    from forgetless.kinds.causal_lm import CausalLMKind
     from forgetless.llm.engine import TASKS_DIR
-    from forgetless.llm.suite import build_suite, evaluate_suite
+    from forgetless.llm.suite import build_suite
     from forgetless.models.loading import load_causal_lm
     from forgetless.report.llm_section import llm_section
 
@@ -52,7 +53,7 @@ def forgetless_side(args) -> None:
     suite = build_suite(list(samples), TASKS_DIR, args.data_dir, False, None, WINDOW)
     for name, items in samples.items():
         suite.sets[name].items = items
-    result = evaluate_suite(model, tokenizer, suite, args.batch_size, progress=False)
+    result = CausalLMKind().evaluate_suite(model, tokenizer, suite, args.batch_size, progress=False)
     task = type("T", (), {"suite": suite})()
     llm_section(task, {"base": result, "compressed": result}, {"base": result["predictions"],
                                                                "compressed": result["predictions"]})

@@ -32,7 +32,8 @@ from pathlib import Path
 
 from forgetless.data.tasks import load_task
 from forgetless.config import EvalConfig
-from forgetless.metrics.perplexity import default_perplexity_file, default_window, join, perplexity, read_texts
+from forgetless.data.texts import read_texts
+from forgetless.metrics.perplexity import default_perplexity_file, default_window, join, perplexity
 from forgetless.metrics.size import parameter_counts
 from forgetless.metrics.speed import SpeedConfig
 from forgetless.fsutil import atomic_write_json, atomic_write_text

@@ -20,6 +20,7 @@ from pathlib import Path
 from ..errors import ConfigError
 from .registry import TASKS, data_root, resolve_data_dir
 from .task import ExampleSet, Task
+from .texts import read_texts
 
 ZERO_SHOT = ("arc_easy_offline", "arc_challenge_offline", "hellaswag_offline", "piqa_offline", "winogrande_offline",
              "openbookqa_offline", "wikitext_offline")
@@ -38,8 +39,6 @@ def calibration_set(train: str | None, root: Path | None, task: str) -> ExampleS
         raise ConfigError(f"task {task}: one-shot methods calibrate on its training split, text only: give --train "
                           f"FILE (text lines or .jsonl)" + (f" ({path} is missing)" if path is not None else
                                                             " or --data-dir with " + CALIBRATION))
-    from ..metrics.perplexity import read_texts  # torch: imported when the task is built
-
     texts = read_texts(path)
     return ExampleSet("train", texts, [0] * len(texts), ["text"], source=str(path))
 

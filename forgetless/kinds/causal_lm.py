@@ -21,10 +21,12 @@ from dataclasses import asdict
 
 from ..data.task import PairSet, Task
 from ..errors import ConfigError
-from ..llm.suite import evaluate_suite
+from ..llm import cache
+from ..llm.suite import evaluate_suite, say
 from ..metrics import zero_shot
 from ..metrics.accuracy import pooled_task_accuracy, set_metrics
-from ..metrics.perplexity import default_window, join, perplexity, read_texts
+from ..data.texts import read_texts
+from ..metrics.perplexity import default_window, join, perplexity
 from ..metrics.speed import SpeedConfig, compare_speed, flop_limit, llm_speed_config
 from ..models.loading import load_causal_lm
 from ..training.encode import encode_causal_pairs
@@ -84,7 +86,7 @@ class CausalLMKind:
 
     def evaluate(self, model, tokenizer, task: Task, eval_config, max_length: int, progress: bool = False) -> dict:
         if task.kind == "lm-eval":  # lm-evaluation-harness runs the suite (llm/suite.py)
-            return evaluate_suite(model, tokenizer, task.suite, eval_config.batch_size, progress)
+            return self.evaluate_suite(model, tokenizer, task.suite, eval_config.batch_size, progress)
         sets, predictions, truncated = {}, {}, {}
         for name, examples in task.eval_sets().items():
             scored = zero_shot.score_set(model, tokenizer, task, examples, eval_config, max_length,
@@ -101,6 +103,27 @@ class CausalLMKind:
             texts = read_texts(eval_config.perplexity_file, eval_config.perplexity_texts)
             result["language_model"] = {"file": str(eval_config.perplexity_file), "texts": len(texts),
                                         **perplexity(model, tokenizer, join(texts), default_window(model))}
+        return result
+
+    def evaluate_suite(self, model, tokenizer, suite, batch_size: int, progress: bool | None = None) -> dict:
+        """An LLM suite: its lm-eval tasks (``llm/suite.py``), then its perplexity text in windows of the
+        model's context capped at 2048 (``metrics/perplexity.py``); kept in the shared cache and reused
+        for the same weights and suite (``llm/cache.py``)."""
+        entry = cache.entry_path(model, tokenizer, suite, batch_size)
+        kept = cache.load(entry)
+        if kept is not None:
+            say(f"this model's evaluation on the suite is reused from {entry}")
+            kept["zero_shot"]["cache"] = {"path": str(entry), "reused": True}
+            return kept
+        result = evaluate_suite(model, tokenizer, suite, default_window(model, suite.window), batch_size, progress)
+        if suite.perplexity is not None:
+            p, window = suite.perplexity, default_window(model, suite.perplexity.window)
+            say(f"{p.name} perplexity: non-overlapping windows of {window} tokens" + (f", at most {p.cap}" if p.cap else ""))
+            result["language_model"] = {"file": p.source, "protocol": "non-overlapping windows of the joined text",
+                                        **perplexity(model, tokenizer, p.text, window, max(1, batch_size * 128 // window),
+                                                     p.cap, p.seed)}
+        cache.store(entry, result)
+        result["zero_shot"]["cache"] = {"path": str(entry) if entry else None, "reused": False}
         return result
 
     def speed(self, base, compressed, config: SpeedConfig) -> dict:

@@ -4,8 +4,8 @@ the papers measure it; what a ``Task`` of kind ``lm-eval`` carries (``data/llm_t
 Everything is read when the task is built, before any model is loaded: every task's YAML and
 documents (``engine.load_tasks``) and the perplexity text. ``--eval-size N`` keeps a seeded sample of
 N items of each task (all when N ≥ its size; ``capped``), the same for base and compressed: they are
-the task's, not the model's. ``evaluate_suite`` runs one model on it (lm-eval for the tasks,
-``metrics/perplexity.py`` for WikiText-2) and returns what the ``causal-lm`` kind returns.
+the task's, not the model's. ``evaluate_suite`` runs one model on its lm-eval tasks (the
+``causal-lm`` kind adds the perplexity text, ``metrics/perplexity.py``, and the cache, ``cache.py``).
 """
 from __future__ import annotations
 
@@ -20,8 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ConfigError
-from ..metrics.perplexity import default_window, perplexity
-from . import cache, engine
+from . import engine
 from .records import MULTIPLE_CHOICE, ROLLING, scores, task_records
 
 
@@ -134,18 +133,12 @@ def _digest(docs) -> str:
     return digest.hexdigest()[:16]
 
 
-def evaluate_suite(model, tokenizer, suite: LMEvalSuite, batch_size: int, progress: bool | None = None) -> dict:
-    """One model on the suite: ``{sets, predictions, zero_shot, [language_model]}`` (``kinds/causal_lm``);
-    kept in the shared cache and reused for the same weights and suite (``cache.py``)."""
-    entry = cache.entry_path(model, tokenizer, suite, batch_size)
-    kept = cache.load(entry)
-    if kept is not None:
-        _say(f"this model's evaluation on the suite is reused from {entry}")
-        kept["zero_shot"]["cache"] = {"path": str(entry), "reused": True}
-        return kept
-    window = default_window(model, suite.window)
-    _say(f"lm-eval: {len(suite.sets)} task(s), {sum(len(s) for s in suite.sets.values()):,} items, requests of at most "
-         f"{window} tokens")
+def evaluate_suite(model, tokenizer, suite: LMEvalSuite, window: int, batch_size: int,
+                   progress: bool | None = None) -> dict:
+    """One model on the suite's lm-eval tasks, requests of at most ``window`` tokens: ``{sets,
+    predictions, zero_shot}`` (the perplexity text and the cache: ``kinds/causal_lm.py``)."""
+    say(f"lm-eval: {len(suite.sets)} task(s), {sum(len(s) for s in suite.sets.values()):,} items, requests of at most "
+        f"{window} tokens")
     samples = engine.evaluate(model, tokenizer, suite.tasks, {n: s.items for n, s in suite.sets.items()}, window,
                               batch_size, progress)
     sets, predictions = {}, {}
@@ -157,21 +150,12 @@ def evaluate_suite(model, tokenizer, suite: LMEvalSuite, batch_size: int, progre
             records["predicted"] = [int(np.argmax(scores(r, records["primary"]))) for r in records["items"]]
         predictions[name] = records
         sets[name] = summarize(records)
-    result = {"sets": sets, "predictions": predictions,
-              "zero_shot": {**suite.describe, "window": window, "batch_size": batch_size, "truncated_prompts": {}}}
-    if suite.perplexity is not None:
-        p = suite.perplexity
-        _say(f"{p.name} perplexity: non-overlapping windows of {default_window(model, p.window)} tokens"
-             + (f", at most {p.cap}" if p.cap else ""))
-        result["language_model"] = {"file": p.source, "protocol": "non-overlapping windows of the joined text",
-                                    **perplexity(model, tokenizer, p.text, default_window(model, p.window),
-                                                 max(1, batch_size * 128 // window), p.cap, p.seed)}
-    cache.store(entry, result)
-    result["zero_shot"]["cache"] = {"path": str(entry) if entry else None, "reused": False}
-    return result
+    return {"sets": sets, "predictions": predictions,
+            "zero_shot": {**suite.describe, "window": window, "batch_size": batch_size, "truncated_prompts": {}}}
 
 
-def _say(line: str) -> None:
+def say(line: str) -> None:
+    """A line on stderr under the pipeline's stage lines."""
     print(f"[forgetless]   {line}", file=sys.stderr, flush=True)
 
 

@@ -16,7 +16,6 @@ classification task reads ``--perplexity-file`` (text lines, or ``.jsonl`` recor
 """
 from __future__ import annotations
 
-import json
 import math
 import os
 from pathlib import Path
@@ -29,7 +28,6 @@ from ..progress import bar
 
 
 DEFAULT_FILE = "xsum/test_1000_llm_decoding.jsonl"  # inside the data folder
-TEXT_FIELDS = ("document", "text", "context")
 
 
 def default_perplexity_file(data_dir: str | None) -> str | None:
@@ -37,32 +35,6 @@ def default_perplexity_file(data_dir: str | None) -> str | None:
     folder = data_dir or os.environ.get("FORGETLESS_DATA_DIR")
     path = Path(folder).expanduser() / DEFAULT_FILE if folder else None
     return str(path) if path is not None and path.is_file() else None
-
-
-def read_texts(path: str | Path, limit: int | None = None) -> list[str]:
-    """Non-empty lines of a text file, or the text field of each record of a ``.jsonl`` file;
-    the first ``limit`` of them."""
-    path = Path(path)
-    try:
-        lines = [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-        texts = [_record_text(line, path) for line in lines] if path.suffix == ".jsonl" else lines
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DataError(f"{path}: cannot read the perplexity text file ({exc})") from exc
-    texts = [t for t in texts if t][:limit]
-    if not texts:
-        raise DataError(f"{path}: the perplexity text file has no text")
-    return texts
-
-
-def _record_text(line: str, path: Path) -> str:
-    try:
-        record = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise DataError(f"{path}: a line is not JSON ({exc})") from exc
-    field = next((f for f in TEXT_FIELDS if isinstance(record, dict) and isinstance(record.get(f), str)), None)
-    if field is None:
-        raise DataError(f"{path}: a record has none of the text fields {', '.join(TEXT_FIELDS)}")
-    return " ".join(record[field].split())
 
 
 CONTEXT_CAP = 2048  # LLaMA's context, the window of the papers' WikiText-2 numbers
