@@ -52,6 +52,11 @@ def test_cli_llm_zero_shot_card_pages_report_and_compare(tmp_path):
     assert "correct→wrong" in (first / "report.html").read_text()
     assert main(["report", str(first)]) == 0
     assert (first / "report.md").read_text() == markdown
+    flipped = [dict(r, predicted=1 - r["predicted"]) if (r["set"], r["role"]) == ("piqa_offline", "base") else r
+               for r in rows]
+    (first / "predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in flipped))
+    assert main(["report", str(first)]) == 2  # the rows no longer give back the card's accuracy
+    (first / "predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert main(["compare", str(first), str(second), "--out", str(tmp_path / "cmp")]) == 0
     page = (tmp_path / "cmp" / "compare.md").read_text()
     assert "## LLM tasks: change vs the run's base" in page and (tmp_path / "cmp" / "llm.png").stat().st_size > 0
