@@ -13,9 +13,10 @@ with the load average before and after each run:
 forgetless's side is what a run does (``llm/suite.py``): build the suite, ``lm_eval.simple_evaluate``
 on the model object, per-item records, the paired analysis of the card (``report/llm_section.py``,
 here the model against itself). lm-eval's side is ``python -m lm_eval run --model hf`` with
-``--log_samples``; both skip lm-eval's own bootstrap of standard errors (``--bootstrap_iters 0``;
-forgetless computes its intervals in the paired analysis). The WikiText-2 perplexity of the papers'
-protocol (``metrics/perplexity.py``) is not part of lm-eval and not timed here.
+``--log_samples`` (its standard errors of these metrics are closed-form, no bootstrap; forgetless
+asks lm-eval for none and computes its own bootstrap intervals in the paired analysis). The WikiText-2
+perplexity of the papers' protocol (``metrics/perplexity.py``) is not part of lm-eval and not timed
+here.
 
     python benchmarks/llm_vs_lm_eval.py --data-dir ../shared/data --items 100 --docs 6 --repeats 2 \\
         --out runs/bench-llm        # writes runs/bench-llm/results.md and results.json
@@ -66,8 +67,8 @@ def lm_eval_command(model: str, names: list[str], samples: Path, batch: int, dat
     return [sys.executable, "-m", "lm_eval", "run", "--model", "hf", "--model_args",
             f"pretrained={model},dtype=float32,max_length={WINDOW}", "--tasks", ",".join(names), "--include_path",
             str(TASKS_DIR), "--metadata", json.dumps({"data_dir": str(Path(data_dir).resolve())}), "--samples",
-            samples.read_text(), "--batch_size", str(batch), "--device", "cpu", "--bootstrap_iters", "0",
-            "--log_samples", "--output_path", str(out)]
+            samples.read_text(), "--batch_size", str(batch), "--device", "cpu", "--log_samples", "--output_path",
+            str(out)]
 
 
 def timed(command: list[str], log: Path) -> dict:
