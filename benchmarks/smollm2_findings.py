@@ -1,204 +1,202 @@
-"""What post-training compression makes a real LLM forget: SmolLM2-135M-Instruct at CPU scale.
+"""What post-training compression makes SmolLM2-135M-Instruct forget, on what an LLM can do: the
+zero-shot suite through lm-evaluation-harness (``--task llm-zero-shot``), base and compressed
+compared item by item (issue 29).
 
-The base is ``--model smollm2`` as it is (the Q4_1 GGUF dequantized to fp32; no fine-tuning). Each
-variant compresses it without recovery training (``--recovery none``): ShortGPT Block Influence
-removal of 3 / 6 / 9 of the 30 layers (Men et al. 2024; calibration on the task's training split),
-magnitude pruning to 50% unstructured sparsity in one shot, int8 dynamic quantization and bf16,
-Wanda and SparseGPT at 50% unstructured and 2:4, 50% of the key/value groups removed by Michel
-importance of the label word's loss (``heads``) and GPTQ 4-bit with groups of 128.
-Every model is scored zero-shot (``metrics/zero_shot.py``: chat template, the task's prompt,
-content-free calibration) on sst2 → AdvGLUE-sst2, mnli-small → HANS (hard / easy from the MNLI
-hardness file) and qqp → PAWS-QQP + PAWS-Wiki + AdvGLUE-qqp: accuracy with 95% bootstrap intervals,
-F_bias (Du et al. 2023, eq. 1-2) with its paired bootstrap interval, and, once per variant,
-held-out perplexity on XSum documents and prefill / decode speed against the base.
+Each variant is one ``forgetless compress --model smollm2 --base as-is … --task llm-zero-shot
+--data-dir D --eval-size N --out OUT/<variant>`` (the real pipeline and card); a finished variant is
+kept (resumable), and the base's evaluation is computed once and reused by every variant
+(``forgetless/llm/cache.py``). The grid (``VARIANTS``): magnitude, Wanda and SparseGPT at 10-60%
+unstructured sparsity (a curve), Wanda / SparseGPT 2:4, GPTQ 8 / 4 / 3 bits (groups of 128),
+ShortGPT removing 3 / 6 / 9 of 30 layers, 25 / 50% of the key/value groups (Michel importance),
+int8 and bf16. ``--table`` (also run at the end) renders ``results.md`` from the cards: the numbers
+per variant and the published findings checked one by one (``findings``), and ``curve.png``.
 
-The base is evaluated once per task and each variant once per task (one result file each under
-``--out``, so an interrupted run resumes); ``--table`` only renders ``results.md``. Usage:
-
-    python benchmarks/smollm2_findings.py --data-dir ../shared/data --eval-size 200 --out runs/smollm2-findings
+    python benchmarks/smollm2_findings.py --data-dir ../shared/data --eval-size 500 --out runs/smollm2-llm
+    python benchmarks/smollm2_findings.py --data-dir ../shared/data --variants sparsegpt-50 gptq-4 --out runs/x
+    python benchmarks/smollm2_findings.py --out runs/smollm2-llm --table
 """
 from __future__ import annotations
 
 import argparse
-import copy
 import json
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
-from forgetless.data.tasks import load_task
-from forgetless.config import EvalConfig
-from forgetless.metrics.perplexity import default_perplexity_file, perplexity, read_texts
-from forgetless.metrics.size import parameter_counts
-from forgetless.metrics.speed import SpeedConfig
-from forgetless.fsutil import atomic_write_json, atomic_write_text
-from forgetless.kinds import KINDS
-from forgetless.methods.base import CompressionContext
-from forgetless.registry import METHODS
-from forgetless.report import honest
-from forgetless.report.card import bias_section
-from forgetless.training.trainer import TrainConfig
-
-VARIANTS = {
-    "shortgpt-3": ("block-influence", {"remove": 3, "recovery": "none", "calibration_examples": 64}),
-    "shortgpt-6": ("block-influence", {"remove": 6, "recovery": "none", "calibration_examples": 64}),
-    "shortgpt-9": ("block-influence", {"remove": 9, "recovery": "none", "calibration_examples": 64}),
-    "magnitude-50": ("magnitude", {"sparsity": 0.5, "recovery": "none"}),
-    "int8": ("quantize", {"dtype": "int8"}),
-    "bf16": ("quantize", {"dtype": "bf16"}),
-    "wanda-50": ("wanda", {"sparsity": 0.5}),
-    "sparsegpt-50": ("sparsegpt", {"sparsity": 0.5}),
-    "wanda-2:4": ("wanda", {"sparsity": 0.5, "pattern": "2:4"}),
-    "sparsegpt-2:4": ("sparsegpt", {"sparsity": 0.5, "pattern": "2:4"}),
-    "heads-kv-50": ("heads", {"ratio": 0.5, "recovery": "none", "scoring_examples": 64}),
-    "gptq-w4g128": ("gptq", {"bits": 4, "group_size": 128}),
-}
-TASKS = ("sst2", "mnli-small", "qqp")
-# Zeros in dense weights (unstructured, 2:4) and GPTQ's weights (dequantized to fp32 on load) run the
-# same dense kernels on a CPU: their speedup is 1 by construction, so only these methods are timed.
-TIMED_METHODS = ("block-influence", "heads", "truncate", "quantize")
-
-
-def log(msg: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
-
-
-def evaluate(model, tokenizer, task, args) -> dict:
-    result = KINDS["causal-lm"].evaluate(model, tokenizer, task, EvalConfig(batch_size=args.batch_size),
-                                         args.max_length)
-    result.pop("zero_shot")
-    return result
-
-
-def compare(task, base: dict, compressed: dict, seed: int) -> dict:
-    predictions = {"base": base["predictions"], "compressed": compressed["predictions"]}
-    results = {"base": base, "compressed": compressed}
-    intervals = honest.intervals_section(task, predictions, seed)
-    return {"sets": {name: {role: results[role]["sets"][name]["accuracy"] for role in results}
-                     for name in base["sets"]},
-            "challenge_pooled": {role: results[role]["challenge_pooled"] for role in results},
-            "bias": bias_section(results), "intervals": intervals,
-            "hard_easy": {role: {k: results[role]["sets"]["dev"][k]["accuracy"] for k in ("hard", "easy")}
-                          for role in results} if "hard" in base["sets"]["dev"] else None}
-
-
-def base_perplexity(model, tokenizer, texts, args) -> float:
-    """The base's perplexity, computed once per ``--out`` (it does not change between variants)."""
-    path = Path(args.out) / f"base-perplexity-{len(texts)}.json"
-    if not path.exists():
-        atomic_write_json(path, {"perplexity": perplexity(model, tokenizer, texts, args.max_length, 8)["perplexity"]})
-    return json.loads(path.read_text())["perplexity"]
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+KNOWLEDGE = ("arc_easy_offline", "arc_challenge_offline", "openbookqa_offline")  # LLM-KICK's knowledge-intensive side
+VARIANTS = {f"{method}-{level}": ["--method", method, "--sparsity", str(level / 100)]
+            + (["--recovery", "none"] if method == "magnitude" else [])
+            for method in ("magnitude", "wanda", "sparsegpt") for level in (10, 20, 30, 40, 50, 60)}
+VARIANTS.update({f"{m}-2:4": ["--method", m, "--pattern", "2:4"] for m in ("wanda", "sparsegpt")})
+VARIANTS.update({f"gptq-{b}": ["--method", "gptq", "--bits", str(b), "--group-size", "128"] for b in (8, 4, 3)})
+VARIANTS.update({f"shortgpt-{k}": ["--method", "block-influence", "--remove", str(k), "--recovery", "none"]
+                 for k in (3, 6, 9)})
+VARIANTS.update({f"heads-kv-{r}": ["--method", "heads", "--ratio", str(r / 100), "--recovery", "none"] for r in (25, 50)})
+VARIANTS.update({d: ["--method", "quantize", "--dtype", d] for d in ("int8", "bf16")})
 
 
 def run(args) -> None:
-    kind, out = KINDS["causal-lm"], Path(args.out)
-    texts = read_texts(default_perplexity_file(args.data_dir), args.perplexity_texts)
-    for task_name in args.tasks:
-        task = load_task(task_name, data_dir=args.data_dir, seed=args.seed, train_size=512, eval_size=args.eval_size)
-        base_model, tokenizer = kind.load_model("smollm2", task, args.seed)
-        base_file = out / task_name / "base.json"
-        if base_file.exists():
-            base = json.loads(base_file.read_text())
-        else:
-            log(f"{task_name}: base")
-            base = evaluate(base_model, tokenizer, task, args)
-            atomic_write_json(base_file, base)
-        for name in args.variants:
-            path = out / task_name / f"{name}.json"
-            if path.exists():
-                continue
-            method, options = VARIANTS[name]
-            log(f"{task_name}: {name}")
-            ctx = CompressionContext(task=task, tokenizer=tokenizer, teacher=base_model, work_dir=out / "work" / task_name / name,
-                                     train_config=TrainConfig(max_length=args.max_length, progress=False), kind=kind,
-                                     seed=args.seed, base_model="smollm2")
-            model = METHODS.get(method)(METHODS.make_config(method, options)).compress(copy.deepcopy(base_model), ctx).eval()
-            result = {"variant": name, "method": method, "options": options, "notes": ctx.notes,
-                      **compare(task, base, evaluate(model, tokenizer, task, args), args.seed)}
-            if task_name == TASKS[0]:  # speed and perplexity do not depend on the task's scoring: measured with sst2
-                if method in TIMED_METHODS:
-                    speed = kind.speed(base_model, model, SpeedConfig(repeats=args.repeats))
-                    result["speed"] = {k: speed[k] for k in ("config", "latency_ms", "throughput_per_s",
-                                                             "decode_ms_per_token", "decode_ms_per_token_batch",
-                                                             "flop_limit")}
-                    result["speed"]["load_average"] = os.getloadavg()
-                else:
-                    result["speed"] = {"not_timed": "dense kernels: same FLOPs and memory traffic as the base on CPU"}
-                result["size"] = {role: parameter_counts(m) for role, m in (("base", base_model), ("compressed", model))}
-                result["perplexity"] = {"base": base_perplexity(base_model, tokenizer, texts, args),
-                                        "compressed": perplexity(model, tokenizer, texts, args.max_length, 8)["perplexity"]}
-            atomic_write_json(path, result)
+    out = Path(args.out)
+    for name in args.variants:
+        folder = out / name
+        if (folder / "report.json").is_file():
+            continue
+        command = [sys.executable, "-m", "forgetless.cli", "compress", "--model", "smollm2", "--base", "as-is",
+                   "--task", "llm-zero-shot", "--data-dir", args.data_dir, "--eval-size", str(args.eval_size),
+                   "--bench-repeats", str(args.repeats), "--no-progress", "--out", str(folder), *VARIANTS[name]]
+        start, load = time.time(), os.getloadavg()
+        print(f"[{time.strftime('%H:%M:%S')}] {name}: {' '.join(command[3:])}", flush=True)
+        code = subprocess.run(command, env={**os.environ, "PYTHONPATH": str(ROOT)}).returncode
+        print(f"[{time.strftime('%H:%M:%S')}] {name}: exit {code}, {time.time() - start:.0f} s, load before "
+              f"{load[0]:.1f} after {os.getloadavg()[0]:.1f}", flush=True)
     table(args)
 
 
-def _kept(r: dict) -> str:
-    """Share of the transformer layers' weights kept (and of the prunable weights non-zero)."""
-    size = r.get("size")
-    if not size:
-        return ""
-    return (f"{size['compressed']['layers'] / size['base']['layers']:.2f} "
-            f"({1 - size['compressed']['prunable_sparsity']:.2f})")
+def cards(out: Path) -> dict:
+    found = {p.parent.name: json.loads(p.read_text()) for p in out.glob("*/report.json")}
+    return {n: found[n] for n in VARIANTS if n in found}
 
 
-def _times(ratio) -> str:
-    return "not measurable" if ratio is None else f"{ratio:.2f}×"
+def pts(entry, signed=True) -> str:
+    if not entry or entry.get("value") is None:
+        return "–"
+    f = "{:+.1f}" if signed else "{:.1f}"
+    return f"{f.format(100 * entry['value'])} [{f.format(100 * entry['low'])}, {f.format(100 * entry['high'])}]"
 
 
-def _ci(interval) -> str:
-    return f"{100 * interval['accuracy']:.1f} [{100 * interval['low']:.1f}, {100 * interval['high']:.1f}]"
+def thirds(card: dict, part: str) -> tuple[int, int, int]:
+    """(n, correct→wrong, wrong→correct) in one third, pooled over the headline tasks."""
+    llm = card["llm"]
+    parts = [llm["tasks"][t]["hard_easy"][part] for t in llm["headline_tasks"]]
+    return (sum(p["n"] for p in parts), sum(p["flips"]["correct_to_wrong"] for p in parts),
+            sum(p["flips"]["wrong_to_correct"] for p in parts))
+
+
+def score(card: dict, name: str) -> dict:
+    """``{base, compressed, delta}`` of one task in its metric."""
+    task = card["llm"]["tasks"][name]
+    return task[task["metric"]]
+
+
+def task_delta(card: dict, names) -> float:
+    """The mean change (points) over ``names``."""
+    return 100 * sum(score(card, n)["delta"]["value"] for n in names) / len(names)
+
+
+def ppl_ratio(card: dict) -> float:
+    lm = card["language_model"]
+    return lm["compressed"]["perplexity"] / lm["base"]["perplexity"]
 
 
 def table(args) -> None:
     out = Path(args.out)
-    lines = ["| task | variant | dev % [95% CI] | challenge % [95% CI] | F_bias [95% CI] | hard / easy % |",
-             "|---|---|---:|---:|---:|---:|"]
-    speed_lines = ["| variant | layer weights kept (non-zero) | perplexity (XSum) | prefill speedup (b1) | decode speedup (b1) | "
-                   "FLOP limit | load avg (1, 5, 15 min) |", "|---|---:|---:|---:|---:|---:|---|"]
-    for task_name in args.tasks:
-        files = sorted((out / task_name).glob("*.json"), key=lambda p: list(VARIANTS).index(p.stem) if p.stem in VARIANTS else -1)
-        for path in files:
-            r = json.loads(path.read_text())
-            if path.stem == "base":
-                continue
-            iv = r["intervals"]
-            if not lines[-1].startswith(f"| {task_name} |"):
-                lines.append(f"| {task_name} | base as-is | {_ci(iv['sets']['dev']['base'])} | {_ci(iv['challenge']['base'])} "
-                             "| – | " + (" / ".join(f"{100 * r['hard_easy']['base'][k]:.1f}" for k in ("hard", "easy"))
-                                        if r["hard_easy"] else "–") + " |")
-            fb = iv.get("f_bias") or {}
-            fb_text = (f"{r['bias']['f_bias']:.3f} [{fb.get('low', float('nan')):.3f}, {fb.get('high', float('nan')):.3f}]"
-                       if r["bias"].get("f_bias") is not None else "undefined")
-            lines.append(f"| {task_name} | {r['variant']} | {_ci(iv['sets']['dev']['compressed'])} | "
-                         f"{_ci(iv['challenge']['compressed'])} | {fb_text} | "
-                         + (" / ".join(f"{100 * r['hard_easy']['compressed'][k]:.1f}" for k in ("hard", "easy"))
-                            if r["hard_easy"] else "–") + " |")
-            if "speed" in r:
-                s = r["speed"]
-                if "not_timed" in s:
-                    speed_lines.append(f"| {r['variant']} | {_kept(r)} | {r['perplexity']['base']:.2f} → "
-                                       f"{r['perplexity']['compressed']:.2f} | not timed ({s['not_timed']}) | | | |")
-                    continue
-                flop = s["flop_limit"].get("ratio")
-                speed_lines.append(f"| {r['variant']} | {_kept(r)} | {r['perplexity']['base']:.2f} → {r['perplexity']['compressed']:.2f} | "
-                                   f"{s['latency_ms']['speedup']:.2f}× | {_times(s['decode_ms_per_token']['speedup'])} | "
-                                   + (f"{flop:.2f}×" if flop else "–") + " | "
-                                   + ", ".join(f"{x:.1f}" for x in s.get("load_average", [])) + " |")
-    atomic_write_text(out / "results.md", "\n".join(lines + [""] + speed_lines) + "\n")
-    print("\n".join(lines + [""] + speed_lines))
+    runs = cards(out)
+    if not runs:
+        raise SystemExit(f"{out}: no finished variant")
+    first = next(iter(runs.values()))
+    mc = [n for n, t in first["llm"]["tasks"].items() if t["output_type"] == "multiple_choice"]
+    lines = [f"# SmolLM2-135M-Instruct: what post-training compression forgets (llm-zero-shot, n = "
+             f"{first['llm']['tasks'][mc[0]]['n']} per task)", "",
+             "Base: " + ", ".join(f"{n.replace('_offline', '')} {100 * score(first, n)['base']['value']:.1f}"
+                                  + (" (at chance)" if first["llm"]["tasks"][n]["near_chance"] else "") for n in mc)
+             + f"; WikiText-2 perplexity {first['language_model']['base']['perplexity']:.2f} (windows of "
+             f"{first['language_model']['base']['window']}).", "",
+             "| variant | bits / param | sparsity | mean acc Δ pts [95%] | " + " | ".join(n.replace("_offline", "") for n in mc)
+             + " | flips c→w / w→c (rate) | KL | hard third c→w / w→c | easy third c→w / w→c | WikiText-2 ppl | "
+             "lm-eval word ppl ×|", "|---|---:|---:|---:|" + "---:|" * len(mc) + "---:|---:|---:|---:|---:|---:|"]
+    for name, card in runs.items():
+        llm, p = card["llm"], card["params"]["compressed"]
+        f = (llm.get("pooled") or {}).get("flips") or {}
+        cells = [f"{100 * score(card, n)['delta']['value']:+.1f}" for n in mc]
+        hard, easy = thirds(card, "hard"), thirds(card, "easy")
+        lm = card["language_model"]
+        word = next((t["word_perplexity"]["ratio"] for t in llm["tasks"].values() if "word_perplexity" in t), None)
+        bits = p.get("bits_per_parameter")
+        lines.append(f"| {name} | {'–' if bits is None else f'{bits:.2f}'} | {100 * p['prunable_sparsity']:.0f}% | "
+                     f"{pts((llm.get('headline') or {}).get('delta'))} | " + " | ".join(cells) + " | "
+                     f"{f.get('correct_to_wrong', '–')} / {f.get('wrong_to_correct', '–')} "
+                     f"({100 * (f.get('flip_rate') or 0):.1f}%) | {(llm.get('pooled') or {}).get('kl', {}).get('value', 0):.3f} | "
+                     f"{hard[1]} / {hard[2]} of {hard[0]} | {easy[1]} / {easy[2]} of {easy[0]} | "
+                     f"{lm['base']['perplexity']:.2f} → {lm['compressed']['perplexity']:.2f} | "
+                     + ("–" if word is None else f"{word:.2f}") + " |")
+    lines += ["", *findings(runs, mc), "", "![curve.png](curve.png)"]
+    curve(runs, out / "curve.png")
+    (out / "results.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+def findings(runs: dict, mc: list[str]) -> list[str]:
+    """The published findings, each with the numbers that decide it here."""
+    lines = ["## The published findings, checked", ""]
+    def have(*names):
+        return all(n in runs for n in names)
+    for method in ("magnitude", "wanda", "sparsegpt"):  # LLM-KICK: perplexity hides the loss; knowledge goes first
+        levels = [f"{method}-{s}" for s in (10, 20, 30, 40, 50, 60) if f"{method}-{s}" in runs]
+        if levels:
+            knowledge = [n for n in KNOWLEDGE if n in mc]
+            rest = [n for n in mc if n not in KNOWLEDGE]
+            cells = "; ".join(f"{n.split('-')[1]}%: ppl ×{ppl_ratio(runs[n]):.2f}, knowledge {task_delta(runs[n], knowledge):+.1f}, "
+                              f"other {task_delta(runs[n], rest):+.1f} pts" for n in levels)
+            lines.append(f"- LLM-KICK (perplexity hides the loss; knowledge tasks first), {method}: {cells}.")
+    for method in ("wanda", "sparsegpt"):  # LLM-KICK: N:M worse than unstructured at the same sparsity
+        if have(f"{method}-50", f"{method}-2:4"):
+            a, b = (runs[n]["llm"]["headline"]["delta"] for n in (f"{method}-50", f"{method}-2:4"))
+            lines.append(f"- LLM-KICK (N:M worse), {method} at 50%: unstructured {pts(a)}, 2:4 {pts(b)} points.")
+    for quant, pruned in (("gptq-4", "sparsegpt-50"), ("int8", "magnitude-50")):  # quantization holds better
+        if have(quant, pruned):
+            a, b = (runs[n]["llm"]["headline"]["delta"] for n in (quant, pruned))
+            holds = "holds" if a["low"] > b["high"] else ("does not hold" if a["high"] < b["low"] else "intervals overlap")
+            lines.append(f"- LLM-KICK / Decoding Compressed Trust (quantization holds better): {quant} {pts(a)} vs "
+                         f"{pruned} {pts(b)} points: {holds}; {quant} "
+                         + ("≈ base (interval includes 0)." if a["low"] <= 0 <= a["high"] else "differs from the base."))
+    ratios = [(n, r["llm"]["pooled"]["flips"]["flip_rate"], abs(r["llm"]["pooled"]["accuracy"]["delta"]["value"]))
+              for n, r in runs.items() if r["llm"].get("pooled")]
+    if ratios:
+        lines.append("- Dutta et al. (flips ≫ accuracy change): " + "; ".join(
+            f"{n} {100 * rate:.1f}% flip vs |Δ| {100 * d:.1f} pts" for n, rate, d in ratios) + ".")
+    rmc = [(n, thirds(r, "hard"), thirds(r, "easy")) for n, r in runs.items() if r["llm"].get("headline_tasks")]
+    if rmc:
+        lines.append("- RMC (loses most on hard examples; thirds by the base's margin, flips c→w + w→c per item): " + "; ".join(
+            f"{n} hard {(h[1] + h[2]) / max(1, h[0]):.2f}, easy {(e[1] + e[2]) / max(1, e[0]):.2f}" for n, h, e in rmc) + ".")
+    return lines
+
+
+def curve(runs: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (acc, ppl) = plt.subplots(1, 2, figsize=(11, 4))
+    for method in ("magnitude", "wanda", "sparsegpt"):
+        names = [n for n in runs if n.startswith(method + "-") and n.split("-")[1].isdigit()]
+        xs = [int(n.split("-")[1]) for n in names]
+        heads = [runs[n]["llm"]["headline"]["compressed"] for n in names]
+        acc.errorbar(xs, [100 * h["value"] for h in heads], yerr=[[100 * (h["value"] - h["low"]) for h in heads],
+                     [100 * (h["high"] - h["value"]) for h in heads]], marker="o", capsize=3, label=method)
+        ppl.plot(xs, [runs[n]["language_model"]["compressed"]["perplexity"] for n in names], marker="o", label=method)
+    base = next(iter(runs.values()))
+    acc.axhline(100 * base["llm"]["headline"]["base"]["value"], color="grey", linestyle="dashed", label="base")
+    ppl.axhline(base["language_model"]["base"]["perplexity"], color="grey", linestyle="dashed", label="base")
+    acc.set(xlabel="unstructured sparsity (%)", ylabel="mean accuracy of the tasks above chance (%)")
+    ppl.set(xlabel="unstructured sparsity (%)", ylabel="WikiText-2 perplexity", yscale="log")
+    acc.legend(fontsize=8)
+    ppl.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data-dir", required=True)
-    parser.add_argument("--out", default="runs/smollm2-findings")
-    parser.add_argument("--eval-size", type=int, default=200)
-    parser.add_argument("--tasks", nargs="+", default=list(TASKS))
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data-dir", default="../shared/data")
+    parser.add_argument("--out", default="runs/smollm2-llm")
+    parser.add_argument("--eval-size", type=int, default=500)
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
-    parser.add_argument("--max-length", type=int, default=160)
-    parser.add_argument("--batch-size", type=int, default=16)
-    parser.add_argument("--perplexity-texts", type=int, default=20)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--table", action="store_true", help="only render results.md from the result files")
+    parser.add_argument("--repeats", type=int, default=3, help="speed-benchmark repeats per variant")
+    parser.add_argument("--table", action="store_true", help="only render results.md and curve.png from the cards")
     args = parser.parse_args()
     table(args) if args.table else run(args)

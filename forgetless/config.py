@@ -92,18 +92,23 @@ class TaskConfig(Config):
     name: str = option("synthetic", flag="task", help=(
         "classification: synthetic (built-in), mnli-small, mnli (→ HANS), sst2, rte, qnli, qqp (→ AdvGLUE / PAWS), "
         "fever (→ FEVER-Symmetric) from --data-dir or the hub, files (local files), hub (a Hugging Face dataset "
-        "id); generation: synthetic-lookup (built-in), tweetqa, samsum, xsum (need --data-dir)"))
+        "id); generation: synthetic-lookup (built-in), tweetqa, samsum, xsum (need --data-dir); LLM suites through "
+        "lm-evaluation-harness (pip install forgetless[llm]): llm-zero-shot (ARC-Easy, ARC-Challenge, HellaSwag, "
+        "PIQA, WinoGrande, OpenBookQA, WikiText-2; needs --data-dir), lm-eval (--lm-eval-tasks)"))
     data_dir: str | None = option(None, help="folder with the real evaluation data (e.g. ../shared/data); default: "
                                              "$FORGETLESS_DATA_DIR, else the named benchmarks load from the hub")
     train_size: int | None = option(None, low=1, help="cap the training set (seeded, stratified sample of exactly N)")
-    eval_size: int | None = option(None, low=1, help="cap each evaluation set (seeded, stratified sample of exactly N)")
+    eval_size: int | None = option(None, low=1, help="cap each evaluation set (seeded, stratified sample of exactly N; "
+                                                     "LLM tasks: N items of each lm-eval task, N perplexity windows)")
     data_seed: int | None = option(None, **SEED, help="seed of the data splits and caps only (default: --seed); the "
                                                       "runs of a sweep share one")
     hard_fraction: float | None = option(None, low=0, high=1, help="synthetic: share of shortcut-breaking "
                                                                    "training examples")
     eval_sets: list[str] | None = option(None, help="generation tasks: extra evaluation sets, comma-separated "
                                                     "(samsum, xsum)")
-    train_file: str | None = option(None, flag="train", help="files: training file (.tsv/.csv/.json/.jsonl)")
+    train_file: str | None = option(None, flag="train", help="files: training file (.tsv/.csv/.json/.jsonl); LLM tasks: "
+                                                             "calibration texts (text lines or .jsonl; default: the "
+                                                             "data folder's XSum sample)")
     dev_file: str | None = option(None, flag="dev", help="files: dev file")
     challenge: list[str] = option(factory=list, help="files: a challenge set NAME=PATH (repeatable); hub: NAME=SPLIT")
     text_a: str | None = option(None, help="files/hub: column of the first text")
@@ -117,6 +122,13 @@ class TaskConfig(Config):
     dev_split: str | None = option(None, help="hub: dev split (default validation)")
     json_key: str | None = option(None, help="files: in JSON files, the key holding the list of records "
                                              "(or FILE.json:KEY)")
+    lm_eval_tasks: list[str] | None = option(None, help="lm-eval: lm-evaluation-harness task names, comma-separated "
+                                                        "(lm-eval's own, the shipped *_offline ones, or those of "
+                                                        "--lm-eval-include)")
+    lm_eval_include: str | None = option(None, help="lm-eval: a folder of your own lm-eval task YAMLs")
+    perplexity_window: int | None = option(None, low=2, high=MAX_TOKENS, help=(
+        "LLM tasks: tokens per window of the WikiText-2 perplexity and of lm-eval's requests (non-overlapping "
+        "windows; default: the model's context, capped at 2048)"))
 
 
 @dataclass

@@ -32,6 +32,7 @@ import torch
 from .errors import ModelFileError, OptionError, OutputFolderError
 from .kinds import check_compatible, kind_for
 from .kinds.in_memory import check_model_object
+from .llm.suite import check_run as check_llm_run
 from .methods._shared.calibration import calibration_texts
 from .models.checks import check_classifier_head, check_model_folder, check_tokenizer_files, is_trained_classifier
 from .models.loading import check_label_order, resolve_model_path
@@ -102,6 +103,7 @@ def validate_run(task, config, model=None) -> None:
     check_compatible(task, config.method, config.objective, config.model_kind)
     for extra in config.then:
         check_compatible(task, extra, config.objective, config.model_kind)
+    check_llm_run(task, config)  # LLM suites: --base as-is, no recovery training
     if model is not None:
         check_model_object(model, kind.name, task)
     source = config.teacher if (config.teacher and config.student_init == "teacher") else config.model

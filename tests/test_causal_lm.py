@@ -7,7 +7,7 @@ import torch
 
 from forgetless.cli import main
 from forgetless.data.task import PairSet
-from forgetless.metrics.perplexity import perplexity
+from forgetless.metrics.perplexity import join, perplexity
 from forgetless.models.loading import load_causal_lm
 from forgetless.report.card import validate_card
 from forgetless.training.encode import IGNORE_INDEX, encode_causal_pairs
@@ -17,11 +17,12 @@ def test_perplexity_of_a_uniform_model_is_the_vocabulary_size(minilm_tokenizer):
     model, tok = load_causal_lm("tiny-llama", tokenizer=minilm_tokenizer)
     with torch.no_grad():
         model.lm_head.weight.zero_()
-    result = perplexity(model, tok, ["the doctor saw the lawyer", "a second line of text"], max_length=4)
+    text = join(["the doctor saw the lawyer", "a second line of text"])
+    result = perplexity(model, tok, text, window=4)
     assert math.isclose(result["perplexity"], model.config.vocab_size, rel_tol=1e-4)
-    n1, n2 = (len(tok(t, add_special_tokens=False)["input_ids"]) for t in ("the doctor saw the lawyer",
-                                                                           "a second line of text"))
-    assert result["tokens"] == sum(n - math.ceil(n / 4) for n in (n1, n2))  # first token of each window unscored
+    n = len(tok(text)["input_ids"])  # one text, the tokenizer's special tokens included (as the papers' scripts)
+    assert (result["tokens"], result["windows"], result["window"]) == (n, n // 4, 4)
+    assert result["scored"] == (n // 4) * 3 and result["dropped"] == n % 4  # first token of a window unscored
 
 
 def test_causal_rows_put_the_loss_on_the_label_word_only(minilm_tokenizer):

@@ -1,7 +1,9 @@
 """Tasks: train / dev sets, named challenge sets, label names and label mappings, and the task's
 *kind* (``classification``: labelled text in an ``ExampleSet``; ``generation``: source → reference
-texts in a ``PairSet``). The kind decides how models are loaded, fed, run and scored
-(``forgetless.kinds``); everything else (methods, objectives, trainer, report) is shared.
+texts in a ``PairSet``; ``lm-eval``: an LLM evaluation suite run through lm-evaluation-harness,
+``llm/suite.py``, whose training split is calibration text). The kind decides how models are
+loaded, fed, run and scored (``forgetless.kinds``); everything else (methods, objectives, trainer,
+report) is shared.
 
 A challenge set may use other labels than the task (MNLI's 3 classes → HANS's 2): its
 ``prediction_map`` sends each task label id to one of its own label ids, so 3-way predictions
@@ -126,7 +128,7 @@ class PairSet:
         return digest.hexdigest()[:16]
 
 
-KINDS = ("classification", "generation")
+KINDS = ("classification", "generation", "lm-eval")
 
 
 @dataclass
@@ -137,23 +139,32 @@ class Task:
     (``PairSet``s; ``metric`` names the headline score). ``pooled_challenges`` lists the challenge
     sets pooled (size-weighted) into the challenge accuracy of F_bias, e.g. FEVER Sym1+Sym2; by
     default all of them. ``tokenizer`` is set by tasks with their own vocabulary (the built-in
-    seq2seq look-up task); models built for such a task use it.
+    seq2seq look-up task); models built for such a task use it. An ``lm-eval`` task has no dev set:
+    ``suite`` (``llm.suite.LMEvalSuite``) holds its lm-eval tasks and items, and ``train`` the
+    calibration texts (one label, ``text``).
     """
 
     name: str
     label_names: list[str] | None
     train: ExampleSet | PairSet
-    dev: ExampleSet | PairSet
+    dev: ExampleSet | PairSet | None
     challenges: dict[str, ExampleSet | PairSet] = field(default_factory=dict)
     protocol: str = ""
     pooled_challenges: list[str] | None = None
     kind: str = "classification"
     metric: str = "accuracy"
     tokenizer: object = None
+    suite: object = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise DataError(f"task {self.name}: kind must be one of {KINDS}, got {self.kind!r}")
+        if (self.kind == "lm-eval") != (self.suite is not None) or (self.suite is not None and self.dev is not None):
+            raise DataError(f"task {self.name}: an lm-eval task has a suite and no dev set; other kinds no suite")
+        if self.kind == "lm-eval":
+            if not isinstance(self.train, ExampleSet):
+                raise DataError(f"task {self.name}: the calibration texts must be an ExampleSet")
+            return
         want = ExampleSet if self.kind == "classification" else PairSet
         for s in [self.train, self.dev, *self.challenges.values()]:
             if not isinstance(s, want):
@@ -176,7 +187,9 @@ class Task:
     def pooled(self) -> list[str]:
         return list(self.pooled_challenges) if self.pooled_challenges is not None else list(self.challenges)
 
-    def eval_sets(self) -> dict[str, ExampleSet | PairSet]:
+    def eval_sets(self) -> dict:
+        if self.suite is not None:
+            return self.suite.eval_sets()
         return {"dev": self.dev, **self.challenges}
 
     @classmethod
@@ -277,9 +290,13 @@ def cap_task(task: Task, train_size: int | None, eval_size: int | None, seed: in
     """Seeded size caps of ``load_task`` and ``Task.from_datasets``: ``train_size`` caps the training
     set, ``eval_size`` each evaluation set (``capped``); the caps are recorded in the protocol."""
     task.train = capped(task.train, train_size, seed)
-    task.dev = capped(task.dev, eval_size, seed + 1)
-    task.challenges = {k: capped(v, eval_size, seed + 2) for k, v in task.challenges.items()}
+    if task.suite is not None:  # an LLM suite: a seeded sample of items per lm-eval task (llm/suite.py)
+        task.suite = task.suite.capped(eval_size, seed + 1)
+    else:
+        task.dev = capped(task.dev, eval_size, seed + 1)
+        task.challenges = {k: capped(v, eval_size, seed + 2) for k, v in task.challenges.items()}
+    how = "seeded sample per task" if task.suite is not None else "seeded, stratified"
     caps = [f"train capped to {len(task.train)}" if train_size is not None else "",
-            f"eval sets capped to {eval_size} (seeded, stratified)" if eval_size is not None else ""]
+            f"eval sets capped to {eval_size} ({how})" if eval_size is not None else ""]
     task.protocol = "; ".join([task.protocol] + [c for c in caps if c])
     return task

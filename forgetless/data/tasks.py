@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from ..errors import ConfigError
-from . import fever, generation, glue, mnli  # noqa: F401  (register their tasks)
+from . import fever, generation, glue, llm_tasks, mnli  # noqa: F401  (register their tasks)
 from .registry import TASKS, resolve_data_dir
 from .files import check_label_names, example_set_from_rows, infer_file_columns, read_table
 from .synthetic import synthetic_shortcut_task

@@ -29,6 +29,8 @@ def kind_for(task, method=None, model_kind: str = "auto"):
         raise ConfigError(f"unknown model kind {model_kind!r}; choose from {', '.join(MODEL_KINDS)}")
     if model_kind != "auto":
         return KINDS[model_kind]
+    if task.kind == "lm-eval":  # an LLM suite (llm/): a causal LM as it is
+        return KINDS["causal-lm"]
     if task.kind == "generation" or (method is not None and method.seq2seq_only):
         return KINDS["seq2seq"]
     return KINDS["classifier"]
@@ -37,14 +39,16 @@ def kind_for(task, method=None, model_kind: str = "auto"):
 def check_compatible(task, method, objective, model_kind: str = "auto") -> None:
     """One clear error before any work when a method or objective (their configs) does not apply to
     the run."""
-    if method is not None and task.kind not in method.task_types:
+    # an LLM suite calibrates on plain text: the methods that score labelled text (classification) apply
+    kind_of_data = "classification" if task.kind == "lm-eval" else task.kind
+    if method is not None and kind_of_data not in method.task_types:
         raise ConfigError(f"method {method.name!r} does not apply to {task.kind} tasks (task {task.name!r}); "
                           f"it handles: {', '.join(method.task_types)}")
     kind = kind_for(task, method, model_kind)
     if method is not None and kind.name not in method.model_kinds:
         raise ConfigError(f"method {method.name!r} does not apply to a {kind.name} model; it compresses: "
                           f"{', '.join(method.model_kinds)} models")
-    if kind.name == "causal-lm" and task.kind != "classification":
+    if kind.name == "causal-lm" and kind_of_data != "classification":
         raise ConfigError("the causal-lm model kind scores classification tasks by label likelihood; "
                           f"task {task.name!r} is a {task.kind} task")
     if kind.name not in objective.model_kinds:

@@ -8,6 +8,10 @@ likelihood of the gold label word after the same prompt (loss on the label token
 prefill latency and per-token decode latency with a KV cache, base vs compressed in the same run,
 with defaults scaled to LLM sizes (``evaluate/speed.llm_speed_config``) and the FLOP-limit ratio.
 ``perplexity`` (``metrics/perplexity.py``) gives the language-modelling check on a held-out text.
+
+An LLM suite (task kind ``lm-eval``: ``llm/suite.py``) is evaluated through lm-evaluation-harness
+instead, and its training split is plain calibration text: fed as it is (no prompt), its loss is the
+language-modelling loss of every token.
 """
 from __future__ import annotations
 
@@ -17,9 +21,12 @@ from dataclasses import asdict
 
 from ..data.task import PairSet, Task
 from ..errors import ConfigError
+from ..llm import cache
+from ..llm.suite import evaluate_suite, say
 from ..metrics import zero_shot
 from ..metrics.accuracy import pooled_task_accuracy, set_metrics
-from ..metrics.perplexity import perplexity, read_texts
+from ..data.texts import read_texts
+from ..metrics.perplexity import default_window, join, perplexity
 from ..metrics.speed import SpeedConfig, compare_speed, flop_limit, llm_speed_config
 from ..models.loading import load_causal_lm
 from ..training.encode import encode_causal_pairs
@@ -50,6 +57,8 @@ class CausalLMKind:
         return load_causal_lm(model, tokenizer=tokenizer or task.tokenizer, seed=seed)
 
     def training_set(self, task: Task, tokenizer=None):
+        if task.kind == "lm-eval":
+            raise ConfigError(f"task {task.name}: LLM suites are not trained on (pass --base as-is and --recovery none)")
         if task.kind != "classification":
             raise ConfigError("the causal-lm model kind scores classification tasks by label likelihood; "
                               "generation tasks need an encoder-decoder")
@@ -57,16 +66,27 @@ class CausalLMKind:
 
     def scoring_rows(self, tokenizer, task: Task, examples, max_length: int) -> list[dict]:
         """Prompt + gold label word per example, the loss on the label word's tokens only (as in
-        training): the label loss of a gradient-based score (Michel et al. head importance)."""
+        training): the label loss of a gradient-based score (Michel et al. head importance). An LLM
+        suite's calibration text: the language-modelling loss of every token."""
+        if task.kind == "lm-eval":
+            ids = tokenizer(list(examples.text_a), truncation=True, max_length=max_length)["input_ids"]
+            return [{"input_ids": row, "attention_mask": [1] * len(row), "labels": list(row)} for row in ids]
         return encode_causal_pairs(label_pairs(task, examples, tokenizer), tokenizer, max_length)
 
     def probe_inputs(self, tokenizer, task: Task, n: int, max_length: int) -> dict:
-        texts, _ = training_prompts(task, task.train.subset(range(min(n, len(task.train)))), tokenizer)
+        examples = task.train.subset(range(min(n, len(task.train))))
+        if task.kind == "lm-eval":  # calibration text as it is (llm/suite.py)
+            enc = tokenizer(list(examples.text_a), truncation=True, max_length=max_length, padding=True,
+                            return_tensors="pt")
+            return {"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"]}
+        texts, _ = training_prompts(task, examples, tokenizer)
         enc = tokenizer(texts, truncation=True, max_length=max_length, padding=True, return_tensors="pt",
                         add_special_tokens=False)
         return {"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"]}
 
     def evaluate(self, model, tokenizer, task: Task, eval_config, max_length: int, progress: bool = False) -> dict:
+        if task.kind == "lm-eval":  # lm-evaluation-harness runs the suite (llm/suite.py)
+            return self.evaluate_suite(model, tokenizer, task.suite, eval_config.batch_size, progress)
         sets, predictions, truncated = {}, {}, {}
         for name, examples in task.eval_sets().items():
             scored = zero_shot.score_set(model, tokenizer, task, examples, eval_config, max_length,
@@ -82,7 +102,28 @@ class CausalLMKind:
         if getattr(eval_config, "perplexity_file", None):
             texts = read_texts(eval_config.perplexity_file, eval_config.perplexity_texts)
             result["language_model"] = {"file": str(eval_config.perplexity_file), "texts": len(texts),
-                                        **perplexity(model, tokenizer, texts, max_length, eval_config.batch_size)}
+                                        **perplexity(model, tokenizer, join(texts), default_window(model))}
+        return result
+
+    def evaluate_suite(self, model, tokenizer, suite, batch_size: int, progress: bool | None = None) -> dict:
+        """An LLM suite: its lm-eval tasks (``llm/suite.py``), then its perplexity text in windows of the
+        model's context capped at 2048 (``metrics/perplexity.py``); kept in the shared cache and reused
+        for the same weights and suite (``llm/cache.py``)."""
+        entry = cache.entry_path(model, tokenizer, suite, batch_size)
+        kept = cache.load(entry)
+        if kept is not None:
+            say(f"this model's evaluation on the suite is reused from {entry}")
+            kept["zero_shot"]["cache"] = {"path": str(entry), "reused": True}
+            return kept
+        result = evaluate_suite(model, tokenizer, suite, default_window(model, suite.window), batch_size, progress)
+        if suite.perplexity is not None:
+            p, window = suite.perplexity, default_window(model, suite.perplexity.window)
+            say(f"{p.name} perplexity: non-overlapping windows of {window} tokens" + (f", at most {p.cap}" if p.cap else ""))
+            result["language_model"] = {"file": p.source, "protocol": "non-overlapping windows of the joined text",
+                                        **perplexity(model, tokenizer, p.text, window, max(1, batch_size * 128 // window),
+                                                     p.cap, p.seed)}
+        cache.store(entry, result)
+        result["zero_shot"]["cache"] = {"path": str(entry) if entry else None, "reused": False}
         return result
 
     def speed(self, base, compressed, config: SpeedConfig) -> dict:

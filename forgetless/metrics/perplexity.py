@@ -1,24 +1,26 @@
-"""Held-out perplexity of a causal language model on a text file: the language-modelling check
-that compression did not break the model as a language model (the usual headline of LLM
-compression tools; forgetless reports it beside the challenge-set numbers).
+"""Perplexity as the LLM-compression papers measure it: the texts joined into one document
+(``"\n\n".join``, as the SparseGPT and Wanda scripts join WikiText-2's rows), tokenized once (with
+the tokenizer's default special tokens, as those scripts), cut into non-overlapping windows of ``L``
+tokens (the trailing partial window dropped), each window scored on its own:
 
-    PPL = exp( Σ_t −log p(x_t | x_<t) / N )
+    PPL = exp( Σ_windows Σ_{t=2..L} −log p(x_t | x_1..x_{t−1} of the window) / (W · (L − 1)) )
 
-over every predicted token of the file: each non-empty line (paragraph) is tokenized on its own
-and cut into windows of at most ``max_length`` tokens; the first token of a window is not
-predicted (no context), so N counts the rest.
+(SparseGPT, Frantar & Alistarh 2023, and Wanda, Sun et al. 2023: ``exp(Σ mean window loss · L /
+(W · L))``, the same number). The first token of each window has no context and is not predicted.
+``L`` defaults to the model's context capped at 2048 (LLaMA's; ``default_window``); the card states
+``L``, the windows and the tokens. A ``cap`` scores a seeded subset of the windows (``--eval-size``).
 
-A ``.jsonl`` file gives one text per record (its ``document``, ``text`` or ``context`` field; the
-XSum and SAMSum files of the data folder). With ``--data-dir`` and no ``--perplexity-file``, a
-causal-lm run uses the first ``perplexity_texts`` XSum documents (``default_perplexity_file``).
+The LLM tasks read WikiText-2 test from the data folder (``llm/suite.py``); a causal-lm run on a
+classification task reads ``--perplexity-file`` (text lines, or ``.jsonl`` records' ``document`` /
+``text`` / ``context``; default with ``--data-dir``: the first ``--perplexity-texts`` XSum documents).
 """
 from __future__ import annotations
 
-import json
 import math
 import os
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from ..errors import DataError
@@ -26,7 +28,6 @@ from ..progress import bar
 
 
 DEFAULT_FILE = "xsum/test_1000_llm_decoding.jsonl"  # inside the data folder
-TEXT_FIELDS = ("document", "text", "context")
 
 
 def default_perplexity_file(data_dir: str | None) -> str | None:
@@ -36,52 +37,48 @@ def default_perplexity_file(data_dir: str | None) -> str | None:
     return str(path) if path is not None and path.is_file() else None
 
 
-def read_texts(path: str | Path, limit: int | None = None) -> list[str]:
-    """Non-empty lines of a text file, or the text field of each record of a ``.jsonl`` file;
-    the first ``limit`` of them."""
-    path = Path(path)
-    try:
-        lines = [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-        texts = [_record_text(line, path) for line in lines] if path.suffix == ".jsonl" else lines
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DataError(f"{path}: cannot read the text file ({exc})") from exc
-    texts = [t for t in texts if t][:limit]
-    if not texts:
-        raise DataError(f"{path}: the text file has no text")
-    return texts
+CONTEXT_CAP = 2048  # LLaMA's context, the window of the papers' WikiText-2 numbers
 
 
-def _record_text(line: str, path: Path) -> str:
-    try:
-        record = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise DataError(f"{path}: a line is not JSON ({exc})") from exc
-    field = next((f for f in TEXT_FIELDS if isinstance(record, dict) and isinstance(record.get(f), str)), None)
-    if field is None:
-        raise DataError(f"{path}: a record has none of the text fields {', '.join(TEXT_FIELDS)}")
-    return " ".join(record[field].split())
+def default_window(model, window: int | None = None) -> int:
+    """``window`` when given, else the model's context (``max_position_embeddings`` / ``n_positions``)
+    capped at ``CONTEXT_CAP``."""
+    if window:
+        return int(window)
+    config = getattr(model, "config", None)
+    context = getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", None)
+    return min(int(context or CONTEXT_CAP), CONTEXT_CAP)
+
+
+def join(texts: list[str]) -> str:
+    """One document, as the papers' scripts build it: ``"\n\n".join(rows)``."""
+    return "\n\n".join(texts)
 
 
 @torch.no_grad()
-def perplexity(model, tokenizer, texts: list[str], max_length: int = 128, batch_size: int = 8) -> dict:
-    """``{"perplexity", "nll", "tokens"}`` of ``model`` on ``texts`` (see the module docstring)."""
+def perplexity(model, tokenizer, text: str, window: int, batch_size: int = 1, cap: int | None = None,
+               seed: int = 0) -> dict:
+    """``{perplexity, nll, window, windows, tokens, scored, dropped}`` of ``model`` on ``text`` (module
+    docstring): ``tokens`` of the text, ``windows`` scored (all, or a seeded ``cap`` of them),
+    ``scored`` predicted tokens, ``dropped`` tokens of the trailing partial window. A text shorter
+    than ``window`` is scored as one window of all its tokens."""
     model.eval()
     device = next(model.parameters()).device
-    windows = []
-    for ids in tokenizer(texts, add_special_tokens=False)["input_ids"]:
-        windows += [ids[i:i + max_length] for i in range(0, len(ids), max_length) if len(ids[i:i + max_length]) > 1]
-    if not windows:
-        raise DataError("perplexity: no text window has two tokens or more")
-    total, count = 0.0, 0
-    pad = tokenizer.pad_token_id or 0
-    for start in bar(range(0, len(windows), batch_size), f"perplexity ({len(windows)} windows)"):
-        rows = windows[start:start + batch_size]
-        width = max(map(len, rows))
-        ids = torch.tensor([r + [pad] * (width - len(r)) for r in rows], device=device)
-        mask = torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r in rows], device=device)
-        logp = torch.log_softmax(model(input_ids=ids, attention_mask=mask).logits.float()[:, :-1], dim=-1)
-        target = ids[:, 1:]
-        nll = -logp.gather(-1, target.unsqueeze(-1)).squeeze(-1) * mask[:, 1:]
-        total += float(nll.sum())
-        count += int(mask[:, 1:].sum())
-    return {"perplexity": math.exp(total / count), "nll": total / count, "tokens": count}
+    ids = tokenizer(text, return_tensors="pt", verbose=False)["input_ids"][0]
+    if ids.numel() < 2:
+        raise DataError(f"perplexity: the text has {ids.numel()} token(s); at least 2 are needed")
+    window = min(window, ids.numel())  # a text shorter than one window is one window (the card states it)
+    count = ids.numel() // window
+    chosen = list(range(count))
+    if cap is not None and cap < count:
+        chosen = sorted(np.random.default_rng(seed).choice(count, size=cap, replace=False).tolist())
+    total = 0.0
+    for start in bar(range(0, len(chosen), batch_size), f"perplexity ({len(chosen)} windows of {window} tokens)"):
+        rows = torch.stack([ids[i * window:(i + 1) * window] for i in chosen[start:start + batch_size]]).to(device)
+        logits = model(input_ids=rows).logits[:, :-1].float()
+        total += float(torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), rows[:, 1:].reshape(-1),
+                                                         reduction="sum"))
+    scored = len(chosen) * (window - 1)
+    return {"perplexity": math.exp(total / scored), "nll": total / scored, "window": window, "windows": len(chosen),
+            "windows_total": count, "tokens": int(ids.numel()), "scored": scored,
+            "dropped": int(ids.numel() - count * window)}

@@ -5,7 +5,7 @@ files it writes beside it. ``validate_card`` checks a card against the schema be
 
 JSON schema ``forgetless-report-2`` (fractions in [0, 1] for accuracies; ROUGE / METEOR in %)::
 
-    schema, kind {task: classification|generation, model: classifier|seq2seq|causal-lm}
+    schema, kind {task: classification|generation|lm-eval, model: classifier|seq2seq|causal-lm}
     task {name, protocol, metric, pooled_challenges, sizes {train, <set>: n}}
     method {name, config, structured, objective, objective_options, student_init, train,
             then [{name, config, structured}],             # methods applied after it (--then)
@@ -13,8 +13,11 @@ JSON schema ``forgetless-report-2`` (fractions in [0, 1] for accuracies; ROUGE /
                                                            #   sparsity of one-shot pruning, quantization …)
     model {compressed, model_type}                          # what the compressed model started from
     headline {metric, base, compressed, kept}           # the task's metric on dev; kept = compressed / base
+                                                        # lm-eval: the mean accuracy of llm.headline_tasks
     sets {set: {base: metrics, compressed: metrics}}    # classification: accuracy, n, hard/easy, groups …
                                                         # generation: rouge1/2/L, meteor, n, distinct share …
+                                                        # lm-eval: per task n, metric, accuracy (= that metric),
+                                                        #   acc, acc_norm; rolling: word/byte perplexity
     challenge {sets, base, compressed}                  # classification: pooled challenge accuracy, else null
     bias {gap_base, gap_compressed, f_bias, meaningful} # Du et al. eq. 1 (classification), else null;
                                                         # meaningful false: base gap <= 0 or base near chance
@@ -41,7 +44,17 @@ JSON schema ``forgetless-report-2`` (fractions in [0, 1] for accuracies; ROUGE /
     warnings [sentence, ..]                             # report/trust.py checks that fired
     zero_shot {template, instruction, body, label_words, shots, .., truncated_prompts {role: {set: n}}}
                                                         # causal-lm only: how both models were prompted
-    language_model {base|compressed: {file, texts, perplexity, nll, tokens}}   # causal-lm, with a text file
+    language_model {base|compressed: {file, [texts], perplexity, nll, window, windows, windows_total, tokens,
+                                      scored, dropped}}   # causal-lm with a text file; lm-eval: WikiText-2 test
+    llm {engine {engine, version, shots, chat_template, window, batch_size, ..},   # lm-eval only (report/llm_section)
+         tasks {task: {output_type, metric, n, size, source,
+                       multiple choice: chance, near_chance, in_headline, acc / acc_norm {base, compressed, delta:
+                         {value, low, high, n}}, flips {n, correct_to_wrong, wrong_to_correct, flip_rate, mcnemar_p},
+                         kl {value, low, high, n}, margin {base, compressed},
+                         hard_easy {hard|medium|easy: {n, margin_range, accuracy, flips, kl}};
+                       rolling: word_perplexity / byte_perplexity / bits_per_byte {base, compressed, ratio}}},
+         headline_tasks [task], headline {base, compressed, delta} | null,   # mean over tasks above chance
+         pooled {tasks, accuracy, flips, kl} | null, pairs [{easier, harder, delta_*, difference, meaningful}]}
     robustness {clever {base, compressed}}              # optional (CLEVER)
     provenance {...}                                    # optional: a converted base (--model smollm2)
     recipe {...}                                        # optional: the resolved recipe of the run
@@ -66,6 +79,7 @@ from .markdown import render_markdown
 from .plots import accuracy_plot
 from .summary import summary_panel
 from .predictions import write_predictions
+from .llm_section import llm_section
 
 SCHEMA = "forgetless-report-2"
 SECTIONS = ("schema", "kind", "task", "method", "model", "headline", "sets", "challenge", "bias", "hard_easy",
@@ -86,7 +100,11 @@ def comparison(task, results: dict, predictions: dict | None, seed: int = 0, cal
             for name in results["base"]["sets"]}
     labelled = task.kind == "classification"
     metric = "accuracy" if labelled else task.metric
-    base_dev, comp_dev = sets["dev"]["base"].get(metric), sets["dev"]["compressed"].get(metric)
+    llm = llm_section(task, results, predictions, seed) if task.kind == "lm-eval" else None
+    if llm is not None:  # an LLM suite: the mean accuracy over the tasks above chance
+        base_dev, comp_dev = ((llm["headline"] or {}).get(role, {}).get("value") for role in ("base", "compressed"))
+    else:
+        base_dev, comp_dev = sets["dev"]["base"].get(metric), sets["dev"]["compressed"].get(metric)
     bias = bias_section(results) if labelled else None
     warnings = honest.collect(task, results, predictions, bias, training) if predictions else []
     if bias is not None:
@@ -108,6 +126,8 @@ def comparison(task, results: dict, predictions: dict | None, seed: int = 0, cal
         "agreement": agreement,
         "warnings": warnings,
     }
+    if llm is not None:
+        compared["llm"] = llm
     if "zero_shot" in results["base"]:  # causal-lm: the prompt and scoring both models were evaluated with
         compared["zero_shot"] = {**results["base"]["zero_shot"], "truncated_prompts": {
             role: results[role]["zero_shot"]["truncated_prompts"] for role in ("base", "compressed")}}
@@ -147,7 +167,8 @@ def build_card(measured: Measurements) -> dict:
         "environment": environment(),
     }
     _deployment(card, measured)
-    optional = {"robustness": measured.robustness, "provenance": measured.provenance, "recipe": measured.recipe}
+    optional = {"robustness": measured.robustness, "provenance": measured.provenance, "recipe": measured.recipe,
+                "llm": compared.get("llm")}
     card.update({key: value for key, value in optional.items() if value})
     card.update({key: compared[key] for key in ("zero_shot", "language_model") if key in compared})
     return card
@@ -174,8 +195,11 @@ def validate_card(card: dict) -> None:
     if missing or card["schema"] != SCHEMA:
         raise ValueError(f"report card: missing sections {missing} or schema {card.get('schema')!r} != {SCHEMA!r}")
     labelled = card["kind"]["task"] == "classification"
-    if card["kind"]["model"] not in MODEL_KINDS or card["kind"]["task"] not in ("classification", "generation"):
+    if card["kind"]["model"] not in MODEL_KINDS or card["kind"]["task"] not in ("classification", "generation",
+                                                                                "lm-eval"):
         raise ValueError(f"report card: kind {card['kind']} is not a known task type / model kind")
+    if (card["kind"]["task"] == "lm-eval") != isinstance(card.get("llm"), dict):
+        raise ValueError("report card: the llm section must be present exactly for lm-eval tasks")
     metric = card["task"]["metric"]
     for name, entry in card["sets"].items():
         for role in ("base", "compressed"):

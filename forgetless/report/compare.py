@@ -2,7 +2,10 @@
 task (``compare.md``, ``compare.html`` with its plot embedded, ``pareto.png``): per run the method and
 the options that set it apart, size, measured speedup (bootstrap interval), dev and pooled challenge
 accuracy (bootstrap intervals), F_bias (Du et al. 2023, eq. 1; paired bootstrap interval; marked
-meaningless where the run's warnings say so), hard / easy accuracy, and each run's warnings.
+meaningless where the run's warnings say so), hard / easy accuracy, and each run's warnings. Runs of
+an LLM suite (task kind ``lm-eval``) add a table of the change per lm-eval task, the pooled flips and
+KL, WikiText-2 perplexity, and ``llm.png``: mean accuracy and perplexity against size, stored bits
+per parameter and sparsity.
 
 Runs are aligned on their common evaluation sets: a set is the same when the task, the set name
 and its size match. Runs with no common set are refused before anything is written. DIR follows
@@ -20,6 +23,7 @@ from ..outputs import check_output, mark_output, output_lock
 from .headline import delta_points, estimate, estimate_text, headline_numbers, scale_of, verdict
 from .html import render_html
 from .pareto import pareto_plot
+from .plots import llm_compare_plot
 from .rerender import read_card
 
 
@@ -101,10 +105,11 @@ def render_compare(cards: dict[str, dict], sets: list[str], plot: str | None = N
     metric = first["task"]["metric"]
     scale = scale_of(metric)
     pooled = " + ".join(next(iter(numbers.values()))["challenge_sets"]) or "challenge"
+    dev = "mean accuracy of the LLM tasks above chance" if first.get("llm") else "dev"
     lines = [f"# forgetless compare: {first['task']['name']}, {len(cards)} runs", "",
              f"Compressed models ({metric} in %, [95% bootstrap interval], (Δ points vs the run's own base)); "
              "speedup: measured throughput, [95% interval of the ratio of medians].", "",
-             f"| run | method | key options | size | speedup | dev | {pooled} | F_bias | hard | easy | warnings |",
+             f"| run | method | key options | size | speedup | {dev} | {pooled} | F_bias | hard | easy | warnings |",
              "|:---|:---|:---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for name, card in cards.items():
         n = numbers[name]
@@ -135,6 +140,8 @@ def render_compare(cards: dict[str, dict], sets: list[str], plot: str | None = N
         lines += ["", f"Sets not shared by every run (left out): {', '.join(others)}."]
     if plot:
         lines += ["", f"![{plot}]({plot})"]
+    if all(card.get("llm") for card in cards.values()):
+        lines += llm_compare(cards, sets)
     lines += ["", "## Verdicts", ""]
     lines += [f"- **{name}** ({card['method']['name']}): {verdict(card, numbers[name])}." for name, card in cards.items()]
     fired: dict[str, list[str]] = {}
@@ -146,6 +153,34 @@ def render_compare(cards: dict[str, dict], sets: list[str], plot: str | None = N
     lines += ["", "Runs: " + "; ".join(f"{name} = `{card.get('command') or card['method']['name']}`"
                                         for name, card in cards.items())]
     return "\n".join(lines) + "\n"
+
+
+def llm_compare(cards: dict[str, dict], sets: list[str]) -> list[str]:
+    """LLM suites: per run the change of each common multiple-choice task (its metric, paired
+    interval), the pooled flips and KL, and WikiText-2 perplexity; then ``llm.png``."""
+    first = next(iter(cards.values()))
+    tasks = [n for n in sets if first["llm"]["tasks"].get(n, {}).get("output_type") == "multiple_choice"]
+    lines = ["", "## LLM tasks: change vs the run's base (points, [95% paired interval])", "",
+             "| run | bits / parameter | sparsity | " + " | ".join(t.replace("_offline", "") for t in tasks)
+             + " | flips c→w / w→c | KL | WikiText-2 perplexity |", "|:---|---:|---:|" + "---:|" * (len(tasks) + 3)]
+    for name, card in cards.items():
+        llm, params = card["llm"], card["params"]["compressed"]
+        cells = []
+        for t in tasks:
+            entry = llm["tasks"][t]
+            delta = entry[entry["metric"]]["delta"]
+            cells.append(f"{100 * delta['value']:+.1f} [{100 * delta['low']:+.1f}, {100 * delta['high']:+.1f}]"
+                         + (" (at chance)" if entry["near_chance"] else ""))
+        pooled = llm.get("pooled") or {}
+        flips = (f"{pooled['flips']['correct_to_wrong']} / {pooled['flips']['wrong_to_correct']}"
+                 if pooled.get("flips") else "–")
+        kl = f"{pooled['kl']['value']:.3f}" if pooled.get("kl") else "–"
+        lm = card.get("language_model")
+        ppl = f"{lm['base']['perplexity']:.2f} → {lm['compressed']['perplexity']:.2f}" if lm else "–"
+        bits = params.get("bits_per_parameter")
+        lines.append(f"| {name} | {'–' if bits is None else f'{bits:.2f}'} | {100 * params['prunable_sparsity']:.1f}% | "
+                     + " | ".join(cells) + f" | {flips} | {kl} | {ppl} |")
+    return lines + ["", "![llm.png](llm.png)"]
 
 
 def run_names(folders: list[str]) -> list[str]:
@@ -182,6 +217,8 @@ def compare_runs(folders: list, out, overwrite: bool = False) -> dict[str, Path]
                   for name, card in cards.items()]
         plot = pareto_plot(points, out / "pareto.png", f"{next(iter(cards.values()))['task']['name']}: "
                                                        f"{len(cards)} compressed models")
+        if all(card.get("llm") for card in cards.values()):
+            llm_compare_plot(cards, out / "llm.png")
         text = render_compare(cards, sets, plot.name)
         atomic_write_text(out / "compare.md", text)
         title = f"forgetless compare: {', '.join(cards)}"

@@ -26,7 +26,13 @@ def headline_numbers(card: dict) -> dict:
     metric = card["task"]["metric"]
     iv = card.get("intervals") or {}
     sets = iv.get("sets") or {}
-    dev = {role: estimate(card["sets"]["dev"][role].get(metric), (sets.get("dev") or {}).get(role)) for role in ROLES}
+    llm = card.get("llm")
+    if llm is not None:  # an LLM suite: the mean accuracy of its tasks above chance (report/llm_section.py)
+        head = llm.get("headline") or {}
+        dev = {role: estimate((head.get(role) or {}).get("value"), head.get(role)) for role in ROLES}
+    else:
+        dev = {role: estimate(card["sets"]["dev"][role].get(metric), (sets.get("dev") or {}).get(role))
+               for role in ROLES}
     challenge = card.get("challenge") or {}
     pooled = None
     if challenge.get("base") is not None:
@@ -44,7 +50,8 @@ def headline_numbers(card: dict) -> dict:
     if bias.get("f_bias") is not None:
         f_bias = {**estimate(bias["f_bias"], iv.get("f_bias")), "meaningful": bool(bias.get("meaningful", True))}
     params = card["params"]
-    return {"metric": metric, "dev": dev, "challenge": pooled, "challenge_sets": list(challenge.get("sets") or []),
+    where = f"on the mean of {len(llm['headline_tasks'])} LLM tasks" if llm is not None else "on dev"
+    return {"metric": metric, "dev": dev, "where": where, "challenge": pooled, "challenge_sets": list(challenge.get("sets") or []),
             **parts, "f_bias": f_bias,
             "params": {"base": params["base"]["total"], "compressed": params["compressed"]["total"],
                        "ratio": params["ratio"], "nonzero_ratio": params["nonzero_ratio"]},
@@ -89,9 +96,10 @@ def verdict(card: dict, numbers: dict | None = None) -> str:
     scale = scale_of(n["metric"])
     unit = "points"
     d_dev = delta_points(n["dev"], scale)
+    where = n.get("where", "on dev")
     if d_dev is None:
-        return f"no {n['metric']} on dev: nothing to compare"
-    text = ("" if n["metric"] == "accuracy" else f"{n['metric']}: ") + _change(d_dev, unit, "on dev")
+        return f"no {n['metric']} {where}: nothing to compare"
+    text = ("" if n["metric"] == "accuracy" else f"{n['metric']}: ") + _change(d_dev, unit, where)
     d_ch = delta_points(n["challenge"], scale)
     if d_ch is not None:
         name = " + ".join(n["challenge_sets"]) or "the challenge sets"

@@ -13,7 +13,10 @@ import numpy as np
 
 from ..metrics.intervals import (DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, bootstrap_accuracy, bootstrap_f_bias,
                                   speedup_interval, timing_summary)
+from ..llm.records import MULTIPLE_CHOICE
+from ..metrics.paired import softmax
 from . import trust
+from .llm_section import near_chance_warnings
 
 N_RESAMPLES = DEFAULT_RESAMPLES
 ROLES = ("base", "compressed")
@@ -25,6 +28,8 @@ def prediction_rows(task, predictions: dict) -> list[dict]:
     predicted label names of the set (null for a generated text that names no label), the
     probabilities over the task's labels (classifiers), generated text (seq2seq models); generation
     tasks: ``gold`` the reference texts, ``predicted`` the generated text."""
+    if task.kind == "lm-eval":
+        return llm_rows(predictions)
     rows = []
     for role in ROLES:
         for name, examples in task.eval_sets().items():
@@ -49,6 +54,28 @@ def prediction_rows(task, predictions: dict) -> list[dict]:
                     row["text_pair"] = examples.text_b[i]
                 if generated is not None:
                     row["generated"] = generated[i]
+                rows.append(row)
+    return rows
+
+
+def llm_rows(predictions: dict) -> list[dict]:
+    """An LLM suite's rows: per lm-eval item the gold and picked choice (by the task's metric), the
+    softmax of the choice log-likelihoods, the log-likelihoods and the choices' lengths in characters
+    (acc_norm's normaliser); per document of a rolling task its log-likelihood, words and bytes."""
+    rows = []
+    for role in ROLES:
+        for name, records in predictions[role].items():
+            multiple_choice = records["output_type"] == MULTIPLE_CHOICE
+            for i, r in enumerate(records["items"]):
+                row = {"id": r["doc"], "set": name, "role": role, "gold": r.get("gold"),
+                       "predicted": records["predicted"][i] if multiple_choice else None}
+                if multiple_choice:
+                    row.update(probabilities=[round(float(p), 6) for p in softmax(r["ll"])], log_likelihoods=r["ll"],
+                               choice_lengths=r["chars"])
+                elif "ll" in r:
+                    row.update(log_likelihoods=[r["ll"]], words=r.get("words"), bytes=r.get("bytes"))
+                else:
+                    row["predicted"] = r["score"]
                 rows.append(row)
     return rows
 
@@ -111,6 +138,8 @@ def training_section(base_epochs: float | None, student_init: str, fine_tunes: l
 def collect(task, results: dict, predictions: dict, bias: dict | None, training: dict | None) -> list[str]:
     """The warnings of ``report.trust`` that apply to this run, in reading order."""
     found = []
+    if task.kind == "lm-eval":  # an LLM suite: tasks whose base is at chance leave the headline
+        return near_chance_warnings(task, predictions)
     if task.kind == "classification":
         dev = task.dev
         counts = np.bincount(np.asarray(dev.labels), minlength=len(dev.label_names))

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from .headline import verdict
+from .llm_markdown import llm_markdown
 
 
 def pct(value) -> str:
@@ -32,10 +33,12 @@ def render_markdown(card: dict, summary: bool = True) -> str:
     shown = ["", *[f"![{p}]({p})" for p in plots[:1]]]  # beside the table whose numbers it shows
     if card["kind"]["task"] == "classification":
         lines += _classification(card, shown)
+    elif card["kind"]["task"] == "lm-eval":  # an LLM suite (report/llm_markdown.py): its perplexity too
+        lines += llm_markdown(card, shown)
     else:
         lines += _generation(card) + shown
     zs = card.get("zero_shot")
-    if zs:
+    if zs and "label_words" in zs:
         words = " / ".join(zs["label_words"])
         lines += ["", "## Zero-shot prompt", "",
                   f"{zs['template']} template; instruction: \"{zs['instruction']}\"; text: `{zs['body']!r}`; label "
@@ -45,10 +48,13 @@ def render_markdown(card: dict, summary: bool = True) -> str:
                   + f"; prompts cut to their last {zs['max_length']} tokens: "
                   + ", ".join(f"{role} {sum(t.values())}" for role, t in zs["truncated_prompts"].items()) + "."]
     lm = card.get("language_model")
-    if lm:
+    if lm and card["kind"]["task"] != "lm-eval":
         b, c = lm["base"], lm["compressed"]
-        lines += ["", f"## Language modelling: held-out perplexity on {b['file']} ({b.get('texts', '?')} texts, "
-                      f"{b['tokens']} tokens)", "",
+        how = (f"{b['tokens']} tokens, {b['windows']} non-overlapping windows of {b['window']} tokens (the SparseGPT / "
+               "Wanda protocol)" if "window" in b else f"{b['tokens']} tokens, 128-token windows per text (an older "
+               "protocol, not comparable with papers)")
+        lines += ["", f"## Language modelling: held-out perplexity on {b['file']} ({b.get('texts', '?')} texts joined; "
+                      f"{how})", "",
                   f"base {b['perplexity']:.2f}, compressed {c['perplexity']:.2f} "
                   f"({c['perplexity'] / b['perplexity']:.2f}×; lower is better)."]
     if card.get("provenance"):  # a converted base (models/smollm2.py)
@@ -153,7 +159,9 @@ def _verdict(card: dict) -> str:
                     f"[{interval['low']:.2f}, {interval['high']:.2f}] includes 1)"
         else:
             text += f", {card['speed']['throughput_per_s']['speedup']:.2f}× {what}"
-    text += f". Keeps {pct(head['kept'])}% of dev {head['metric']}"
+    where = (f"the mean {head['metric']} of the {len(card['llm']['headline_tasks'])} LLM tasks above chance"
+             if card.get("llm") else f"dev {head['metric']}")
+    text += f". Keeps {pct(head['kept'])}% of {where}"
     ch = card["challenge"]
     if ch and ch["base"]:
         text += f" and {pct(ch['compressed'] / ch['base'])}% of challenge accuracy"

@@ -23,7 +23,10 @@ def save_figure(fig, path: str | Path) -> Path:
 def accuracy_plot(card: dict, path: str | Path) -> Path:
     """Grouped bars: base vs compressed headline metric (accuracy, or ROUGE-L / METEOR) on dev,
     hard / easy dev and every challenge set, with the 95% bootstrap interval of each accuracy as
-    its error bar (``card.intervals``); an empty subset is drawn as a missing bar (n = 0)."""
+    its error bar (``card.intervals``); an empty subset is drawn as a missing bar (n = 0). An LLM
+    suite's card: ``llm_plot``."""
+    if card.get("llm"):
+        return llm_plot(card, path)
     metric = card["task"]["metric"]
     scale = 100 if metric == "accuracy" else 1
     intervals = card.get("intervals") or {}
@@ -67,3 +70,76 @@ def _bar(value, interval: dict | None, scale: float) -> tuple[float, float, floa
     if not interval or interval.get("low") is None:
         return v, v, v
     return v, interval["low"] * scale, interval["high"] * scale
+
+
+def llm_plot(card: dict, path: str | Path) -> Path:
+    """An LLM suite: per multiple-choice task the accuracy (its metric) of base and compressed with
+    their 95% intervals, and the items that flip correct → wrong and wrong → correct."""
+    tasks = {n: t for n, t in card["llm"]["tasks"].items() if t["output_type"] == "multiple_choice"}
+    labels = [f"{n.replace('_offline', '')}\n{t['metric']}, n={t['n']}" + ("\n(at chance)" if t["near_chance"] else "")
+              for n, t in tasks.items()]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(max(8.0, 2.4 * len(tasks) + 2), 4.2))
+    xs = range(len(tasks))
+    for offset, (role, color) in zip((-0.2, 0.2), (("base", "#4c72b0"), ("compressed", "#dd8452"))):
+        bars = [_bar(t[t["metric"]][role]["value"], t[t["metric"]][role], 100) for t in tasks.values()]
+        values = [v for v, _, _ in bars]
+        errors = [[v - low for v, low, _ in bars], [high - v for v, _, high in bars]]
+        left.bar([x + offset for x in xs], values, width=0.4, label=role, color=color, yerr=errors, capsize=3,
+                 ecolor="#333333")
+    for x, t in zip(xs, tasks.values()):
+        left.hlines(100 * t["chance"], x - 0.45, x + 0.45, colors="#888888", linestyles="dotted")
+    left.set_xticks(list(xs), labels, fontsize=7)
+    left.set_ylabel("accuracy (%), 95% bootstrap interval; dotted: chance")
+    left.set_ylim(0, 100)
+    left.legend(fontsize=8)
+    lost = [t["flips"]["correct_to_wrong"] for t in tasks.values()]
+    gained = [t["flips"]["wrong_to_correct"] for t in tasks.values()]
+    right.bar([x - 0.2 for x in xs], lost, width=0.4, color="#cf222e", label="correct → wrong")
+    right.bar([x + 0.2 for x in xs], gained, width=0.4, color="#1a7f37", label="wrong → correct")
+    right.set_xticks(list(xs), labels, fontsize=7)
+    right.set_ylabel("items that flip")
+    right.yaxis.get_major_locator().set_params(integer=True)
+    right.legend(fontsize=8)
+    fig.suptitle(f"{card['task']['name']}: {card['method']['name']} vs base, item by item")
+    return save_figure(fig, path)
+
+
+def llm_compare_plot(cards: dict[str, dict], path: str | Path) -> Path:
+    """LLM suites side by side: the mean accuracy of the tasks above chance (95% interval) and
+    WikiText-2 perplexity of every compressed model against its parameters, its stored bits per
+    parameter and the sparsity of its prunable weights; the base (first run's) as a grey star."""
+    axes_of = (("parameters (millions)", lambda p: p["total"] / 1e6),
+               ("bits per parameter (model.safetensors)", lambda p: p.get("bits_per_parameter")),
+               ("sparsity of prunable weights (%)", lambda p: 100 * p["prunable_sparsity"]))
+    fig, grid = plt.subplots(2, 3, figsize=(13, 7), squeeze=False)
+    first = next(iter(cards.values()))
+    for column, (label, x_of) in enumerate(axes_of):
+        for row, part in enumerate(("accuracy", "perplexity")):
+            ax = grid[row][column]
+            for name, card in list(cards.items()) + [("base", first)]:
+                role = "base" if name == "base" else "compressed"
+                x = x_of(card["params"][role])
+                y, low, high = _llm_point(card, part, role)
+                if x is None or y is None:
+                    continue
+                style = {"marker": "*", "color": "#888888", "markersize": 12} if role == "base" else {"marker": "o"}
+                ax.errorbar([x], [y], yerr=[[y - low], [high - y]] if low is not None else None, capsize=3,
+                            linestyle="none", **style)
+                ax.annotate(name, (x, y), fontsize=7, xytext=(3, 3), textcoords="offset points")
+            ax.set_xlabel(label, fontsize=8)
+            ax.set_ylabel("mean accuracy (%), 95% interval" if part == "accuracy" else "WikiText-2 perplexity",
+                          fontsize=8)
+    fig.suptitle(f"{first['task']['name']}: accuracy and perplexity against size, bits and sparsity")
+    fig.tight_layout()
+    return save_figure(fig, path)
+
+
+def _llm_point(card: dict, part: str, role: str) -> tuple:
+    """(value, low, high) of a run's mean accuracy (%) or perplexity; None where the card has none."""
+    if part == "accuracy":
+        entry = (card["llm"].get("headline") or {}).get(role) or {}
+        if entry.get("value") is None:
+            return None, None, None
+        return 100 * entry["value"], 100 * entry["low"], 100 * entry["high"]
+    lm = card.get("language_model")
+    return (lm[role]["perplexity"], None, None) if lm else (None, None, None)

@@ -14,6 +14,14 @@ Format: JSON Lines (one object per line, UTF-8), written atomically. Each row ha
                  and ``gold`` the list of references); absent for classifiers
     text         the input: the example's text (classification) or source (generation)
     text_pair    the second text of a pair task; absent for single texts
+    log_likelihoods  an LLM suite's item: each choice's log-likelihood (lm-eval's); a rolling document:
+                 its log-likelihood
+    choice_lengths   the choices' lengths in characters (lm-eval's acc_norm divides by them)
+    words, bytes     a rolling document's word and byte counts (lm-eval's word / byte perplexity)
+
+For an LLM suite (``set`` = the lm-eval task) ``gold`` and ``predicted`` are choice indices (the
+prediction under the task's metric: acc_norm where it has it); ``probabilities`` the softmax of the
+log-likelihoods.
 """
 from __future__ import annotations
 
@@ -25,7 +33,8 @@ from ..errors import DataError
 from ..fsutil import atomic_write_text
 
 REQUIRED = ("id", "set", "role", "gold", "predicted")
-OPTIONAL = ("probabilities", "group", "hard", "generated", "text", "text_pair")
+OPTIONAL = ("probabilities", "group", "hard", "generated", "text", "text_pair", "log_likelihoods", "choice_lengths",
+            "words", "bytes")
 ROLES = ("base", "compressed")
 
 
@@ -49,6 +58,12 @@ def _normalise(row: dict, where: str) -> dict:
     for key in ("generated", "text", "text_pair"):
         if row.get(key) is not None:
             out[key] = str(row[key])
+    for key, kind in (("log_likelihoods", float), ("choice_lengths", int)):
+        if row.get(key) is not None:
+            out[key] = [kind(v) for v in row[key]]
+    for key in ("words", "bytes"):
+        if row.get(key) is not None:
+            out[key] = int(row[key])
     return out
 
 

@@ -57,7 +57,7 @@ def check_predictions(card: dict, folder: Path, flag: str = "OUT") -> None:
     if "/" in name or not path.is_file():
         raise DataError(f"{flag} {folder}: report.json names {name}, which is missing")
     rows = read_predictions(path)
-    if card["kind"]["task"] != "classification":
+    if card["kind"]["task"] not in ("classification", "lm-eval"):  # lm-eval: each task's accuracy
         return
     for set_name, entry in card["sets"].items():
         for role in ("base", "compressed"):

@@ -15,7 +15,11 @@ def summary_panel(card: dict) -> str:
     n = headline_numbers(card)
     scale = scale_of(n["metric"])
     unit = "%" if n["metric"] == "accuracy" else ""
-    tiles = [_accuracy_tile(f"dev {n['metric']}", n["dev"], scale, unit)]
+    llm = card.get("llm")
+    label = f"mean {n['metric']}, {len(llm['headline_tasks'])} LLM tasks" if llm else f"dev {n['metric']}"
+    tiles = [_accuracy_tile(label, n["dev"], scale, unit)]
+    if llm:
+        tiles += _llm_tiles(card)
     if n["challenge"]:
         name = " + ".join(n["challenge_sets"])
         tiles.append(_accuracy_tile(name if name == "challenge" else f"challenge: {name}", n["challenge"], scale, unit))
@@ -43,6 +47,27 @@ def _accuracy_tile(label: str, entry: dict, scale: float, unit: str) -> str:
     tone = "neutral" if abs(points) < 0.05 else ("good" if points > 0 else "bad")
     detail = f"base {estimate_text(entry['base'], scale)}{unit} → {estimate_text(entry['compressed'], scale)}{unit}"
     return _tile(label, f"{points:+.1f} pts", detail, tone)
+
+
+def _llm_tiles(card: dict) -> list[str]:
+    """Flips and KL pooled over the tasks above chance, and WikiText-2 perplexity (``report/llm_section``)."""
+    tiles = []
+    pooled = card["llm"].get("pooled")
+    if pooled:
+        f, kl = pooled["flips"], pooled["kl"]
+        tone = "bad" if f["mcnemar_p"] < 0.05 and f["correct_to_wrong"] > f["wrong_to_correct"] else (
+            "good" if f["mcnemar_p"] < 0.05 else "neutral")
+        tiles.append(_tile("flips: correct→wrong / wrong→correct", f"{f['correct_to_wrong']} / {f['wrong_to_correct']}",
+                           f"{100 * f['flip_rate']:.1f}% of {f['n']} items flip; McNemar p {f['mcnemar_p']:.3g}", tone))
+        tiles.append(_tile("KL(base‖compressed) over choices", f"{kl['value']:.3f}",
+                           f"[{kl['low']:.3f}, {kl['high']:.3f}] nats, mean per item", "neutral"))
+    lm = card.get("language_model")
+    if lm:
+        b, c = lm["base"]["perplexity"], lm["compressed"]["perplexity"]
+        tone = "bad" if c > 1.005 * b else ("good" if c < 0.995 * b else "neutral")
+        tiles.append(_tile("WikiText-2 perplexity", f"{b:.1f} → {c:.1f}",
+                           f"{c / b:.2f}×; windows of {lm['base']['window']} tokens", tone))
+    return tiles
 
 
 def _f_bias_tile(f_bias: dict) -> str:

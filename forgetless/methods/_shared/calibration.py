@@ -19,7 +19,7 @@ import torch
 from ...data.registry import DATA_DIR_ENV, data_root
 from ...data.task import ExampleSet
 from ...errors import ConfigError, DataError
-from ...metrics.perplexity import read_texts
+from ...data.texts import read_texts
 from ...training.encode import clip_texts, collate, encode
 
 # sets of the data folder (``--data-dir`` / $FORGETLESS_DATA_DIR) usable as calibration text, by name

@@ -1,0 +1,88 @@
+"""The LLM tasks (kind ``lm-eval``, run through lm-evaluation-harness: ``forgetless/llm/``).
+
+* ``llm-zero-shot``: the zero-shot suite of the LLM-compression papers and model cards on the data
+  folder's offline copies (``--data-dir``; ``../shared/data/llm``): ARC-Easy, ARC-Challenge,
+  HellaSwag, PIQA, WinoGrande, OpenBookQA (lm-eval's prompts and metrics, the task YAMLs shipped in
+  ``forgetless/llm/tasks``), lm-eval's ``wikitext`` word / byte perplexity, and WikiText-2 test
+  perplexity as the SparseGPT / Wanda scripts measure it (``metrics/perplexity.py``).
+* ``lm-eval``: any lm-eval task names (``--lm-eval-tasks``): lm-eval's own (they download their
+  data unless it is cached), the shipped offline ones, or a folder of your own YAMLs
+  (``--lm-eval-include DIR``); WikiText-2 perplexity too when the data folder has it.
+
+Nothing trains on these items: the task's training split is calibration text for one-shot methods
+(``--train FILE``: text lines or ``.jsonl``; default: the data folder's XSum sample documents, news
+text like the papers' C4 and disjoint from every evaluated set).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import ConfigError
+from .registry import TASKS, data_root, resolve_data_dir
+from .task import ExampleSet, Task
+from .texts import read_texts
+
+ZERO_SHOT = ("arc_easy_offline", "arc_challenge_offline", "hellaswag_offline", "piqa_offline", "winogrande_offline",
+             "openbookqa_offline", "wikitext_offline")
+WIKITEXT = "wikitext2/wiki.test.raw"
+CALIBRATION = "xsum/test_1000_llm_decoding.jsonl"
+
+
+def _llm_folder(root: Path) -> Path:
+    return root / "llm" if (root / "llm").is_dir() else root
+
+
+def calibration_set(train: str | None, root: Path | None, task: str) -> ExampleSet:
+    """The calibration texts: ``train`` (a file), else the data folder's XSum sample."""
+    path = Path(train) if train else (root / CALIBRATION if root is not None else None)
+    if path is None or not path.is_file():
+        raise ConfigError(f"task {task}: one-shot methods calibrate on its training split, text only: give --train "
+                          f"FILE (text lines or .jsonl)" + (f" ({path} is missing)" if path is not None else
+                                                            " or --data-dir with " + CALIBRATION))
+    texts = read_texts(path)
+    return ExampleSet("train", texts, [0] * len(texts), ["text"], source=str(path))
+
+
+def _task(name: str, suite, train: ExampleSet, what: str) -> Task:
+    tasks = ", ".join(f"{n} ({s.size} items)" for n, s in suite.sets.items())
+    ppl = f"; {suite.perplexity.name} perplexity of {suite.perplexity.source} in non-overlapping windows " \
+          f"(the SparseGPT / Wanda protocol)" if suite.perplexity else ""
+    protocol = (f"{what}: lm-evaluation-harness {suite.describe.get('version')}, zero-shot, no chat template: "
+                f"{tasks}{ppl}; calibration texts: {train.source}")
+    return Task(name, None, train, None, kind="lm-eval", metric="accuracy", suite=suite, protocol=protocol)
+
+
+@TASKS.register("llm-zero-shot")
+def _zero_shot(data_dir=None, seed: int = 0, train: str | None = None, perplexity_window: int | None = None) -> Task:
+    from ..llm.engine import TASKS_DIR, require_lm_eval
+    from ..llm.suite import build_suite
+
+    require_lm_eval()
+    root = resolve_data_dir(data_dir, "task llm-zero-shot")
+    wikitext = _llm_folder(root) / WIKITEXT
+    if not wikitext.is_file():
+        raise ConfigError(f"task llm-zero-shot: {wikitext} is missing (WikiText-2 test; layout in "
+                          "../shared/data/llm/README.md)")
+    suite = build_suite(list(ZERO_SHOT), TASKS_DIR, root, False, wikitext, perplexity_window)
+    return _task("llm-zero-shot", suite, calibration_set(train, root, "llm-zero-shot"),
+                 "the LLM zero-shot suite on the data folder's offline copies")
+
+
+@TASKS.register("lm-eval")
+def _lm_eval(data_dir=None, seed: int = 0, train: str | None = None, lm_eval_tasks: list[str] | None = None,
+             lm_eval_include: str | None = None, perplexity_window: int | None = None) -> Task:
+    from ..llm.engine import TASKS_DIR, require_lm_eval
+    from ..llm.suite import build_suite
+
+    require_lm_eval()
+    names = [n.strip() for n in lm_eval_tasks or [] if n.strip()]
+    if not names:
+        raise ConfigError("task lm-eval: name its lm-eval tasks: --lm-eval-tasks NAME[,NAME...]")
+    if len(set(names)) != len(names):
+        raise ConfigError(f"--lm-eval-tasks {','.join(names)}: a task is named twice")
+    root = data_root(data_dir)
+    wikitext = _llm_folder(root) / WIKITEXT if root is not None else None
+    include = [TASKS_DIR] + ([Path(lm_eval_include)] if lm_eval_include else [])
+    suite = build_suite(names, include, root, None, wikitext if wikitext and wikitext.is_file() else None,
+                        perplexity_window)  # lm-eval's own tasks indexed only when a name is not in include
+    return _task("lm-eval", suite, calibration_set(train, root, "lm-eval"), "lm-eval tasks")

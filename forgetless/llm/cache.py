@@ -1,0 +1,65 @@
+"""One model's evaluation on an LLM suite, kept in the shared cache and reused when the same weights
+meet the same suite again: a grid of compressed models of one base evaluates the base once (on two
+CPU cores the suite costs tens of minutes per model).
+
+The key is everything the numbers depend on: the model's class, config and every weight (its bytes,
+hashed), the tokenizer's vocabulary and special tokens, the suite (each task's documents, items and
+YAML, the perplexity text, window and cap), the batch size, the number of torch threads and the
+versions of torch, transformers and lm-eval. A model whose weights cannot be hashed (quantized
+tensors) is not cached. Entries live in ``$FORGETLESS_CACHE/llm-eval/<key>.json``, written
+atomically; delete the folder to drop them.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import torch
+
+from ..fsutil import atomic_write_json
+from ..outputs import cache_root
+
+
+def model_digest(model) -> str | None:
+    """A hash of the model's class, config and weights; None when a tensor cannot be read as bytes."""
+    digest = hashlib.sha256(type(model).__name__.encode())
+    digest.update(model.config.to_json_string(use_diff=False).encode())
+    for name, value in model.state_dict().items():
+        if not torch.is_tensor(value) or value.is_quantized:
+            return None
+        digest.update(f"{name}:{value.dtype}:{tuple(value.shape)}".encode())
+        digest.update(value.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()
+
+
+def entry_path(model, tokenizer, suite, batch_size: int) -> Path | None:
+    """Where this model's evaluation on ``suite`` is kept; None when it cannot be keyed."""
+    weights = model_digest(model)
+    if weights is None:
+        return None
+    import lm_eval
+    import transformers
+
+    vocabulary = hashlib.sha256(json.dumps(sorted(tokenizer.get_vocab().items())).encode()).hexdigest()
+    key = {"weights": weights, "vocabulary": vocabulary, "special": tokenizer.special_tokens_map,
+           "tasks": {n: [s.fingerprint(), s.source] for n, s in suite.sets.items()},
+           "perplexity": suite.perplexity.fingerprint() if suite.perplexity else None, "window": suite.window,
+           "batch_size": batch_size, "threads": torch.get_num_threads(),
+           "versions": [torch.__version__, transformers.__version__, getattr(lm_eval, "__version__", None)]}
+    name = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:24]
+    return cache_root() / "llm-eval" / f"{name}.json"
+
+
+def load(path: Path | None) -> dict | None:
+    if path is None or not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None  # a damaged entry is evaluated again and rewritten
+
+
+def store(path: Path | None, result: dict) -> None:
+    if path is not None:
+        atomic_write_json(path, result)

@@ -1,0 +1,207 @@
+"""lm-evaluation-harness (EleutherAI, 0.4.x) as the engine of forgetless's LLM evaluation.
+
+forgetless loads the tasks (its own YAMLs for the offline copies, ``tasks/``; lm-eval's by name; a
+user's folder of YAMLs), picks the items of each task (seeded, the same for every model), and calls
+``lm_eval.simple_evaluate`` on the model object with ``log_samples=True``: lm-eval builds every
+request, runs the model and computes every per-item metric; forgetless only reads the logged
+samples (``records.py``) and pairs base and compressed item by item (``metrics/paired.py``).
+As lm-eval does by default: zero-shot, no chat template, no BOS token added to the requests.
+
+lm-eval is an optional dependency (``pip install "forgetless[llm]"``); without it an LLM task is one
+clear error before any model is loaded (``require_lm_eval``).
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+import sys
+from pathlib import Path
+
+from ..errors import ConfigError, DataError, ForgetlessError
+
+INSTALL = 'pip install "forgetless[llm]" (or: pip install "lm-eval[hf]>=0.4,<0.5")'
+TASKS_DIR = Path(__file__).parent / "tasks"  # the shipped YAMLs of the offline copies (package data)
+
+
+def require_lm_eval():
+    """The ``lm_eval`` module; one ``ConfigError`` naming the install command when it is missing."""
+    try:
+        import lm_eval
+        from lm_eval.models.huggingface import HFLM  # noqa: F401  (needs transformers: lm-eval[hf])
+        from lm_eval.tasks import TaskManager  # noqa: F401
+    except ImportError as exc:
+        raise ConfigError(f"the LLM tasks (llm-zero-shot, lm-eval) run through lm-evaluation-harness, which is "
+                          f"not installed ({exc.name or exc}): {INSTALL}") from exc
+    return lm_eval
+
+
+@contextlib.contextmanager
+def quiet(progress: bool | None = None):
+    """lm-eval's own logging down to errors (forgetless prints its stages); with ``--no-progress``
+    its progress bars off too (the ``tqdm`` its modules imported is swapped for a silent one while
+    the block runs: tqdm reads ``TQDM_DISABLE`` only when it is first imported)."""
+    logger = logging.getLogger("lm_eval")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    swapped = []
+    if progress is False:
+        from tqdm import tqdm
+
+        class Silent(tqdm):
+            def __init__(self, *args, **kwargs):
+                super().__init__(*args, **{**kwargs, "disable": True})
+
+        for name, module in list(sys.modules.items()):
+            if name.startswith("lm_eval") and getattr(module, "tqdm", None) is tqdm:
+                swapped.append(module)
+                module.tqdm = Silent
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+        for module in swapped:
+            module.tqdm = Silent.__mro__[1]
+
+
+def task_manager(include, data_dir: str | Path | None, defaults: bool | None, names=()):
+    """An lm-eval ``TaskManager`` over ``include`` (folders of task YAMLs) and, with ``defaults``,
+    lm-eval's own tasks (None: only when one of ``names`` is not in ``include``); ``data_dir`` reaches
+    the shipped YAMLs' readers as ``metadata``. Indexing lm-eval's own tasks takes seconds to a minute:
+    one process reuses a manager while the YAMLs are unchanged."""
+    require_lm_eval()
+    if defaults is None:
+        own = task_manager(include, data_dir, False)
+        if all(name in own.all_tasks for name in names) or _unreadable_yamls(own.include_path):
+            return own  # everything is here, or a broken YAML here is the likely missing task (load_tasks says so)
+        defaults = True
+    folders = [Path(p) for p in (include if isinstance(include, (list, tuple)) else [include]) if p is not None]
+    for folder in folders:
+        if not folder.is_dir():
+            raise DataError(f"--lm-eval-include {folder}: not a folder of lm-eval task YAMLs")
+    yamls = tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for f in folders for p in sorted(f.rglob("*.yaml")))
+    data = str(Path(data_dir).expanduser().resolve()) if data_dir else None
+    return _manager(tuple(str(f) for f in folders), yamls, data, defaults)
+
+
+@functools.lru_cache(maxsize=8)
+def _manager(folders: tuple, yamls: tuple, data_dir: str | None, defaults: bool):
+    from lm_eval.tasks import TaskManager
+
+    with quiet():
+        return TaskManager(include_path=list(folders) or None, include_defaults=defaults,
+                           metadata={"data_dir": data_dir} if data_dir else None)
+
+
+def load_tasks(names: list[str], manager) -> dict:
+    """``{name: lm-eval Task}`` with its documents read, before any model is loaded. An unknown name
+    (with the closest known ones), a group, or a task whose YAML or data file is missing or malformed
+    is one ``ForgetlessError`` naming it."""
+    known = set(manager.all_tasks)
+    for name in names:
+        if name not in known:
+            import difflib
+
+            broken = _unreadable_yamls(manager.include_path)
+            if broken:  # lm-eval's index skips a YAML it cannot parse: name it
+                raise DataError(f"lm-eval task {name!r} is not known; {broken[0][0]} is not valid YAML ({broken[0][1]})")
+            close = difflib.get_close_matches(name, sorted(known), n=3)
+            raise ConfigError(f"lm-eval task {name!r} is not known" + (f"; did you mean {', '.join(close)}?" if close
+                              else "; `lm-eval ls tasks` lists lm-eval's own, --lm-eval-include adds a folder"))
+    tasks = {}
+    for name in names:
+        where = yaml_path(manager, name)
+        try:
+            with quiet():
+                loaded = manager.load([name])
+        except ForgetlessError as exc:  # a shipped reader's DataError names the file already
+            raise DataError(f"lm-eval task {name} ({where}): {exc}") from exc
+        except Exception as exc:  # noqa: BLE001 - lm-eval / datasets raise anything; one line naming the task
+            raise DataError(f"lm-eval task {name} ({where}): cannot load its YAML or data "
+                            f"({type(exc).__name__}: {exc})") from exc
+        if set(loaded["tasks"]) != {name} or loaded.get("groups"):
+            raise ConfigError(f"lm-eval name {name!r} is a group or tag of {sorted(loaded['tasks'])}; name the "
+                              "tasks one by one (the paired analysis is per task)")
+        task = loaded["tasks"][name]
+        try:
+            docs = task.eval_docs
+            count = len(docs)
+        except Exception as exc:  # noqa: BLE001
+            raise DataError(f"lm-eval task {name} ({where}): cannot read its evaluation documents ({exc})") from exc
+        if not count:
+            raise DataError(f"lm-eval task {name} ({where}): has no evaluation documents")
+        tasks[name] = task
+    return tasks
+
+
+def _unreadable_yamls(include) -> list[tuple[Path, str]]:
+    """``(file, problem)`` of every YAML under the include folders that does not parse (lm-eval's
+    ``!function`` tags and the like are accepted as they are)."""
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.add_multi_constructor("!", lambda loader, suffix, node: None)
+    folders = include if isinstance(include, (list, tuple)) else [include] if include else []
+    broken = []
+    for path in sorted(p for folder in folders for p in Path(folder).rglob("*.yaml")):
+        try:
+            yaml.load(path.read_text(encoding="utf-8"), Loader=Loader)  # noqa: S506 - SafeLoader subclass
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+            broken.append((path, " ".join(str(exc).split())[:160]))
+    return broken
+
+
+def yaml_path(manager, name: str) -> str:
+    """The YAML file a task was read from (the card and the output rule name it)."""
+    entry = manager.task_index.get(name)
+    return str(getattr(entry, "yaml_path", None) or "lm-eval's task index")
+
+
+def evaluate(model, tokenizer, tasks: dict, items: dict[str, list[int]], window: int, batch_size: int,
+             progress: bool | None = None) -> dict:
+    """Run ``lm_eval.simple_evaluate`` on ``model`` for ``tasks`` restricted to ``items`` (doc ids);
+    returns lm-eval's logged samples ``{task: [sample]}``, in doc order. Requests of at most
+    ``window`` tokens (lm-eval cuts longer contexts from the left, as it does everywhere);
+    multiple-choice and other requests in batches of ``batch_size``; rolling log-likelihood windows
+    in batches of the same number of tokens as ``batch_size`` rows of 128."""
+    require_lm_eval()
+    from lm_eval import simple_evaluate
+    from lm_eval.models.huggingface import HFLM
+    from lm_eval.tasks import TaskManager
+
+    rolling = [n for n, t in tasks.items() if t.OUTPUT_TYPE == "loglikelihood_rolling"]
+    groups = [(batch_size, [n for n in tasks if n not in rolling]), (max(1, batch_size * 128 // window), rolling)]
+    samples = {}
+    was_training = model.training
+    model.eval()
+    try:
+        with quiet(progress):
+            manager = TaskManager(include_defaults=False)  # the tasks are built already: no index needed
+            for size, names in groups:
+                if not names:
+                    continue
+                lm = HFLM(pretrained=model, tokenizer=tokenizer, batch_size=size, max_length=window,
+                          prefix_token_id=_prefix_token(tokenizer))
+                try:
+                    out = simple_evaluate(model=lm, tasks=[tasks[n] for n in names], task_manager=manager,
+                                          samples={n: list(items[n]) for n in names}, log_samples=True,
+                                          bootstrap_iters=0, apply_chat_template=False, random_seed=None,
+                                          numpy_random_seed=None, torch_random_seed=None)
+                except AssertionError as exc:  # lm-eval asserts a continuation fits the window
+                    raise ConfigError(f"lm-eval refused a request of {', '.join(names)} with windows of {window} "
+                                      f"tokens ({exc or 'a continuation is longer than the window'}); give a larger "
+                                      "--perplexity-window") from exc
+                samples.update({n: sorted(out["samples"][n], key=lambda s: s["doc_id"]) for n in names})
+    finally:
+        model.train(was_training)
+    return samples
+
+
+def _prefix_token(tokenizer) -> int | None:
+    """lm-eval's default prefix of a rolling window (BOS, else EOS); None keeps that default. A
+    tokenizer with neither (a WordPiece vocabulary) uses its [CLS] or pad token."""
+    if tokenizer.bos_token_id is not None or tokenizer.eos_token_id is not None:
+        return None
+    return tokenizer.cls_token_id if tokenizer.cls_token_id is not None else tokenizer.pad_token_id

@@ -1,0 +1,89 @@
+"""What forgetless keeps of each item lm-eval scored: read from ``simple_evaluate``'s logged samples,
+never recomputed (the numbers equal lm-eval's, tested in ``tests/test_llm_engine.py``).
+
+* ``multiple_choice``: the gold choice (lm-eval's own rule: ``doc_to_target``, or ``doc_to_text`` for a
+  task whose choices are contexts, e.g. WinoGrande), each choice's log-likelihood and greedy flag and
+  its length in characters, and lm-eval's per-item ``acc`` / ``acc_norm`` (acc_norm = the choice with
+  the highest log-likelihood per character; ``primary`` names acc_norm where the task reports it).
+  ``argmax`` of the log-likelihoods must give lm-eval's ``acc``: a mismatch is an error, not a number.
+* ``loglikelihood_rolling`` (perplexity): the document's log-likelihood and its word and byte counts
+  (lm-eval's ``word_perplexity`` / ``byte_perplexity`` pairs).
+* any other output type (``generate_until``, ``loglikelihood``): the value of the task's first metric.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import ConfigError, DataError
+
+MULTIPLE_CHOICE, ROLLING = "multiple_choice", "loglikelihood_rolling"
+
+
+def task_records(task, samples: list[dict]) -> dict:
+    """``{"output_type", "primary", "items": [record]}`` of one task, items in doc order."""
+    kind = task.OUTPUT_TYPE
+    if kind == MULTIPLE_CHOICE:
+        metrics = set(samples[0]["metrics"]) if samples else set()
+        primary = "acc_norm" if "acc_norm" in metrics else "acc"
+        return {"output_type": kind, "primary": primary, "items": [_choice_record(task, s) for s in samples]}
+    if kind == ROLLING:
+        return {"output_type": kind, "primary": "word_perplexity", "items": [_rolling_record(s) for s in samples]}
+    metric = samples[0]["metrics"][0] if samples and samples[0].get("metrics") else None
+    if metric is None:
+        raise ConfigError(f"lm-eval task {task.config.task}: logs no per-item metric to compare models on")
+    return {"output_type": kind, "primary": metric,
+            "items": [{"doc": int(s["doc_id"]), "score": float(s[metric])} for s in samples]}
+
+
+def gold_choice(task, doc, choices: list[str]) -> int:
+    """The index of the gold choice, by lm-eval's rule (``ConfigurableTask.process_results``)."""
+    gold = task.doc_to_text(doc) if task.multiple_input else task.doc_to_target(doc)
+    if isinstance(gold, list):
+        if len(gold) != 1:
+            raise ConfigError(f"lm-eval task {task.config.task}: items with several gold choices are not "
+                              "supported by the paired analysis")
+        gold = gold[0]
+    if isinstance(gold, str):
+        gold = choices.index(gold) if gold in choices else (int(gold) if gold.strip().isdigit() else -1)
+    if not 0 <= int(gold) < len(choices):
+        raise DataError(f"lm-eval task {task.config.task}: gold answer {gold!r} is not one of the {len(choices)} "
+                        "choices of an item")
+    return int(gold)
+
+
+def _choice_record(task, sample: dict) -> dict:
+    responses = sample["filtered_resps"]
+    choices = [str(c) for c in task.doc_to_choice(sample["doc"])]
+    if len(responses) != len(choices):
+        raise ConfigError(f"lm-eval task {task.config.task}: {len(responses)} log-likelihoods for {len(choices)} "
+                          "choices (acc_mutual_info is not supported by the paired analysis)")
+    lls = [float(r[0]) for r in responses]
+    record = {"doc": int(sample["doc_id"]), "gold": gold_choice(task, sample["doc"], choices), "ll": lls,
+              "greedy": [bool(r[1]) for r in responses], "chars": [len(c) for c in choices],
+              "acc": int(sample["acc"])}
+    if "acc_norm" in sample:
+        record["acc_norm"] = int(sample["acc_norm"])
+    if int(np.argmax(lls) == record["gold"]) != record["acc"]:
+        raise ConfigError(f"lm-eval task {task.config.task}, doc {record['doc']}: lm-eval's acc disagrees with the "
+                          "highest log-likelihood choice; its gold rule is not understood here")
+    return record
+
+
+def _rolling_record(sample: dict) -> dict:
+    record = {"doc": int(sample["doc_id"]), "ll": float(np.asarray(sample["filtered_resps"]).reshape(-1)[0])}
+    for key, metric in (("words", "word_perplexity"), ("bytes", "byte_perplexity")):
+        if isinstance(sample.get(metric), (list, tuple)):
+            record[key] = int(sample[metric][1])
+    return record
+
+
+def scores(record: dict, primary: str) -> np.ndarray:
+    """A multiple-choice item's per-choice scores under ``primary``: the log-likelihood (acc) or the
+    log-likelihood per character (acc_norm, as lm-eval normalises)."""
+    lls = np.asarray(record["ll"], dtype=float)
+    return lls / np.asarray(record["chars"], dtype=float) if primary == "acc_norm" else lls
+
+
+def correct(record: dict, primary: str) -> int:
+    """lm-eval's per-item value of the primary metric (0 / 1)."""
+    return int(record[primary])

@@ -1,0 +1,199 @@
+"""An LLM evaluation suite: lm-eval tasks with the items each evaluates, and WikiText-2 perplexity as
+the papers measure it; what a ``Task`` of kind ``lm-eval`` carries (``data/llm_tasks.py`` builds it).
+
+Everything is read when the task is built, before any model is loaded: every task's YAML and
+documents (``engine.load_tasks``) and the perplexity text. ``--eval-size N`` keeps a seeded sample of
+N items of each task (all when N ≥ its size; ``capped``), the same for base and compressed: they are
+the task's, not the model's. ``evaluate_suite`` runs one model on its lm-eval tasks (the
+``causal-lm`` kind adds the perplexity text, ``metrics/perplexity.py``, and the cache, ``cache.py``).
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import sys
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import ConfigError
+from . import engine
+from .records import MULTIPLE_CHOICE, ROLLING, scores, task_records
+
+
+@dataclass
+class LMEvalSet:
+    """One lm-eval task of a suite: ``items`` (doc ids evaluated) of its ``size`` documents."""
+
+    name: str
+    output_type: str
+    size: int
+    items: list[int]
+    source: str  # the task's YAML file
+    digest: str  # hash of its documents
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def fingerprint(self) -> str:
+        return hashlib.sha256(f"{self.digest}:{self.items}".encode()).hexdigest()[:16]
+
+
+@dataclass
+class PerplexitySet:
+    """A text scored in non-overlapping windows (``metrics/perplexity.py``); ``cap`` windows at most.
+    Its length is its number of rows (lines of the file)."""
+
+    name: str
+    source: str
+    text: str
+    rows: int
+    window: int | None = None  # None: the model's context capped at 2048
+    cap: int | None = None
+    seed: int = 0
+
+    def __len__(self) -> int:
+        return self.rows
+
+    def fingerprint(self) -> str:
+        return hashlib.sha256(f"{self.text}\n{self.window}:{self.cap}:{self.seed}".encode()).hexdigest()[:16]
+
+
+@dataclass
+class LMEvalSuite:
+    """lm-eval ``tasks`` (loaded objects) with their ``sets``, and an optional ``perplexity`` text."""
+
+    tasks: dict
+    sets: dict[str, LMEvalSet]
+    perplexity: PerplexitySet | None = None
+    window: int | None = None
+    describe: dict = field(default_factory=dict)
+
+    def eval_sets(self) -> dict:
+        return {**self.sets, **({self.perplexity.name: self.perplexity} if self.perplexity else {})}
+
+    def capped(self, size: int | None, seed: int) -> "LMEvalSuite":
+        """The same suite with a seeded sample of ``size`` items per task (sorted doc ids; a task's own
+        stream of the seed, so adding a task does not change another's items) and ``size`` windows."""
+        if size is None:
+            return self
+        sets = {}
+        for name, s in self.sets.items():
+            items = list(range(s.size))
+            if size < s.size:
+                rng = np.random.default_rng([seed, zlib.crc32(name.encode())])
+                items = sorted(rng.choice(s.size, size=size, replace=False).tolist())
+            sets[name] = dataclasses.replace(s, items=items)
+        ppl = dataclasses.replace(self.perplexity, cap=size, seed=seed) if self.perplexity else None
+        return dataclasses.replace(self, sets=sets, perplexity=ppl)
+
+
+def build_suite(names: list[str], include, data_dir, defaults: bool | None, perplexity_file: Path | None,
+                window: int | None) -> LMEvalSuite:
+    """Load ``names`` (``engine.load_tasks``) from ``include`` (and lm-eval's own tasks with
+    ``defaults``; None: when a name is not in ``include``), every item; read the perplexity file
+    (WikiText-2 test, CRLF read as LF, its rows joined as the papers' scripts join them)."""
+    manager = engine.task_manager(include, data_dir, defaults, names)
+    tasks = engine.load_tasks(names, manager)
+    sets = {}
+    for name, task in tasks.items():
+        docs = task.eval_docs
+        sets[name] = LMEvalSet(name, task.OUTPUT_TYPE, len(docs), list(range(len(docs))),
+                               engine.yaml_path(manager, name), _digest(docs))
+    ppl = None
+    if perplexity_file is not None:
+        rows = Path(perplexity_file).read_text(encoding="utf-8").replace("\r\n", "\n").splitlines(keepends=True)
+        ppl = PerplexitySet("wikitext2", str(perplexity_file), "\n\n".join(rows), len(rows), window)
+    import lm_eval
+
+    describe = {"engine": "lm-evaluation-harness", "version": getattr(lm_eval, "__version__", None),
+                "include": [str(p) for p in include] if isinstance(include, list) else str(include), "shots": 0,
+                "chat_template": False, "window": window}
+    return LMEvalSuite(tasks, sets, ppl, window, describe)
+
+
+def _digest(docs) -> str:
+    """A content hash of a task's documents (its Arrow table; a list: its JSON)."""
+    digest = hashlib.sha256()
+    if getattr(docs, "_indices", None) is not None:  # a filtered / selected view: hash what it shows
+        docs = docs.flatten_indices()
+    table = getattr(getattr(docs, "data", None), "table", None)
+    if table is not None:
+        import pyarrow as pa
+
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, table.schema) as writer:
+            writer.write_table(table)
+        digest.update(sink.getvalue().to_pybytes())
+    else:
+        digest.update("\n".join(json.dumps(d, sort_keys=True, default=str) for d in docs).encode())
+    return digest.hexdigest()[:16]
+
+
+def evaluate_suite(model, tokenizer, suite: LMEvalSuite, window: int, batch_size: int,
+                   progress: bool | None = None) -> dict:
+    """One model on the suite's lm-eval tasks, requests of at most ``window`` tokens: ``{sets,
+    predictions, zero_shot}`` (the perplexity text and the cache: ``kinds/causal_lm.py``)."""
+    say(f"lm-eval: {len(suite.sets)} task(s), {sum(len(s) for s in suite.sets.values()):,} items, requests of at most "
+        f"{window} tokens")
+    samples = engine.evaluate(model, tokenizer, suite.tasks, {n: s.items for n, s in suite.sets.items()}, window,
+                              batch_size, progress)
+    sets, predictions = {}, {}
+    for name, task in suite.tasks.items():
+        records = task_records(task, samples[name])
+        if [r["doc"] for r in records["items"]] != suite.sets[name].items:
+            raise ConfigError(f"lm-eval task {name}: lm-eval evaluated other items than those asked for")
+        if records["output_type"] == MULTIPLE_CHOICE:  # the choice each model picks (deployment agreement)
+            records["predicted"] = [int(np.argmax(scores(r, records["primary"]))) for r in records["items"]]
+        predictions[name] = records
+        sets[name] = summarize(records)
+    return {"sets": sets, "predictions": predictions,
+            "zero_shot": {**suite.describe, "window": window, "batch_size": batch_size, "truncated_prompts": {}}}
+
+
+def say(line: str) -> None:
+    """A line on stderr under the pipeline's stage lines."""
+    print(f"[forgetless]   {line}", file=sys.stderr, flush=True)
+
+
+def summarize(records: dict) -> dict:
+    """A task's numbers for the card's ``sets``: accuracy (the primary metric), acc, acc_norm, n for
+    multiple choice; word / byte perplexity and bits per byte (lm-eval's aggregation) for rolling;
+    the first metric's mean otherwise."""
+    items, primary = records["items"], records["primary"]
+    n = len(items)
+    if records["output_type"] == MULTIPLE_CHOICE:
+        out = {"n": n, "metric": primary, "accuracy": float(np.mean([r[primary] for r in items])),
+               "acc": float(np.mean([r["acc"] for r in items]))}
+        if primary == "acc_norm":
+            out["acc_norm"] = out["accuracy"]
+        return out
+    if records["output_type"] == ROLLING:
+        ll = sum(r["ll"] for r in items)
+        out = {"n": n, "metric": "word_perplexity", "log_likelihood": ll}
+        if all("words" in r and "bytes" in r for r in items):
+            words, nbytes = sum(r["words"] for r in items), sum(r["bytes"] for r in items)
+            out.update(words=words, bytes=nbytes, word_perplexity=float(np.exp(-ll / words)),
+                       byte_perplexity=float(np.exp(-ll / nbytes)), bits_per_byte=float(-ll / nbytes / np.log(2)))
+        return out
+    return {"n": n, "metric": primary, primary: float(np.mean([r["score"] for r in items]))}
+
+
+def check_run(task, config) -> None:
+    """LLM tasks evaluate a pretrained model as it is: nothing trains on them (``--base as-is``, a
+    method without recovery training), and the model is a causal LM."""
+    if task.kind != "lm-eval":
+        return
+    if config.base != "as-is":
+        raise ConfigError(f"task {task.name}: evaluates a pretrained LLM as it is (its items are test items, not "
+                          "training data): pass --base as-is")
+    for method in (config.method, *config.then):
+        if method.recovers:
+            raise ConfigError(f"task {task.name}: method {method.name} would train (--recovery fine-tune); its "
+                              "texts are calibration only: pass --recovery none")
+    if config.model_kind not in ("auto", "causal-lm"):
+        raise ConfigError(f"task {task.name}: scores a causal language model; --model-kind {config.model_kind} "
+                          "does not apply (leave it auto)")

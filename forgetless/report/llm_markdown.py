@@ -1,0 +1,135 @@
+"""Markdown of the card's ``llm`` section (``report/llm_section.py`` builds it; schema in
+``report/card.py``): the per-task table, acc / acc_norm, hard / medium / easy thirds, task pairs and
+perplexity (the papers' WikiText-2 protocol and lm-eval's ``wikitext``)."""
+from __future__ import annotations
+
+from ..llm.records import MULTIPLE_CHOICE, ROLLING
+
+
+def pts(entry: dict | None, signed: bool = False) -> str:
+    """``45.2 [40.8, 49.6]`` (a fraction in points with its interval); "–" without a value."""
+    if not entry or entry.get("value") is None:
+        return "–"
+    fmt = "{:+.1f}" if signed else "{:.1f}"
+    span = "" if entry.get("low") is None else f" [{fmt.format(100 * entry['low'])}, {fmt.format(100 * entry['high'])}]"
+    return fmt.format(100 * entry["value"]) + span
+
+
+def kl_text(entry: dict | None) -> str:
+    if not entry or entry.get("value") is None:
+        return "–"
+    return f"{entry['value']:.3f} [{entry['low']:.3f}, {entry['high']:.3f}]"
+
+
+def p_text(p: float | None) -> str:
+    return "–" if p is None else ("< 0.001" if p < 0.001 else f"{p:.3f}")
+
+
+def llm_markdown(card: dict, plot: list[str]) -> list[str]:
+    """The section's lines; ``plot`` (the image line of ``metrics.png``) follows the main table."""
+    llm = card["llm"]
+    engine = llm["engine"]
+    tasks = llm["tasks"]
+    choice = {n: t for n, t in tasks.items() if t["output_type"] == MULTIPLE_CHOICE}
+    lines = [f"## LLM tasks: base vs compressed, item by item ({engine.get('engine')} {engine.get('version')}, "
+             f"{engine.get('shots', 0)}-shot, chat template {'on' if engine.get('chat_template') else 'off'}, "
+             f"requests of at most {engine.get('window')} tokens)", "",
+             "| task | n | metric | base | compressed | Δ pts | correct→wrong | wrong→correct | McNemar p | "
+             "KL(base‖compressed) | Δ hard | Δ easy |", "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for name, t in choice.items():
+        score, f, he = t[t["metric"]], t["flips"], t["hard_easy"]
+        flag = " ⚠ at chance" if t["near_chance"] else ""
+        lines.append(f"| {name}{flag} | {t['n']} | {t['metric']} | {pts(score['base'])} | {pts(score['compressed'])} "
+                     f"| {pts(score['delta'], True)} | {f['correct_to_wrong']} | {f['wrong_to_correct']} | "
+                     f"{p_text(f['mcnemar_p'])} | {kl_text(t['kl'])} | {pts(he['hard']['accuracy']['delta'], True)} | "
+                     f"{pts(he['easy']['accuracy']['delta'], True)} |")
+    for name, t in tasks.items():
+        if t["output_type"] not in (MULTIPLE_CHOICE, ROLLING):
+            s = t["score"]
+            f = t.get("flips") or {}
+            lines.append(f"| {name} | {t['n']} | {t['metric']} | {pts(s['base'])} | {pts(s['compressed'])} | "
+                         f"{pts(s['delta'], True)} | {f.get('correct_to_wrong', '–')} | {f.get('wrong_to_correct', '–')}"
+                         f" | {p_text(f.get('mcnemar_p'))} | – | – | – |")
+    pooled, head = llm.get("pooled"), llm.get("headline")
+    if head:
+        f = pooled["flips"]
+        lines.append(f"| **mean of {len(llm['headline_tasks'])} tasks above chance** | {pooled['accuracy']['base']['n']}"
+                     f" | | **{pts(head['base'])}** | **{pts(head['compressed'])}** | **{pts(head['delta'], True)}** | "
+                     f"{f['correct_to_wrong']} | {f['wrong_to_correct']} | {p_text(f['mcnemar_p'])} | "
+                     f"{kl_text(pooled['kl'])} | | |")
+    lines += ["", "Δ: compressed − base in points with its paired 95% bootstrap interval (the same items resampled "
+              "for both). Flips are pooled over the tasks above chance in the last row (exact McNemar test); KL in "
+              "nats between the two models' softmax over each item's choices. Δ hard / easy: the change on the "
+              "third of items the base finds hardest / easiest (its own margin).", *plot]
+    lines += _acc_table(choice) + _thirds(choice) + _pairs(llm) + _perplexity(card, tasks)
+    return lines
+
+
+def _acc_table(choice: dict) -> list[str]:
+    rows = [(n, t) for n, t in choice.items() if t.get("acc_norm")]
+    if not rows:
+        return []
+    lines = ["", "### acc and acc_norm (%, 95% interval)", "",
+             "| task | acc base | acc compressed | Δ acc | acc_norm base | acc_norm compressed | Δ acc_norm |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    for name, t in rows:
+        a, b = t["acc"], t["acc_norm"]
+        lines.append(f"| {name} | {pts(a['base'])} | {pts(a['compressed'])} | {pts(a['delta'], True)} | "
+                     f"{pts(b['base'])} | {pts(b['compressed'])} | {pts(b['delta'], True)} |")
+    return lines
+
+
+def _thirds(choice: dict) -> list[str]:
+    if not choice:
+        return []
+    lines = ["", "### Hard, medium and easy thirds by the base's margin", "",
+             "Margin: the gold choice's score minus the best wrong one's, in the task's metric (log-likelihood per "
+             "character for acc_norm). The base is mostly wrong on the hard third and right on the easy one, so the "
+             "compressed model can mostly only gain on the first and only lose on the last (regression toward the "
+             "mean): read the flips and KL across thirds, not the accuracy change alone.", "",
+             "| task | third | n | base margin | base | compressed | Δ pts | c→w | w→c | KL |",
+             "|---|---|---:|---|---:|---:|---:|---:|---:|---:|"]
+    for name, t in choice.items():
+        for part, p in t["hard_easy"].items():
+            low, high = p["margin_range"] or (None, None)
+            span = "–" if low is None else f"{low:.2f} … {high:.2f}"
+            a, f = p["accuracy"], p["flips"]
+            lines.append(f"| {name} | {part} | {p['n']} | {span} | {pts(a['base'])} | {pts(a['compressed'])} | "
+                         f"{pts(a['delta'], True)} | {f['correct_to_wrong']} | {f['wrong_to_correct']} | "
+                         f"{kl_text(p['kl'])} |")
+    return lines
+
+
+def _pairs(llm: dict) -> list[str]:
+    lines = []
+    for pair in llm.get("pairs") or []:
+        d = pair["difference"]
+        reading = ("the interval includes 0: no difference shown" if d["low"] <= 0 <= d["high"] else
+                   "loses more on the harder task" if d["value"] < 0 else "loses less on the harder task")
+        if not pair["meaningful"]:
+            reading = "not meaningful: one of the two is at chance for the base"
+        lines += ["", f"Task pair: {pair['harder']} vs {pair['easier']}: change {pts(pair['delta_harder'], True)} vs "
+                      f"{pts(pair['delta_easier'], True)} points; difference {pts(d, True)} ({reading})."]
+    return lines
+
+
+def _perplexity(card: dict, tasks: dict) -> list[str]:
+    lines = []
+    lm = card.get("language_model")
+    if lm:
+        b, c = lm["base"], lm["compressed"]
+        lines += ["", "### Perplexity", "",
+                  f"WikiText-2 test ({b['file']}) as the SparseGPT / Wanda scripts measure it: rows joined with "
+                  f"two newlines, {b['tokens']:,} tokens, {b['windows']} of {b['windows_total']} non-overlapping windows "
+                  f"of {b['window']} tokens ({b['scored']:,} predicted tokens; {b['dropped']} trailing tokens "
+                  f"dropped): base **{b['perplexity']:.2f}**, compressed **{c['perplexity']:.2f}** "
+                  f"({c['perplexity'] / b['perplexity']:.2f}×; lower is better)."]
+    for name, t in tasks.items():
+        if t["output_type"] != ROLLING or "word_perplexity" not in t:
+            continue
+        w, by, bpb = t["word_perplexity"], t["byte_perplexity"], t["bits_per_byte"]
+        lines += ["", f"lm-eval `{name}` ({t['n']} documents, {t['words']:,} words, {t['bytes']:,} bytes; rolling "
+                      f"windows): word perplexity base {w['base']:.2f}, compressed {w['compressed']:.2f} "
+                      f"({w['ratio']:.2f}×); byte perplexity {by['base']:.4f} → {by['compressed']:.4f}; bits per "
+                      f"byte {bpb['base']:.4f} → {bpb['compressed']:.4f}."]
+    return lines

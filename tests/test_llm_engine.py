@@ -1,0 +1,233 @@
+"""The LLM tasks run through lm-evaluation-harness: forgetless's per-item numbers equal
+``lm_eval.simple_evaluate``'s own (multiple choice and rolling perplexity) on a tiny random Llama;
+the items are seeded and the task's, not the model's; WikiText-2 perplexity follows the SparseGPT /
+Wanda script; bad data and a missing lm-eval are one clear error before any model is loaded."""
+import sys
+
+import pytest
+import torch
+
+from forgetless.cli import main
+from forgetless.config import EvalConfig
+from forgetless.data.tasks import load_task
+from forgetless.kinds.causal_lm import CausalLMKind
+from forgetless.metrics.perplexity import perplexity
+from forgetless.models.loading import load_causal_lm
+
+from llm_data import write_llm_data
+
+lm_eval = pytest.importorskip("lm_eval")
+MULTIPLE_CHOICE = ["arc_easy_offline", "arc_challenge_offline", "hellaswag_offline", "piqa_offline",
+                   "winogrande_offline", "openbookqa_offline"]
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    return write_llm_data(tmp_path_factory.mktemp("llm-data"))
+
+
+@pytest.fixture(scope="module")
+def tiny(minilm_tokenizer):
+    model, tok = load_causal_lm("tiny-llama", tokenizer=minilm_tokenizer, seed=3)
+    with torch.no_grad():
+        model.lm_head.weight.mul_(40)  # a random Llama far from uniform: choices get distinct scores
+    return model.eval(), tok
+
+
+def test_per_item_numbers_equal_lm_evals_own(data, tiny):
+    from lm_eval import simple_evaluate
+    from lm_eval.models.huggingface import HFLM
+    from lm_eval.tasks import TaskManager
+
+    from forgetless.llm.engine import TASKS_DIR
+
+    model, tok = tiny
+    task = load_task("llm-zero-shot", data_dir=str(data), eval_size=4, seed=0)
+    ours = CausalLMKind().evaluate(model, tok, task, EvalConfig(batch_size=4), 128, False)
+    window = ours["zero_shot"]["window"]
+    assert window == 512  # tiny-llama's context (below the 2048 cap)
+    # lm-eval on its own: a fresh TaskManager over the shipped YAMLs, its HFLM on the same model and batch
+    # sizes (the WordPiece tokenizer has no BOS / EOS: both runs start a rolling window with [CLS])
+    manager = TaskManager(include_path=str(TASKS_DIR), include_defaults=False, metadata={"data_dir": str(data)})
+    for names, batch in ((MULTIPLE_CHOICE, 4), (["wikitext_offline"], 1)):
+        lm = HFLM(pretrained=model, tokenizer=tok, batch_size=batch, max_length=window,
+                  prefix_token_id=tok.cls_token_id)
+        theirs = simple_evaluate(model=lm, tasks=names, task_manager=manager, log_samples=True, bootstrap_iters=0,
+                                 samples={n: task.suite.sets[n].items for n in names})
+        for name in names:
+            samples = sorted(theirs["samples"][name], key=lambda s: s["doc_id"])
+            records = ours["predictions"][name]["items"]
+            assert [r["doc"] for r in records] == [s["doc_id"] for s in samples] == task.suite.sets[name].items
+            aggregate = theirs["results"][name]
+            if name == "wikitext_offline":
+                assert [r["ll"] for r in records] == [s["filtered_resps"][0] for s in samples]
+                assert ours["sets"][name]["word_perplexity"] == pytest.approx(aggregate["word_perplexity,none"],
+                                                                               rel=1e-12)
+                assert ours["sets"][name]["bits_per_byte"] == pytest.approx(aggregate["bits_per_byte,none"], rel=1e-12)
+                continue
+            assert [r["ll"] for r in records] == [[x[0] for x in s["filtered_resps"]] for s in samples]
+            assert [r["acc"] for r in records] == [s["acc"] for s in samples]
+            assert [r.get("acc_norm") for r in records] == [s.get("acc_norm") for s in samples]
+            assert ours["sets"][name]["acc"] == pytest.approx(aggregate["acc,none"], abs=1e-12)
+    assert {r["acc"] for n in MULTIPLE_CHOICE for r in ours["predictions"][n]["items"]} == {0, 1}  # not degenerate
+
+
+def test_items_are_seeded_and_the_tasks_not_the_models(data):
+    first = load_task("llm-zero-shot", data_dir=str(data), eval_size=3, seed=0)
+    again = load_task("llm-zero-shot", data_dir=str(data), eval_size=3, seed=0)
+    for name, s in first.suite.sets.items():
+        assert s.items == again.suite.sets[name].items and len(s.items) == min(3, s.size)
+        assert s.items == sorted(s.items) and set(s.items) <= set(range(s.size))
+    every = load_task("llm-zero-shot", data_dir=str(data), seed=0)
+    assert every.suite.sets["arc_easy_offline"].items == list(range(6))  # the NYSED row without options is dropped
+    assert every.suite.sets["wikitext_offline"].size == 2  # two articles
+    assert first.suite.perplexity.cap == 3 and every.suite.perplexity.cap is None
+
+
+def test_wikitext_perplexity_is_the_sparsegpt_wanda_loop(tiny):
+    model, tok = tiny
+    text = "\n\n".join(["the doctor saw the lawyer near the old bank", "a second line of text about the river"] * 6)
+    ours = perplexity(model, tok, text, window=16, batch_size=3)
+    # the papers' script (SparseGPT llama_eval / Wanda eval_ppl_wikitext), written out
+    ids = tok(text, return_tensors="pt")["input_ids"]
+    samples = ids.numel() // 16
+    nlls = []
+    with torch.no_grad():
+        for i in range(samples):
+            batch = ids[:, i * 16:(i + 1) * 16]
+            logits = model(batch).logits
+            loss = torch.nn.CrossEntropyLoss()(logits[:, :-1].reshape(-1, logits.shape[-1]), batch[:, 1:].reshape(-1))
+            nlls.append(loss.float() * 16)
+    reference = torch.exp(torch.stack(nlls).sum() / (samples * 16)).item()
+    assert ours["perplexity"] == pytest.approx(reference, rel=1e-5)
+    assert (ours["windows"], ours["tokens"], ours["dropped"]) == (samples, ids.numel(), ids.numel() - 16 * samples)
+
+
+def _compress(data, out, *extra):
+    return main(["compress", "--model", "tiny-llama", "--base", "as-is", "--method", "magnitude", "--sparsity", "0.5",
+                 "--recovery", "none", "--task", "llm-zero-shot", "--data-dir", str(data), "--eval-size", "2",
+                 "--no-progress", "--out", str(out), *extra])
+
+
+@pytest.fixture
+def no_model_load(monkeypatch):
+    """Any model load fails loudly: a refused run must stop before it."""
+    def refuse(*args, **kwargs):
+        raise AssertionError("a model was loaded")
+    monkeypatch.setattr("forgetless.kinds.causal_lm.load_causal_lm", refuse)
+
+
+def test_missing_or_malformed_data_file_is_one_error_before_any_model(data, tmp_path, capsys, no_model_load):
+    import shutil
+
+    broken = tmp_path / "data"
+    shutil.copytree(data, broken)
+    (broken / "llm/piqa/valid_labeled.jsonl").unlink()
+    assert _compress(broken, tmp_path / "out") == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "piqa_offline" in err[0] and "piqa/valid_labeled.jsonl: missing" in err[0]
+    assert not (tmp_path / "out").exists()
+    (broken / "llm/piqa/valid_labeled.jsonl").write_text('{"goal": "x", "sol1": "a", "sol2": "b", "label": 0}\n'
+                                                         'not json\n')
+    assert _compress(broken, tmp_path / "out") == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "valid_labeled.jsonl line 2: not JSON" in err[0]
+    (broken / "llm/hellaswag/hellaswag_val_full.txt").write_text("ctx\n7\na\nb\nc\nd\n")
+    (broken / "llm/piqa/valid_labeled.jsonl").write_text('{"goal": "x", "sol1": "a", "sol2": "b", "label": 0}\n')
+    assert _compress(broken, tmp_path / "out") == 2
+    assert "hellaswag_val_full.txt line 2: label must be 0-3" in capsys.readouterr().err
+
+
+def test_users_task_yaml_with_a_missing_data_file_is_one_error(data, tmp_path, capsys, no_model_load):
+    mine = tmp_path / "my_tasks"
+    mine.mkdir()
+    (mine / "mine.yaml").write_text(
+        "task: my_yes_no\ndataset_path: json\ndataset_kwargs:\n  data_files:\n    test: " + str(tmp_path / "gone.jsonl")
+        + "\noutput_type: multiple_choice\ntest_split: test\ndoc_to_text: '{{q}}'\ndoc_to_target: '{{a}}'\n"
+        "doc_to_choice: ['no', 'yes']\nmetric_list:\n  - metric: acc\n")
+    code = main(["compress", "--model", "tiny-llama", "--base", "as-is", "--method", "magnitude", "--recovery", "none",
+                 "--task", "lm-eval", "--lm-eval-tasks", "my_yes_no", "--lm-eval-include", str(mine), "--data-dir",
+                 str(data), "--out", str(tmp_path / "out"), "--no-progress"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "my_yes_no" in err[0] and "mine.yaml" in err[0] and "gone.jsonl" in err[0]
+    (mine / "mine.yaml").write_text("task: my_yes_no\ndataset_path: json\n  bad: [indent\n")  # not YAML
+    code = main(["compress", "--model", "tiny-llama", "--base", "as-is", "--method", "magnitude", "--recovery", "none",
+                 "--task", "lm-eval", "--lm-eval-tasks", "my_yes_no", "--lm-eval-include", str(mine), "--data-dir",
+                 str(data), "--out", str(tmp_path / "out"), "--no-progress"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "mine.yaml is not valid YAML" in err[0]
+
+
+
+def test_an_unknown_task_name_gets_the_closest_ones(data):
+    from forgetless.errors import ConfigError
+    from forgetless.llm import engine
+
+    with pytest.raises(ConfigError, match="did you mean arc_easy_offline"):
+        engine.load_tasks(["arc_easy_offlin"], engine.task_manager([engine.TASKS_DIR], data, False))
+
+
+def test_missing_lm_eval_is_one_clear_error(data, tmp_path, capsys, monkeypatch, no_model_load):
+    monkeypatch.setitem(sys.modules, "lm_eval", None)  # `import lm_eval` now fails as if it were not installed
+    assert _compress(data, tmp_path / "out") == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "lm-evaluation-harness" in err[0] and 'pip install "forgetless[llm]"' in err[0]
+
+
+def test_llm_tasks_do_not_train(data, tmp_path, capsys, no_model_load):
+    assert main(["compress", "--model", "tiny-llama", "--method", "magnitude", "--recovery", "none", "--task",
+                 "llm-zero-shot", "--data-dir", str(data), "--out", str(tmp_path / "o"), "--no-progress"]) == 2
+    assert "--base as-is" in capsys.readouterr().err
+    assert main(["compress", "--model", "tiny-llama", "--base", "as-is", "--method", "sparsegpt", "--recovery",
+                 "fine-tune", "--task", "llm-zero-shot", "--data-dir", str(data), "--out", str(tmp_path / "o"),
+                 "--no-progress"]) == 2
+    assert "--recovery none" in capsys.readouterr().err
+
+
+def test_an_evaluation_is_reused_for_the_same_weights_only(data, tiny):
+    import copy
+
+    model, tok = tiny
+    task = load_task("lm-eval", data_dir=str(data), lm_eval_tasks=["piqa_offline", "openbookqa_offline"], seed=1)
+    first = CausalLMKind().evaluate(model, tok, task, EvalConfig(batch_size=4), 128, False)
+    again = CausalLMKind().evaluate(model, tok, task, EvalConfig(batch_size=4), 128, False)
+    assert not first["zero_shot"]["cache"]["reused"] and again["zero_shot"]["cache"]["reused"]
+    assert again["predictions"] == first["predictions"] and again["language_model"] == first["language_model"]
+    changed = copy.deepcopy(model)
+    with torch.no_grad():
+        changed.model.layers[0].mlp.down_proj.weight[0, 0] += 1.0
+    assert not CausalLMKind().evaluate(changed, tok, task, EvalConfig(batch_size=4), 128, False)["zero_shot"]["cache"][
+        "reused"]
+
+
+def test_shipped_yamls_ask_what_lm_evals_own_tasks_ask():
+    """The offline tasks' prompts, targets, choices and metrics are lm-eval's own (their readers only
+    change where the rows come from): a new lm-eval release that changes a prompt fails here."""
+    import importlib.util
+    from pathlib import Path
+
+    import yaml
+    from lm_eval.tasks.wikitext import preprocess_wikitext
+    from lm_eval.tasks.winogrande import preprocess_winogrande
+
+    from forgetless.llm.engine import TASKS_DIR
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.add_multi_constructor("!", lambda loader, suffix, node: f"!{suffix} {node.value}")
+    read = lambda path: yaml.load(Path(path).read_text(), Loader=Loader)  # noqa: E731, S506
+    theirs_dir = Path(lm_eval.__file__).parent / "tasks"
+    for ours, theirs in (("arc_easy", "arc/arc_easy.yaml"), ("arc_challenge", "arc/arc_easy.yaml"),
+                         ("piqa", "piqa/piqa.yaml"), ("openbookqa", "openbookqa/openbookqa.yaml"),
+                         ("hellaswag", "hellaswag/hellaswag.yaml")):
+        mine, original = read(TASKS_DIR / f"{ours}_offline.yaml"), read(theirs_dir / theirs)
+        for key in ("output_type", "doc_to_text", "doc_to_target", "doc_to_choice"):
+            assert mine[key] == original[key], (ours, key)
+        assert [m["metric"] for m in mine["metric_list"]] == [m["metric"] for m in original["metric_list"]]
+    spec = importlib.util.spec_from_file_location("offline", TASKS_DIR / "offline.py")
+    offline = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(offline)
+    assert offline.doc_to_choice is preprocess_winogrande.doc_to_choice
+    assert offline.wikitext_detokenizer is preprocess_wikitext.wikitext_detokenizer
+    assert offline.process_results is preprocess_wikitext.process_results
