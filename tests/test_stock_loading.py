@@ -34,7 +34,7 @@ def quantize(model, **options):
 def gptq(symmetric: bool):
     from test_compressed_tensors import gptq as quantize_layers, tiny_llama
 
-    return quantize_layers(tiny_llama(), bits=4, symmetric=symmetric)
+    return quantize_layers(tiny_llama(), bits=4, asymmetric=not symmetric)
 
 
 def folders_of_every_kind():
