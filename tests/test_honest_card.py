@@ -181,8 +181,8 @@ def _verdict_card(low, high, f_bias_meaningful=True):
 
 
 def test_verdict_says_no_measurable_speedup_and_not_meaningful():
-    assert "no measurable speedup" in _verdict(_verdict_card(0.9, 1.3))
-    assert "1.10× throughput" in _verdict(_verdict_card(1.05, 1.2))
+    assert "no measurable speedup (throughput 1.10× [0.90, 1.30] not measurable)" in _verdict(_verdict_card(0.9, 1.3))
+    assert "throughput speedup 1.10× [1.05, 1.20]" in _verdict(_verdict_card(1.05, 1.2))
     assert "not meaningful" in _verdict(_verdict_card(1.05, 1.2, f_bias_meaningful=False))
     assert render_markdown  # the full rendering is checked on the pipeline card above
 

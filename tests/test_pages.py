@@ -7,6 +7,8 @@ import shutil
 import subprocess
 import sys
 
+import re
+
 import pytest
 
 from forgetless.cli import main
@@ -48,15 +50,27 @@ def test_verdict_line_hand_computed():
 
 def test_summary_panel_colours_deltas_and_greys_what_cannot_be_trusted():
     page = summary_panel(_card())
-    assert '<div class="tile bad"><div class="label">dev accuracy</div><div class="value">-3.1 pts</div>' in page
+    # dev: base [75.0, 85.0] and compressed [71.9, 81.9] overlap: grey; challenge [55, 65] vs [42.5, 52.5]: red
+    assert '<div class="tile neutral"><div class="label">dev accuracy</div><div class="value">-3.1 pts</div>' in page
+    assert '<div class="tile bad"><div class="label">dev accuracy</div>' in summary_panel(_card(comp_dev=0.65))
     assert '<div class="tile bad"><div class="label">challenge: advglue</div><div class="value">-12.5 pts</div>' in page
     assert "base 80.0 [75.0, 85.0]% → 76.9 [71.9, 81.9]%" in page
     assert '<div class="tile bad"><div class="label">F_bias (relative bias)</div><div class="value">1.50</div>' in page
-    assert '<div class="tile good"><div class="label">size</div><div class="value">0.50×</div>' in page
+    assert '<div class="tile good"><div class="label">size (parameters)</div><div class="value">0.50×</div>' in page
     assert '<div class="tile good"><div class="label">speedup (throughput)</div><div class="value">1.90×</div>' in page
     grey = summary_panel(_card(meaningful=False, speedup=(1.1, 0.8, 1.5), warnings=["base <at> chance"]))
     assert '<div class="tile neutral"><div class="label">F_bias (relative bias)</div>' in grey and "not meaningful" in grey
     assert '<div class="tile neutral"><div class="label">speedup (throughput)</div>' in grey and "includes 1" in grey
+    # an interval that includes 1: no coloured speed tile and the figure only with its interval
+    assert '<div class="value">not measurable</div><div class="detail">1.10× [0.80, 1.50] not measurable' in grey
+    assert re.findall(r"\d\.\d\d×(?! \[)", grey) == ["0.50×"]  # the size ratio; no bare speedup
+    card = _card(speedup=(1.0, 0.5, 3.41))
+    card["intervals"]["f_bias"].update(low=0.8, high=1.3)  # F_bias interval includes 1: grey too
+    page = summary_panel(card)
+    assert '<div class="tile neutral"><div class="label">F_bias (relative bias)</div>' in page
+    assert "includes 1: no measurable change in bias" in page
+    assert '<div class="tile neutral"><div class="label">speedup (throughput)</div>' in page
+    assert "tile good\"><div class=\"label\">speedup" not in page and "1.00× [0.50, 3.41] not measurable" in page
     assert '<ul class="warnings" title="warnings"><li>base &lt;at&gt; chance</li></ul>' in grey  # escaped
 
 

@@ -87,7 +87,6 @@ from ..tree import to_recipe
 from .measurements import Measurements
 from .naming import card_title
 from .layers import layer_summary
-from ..metrics.size import stored_size
 from .markdown import render_markdown
 from .plots import accuracy_plot
 from .summary import summary_panel
@@ -152,6 +151,8 @@ def comparison(task, results: dict, predictions: dict | None, seed: int = 0, cal
 def build_card(measured: Measurements) -> dict:
     """The card (schema above) of one run, from everything it measured: the paired comparison of
     base and compressed (``comparison``), the method, sizes, speed, training and provenance."""
+    from ..metrics.size import stored_size  # torch: not imported to re-render a saved card
+
     run, method = measured.run, measured.method
     compared = comparison(measured.task, measured.results, measured.predictions, run.seed, measured.calibration,
                           measured.agreement, measured.training)

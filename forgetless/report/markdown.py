@@ -156,7 +156,7 @@ def _verdict(card: dict) -> str:
     text = f"Size: {params['ratio']:.2f}× the base parameters"
     if not card["method"]["structured"]:
         text += f" ({params['nonzero_ratio']:.2f}× non-zero)"
-    start, disk = params["base"].get("started_from"), params["compressed"].get("disk_bytes")
+    start, disk = (params.get("base") or {}).get("started_from"), (params.get("compressed") or {}).get("disk_bytes")
     if start and disk:
         text += f", {disk / start['bytes']:.2f}× on disk against {start['what']}"
     sp = speedup(card)
