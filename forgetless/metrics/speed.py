@@ -113,14 +113,13 @@ def flop_limit(base, compressed, config: SpeedConfig) -> dict:
             "counted": "torch.utils.flop_counter, one prefill forward"}
 
 
-def untimed_reason(mode: str, methods: list, compressed, runtime: str, chain: str) -> str | None:
-    """Why the speed of ``compressed`` is not timed under ``--speed mode``, or None to time it.
-    ``methods``: the run's method objects in order; ``chain``: their one name (``report/naming.py``).
-    ``auto`` times a model when a method is structural, int8 Linears or non-float32 weights run, or
-    the runtime is not plain torch; otherwise its dense computation is the base's."""
-    if mode == "none":
-        return "speed not timed (--speed none)"
-    if mode == "full" or runtime != "torch" or any(m.config.structured for m in methods):
+def unchanged_reason(methods: list, compressed, runtime: str, chain: str) -> str | None:
+    """Why ``compressed`` runs the base's dense computation, or None when it does not: a method is
+    structural (layers, heads or widths removed), int8 Linears or non-float32 weights run, or the
+    runtime is not plain torch. ``methods``: the run's method objects in order; ``chain``: their one
+    name (``report/naming.py``). ``--speed auto`` times only a changed computation; the card's
+    ``speed.meaningful`` is whether it changed."""
+    if runtime != "torch" or any(m.config.structured for m in methods):
         return None
     if quantized_weight_counts(compressed)[0] or any(p.is_floating_point() and p.dtype != torch.float32
                                                      for p in compressed.parameters()):
@@ -133,6 +132,12 @@ def untimed_reason(mode: str, methods: list, compressed, runtime: str, chain: st
     verb = "leaves" if len(methods) == 1 else "leave"
     return (f"speed not timed: {chain} {verb} the dense fp32 computation unchanged ({' and '.join(kept)} run the "
             "same kernels as the base); --speed full times it anyway")
+
+
+def untimed_reason(mode: str, unchanged: str | None) -> str | None:
+    """Why the speed is not timed under ``--speed mode``, or None to time it (``unchanged``: the
+    ``unchanged_reason`` of the run)."""
+    return "speed not timed (--speed none)" if mode == "none" else unchanged if mode == "auto" else None
 
 
 def timed(mode: str, measure, *args) -> dict:

@@ -36,7 +36,7 @@ JSON schema ``forgetless-report-2`` (fractions in [0, 1] for accuracies; ROUGE /
            why_not_timed, runtime, meaningful}          #   sentence, metrics/speed.untimed_reason), no figures
     speed {timed: true, setting, load_average {before, after: [1, 5, 15 min]},   # os.getloadavg around the timing
            mode: forward|generate|prefill+decode, latency_ms, throughput_per_s, config, threads, device,
-           meaningful, runtime,                         # meaningful: weights removed / quantized / runtime changed
+           meaningful, runtime,                         # meaningful: the dense computation changed
            times_s {latency|throughput: {base: [s], compressed: [s]}},      # raw per-repeat times
            timing {latency|throughput: {base|compressed: {median, q1, q3, iqr, n},
                                         speedup: {speedup, low, high, measurable, n_resamples}},
@@ -191,9 +191,10 @@ def build_card(measured: Measurements) -> dict:
 
 
 def _deployment(card: dict, measured: Measurements) -> None:
-    """``deployment`` (runtime, quantization, agreement with the fp32 base) and ``speed.meaningful``
-    / ``speed.runtime``: a speedup is meaningful when a method removed weights, quantized them or the
-    runtime changed; quantization records whether it expected one (``methods/quantize.py``)."""
+    """``deployment`` (runtime, quantization, agreement with the fp32 base) and ``speed.runtime``;
+    ``speed.meaningful`` (set by the pipeline, ``metrics/speed.unchanged_reason``): a speedup can be
+    real when the dense computation changed (layers, heads, widths removed, int8 / bf16 kernels, another
+    runtime); quantization records whether it expected one (``methods/quantize.py``)."""
     methods = [measured.method, *measured.then]
     runtime = measured.run.eval.runtime
     sections = [m.report_section() or {} for m in methods]  # each method's own card section (methods/base.py)
@@ -203,7 +204,7 @@ def _deployment(card: dict, measured: Measurements) -> None:
     card["deployment"] = {"runtime": runtime, "base_runtime": "torch (fp32)", "quantization": quantized,
                           "agreement": measured.agreement}
     card["speed"]["runtime"] = runtime
-    card["speed"]["meaningful"] = any(m.config.structured for m in methods) or bool(quantized) or runtime != "torch"
+    card["speed"]["meaningful"] = bool(measured.speed["meaningful"])
 
 
 def validate_card(card: dict) -> None:
