@@ -257,3 +257,49 @@ def test_tags_in_users_data_are_shown_as_text_in_every_page(tmp_path, capsys):
     write_sweep(_summary(records, task, setup, {}, None), tmp_path / "sweep", plots=False)
     _inert((tmp_path / "sweep" / "sweep.html").read_text(), ["<svg onload=alert(10)>", "files<script>alert(11)</script>",
                                                              "<script>alert(9)</script>"])
+
+
+def test_a_speedup_whose_interval_includes_1_is_never_shown_alone(two_runs):
+    """report.md's speed table, the verdict, the summary panel and the model card summary show a
+    speedup whose interval includes 1 only with that interval and "not measurable"."""
+    from forgetless.report.markdown import render_markdown
+    from forgetless.report.model_card import model_card_summary
+
+    card = json.loads((two_runs[0] / "report.json").read_text())
+    speed = card["speed"]
+    speed["meaningful"] = True
+    for part, key in (("latency", "latency_ms"), ("throughput", "throughput_per_s")):
+        speed[key]["speedup"] = 4.99
+        speed["timing"][part]["speedup"].update(speedup=4.99, low=0.5, high=3.41, measurable=False)
+    text = render_markdown(card)
+    section = text.split("## Speed")[1].split("\n## ")[0]
+    assert "| 4.99× [0.50, 3.41] not measurable |" in section
+    assert re.findall(r"\d\.\d\d×(?! \[)", section) == []  # every speedup figure with its interval
+    assert "no measurable speedup (throughput 4.99× [0.50, 3.41] not measurable)" in text
+    assert re.findall(r"4\.99×(?! \[)", text + summary_panel(card)) == []
+    assert '<div class="value">not measurable</div>' in summary_panel(card)
+    summary = model_card_summary(card)["speed"]
+    assert summary["throughput speedup [95% interval]"] == "4.99× [0.50, 3.41] not measurable"
+
+
+def test_size_tile_compares_the_saved_folder_with_the_file_the_user_started_from(tmp_path):
+    from forgetless.metrics.size import started_from
+
+    gguf = tmp_path / "model.Q4_1.gguf"
+    with open(gguf, "wb") as handle:  # sparse: only its size is read
+        handle.truncate(98_000_000)
+    folder = tmp_path / "fp32"
+    folder.mkdir()
+    with open(folder / "model.safetensors", "wb") as handle:
+        handle.truncate(541_600_000)
+    start = started_from({"provenance": {"source_file": str(gguf), "model": "SmolLM2"}}, folder)
+    assert start == {"path": str(gguf), "bytes": 98_000_000, "what": "SmolLM2 as given (model.Q4_1.gguf)"}
+    assert started_from({}, folder)["bytes"] == 541_600_000 and started_from({}, None) is None
+    card = _card()
+    card["params"]["base"].update(started_from=start, disk_bytes=541_600_000)
+    card["params"]["compressed"]["disk_bytes"] = 174_300_000
+    card["params"]["stored"] = {"quantized": {"bits_per_weight": 4.5}}
+    page = summary_panel(card)
+    assert '<div class="tile bad"><div class="label">size on disk</div><div class="value">1.78×</div>' in page
+    assert "174.3 MB vs 98.0 MB (SmolLM2 as given (model.Q4_1.gguf)); 0.32× its float32 folder; 4.50 bits per " \
+           "quantized weight" in page
