@@ -41,8 +41,8 @@ from ..models.loading import HUB_IDS
 from ..models.manifest import MANIFEST, read_manifest
 from ..models.stock import stock_loadable
 from ..models.tiny import TINY_CLASSIFIERS, TINY_SEQ2SEQ
-from .headline import speedup_text
-from .naming import card_chain, card_methods, method_label
+from .model_card_sections import deployment_notes, provenance_line, size_summary, speed_summary
+from .naming import card_chain, card_methods
 
 SUMMARY_KEYS = ("base_model", "method", "methods", "method_options", "objective", "task", "metrics", "size", "speed",
                 "provenance", "deployment", "warnings", "license", "language", "model_name")
@@ -303,89 +303,5 @@ def model_card_summary(card: dict) -> dict:
             "base_model": card["run"].get("model"), "method": chain, "methods": [m["name"] for m in methods],
             "method_options": methods[0]["config"] if len(methods) == 1 else {m["name"]: m["config"] for m in methods},
             "objective": card["method"]["objective"], "task": card["task"]["name"], "metrics": metrics,
-            "size": _size_summary(card), "speed": _speed_summary(card), "provenance": _provenance(card),
+            "size": size_summary(card), "speed": speed_summary(card), "provenance": provenance_line(card),
             "deployment": deployment_notes(card), "warnings": list(card.get("warnings") or [])}
-
-
-def _size_summary(card: dict) -> dict:
-    """Parameters, bytes on disk against the file the user started from and its float32 folder, and
-    bits per weight of what is stored (``metrics/size.stored_bits``); F_bias when the task has one."""
-    params, intervals = card["params"], card.get("intervals") or {}
-    mb = lambda n: f"{n / 1e6:.1f} MB"  # noqa: E731
-    size = {"parameters_base": params["base"]["total"], "parameters_compressed": params["compressed"]["total"],
-            "parameter_ratio": params["ratio"]}
-    disk, start, fp32 = params["compressed"].get("disk_bytes"), params["base"].get("started_from"), \
-        params["base"].get("disk_bytes")
-    if disk:
-        size["on disk (this folder)"] = mb(disk)
-        if start:
-            size[f"on disk: {start['what']}"] = f"{mb(start['bytes'])} ({disk / start['bytes']:.2f}× of it here)"
-        if fp32 and (not start or fp32 != start["bytes"]):
-            size["on disk: the base's float32 folder"] = f"{mb(fp32)} ({disk / fp32:.2f}× of it here)"
-    stored = params.get("stored") or {}
-    if (stored.get("quantized") or {}).get("bits_per_weight"):
-        q = stored["quantized"]
-        size["bits per weight in the quantized layers"] = f"{q['bits_per_weight']:.3f} ({q['layers']} layers)"
-    if (stored.get("overall") or {}).get("bits_per_parameter"):
-        size["bits per parameter stored (whole file)"] = f"{stored['overall']['bits_per_parameter']:.2f}"
-    bias, f_bias = card.get("bias") or {}, intervals.get("f_bias") or {}
-    if bias.get("f_bias") is not None:
-        text = f"{bias['f_bias']:.3f}" if bias.get("meaningful") else f"{bias['f_bias']:.3f} (not meaningful)"
-        if f_bias.get("low") is not None:
-            text += f" [{f_bias['low']:.3f}, {f_bias['high']:.3f}]"
-        size["F_bias (Du et al. 2023 eq. 1)"] = text
-    return size
-
-
-def _speed_summary(card: dict) -> dict:
-    """Every speedup with its interval (``headline.speedup_text``: "not measurable" when it includes 1),
-    or why the speed was not timed."""
-    speed = card["speed"]
-    if not speed.get("timed", True):
-        return {"timed": "no", "why": speed["why_not_timed"]}
-    out = {"mode": speed.get("mode"), "device": speed.get("device"), "threads": speed.get("threads")}
-    timing = speed.get("timing") or {}
-    if not timing:  # a card without raw times: the bare ratios
-        out.update({"latency speedup": speedup_text(speed["latency_ms"]["speedup"], None, speed["meaningful"]),
-                    "throughput speedup": speedup_text(speed["throughput_per_s"]["speedup"], None,
-                                                       speed["meaningful"])})
-    for part, entry in timing.items():
-        out[f"{part} speedup [95% interval]"] = speedup_text(None, entry["speedup"], speed["meaningful"])
-    load = speed.get("load_average")
-    if load:
-        out["load average (1 min) before / after"] = f"{load['before'][0]:.1f} / {load['after'][0]:.1f}"
-    return out
-
-
-def _provenance(card: dict) -> str | None:
-    p = card.get("provenance")
-    if not p:
-        return None
-    return (f"{p.get('model', 'the base')} from `{Path(str(p.get('source_file', '?'))).name}` (sha256 "
-            f"{str(p.get('source_sha256', '?'))[:12]}…): {p.get('note', '')}")
-
-
-def deployment_notes(card: dict) -> list[str]:
-    """What a user gets from each method of the chain, and where (issue 30: structural removal is
-    measured here; zeros give no speedup on CPU nor in current vLLM; int4 compressed-tensors saves disk
-    and GPU memory, with vLLM's GPU kernels; dynamic int8 / bf16 as the quantize method judged)."""
-    notes = []
-    for method in card_methods(card):
-        name, config = method["name"], method.get("config") or {}
-        if method.get("structured"):
-            notes.append(f"{method_label(name, config)}: layers, heads or widths removed — a dense model with fewer "
-                         "FLOPs on any runtime; the speed measured here (Speed) is what a CPU gets.")
-        elif name in ("gptq", "rtn"):
-            notes.append(f"{method_label(name, config)} (compressed-tensors, group size {config.get('group_size')}): "
-                         "smaller on disk and in GPU memory; vLLM serves it with its W4A16 / W8A16 (Marlin) kernels on "
-                         "GPU (group sizes 32, 64, 128 or -1; not verified here, no GPU); transformers on CPU "
-                         "dequantizes it to float32: no speedup there.")
-        elif name == "quantize":
-            q = next((q for q in card["deployment"]["quantization"] if q.get("dtype") == config.get("dtype")), {})
-            notes.append(f"{method_label(name, config)}: PyTorch kernels on CPU; speedup "
-                         f"{'expected' if q.get('expected') else 'not expected'} ({q.get('why', 'see the report')}).")
-        else:
-            notes.append(f"{method_label(name, config)}: zeros stored dense (unstructured or N:M) — no speedup on CPU "
-                         "and none in current vLLM (its 2:4 sparse kernels were removed; compressed-tensors' sparse "
-                         "formats are legacy); the file is no smaller unless another method packs it.")
-    return notes
