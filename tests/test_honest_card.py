@@ -197,3 +197,17 @@ def test_near_constant_generation_warns_and_rows_keep_texts():
     assert warnings and all(w.startswith("compressed model on") and "near-constant" in w for w in warnings)
     rows = honest.prediction_rows(task, predictions)
     assert rows[0]["predicted"] == "answer 0" and rows[0]["gold"] == list(sets["dev"].references[0])
+
+
+def test_decode_interval_by_hand():
+    """Per-token decode speedup = (generate − prefill) of the base over the compressed model's; a
+    resample where generating is no slower than the prefill has no ratio: unbounded, not measurable."""
+    prefill = {"base": [1.0, 1.0, 1.0], "compressed": [0.5, 0.5, 0.5]}
+    generate = {"base": [3.0, 3.0, 3.0], "compressed": [1.5, 1.5, 1.5]}  # steps 2.0 and 1.0
+    result = honest.decode_interval(prefill, generate, n_resamples=200)
+    assert result == {"speedup": 2.0, "low": 2.0, "high": 2.0, "unbounded": False, "measurable": True,
+                      "n_resamples": 200}
+    noisy = honest.decode_interval(prefill, {"base": [3.0, 3.0, 3.0], "compressed": [0.4, 1.5, 1.5]}, n_resamples=200)
+    assert noisy["unbounded"] and not noisy["measurable"] and noisy["speedup"] == 2.0
+    card = {"speed": {"times_s": {"prefill latency": prefill, "generate latency": generate}}}
+    assert honest.timing_section(card["speed"], n_resamples=50)["decode latency"]["speedup"]["speedup"] == 2.0

@@ -77,8 +77,10 @@ def deployment_notes(card: dict) -> list[str]:
     for method in card_methods(card):
         name, config = method["name"], method.get("config") or {}
         if method.get("structured"):
+            measured = ("the speed measured here (Speed) is what a CPU gets" if card["speed"].get("timed", True)
+                        else "its speed was not timed in this run (--speed)")
             notes.append(f"{method_label(name, config)}: layers, heads or widths removed — a dense model with fewer "
-                         "FLOPs on any runtime; the speed measured here (Speed) is what a CPU gets.")
+                         f"FLOPs on any runtime; {measured}.")
         elif "bits" in config and "group_size" in config:  # a weight-only integer grid, saved as compressed-tensors
             notes.append(f"{method_label(name, config)} (compressed-tensors, group size {config.get('group_size')}): "
                          "smaller on disk and in GPU memory; vLLM serves it with its W4A16 / W8A16 (Marlin) kernels on "
