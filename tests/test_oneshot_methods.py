@@ -212,6 +212,10 @@ def test_stacked_wanda_gptq_is_named_by_both_sized_in_stored_bits_and_not_timed(
     assert stored["bits_per_weight"] == pytest.approx(6 + 28 * 16 * 8 / weights)
     assert f"| bits per weight in the 28 quantized layers (every tensor stored for them) | 32.00 | " \
            f"{stored['bits_per_weight']:.2f} |" in report
+    # the size tile: the stored weights against the base's float32 ones (no base file: tiny-llama is built in memory)
+    ratio = card["params"]["stored"]["overall"]["bytes"] / (4 * card["params"]["base"]["total"])
+    assert ratio < 0.995 and f'size of the stored weights</div><div class="value">{ratio:.2f}×</div>' in \
+        (out / "report.html").read_text()
     # the N:M check: every group of 4 inputs keeps exactly 2 (tiny-llama's weights have no zeros of their own)
     assert f"| wanda | decoder | 28 | " in report and f"| {weights // 4:,} | {weights // 4:,} | 0 | 0 | 0 |" in report
     assert "| gptq | decoder | 28 | " in report

@@ -114,6 +114,17 @@ def _size_tile(params: dict, sizes: dict) -> str:
         if stored.get("bits_per_weight"):
             detail += f"; {stored['bits_per_weight']:.2f} bits per quantized weight"
         return _tile("size on disk", f"{ratio:.2f}×", detail, tone)
+    stored = (sizes.get("stored") or {}).get("overall") or {}
+    if stored.get("bytes"):  # no base file (a model built in memory): against its float32 weights
+        base_bytes = params["base"] * (sizes["base"].get("bits_per_parameter") or 32) / 8
+        ratio = stored["bytes"] / base_bytes
+        tone = "good" if ratio < 0.995 else ("bad" if ratio > 1.005 else "neutral")
+        detail = (f"{stored['bytes'] / 1e6:.1f} MB of weights stored vs {base_bytes / 1e6:.1f} MB of the base's float32 "
+                  f"weights; {stored['bits_per_parameter']:.2f} bits per parameter")
+        q = (sizes.get("stored") or {}).get("quantized") or {}
+        if q.get("bits_per_weight"):
+            detail += f", {q['bits_per_weight']:.2f} per quantized weight"
+        return _tile("size of the stored weights", f"{ratio:.2f}×", detail, tone)
     ratio = params["ratio"]
     tone = "good" if ratio < 0.995 else ("bad" if ratio > 1.005 else "neutral")
     detail = f"{params['compressed']:,} of {params['base']:,} parameters"
