@@ -7,7 +7,7 @@ speedup interval (``metrics.intervals``). The report keeps batch size, sequence 
 count and device with the ratio.
 
 ``--speed`` (``SpeedConfig.mode``): ``full`` times every run, ``none`` none, ``auto`` only a model
-whose dense computation differs from the base's (``untimed_reason``): a structural method removed
+whose dense computation differs from the base's (``unchanged_reason``): a structural method removed
 layers, heads or widths, int8 / bf16 kernels run, or another ``--runtime``. Pruned zeros and
 dequantized integer codes run the very same float32 kernels as the base, so timing them measures
 noise. ``timed`` records the load average before and after the timing.

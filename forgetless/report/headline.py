@@ -93,11 +93,6 @@ def speedup_text(value: float | None, interval: dict | None, meaningful: bool = 
     return text + ("" if meaningful else " (no speedup expected)")
 
 
-def not_timed_text(speed: dict) -> str:
-    """The card's reason a speed was not timed (``metrics/speed.untimed_reason``)."""
-    return speed.get("why_not_timed") or "speed not timed"
-
-
 def estimate_text(entry: dict | None, scale: float = 100.0) -> str:
     """``81.0 [75.5, 86.0]``: an estimate × ``scale`` with its interval; "–" without a value."""
     if not entry or entry["value"] is None:
