@@ -228,6 +228,9 @@ def test_stacked_wanda_gptq_is_named_by_both_sized_in_stored_bits_and_not_timed(
            f"{shown(lm['base']['perplexity'])} | {shown(lm['compressed']['perplexity'])} |" in model_card
     assert "no speedup on CPU and none in current vLLM" in model_card and "vLLM serves it" in model_card
     assert "| why | " + why + " |" in model_card
+    # grouped-query attention: tiny-llama's 4 query heads read 2 key/value groups (SmolLM2: 9 and 3)
+    assert "| stack | layer | self-attention query heads (key/value groups, 2 query heads each) |" in model_card
+    assert "| decoder | 0 | 4 (2) | – | 64 |" in model_card
     assert "quantization_config=transformers.CompressedTensorsConfig" not in model_card  # symmetric: plain loading
 
 
