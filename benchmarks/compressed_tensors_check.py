@@ -1,7 +1,7 @@
 """Does stock transformers load a forgetless GPTQ / RTN folder (compressed-tensors) and generate what
 forgetless generates? For the SmolLM2 check of issue 30:
 
-    forgetless compress --model smollm2 --base as-is --method gptq --bits 4 --group-size 64 --symmetric \
+    forgetless compress --model smollm2 --base as-is --method gptq --bits 4 --group-size 64 \
         --task sst2 --data-dir ../shared/data --eval-size 50 --out runs/smollm2-gptq-w4g64
     python benchmarks/compressed_tensors_check.py runs/smollm2-gptq-w4g64/model
 

@@ -219,6 +219,9 @@ class SpeedConfig(Config):
     """The speed benchmark: base vs compressed, interleaved repeats, median and spread reported."""
 
     group: ClassVar[str] = "speed benchmark"
+    mode: str = option("auto", flag="speed", choices=("auto", "full", "none"), help=(
+        "auto: time only a model whose dense computation changed (layers, heads or widths removed, int8 / bf16 "
+        "kernels, another --runtime), and say why the rest is not timed; full: always time; none: never"))
     batch_size: int = option(32, flag="bench-batch-size", low=1, high=1_000_000, help="throughput batch size")
     seq_len: int = option(128, flag="bench-seq-len", low=2, high=MAX_TOKENS, help="input length of the timed batches")
     warmup: int = option(2, low=0, cli=False, help="untimed calls before timing")

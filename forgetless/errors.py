@@ -18,7 +18,7 @@ _AUDIENCE = contextvars.ContextVar("forgetless_error_audience", default="python"
 # ``options.Config`` (``--lr`` → ``learning_rate``, ``--objective-lam`` → ``lam``); these are the
 # command's own flags and the names Python spells otherwise (``load_task(train=, dev=)``)
 _NAMES = {"out": "out_dir", "json": "out", "task": "task", "train": "train", "dev": "dev",
-          "eval-batch-size": "eval.batch_size", "bench-batch-size": "speed.batch_size", "bench-seq-len": "speed.seq_len",
+          "eval-batch-size": "eval.batch_size", "speed": "speed.mode", "bench-batch-size": "speed.batch_size", "bench-seq-len": "speed.seq_len",
           "bench-repeats": "speed.repeats", "bench-new-tokens": "speed.new_tokens", "clever-examples": "clever.examples",
           "clever-batches": "clever.batches", "clever-samples": "clever.samples", "clever-radius": "clever.radius",
           "clever-norm": "clever.norm"}

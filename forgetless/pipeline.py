@@ -40,13 +40,15 @@ from .metrics.calibration import calibration_section
 from .metrics.clever import clever_evaluate
 from .metrics.perplexity import default_perplexity_file
 from .metrics.runtime import agreement, deploy
-from .metrics.size import bits_per_parameter, disk_size, parameter_counts
+from .metrics.size import bits_per_parameter, disk_size, parameter_counts, started_from
+from .metrics.speed import not_timed, timed, unchanged_reason, untimed_reason
 from .outputs import check_output, claim_output, mark_output, output_lock
 from .recipes.dump import drop_empty
 from .registry import METHODS, OBJECTIVES
 from .report.card import build_card
 from .report.honest import training_section
 from .report.measurements import Measurements
+from .report.naming import chain_name
 from .save import save_run
 from .teacher import train_teacher
 from .tree import to_recipe
@@ -212,8 +214,16 @@ def measure(ctx: CompressionContext, config: RunConfig, teacher, compressed, met
         step(f"CLEVER robustness estimates ({config.clever.examples} dev examples per model)")
         robustness = {"clever": {role: _clever_summary(m, tokenizer, task, config.clever, ctx.work_dir, role)
                                  for role, m in (("base", teacher), ("compressed", compressed))}}
-    step(f"speed: base vs compressed, {config.speed.repeats} interleaved repeats")
-    speed = kind.speed(teacher, deployed, config.speed)
+    unchanged = unchanged_reason([method, *then], deployed, config.eval.runtime,
+                                 chain_name([m.describe() for m in (method, *then)]))
+    why_not = untimed_reason(config.speed.mode, unchanged)
+    if why_not:
+        step(why_not)
+        speed = not_timed(why_not, config.speed.mode)
+    else:
+        step(f"speed: base vs compressed, {config.speed.repeats} interleaved repeats (--speed {config.speed.mode})")
+        speed = timed(config.speed.mode, kind.speed, teacher, deployed, config.speed)
+    speed["meaningful"] = unchanged is None  # a speed difference can be real: the dense computation changed
     started = config.teacher if (config.teacher and config.student_init == "teacher") else config.model
     return Measurements(
         task=task, run=config, method=method, then=then, objective=ctx.objective, kind=kind, results=results,
@@ -230,6 +240,7 @@ def _sizes(teacher, compressed, teacher_info: dict, work_dir: Path | None) -> di
     folder = Path(folder) if folder and Path(folder).exists() else None
     base = parameter_counts(teacher)
     return {"base": {**base, "disk_bytes": disk_size(folder) if folder else None, "source": teacher_info,
+                     "started_from": started_from(teacher_info, folder),
                      "bits_per_parameter": bits_per_parameter(folder, base["total"]) if folder else None},
             "compressed": {**parameter_counts(compressed), "disk_bytes": None, "path": None,
                            "bits_per_parameter": None}}

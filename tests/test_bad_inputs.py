@@ -60,6 +60,8 @@ CASES = [
     ("num-beams-zero", ["compress", "--num-beams", "0"], r"--num-beams: 0 is out of range"),
     ("freeze-embeddings-ture", ["compress", "--freeze-embeddings", "ture"], r"expected true or false, got 'ture'"),
     ("recovery-typo", ["compress", "--method", "heads", "--recovery", "nope"], r"--recovery nope: not one of fine-tune, none"),
+    ("speed-typo", ["compress", "--method", "wanda", "--speed", "fast"], r"--speed fast: not one of auto, full, none"),
+    ("symmetric-renamed", ["compress", "--method", "gptq", "--symmetric"], r"unrecognized arguments: --symmetric"),
     ("epochs-text", ["compress", "--epochs", "three"], r"--epochs: expected a number, got 'three'"),
     ("hard-fraction-over-one", ["compress", "--hard-fraction", "1.5"], r"--hard-fraction: 1.5 is out of range; valid: >= 0 and <= 1"),
     ("teacher-epochs-nan", ["compress", "--teacher-epochs", "nan"], r"--teacher-epochs: must be a finite number"),

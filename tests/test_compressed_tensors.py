@@ -26,10 +26,10 @@ from forgetless.registry import METHODS
 FIXTURE = json.loads((Path(__file__).parent / "fixtures" / "llmcompressor_w4.json").read_text())
 ENV = {**os.environ, "PYTHONPATH": os.getcwd(), "HF_HUB_OFFLINE": "1"}
 VARIANTS = {  # fixture variant → the gptq options of the same scheme
-    "w4_g32_symmetric": {"bits": 4, "symmetric": True},
-    "w4_g32_asymmetric": {"bits": 4, "symmetric": False},
-    "w8_g32_symmetric": {"bits": 8, "symmetric": True},
-    "w4_g32_symmetric_gptq_actorder_weight": {"bits": 4, "symmetric": True, "act_order": True},
+    "w4_g32_symmetric": {"bits": 4},  # symmetric: the default
+    "w4_g32_asymmetric": {"bits": 4, "asymmetric": True},
+    "w8_g32_symmetric": {"bits": 8},
+    "w4_g32_symmetric_gptq_actorder_weight": {"bits": 4, "act_order": True},
 }
 
 
@@ -81,10 +81,11 @@ def gptq(model, **options):
 def folders(tmp_path_factory):
     """Every fixture scheme (gptq; rtn), plus 3 bits, one group per row and 2:4 zeros, saved by forgetless."""
     root = tmp_path_factory.mktemp("ct")
-    options = {**VARIANTS, "w3_g32_symmetric": {"bits": 3, "symmetric": True},
-               "w4_channel_asymmetric": {"bits": 4, "group_size": -1}, "w4_g32_2of4": {"bits": 4, "symmetric": True}}
+    options = {**VARIANTS, "w3_g32_symmetric": {"bits": 3},
+               "w4_channel_asymmetric": {"bits": 4, "group_size": -1, "asymmetric": True},
+               "w4_g32_2of4": {"bits": 4}}
     models = {"rtn_w4_g32_symmetric": tiny_llama()}  # round-to-nearest: llm-compressor's QuantizationModifier
-    METHODS.build(METHODS.make_config("rtn", {"bits": 4, "group_size": 32, "symmetric": True})).compress(
+    METHODS.build(METHODS.make_config("rtn", {"bits": 4, "group_size": 32})).compress(
         models["rtn_w4_g32_symmetric"], SimpleNamespace(notes=[]))
     save_model(models["rtn_w4_g32_symmetric"], root / "rtn_w4_g32_symmetric")
     for name, opts in options.items():

@@ -166,10 +166,10 @@ def test_packed_model_is_smaller_and_reloads_bit_identical_in_a_fresh_process(tm
     entry = json.loads((folder / "forgetless.json").read_text())["quantization"]
     weights = sum(m.weight.numel() for name, m in model.named_modules() if ".layers." in name
                   and isinstance(m, torch.nn.Linear))
-    # 4-bit codes + a float32 scale and a 4-bit zero point per 16 weights = 4 + 32/16 + 4/16 bits a weight,
-    # plus each of the 14 modules' weight_shape (2 × int64)
+    # symmetric (the default): 4-bit codes + a float32 scale per 16 weights = 4 + 32/16 bits a weight (no zero
+    # points), plus each of the 14 modules' weight_shape (2 × int64)
     assert entry["dtype"] == "compressed-tensors" and entry["weights"] == weights == 73728
-    assert entry["bits_per_weight"] == pytest.approx(6.25 + 14 * 16 * 8 / weights, abs=1e-12)
+    assert entry["bits_per_weight"] == pytest.approx(6.0 + 14 * 16 * 8 / weights, abs=1e-12)
     assert stored_bits(folder)["quantized"] == {"layers": 14, "weights": weights, "bytes": entry["bytes"],
                                                 "bits_per_weight": entry["bits_per_weight"]}
     data = lambda f: f.stat().st_size - 8 - int.from_bytes(f.read_bytes()[:8], "little")  # noqa: E731 - no header

@@ -181,8 +181,8 @@ def _verdict_card(low, high, f_bias_meaningful=True):
 
 
 def test_verdict_says_no_measurable_speedup_and_not_meaningful():
-    assert "no measurable speedup" in _verdict(_verdict_card(0.9, 1.3))
-    assert "1.10× throughput" in _verdict(_verdict_card(1.05, 1.2))
+    assert "no measurable speedup (throughput 1.10× [0.90, 1.30] not measurable)" in _verdict(_verdict_card(0.9, 1.3))
+    assert "throughput speedup 1.10× [1.05, 1.20]" in _verdict(_verdict_card(1.05, 1.2))
     assert "not meaningful" in _verdict(_verdict_card(1.05, 1.2, f_bias_meaningful=False))
     assert render_markdown  # the full rendering is checked on the pipeline card above
 
@@ -197,3 +197,17 @@ def test_near_constant_generation_warns_and_rows_keep_texts():
     assert warnings and all(w.startswith("compressed model on") and "near-constant" in w for w in warnings)
     rows = honest.prediction_rows(task, predictions)
     assert rows[0]["predicted"] == "answer 0" and rows[0]["gold"] == list(sets["dev"].references[0])
+
+
+def test_decode_interval_by_hand():
+    """Per-token decode speedup = (generate − prefill) of the base over the compressed model's; a
+    resample where generating is no slower than the prefill has no ratio: unbounded, not measurable."""
+    prefill = {"base": [1.0, 1.0, 1.0], "compressed": [0.5, 0.5, 0.5]}
+    generate = {"base": [3.0, 3.0, 3.0], "compressed": [1.5, 1.5, 1.5]}  # steps 2.0 and 1.0
+    result = honest.decode_interval(prefill, generate, n_resamples=200)
+    assert result == {"speedup": 2.0, "low": 2.0, "high": 2.0, "unbounded": False, "measurable": True,
+                      "n_resamples": 200}
+    noisy = honest.decode_interval(prefill, {"base": [3.0, 3.0, 3.0], "compressed": [0.4, 1.5, 1.5]}, n_resamples=200)
+    assert noisy["unbounded"] and not noisy["measurable"] and noisy["speedup"] == 2.0
+    card = {"speed": {"times_s": {"prefill latency": prefill, "generate latency": generate}}}
+    assert honest.timing_section(card["speed"], n_resamples=50)["decode latency"]["speedup"]["speedup"] == 2.0

@@ -178,3 +178,75 @@ def test_recovery_fine_tune_holds_the_zeros(tmp_path):
         for linear in (m for m in layer.modules() if isinstance(m, torch.nn.Linear)):
             kept = (linear.weight.reshape(linear.weight.shape[0], -1, 4) != 0).sum(dim=2)
             assert bool((kept == 2).all())
+
+
+def test_stacked_wanda_gptq_is_named_by_both_sized_in_stored_bits_and_not_timed(tmp_path):
+    """``--speed auto`` (the default) skips timing a model whose dense computation is the base's, with
+    the reason on stderr and in the card; the title, model card name, tags and options name both
+    methods; the size section states bits per weight; the N:M check and per-layer errors are in
+    report.md; the model card has the perplexity, the deployment notes and how stock loads it."""
+    out, text = tmp_path / "stacked", tmp_path / "ppl.txt"
+    text.write_text("the doctor saw the lawyer\nthe judge helped the senator in the park\n")
+    result = subprocess.run([sys.executable, "-m", "forgetless", "compress", "--model", "tiny-llama", "--base",
+                             "as-is", "--model-kind", "causal-lm", "--method", "wanda", "--pattern", "2:4", "--then",
+                             "gptq:bits=4,group_size=16,calibration_examples=8,calibration_batch=4",
+                             "--perplexity-file", str(text), *SMALL, "--out", str(out)],
+                            capture_output=True, text=True, env=ENV)
+    assert result.returncode == 0, result.stderr[-2000:]
+    why = ("speed not timed: wanda 2:4 + gptq 4-bit leave the dense fp32 computation unchanged (zeros and dequantized "
+           "int4 codes run the same kernels as the base); --speed full times it anyway")
+    assert f"[6/6] {why}" in result.stderr
+    card = json.loads((out / "report.json").read_text())
+    validate_card(card)
+    assert card["speed"] == {"timed": False, "why_not_timed": why, "setting": "auto", "runtime": "torch",
+                             "meaningful": False}
+    report = (out / "report.md").read_text()
+    assert report.startswith("# forgetless report card: synthetic · wanda 2:4 + gptq 4-bit\n")
+    assert "<title>forgetless report card: synthetic · wanda 2:4 + gptq 4-bit</title>" in \
+        (out / "report.html").read_text()
+    assert f"Speed not timed: wanda 2:4 + gptq 4-bit leave" in report and "×" not in report.split("## Speed")[1][:300]
+    # symmetric 4-bit, groups of 16: 4 + 32/16 bits a weight, plus a 2 × int64 weight_shape per quantized layer
+    stored = card["params"]["stored"]["quantized"]
+    weights = 4 * (2 * 32 * 32 + 2 * 16 * 32 + 3 * 64 * 32)  # tiny-llama: q, o; k, v (2 of 4 heads); gate, up, down
+    assert stored["layers"] == 28 and stored["weights"] == weights
+    assert stored["bits_per_weight"] == pytest.approx(6 + 28 * 16 * 8 / weights)
+    assert f"| bits per weight in the 28 quantized layers (every tensor stored for them) | 32.00 | " \
+           f"{stored['bits_per_weight']:.2f} |" in report
+    # the size tile: the stored weights against the base's float32 ones (no base file: tiny-llama is built in memory)
+    ratio = card["params"]["stored"]["overall"]["bytes"] / (4 * card["params"]["base"]["total"])
+    assert ratio < 0.995 and f'size of the stored weights</div><div class="value">{ratio:.2f}×</div>' in \
+        (out / "report.html").read_text()
+    # the N:M check: every group of 4 inputs keeps exactly 2 (tiny-llama's weights have no zeros of their own)
+    assert f"| wanda | decoder | 28 | " in report and f"| {weights // 4:,} | {weights // 4:,} | 0 | 0 | 0 |" in report
+    assert "| gptq | decoder | 28 | " in report
+    model_card = (out / "model" / "README.md").read_text()
+    assert "# tiny-llama-wanda-gptq-synthetic" in model_card and "| method | wanda 2:4 + gptq 4-bit |" in model_card
+    assert "- wanda\n- gptq\n" in model_card and '"wanda": {' in model_card and '"gptq": {' in model_card
+    lm = card["language_model"]
+    shown = lambda v: f"{v:.4f}" if v < 1000 else f"{v:,.0f}"  # noqa: E731 - the model card's number format
+    assert f"| perplexity: ppl.txt | perplexity (lower is better) | {lm['base']['tokens']} | " \
+           f"{shown(lm['base']['perplexity'])} | {shown(lm['compressed']['perplexity'])} |" in model_card
+    assert "no speedup on CPU and none in current vLLM" in model_card and "vLLM serves it" in model_card
+    assert "| why | " + why + " |" in model_card
+    # grouped-query attention: tiny-llama's 4 query heads read 2 key/value groups (SmolLM2: 9 and 3)
+    assert "| stack | layer | self-attention query heads (key/value groups, 2 query heads each) |" in model_card
+    assert "| decoder | 0 | 4 (2) | – | 64 |" in model_card
+    assert "quantization_config=transformers.CompressedTensorsConfig" not in model_card  # symmetric: plain loading
+
+
+def test_speed_auto_times_a_layer_drop_with_the_load_average_and_none_times_nothing(tmp_path):
+    for setting, out in (("auto", tmp_path / "auto"), ("none", tmp_path / "none")):
+        result = subprocess.run([sys.executable, "-m", "forgetless", "compress", "--model", "tiny-llama", "--base",
+                                 "as-is", "--model-kind", "causal-lm", "--method", "truncate", "--layers", "2",
+                                 "--recovery", "none", "--speed", setting, *SMALL[:6], *SMALL[10:],
+                                 "--bench-new-tokens", "2", "--out", str(out)],
+                                capture_output=True, text=True, env=ENV)
+        assert result.returncode == 0, result.stderr[-2000:]
+        card = json.loads((out / "report.json").read_text())
+        validate_card(card)
+    auto = json.loads((tmp_path / "auto" / "report.json").read_text())["speed"]
+    assert auto["timed"] and auto["setting"] == "auto" and auto["meaningful"] and auto["mode"] == "prefill+decode"
+    assert len(auto["load_average"]["before"]) == len(auto["load_average"]["after"]) == 3
+    assert f"load average {auto['load_average']['before'][0]:.1f} before" in (tmp_path / "auto" / "report.md").read_text()
+    assert json.loads((tmp_path / "none" / "report.json").read_text())["speed"]["why_not_timed"] == \
+        "speed not timed (--speed none)"

@@ -7,6 +7,8 @@ import shutil
 import subprocess
 import sys
 
+import re
+
 import pytest
 
 from forgetless.cli import main
@@ -48,15 +50,27 @@ def test_verdict_line_hand_computed():
 
 def test_summary_panel_colours_deltas_and_greys_what_cannot_be_trusted():
     page = summary_panel(_card())
-    assert '<div class="tile bad"><div class="label">dev accuracy</div><div class="value">-3.1 pts</div>' in page
+    # dev: base [75.0, 85.0] and compressed [71.9, 81.9] overlap: grey; challenge [55, 65] vs [42.5, 52.5]: red
+    assert '<div class="tile neutral"><div class="label">dev accuracy</div><div class="value">-3.1 pts</div>' in page
+    assert '<div class="tile bad"><div class="label">dev accuracy</div>' in summary_panel(_card(comp_dev=0.65))
     assert '<div class="tile bad"><div class="label">challenge: advglue</div><div class="value">-12.5 pts</div>' in page
     assert "base 80.0 [75.0, 85.0]% → 76.9 [71.9, 81.9]%" in page
     assert '<div class="tile bad"><div class="label">F_bias (relative bias)</div><div class="value">1.50</div>' in page
-    assert '<div class="tile good"><div class="label">size</div><div class="value">0.50×</div>' in page
+    assert '<div class="tile good"><div class="label">size (parameters)</div><div class="value">0.50×</div>' in page
     assert '<div class="tile good"><div class="label">speedup (throughput)</div><div class="value">1.90×</div>' in page
     grey = summary_panel(_card(meaningful=False, speedup=(1.1, 0.8, 1.5), warnings=["base <at> chance"]))
     assert '<div class="tile neutral"><div class="label">F_bias (relative bias)</div>' in grey and "not meaningful" in grey
     assert '<div class="tile neutral"><div class="label">speedup (throughput)</div>' in grey and "includes 1" in grey
+    # an interval that includes 1: no coloured speed tile and the figure only with its interval
+    assert '<div class="value">not measurable</div><div class="detail">1.10× [0.80, 1.50] not measurable' in grey
+    assert re.findall(r"\d\.\d\d×(?! \[)", grey) == ["0.50×"]  # the size ratio; no bare speedup
+    card = _card(speedup=(1.0, 0.5, 3.41))
+    card["intervals"]["f_bias"].update(low=0.8, high=1.3)  # F_bias interval includes 1: grey too
+    page = summary_panel(card)
+    assert '<div class="tile neutral"><div class="label">F_bias (relative bias)</div>' in page
+    assert "includes 1: no measurable change in bias" in page
+    assert '<div class="tile neutral"><div class="label">speedup (throughput)</div>' in page
+    assert "tile good\"><div class=\"label\">speedup" not in page and "1.00× [0.50, 3.41] not measurable" in page
     assert '<ul class="warnings" title="warnings"><li>base &lt;at&gt; chance</li></ul>' in grey  # escaped
 
 
@@ -243,3 +257,49 @@ def test_tags_in_users_data_are_shown_as_text_in_every_page(tmp_path, capsys):
     write_sweep(_summary(records, task, setup, {}, None), tmp_path / "sweep", plots=False)
     _inert((tmp_path / "sweep" / "sweep.html").read_text(), ["<svg onload=alert(10)>", "files<script>alert(11)</script>",
                                                              "<script>alert(9)</script>"])
+
+
+def test_a_speedup_whose_interval_includes_1_is_never_shown_alone(two_runs):
+    """report.md's speed table, the verdict, the summary panel and the model card summary show a
+    speedup whose interval includes 1 only with that interval and "not measurable"."""
+    from forgetless.report.markdown import render_markdown
+    from forgetless.report.model_card import model_card_summary
+
+    card = json.loads((two_runs[0] / "report.json").read_text())
+    speed = card["speed"]
+    speed["meaningful"] = True
+    for part, key in (("latency", "latency_ms"), ("throughput", "throughput_per_s")):
+        speed[key]["speedup"] = 4.99
+        speed["timing"][part]["speedup"].update(speedup=4.99, low=0.5, high=3.41, measurable=False)
+    text = render_markdown(card)
+    section = text.split("## Speed")[1].split("\n## ")[0]
+    assert "| 4.99× [0.50, 3.41] not measurable |" in section
+    assert re.findall(r"\d\.\d\d×(?! \[)", section) == []  # every speedup figure with its interval
+    assert "no measurable speedup (throughput 4.99× [0.50, 3.41] not measurable)" in text
+    assert re.findall(r"4\.99×(?! \[)", text + summary_panel(card)) == []
+    assert '<div class="value">not measurable</div>' in summary_panel(card)
+    summary = model_card_summary(card)["speed"]
+    assert summary["throughput speedup [95% interval]"] == "4.99× [0.50, 3.41] not measurable"
+
+
+def test_size_tile_compares_the_saved_folder_with_the_file_the_user_started_from(tmp_path):
+    from forgetless.metrics.size import started_from
+
+    gguf = tmp_path / "model.Q4_1.gguf"
+    with open(gguf, "wb") as handle:  # sparse: only its size is read
+        handle.truncate(98_000_000)
+    folder = tmp_path / "fp32"
+    folder.mkdir()
+    with open(folder / "model.safetensors", "wb") as handle:
+        handle.truncate(541_600_000)
+    start = started_from({"provenance": {"source_file": str(gguf), "model": "SmolLM2"}}, folder)
+    assert start == {"path": str(gguf), "bytes": 98_000_000, "what": "SmolLM2 as given (model.Q4_1.gguf)"}
+    assert started_from({}, folder)["bytes"] == 541_600_000 and started_from({}, None) is None
+    card = _card()
+    card["params"]["base"].update(started_from=start, disk_bytes=541_600_000)
+    card["params"]["compressed"]["disk_bytes"] = 174_300_000
+    card["params"]["stored"] = {"quantized": {"bits_per_weight": 4.5}}
+    page = summary_panel(card)
+    assert '<div class="tile bad"><div class="label">size on disk</div><div class="value">1.78×</div>' in page
+    assert "174.3 MB vs 98.0 MB (SmolLM2 as given (model.Q4_1.gguf)); 0.32× its float32 folder; 4.50 bits per " \
+           "quantized weight" in page

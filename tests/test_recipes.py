@@ -225,3 +225,16 @@ def test_a_recipe_saved_before_the_config_tree_gives_the_same_card(tmp_path):
     assert len(weights) == expected["tensors"]
     assert abs(sum(float(t.double().abs().sum()) for t in weights.values()) - expected["weights_abs_sum"]) < 1e-6
     assert card["recipe"]["method"]["name"] == "heads" and card["recipe"]["objective"]["lam"] == 0.9
+
+
+def test_a_recipe_with_the_old_symmetric_key_names_the_new_one(tmp_path):
+    """gptq / rtn grids are symmetric by default; the switch is ``asymmetric`` (issue 31)."""
+    from forgetless import tree
+    from forgetless.config import RunConfig
+
+    for values, key in (({"method": {"name": "gptq", "symmetric": True}}, "method.symmetric"),
+                        ({"method": "rtn", "symmetric": True}, "symmetric")):
+        with pytest.raises(ConfigError, match=f"unknown key '{key}' \\(did you mean '{key.replace('sym', 'asym')}'\\?\\)"):
+            tree.build(RunConfig, values, "r.yaml")
+    assert tree.build(RunConfig, {"method": "gptq"}, "r.yaml").method.asymmetric is False
+    assert tree.build(RunConfig, {"method": "gptq", "asymmetric": True}, "r.yaml").method.asymmetric is True

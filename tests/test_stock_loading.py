@@ -20,6 +20,7 @@ from forgetless.models.io import save_model
 from forgetless.models.stock import stock_fit, stock_loadable
 from forgetless.models.surgery import drop_layers, prune_heads
 from forgetless.registry import METHODS
+from forgetless.report.model_card import write_model_card
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 LLAMA_IDS = torch.arange(24).reshape(2, 12) % 128
@@ -34,7 +35,7 @@ def quantize(model, **options):
 def gptq(symmetric: bool):
     from test_compressed_tensors import gptq as quantize_layers, tiny_llama
 
-    return quantize_layers(tiny_llama(), bits=4, symmetric=symmetric)
+    return quantize_layers(tiny_llama(), bits=4, asymmetric=not symmetric)
 
 
 def folders_of_every_kind():
@@ -100,6 +101,15 @@ def test_stock_from_pretrained_loads_exactly_or_raises_for_every_kind_of_folder(
         assert loadable == (outcome == "exact" or kind.startswith("gptq")), (kind, why)
         if kind == "gptq-asymmetric":  # stock transformers loads it exactly with dequantize=True (test_compressed_tensors)
             assert "CompressedTensorsConfig(dequantize=True)" in why
+        card = write_model_card(tmp_path / kind).read_text()  # the model card says which, with the reason
+        assert why[1:] in card, kind  # (its first letter capitalized after a full stop)
+        if kind == "gptq-asymmetric":
+            assert "quantization_config=transformers.CompressedTensorsConfig(dequantize=True))" in card
+        elif loadable:
+            assert "from_pretrained(\"path/to/this/folder\", use_safetensors=True, trust_remote_code=False)" in card
+        else:
+            assert "cannot rebuild this model" in card and "forgetless.load_model" in card, kind
+            assert ("fails with size mismatches" in card) == kind.startswith("heads"), kind  # int8: no such claim
     assert "no file named model.safetensors" in stock_loadable(tmp_path / "int8")[1]
     assert "int8 dynamic quantization" in stock_loadable(tmp_path / "int8")[1]
     assert "model.safetensors" in loaded[str(tmp_path / "int8")]["error"]  # found no weights: stopped

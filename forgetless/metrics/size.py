@@ -82,3 +82,25 @@ def stored_bits(folder: str | Path) -> dict:
             "overall": {"parameters": parameters, "bytes": total,
                         "bits_per_parameter": 8 * total / parameters if parameters else None},
             "file_bytes": path.stat().st_size, "disk_bytes": disk_size(folder)}
+
+
+def started_from(source: dict, folder: str | Path | None) -> dict | None:
+    """The file the user started from, on disk: ``{"path", "bytes", "what"}``. A converted base
+    (``--model smollm2``: its ``provenance.source_file``, the 4-bit GGUF) is not its float32 folder;
+    any other base is its folder (None without one)."""
+    recorded = (source or {}).get("provenance") or {}
+    original = Path(recorded["source_file"]) if recorded.get("source_file") else None
+    if original is not None and original.is_file():
+        return {"path": str(original), "bytes": original.stat().st_size,
+                "what": f"{recorded.get('model', 'the base')} as given ({original.name})"}
+    if folder is not None and Path(folder).is_dir():
+        return {"path": str(folder), "bytes": disk_size(folder), "what": "the base folder"}
+    return None
+
+
+def stored_size(folder: str | Path | None) -> dict | None:
+    """``stored_bits`` of a saved model folder, or None (no folder, or weights not in safetensors:
+    dynamic int8)."""
+    if folder is None or not weights_file(folder).is_file():
+        return None
+    return stored_bits(folder)

@@ -6,6 +6,12 @@ per-repeat times (seconds) are kept in ``times_s`` so the report can show their 
 speedup interval (``metrics.intervals``). The report keeps batch size, sequence length, thread
 count and device with the ratio.
 
+``--speed`` (``SpeedConfig.mode``): ``full`` times every run, ``none`` none, ``auto`` only a model
+whose dense computation differs from the base's (``unchanged_reason``): a structural method removed
+layers, heads or widths, int8 / bf16 kernels run, or another ``--runtime``. Pruned zeros and
+dequantized integer codes run the very same float32 kernels as the base, so timing them measures
+noise. ``timed`` records the load average before and after the timing.
+
 Classifiers are timed on one forward pass (``mode="forward"``); encoder-decoders on a whole
 ``generate`` call decoding exactly ``new_tokens`` tokens (``mode="generate"``: every decoding step
 included, so speed does not depend on when EOS happens to come; NASH appendix F measures the
@@ -13,6 +19,7 @@ same way: paper setting batch 32, beam 4; CPU defaults here are smaller).
 """
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from dataclasses import asdict, replace
@@ -104,3 +111,44 @@ def flop_limit(base, compressed, config: SpeedConfig) -> dict:
     b, c = (forward_flops(m, config.latency_batch, config.seq_len) for m in (base, compressed))
     return {"base_flops": b, "compressed_flops": c, "ratio": b / c if c else None,
             "counted": "torch.utils.flop_counter, one prefill forward"}
+
+
+def unchanged_reason(methods: list, compressed, runtime: str, chain: str) -> str | None:
+    """Why ``compressed`` runs the base's dense computation, or None when it does not: a method is
+    structural (layers, heads or widths removed), int8 Linears or non-float32 weights run, or the
+    runtime is not plain torch. ``methods``: the run's method objects in order; ``chain``: their one
+    name (``report/naming.py``). ``--speed auto`` times only a changed computation; the card's
+    ``speed.meaningful`` is whether it changed."""
+    if runtime != "torch" or any(m.config.structured for m in methods):
+        return None
+    if quantized_weight_counts(compressed)[0] or any(p.is_floating_point() and p.dtype != torch.float32
+                                                     for p in compressed.parameters()):
+        return None
+    kept = []
+    if any(not getattr(m.config, "quantizes", False) for m in methods):
+        kept.append("zeros")
+    kept += [f"dequantized int{m.config.bits} codes" for m in methods
+             if getattr(m.config, "quantizes", False) and hasattr(m.config, "bits")]
+    verb = "leaves" if len(methods) == 1 else "leave"
+    return (f"speed not timed: {chain} {verb} the dense fp32 computation unchanged ({' and '.join(kept)} run the "
+            "same kernels as the base); --speed full times it anyway")
+
+
+def untimed_reason(mode: str, unchanged: str | None) -> str | None:
+    """Why the speed is not timed under ``--speed mode``, or None to time it (``unchanged``: the
+    ``unchanged_reason`` of the run)."""
+    return "speed not timed (--speed none)" if mode == "none" else unchanged if mode == "auto" else None
+
+
+def timed(mode: str, measure, *args) -> dict:
+    """``measure(*args)`` (a speed result) with ``timed`` True and the 1 / 5 / 15-minute load average
+    before and after it (``os.getloadavg``): timings taken on a loaded machine say so."""
+    before = list(os.getloadavg())
+    result = measure(*args)
+    return {**result, "timed": True, "setting": mode,
+            "load_average": {"before": before, "after": list(os.getloadavg())}}
+
+
+def not_timed(reason: str, mode: str) -> dict:
+    """The speed result of a run whose speed is not timed (card schema: ``report/card.py``)."""
+    return {"timed": False, "why_not_timed": reason, "setting": mode}

@@ -9,8 +9,10 @@ JSON schema ``forgetless-report-2`` (fractions in [0, 1] for accuracies; ROUGE /
     task {name, protocol, metric, pooled_challenges, sizes {train, <set>: n}}
     method {name, config, structured, objective, objective_options, student_init, train,
             then [{name, config, structured}],             # methods applied after it (--then)
-            sections {name: {...}}}                        # what each method reports (report_section():
+            sections {name: {...}},                        # what each method reports (report_section():
                                                            #   sparsity of one-shot pruning, quantization …)
+            layers [{method, stack, linears, error {kind, min, median, max} | null,   # report/layers.py:
+                     nm {groups, exactly_n, fewer_than_n, fewer_base_zero, more_than_n} | null}]}  # one-shot
     model {compressed, model_type}                          # what the compressed model started from
     headline {metric, base, compressed, kept}           # the task's metric on dev; kept = compressed / base
                                                         # lm-eval: the mean accuracy of llm.headline_tasks
@@ -24,13 +26,21 @@ JSON schema ``forgetless-report-2`` (fractions in [0, 1] for accuracies; ROUGE /
     hard_easy {base: {hard, easy, n_hard, n_easy, gap} | null, compressed}   # classification, else null
     calibration {bins, sets {set: {base, compressed}}} | null   # ECE, overconfidence (metrics/calibration.py);
                                                         # null: generation, or no probabilities (seq2seq)
-    params {base: {total, nonzero, .., disk_bytes, source}, compressed: {.., disk_bytes, path}, ratio,
-            nonzero_ratio}
-    speed {mode: forward|generate|prefill+decode, latency_ms, throughput_per_s, config, threads, device,
-           meaningful, runtime,                         # meaningful: weights removed / quantized / runtime changed
+    params {base: {total, nonzero, .., disk_bytes, source,   # disk_bytes: the float32 folder the run read
+                   started_from {path, bytes, what} | null},  # the user's own file (smollm2: the Q4_1 GGUF)
+            compressed: {.., disk_bytes, path}, ratio, nonzero_ratio,
+            stored {quantized {layers, weights, bytes, bits_per_weight}, overall {parameters, bytes,
+                    bits_per_parameter}, file_bytes, disk_bytes} | null}   # metrics/size.stored_bits of the
+                                                                          # saved folder (null before saving)
+    speed {timed: false, setting: auto|none,            # --speed; not timed: only why_not_timed (one
+           why_not_timed, runtime, meaningful}          #   sentence, metrics/speed.untimed_reason), no figures
+    speed {timed: true, setting, load_average {before, after: [1, 5, 15 min]},   # os.getloadavg around the timing
+           mode: forward|generate|prefill+decode, latency_ms, throughput_per_s, config, threads, device,
+           meaningful, runtime,                         # meaningful: the dense computation changed
            times_s {latency|throughput: {base: [s], compressed: [s]}},      # raw per-repeat times
            timing {latency|throughput: {base|compressed: {median, q1, q3, iqr, n},
-                                        speedup: {speedup, low, high, measurable, n_resamples}}},
+                                        speedup: {speedup, low, high, measurable, n_resamples}},
+                   decode latency|throughput: {speedup: {.., unbounded}}},   # causal-lm: per-token decode
            [decode_ms_per_token, decode_ms_per_token_batch, flop_limit]}   # causal-lm only
     deployment {runtime, base_runtime, quantization [{dtype, expected, why}],
                 agreement {sets {set: share}, pooled, n}}  # compressed (as deployed) vs base predictions
@@ -75,6 +85,8 @@ from .html import render_html
 from ..config import MODEL_KINDS
 from ..tree import to_recipe
 from .measurements import Measurements
+from .naming import card_title
+from .layers import layer_summary
 from .markdown import render_markdown
 from .plots import accuracy_plot
 from .summary import summary_panel
@@ -139,6 +151,8 @@ def comparison(task, results: dict, predictions: dict | None, seed: int = 0, cal
 def build_card(measured: Measurements) -> dict:
     """The card (schema above) of one run, from everything it measured: the paired comparison of
     base and compressed (``comparison``), the method, sizes, speed, training and provenance."""
+    from ..metrics.size import stored_size  # torch: not imported to re-render a saved card
+
     run, method = measured.run, measured.method
     compared = comparison(measured.task, measured.results, measured.predictions, run.seed, measured.calibration,
                           measured.agreement, measured.training)
@@ -154,8 +168,10 @@ def build_card(measured: Measurements) -> dict:
         "model": measured.model,
         **{key: compared[key] for key in ("headline", "sets", "challenge", "bias", "hard_easy", "calibration")},
         "params": {**sizes, "ratio": sizes["compressed"]["total"] / sizes["base"]["total"],
-                   "nonzero_ratio": sizes["compressed"]["nonzero"] / sizes["base"]["nonzero"]},
-        "speed": {**measured.speed, "timing": honest.timing_section(measured.speed, run.seed)},
+                   "nonzero_ratio": sizes["compressed"]["nonzero"] / sizes["base"]["nonzero"],
+                   "stored": stored_size(sizes["compressed"].get("path"))},
+        "speed": {**measured.speed, **({"timing": honest.timing_section(measured.speed, run.seed)}
+                                       if measured.speed.get("timed", True) else {})},
         "deployment": None,
         "intervals": compared["intervals"],
         "training": measured.training,
@@ -175,18 +191,20 @@ def build_card(measured: Measurements) -> dict:
 
 
 def _deployment(card: dict, measured: Measurements) -> None:
-    """``deployment`` (runtime, quantization, agreement with the fp32 base) and ``speed.meaningful``
-    / ``speed.runtime``: a speedup is meaningful when a method removed weights, quantized them or the
-    runtime changed; quantization records whether it expected one (``methods/quantize.py``)."""
+    """``deployment`` (runtime, quantization, agreement with the fp32 base) and ``speed.runtime``;
+    ``speed.meaningful`` (set by the pipeline, ``metrics/speed.unchanged_reason``): a speedup can be
+    real when the dense computation changed (layers, heads, widths removed, int8 / bf16 kernels, another
+    runtime); quantization records whether it expected one (``methods/quantize.py``)."""
     methods = [measured.method, *measured.then]
     runtime = measured.run.eval.runtime
     sections = [m.report_section() or {} for m in methods]  # each method's own card section (methods/base.py)
     card["method"]["sections"] = {name: value for section in sections for name, value in section.items()}
+    card["method"]["layers"] = layer_summary(methods)
     quantized = [section["quantization"] for section in sections if "quantization" in section]
     card["deployment"] = {"runtime": runtime, "base_runtime": "torch (fp32)", "quantization": quantized,
                           "agreement": measured.agreement}
     card["speed"]["runtime"] = runtime
-    card["speed"]["meaningful"] = any(m.config.structured for m in methods) or bool(quantized) or runtime != "torch"
+    card["speed"]["meaningful"] = bool(measured.speed["meaningful"])
 
 
 def validate_card(card: dict) -> None:
@@ -209,9 +227,14 @@ def validate_card(card: dict) -> None:
     for section in ("challenge", "bias", "hard_easy"):
         if labelled != (card[section] is not None):
             raise ValueError(f"report card: section {section} must be present exactly for classification tasks")
-    for part in ("latency_ms", "throughput_per_s"):
-        if not all(isinstance(card["speed"][part][k], float) for k in ("base", "compressed", "speedup")):
-            raise ValueError(f"report card: speed.{part} must hold base, compressed and speedup")
+    speed = card["speed"]
+    if not speed.get("timed", True):
+        if not isinstance(speed.get("why_not_timed"), str) or any(k in speed for k in ("latency_ms", "timing")):
+            raise ValueError("report card: a speed not timed must say why (why_not_timed) and hold no figures")
+    else:
+        for part in ("latency_ms", "throughput_per_s"):
+            if not all(isinstance(speed[part][k], float) for k in ("base", "compressed", "speedup")):
+                raise ValueError(f"report card: speed.{part} must hold base, compressed and speedup")
     _check_sections(card, labelled)
     if not isinstance(card["warnings"], list) or not all(isinstance(w, str) for w in card["warnings"]):
         raise ValueError("report card: warnings must be a list of sentences")
@@ -294,7 +317,7 @@ def render_card(card: dict, out_dir: str | Path, extra_plots: list | None = None
     plots = [accuracy_plot(card, out_dir / "metrics.png")] + [Path(p) for p in (extra_plots or [])]
     card["plots"] = [p.name for p in plots]
     atomic_write_text(out_dir / "report.md", render_markdown(card))
-    title = f"forgetless report card: {card['task']['name']} · {card['method']['name']}"
+    title = f"forgetless report card: {card_title(card)}"
     page = render_html(render_markdown(card, summary=False), out_dir, title, summary_panel(card))
     atomic_write_text(out_dir / "report.html", page)
     return {"markdown": out_dir / "report.md", "html": out_dir / "report.html"}

@@ -20,8 +20,9 @@ from pathlib import Path
 from ..errors import ConfigError
 from ..fsutil import atomic_write_text
 from ..outputs import check_output, mark_output, output_lock
-from .headline import delta_points, estimate, estimate_text, headline_numbers, scale_of, verdict
+from .headline import delta_points, estimate, estimate_text, headline_numbers, scale_of, speedup_text, verdict
 from .html import render_html
+from .naming import card_chain
 from .pareto import pareto_plot
 from .plots import llm_compare_plot
 from .rerender import read_card
@@ -91,10 +92,9 @@ def _f_bias(f: dict | None) -> str:
 
 
 def _speed(s: dict) -> str:
-    text = f"{s['value']:.2f}×" + (f" [{s['low']:.2f}, {s['high']:.2f}]" if s["low"] is not None else "")
-    if not s["meaningful"]:
-        return text + " no weights removed"
-    return text + ("" if s["measurable"] else " not measurable")
+    if not s["timed"]:
+        return "not timed"
+    return speedup_text(s["value"], s, s["meaningful"])
 
 
 def render_compare(cards: dict[str, dict], sets: list[str], plot: str | None = None) -> str:
@@ -113,7 +113,7 @@ def render_compare(cards: dict[str, dict], sets: list[str], plot: str | None = N
              "|:---|:---|:---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for name, card in cards.items():
         n = numbers[name]
-        lines.append(f"| {name} | {card['method']['name']} | {key_options(card)} | {n['params']['ratio']:.2f}× | "
+        lines.append(f"| {name} | {card_chain(card)} | {key_options(card)} | {n['params']['ratio']:.2f}× | "
                      f"{_speed(n['speedup'])} | {_with_delta(n['dev'], scale)} | {_with_delta(n['challenge'], 100)} | "
                      f"{_f_bias(n['f_bias'])} | {_with_delta(n['hard'], 100)} | {_with_delta(n['easy'], 100)} | "
                      f"{len(n['warnings'])} |")

@@ -59,14 +59,38 @@ def headline_numbers(card: dict) -> dict:
 
 
 def speedup(card: dict) -> dict:
-    """The measured throughput speedup with its interval; ``measurable`` False when the interval
-    includes 1; ``meaningful`` False when the method removed no weights (``card.speed.meaningful``)."""
+    """The measured throughput speedup with its interval (a causal LM's: its prefill's); ``measurable``
+    False when the interval includes 1; ``meaningful`` False when the method removed no weights
+    (``card.speed.meaningful``); ``timed`` False (value None, ``why``) when the speed was not timed."""
     speed = card["speed"]
-    interval = ((speed.get("timing") or {}).get("throughput") or {}).get("speedup") or {}
+    what = "generation throughput" if speed.get("mode") == "generate" else "throughput"
+    if not speed.get("timed", True):
+        return {"value": None, "low": None, "high": None, "measurable": False, "timed": False,
+                "meaningful": bool(speed.get("meaningful", True)), "why": speed["why_not_timed"], "what": what}
+    timing = speed.get("timing") or {}
+    interval = (timing.get("throughput") or timing.get("prefill throughput") or {}).get("speedup") or {}
     value = speed["throughput_per_s"]["speedup"]
     return {"value": interval.get("speedup", value), "low": interval.get("low"), "high": interval.get("high"),
             "measurable": interval.get("measurable", True), "meaningful": bool(speed.get("meaningful", True)),
-            "what": "generation throughput" if speed.get("mode") == "generate" else "throughput"}
+            "timed": True, "what": what}
+
+
+def speedup_text(value: float | None, interval: dict | None, meaningful: bool = True) -> str:
+    """A speedup as every page writes it: ``1.52× [1.31, 1.77]``, with ``not measurable`` when its
+    interval includes 1 and ``no speedup expected`` when the method removed no weights; a figure is
+    never shown without its interval when it has one."""
+    interval = interval or {}
+    value = interval.get("speedup", value)
+    if value is None:
+        return "not measurable" + (" (no speedup expected)" if not meaningful else "")
+    text = f"{value:.2f}×"
+    if interval.get("low") is not None:
+        text += f" [{interval['low']:.2f}, {interval['high']:.2f}]"
+    elif interval.get("unbounded"):
+        text += " [unbounded]"
+    if interval and not interval.get("measurable", True):
+        text += " not measurable"
+    return text + ("" if meaningful else " (no speedup expected)")
 
 
 def estimate_text(entry: dict | None, scale: float = 100.0) -> str:

@@ -115,13 +115,43 @@ def intervals_section(task, predictions: dict, seed: int = 0, n_resamples: int =
 
 def timing_section(speed: dict, seed: int = 0, n_resamples: int = N_RESAMPLES) -> dict | None:
     """Median / IQR of the raw per-repeat times (seconds) of both models and the speedup interval,
-    for latency and throughput; None when the speed result carries no raw times."""
+    for latency and throughput (a causal LM: of its prefill and its whole generate calls, and the
+    decode step's interval, ``decode_interval``); None when the speed result carries no raw times."""
     times = speed.get("times_s")
     if not times:
         return None
-    return {part: {"base": timing_summary(t["base"]), "compressed": timing_summary(t["compressed"]),
-                   "speedup": speedup_interval(t["base"], t["compressed"], n_resamples, seed)}
-            for part, t in times.items()}
+    section = {part: {"base": timing_summary(t["base"]), "compressed": timing_summary(t["compressed"]),
+                      "speedup": speedup_interval(t["base"], t["compressed"], n_resamples, seed)}
+               for part, t in times.items()}
+    for part in ("latency", "throughput"):
+        if f"generate {part}" in times and f"prefill {part}" in times:
+            section[f"decode {part}"] = {"speedup": decode_interval(times[f"prefill {part}"],
+                                                                    times[f"generate {part}"], n_resamples, seed)}
+    return section
+
+
+def decode_interval(prefill: dict, generate: dict, n_resamples: int = N_RESAMPLES, seed: int = 0,
+                    confidence: float = DEFAULT_CONFIDENCE) -> dict:
+    """Percentile bootstrap interval of the decode speedup ``(median generate − median prefill)`` of
+    the base over the compressed model's (``kinds/causal_lm.speed``: per-token time), each of the four
+    lists resampled independently. A resample whose difference is ≤ 0 (generating no slower than the
+    prefill: noise) has no ratio; when any has none, the speedup is not measurable and ``unbounded``."""
+    rng = np.random.default_rng(seed)
+
+    def medians(times):
+        values = np.asarray(times, dtype=np.float64)
+        return np.median(values[rng.integers(0, values.size, size=(n_resamples, values.size))], axis=1)
+
+    steps = {role: medians(generate[role]) - medians(prefill[role]) for role in ROLES}
+    point = {role: float(np.median(generate[role]) - np.median(prefill[role])) for role in ROLES}
+    valid = (steps["base"] > 0) & (steps["compressed"] > 0)
+    ratios = steps["base"][valid] / steps["compressed"][valid]
+    low, high = (np.percentile(ratios, [50 * (1 - confidence), 50 * (1 + confidence)]).tolist()
+                 if ratios.size else (None, None))
+    unbounded = bool(not valid.all())
+    return {"speedup": point["base"] / point["compressed"] if min(point.values()) > 0 else None,
+            "low": low, "high": high, "unbounded": unbounded,
+            "measurable": bool(not unbounded and (low > 1 or high < 1)), "n_resamples": n_resamples}
 
 
 # ----- training and warnings -------------------------------------------------------------------

@@ -1,8 +1,11 @@
 """Markdown rendering of a report card (see ``card.py`` for the schema)."""
 from __future__ import annotations
 
-from .headline import verdict
+from .headline import speedup, speedup_text, verdict
+from .size_speed_markdown import size_markdown, speed_markdown
+from .layers import layers_markdown
 from .llm_markdown import llm_markdown
+from .naming import card_methods, card_title
 
 
 def pct(value) -> str:
@@ -24,7 +27,7 @@ def render_markdown(card: dict, summary: bool = True) -> str:
     """The card as Markdown. ``summary`` False leaves out the warnings and the verdict (``report.html``
     shows them in its summary panel, ``report/summary.py``). The first plot (``metrics.png``, the
     accuracies with their intervals) follows the table it shows; method plots come last."""
-    lines = [f"# forgetless report card: {card['task']['name']} · {card['method']['name']}", ""]
+    lines = [f"# forgetless report card: {card_title(card)}", ""]
     if summary:
         if card.get("warnings"):
             lines += ["## ⚠ Warnings", "", *[f"- {w}" for w in card["warnings"]], ""]
@@ -61,8 +64,9 @@ def render_markdown(card: dict, summary: bool = True) -> str:
         p = card["provenance"]
         lines += ["", f"Base provenance: {p['model']} from `{p['source_file']}` (sha256 {p['source_sha256']}); "
                       f"{p['note']}."]
-    lines += _training(card) + _size(card) + _speed(card)
+    lines += _training(card) + size_markdown(card) + speed_markdown(card)
     lines += _deployment(card)
+    lines += layers_markdown(card)
     lines += _robustness(card)
     lines += calibration_markdown(card)
     if card["notes"]:
@@ -70,8 +74,9 @@ def render_markdown(card: dict, summary: bool = True) -> str:
     env = card["environment"]
     lines += ["", "## Reproducibility", "",
               f"- protocol: {card['task']['protocol']}",
-              f"- task kind {card['kind']['task']}, model kind {card['kind']['model']}; method config: "
-              f"`{card['method']['config']}`; objective `{card['method']['objective']}`; "
+              f"- task kind {card['kind']['task']}, model kind {card['kind']['model']}; method config "
+              + "; then ".join(f"{m['name']}: `{m['config']}`" for m in card_methods(card))
+              + f"; objective `{card['method']['objective']}`; "
               f"student init: {card['method']['student_init']}",
               f"- seed {card['seed']}; command: `{card['command']}`",
               f"- versions: {', '.join(f'{k} {v}' for k, v in env['versions'].items() if v)}",
@@ -148,17 +153,20 @@ def _classification(card: dict, plot: list[str]) -> list[str]:
 
 def _verdict(card: dict) -> str:
     head = card["headline"]
-    text = f"Size: {card['params']['ratio']:.2f}× the base parameters"
+    params = card["params"]
+    text = f"Size: {params['ratio']:.2f}× the base parameters"
     if not card["method"]["structured"]:
-        text += f" ({card['params']['nonzero_ratio']:.2f}× non-zero)"
-    if card["speed"]["meaningful"]:
-        what = "generation throughput" if card["speed"].get("mode") == "generate" else "throughput"
-        interval = ((card["speed"].get("timing") or {}).get("throughput") or {}).get("speedup")
-        if interval and not interval["measurable"]:
-            text += f", no measurable speedup ({what} {interval['speedup']:.2f}×, 95% interval " \
-                    f"[{interval['low']:.2f}, {interval['high']:.2f}] includes 1)"
-        else:
-            text += f", {card['speed']['throughput_per_s']['speedup']:.2f}× {what}"
+        text += f" ({params['nonzero_ratio']:.2f}× non-zero)"
+    start, disk = (params.get("base") or {}).get("started_from"), (params.get("compressed") or {}).get("disk_bytes")
+    if start and disk:
+        text += f", {disk / start['bytes']:.2f}× on disk against {start['what']}"
+    sp = speedup(card)
+    if not sp["timed"]:
+        text += f"; {sp['why']}"
+    elif not sp["meaningful"] or not sp["measurable"]:
+        text += f", no measurable speedup ({sp['what']} {speedup_text(sp['value'], sp, sp['meaningful'])})"
+    else:
+        text += f", {sp['what']} speedup {speedup_text(sp['value'], sp)}"
     where = (f"the mean {head['metric']} of the {len(card['llm']['headline_tasks'])} LLM tasks above chance"
              if card.get("llm") else f"dev {head['metric']}")
     text += f". Keeps {pct(head['kept'])}% of {where}"
@@ -222,67 +230,6 @@ def _groups(card: dict) -> list[str]:
             per = " | ".join(f"{pct(b.get(l))} → {pct(c.get(l))}" if l in b else "–" for l in labels)
             out.append(f"| {g} | {b['n']} | {pct(b['accuracy'])} | {pct(c['accuracy'])} | {per} |")
     return out
-
-
-def _size(card: dict) -> list[str]:
-    b, c = card["params"]["base"], card["params"]["compressed"]
-    mb = lambda x: "–" if x is None else f"{x / 1e6:.1f} MB"  # noqa: E731
-    bits = lambda x: "–" if x is None else f"{x:.2f}"  # noqa: E731
-    return ["", "## Size", "", "| | base | compressed | ratio |", "|---|---:|---:|---:|",
-            f"| parameters | {b['total']:,} | {c['total']:,} | {c['total'] / b['total']:.3f} |",
-            f"| in transformer layers | {b['layers']:,} | {c['layers']:,} | {c['layers'] / max(1, b['layers']):.3f} |",
-            f"| non-zero | {b['nonzero']:,} | {c['nonzero']:,} | {c['nonzero'] / b['nonzero']:.3f} |",
-            f"| prunable-weight sparsity | {pct(b['prunable_sparsity'])}% | {pct(c['prunable_sparsity'])}% | |",
-            f"| on disk | {mb(b.get('disk_bytes'))} | {mb(c.get('disk_bytes'))} | |",
-            f"| bits per parameter in model.safetensors | {bits(b.get('bits_per_parameter'))} | "
-            f"{bits(c.get('bits_per_parameter'))} | |"]
-
-
-def _decode_row(what: str, d: dict) -> str:
-    """A decode row: per-token times, or "not measurable" (``kinds/causal_lm.speed`` sets None)."""
-    if d["speedup"] is None:
-        return f"| decode with KV cache, {what} | – | – | {d.get('note', 'not measurable')} |"
-    return f"| decode with KV cache, {what} | {d['base']:.2f} | {d['compressed']:.2f} | {d['speedup']:.2f}× |"
-
-
-def _speed(card: dict) -> list[str]:
-    s = card["speed"]
-    cfg = s["config"]
-    unit = "sequences" if s.get("mode") == "generate" else "examples"
-    lines = ["", "## Speed (measured side by side in this run)", "",
-             "| | base | compressed | speedup |", "|---|---:|---:|---:|",
-             f"| latency, batch {cfg['latency_batch']} (ms) | {s['latency_ms']['base']:.1f} | "
-             f"{s['latency_ms']['compressed']:.1f} | {s['latency_ms']['speedup']:.2f}× |",
-             f"| throughput, batch {cfg['batch_size']} ({unit}/s) | {s['throughput_per_s']['base']:.1f} | "
-             f"{s['throughput_per_s']['compressed']:.1f} | {s['throughput_per_s']['speedup']:.2f}× |",
-             *([_decode_row(f"batch {cfg['latency_batch']} (ms per token)", s["decode_ms_per_token"])]
-               if s.get("decode_ms_per_token") else []),
-             *([_decode_row(f"batch {cfg['batch_size']} (ms per step)", s["decode_ms_per_token_batch"])]
-               if s.get("decode_ms_per_token_batch") else []),
-             *(["| FLOP limit (base / compressed FLOPs of a prefill) | | | "
-                + (f"{s['flop_limit']['ratio']:.2f}× |" if s["flop_limit"].get("ratio") else
-                   f"– ({s['flop_limit'].get('why', 'not counted')}) |")] if s.get("flop_limit") else []),
-             "", f"{'Whole generate calls decoding ' + str(cfg['new_tokens']) + ' tokens (beam ' + str(cfg['num_beams']) + '), ' if s.get('mode') == 'generate' else 'One forward pass, '}"
-             f"input length {cfg['seq_len']}, median of {cfg['repeats']} after {cfg['warmup']} warm-up runs, "
-             f"{s['threads']} threads on {s['device']}."]
-    timing = s.get("timing")
-    if timing:
-        lines += ["", "| spread (ms) | base median [IQR] | compressed median [IQR] | speedup 95% interval |",
-                  "|---|---:|---:|---:|"]
-        for part, t in timing.items():
-            b, c, sp = t["base"], t["compressed"], t["speedup"]
-            verdict = "" if sp["measurable"] else " no measurable speedup"
-            lines.append(f"| {part} | {1e3 * b['median']:.1f} [{1e3 * b['q1']:.1f}–{1e3 * b['q3']:.1f}] | "
-                         f"{1e3 * c['median']:.1f} [{1e3 * c['q1']:.1f}–{1e3 * c['q3']:.1f}] | "
-                         f"[{sp['low']:.2f}, {sp['high']:.2f}]×{verdict} |")
-        lines.append("")
-        lines.append(f"Speedup intervals: percentile bootstrap of the ratio of medians over the {cfg['repeats']} "
-                     f"repeats ({next(iter(timing.values()))['speedup']['n_resamples']} resamples); an interval "
-                     "that includes 1 is no measurable speedup.")
-    if not s["meaningful"]:
-        lines.append("This method zeroes weights without removing them: a dense model runs no faster, and any "
-                     "difference above is noise.")
-    return lines
 
 
 def _deployment(card: dict) -> list[str]:

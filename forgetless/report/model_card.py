@@ -17,8 +17,11 @@ the model folder tells it wherever it is copied. ``summary`` is a plain dict; ev
                           the headline table
     size            dict  name → value, e.g. {"parameters_base": 22.7e6, "parameters_compressed": 11e6,
                           "disk_bytes": ...}; rendered as a two-column table
-    speed           dict  name → value, e.g. {"latency_speedup": 1.9, "throughput_speedup": 2.0,
-                          "device": "cpu", "threads": 2, "measurable": true}
+    speed           dict  name → value, e.g. {"throughput speedup": "1.90× [1.71, 2.05]", "device": "cpu",
+                          "threads": 2}, or {"timed": "no", "why": …} (``--speed``)
+    methods         list  the names of the method chain (the card's tags)
+    provenance      str   where the base came from (e.g. dequantized from a 4-bit GGUF)
+    deployment      list  sentences: what speedup or saving a user gets where, per method
     warnings        list  sentences a reader must see (e.g. from ``report.trust``)
     license, language, model_name   card metadata
 
@@ -38,9 +41,11 @@ from ..models.loading import HUB_IDS
 from ..models.manifest import MANIFEST, read_manifest
 from ..models.stock import stock_loadable
 from ..models.tiny import TINY_CLASSIFIERS, TINY_SEQ2SEQ
+from .model_card_sections import deployment_notes, provenance_line, size_summary, speed_summary
+from .naming import card_chain, card_methods
 
-SUMMARY_KEYS = ("base_model", "method", "method_options", "objective", "task", "metrics", "size", "speed",
-                "warnings", "license", "language", "model_name")
+SUMMARY_KEYS = ("base_model", "method", "methods", "method_options", "objective", "task", "metrics", "size", "speed",
+                "provenance", "deployment", "warnings", "license", "language", "model_name")
 METRIC_KEYS = ("set", "n", "base", "compressed", "metric", "base_interval", "compressed_interval")
 CARD_FILE = "README.md"
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
@@ -122,23 +127,45 @@ def _key_value_table(values: dict) -> list[str]:
     return ["| | |", "|---|---|", *[f"| {key} | {_number(value)} |" for key, value in values.items()]]
 
 
-def _architecture_section(shape: dict) -> list[str]:
+def _query_heads_per_group(config: dict) -> int:
+    """G = query heads per key/value group (grouped-query attention: SmolLM2's 9 / 3 = 3; else 1).
+    The manifest counts attention *units*: key/value groups under GQA (``models/sites.py``)."""
+    heads, groups = config.get("num_attention_heads"), config.get("num_key_value_heads")
+    return heads // groups if isinstance(heads, int) and isinstance(groups, int) and 0 < groups < heads else 1
+
+
+def _architecture_section(shape: dict, config: dict) -> list[str]:
+    per_group = _query_heads_per_group(config)
+    self_heads = (f"self-attention query heads (key/value groups, {per_group} query heads each)" if per_group > 1
+                  else "self-attention heads")
     lines = ["## Architecture (kept heads, FFN widths, layers)", "",
              "Layers per stack: " + ", ".join(f"{stack} {count}" for stack, count in shape["layers"].items()), "",
-             "| stack | layer | self-attention heads | cross-attention heads | FFN width |", "|---|---|---|---|---|"]
+             f"| stack | layer | {self_heads} | cross-attention heads | FFN width |", "|---|---|---|---|---|"]
     heads = {(stack, layer, kind): count for stack, layer, kind, count in shape["heads"]}
     for stack, layer, width in shape["ffn"]:
-        cross = heads.get((stack, layer, "cross"))
-        lines.append(f"| {stack} | {layer} | {heads.get((stack, layer, 'self'), '–')} | "
-                     f"{'–' if cross is None else cross} | {width} |")
+        cross, units = heads.get((stack, layer, "cross")), heads.get((stack, layer, "self"))
+        shown = "–" if units is None else (f"{units * per_group} ({units})" if per_group > 1 else units)
+        lines.append(f"| {stack} | {layer} | {shown} | {'–' if cross is None else cross} | {width} |")
     return lines + [""]
 
 
-def _loading_section(model_class: str, loadable: bool, reason: str) -> list[str]:
+SHAPE_REASONS = ("attention heads were removed", "FFN widths differ", "config.json describes layers")
+
+
+def _loading_section(model_class: str, loadable: bool, reason: str, asymmetric: bool) -> list[str]:
+    """How to load the folder: ``forgetless.load_model``, and what stock ``from_pretrained`` does
+    (``models/stock.stock_loadable``'s verdict and reason; an asymmetric compressed-tensors folder gets
+    the ``CompressedTensorsConfig(dequantize=True)`` call that loads it)."""
     lines = ["## How to load", "", "```python", "import forgetless", "",
              'model, tokenizer = forgetless.load_model("path/to/this/folder")', "```", ""]
-    if loadable:
-        lines += ["Every layer has the shape `config.json` describes, so stock `transformers` loads it too:", "",
+    if loadable and asymmetric:
+        lines += [f"Stock `transformers` loads it with the `compressed-tensors` package installed, dequantized: "
+                  f"{reason}.", "", "```python", "import transformers", "",
+                  f'model = transformers.{model_class}.from_pretrained("path/to/this/folder", use_safetensors=True, '
+                  "trust_remote_code=False,",
+                  "    quantization_config=transformers.CompressedTensorsConfig(dequantize=True))", "```", ""]
+    elif loadable:
+        lines += [f"Stock `transformers` loads it too ({reason}):", "",
                   "```python", "import transformers", "",
                   f'model = transformers.{model_class}.from_pretrained("path/to/this/folder", use_safetensors=True, '
                   'trust_remote_code=False)',
@@ -150,10 +177,12 @@ def _loading_section(model_class: str, loadable: bool, reason: str) -> list[str]
                       'trust_remote_code=False, model_kwargs={"use_safetensors": True})',
                       'print(classify("a sentence to classify"))', "```", ""]
     else:
-        lines += [f"> **Warning: stock `from_pretrained` cannot rebuild this model.** {reason[0].upper()}{reason[1:]}. "
-                  "Stock `transformers` builds every layer from one config value, so "
-                  f"`{model_class}.from_pretrained` fails with size mismatches (or, with "
-                  "`ignore_mismatched_sizes=True`, silently re-initialises weights). "
+        why = f"{reason[0].upper()}{reason[1:]}."
+        if reason.startswith(SHAPE_REASONS):
+            why += (" Stock `transformers` builds every layer from one config value, so "
+                    f"`{model_class}.from_pretrained` fails with size mismatches (or, with "
+                    "`ignore_mismatched_sizes=True`, silently re-initialises weights).")
+        lines += [f"> **Warning: stock `from_pretrained` cannot rebuild this model.** {why} "
                   "Load it with `forgetless.load_model`.", ""]
     return lines
 
@@ -171,7 +200,7 @@ def _card_data(summary: dict, manifest: dict, name: str, loadable: bool, uniform
         base_model=base_hub_id(summary.get("base_model")),
         library_name="transformers", license=summary.get("license"), language=summary.get("language"),
         pipeline_tag=pipeline_tag, model_name=name, eval_results=results or None,
-        tags=["forgetless", "model-compression", *([method] if method else [])],
+        tags=["forgetless", "model-compression", *(summary.get("methods") or ([method] if method else []))],
         forgetless={key: value for key, value in (
             ("model_class", manifest["model_class"]), ("method", method), ("objective", summary.get("objective")),
             ("task", summary.get("task")), ("shapes_uniform", uniform), ("stock_loadable", loadable),
@@ -186,6 +215,9 @@ def render_model_card(model_dir: str | Path, summary: dict | None = None, name: 
     _check_summary(summary)
     manifest = read_manifest(model_dir)
     loadable, reason = stock_loadable(model_dir)
+    config = json.loads((model_dir / "config.json").read_text()) if (model_dir / "config.json").is_file() else {}
+    groups = ((config.get("quantization_config") or {}).get("config_groups") or {}).values()
+    asymmetric = any(not (group.get("weights") or {}).get("symmetric", True) for group in groups)
     uniform = shapes_are_uniform(manifest)
     name = summary.get("model_name") or name or model_dir.name
     lines = [f"# {name}", "",
@@ -196,6 +228,8 @@ def render_model_card(model_dir: str | Path, summary: dict | None = None, name: 
         lines += [f"Compressed from [`{hub_id}`](https://huggingface.co/{hub_id}).", ""]
     described = {key.replace("_", " "): summary[key] for key in ("base_model", "method", "objective", "task")
                  if summary.get(key)}
+    if summary.get("provenance"):
+        described["base provenance"] = summary["provenance"]
     if summary.get("method_options"):
         described["method options"] = "`" + json.dumps(summary["method_options"], sort_keys=True) + "`"
     if described:
@@ -214,8 +248,11 @@ def render_model_card(model_dir: str | Path, summary: dict | None = None, name: 
     for section in ("size", "speed"):
         if summary.get(section):
             lines += [f"## {section.capitalize()}", "", *_key_value_table(summary[section]), ""]
-    lines += _architecture_section(manifest["shape"])
-    lines += _loading_section(manifest["model_class"], loadable, reason)
+    if summary.get("deployment"):
+        lines += ["## Deployment: what speedup or saving you get where", "",
+                  *[f"- {sentence}" for sentence in summary["deployment"]], ""]
+    lines += _architecture_section(manifest["shape"], config)
+    lines += _loading_section(manifest["model_class"], loadable, reason, asymmetric)
     data = _card_data(summary, manifest, name, loadable, uniform)
     return ModelCard(f"---\n{data.to_yaml()}\n---\n\n" + "\n".join(lines))
 
@@ -254,30 +291,17 @@ def model_card_summary(card: dict) -> dict:
         metrics.append(_metric_row("challenge pooled (" + " + ".join(challenge["sets"]) + ")",
                                    (pooled.get("base") or {}).get("n"), metric, challenge["base"],
                                    challenge["compressed"], pooled))
-    params = card["params"]
-    size = {"parameters_base": params["base"]["total"], "parameters_compressed": params["compressed"]["total"],
-            "parameter_ratio": params["ratio"], "disk_bytes_compressed": params["compressed"].get("disk_bytes")}
-    bias = card.get("bias") or {}
-    f_bias = intervals.get("f_bias") or {}
-    if bias.get("f_bias") is not None:
-        size_or_note = f"{bias['f_bias']:.3f}" if bias.get("meaningful") else f"{bias['f_bias']:.3f} (not meaningful)"
-        if f_bias.get("low") is not None:
-            size_or_note += f" [{f_bias['low']:.3f}, {f_bias['high']:.3f}]"
-        size["F_bias (Du et al. 2023 eq. 1)"] = size_or_note
-    speed = card["speed"]
-    timing = speed.get("timing") or {}
-    summary_speed = {"mode": speed.get("mode"), "device": speed.get("device"), "threads": speed.get("threads"),
-                     "latency_speedup": speed["latency_ms"]["speedup"],
-                     "throughput_speedup": speed["throughput_per_s"]["speedup"]}
-    for part in ("latency", "throughput"):
-        interval = (timing.get(part) or {}).get("speedup")
-        if interval:
-            summary_speed[f"{part}_speedup_95%"] = f"[{interval['low']:.2f}, {interval['high']:.2f}]" + \
-                ("" if interval["measurable"] else " (no measurable speedup)")
-    if not speed.get("meaningful"):
-        summary_speed["note"] = "weights zeroed, not removed: no speedup expected"
-    method = card["method"]
+    lm = card.get("language_model")
+    if lm:  # causal-lm: held-out perplexity (lm-eval suites: WikiText-2), lower is better
+        metrics.append({"set": f"perplexity: {Path(str(lm['base'].get('file') or 'held-out text')).name}",
+                        "n": lm["base"].get("tokens"), "metric": "perplexity (lower is better)",
+                        "base": lm["base"]["perplexity"], "compressed": lm["compressed"]["perplexity"]})
+    methods = card_methods(card)
+    chain = card_chain(card)
     base = str(card["run"].get("model") or "model").rstrip("/").split("/")[-1]
-    return {"model_name": f"{base}-{method['name']}-{card['task']['name']}", "base_model": card["run"].get("model"), "method": method["name"], "method_options": method["config"],
-            "objective": method["objective"], "task": card["task"]["name"], "metrics": metrics, "size": size,
-            "speed": summary_speed, "warnings": list(card.get("warnings") or [])}
+    return {"model_name": f"{base}-{'-'.join(m['name'] for m in methods)}-{card['task']['name']}",
+            "base_model": card["run"].get("model"), "method": chain, "methods": [m["name"] for m in methods],
+            "method_options": methods[0]["config"] if len(methods) == 1 else {m["name"]: m["config"] for m in methods},
+            "objective": card["method"]["objective"], "task": card["task"]["name"], "metrics": metrics,
+            "size": size_summary(card), "speed": speed_summary(card), "provenance": provenance_line(card),
+            "deployment": deployment_notes(card), "warnings": list(card.get("warnings") or [])}

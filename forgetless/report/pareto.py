@@ -32,7 +32,7 @@ def _x(numbers: dict, axis: str, role: str):
     if role == "base":
         return 1.0, None, None
     s = numbers["speedup"]
-    return s["value"], s["low"], s["high"]
+    return s["value"], s["low"], s["high"]  # value None: speed not timed, the point is left out
 
 
 def pareto_plot(points: list[dict], path: str | Path, title: str) -> Path:
@@ -55,6 +55,8 @@ def pareto_plot(points: list[dict], path: str | Path, title: str) -> Path:
                 ax.errorbar([bx], [scale * base["value"]], yerr=_err(base, scale), fmt="*", color="black",
                             markersize=11, capsize=3, label="base" if len(bases) == 1 else None)
             x, low, high = _x(point["numbers"], axis, "compressed")
+            if x is None:  # speed not timed (--speed): no point on a speedup axis
+                continue
             value = entry["compressed"]
             xerr = [[x - low], [high - x]] if low is not None else None
             color = COLORS[groups.index(point["group"]) % len(COLORS)]

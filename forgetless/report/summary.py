@@ -1,13 +1,15 @@
 """The summary panel at the top of ``report.html``: the one-line verdict, the headline deltas as
-coloured tiles (green: better than the base, red: worse, grey: no change, no interval that excludes
-1, or a number the warnings call meaningless), each with its 95% bootstrap interval, and the card's
-warnings. Numbers come from ``report/headline.py``; this module only lays them out as HTML.
+coloured tiles (green: better than the base, red: worse, grey: no change — an interval that includes
+no change (a speedup or F_bias interval that includes 1, a paired accuracy difference whose interval
+includes 0, or, without a paired interval, base and compressed intervals that overlap), a speed not
+timed, or a number the warnings call meaningless), each with its 95% bootstrap interval, and the
+card's warnings. Numbers come from ``report/headline.py``; this module only lays them out as HTML.
 """
 from __future__ import annotations
 
 import html
 
-from .headline import delta_points, estimate_text, headline_numbers, scale_of, verdict
+from .headline import delta_points, estimate_text, headline_numbers, scale_of, speedup_text, verdict
 
 
 def summary_panel(card: dict) -> str:
@@ -17,7 +19,8 @@ def summary_panel(card: dict) -> str:
     unit = "%" if n["metric"] == "accuracy" else ""
     llm = card.get("llm")
     label = f"mean {n['metric']}, {len(llm['headline_tasks'])} LLM tasks" if llm else f"dev {n['metric']}"
-    tiles = [_accuracy_tile(label, n["dev"], scale, unit)]
+    paired = ((llm or {}).get("headline") or {}).get("delta")  # an LLM suite's paired interval of the mean
+    tiles = [_accuracy_tile(label, n["dev"], scale, unit, paired)]
     if llm:
         tiles += _llm_tiles(card)
     if n["challenge"]:
@@ -28,7 +31,7 @@ def summary_panel(card: dict) -> str:
             tiles.append(_accuracy_tile(f"dev {part}", n[part], scale, unit))
     if n["f_bias"]:
         tiles.append(_f_bias_tile(n["f_bias"]))
-    tiles += [_size_tile(n["params"]), _speed_tile(n["speedup"])]
+    tiles += [_size_tile(n["params"], card["params"]), _speed_tile(n["speedup"])]
     warnings = "".join(f"<li>{html.escape(w)}</li>" for w in n["warnings"])
     return (f'<section class="summary"><p class="verdict">{html.escape(verdict(card, n))}</p>'
             f'<div class="tiles">{"".join(tiles)}</div>'
@@ -40,13 +43,26 @@ def _tile(label: str, value: str, detail: str, tone: str) -> str:
             f'<div class="value">{html.escape(value)}</div><div class="detail">{html.escape(detail)}</div></div>')
 
 
-def _accuracy_tile(label: str, entry: dict, scale: float, unit: str) -> str:
+def _accuracy_tile(label: str, entry: dict, scale: float, unit: str, paired: dict | None = None) -> str:
+    """Grey unless the change is outside the noise: ``paired`` (the interval of compressed − base)
+    excludes 0, or, without one, the two models' intervals do not overlap."""
     points = delta_points(entry, scale)
     if points is None:
         return _tile(label, "–", "no examples", "neutral")
-    tone = "neutral" if abs(points) < 0.05 else ("good" if points > 0 else "bad")
+    tone = "neutral" if abs(points) < 0.05 or _includes_no_change(entry, paired) else ("good" if points > 0 else "bad")
     detail = f"base {estimate_text(entry['base'], scale)}{unit} → {estimate_text(entry['compressed'], scale)}{unit}"
+    if paired and paired.get("low") is not None:
+        detail += f"; Δ [{scale * paired['low']:+.1f}, {scale * paired['high']:+.1f}]"
     return _tile(label, f"{points:+.1f} pts", detail, tone)
+
+
+def _includes_no_change(entry: dict, paired: dict | None) -> bool:
+    if paired and paired.get("low") is not None:
+        return paired["low"] <= 0 <= paired["high"]
+    b, c = entry["base"], entry["compressed"]
+    if b["low"] is None or c["low"] is None:
+        return False
+    return b["low"] <= c["high"] and c["low"] <= b["high"]
 
 
 def _llm_tiles(card: dict) -> list[str]:
@@ -75,25 +91,59 @@ def _f_bias_tile(f_bias: dict) -> str:
     if not f_bias["meaningful"]:
         return _tile("F_bias (relative bias)", f"{f_bias['value']:.2f}", f"{span.strip()} not meaningful (warnings)",
                      "neutral")
+    if f_bias["low"] is not None and f_bias["low"] <= 1 <= f_bias["high"]:
+        return _tile("F_bias (relative bias)", f"{f_bias['value']:.2f}",
+                     f"{span.strip()} includes 1: no measurable change in bias", "neutral")
     tone = "neutral" if abs(f_bias["value"] - 1) < 0.005 else ("good" if f_bias["value"] < 1 else "bad")
     return _tile("F_bias (relative bias)", f"{f_bias['value']:.2f}", f"{span.strip()} (1: as biased as the base)", tone)
 
 
-def _size_tile(params: dict) -> str:
+def _size_tile(params: dict, sizes: dict) -> str:
+    """Bytes on disk of the saved folder against the file the user started from (the base folder, or
+    a converted base's own file: SmolLM2's 4-bit GGUF), with bits per weight of what is stored; before
+    the model is saved, parameters."""
+    start, disk = sizes["base"].get("started_from"), sizes["compressed"].get("disk_bytes")
+    if start and disk:
+        ratio = disk / start["bytes"]
+        tone = "good" if ratio < 0.995 else ("bad" if ratio > 1.005 else "neutral")
+        detail = f"{disk / 1e6:.1f} MB vs {start['bytes'] / 1e6:.1f} MB ({start['what']})"
+        fp32 = sizes["base"].get("disk_bytes")
+        if fp32 and fp32 != start["bytes"]:
+            detail += f"; {disk / fp32:.2f}× its float32 folder"
+        stored = (sizes.get("stored") or {}).get("quantized") or {}
+        if stored.get("bits_per_weight"):
+            detail += f"; {stored['bits_per_weight']:.2f} bits per quantized weight"
+        return _tile("size on disk", f"{ratio:.2f}×", detail, tone)
+    stored = (sizes.get("stored") or {}).get("overall") or {}
+    if stored.get("bytes"):  # no base file (a model built in memory): against its float32 weights
+        base_bytes = params["base"] * (sizes["base"].get("bits_per_parameter") or 32) / 8
+        ratio = stored["bytes"] / base_bytes
+        tone = "good" if ratio < 0.995 else ("bad" if ratio > 1.005 else "neutral")
+        detail = (f"{stored['bytes'] / 1e6:.1f} MB of weights stored vs {base_bytes / 1e6:.1f} MB of the base's float32 "
+                  f"weights; {stored['bits_per_parameter']:.2f} bits per parameter")
+        q = (sizes.get("stored") or {}).get("quantized") or {}
+        if q.get("bits_per_weight"):
+            detail += f", {q['bits_per_weight']:.2f} per quantized weight"
+        return _tile("size of the stored weights", f"{ratio:.2f}×", detail, tone)
     ratio = params["ratio"]
     tone = "good" if ratio < 0.995 else ("bad" if ratio > 1.005 else "neutral")
     detail = f"{params['compressed']:,} of {params['base']:,} parameters"
     if abs(params["nonzero_ratio"] - ratio) > 0.005:
         detail += f"; {params['nonzero_ratio']:.2f}× non-zero"
-    return _tile("size", f"{ratio:.2f}×", detail, tone)
+    return _tile("size (parameters)", f"{ratio:.2f}×", detail, tone)
 
 
 def _speed_tile(speed: dict) -> str:
-    span = f"[{speed['low']:.2f}, {speed['high']:.2f}]" if speed["low"] is not None else ""
+    """Grey unless the speedup's interval excludes 1 and weights were removed; a figure whose interval
+    includes 1 is shown only with that interval, never alone."""
+    label = f"speedup ({speed['what']})"
+    if not speed["timed"]:
+        return _tile(label, "not timed", speed["why"], "neutral")
     if not speed["meaningful"]:
-        return _tile(f"speedup ({speed['what']})", f"{speed['value']:.2f}×",
-                     f"{span} no weights removed: noise", "neutral")
-    if not speed["measurable"]:
-        return _tile(f"speedup ({speed['what']})", f"{speed['value']:.2f}×", f"{span} includes 1: not measurable",
+        return _tile(label, "none expected", f"{speedup_text(speed['value'], speed)}: no weights removed, noise",
                      "neutral")
-    return _tile(f"speedup ({speed['what']})", f"{speed['value']:.2f}×", span, "good" if speed["value"] > 1 else "bad")
+    if not speed["measurable"]:
+        return _tile(label, "not measurable", f"{speedup_text(speed['value'], speed)}: the interval includes 1",
+                     "neutral")
+    span = f"[{speed['low']:.2f}, {speed['high']:.2f}]" if speed["low"] is not None else ""
+    return _tile(label, f"{speed['value']:.2f}×", span, "good" if speed["value"] > 1 else "bad")

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..data.task import Task
 from ..fsutil import atomic_write_json, atomic_write_text
-from ..report.headline import headline_numbers
+from ..report.headline import headline_numbers, speedup_text
 from ..report.html import render_html
 from ..report.pareto import pareto_plot
 from ..report.rmc_plots import sweep_plots
@@ -42,7 +42,7 @@ def card_metrics(card: dict) -> dict:
                      "hard": hard_easy.get("hard"), "easy": hard_easy.get("easy"), "groups": groups}
     out["base"].update(f_bias=1.0, size=1.0, speedup=1.0)
     out["compressed"].update(f_bias=(card.get("bias") or {}).get("f_bias"), size=card["params"]["ratio"],
-                             speedup=card["speed"]["throughput_per_s"]["speedup"])
+                             speedup=(card["speed"].get("throughput_per_s") or {}).get("speedup"))  # None: not timed
     return out
 
 
@@ -163,10 +163,13 @@ def _speedup(row: dict, records: list[dict]) -> str:
     interval includes 1)."""
     runs = [r for r in records if (r["objective"], r["level"]) == (row["objective"], row["level"])]
     speed = (runs[0].get("headline") or {}).get("speedup") if len(runs) == 1 else None
+    if speed and not speed.get("timed", True):
+        return "not timed"
+    if row["speedup"]["mean"] is None:
+        return "not timed"
     if not speed or speed.get("low") is None:
         return _fmt(row["speedup"], percent=False) + "×"
-    return f"{speed['value']:.2f}× [{speed['low']:.2f}, {speed['high']:.2f}]" + \
-        ("" if speed["measurable"] else " not measurable")
+    return speedup_text(speed["value"], speed, speed["meaningful"])
 
 
 def _warnings(records: list[dict], level: str) -> list[str]:

@@ -11,7 +11,7 @@ from ...errors import OptionError
 from ...options import option
 from ...registry import METHODS
 from .._shared.oneshot_config import OneShotConfig
-from ..quantize.grid import BITS, GROUP_SIZE_HELP, check_group_fits, check_group_size
+from ..quantize.grid import ASYMMETRIC_HELP, BITS, GROUP_SIZE_HELP, check_group_fits, check_group_size
 
 
 @METHODS.register("gptq", implementation=".method:Gptq")
@@ -31,8 +31,7 @@ class GptqConfig(OneShotConfig):
     static_groups: bool = option(False, switch=True, help=(
         "take every group's grid from the original weights before the sweep (llm-compressor's rule); default: "
         "each group's grid when the sweep reaches it, from the error-updated weights (the GPTQ authors' code)"))
-    symmetric: bool = option(False, switch=True, help=(
-        "symmetric grid centred on 0 (zero point 2^(bits−1)); default asymmetric, zero point per group"))
+    asymmetric: bool = option(False, switch=True, help=ASYMMETRIC_HELP)
     damp: float = option(0.01, low=0, low_open=True, high=1, help=(
         "relative dampening: λ = damp · mean(diag H) added to the Hessian's diagonal (the authors' 0.01)"))
     block_size: int = option(128, low=1, help="columns per lazy-update block (the authors' 128)")

@@ -46,7 +46,7 @@ class Gptq(OneShotMethod):
         c = self.config
         weights = [weight_matrix(m) for m in modules]
         quantized = gptq_quantize_many(weights, stats.hessian, bits=c.bits, group_size=c.group_size,
-                                       symmetric=c.symmetric, act_order=c.act_order, static_groups=c.static_groups,
+                                       symmetric=not c.asymmetric, act_order=c.act_order, static_groups=c.static_groups,
                                        block_size=c.block_size, damp=c.damp)
         entries = []
         for module, weight, q in zip(modules, weights, quantized):
@@ -63,7 +63,7 @@ class Gptq(OneShotMethod):
 
     def note(self, texts: int) -> str:
         c = self.config
-        return (f"gptq: {c.bits}-bit weights, group size {c.group_size}, {'symmetric' if c.symmetric else 'asymmetric'}"
+        return (f"gptq: {c.bits}-bit weights, group size {c.group_size}, {'asymmetric' if c.asymmetric else 'symmetric'}"
                 f"{', act-order' if c.act_order else ''}, {GRID_RULES[self.grid_rule]}, in {len(self.layers)} linear "
                 f"layers, calibrated on {texts} texts; {NO_SPEEDUP}")
 
@@ -89,7 +89,7 @@ class Gptq(OneShotMethod):
         c = self.config
         errors = [e["reconstruction_error"] for e in self.layers]
         return {"quantization": {
-            "dtype": f"gptq int{c.bits}", "bits": c.bits, "group_size": c.group_size, "symmetric": c.symmetric,
+            "dtype": f"gptq int{c.bits}", "bits": c.bits, "group_size": c.group_size, "asymmetric": c.asymmetric,
             "act_order": c.act_order, "grid_rule": self.grid_rule, "layers": len(self.layers),
             **getattr(self, "storage", {}),
             "reconstruction_error": {"mean": statistics.fmean(errors), "max": max(errors)},

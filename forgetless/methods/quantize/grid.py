@@ -15,6 +15,9 @@ BITS = (2, 3, 4, 8)  # models.compressed_tensors.GROUPED_BITS (that module impor
 VLLM_GROUPS = (32, 64, 128)  # the group sizes vLLM's int4 / int8 GPU kernels take (and -1)
 GROUP_SIZE_HELP = ("input columns sharing one scale and zero point per output row; must divide every quantized "
                    "layer's input width (vLLM's GPU kernels take 32, 64 or 128); -1: one group per output row")
+ASYMMETRIC_HELP = ("a zero point per group (min-max grid); default symmetric, centred on 0 (zero point 2^(bits−1)): "
+                   "symmetric folders load in plain transformers, asymmetric ones need "
+                   "CompressedTensorsConfig(dequantize=True) with transformers 5.24 + compressed-tensors 0.20")
 
 
 def check_group_size(group_size: int) -> None:

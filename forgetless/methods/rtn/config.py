@@ -10,7 +10,7 @@ from typing import ClassVar
 from ...config import MethodConfig
 from ...options import option
 from ...registry import METHODS
-from ..quantize.grid import BITS, GROUP_SIZE_HELP, check_group_fits, check_group_size
+from ..quantize.grid import ASYMMETRIC_HELP, BITS, GROUP_SIZE_HELP, check_group_fits, check_group_size
 
 
 @METHODS.register("rtn", implementation=".method:Rtn")
@@ -27,8 +27,7 @@ class RtnConfig(MethodConfig):
 
     bits: int = option(4, choices=BITS, help="bits per weight code (2 | 3 | 4 | 8)")
     group_size: int = option(128, low=-1, help=GROUP_SIZE_HELP)
-    symmetric: bool = option(False, switch=True, help=(
-        "symmetric grid centred on 0 (zero point 2^(bits−1)); default asymmetric, zero point per group"))
+    asymmetric: bool = option(False, switch=True, help=ASYMMETRIC_HELP)
 
     @property
     def recovers(self) -> bool:

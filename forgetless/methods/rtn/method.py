@@ -44,7 +44,7 @@ class Rtn(CompressionMethod):
         with torch.no_grad():
             for name, module in linears:
                 weight = weight_matrix(module)
-                quantized = round_to_nearest(weight, c.bits, c.group_size, c.symmetric)
+                quantized = round_to_nearest(weight, c.bits, c.group_size, not c.asymmetric)
                 error = float((weight.double() - quantized.dequantize().double()).norm() / weight.double().norm()
                               ) if weight.any() else 0.0
                 set_grouped(module, quantized)
@@ -52,7 +52,7 @@ class Rtn(CompressionMethod):
         self.storage = grouped_storage(grouped_modules(model))
         if ctx is not None:
             ctx.notes.append(f"rtn: {c.bits}-bit weights, group size {c.group_size}, "
-                             f"{'symmetric' if c.symmetric else 'asymmetric'}, round-to-nearest in {len(self.layers)} "
+                             f"{'asymmetric' if c.asymmetric else 'symmetric'}, round-to-nearest in {len(self.layers)} "
                              f"linear layers; {NO_SPEEDUP}")
             ctx.notes.append(storage_note("rtn", self.storage))
         return model
@@ -66,7 +66,7 @@ class Rtn(CompressionMethod):
         c = self.config
         errors = [e["weight_error"] for e in self.layers]
         return {"quantization": {
-            "dtype": f"rtn int{c.bits}", "bits": c.bits, "group_size": c.group_size, "symmetric": c.symmetric,
+            "dtype": f"rtn int{c.bits}", "bits": c.bits, "group_size": c.group_size, "asymmetric": c.asymmetric,
             "act_order": False, "layers": len(self.layers), **self.storage,
             "weight_error": {"mean": statistics.fmean(errors), "max": max(errors)}, "expected": False,
             "why": NO_SPEEDUP}}

@@ -1,0 +1,97 @@
+"""The sections of a model card made from a run's report card (``model_card.model_card_summary``):
+size against the file the user started from and bits per weight stored, every speedup with its
+interval (or why it was not timed), the base's provenance, and per method what a user gets where
+(issue 30: structural removal is measured here; zeros give no speedup on CPU nor in current vLLM;
+int4 compressed-tensors saves disk and GPU memory, with vLLM's GPU kernels)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from .headline import speedup_text
+from .naming import card_methods, method_label
+
+
+def size_summary(card: dict) -> dict:
+    """Parameters, bytes on disk against the file the user started from and its float32 folder, and
+    bits per weight of what is stored (``metrics/size.stored_bits``); F_bias when the task has one."""
+    params, intervals = card["params"], card.get("intervals") or {}
+    mb = lambda n: f"{n / 1e6:.1f} MB"  # noqa: E731
+    size = {"parameters_base": params["base"]["total"], "parameters_compressed": params["compressed"]["total"],
+            "parameter_ratio": params["ratio"]}
+    disk, start, fp32 = params["compressed"].get("disk_bytes"), params["base"].get("started_from"), \
+        params["base"].get("disk_bytes")
+    if disk:
+        size["on disk (this folder)"] = mb(disk)
+        if start:
+            size[f"on disk: {start['what']}"] = f"{mb(start['bytes'])} ({disk / start['bytes']:.2f}× of it here)"
+        if fp32 and (not start or fp32 != start["bytes"]):
+            size["on disk: the base's float32 folder"] = f"{mb(fp32)} ({disk / fp32:.2f}× of it here)"
+    stored = params.get("stored") or {}
+    if (stored.get("quantized") or {}).get("bits_per_weight"):
+        q = stored["quantized"]
+        size["bits per weight in the quantized layers"] = f"{q['bits_per_weight']:.3f} ({q['layers']} layers)"
+    if (stored.get("overall") or {}).get("bits_per_parameter"):
+        size["bits per parameter stored (whole file)"] = f"{stored['overall']['bits_per_parameter']:.2f}"
+    bias, f_bias = card.get("bias") or {}, intervals.get("f_bias") or {}
+    if bias.get("f_bias") is not None:
+        text = f"{bias['f_bias']:.3f}" if bias.get("meaningful") else f"{bias['f_bias']:.3f} (not meaningful)"
+        if f_bias.get("low") is not None:
+            text += f" [{f_bias['low']:.3f}, {f_bias['high']:.3f}]"
+        size["F_bias (Du et al. 2023 eq. 1)"] = text
+    return size
+
+
+def speed_summary(card: dict) -> dict:
+    """Every speedup with its interval (``headline.speedup_text``: "not measurable" when it includes 1),
+    or why the speed was not timed."""
+    speed = card["speed"]
+    if not speed.get("timed", True):
+        return {"timed": "no", "why": speed["why_not_timed"]}
+    out = {"mode": speed.get("mode"), "device": speed.get("device"), "threads": speed.get("threads")}
+    timing = speed.get("timing") or {}
+    if not timing:  # a card without raw times: the bare ratios
+        out.update({"latency speedup": speedup_text(speed["latency_ms"]["speedup"], None, speed["meaningful"]),
+                    "throughput speedup": speedup_text(speed["throughput_per_s"]["speedup"], None,
+                                                       speed["meaningful"])})
+    for part, entry in timing.items():
+        out[f"{part} speedup [95% interval]"] = speedup_text(None, entry["speedup"], speed["meaningful"])
+    load = speed.get("load_average")
+    if load:
+        out["load average (1 min) before / after"] = f"{load['before'][0]:.1f} / {load['after'][0]:.1f}"
+    return out
+
+
+def provenance_line(card: dict) -> str | None:
+    p = card.get("provenance")
+    if not p:
+        return None
+    return (f"{p.get('model', 'the base')} from `{Path(str(p.get('source_file', '?'))).name}` (sha256 "
+            f"{str(p.get('source_sha256', '?'))[:12]}…): {p.get('note', '')}")
+
+
+def deployment_notes(card: dict) -> list[str]:
+    """What a user gets from each method of the chain, and where (issue 30: structural removal is
+    measured here; zeros give no speedup on CPU nor in current vLLM; int4 compressed-tensors saves disk
+    and GPU memory, with vLLM's GPU kernels; dynamic int8 / bf16 as the quantize method judged)."""
+    notes = []
+    for method in card_methods(card):
+        name, config = method["name"], method.get("config") or {}
+        if method.get("structured"):
+            measured = ("the speed measured here (Speed) is what a CPU gets" if card["speed"].get("timed", True)
+                        else "its speed was not timed in this run (--speed)")
+            notes.append(f"{method_label(name, config)}: layers, heads or widths removed — a dense model with fewer "
+                         f"FLOPs on any runtime; {measured}.")
+        elif "bits" in config and "group_size" in config:  # a weight-only integer grid, saved as compressed-tensors
+            notes.append(f"{method_label(name, config)} (compressed-tensors, group size {config.get('group_size')}): "
+                         "smaller on disk and in GPU memory; vLLM serves it with its W4A16 / W8A16 (Marlin) kernels on "
+                         "GPU (group sizes 32, 64, 128 or -1; not verified here, no GPU); transformers on CPU "
+                         "dequantizes it to float32: no speedup there.")
+        elif "dtype" in config:  # PyTorch kernels: dynamic int8 or bf16
+            q = next((q for q in card["deployment"]["quantization"] if q.get("dtype") == config.get("dtype")), {})
+            notes.append(f"{method_label(name, config)}: PyTorch kernels on CPU; speedup "
+                         f"{'expected' if q.get('expected') else 'not expected'} ({q.get('why', 'see the report')}).")
+        else:
+            notes.append(f"{method_label(name, config)}: zeros stored dense (unstructured or N:M) — no speedup on CPU "
+                         "and none in current vLLM (its 2:4 sparse kernels were removed; compressed-tensors' sparse "
+                         "formats are legacy); the file is no smaller unless another method packs it.")
+    return notes

@@ -1,0 +1,43 @@
+"""One name for a run's chain of methods (``--method`` then each ``--then``), used wherever a run is
+named: the title of ``report.md`` / ``report.html``, the model card's name, tags and options, the
+speed stage's line (``metrics/speed.untimed_reason``) and ``forgetless compare``.
+
+A method is named by its registered name and the option that says what it did: an N:M pattern
+(``wanda 2:4``), a sparsity (``magnitude 40%``), bits (``gptq 4-bit``) or a dtype (``quantize
+int8``); a chain joins them with `` + `` (``wanda 2:4 + gptq 4-bit``).
+"""
+from __future__ import annotations
+
+
+def method_label(name: str, config: dict) -> str:
+    """``wanda 2:4``, ``sparsegpt 50%``, ``gptq 4-bit``, ``quantize int8``, or the bare name."""
+    if config.get("pattern") not in (None, "unstructured"):
+        return f"{name} {config['pattern']}"
+    if isinstance(config.get("sparsity"), float):
+        return f"{name} {100 * config['sparsity']:g}%"
+    if isinstance(config.get("bits"), int):
+        return f"{name} {config['bits']}-bit"
+    if isinstance(config.get("dtype"), str):
+        return f"{name} {config['dtype']}"
+    return name
+
+
+def chain_name(methods: list[dict]) -> str:
+    """The labels of ``methods`` (each ``{"name", "config"}``, as ``describe()`` gives) joined by `` + ``."""
+    return " + ".join(method_label(m["name"], m.get("config") or {}) for m in methods)
+
+
+def card_methods(card: dict) -> list[dict]:
+    """The card's method and its ``then`` methods, in the order they ran."""
+    method = card["method"]
+    return [method, *(method.get("then") or [])]
+
+
+def card_chain(card: dict) -> str:
+    """``chain_name`` of a report card's methods."""
+    return chain_name(card_methods(card))
+
+
+def card_title(card: dict) -> str:
+    """``sst2 · wanda 2:4 + gptq 4-bit``: the task and the method chain (the pages' title)."""
+    return f"{card['task']['name']} · {card_chain(card)}"
