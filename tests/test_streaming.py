@@ -149,3 +149,30 @@ def test_the_incremental_writer_writes_what_safetensors_reads(tmp_path):
         again.add("a", tensors["a"])
     again.abort()
     assert [p.name for p in tmp_path.iterdir()] == ["x.safetensors"]
+
+
+def test_peak_memory_is_the_steps_own_not_the_processs_earlier_high_water_mark():
+    from forgetless.metrics.memory import PeakMemory
+
+    earlier = torch.ones(96 * 2 ** 20 // 4)  # 96 MiB touched, then freed: the process's mark stays up
+    del earlier
+    with PeakMemory() as small:
+        kept = torch.ones(8 * 2 ** 20 // 4)
+    with PeakMemory() as large:
+        block = torch.ones(48 * 2 ** 20 // 4)
+        del block
+    if small.result is None:
+        pytest.skip("no /proc/self/status (not Linux)")
+    assert small.result["since_start_of_step"] and large.result["since_start_of_step"]
+    assert 7 <= small.result["added_mib"] < 40  # not the 96 MiB of before the step
+    assert 47 <= large.result["added_mib"] < 90
+    assert large.result["peak_rss_mib"] >= large.result["start_rss_mib"] + 47
+    del kept
+
+
+def test_a_compress_run_records_its_compression_steps_peak_memory(two_runs):
+    card = json.loads((two_runs[1] / "report.json").read_text())
+    memory = card["environment"]["compress_memory"]
+    assert memory["since_start_of_step"] is True
+    assert memory["peak_rss_mib"] >= memory["start_rss_mib"] > 50  # torch and transformers are loaded
+    assert memory["added_mib"] == pytest.approx(memory["peak_rss_mib"] - memory["start_rss_mib"], abs=0.11)
