@@ -44,9 +44,9 @@ class SafetensorsWriter:
         size = tensor.element_size()
         if size not in self.sides:
             self.sides[size] = open(self._side(size), "wb")  # noqa: SIM115 - closed in close / abort
-        data = tensor.reshape(-1).view(torch.uint8).numpy().tobytes() if tensor.numel() else b""
+        data = tensor.reshape(-1).view(torch.uint8).numpy()  # a view: written without a copy
         self.sides[size].write(data)
-        self.entries.setdefault(size, []).append((name, DTYPES[tensor.dtype], list(tensor.shape), len(data)))
+        self.entries.setdefault(size, []).append((name, DTYPES[tensor.dtype], list(tensor.shape), data.size))
 
     @property
     def names(self) -> list[str]:
