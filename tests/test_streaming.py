@@ -151,23 +151,27 @@ def test_the_incremental_writer_writes_what_safetensors_reads(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["x.safetensors"]
 
 
-def test_peak_memory_is_the_steps_own_not_the_processs_earlier_high_water_mark():
-    from forgetless.metrics.memory import PeakMemory
-
-    earlier = torch.ones(96 * 2 ** 20 // 4)  # 96 MiB touched, then freed: the process's mark stays up
-    del earlier
-    with PeakMemory() as small:
-        kept = torch.ones(8 * 2 ** 20 // 4)
-    with PeakMemory() as large:
-        block = torch.ones(48 * 2 ** 20 // 4)
-        del block
-    if small.result is None:
+def test_peak_memory_is_the_steps_own_not_the_processs_earlier_high_water_mark(tmp_path):
+    script = """
+import json, torch
+from forgetless.metrics.memory import PeakMemory
+earlier = torch.ones(96 * 2 ** 20 // 4)  # 96 MiB touched, then freed: the process's mark stays up
+del earlier
+with PeakMemory() as small:
+    kept = torch.ones(8 * 2 ** 20 // 4)
+with PeakMemory() as large:
+    block = torch.ones(48 * 2 ** 20 // 4)
+    del block
+print(json.dumps([small.result, large.result]))
+"""  # a fresh process: what earlier tests freed cannot be reused by the blocks measured here
+    done = subprocess.run([sys.executable, "-c", script], env=ENV, capture_output=True, text=True, check=True)
+    small, large = json.loads(done.stdout.strip().splitlines()[-1])
+    if small is None:
         pytest.skip("no /proc/self/status (not Linux)")
-    assert small.result["since_start_of_step"] and large.result["since_start_of_step"]
-    assert 7 <= small.result["added_mib"] < 40  # not the 96 MiB of before the step
-    assert 47 <= large.result["added_mib"] < 90
-    assert large.result["peak_rss_mib"] >= large.result["start_rss_mib"] + 47
-    del kept
+    assert small["since_start_of_step"] and large["since_start_of_step"]
+    assert 7 <= small["added_mib"] < 40  # not the 96 MiB of before the step
+    assert 47 <= large["added_mib"] < 90
+    assert large["peak_rss_mib"] >= large["start_rss_mib"] + 47
 
 
 def test_a_compress_run_records_its_compression_steps_peak_memory(two_runs):
