@@ -180,3 +180,17 @@ def test_a_compress_run_records_its_compression_steps_peak_memory(two_runs):
     assert memory["since_start_of_step"] is True
     assert memory["peak_rss_mib"] >= memory["start_rss_mib"] > 50  # torch and transformers are loaded
     assert memory["added_mib"] == pytest.approx(memory["peak_rss_mib"] - memory["start_rss_mib"], abs=0.11)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no GPU on this machine")
+def test_streamed_on_a_gpu_writes_the_same_tensors_and_reloads(llama_dir, tmp_path):
+    # not run where this was written (no GPU): GPU arithmetic differs from the CPU's, so the check is
+    # the layout (names, dtypes, shapes), the quantization config and a reload, not bit identity
+    cpu = forgetless.apply(str(llama_dir), CONFIGS["gptq"](), calibration=TEXTS, out_dir=tmp_path / "cpu")
+    gpu = forgetless.apply(str(llama_dir), CONFIGS["gptq"](), calibration=TEXTS, out_dir=tmp_path / "gpu",
+                           device="cuda")
+    a, b = load_file(cpu / "model.safetensors"), load_file(gpu / "model.safetensors")
+    assert {n: (t.dtype, t.shape) for n, t in a.items()} == {n: (t.dtype, t.shape) for n, t in b.items()}
+    configs = [json.loads((folder / "config.json").read_text())["quantization_config"] for folder in (cpu, gpu)]
+    assert configs[0] == configs[1]
+    load_model(gpu)

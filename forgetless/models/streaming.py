@@ -20,6 +20,7 @@ whose tensor names are the model's own (Llama, Qwen2, Mistral, SmolLM2 …); any
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import gc
 import json
 from pathlib import Path
@@ -150,6 +151,8 @@ class LayerStream:
         packed = grouped_modules(layer)
         tensors = _plain_tensors(layer)
         for name, quantized in packed.items():
+            quantized = dataclasses.replace(quantized, codes=quantized.codes.cpu(), scales=quantized.scales.cpu(),
+                                            zeros=quantized.zeros.cpu())  # packed on the CPU (pack_int32)
             del tensors[f"{name}.weight"]
             self.quantized[prefix + name] = quantized.weights_args()
             storage = grouped_storage({prefix + name: quantized})
