@@ -87,6 +87,20 @@ def test_streamed_weights_are_bit_identical_to_the_fully_loaded_path(method, lla
             assert entry["nm"] is None if method == "wanda" else entry["nm"]["exactly_n"] == entry["nm"]["groups"]
 
 
+def test_a_sharded_folder_and_a_forgetless_folder_stream_to_the_same_weights(llama_dir, tmp_path, minilm_tokenizer):
+    model = transformers.AutoModelForCausalLM.from_pretrained(llama_dir, use_safetensors=True)
+    model.save_pretrained(tmp_path / "sharded", max_shard_size="100KB")
+    minilm_tokenizer.save_pretrained(tmp_path / "sharded")
+    assert (tmp_path / "sharded" / "model.safetensors.index.json").is_file()
+    save_model(model, tmp_path / "ours", minilm_tokenizer)
+    outs = [forgetless.apply(str(folder), CONFIGS["wanda"](), calibration=TEXTS, out_dir=tmp_path / f"out-{i}")
+            for i, folder in enumerate((llama_dir, tmp_path / "sharded", tmp_path / "ours"))]
+    first = load_file(outs[0] / "model.safetensors")
+    for out in outs[1:]:
+        other = load_file(out / "model.safetensors")
+        assert sorted(other) == sorted(first) and all(torch.equal(first[n], other[n]) for n in first)
+
+
 def test_the_streamed_folder_reloads_in_a_fresh_process(llama_dir, tmp_path):
     out = forgetless.apply(str(llama_dir), CONFIGS["gptq"](), calibration=TEXTS, out_dir=tmp_path / "gptq")
     model, tokenizer = load_model(out)

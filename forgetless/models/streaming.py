@@ -102,9 +102,15 @@ class LayerStream:
         modules = {id(m): name for name, m in self.model.named_modules()}
         self.prefix = modules[id(self.layers)] + "."
         self.names = list(_plain_tensors(self.model))  # the in-memory path's tensor names (tied ones once)
-        self.skeleton_parameters = [(name, p) for name, p in self.model.named_parameters(remove_duplicate=False)
-                                    if not name.startswith(self.prefix)]
-        self.files = _weight_map(self.folder)
+        tied: dict[int, list[str]] = {}
+        for name, parameter in self.model.named_parameters(remove_duplicate=False):
+            if not name.startswith(self.prefix):
+                tied.setdefault(id(parameter), []).append(name)
+        self.tied = [names for names in tied.values() if len(names) > 1]  # the head sharing the embeddings
+        files = _weight_map(self.folder)
+        aliases = {names[0]: names for names in self.tied}  # a tied tensor is stored under any of its names
+        self.stored = {name: next((a for a in aliases.get(name, [name]) if a in files), name) for name in self.names}
+        self.files = {name: files[stored] for name, stored in self.stored.items() if stored in files}
         missing = [name for name in self.names if name not in self.files]
         if missing:
             raise UnsupportedModelError(f"{self.folder}: its weights lack {', '.join(missing[:3])} (tensor names "
@@ -129,7 +135,7 @@ class LayerStream:
         for file, inside in by_file.items():
             with safe_open(str(file), framework="pt") as handle:
                 for name in inside:
-                    tensor = handle.get_tensor(name).to(self.dtypes[name])
+                    tensor = handle.get_tensor(self.stored[name]).to(self.dtypes[name])
                     _set_tensor(self.model, name, tensor.to(self.device))
 
     def _layer_names(self, index: int) -> list[str]:
@@ -174,11 +180,7 @@ class LayerStream:
         """Write the non-layer tensors and the file. A tensor tied to others (a head sharing the
         embeddings) goes under the name the in-memory path gives it: ``safetensors.torch.save_model``'s
         (the alphabetically first) in a dense file, the first module's in a compressed-tensors one."""
-        tied: dict[int, list[str]] = {}
-        for name, parameter in self.skeleton_parameters:
-            tied.setdefault(id(parameter), []).append(name)
-        rename = {names[0]: (sorted(names)[0] if not self.quantized else names[0])
-                  for names in tied.values() if len(names) > 1}
+        rename = {names[0]: (sorted(names)[0] if not self.quantized else names[0]) for names in self.tied}
         state = _plain_tensors(self.model)
         for name in self.names:
             if not name.startswith(self.prefix):
