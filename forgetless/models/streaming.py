@@ -15,7 +15,8 @@ Tensors are written under the names, and in the layout, the in-memory path write
 ``weight_scale`` / ``weight_shape`` (/ ``weight_zero_point``) for GPTQ-quantized Linears.
 Supported: a stock or forgetless (unquantized) safetensors folder of a decoder-only causal LM
 whose tensor names are the model's own (Llama, Qwen2, Mistral, SmolLM2 …); anything else is one
-``UnsupportedModelError`` before any work.
+``UnsupportedModelError`` before any work. Weights are read into the skeleton's float32 (the loaded
+path's dtype for the float32 folders the bit-identity test and benchmark use).
 """
 from __future__ import annotations
 
@@ -116,10 +117,6 @@ class LayerStream:
             raise UnsupportedModelError(f"{self.folder}: its weights lack {', '.join(missing[:3])} (tensor names "
                                         "other than the model's own are not read by streamed calibration)")
         self.dtypes = {name: t.dtype for name, t in _plain_tensors(self.model).items()}
-        for name, buffer in list(self.model.named_buffers()):  # non-persistent ones (rotary frequencies)
-            if not buffer.is_meta:
-                _set_tensor(self.model, name, buffer.to(self.device))
-        self._read([n for n in self.names if not n.startswith(self.prefix)])
         self.writer: SafetensorsWriter | None = None
         self.quantized: dict[str, dict] = {}  # module name → compressed-tensors weights args
         self.storage = {"weights": 0, "bytes": 0}
@@ -144,7 +141,12 @@ class LayerStream:
 
     # ----- sequential.LayerSource ---------------------------------------------------------------------
     def start(self, out: Path) -> None:
-        """Open ``out/model.safetensors`` (the non-layer tensors join it on ``close``)."""
+        """Read the non-layer tensors onto the device and open ``out/model.safetensors`` (they join
+        it on ``close``)."""
+        for name, buffer in list(self.model.named_buffers()):  # non-persistent ones (rotary frequencies)
+            if not buffer.is_meta:
+                _set_tensor(self.model, name, buffer.to(self.device))
+        self._read([n for n in self.names if not n.startswith(self.prefix)])
         self.writer = SafetensorsWriter(Path(out) / "model.safetensors", metadata={"format": "pt"})
 
     def load(self, stack: str, index: int, layer: nn.Module) -> None:

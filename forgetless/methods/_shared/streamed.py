@@ -70,8 +70,8 @@ def compress_streamed(model: str | Path, config: OneShotConfig, texts: list[str]
     batches = calibration_batches(ctx, config)
     stream.on_release = lambda layer: method.measure_compressed()
     with atomic_directory(out) as tmp:
-        stream.start(tmp)
         try:
+            stream.start(tmp)
             method.calibrate(stream.model, batches, source=stream)
         except BaseException:
             stream.abort()
