@@ -22,8 +22,8 @@ Protocol:
 
     python benchmarks/streamed_calibration.py --data-dir ../shared/data --pairs 2
 
-The table (markdown) is printed and written to ``--out`` (default ``benchmarks/streamed_calibration_results.md``
-is written by hand from it, with the reading).
+Every run (JSON) and the table (markdown) are printed; ``--out FILE`` writes the table there too.
+``benchmarks/streamed_calibration_results.md`` holds the runs of record and their reading.
 """
 from __future__ import annotations
 
