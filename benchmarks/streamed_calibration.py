@@ -148,13 +148,14 @@ def table(runs: list[dict], args) -> str:
     ratio = lambda key: max(r[key] for r in streamed) / max(r[key] for r in loaded)  # noqa: E731
     pairs = [s["seconds"] / l_["seconds"] for l_, s in zip(loaded, streamed)]
     shown = ", ".join(f"{p:.2f}" for p in pairs)
+    cpu_ratio = (statistics.median(r["cpu_seconds"] for r in streamed)
+                 / statistics.median(r["cpu_seconds"] for r in loaded))
     lines += ["", f"- identical weights in every run: **{'yes' if len(digests) == 1 else 'NO'}** "
                   f"({len(digests)} distinct digest{'s' if len(digests) != 1 else ''})",
               f"- streamed / loaded peak resident set of the step: **{ratio('peak_rss_mib'):.0%}**; "
               f"memory the step added: **{ratio('added_mib'):.0%}**; process VmHWM: {ratio('process_vmhwm_mib'):.0%}",
               f"- streamed / loaded wall time per pair: {shown} "
-              f"(median {statistics.median(pairs):.2f}; CPU time median "
-              f"{statistics.median(r['cpu_seconds'] for r in streamed) / statistics.median(r['cpu_seconds'] for r in loaded):.2f})"]
+              f"(median {statistics.median(pairs):.2f}; CPU time median {cpu_ratio:.2f})"]
     return "\n".join(lines)
 
 

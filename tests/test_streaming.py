@@ -146,7 +146,8 @@ def test_an_encoder_folder_is_refused_before_any_work(tiny_model_dir, tmp_path):
 
 
 def test_the_incremental_writer_writes_what_safetensors_reads(tmp_path):
-    tensors = {"b": torch.arange(5, dtype=torch.int8), "a": torch.randn(3, 4), "c": torch.tensor([7], dtype=torch.int64),
+    tensors = {"b": torch.arange(5, dtype=torch.int8), "a": torch.randn(3, 4),
+               "c": torch.tensor([7], dtype=torch.int64),
                "d": torch.randn(2, 3).to(torch.bfloat16), "e": torch.zeros(0, 3), "f": torch.tensor([True, False])}
     writer = SafetensorsWriter(tmp_path / "x.safetensors", metadata={"format": "pt"})
     for name, tensor in tensors.items():

@@ -32,7 +32,8 @@ class SafetensorsWriter:
     def __init__(self, path: str | os.PathLike, metadata: dict[str, str] | None = None):
         self.path = Path(path)
         self.metadata = metadata or {}
-        self.entries: dict[int, list[tuple[str, str, list[int], int]]] = {}  # element size → (name, dtype, shape, bytes)
+        # element size → [(name, dtype, shape, bytes)] in the order written
+        self.entries: dict[int, list[tuple[str, str, list[int], int]]] = {}
         self.sides: dict[int, object] = {}
 
     def add(self, name: str, tensor: torch.Tensor) -> None:
