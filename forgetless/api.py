@@ -53,9 +53,12 @@ COLUMNS = ("text", "text_pair", "label", "target", "labels", "name", "train_size
 RUN_OPTIONS = tuple(f.name for f in fields(RunConfig) if f.name not in ("model", "method", "objective", "task"))
 
 
-def apply(model, methods, calibration=None, tokenizer=None, *, seed: int = 0):
+def apply(model, methods, calibration=None, tokenizer=None, *, seed: int = 0, out_dir=None, device: str = "cpu"):
     """Apply ``methods`` to ``model`` (a ``PreTrainedModel``) and return the compressed model; the
-    model is changed in place where the method can (keep a copy to compare with). ``methods``: a
+    model is changed in place where the method can (keep a copy to compare with). ``model`` given as
+    a folder (or ``"smollm2"``) of a decoder-only LM: a one-shot method (wanda, sparsegpt, gptq) runs
+    streamed, the weights left on disk and each layer read, compressed and written to the model
+    folder ``out_dir`` in turn on ``device`` (``methods/_shared/streamed.py``); returns ``out_dir``. ``methods``: a
     method config (``WandaConfig(pattern="2:4")``), a name, a list of them applied in order
     (``[SparseGPTConfig(...), GptqConfig(...)]``), or a recipe (file or built-in name: its
     ``method`` and ``then``). ``calibration``: the texts of methods that calibrate on text — a
@@ -64,6 +67,11 @@ def apply(model, methods, calibration=None, tokenizer=None, *, seed: int = 0):
     the model's (default: the one saved beside ``model.name_or_path``). Only methods that train
     nothing and read no labelled task apply here (``forgetless.compress`` runs the others)."""
     stack = method_stack(methods)
+    if isinstance(model, (str, Path)):
+        return _apply_streamed(model, stack, calibration, tokenizer, seed, out_dir, device)
+    if out_dir is not None or device != "cpu":
+        raise ConfigError("out_dir / device: for a model given as a folder (streamed calibration); save a model "
+                          "object with forgetless.save_model, move it with model.to(device)")
     check_model_object(model, "any")
     kind = KINDS[kind_name_of(model)]
     dims = model_dims(model)
@@ -91,6 +99,17 @@ def apply(model, methods, calibration=None, tokenizer=None, *, seed: int = 0):
     for config in stack:
         model = METHODS.build(config).compress(model, ctx).eval()
     return model
+
+
+def _apply_streamed(model, stack: list[MethodConfig], calibration, tokenizer, seed: int, out_dir, device: str) -> Path:
+    from .methods._shared.streamed import check_streamable, compress_streamed
+
+    check_streamable(stack, out_dir)
+    if calibration is None:
+        raise ConfigError(f"calibration: {stack[0].name} calibrates on text; pass calibration= (a list of texts, a "
+                          "datasets.Dataset, a text file or a data-folder set)")
+    return compress_streamed(model, stack[0], calibration_texts(calibration), out_dir, tokenizer=tokenizer,
+                             device=device, seed=seed)
 
 
 def method_stack(methods) -> list[MethodConfig]:

@@ -38,6 +38,7 @@ from .methods._shared.calibration import calibration_texts
 from .methods.base import CompressionContext
 from .metrics.calibration import calibration_section
 from .metrics.clever import clever_evaluate
+from .metrics.memory import PeakMemory
 from .metrics.perplexity import default_perplexity_file
 from .metrics.runtime import agreement, deploy
 from .metrics.size import bits_per_parameter, disk_size, parameter_counts, started_from
@@ -170,11 +171,13 @@ def _steps(task: Task, config: RunConfig, work_dir: Path | None, model, given_to
                              work_dir / "cache" if work_dir is not None else None,
                              calibration=calibration_texts(config.calibration_data, config.task.data_dir,
                                                            "--calibration-data") if config.calibration_data else None)
-    compressed = compress_student(ctx, config, method, then, step)
+    with PeakMemory() as peak:  # the compression step's own peak (metrics/memory.py)
+        compressed = compress_student(ctx, config, method, then, step)
     measured = measure(ctx, config, teacher, compressed, method, then, step)
     measured.sizes = _sizes(teacher, compressed, teacher_info, work_dir)
     measured.training = _training(config, teacher_info, ctx.fine_tunes)
     measured.provenance = teacher_info.get("provenance")
+    measured.compress_memory = peak.result
     return Run(compressed, tokenizer, measured)
 
 

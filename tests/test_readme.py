@@ -18,7 +18,8 @@ import transformers
 from forgetless.models.tiny import tiny_llama_config
 
 ROOT = Path(__file__).resolve().parents[1]
-STAND_INS = {"HuggingFaceTB/SmolLM2-135M-Instruct": "llama", "my-bert": "bert"}  # name in the README → folder
+STAND_INS = {"HuggingFaceTB/SmolLM2-135M-Instruct": "llama", "my-bert": "bert",  # name in the README → folder
+             "path/to/llama-folder": "llama"}
 SENTENCES = [("a charming and affecting journey", 1), ("bleak and desperate", 0), ("a great fun film", 1),
              ("dull and tedious", 0), ("wonderful acting", 1), ("an awful mess", 0)]
 
@@ -60,7 +61,7 @@ def _folders(tmp_path: Path, tokenizer) -> dict:
 
 def test_the_python_api_blocks_run_as_written(tmp_path, minilm_tokenizer):
     api = [block for block in blocks() if "forgetless.apply" in block or "forgetless.compress" in block]
-    assert len(api) == 2  # load, apply, evaluate; the whole job in memory
+    assert len(api) == 3  # load, apply, evaluate; the whole job in memory; streamed apply (Scaling)
     folders = _folders(tmp_path, minilm_tokenizer)
     work = tmp_path / "cwd"
     work.mkdir()
@@ -73,6 +74,7 @@ def test_the_python_api_blocks_run_as_written(tmp_path, minilm_tokenizer):
         code = code.replace(f'"{name}"', repr(folders[folder]))
     code += ("\nassert sum(int((w == 0).sum()) for w in pruned.parameters()) > 0 and compared['sets']['dev']['base']"
              "\nassert run.card['params']['ratio'] < 1 and (Path('bert-heads-50') / 'model' / 'README.md').is_file()"
+             "\nassert sum(int((p == 0).sum()) for p in model.parameters()) > 0 and tokenizer is not None"
              "\nprint('README ran')\n")
     done = subprocess.run([sys.executable, "-c", "from pathlib import Path\n" + code], cwd=work, capture_output=True,
                           text=True, env=_env(tmp_path, FORGETLESS_DATA_DIR=folders["data"]), timeout=600)

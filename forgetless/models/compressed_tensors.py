@@ -169,13 +169,12 @@ def unpacked_modules(model: nn.Module) -> list[str]:
     return [name for name, module in model.named_modules() if hasattr(module, GROUPED_ATTR) and name not in packed]
 
 
-def quantization_config(model: nn.Module, quantized: dict[str, GroupedInts]) -> dict:
-    """``config.json``'s ``quantization_config`` for the ``quantized`` modules of ``model``: one config
-    group per distinct scheme (targets ``["Linear"]`` when there is one, else the module names), every
-    other ``nn.Linear`` in ``ignore``."""
+def quantization_config(model: nn.Module, quantized: dict[str, dict]) -> dict:
+    """``config.json``'s ``quantization_config`` for the ``quantized`` modules of ``model`` (``{name:
+    GroupedInts.weights_args()}``): one config group per distinct scheme (targets ``["Linear"]`` when
+    there is one, else the module names), every other ``nn.Linear`` in ``ignore``."""
     schemes: dict[str, tuple[dict, list[str]]] = {}
-    for name, q in quantized.items():
-        args = q.weights_args()
+    for name, args in quantized.items():
         schemes.setdefault(repr(sorted(args.items())), (args, []))[1].append(name)
     groups = {f"group_{index}": {"format": FORMAT, "input_activations": None, "output_activations": None,
                                  "targets": ["Linear"] if len(schemes) == 1 else sorted(names), "weights": args}

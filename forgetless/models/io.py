@@ -45,23 +45,35 @@ def save_model(model: nn.Module, path: str | Path, tokenizer=None, metadata: dic
     has one writer, ``report.model_card.write_model_card``: a folder handed to users gets one there
     (``forgetless compress``, ``finetune``), a cached teacher needs none."""
     path = Path(path)
+    check_model_destination(path)
+    with atomic_directory(path) as tmp:
+        write_model_files(model, tmp, tokenizer, metadata, save_weights)
+    return path
+
+
+def check_model_destination(path: Path) -> None:
+    """``path`` may receive a model folder: new, empty, or a model folder forgetless wrote."""
     if path.is_dir() and any(path.iterdir()) and not is_forgetless_folder(path):
         raise OutputFolderError(f"{path}: holds files forgetless did not write; save_model replaces only a "
                                 "model folder it wrote (name a new or empty folder)")
     if path.exists() and not path.is_dir():
         raise OutputFolderError(f"{path}: is an existing file; name a folder")
-    with atomic_directory(path) as tmp:
-        model.config.architectures = [type(model).__name__]
-        stock_config(model).save_pretrained(tmp)  # uniform FFN widths written in: stock loading exact
-        if getattr(model, "generation_config", None) is not None and model.can_generate():
-            model.generation_config.save_pretrained(tmp)
-        quantization = save_weights(model, tmp)  # model.safetensors; int8 / bf16 layout in quantized_io.py
-        if tokenizer is not None:
-            tokenizer.save_pretrained(tmp)
-        manifest = {"format": FORMAT, "model_class": type(model).__name__, "shape": model_shape(model),
-                    "metadata": metadata or {}, **({"quantization": quantization} if quantization else {})}
-        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, default=str) + "\n")
-    return path
+
+
+def write_model_files(model: nn.Module, folder: Path, tokenizer, metadata: dict | None, write_weights) -> None:
+    """``config.json``, the generation config, the weights (``write_weights(model, folder)``, which
+    returns the manifest's ``quantization`` entry: ``quantized_io.save_weights``, or the end of a
+    streamed calibration that wrote them layer by layer), the tokenizer and ``forgetless.json``."""
+    model.config.architectures = [type(model).__name__]
+    stock_config(model).save_pretrained(folder)  # uniform FFN widths written in: stock loading exact
+    if getattr(model, "generation_config", None) is not None and model.can_generate():
+        model.generation_config.save_pretrained(folder)
+    quantization = write_weights(model, folder)  # model.safetensors; int8 / bf16 layout in quantized_io.py
+    if tokenizer is not None:
+        tokenizer.save_pretrained(folder)
+    manifest = {"format": FORMAT, "model_class": type(model).__name__, "shape": model_shape(model),
+                "metadata": metadata or {}, **({"quantization": quantization} if quantization else {})}
+    (folder / MANIFEST).write_text(json.dumps(manifest, indent=2, default=str) + "\n")
 
 
 def check_saved_model(path: str | Path) -> None:

@@ -162,7 +162,7 @@ def save_weights(model: nn.Module, folder: Path) -> dict | None:
         save_safetensors(model, path, metadata={"format": "pt"})
     else:
         _save_int8(model, entry["modules"], path)
-    _keep_from_stock_if_wrong(model, folder)
+    keep_from_stock_if_wrong(model, folder)
     return entry
 
 
@@ -187,14 +187,21 @@ def _save_compressed(model: nn.Module, packed: dict[str, GroupedInts], folder: P
         del tensors[f"{name}.weight"]
         tensors.update(quantized.stored(name))
     save_file(tensors, str(folder / WEIGHTS), metadata={"format": "pt"})
-    config = quantization_config(model, packed)
+    return write_compressed_config(model, folder, {name: q.weights_args() for name, q in packed.items()},
+                                   grouped_storage(packed))
+
+
+def write_compressed_config(model: nn.Module, folder: Path, schemes: dict[str, dict], storage: dict) -> dict:
+    """``quantization_config`` into ``folder/config.json`` for the packed modules (``{name: weights
+    args}``, storage as ``grouped_storage`` counts it); returns the manifest's ``quantization`` entry."""
+    config = quantization_config(model, schemes)
     config_file = folder / "config.json"
     data = json.loads(config_file.read_text())
     data["quantization_config"] = config
     config_file.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
-    schemes = "; ".join(_scheme_text(group["weights"]) for group in config["config_groups"].values())
-    return {"dtype": "compressed-tensors", "scheme": f"weight-only {schemes} (compressed-tensors pack-quantized)",
-            "modules": sorted(packed), **grouped_storage(packed)}
+    text = "; ".join(_scheme_text(group["weights"]) for group in config["config_groups"].values())
+    return {"dtype": "compressed-tensors", "scheme": f"weight-only {text} (compressed-tensors pack-quantized)",
+            "modules": sorted(schemes), **storage}
 
 
 def _scheme_text(args: dict) -> str:
@@ -203,7 +210,7 @@ def _scheme_text(args: dict) -> str:
             f"{', act-order' if args.get('actorder') else ''}")
 
 
-def _keep_from_stock_if_wrong(model: nn.Module, folder: Path) -> None:
+def keep_from_stock_if_wrong(model: nn.Module, folder: Path) -> None:
     """Move ``model.safetensors`` to ``model.forgetless.safetensors`` when stock ``from_pretrained``
     would load it without an error but with wrong weights (``stock.stock_fit``)."""
 

@@ -68,7 +68,8 @@ JSON schema ``forgetless-report-2`` (fractions in [0, 1] for accuracies; ROUGE /
     robustness {clever {base, compressed}}              # optional (CLEVER)
     provenance {...}                                    # optional: a converted base (--model smollm2)
     recipe {...}                                        # optional: the resolved recipe of the run
-    notes [..], run {resolved run configuration}, environment {versions, hardware, created}, seed, command
+    notes [..], run {resolved run configuration}, environment {versions, hardware, created,
+      compress_memory {peak_rss_mib, start_rss_mib, added_mib, since_start_of_step, [cuda_peak_mib]} | null}, seed, command
     predictions "predictions.jsonl", plots [file names]  # added by write_card (files beside the card)
 """
 from __future__ import annotations
@@ -180,7 +181,7 @@ def build_card(measured: Measurements) -> dict:
         "run": to_recipe(run),
         "seed": run.seed,
         "command": measured.command,
-        "environment": environment(),
+        "environment": {**environment(), "compress_memory": measured.compress_memory},
     }
     _deployment(card, measured)
     optional = {"robustness": measured.robustness, "provenance": measured.provenance, "recipe": measured.recipe,

@@ -21,7 +21,8 @@ class Measurements:
     saw (``report.honest.training_section``); ``calibration``: ``metrics.calibration``'s section
     (None for generation); ``agreement``: ``metrics.runtime.agreement`` of the deployed model
     with the base; ``model``: where the compressed model started from and its ``model_type``;
-    ``provenance``: where a converted base's weights came from; ``recipe``: the resolved recipe."""
+    ``provenance``: where a converted base's weights came from; ``recipe``: the resolved recipe;
+    ``compress_memory``: the compression step's peak memory (``metrics.memory.PeakMemory``)."""
 
     task: object
     run: object
@@ -41,4 +42,5 @@ class Measurements:
     model: dict | None = None
     provenance: dict | None = None
     recipe: dict | None = None
+    compress_memory: dict | None = None
     command: str = ""

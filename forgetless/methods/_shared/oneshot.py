@@ -29,7 +29,7 @@ from .calibration import calibration_batches
 from .hessian import HessianAccumulator
 from .masks import NmCheck, nm_check, nm_nonzeros
 from .oneshot_config import OneShotConfig, OneShotPruningConfig
-from .sequential import run_layer_by_layer
+from .sequential import LayerSource, run_layer_by_layer
 
 NM_COUNTS = ("groups", "exactly_n", "fewer_than_n", "fewer_base_zero", "more_than_n")
 NO_SPEEDUP = "no speedup on CPU: unstructured and N:M sparsity need sparse kernels / sparse tensor cores"
@@ -85,10 +85,11 @@ class OneShotMethod(CompressionMethod, ABC):
         ctx.notes.append(self.note(sum(len(b["input_ids"]) for b in batches)))
         return model
 
-    def calibrate(self, model: nn.Module, batches: list[dict]) -> None:
+    def calibrate(self, model: nn.Module, batches: list[dict], source: LayerSource | None = None) -> None:
         """The compression step on given calibration ``batches`` (tokenized model inputs): every
-        layer calibrated and compressed in order (``sequential.run_layer_by_layer``)."""
-        device = next(model.parameters()).device
+        layer calibrated and compressed in order (``sequential.run_layer_by_layer``); ``source``:
+        where each layer's weights come from when the model holds none (``streamed.py``)."""
+        device = next(p for p in model.parameters() if not p.is_meta).device
         batches = [{k: v.to(device) for k, v in b.items()} for b in batches]
         self.layers: list[dict] = []
         training = model.training
@@ -96,9 +97,13 @@ class OneShotMethod(CompressionMethod, ABC):
         try:
             with torch.no_grad():
                 run_layer_by_layer(model, batches, self._compress_layer, label=self.config.name,
-                                   hessian_every=self.hessian_every)
+                                   hessian_every=self.hessian_every, source=source)
         finally:
             model.train(training)
+
+    def measure_compressed(self) -> None:
+        """Measure on the weights what the layers compressed so far report (``finalize`` does it for
+        a model held whole; streamed calibration after each layer, before its weights are freed)."""
 
     def _compress_layer(self, stack: str, index: int, layer: nn.Module, stats: dict) -> None:
         shared: dict[int, list[str]] = {}  # linears fed the same inputs share an accumulator: one solve
@@ -126,11 +131,11 @@ class OneShotPruning(OneShotMethod):
         for where, width in linear_widths(model):
             self.config.check_nm_fits(width, f"{where} has")
 
-    def calibrate(self, model: nn.Module, batches: list[dict]) -> None:
+    def calibrate(self, model: nn.Module, batches: list[dict], source: LayerSource | None = None) -> None:
         # per pruned module, in ``self.layers`` order: (module, keep-mask when a recovery will train it,
         # N:M groups with fewer than n non-zeros before pruning when there are any)
         self.pruned: list[tuple[nn.Module, torch.Tensor | None, torch.Tensor | None]] = []
-        super().calibrate(model, batches)
+        super().calibrate(model, batches, source)
 
     def note(self, texts: int) -> str:
         return (f"{self.config.name}: one-shot {self.config.pattern} pruning of {len(self.layers)} linear layers on "
@@ -156,13 +161,22 @@ class OneShotPruning(OneShotMethod):
     def finalize(self, model, ctx):
         if self.config.recovers:
             HoldZeros([(module, keep) for module, keep, _ in self.pruned]).apply()
+        self._measure(self.layers)
+        return model
+
+    def measure_compressed(self) -> None:
+        self._measure([entry for entry in self.layers if "sparsity" not in entry])
+
+    def _measure(self, entries: list[dict]) -> None:
+        """Reached sparsity and N:M check of ``entries`` (of ``self.layers``) on their modules' weights."""
         nm = self.config.nm
-        for entry, (module, _, base_short) in zip(self.layers, self.pruned):
+        where = {id(entry): index for index, entry in enumerate(self.layers)}
+        for entry in entries:
+            module, _, base_short = self.pruned[where[id(entry)]]
             weight = weight_matrix(module)
             entry["sparsity"] = float((weight == 0).sum()) / weight.numel()
             entry["zeros"], entry["weights"] = int((weight == 0).sum()), weight.numel()
             entry["nm"] = nm_check(weight, *nm, base_short).as_dict() if nm else None
-        return model
 
     # ----- what the run reports ------------------------------------------------------------------
     def artifacts(self) -> dict:

@@ -9,6 +9,8 @@ only; linears fed the same tensor share one), let the method compress the layer 
 statistics, and run the *compressed* layer again to get the inputs of the next one, so each layer
 is fitted to what its compressed predecessors feed it (the last layer of a stack feeds none, so it
 runs once). Memory holds one layer's activations for the calibration set, never the whole model's.
+With a ``LayerSource`` (``streamed.py``) the weights too: each layer is loaded just before its
+statistics and released (written out, freed) once it has fed the next one.
 Stacks run in the adapter's order (an encoder-decoder's decoder is captured after its encoder was
 compressed). Progress: a bar per stack moving by statistics batch, solve and propagation batch,
 and one time estimate after the first layer (``progress.Steps`` / ``progress.estimate``).
@@ -16,7 +18,7 @@ and one time estimate after the first layer (``progress.Steps`` / ``progress.est
 from __future__ import annotations
 
 import time
-from typing import Callable
+from typing import Callable, Protocol
 
 import torch
 from torch import nn
@@ -30,6 +32,16 @@ from .hessian import HessianAccumulator
 
 # compress(stack, index, layer, {name in layer: (linear or GPT-2 Conv1D, accumulator)}) → anything the method reports
 LayerCompressor = Callable[[str, int, nn.Module, dict[str, tuple[nn.Linear, HessianAccumulator]]], object]
+
+
+class LayerSource(Protocol):
+    """Where a layer's weights come from when the model is not held whole (``models/streaming.py``)."""
+
+    def load(self, stack: str, index: int, layer: nn.Module) -> None:
+        """Give ``layer`` its weights (before its statistics)."""
+
+    def release(self, stack: str, index: int, layer: nn.Module) -> None:
+        """Done with ``layer`` (compressed, its outputs propagated): write it out and free it."""
 
 
 class _Captured(Exception):
@@ -69,12 +81,13 @@ def _hidden_of(output) -> torch.Tensor:
 
 def run_layer_by_layer(model: nn.Module, batches: list[dict], compress: LayerCompressor,
                        token_masks: list[torch.Tensor] | None = None, label: str = "calibrate",
-                       hessian_every: int = 1) -> dict[str, list]:
+                       hessian_every: int = 1, source: LayerSource | None = None) -> dict[str, list]:
     """Calibrate and compress every layer of every stack in order; returns, per stack, what
     ``compress`` returned for each layer. ``token_masks`` (one ``batch × tokens`` bool tensor per
     batch, default the batches' attention masks) select the tokens whose activations count.
     ``label`` names the step in the progress bar and the time estimate (``progress.py``);
-    ``hessian_every``: the accumulators' (``HessianAccumulator``: 1 for the full Hessian)."""
+    ``hessian_every``: the accumulators' (``HessianAccumulator``: 1 for the full Hessian);
+    ``source``: loads each layer first and releases it last (None: the model holds every layer)."""
     adapter = get_adapter(model)
     masks = token_masks or [b["attention_mask"].bool() if "attention_mask" in b else None for b in batches]
     reports: dict[str, list] = {}
@@ -84,11 +97,15 @@ def run_layer_by_layer(model: nn.Module, batches: list[dict], compress: LayerCom
         started = time.perf_counter()
         with progress.Steps(f"{label}: {stack} layers", len(layers), 2 * len(inputs) + 1, "layer") as shown:
             for index, layer in enumerate(layers):
+                if source is not None:
+                    source.load(stack, index, layer)
                 stats = layer_statistics(stack, index, layer, inputs, masks, shown, hessian_every)
                 shown.step("solve")
                 reports[stack].append(compress(stack, index, layer, stats))
                 if index + 1 < len(layers):  # the last layer's outputs feed no layer of this stack
                     propagate(layer, inputs, shown)
+                if source is not None:
+                    source.release(stack, index, layer)
                 shown.unit_done()
                 if index == 0:
                     progress.estimate(f"{label}: {stack}", time.perf_counter() - started, "layer", 1, len(layers))

@@ -1,0 +1,207 @@
+"""A decoder-only language model read from its safetensors folder one layer at a time, and its
+compressed weights written out the same way (streamed calibration, ``methods/_shared/streamed.py``).
+
+``LayerStream(folder)`` builds the model's skeleton with its parameters on the meta device (no
+memory: accelerate's ``init_empty_weights``; buffers such as rotary frequencies are real), then
+reads what is not a decoder layer (embeddings, final norm, head) from the folder's safetensors
+file(s). ``load`` reads one layer's tensors (each file opened for that layer only, so no mapped page
+stays resident), ``release`` writes the compressed layer to ``model.safetensors`` through
+``SafetensorsWriter`` and puts its parameters back on the meta device. Peak memory: the embeddings
+and head, one layer, its compressed copy and the calibration activations; the model is never whole
+in memory, on the CPU or on the ``device`` layers run on (a GPU when one is given).
+
+Tensors are written under the names, and in the layout, the in-memory path writes
+(``quantized_io.save_weights``): dense float weights, or compressed-tensors ``weight_packed`` /
+``weight_scale`` / ``weight_shape`` (/ ``weight_zero_point``) for GPTQ-quantized Linears.
+Supported: a stock or forgetless (unquantized) safetensors folder of a decoder-only causal LM
+whose tensor names are the model's own (Llama, Qwen2, Mistral, SmolLM2 …); anything else is one
+``UnsupportedModelError`` before any work. Weights are read into the skeleton's float32 (the loaded
+path's dtype for the float32 folders the bit-identity test and benchmark use).
+"""
+from __future__ import annotations
+
+import ctypes
+import dataclasses
+import gc
+import json
+from pathlib import Path
+
+import torch
+import transformers
+from torch import nn
+
+from ..errors import UnsupportedModelError
+from .adapters import get_adapter
+from .checks import INDEX, check_model_folder, weights_file
+from .compressed_tensors import GROUPED_ATTR, grouped_modules, grouped_storage
+from .manifest import is_forgetless_folder, read_manifest, transformers_model_class
+from .quantized_io import _plain_tensors
+from .safetensors_writer import SafetensorsWriter
+from .surgery import reshape_like
+
+
+def empty_model(folder: Path, config) -> nn.Module:
+    """The folder's causal LM with meta parameters (and real buffers), reshaped as a forgetless
+    manifest records."""
+    from accelerate import init_empty_weights
+
+    manifest = read_manifest(folder) if is_forgetless_folder(folder) else None
+    if manifest is not None and manifest.get("quantization"):
+        raise UnsupportedModelError(f"{folder}: holds {manifest['quantization']['dtype']} weights; streamed "
+                                    "calibration reads float weights only")
+    with init_empty_weights():
+        try:
+            if manifest is not None:
+                model = transformers_model_class(manifest["model_class"])(config)
+                reshape_like(model, manifest["shape"])
+            else:
+                model = transformers.AutoModelForCausalLM.from_config(config)
+        except ValueError as exc:
+            raise UnsupportedModelError(f"{folder}: streamed calibration needs a decoder-only causal LM "
+                                        f"({str(exc).splitlines()[0][:150]})") from exc
+    model.tie_weights()  # as a model built without empty weights ties them (the head saved once)
+    adapter = get_adapter(model)
+    stacks = adapter.stacks(model)
+    if adapter.is_seq2seq or list(stacks) != ["decoder"] or not type(model).__name__.endswith("ForCausalLM"):
+        raise UnsupportedModelError(f"{folder}: a {type(model).__name__}; streamed calibration compresses "
+                                    "decoder-only causal LMs (…ForCausalLM) only")
+    return model
+
+
+def _weight_map(folder: Path) -> dict[str, Path]:
+    """``{tensor name: safetensors file}`` of a folder (one file, or shards with an index)."""
+    from safetensors import safe_open
+
+    if (folder / INDEX).is_file() and not weights_file(folder).is_file():
+        index = json.loads((folder / INDEX).read_text())["weight_map"]
+        return {name: folder / file for name, file in index.items()}
+    file = weights_file(folder)
+    with safe_open(str(file), framework="pt") as handle:
+        return {name: file for name in handle.keys()}
+
+
+def _set_tensor(root: nn.Module, name: str, value: torch.Tensor) -> None:
+    owner_name, _, attr = name.rpartition(".")
+    owner = root.get_submodule(owner_name) if owner_name else root
+    if attr in owner._parameters:
+        owner._parameters[attr] = nn.Parameter(value, requires_grad=False)
+    else:
+        owner._buffers[attr] = value
+
+
+class LayerStream:
+    """The skeleton of the model in ``folder`` (``.model``) with its non-layer tensors on ``device``;
+    a ``sequential.LayerSource`` that loads each decoder layer from the folder and writes it,
+    compressed, into ``out`` (a folder: ``model.safetensors`` there on ``close``)."""
+
+    def __init__(self, folder: str | Path, device: str = "cpu"):
+        self.folder = Path(folder)
+        self.config = check_model_folder(self.folder)
+        self.model = empty_model(self.folder, self.config)
+        self.device = torch.device(device)
+        self.layers = get_adapter(self.model).stacks(self.model)["decoder"]
+        modules = {id(m): name for name, m in self.model.named_modules()}
+        self.prefix = modules[id(self.layers)] + "."
+        self.names = list(_plain_tensors(self.model))  # the in-memory path's tensor names (tied ones once)
+        tied: dict[int, list[str]] = {}
+        for name, parameter in self.model.named_parameters(remove_duplicate=False):
+            if not name.startswith(self.prefix):
+                tied.setdefault(id(parameter), []).append(name)
+        self.tied = [names for names in tied.values() if len(names) > 1]  # the head sharing the embeddings
+        files = _weight_map(self.folder)
+        aliases = {names[0]: names for names in self.tied}  # a tied tensor is stored under any of its names
+        self.stored = {name: next((a for a in aliases.get(name, [name]) if a in files), name) for name in self.names}
+        self.files = {name: files[stored] for name, stored in self.stored.items() if stored in files}
+        missing = [name for name in self.names if name not in self.files]
+        if missing:
+            raise UnsupportedModelError(f"{self.folder}: its weights lack {', '.join(missing[:3])} (tensor names "
+                                        "other than the model's own are not read by streamed calibration)")
+        self.dtypes = {name: t.dtype for name, t in _plain_tensors(self.model).items()}
+        self.writer: SafetensorsWriter | None = None
+        self.quantized: dict[str, dict] = {}  # module name → compressed-tensors weights args
+        self.storage = {"weights": 0, "bytes": 0}
+        self.on_release = None  # called with the layer before it is written (the method's measurements)
+
+    def _read(self, names: list[str]) -> None:
+        """Read ``names`` from the folder into the skeleton (cast to its dtype), each file opened once."""
+        from safetensors import safe_open
+
+        by_file: dict[Path, list[str]] = {}
+        for name in names:
+            by_file.setdefault(self.files[name], []).append(name)
+        for file, inside in by_file.items():
+            with safe_open(str(file), framework="pt") as handle:
+                for name in inside:
+                    tensor = handle.get_tensor(self.stored[name]).to(self.dtypes[name])
+                    _set_tensor(self.model, name, tensor.to(self.device))
+
+    def _layer_names(self, index: int) -> list[str]:
+        start = f"{self.prefix}{index}."
+        return [name for name in self.names if name.startswith(start)]
+
+    # ----- sequential.LayerSource ---------------------------------------------------------------------
+    def start(self, out: Path) -> None:
+        """Read the non-layer tensors onto the device and open ``out/model.safetensors`` (they join
+        it on ``close``)."""
+        for name, buffer in list(self.model.named_buffers()):  # non-persistent ones (rotary frequencies)
+            if not buffer.is_meta:
+                _set_tensor(self.model, name, buffer.to(self.device))
+        self._read([n for n in self.names if not n.startswith(self.prefix)])
+        self.writer = SafetensorsWriter(Path(out) / "model.safetensors", metadata={"format": "pt"})
+
+    def load(self, stack: str, index: int, layer: nn.Module) -> None:
+        self._read(self._layer_names(index))
+
+    def release(self, stack: str, index: int, layer: nn.Module) -> None:
+        if self.on_release is not None:
+            self.on_release(layer)
+        prefix = f"{self.prefix}{index}."
+        packed = grouped_modules(layer)
+        tensors = _plain_tensors(layer)
+        for name, quantized in packed.items():
+            quantized = dataclasses.replace(quantized, codes=quantized.codes.cpu(), scales=quantized.scales.cpu(),
+                                            zeros=quantized.zeros.cpu())  # packed on the CPU (pack_int32)
+            del tensors[f"{name}.weight"]
+            self.quantized[prefix + name] = quantized.weights_args()
+            storage = grouped_storage({prefix + name: quantized})
+            self.storage["weights"] += storage["weights"]
+            self.storage["bytes"] += storage["bytes"]
+            for stored, tensor in quantized.stored(prefix + name).items():
+                self.writer.add(stored, tensor)
+        for name, tensor in tensors.items():
+            self.writer.add(prefix + name, tensor)
+        for module in layer.modules():
+            if hasattr(module, GROUPED_ATTR):
+                delattr(module, GROUPED_ATTR)
+        for name, tensor in list(_plain_tensors(layer).items()):
+            _set_tensor(layer, name, torch.empty_like(tensor, device="meta"))
+        release_memory()
+
+
+    def close(self) -> None:
+        """Write the non-layer tensors and the file. A tensor tied to others (a head sharing the
+        embeddings) goes under the name the in-memory path gives it: ``safetensors.torch.save_model``'s
+        (the alphabetically first) in a dense file, the first module's in a compressed-tensors one."""
+        rename = {names[0]: (sorted(names)[0] if not self.quantized else names[0]) for names in self.tied}
+        state = _plain_tensors(self.model)
+        for name in self.names:
+            if not name.startswith(self.prefix):
+                self.writer.add(rename.get(name, name), state[name])
+        self.writer.close()
+
+    def abort(self) -> None:
+        if self.writer is not None:
+            self.writer.abort()
+
+
+def release_memory() -> None:
+    """Free what the finished layer left: its statistics and hooks sit in reference cycles among
+    young objects (collected now, not at the next automatic collection; the young generations
+    only: a full collection of the process costs ~0.5 s a layer), and glibc keeps freed blocks below
+    its (dynamic) mmap threshold in the heap unless asked to give them back (``malloc_trim``;
+    elsewhere a no-op)."""
+    gc.collect(1)
+    try:
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):
+        pass

@@ -1,0 +1,211 @@
+"""Streamed calibration (``methods/_shared/streamed.py``, ``models/streaming.py``): a tiny Llama
+compressed with its weights left on disk, one layer in memory at a time, saves bit for bit the
+weights of the fully loaded path (``apply`` + ``save_model``) for wanda, sparsegpt and gptq (same
+tensor names, dtypes and values; for GPTQ the same ``quantization_config``); the folder reloads
+in a fresh process with ``forgetless.load_model`` and plain transformers; what it cannot stream is
+one error before any work; the incremental safetensors writer writes what ``save_file`` reads."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+import transformers
+from safetensors.torch import load_file
+
+import forgetless
+from forgetless.errors import ForgetlessError
+from forgetless.methods.gptq.config import GptqConfig
+from forgetless.methods.sparsegpt.config import SparseGptConfig
+from forgetless.methods.wanda.config import WandaConfig
+from forgetless.models.io import load_model, save_model
+from forgetless.models.safetensors_writer import SafetensorsWriter
+from forgetless.models.tiny import tiny_llama_config
+
+ENV = {**os.environ, "PYTHONPATH": os.getcwd(), "HF_HUB_OFFLINE": "1"}
+TEXTS = [f"sample text number {i} about {w} and more words to calibrate on" for i, w in
+         enumerate(["cats", "dogs", "the weather", "a long road", "music", "small models", "rivers", "bread",
+                    "trains", "paper"])]
+CALIBRATION = {"calibration_examples": 8, "calibration_length": 24, "calibration_batch": 3}
+CONFIGS = {
+    "wanda": lambda: WandaConfig(sparsity=0.5, **CALIBRATION),
+    "sparsegpt": lambda: SparseGptConfig(pattern="2:4", **CALIBRATION),
+    "gptq": lambda: GptqConfig(bits=4, group_size=16, symmetric=False, **CALIBRATION),
+}
+
+
+@pytest.fixture(scope="module")
+def llama_dir(tmp_path_factory, minilm_tokenizer):
+    """A tiny Llama causal LM (tied embeddings, as SmolLM2) saved as a plain Hugging Face folder."""
+    path = tmp_path_factory.mktemp("tiny-llama")
+    torch.manual_seed(0)
+    config = tiny_llama_config(minilm_tokenizer.vocab_size, minilm_tokenizer.pad_token_id, tie_word_embeddings=True)
+    transformers.LlamaForCausalLM(config).save_pretrained(path)
+    minilm_tokenizer.save_pretrained(path)
+    return path
+
+
+def loaded_then_saved(llama_dir, config, out):
+    from forgetless.models.loading import load_causal_lm
+
+    model, tokenizer = load_causal_lm(str(llama_dir))
+    compressed = forgetless.apply(model, config, calibration=TEXTS, tokenizer=tokenizer)
+    save_model(compressed, out, tokenizer)
+    return out
+
+
+@pytest.mark.parametrize("method", sorted(CONFIGS))
+def test_streamed_weights_are_bit_identical_to_the_fully_loaded_path(method, llama_dir, tmp_path):
+    full = loaded_then_saved(llama_dir, CONFIGS[method](), tmp_path / "full")
+    streamed = forgetless.apply(str(llama_dir), CONFIGS[method](), calibration=TEXTS, out_dir=tmp_path / "streamed")
+    assert streamed == tmp_path / "streamed"
+    a, b = load_file(full / "model.safetensors"), load_file(streamed / "model.safetensors")
+    assert sorted(a) == sorted(b)
+    for name in a:
+        assert a[name].dtype == b[name].dtype and torch.equal(a[name], b[name]), name
+    configs = [json.loads((folder / "config.json").read_text()) for folder in (full, streamed)]
+    assert configs[0].get("quantization_config") == configs[1].get("quantization_config")
+    assert ("quantization_config" in configs[1]) == (method == "gptq")
+    if method == "gptq":
+        assert any(name.endswith(".weight_packed") for name in b)
+        assert any(name.endswith(".weight_zero_point") for name in b)  # asymmetric
+        entry = json.loads((streamed / "forgetless.json").read_text())["quantization"]
+        assert len(entry["modules"]) == 4 * 7 and "model.layers.2.mlp.up_proj" in entry["modules"]
+        assert entry["bytes"] == sum(t.numel() * t.element_size() for n, t in b.items() if ".weight_" in n)
+    else:  # the method did prune: half the weights of every layer's linears are zero
+        weight = b["model.layers.3.mlp.down_proj.weight"]
+        assert float((weight == 0).float().mean()) == pytest.approx(0.5, abs=0.02)
+    manifests = [json.loads((folder / "forgetless.json").read_text()) for folder in (full, streamed)]
+    assert manifests[0].get("quantization") == manifests[1].get("quantization")
+    layers = manifests[1]["metadata"]["artifacts"]["layers"]
+    assert len(layers) == 4 * 7 and all("reconstruction_error" in entry for entry in layers)
+    if method != "gptq":  # measured before each layer was freed, as finalize measures the whole model
+        for entry in layers:
+            weight = b[f"model.layers.{entry['layer']}.{entry['module']}.weight"]
+            assert entry["zeros"] == int((weight == 0).sum()) and entry["weights"] == weight.numel()
+            assert entry["nm"] is None if method == "wanda" else entry["nm"]["exactly_n"] == entry["nm"]["groups"]
+
+
+def test_a_sharded_folder_and_a_forgetless_folder_stream_to_the_same_weights(llama_dir, tmp_path, minilm_tokenizer):
+    model = transformers.AutoModelForCausalLM.from_pretrained(llama_dir, use_safetensors=True)
+    model.save_pretrained(tmp_path / "sharded", max_shard_size="100KB")
+    minilm_tokenizer.save_pretrained(tmp_path / "sharded")
+    assert (tmp_path / "sharded" / "model.safetensors.index.json").is_file()
+    save_model(model, tmp_path / "ours", minilm_tokenizer)
+    outs = [forgetless.apply(str(folder), CONFIGS["wanda"](), calibration=TEXTS, out_dir=tmp_path / f"out-{i}")
+            for i, folder in enumerate((llama_dir, tmp_path / "sharded", tmp_path / "ours"))]
+    first = load_file(outs[0] / "model.safetensors")
+    for out in outs[1:]:
+        other = load_file(out / "model.safetensors")
+        assert sorted(other) == sorted(first) and all(torch.equal(first[n], other[n]) for n in first)
+
+
+def test_the_streamed_folder_reloads_in_a_fresh_process(llama_dir, tmp_path):
+    out = forgetless.apply(str(llama_dir), CONFIGS["gptq"](), calibration=TEXTS, out_dir=tmp_path / "gptq")
+    model, tokenizer = load_model(out)
+    ids = tokenizer(["a cat sat on the mat"], return_tensors="pt")["input_ids"]
+    with torch.no_grad():
+        expected = model(input_ids=ids).logits
+    torch.save(ids, tmp_path / "ids.pt")  # noqa: the test's own tensor, read back with weights_only
+    script = f"""
+import torch, transformers
+from forgetless.models.io import load_model
+ids = torch.load({str(tmp_path / 'ids.pt')!r}, weights_only=True)
+ours, _ = load_model({str(out)!r})
+stock = transformers.AutoModelForCausalLM.from_pretrained({str(out)!r}, use_safetensors=True,
+    quantization_config=transformers.CompressedTensorsConfig(dequantize=True)).float().eval()
+with torch.no_grad():
+    a, b = ours(input_ids=ids).logits, stock(input_ids=ids).logits
+torch.save({{"ours": a, "stock": b}}, {str(tmp_path / 'logits.pt')!r})
+"""
+    subprocess.run([sys.executable, "-c", script], env=ENV, check=True, timeout=300)
+    logits = torch.load(tmp_path / "logits.pt", weights_only=True)
+    assert torch.equal(logits["ours"], expected)
+    torch.testing.assert_close(logits["stock"], expected, rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("methods, options, culprit", [
+    (["sparsegpt", "gptq"], {}, "runs one method"),
+    ("magnitude", {}, "does not calibrate layer by layer"),
+    (SparseGptConfig(recovery="fine-tune"), {}, "recovery"),
+    ("wanda", {"out_dir": None}, "out_dir"),
+    ("wanda", {"calibration": None}, "calibration"),
+])
+def test_what_cannot_stream_is_one_error_before_any_work(methods, options, culprit, llama_dir, tmp_path):
+    kwargs = {"calibration": TEXTS, "out_dir": tmp_path / "out", **options}
+    with pytest.raises(ForgetlessError, match=culprit):
+        forgetless.apply(str(llama_dir), methods, **kwargs)
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_encoder_folder_is_refused_before_any_work(tiny_model_dir, tmp_path):
+    with pytest.raises(ForgetlessError, match="decoder-only causal LM"):
+        forgetless.apply(tiny_model_dir, "wanda", calibration=TEXTS, out_dir=tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_incremental_writer_writes_what_safetensors_reads(tmp_path):
+    tensors = {"b": torch.arange(5, dtype=torch.int8), "a": torch.randn(3, 4),
+               "c": torch.tensor([7], dtype=torch.int64),
+               "d": torch.randn(2, 3).to(torch.bfloat16), "e": torch.zeros(0, 3), "f": torch.tensor([True, False])}
+    writer = SafetensorsWriter(tmp_path / "x.safetensors", metadata={"format": "pt"})
+    for name, tensor in tensors.items():
+        writer.add(name, tensor)
+    writer.close()
+    read = load_file(tmp_path / "x.safetensors")
+    assert sorted(read) == sorted(tensors)
+    for name, tensor in tensors.items():
+        assert read[name].dtype == tensor.dtype and torch.equal(read[name], tensor)
+    assert [p.name for p in tmp_path.iterdir()] == ["x.safetensors"]  # no side file left
+    again = SafetensorsWriter(tmp_path / "y.safetensors")
+    again.add("a", tensors["a"])
+    with pytest.raises(ValueError, match="twice"):
+        again.add("a", tensors["a"])
+    again.abort()
+    assert [p.name for p in tmp_path.iterdir()] == ["x.safetensors"]
+
+
+def test_peak_memory_is_the_steps_own_not_the_processs_earlier_high_water_mark(tmp_path):
+    script = """
+import json, torch
+from forgetless.metrics.memory import PeakMemory
+earlier = torch.ones(96 * 2 ** 20 // 4)  # 96 MiB touched, then freed: the process's mark stays up
+del earlier
+with PeakMemory() as small:
+    kept = torch.ones(8 * 2 ** 20 // 4)
+with PeakMemory() as large:
+    block = torch.ones(48 * 2 ** 20 // 4)
+    del block
+print(json.dumps([small.result, large.result]))
+"""  # a fresh process: what earlier tests freed cannot be reused by the blocks measured here
+    done = subprocess.run([sys.executable, "-c", script], env=ENV, capture_output=True, text=True, check=True)
+    small, large = json.loads(done.stdout.strip().splitlines()[-1])
+    if small is None:
+        pytest.skip("no /proc/self/status (not Linux)")
+    assert small["since_start_of_step"] and large["since_start_of_step"]
+    assert 7 <= small["added_mib"] < 40  # not the 96 MiB of before the step
+    assert 47 <= large["added_mib"] < 90
+    assert large["peak_rss_mib"] >= large["start_rss_mib"] + 47
+
+
+def test_a_compress_run_records_its_compression_steps_peak_memory(two_runs):
+    card = json.loads((two_runs[1] / "report.json").read_text())
+    memory = card["environment"]["compress_memory"]
+    assert memory["since_start_of_step"] is True
+    assert memory["peak_rss_mib"] >= memory["start_rss_mib"] > 50  # torch and transformers are loaded
+    assert memory["added_mib"] == pytest.approx(memory["peak_rss_mib"] - memory["start_rss_mib"], abs=0.11)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no GPU on this machine")
+def test_streamed_on_a_gpu_writes_the_same_tensors_and_reloads(llama_dir, tmp_path):
+    # not run where this was written (no GPU): GPU arithmetic differs from the CPU's, so the check is
+    # the layout (names, dtypes, shapes), the quantization config and a reload, not bit identity
+    cpu = forgetless.apply(str(llama_dir), CONFIGS["gptq"](), calibration=TEXTS, out_dir=tmp_path / "cpu")
+    gpu = forgetless.apply(str(llama_dir), CONFIGS["gptq"](), calibration=TEXTS, out_dir=tmp_path / "gpu",
+                           device="cuda")
+    a, b = load_file(cpu / "model.safetensors"), load_file(gpu / "model.safetensors")
+    assert {n: (t.dtype, t.shape) for n, t in a.items()} == {n: (t.dtype, t.shape) for n, t in b.items()}
+    configs = [json.loads((folder / "config.json").read_text())["quantization_config"] for folder in (cpu, gpu)]
+    assert configs[0] == configs[1]
+    load_model(gpu)
