@@ -31,7 +31,7 @@ CALIBRATION = {"calibration_examples": 8, "calibration_length": 24, "calibration
 CONFIGS = {
     "wanda": lambda: WandaConfig(sparsity=0.5, **CALIBRATION),
     "sparsegpt": lambda: SparseGptConfig(pattern="2:4", **CALIBRATION),
-    "gptq": lambda: GptqConfig(bits=4, group_size=16, symmetric=False, **CALIBRATION),
+    "gptq": lambda: GptqConfig(bits=4, group_size=16, asymmetric=True, **CALIBRATION),
 }
 
 
