@@ -195,6 +195,8 @@ def test_a_compress_run_records_its_compression_steps_peak_memory(two_runs):
     assert memory["since_start_of_step"] is True
     assert memory["peak_rss_mib"] >= memory["start_rss_mib"] > 50  # torch and transformers are loaded
     assert memory["added_mib"] == pytest.approx(memory["peak_rss_mib"] - memory["start_rss_mib"], abs=0.11)
+    shown = f"compression step's peak memory: {memory['peak_rss_mib']:.0f} MiB resident ({memory['added_mib']:+.0f} MiB"
+    assert shown in (two_runs[1] / "report.md").read_text()
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no GPU on this machine")

@@ -83,6 +83,12 @@ def render_markdown(card: dict, summary: bool = True) -> str:
               f"- hardware: {env['hardware']['processor']}, {env['hardware']['cpu_count']} CPUs, "
               f"{env['hardware']['torch_threads']} torch threads, GPU: {env['hardware']['gpu'] or 'none'}",
               f"- created {env['created']}"]
+    memory = env.get("compress_memory")
+    if memory:  # metrics/memory.py: the compression step's own high-water mark
+        lines.insert(len(lines) - 1, f"- compression step's peak memory: {memory['peak_rss_mib']:.0f} MiB resident "
+                     f"({memory['added_mib']:+.0f} MiB above its start"
+                     + ("" if memory["since_start_of_step"] else "; process peak, not reset at the step")
+                     + (f"; GPU {memory['cuda_peak_mib']:.0f} MiB" if "cuda_peak_mib" in memory else "") + ")")
     if plots[1:]:
         lines += ["", "## Method plots", ""] + [f"![{p}]({p})" for p in plots[1:]]
     return "\n".join(lines) + "\n"
