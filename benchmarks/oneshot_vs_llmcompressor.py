@@ -18,8 +18,9 @@ Protocol:
   (forgetless: ``calibration_batch`` of the method config; llm-compressor: ``--llmc-batch``, its
   default 1).
 - The compressed decoder-layer weights come back as safetensors and are scored here, by the same
-  code and library versions (``forgetless.metrics.perplexity``, windows of ``--eval-len`` tokens over
-  ``--eval-docs`` documents of the other half). Every run's weights are hashed: repeats of one tool
+  code and library versions (``forgetless.metrics.perplexity``: the first ``--eval-docs`` documents of the
+  other half joined by blank lines, in non-overlapping windows of ``--eval-len`` tokens). Every run's
+  weights are hashed: repeats of one tool
   must give the same weights (printed when they do not).
 
 llm-compressor 0.14 pins transformers ≤ 5.17, so it runs from its own virtual environment::
@@ -172,9 +173,9 @@ def score(args) -> None:
     torch.set_num_threads(args.threads)
     model, tokenizer = load(args.model, args.layers)
     base = {k: v.clone() for k, v in model.state_dict().items()}
-    heldout = documents(Path(args.data_dir), args.seed)[1][: args.eval_docs]
+    heldout = "\n\n".join(documents(Path(args.data_dir), args.seed)[1][: args.eval_docs])  # one text, windows
     print(json.dumps({"config": "base", "perplexity": perplexity(model, tokenizer, heldout,
-                                                                 max_length=args.eval_len)["perplexity"]}), flush=True)
+                                                                 window=args.eval_len)["perplexity"]}), flush=True)
     for config in args.configs.split(","):
         found = {tool: Path(args.out) / f"{config}.{tool}.weights.safetensors" for tool in TOOLS}
         for tool, path in found.items():
@@ -186,7 +187,7 @@ def score(args) -> None:
                 for name, m in layer.named_modules():
                     if f"{i}.{name}" in weights:
                         m.weight.data.copy_(weights[f"{i}.{name}"])
-            ppl = perplexity(model, tokenizer, heldout, max_length=args.eval_len)["perplexity"]
+            ppl = perplexity(model, tokenizer, heldout, window=args.eval_len)["perplexity"]
             print(json.dumps({"config": config, "tool": tool, "perplexity": ppl}), flush=True)
         if all(p.exists() for p in found.values()):
             print(json.dumps({"config": config, **agreement(*(load_file(str(p)) for p in found.values()), config)}),

@@ -14,10 +14,14 @@ from forgetless.cli import main, run_recipe
 from forgetless.recipes import load_recipe
 from forgetless.errors import ConfigError
 from forgetless.recipes.catalog import builtin_folder, find_recipe, recipe_names
+from forgetless.tree import to_recipe
+
+from llm_data import write_llm_data
 
 torch.set_num_threads(1)
 ROOT = Path(__file__).resolve().parents[1]
 RECIPES = sorted(builtin_folder().glob("*.yaml"))
+LLM_TASKS = ("llm-zero-shot", "lm-eval")
 REAL_DATA = ("sst2", "rte", "qnli", "qqp", "mnli-small", "fever", "tweetqa", "samsum", "xsum")
 DATA = Path("/work/shared/data") if Path("/work/shared/data").is_dir() else ROOT.parent / "shared" / "data"
 TINY = {"train_size": 12, "eval_size": 6, "epochs": 1, "batch_size": 4, "max_length": 32, "no_progress": True,
@@ -82,6 +86,14 @@ def _overrides(path: Path, out: Path) -> list:
         return [("model", "tiny-t5"), ("seq_lengths", [8, 16]), ("head_fractions", [1.0, 0.5]),
                 ("ffn_fractions", [1.0]), ("batch_size", 2), ("max_new_tokens", 2), ("source_length", 8),
                 ("repeats", 1), ("out", str(out))]
+    if config.task.name in LLM_TASKS:  # a tiny random Llama on a small data folder in the offline layout
+        sets = {"model": "tiny-llama", "data_dir": str(write_llm_data(out.parent / "llm-data")), "eval_size": 2,
+                "no_progress": True, "calibration_examples": 4, "calibration_length": 16, "calibration_batch": 2,
+                "then": [{**item, "calibration_examples": 4, "calibration_length": 16, "group_size": 16}
+                         for item in to_recipe(config)["then"]]}
+        if config.method.name == "gptq":
+            sets["group_size"] = 16  # tiny-llama's layers are 32 and 64 wide
+        return list({**sets, **BENCH}.items()) + [("out", str(out))]
     seq2seq = config.method.name in ("nash", "cofi")
     sets["model"] = "tiny-t5" if seq2seq else "tiny-bert"
     if config.task.name in REAL_DATA:  # recipes name no data folder: the test gives the offline one
@@ -121,7 +133,8 @@ def test_cpu_scale_runs_on_tiny_models(path, tmp_path):
     if resolved["command"] == "sweep":
         assert result["complete"] and result["rows"] and result["recipe"]["scale"] == "cpu"
     elif resolved["command"] == "compress":
-        assert result["recipe"]["model"] == "tiny-bert" and result["recipe"]["name"] == resolved["name"]
+        tiny = "tiny-llama" if recipe["config"].task.name in LLM_TASKS else "tiny-bert"
+        assert result["recipe"]["model"] == tiny and result["recipe"]["name"] == resolved["name"]
     else:
         assert (out / "profile.json").is_file()
 

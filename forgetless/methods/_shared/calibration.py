@@ -104,7 +104,8 @@ def calibration_batches(ctx, config) -> list[dict]:
     method (``config``: its ``OneShotConfig``), all-padding columns dropped. With calibration texts
     (``ctx.calibration``): a seeded sample of ``calibration_examples`` of them, each cut to
     ``calibration_length`` tokens, length-sorted and right-padded; else a seeded, label-stratified
-    subset of the task's training split, tokenized as the model kind feeds it (prompts for a causal LM)."""
+    subset of the task's training split, tokenized as the model kind feeds it (prompts for a causal LM),
+    length-sorted too."""
     if ctx.calibration is not None:
         inputs = _text_inputs(ctx.tokenizer, ctx.calibration, config.calibration_examples,
                               config.calibration_length, ctx.seed)
@@ -114,6 +115,8 @@ def calibration_batches(ctx, config) -> list[dict]:
         subset = scoring_subset(ctx.task.train, config.calibration_examples, ctx.seed)
         view = dataclasses.replace(ctx.task, train=subset)
         inputs = ctx.kind.probe_inputs(ctx.tokenizer, view, len(subset), config.calibration_length)
+        order = torch.argsort(inputs["attention_mask"].sum(dim=1), stable=True)  # length-sorted: least padding
+        inputs = {k: v[order] for k, v in inputs.items()}
     batches = []
     for start in range(0, len(inputs["input_ids"]), config.calibration_batch):
         batch = {k: v[start:start + config.calibration_batch] for k, v in inputs.items()}
