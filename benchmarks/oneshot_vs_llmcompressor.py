@@ -54,8 +54,8 @@ CONFIGS = {  # name → (method, forgetless options, llm-compressor options)
     "sparsegpt-2:4": ("sparsegpt", {"pattern": "2:4"}, {"sparsity": 0.5, "mask_structure": "2:4"}),
     # GPTQ 4-bit, asymmetric, group 64 (divides 576 and 1536; llm-compressor refuses 128 on 576-wide
     # layers), natural column order; llm-compressor fixes every grid from the original weights first
-    "gptq-w4g64-static": ("gptq", {"bits": 4, "group_size": 64, "static_groups": True}, {"group_size": 64}),
-    "gptq-w4g64-dynamic": ("gptq", {"bits": 4, "group_size": 64}, {"group_size": 64}),
+    "gptq-w4g64-static": ("gptq", {"bits": 4, "group_size": 64, "static_groups": True, "asymmetric": True}, {"group_size": 64}),
+    "gptq-w4g64-dynamic": ("gptq", {"bits": 4, "group_size": 64, "asymmetric": True}, {"group_size": 64}),
 }
 TOOLS = ("forgetless", "llmcompressor")
 
