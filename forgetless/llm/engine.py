@@ -207,21 +207,33 @@ def evaluate(model, tokenizer, tasks: dict, items: dict[str, list[int]], window:
 
 @functools.lru_cache(maxsize=1)
 def _metered_lm():
-    """lm-eval's ``HFLM`` with its bars off; every forward it makes (``_model_call``: one batch of
-    choices or windows) moves ``meter`` by its rows."""
-    from lm_eval.models.huggingface import HFLM
+    """lm-eval's ``HFLM`` whose per-request progress (the bar of ``_loglikelihood_tokens``, one step
+    per choice or window scored) moves ``meter`` instead of a bar of its own."""
+    import lm_eval.models.huggingface as hf
 
-    class MeteredLM(HFLM):
+    class Forward:
+        """What ``_loglikelihood_tokens`` makes of ``tqdm(...)``: its steps go to the meter."""
+
+        def __init__(self, meter):
+            self.meter = meter
+
+        def update(self, n: int = 1) -> None:
+            if self.meter is not None:
+                self.meter.update(n)
+
+        def __getattr__(self, name):
+            return lambda *args, **kwargs: None
+
+    class MeteredLM(hf.HFLM):
         meter = None
 
         def _loglikelihood_tokens(self, requests, disable_tqdm: bool = False, override_bs=None):
-            return super()._loglikelihood_tokens(requests, disable_tqdm=True, override_bs=override_bs)
-
-        def _model_call(self, inps, attn_mask=None, labels=None):
-            out = super()._model_call(inps, attn_mask=attn_mask, labels=labels)
-            if self.meter is not None:
-                self.meter.update(int(inps.shape[0]))
-            return out
+            own = hf.tqdm
+            hf.tqdm = lambda *args, **kwargs: Forward(self.meter)
+            try:
+                return super()._loglikelihood_tokens(requests, disable_tqdm=False, override_bs=override_bs)
+            finally:
+                hf.tqdm = own
 
     return MeteredLM
 
