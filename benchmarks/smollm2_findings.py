@@ -108,7 +108,7 @@ def table(args) -> None:
         raise SystemExit(f"{out}: no finished variant")
     first = next(iter(runs.values()))
     mc = [n for n, t in first["llm"]["tasks"].items() if t["output_type"] == "multiple_choice"]
-    lines = [f"# SmolLM2-135M-Instruct: what post-training compression forgets (llm-zero-shot, n = "
+    lines = [f"# SmolLM2-135M-Instruct: what post-training compression forgets (lm-eval zero-shot, n = "
              f"{first['llm']['tasks'][mc[0]]['n']} per task)", "",
              "Base: " + ", ".join(f"{n.replace('_offline', '')} {100 * score(first, n)['base']['value']:.1f}"
                                   + (" (at chance)" if first["llm"]["tasks"][n]["near_chance"] else "") for n in mc)
