@@ -6,7 +6,8 @@ Each variant is one ``forgetless compress --model smollm2 --base as-is … --tas
 --data-dir D --eval-size N --out OUT/<variant>`` (the real pipeline and card); a finished variant is
 kept (resumable), and the base's evaluation is computed once and reused by every variant
 (``forgetless/llm/cache.py``). The grid (``VARIANTS``): magnitude, Wanda and SparseGPT at 10-60%
-unstructured sparsity (a curve), Wanda / SparseGPT 2:4, GPTQ 8 / 4 / 3 bits (groups of 128),
+unstructured sparsity (a curve), Wanda / SparseGPT 2:4, GPTQ 8 / 4 / 3 bits (groups of 64: 128 does not divide
+SmolLM2's width of 576),
 ShortGPT removing 3 / 6 / 9 of 30 layers, 25 / 50% of the key/value groups (Michel importance),
 int8 and bf16. ``--table`` (also run at the end) renders ``results.md`` from the cards: the numbers
 per variant and the published findings checked one by one (``findings``), and ``curve.png``.
@@ -32,11 +33,14 @@ VARIANTS = {f"{method}-{level}": ["--method", method, "--sparsity", str(level / 
             + (["--recovery", "none"] if method == "magnitude" else [])
             for method in ("magnitude", "wanda", "sparsegpt") for level in (10, 20, 30, 40, 50, 60)}
 VARIANTS.update({f"{m}-2:4": ["--method", m, "--pattern", "2:4"] for m in ("wanda", "sparsegpt")})
-VARIANTS.update({f"gptq-{b}": ["--method", "gptq", "--bits", str(b), "--group-size", "128"] for b in (8, 4, 3)})
+VARIANTS.update({f"gptq-{b}": ["--method", "gptq", "--bits", str(b), "--group-size", "64"] for b in (8, 4, 3)})
 VARIANTS.update({f"shortgpt-{k}": ["--method", "block-influence", "--remove", str(k), "--recovery", "none"]
                  for k in (3, 6, 9)})
 VARIANTS.update({f"heads-kv-{r}": ["--method", "heads", "--ratio", str(r / 100), "--recovery", "none"] for r in (25, 50)})
 VARIANTS.update({d: ["--method", "quantize", "--dtype", d] for d in ("int8", "bf16")})
+MULTIPLE_CHOICE = "arc_easy_offline,arc_challenge_offline,hellaswag_offline,piqa_offline,winogrande_offline,openbookqa_offline"
+SUITES = {"llm-zero-shot": ["--task", "llm-zero-shot"],  # the six tasks, lm-eval's wikitext and the papers' windows
+          "multiple-choice": ["--task", "lm-eval", "--lm-eval-tasks", MULTIPLE_CHOICE]}  # the six + the papers' windows
 
 
 def run(args) -> None:
@@ -46,13 +50,18 @@ def run(args) -> None:
         if (folder / "report.json").is_file():
             continue
         command = [sys.executable, "-m", "forgetless.cli", "compress", "--model", "smollm2", "--base", "as-is",
-                   "--task", "llm-zero-shot", "--data-dir", args.data_dir, "--eval-size", str(args.eval_size),
-                   "--bench-repeats", str(args.repeats), "--no-progress", "--out", str(folder), *VARIANTS[name]]
+                   *SUITES[args.suite], "--data-dir", args.data_dir, "--eval-size", str(args.eval_size),
+                   *(["--perplexity-window", str(args.window)] if args.window else []),
+                   "--bench-repeats", str(args.repeats), *args.extra, "--no-progress", "--out", str(folder), *VARIANTS[name]]
         start, load = time.time(), os.getloadavg()
         print(f"[{time.strftime('%H:%M:%S')}] {name}: {' '.join(command[3:])}", flush=True)
         code = subprocess.run(command, env={**os.environ, "PYTHONPATH": str(ROOT)}).returncode
-        print(f"[{time.strftime('%H:%M:%S')}] {name}: exit {code}, {time.time() - start:.0f} s, load before "
-              f"{load[0]:.1f} after {os.getloadavg()[0]:.1f}", flush=True)
+        seconds, after = time.time() - start, os.getloadavg()
+        print(f"[{time.strftime('%H:%M:%S')}] {name}: exit {code}, {seconds:.0f} s, load before "
+              f"{load[0]:.1f} after {after[0]:.1f}", flush=True)
+        if code == 0:  # the command and its cost beside the card
+            (folder / "variant.json").write_text(json.dumps({"command": command[3:], "seconds": round(seconds),
+                                                             "load_before": load[0], "load_after": after[0]}))
     table(args)
 
 
@@ -99,7 +108,7 @@ def table(args) -> None:
         raise SystemExit(f"{out}: no finished variant")
     first = next(iter(runs.values()))
     mc = [n for n, t in first["llm"]["tasks"].items() if t["output_type"] == "multiple_choice"]
-    lines = [f"# SmolLM2-135M-Instruct: what post-training compression forgets (llm-zero-shot, n = "
+    lines = [f"# SmolLM2-135M-Instruct: what post-training compression forgets (lm-eval zero-shot, n = "
              f"{first['llm']['tasks'][mc[0]]['n']} per task)", "",
              "Base: " + ", ".join(f"{n.replace('_offline', '')} {100 * score(first, n)['base']['value']:.1f}"
                                   + (" (at chance)" if first["llm"]["tasks"][n]["near_chance"] else "") for n in mc)
@@ -197,6 +206,11 @@ if __name__ == "__main__":
     parser.add_argument("--eval-size", type=int, default=500)
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     parser.add_argument("--repeats", type=int, default=3, help="speed-benchmark repeats per variant")
+    parser.add_argument("--suite", choices=list(SUITES), default="llm-zero-shot", help=(
+        "llm-zero-shot; or multiple-choice: the six tasks and the papers' WikiText-2 windows without lm-eval's "
+        "wikitext documents (a third of the cost)"))
+    parser.add_argument("--window", type=int, help="--perplexity-window (default: the model's context, 2048)")
+    parser.add_argument("--extra", nargs=argparse.REMAINDER, default=[], help="further compress options, last")
     parser.add_argument("--table", action="store_true", help="only render results.md and curve.png from the cards")
     args = parser.parse_args()
     table(args) if args.table else run(args)

@@ -231,3 +231,44 @@ def test_shipped_yamls_ask_what_lm_evals_own_tasks_ask():
     assert offline.doc_to_choice is preprocess_winogrande.doc_to_choice
     assert offline.wikitext_detokenizer is preprocess_wikitext.wikitext_detokenizer
     assert offline.process_results is preprocess_wikitext.process_results
+
+
+def test_the_progress_bar_counts_the_choices_and_windows_it_says(data, tiny, monkeypatch):
+    """One bar per lm-eval call, labelled with the items and what is scored; it moves as lm-eval scores
+    each request and ends at the total its label gives (the choices; lm-eval's rolling windows)."""
+    from forgetless.llm import engine
+
+    class Meter:
+        def __init__(self, desc, total):
+            self.desc, self.total, self.n = desc, total, 0
+
+        def update(self, rows):
+            self.n += rows
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            pass
+
+    bars = []
+
+    def meter(label, total, progress):
+        bars.append(Meter(label, total))
+        return bars[-1]
+
+    monkeypatch.setattr(engine, "_meter", meter)
+    model, tok = tiny
+    task = load_task("llm-zero-shot", data_dir=str(data), eval_size=3, seed=0)
+    suite = task.suite
+    engine.evaluate(model, tok, suite.tasks, {n: s.items for n, s in suite.sets.items()}, 64, 4, progress=True)
+    choices = sum(len(t.doc_to_choice(t.eval_docs[i])) for n, t in suite.tasks.items() if n != "wikitext_offline"
+                  for i in suite.sets[n].items)
+    wiki = suite.tasks["wikitext_offline"]
+    tokens = [len(tok(wiki.doc_to_target(wiki.eval_docs[i]), add_special_tokens=False)["input_ids"])
+              for i in suite.sets["wikitext_offline"].items]
+    windows = sum(-(-n // 64) for n in tokens)  # lm-eval's disjoint windows: ceil(tokens / 64) per document
+    assert [(b.desc, b.total, b.n) for b in bars] == [
+        (f"lm-eval: 18 items of 6 task(s), {choices} choices scored", choices, choices),
+        (f"lm-eval: {len(tokens)} documents of 1 task(s), {windows} windows of 64 tokens scored", windows, windows)]
+    assert choices > 18 and windows >= len(tokens)

@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 from ..errors import ConfigError, DataError, ForgetlessError
+from ..progress import bar
 
 INSTALL = 'pip install "forgetless[llm]" (or: pip install "lm-eval[hf]>=0.4,<0.5")'
 TASKS_DIR = Path(__file__).parent / "tasks"  # the shipped YAMLs of the offline copies (package data)
@@ -163,12 +164,14 @@ def evaluate(model, tokenizer, tasks: dict, items: dict[str, list[int]], window:
              progress: bool | None = None) -> dict:
     """Run ``lm_eval.simple_evaluate`` on ``model`` for ``tasks`` restricted to ``items`` (doc ids);
     returns lm-eval's logged samples ``{task: [sample]}``, in doc order. Requests of at most
-    ``window`` tokens (lm-eval cuts longer contexts from the left, as it does everywhere);
-    multiple-choice and other requests in batches of ``batch_size``; rolling log-likelihood windows
-    in batches of the same number of tokens as ``batch_size`` rows of 128."""
+    ``window`` tokens (lm-eval cuts longer contexts from the left, as it does everywhere): one call
+    for every task that is not rolling (lm-eval sorts all their requests by length and scores them in
+    batches of ``batch_size``), one for the rolling ones (log-likelihood windows in batches of the same
+    number of tokens as ``batch_size`` rows of 128). lm-eval's own bars (one per batch of windows,
+    counting requests) are replaced by one labelled bar per call counting what it scores: the
+    choices of the items, or the windows of the documents."""
     require_lm_eval()
     from lm_eval import simple_evaluate
-    from lm_eval.models.huggingface import HFLM
     from lm_eval.tasks import TaskManager
 
     rolling = [n for n, t in tasks.items() if t.OUTPUT_TYPE == "loglikelihood_rolling"]
@@ -177,26 +180,89 @@ def evaluate(model, tokenizer, tasks: dict, items: dict[str, list[int]], window:
     was_training = model.training
     model.eval()
     try:
-        with quiet(progress):
+        with quiet(False):
             manager = TaskManager(include_defaults=False)  # the tasks are built already: no index needed
             for size, names in groups:
                 if not names:
                     continue
-                lm = HFLM(pretrained=model, tokenizer=tokenizer, batch_size=size, max_length=window,
-                          prefix_token_id=_prefix_token(tokenizer))
-                try:
-                    out = simple_evaluate(model=lm, tasks=[tasks[n] for n in names], task_manager=manager,
-                                          samples={n: list(items[n]) for n in names}, log_samples=True,
-                                          bootstrap_iters=0, apply_chat_template=False, random_seed=None,
-                                          numpy_random_seed=None, torch_random_seed=None)
-                except AssertionError as exc:  # lm-eval asserts a continuation fits the window
-                    raise ConfigError(f"lm-eval refused a request of {', '.join(names)} with windows of {window} "
-                                      f"tokens ({exc or 'a continuation is longer than the window'}); give a larger "
-                                      "--perplexity-window") from exc
+                lm = _metered_lm()(pretrained=model, tokenizer=tokenizer, batch_size=size, max_length=window,
+                                   prefix_token_id=_prefix_token(tokenizer))
+                label, total = _workload(lm, {n: tasks[n] for n in names}, items)
+                with _meter(label, total, progress) as meter:
+                    lm.meter = meter
+                    try:
+                        out = simple_evaluate(model=lm, tasks=[tasks[n] for n in names], task_manager=manager,
+                                              samples={n: list(items[n]) for n in names}, log_samples=True,
+                                              bootstrap_iters=0, apply_chat_template=False, random_seed=None,
+                                              numpy_random_seed=None, torch_random_seed=None)
+                    except AssertionError as exc:  # lm-eval asserts a continuation fits the window
+                        raise ConfigError(f"lm-eval refused a request of {', '.join(names)} with windows of {window} "
+                                          f"tokens ({exc or 'a continuation is longer than the window'}); give a "
+                                          "larger --perplexity-window") from exc
                 samples.update({n: sorted(out["samples"][n], key=lambda s: s["doc_id"]) for n in names})
     finally:
         model.train(was_training)
     return samples
+
+
+@functools.lru_cache(maxsize=1)
+def _metered_lm():
+    """lm-eval's ``HFLM`` whose per-request progress (the bar of ``_loglikelihood_tokens``, one step
+    per choice or window scored) moves ``meter`` instead of a bar of its own."""
+    import lm_eval.models.huggingface as hf
+
+    class Forward:
+        """What ``_loglikelihood_tokens`` makes of ``tqdm(...)``: its steps go to the meter."""
+
+        def __init__(self, meter):
+            self.meter = meter
+
+        def update(self, n: int = 1) -> None:
+            if self.meter is not None:
+                self.meter.update(n)
+
+        def __getattr__(self, name):
+            return lambda *args, **kwargs: None
+
+    class MeteredLM(hf.HFLM):
+        meter = None
+
+        def _loglikelihood_tokens(self, requests, disable_tqdm: bool = False, override_bs=None):
+            own = hf.tqdm
+            hf.tqdm = lambda *args, **kwargs: Forward(self.meter)
+            try:
+                return super()._loglikelihood_tokens(requests, disable_tqdm=False, override_bs=override_bs)
+            finally:
+                hf.tqdm = own
+
+    return MeteredLM
+
+
+def _meter(label: str, total: int | None, progress: bool | None):
+    """forgetless's bar (``progress.bar``), or a silent one with ``--no-progress``."""
+    if progress is False:
+        from tqdm import tqdm
+
+        return tqdm(total=total, disable=True)
+    return bar(desc=label, total=total, unit="row")
+
+
+def _workload(lm, tasks: dict, items: dict[str, list[int]]) -> tuple[str, int | None]:
+    """The bar's label and total: the choices of the multiple-choice items, or the windows of the
+    rolling documents (lm-eval's own cut: ``get_rolling_token_windows`` at ``lm.max_length``)."""
+    from lm_eval import utils
+
+    count = sum(len(items[n]) for n in tasks)
+    what = f"lm-eval: {count:,} items of {len(tasks)} task(s)"
+    if all(t.OUTPUT_TYPE == "multiple_choice" for t in tasks.values()):
+        total = sum(len(t.doc_to_choice(t.eval_docs[i])) for n, t in tasks.items() for i in items[n])
+        return f"{what}, {total:,} choices scored", total
+    if all(t.OUTPUT_TYPE == "loglikelihood_rolling" for t in tasks.values()):
+        total = sum(len(list(utils.get_rolling_token_windows(
+            token_list=lm.tok_encode(t.doc_to_target(t.eval_docs[i])), prefix_token=lm.prefix_token_id,
+            max_seq_len=lm.max_length, context_len=1))) for n, t in tasks.items() for i in items[n])
+        return f"{what.replace('items', 'documents')}, {total:,} windows of {lm.max_length} tokens scored", total
+    return f"{what}, rows scored", None
 
 
 def _prefix_token(tokenizer) -> int | None:
