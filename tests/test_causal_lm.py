@@ -109,7 +109,7 @@ def test_decode_time_not_separable_from_prefill_is_not_measurable(monkeypatch):
     """generate − prefill ≤ 0 (timing noise) gives None and a note, never a negative time per token."""
     from forgetless.kinds import causal_lm
     from forgetless.metrics.speed import SpeedConfig
-    from forgetless.report.markdown import _decode_row
+    from forgetless.report.size_speed_markdown import _speed_row
 
     def fake(base, compressed, config, generate):
         t = {"base": [0.010], "compressed": [0.030 if generate else 0.040]}  # compressed: generate < prefill
@@ -121,4 +121,4 @@ def test_decode_time_not_separable_from_prefill_is_not_measurable(monkeypatch):
     d = result["decode_ms_per_token"]
     assert d["compressed"] is None and d["speedup"] is None and "not measurable" in d["note"]
     assert d["base"] is None  # base: generate == prefill, 0 ms per token is not a time either
-    assert "not measurable" in _decode_row("batch 1 (ms per token)", d)
+    assert "not measurable" in _speed_row("batch 1 (ms per token)", d, None, meaningful=False)
