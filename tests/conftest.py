@@ -9,6 +9,8 @@ import transformers
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 transformers.logging.set_verbosity_error()
+if os.environ.get("PYTEST_XDIST_WORKER"):  # pytest -n 2: one torch thread per worker, the workers share the cores
+    torch.set_num_threads(1)
 if os.environ.get("PYTEST_XDIST_WORKER"):  # pytest -n N: one torch thread per worker, N workers share the cores
     torch.set_num_threads(1)
 
