@@ -204,7 +204,7 @@ def test_stacked_wanda_gptq_is_named_by_both_sized_in_stored_bits_and_not_timed(
     assert report.startswith("# forgetless report card: synthetic · wanda 2:4 + gptq 4-bit\n")
     assert "<title>forgetless report card: synthetic · wanda 2:4 + gptq 4-bit</title>" in \
         (out / "report.html").read_text()
-    assert f"Speed not timed: wanda 2:4 + gptq 4-bit leave" in report and "×" not in report.split("## Speed")[1][:300]
+    assert "Speed not timed: wanda 2:4 + gptq 4-bit leave" in report and "×" not in report.split("## Speed")[1][:300]
     # symmetric 4-bit, groups of 16: 4 + 32/16 bits a weight, plus a 2 × int64 weight_shape per quantized layer
     stored = card["params"]["stored"]["quantized"]
     weights = 4 * (2 * 32 * 32 + 2 * 16 * 32 + 3 * 64 * 32)  # tiny-llama: q, o; k, v (2 of 4 heads); gate, up, down
@@ -217,7 +217,7 @@ def test_stacked_wanda_gptq_is_named_by_both_sized_in_stored_bits_and_not_timed(
     assert ratio < 0.995 and f'size of the stored weights</div><div class="value">{ratio:.2f}×</div>' in \
         (out / "report.html").read_text()
     # the N:M check: every group of 4 inputs keeps exactly 2 (tiny-llama's weights have no zeros of their own)
-    assert f"| wanda | decoder | 28 | " in report and f"| {weights // 4:,} | {weights // 4:,} | 0 | 0 | 0 |" in report
+    assert "| wanda | decoder | 28 | " in report and f"| {weights // 4:,} | {weights // 4:,} | 0 | 0 | 0 |" in report
     assert "| gptq | decoder | 28 | " in report
     model_card = (out / "model" / "README.md").read_text()
     assert "# tiny-llama-wanda-gptq-synthetic" in model_card and "| method | wanda 2:4 + gptq 4-bit |" in model_card
