@@ -1,7 +1,8 @@
 """Atomic writes: build output in a temporary sibling, then rename, so an interrupted run never
 leaves a half-written folder or file that looks complete; a full disk during any write is one
 ``DiskFullError`` naming the folder and its free space (``disk_full_guard``), and the temporary
-sibling is removed (a later run also removes those a kill left: ``remove_leftovers``)."""
+sibling is removed (a later run also removes those a kill left: ``remove_leftovers``). The JSON-lines
+files forgetless reads (predictions, offline LLM sets) are parsed by one ``json_lines``."""
 from __future__ import annotations
 
 import contextlib
@@ -14,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
-from .errors import DiskFullError
+from .errors import DataError, DiskFullError
 
 # how a full disk shows through libraries that drop errno: safetensors' message, torch's zip writer (a
 # failed write, or on a small file system the short write it finds afterwards: "[enforce fail at
@@ -149,3 +150,18 @@ def _jsonable(obj: Any) -> Any:
     if isinstance(obj, (set, tuple)):
         return list(obj)
     raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+def json_lines(text: str, path) -> Iterator[tuple[int, dict]]:
+    """``(line number, object)`` of each non-blank line of a JSON-lines ``text`` read from ``path``;
+    a line that is not a JSON object is a ``DataError`` naming the file and line."""
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DataError(f"{path} line {number}: not JSON ({exc.msg})") from exc
+        if not isinstance(row, dict):
+            raise DataError(f"{path} line {number}: expected a JSON object")
+        yield number, row

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Iterable
 
 from ..errors import DataError
-from ..fsutil import atomic_write_text
+from ..fsutil import atomic_write_text, json_lines
 
 REQUIRED = ("id", "set", "role", "gold", "predicted")
 OPTIONAL = ("probabilities", "group", "hard", "generated", "text", "text_pair", "log_likelihoods", "choice_lengths",
@@ -90,18 +90,7 @@ def read_predictions(path: str | Path) -> list[dict]:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise DataError(f"{path}: cannot read predictions ({exc})") from exc
-    rows = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DataError(f"{path} line {number}: not JSON ({exc.msg})") from exc
-        if not isinstance(row, dict):
-            raise DataError(f"{path} line {number}: expected a JSON object")
-        rows.append(_normalise(row, f"{path} line {number}"))
-    return rows
+    return [_normalise(row, f"{path} line {number}") for number, row in json_lines(text, path)]
 
 
 def recompute_accuracy(rows: Iterable[dict], set: str, role: str, hard: bool | None = None,

@@ -18,7 +18,6 @@ its top-level `` = Title = `` lines for lm-eval's document-level ``wikitext``.
 from __future__ import annotations
 
 import csv
-import json
 import re
 from pathlib import Path
 
@@ -30,6 +29,7 @@ from lm_eval.tasks.wikitext.preprocess_wikitext import process_results, wikitext
 from lm_eval.tasks.winogrande.preprocess_winogrande import doc_to_choice, doc_to_target, doc_to_text  # noqa: F401
 
 from forgetless.errors import DataError
+from forgetless.fsutil import json_lines
 
 LETTERS = "ABCDE"
 ARTICLE_TITLE = re.compile(r"^ = [^=].* = $")  # a top-level heading of WikiText (sections are " = = x = = ")
@@ -59,17 +59,7 @@ def _text(path: Path) -> str:
 
 
 def _jsonl(path: Path) -> list[dict]:
-    rows = []
-    for number, line in enumerate(_text(path).splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DataError(f"{path} line {number}: not JSON ({exc.msg})") from exc
-        if not isinstance(row, dict):
-            raise DataError(f"{path} line {number}: expected a JSON object")
-        rows.append(row)
+    rows = [row for _, row in json_lines(_text(path), path)]
     if not rows:
         raise DataError(f"{path}: has no rows")
     return rows
