@@ -88,7 +88,10 @@ def test_base_as_is_with_recovery_none_never_trains(tmp_path, monkeypatch):
     after = sorted((cache_root() / "teachers").glob("*")) if (cache_root() / "teachers").exists() else []
     assert after == teachers_before  # no teacher written to the cache
     assert card["zero_shot"]["score_calibration"] == "set-mean" and card["zero_shot"]["template"] == "plain"
-    assert card["speed"]["flop_limit"]["ratio"] > 1.0 and card["speed"]["decode_ms_per_token"]["speedup"] is not None
+    decode = card["speed"]["decode_ms_per_token"]
+    assert card["speed"]["flop_limit"]["ratio"] > 1.0   # one layer fewer: the model was timed
+    # one timed repeat of 2 tokens on a tiny model: the per-token time may vanish in the noise, and then says so
+    assert decode["speedup"] is not None or decode["note"].startswith("not measurable: generating took no longer")
     report = (tmp_path / "run" / "report.md").read_text()
     assert "Base: none (the pretrained model as it is). Compressed: starts from the base (the pretrained model as it is)" \
         in report and "fine-tuned teacher" not in report
