@@ -47,6 +47,13 @@ def test_relative_reconstruction_error_equals_direct():
     w_hat = w * (torch.rand_like(w) > 0.5)
     direct = ((w - w_hat) @ x.T).norm() / (w @ x.T).norm()
     assert relative_reconstruction_error(w, w_hat, acc.hessian) == pytest.approx(float(direct), rel=1e-10)
+    # a float32 weight's error is computed in float32 (the card's figure, not an input of the solves): 6 digits
+    assert relative_reconstruction_error(w.float(), w_hat.float(), acc.hessian) == pytest.approx(float(direct), rel=1e-5)
+    sampled = HessianAccumulator(24, hessian_every=4)  # 16 sampled tokens < 24 inputs: the error from the rows
+    sampled.add(x[:64].float())
+    rows = x[:64:4].T
+    expected = ((w - w_hat) @ rows).norm() / (w @ rows).norm()
+    assert sampled.relative_error(w.float(), w_hat.float()) == pytest.approx(float(expected), rel=1e-5)
 
 
 def test_wanda_scores_and_masks_by_hand():

@@ -86,12 +86,13 @@ class HessianAccumulator:
         them than inputs (the same number, fewer operations)."""
         if self.squares is None or self.tokens >= self.sum.shape[0]:
             return relative_reconstruction_error(weight, compressed, self.hessian)
-        x = self.rows.T.to(torch.float64)
-        w = weight.detach().to(torch.float64)
+        dtype = error_dtype(weight)
+        x = self.rows.T.to(dtype)
+        w = weight.detach().to(dtype)
         reference = (w @ x).square().sum()
         if reference == 0:
             return 0.0
-        return float(((w - compressed.detach().to(torch.float64)) @ x).square().sum().div(reference).sqrt())
+        return float(((w - compressed.detach().to(dtype)) @ x).square().sum().div(reference).sqrt())
 
 
 def prepare_hessian(hessian: torch.Tensor, weight: torch.Tensor, damp: float) -> tuple[torch.Tensor, torch.Tensor]:
@@ -130,11 +131,21 @@ def inverse_cholesky_upper(hessian: torch.Tensor) -> torch.Tensor:
 
 def relative_reconstruction_error(weight: torch.Tensor, compressed: torch.Tensor, hessian: torch.Tensor) -> float:
     """``‖W X − Ŵ X‖_F / ‖W X‖_F`` from the (undamped) Hessian alone:
-    ``‖ΔW X‖²_F = tr(ΔW X Xᵀ ΔWᵀ) ∝ tr(ΔW H ΔWᵀ)`` (the factor 2/n cancels in the ratio)."""
-    h = hessian.to(torch.float64)
-    w = weight.detach().to(torch.float64)
-    delta = w - compressed.detach().to(torch.float64)
+    ``‖ΔW X‖²_F = tr(ΔW X Xᵀ ΔWᵀ) ∝ tr(ΔW H ΔWᵀ)`` (the factor 2/n cancels in the ratio). Computed
+    in the weight's precision (``error_dtype``)."""
+    dtype = error_dtype(weight)
+    h = hessian.to(dtype)
+    w = weight.detach().to(dtype)
+    delta = w - compressed.detach().to(dtype)
     reference = ((w @ h) * w).sum().clamp_min(0)
     if reference == 0:
         return 0.0
     return float((((delta @ h) * delta).sum().clamp_min(0) / reference).sqrt())
+
+
+def error_dtype(weight: torch.Tensor) -> torch.dtype:
+    """The precision of a reported reconstruction error: the weight's own, at least float32. The
+    error is a figure for the card, not an input of the solves (those stay in float64): in float32
+    its two ``out × in × in`` products cost half as much (about 15% of GPTQ's CPU time on SmolLM2
+    in float64) and agree to about 6 digits."""
+    return torch.promote_types(weight.dtype, torch.float32)
