@@ -62,12 +62,17 @@ def minilm_tokenizer():
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory, minilm_tokenizer):
     """A tiny BERT with the bundled WordPiece tokenizer, saved as a plain Hugging Face folder."""
-    path = tmp_path_factory.mktemp("tiny-bert")
-    config = transformers.BertConfig(vocab_size=minilm_tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2,
-                                     num_attention_heads=4, intermediate_size=64, max_position_embeddings=128)
+    return save_tiny_bert(tmp_path_factory.mktemp("tiny-bert"), minilm_tokenizer, layers=2)
+
+
+def save_tiny_bert(path, tokenizer, layers: int, intermediate: int = 64, positions: int = 128) -> str:
+    """A seeded BERT encoder of hidden size 32 and 4 heads, with ``tokenizer``, saved in ``path``."""
+    config = transformers.BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=layers,
+                                     num_attention_heads=4, intermediate_size=intermediate,
+                                     max_position_embeddings=positions)
     torch.manual_seed(0)
     transformers.BertModel(config).save_pretrained(path)
-    minilm_tokenizer.save_pretrained(path)
+    tokenizer.save_pretrained(path)
     return str(path)
 
 

@@ -11,6 +11,7 @@ import pytest
 import torch
 import transformers
 
+from conftest import save_tiny_bert
 from forgetless.data.tasks import load_task
 from forgetless.kinds import kind_for
 from forgetless.methods.base import CompressionContext
@@ -21,13 +22,7 @@ from forgetless.training.trainer import TrainConfig
 def bert_dir(tmp_path_factory, minilm_tokenizer) -> str:
     """A 3-layer BERT encoder (the shape every smoke config fits: ``test_contract.py``); each run adds
     its own seeded classification head."""
-    path = tmp_path_factory.mktemp("bert3")
-    config = transformers.BertConfig(vocab_size=minilm_tokenizer.vocab_size, hidden_size=32, num_hidden_layers=3,
-                                     num_attention_heads=4, intermediate_size=48, max_position_embeddings=130)
-    torch.manual_seed(0)
-    transformers.BertModel(config).save_pretrained(path)
-    minilm_tokenizer.save_pretrained(path)
-    return str(path)
+    return save_tiny_bert(tmp_path_factory.mktemp("bert3"), minilm_tokenizer, layers=3, intermediate=48, positions=130)
 
 
 def compress_once(name: str, seed: int, work_dir, bert_dir: str) -> dict[str, torch.Tensor]:
