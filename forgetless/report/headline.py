@@ -108,6 +108,11 @@ def delta_points(entry: dict | None, scale: float = 100.0) -> float | None:
     return scale * (entry["compressed"]["value"] - entry["base"]["value"])
 
 
+def megabytes(n: int | None) -> str:
+    """Bytes as the card writes them (``12.3 MB``; ``–`` when unknown)."""
+    return "–" if n is None else f"{n / 1e6:.1f} MB"
+
+
 def scale_of(metric: str) -> float:
     """100 for accuracy (a fraction), 1 for ROUGE / METEOR (already in %)."""
     return 100.0 if metric == "accuracy" else 1.0

@@ -1,7 +1,7 @@
 """Markdown rendering of a report card (see ``card.py`` for the schema)."""
 from __future__ import annotations
 
-from .headline import speedup, speedup_text, verdict
+from .headline import megabytes as mb, speedup, speedup_text, verdict
 from .size_speed_markdown import size_markdown, speed_markdown
 from .layers import layers_markdown
 from .llm_markdown import llm_markdown
@@ -165,7 +165,9 @@ def _verdict(card: dict) -> str:
         text += f" ({params['nonzero_ratio']:.2f}× non-zero)"
     start, disk = (params.get("base") or {}).get("started_from"), (params.get("compressed") or {}).get("disk_bytes")
     if start and disk:
-        text += f", {disk / start['bytes']:.2f}× on disk against {start['what']}"
+        ratio = disk / start["bytes"]
+        text += (f", on disk {ratio:.2f}× the size of {start['what']} ({mb(start['bytes'])} → {mb(disk)}"
+                 + ("; larger than the file you started from)" if ratio > 1 else ")"))
     sp = speedup(card)
     if not sp["timed"]:
         text += f"; {sp['why']}"

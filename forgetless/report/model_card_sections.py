@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .headline import speedup_text
+from .headline import megabytes as mb, speedup_text
 from .naming import card_methods, method_label
 
 
@@ -15,7 +15,6 @@ def size_summary(card: dict) -> dict:
     """Parameters, bytes on disk against the file the user started from and its float32 folder, and
     bits per weight of what is stored (``metrics/size.stored_bits``); F_bias when the task has one."""
     params, intervals = card["params"], card.get("intervals") or {}
-    mb = lambda n: f"{n / 1e6:.1f} MB"  # noqa: E731
     size = {"parameters_base": params["base"]["total"], "parameters_compressed": params["compressed"]["total"],
             "parameter_ratio": params["ratio"]}
     disk, start, fp32 = params["compressed"].get("disk_bytes"), params["base"].get("started_from"), \

@@ -4,7 +4,7 @@ speedup with its interval (``headline.speedup_text``), the spread, the load aver
 speed was not timed (``--speed``)."""
 from __future__ import annotations
 
-from .headline import speedup_text
+from .headline import megabytes as mb, speedup_text
 
 
 def size_markdown(card: dict) -> list[str]:
@@ -12,7 +12,6 @@ def size_markdown(card: dict) -> list[str]:
     beside the float32 folder the run read; bits per weight of what the saved folder stores."""
     params = card["params"]
     b, c = params["base"], params["compressed"]
-    mb = lambda x: "–" if x is None else f"{x / 1e6:.1f} MB"  # noqa: E731
     bits = lambda x: "–" if x is None else f"{x:.2f}"  # noqa: E731
     lines = ["", "## Size", "", "| | base | compressed | ratio |", "|---|---:|---:|---:|",
              f"| parameters | {b['total']:,} | {c['total']:,} | {c['total'] / b['total']:.3f} |",
