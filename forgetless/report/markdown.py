@@ -166,8 +166,8 @@ def _verdict(card: dict) -> str:
     start, disk = (params.get("base") or {}).get("started_from"), (params.get("compressed") or {}).get("disk_bytes")
     if start and disk:
         ratio = disk / start["bytes"]
-        text += (f", on disk {ratio:.2f}× the size of {start['what']} ({mb(start['bytes'])} → {mb(disk)}"
-                 + ("; larger than the file you started from)" if ratio > 1 else ")"))
+        text += (f", on disk {ratio:.2f}× the size of {start['what']}: {mb(start['bytes'])} → {mb(disk)}"
+                 + (", larger than the file you started from" if ratio > 1 else ""))
     sp = speedup(card)
     if not sp["timed"]:
         text += f"; {sp['why']}"
