@@ -1,4 +1,5 @@
-"""The fenced blocks of README.md and docs/*.md, and what tests/test_doc_blocks.py needs to run them.
+"""The fenced blocks of README.md and docs/*.md, and the stand-ins tests/test_doc_blocks.py runs them on
+(tiny model folders, a small data folder, one folder per page).
 
 A block is read with the HTML comment on the line just before it, if any:
 
@@ -10,16 +11,25 @@ A block is read with the HTML comment on the line just before it, if any:
 Shell blocks are cut into commands: continuation lines joined, comments and blank lines dropped."""
 from __future__ import annotations
 
+import json
 import re
 import shlex
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
+
+import torch
+import transformers
+
+from forgetless.models.tiny import tiny_llama_config
 
 ROOT = Path(__file__).resolve().parents[1]
 FENCE = re.compile(r"^```(\w*)\s*$")
 MARK = re.compile(r"^<!-- (not run|file): (.+?) -->$")
 SHELL = ("bash", "sh", "console", "shell")
 SIMPLE_SHELL = ("printf", "cp", "mkdir", "echo", "cat")     # run as they are, with bash, in the page's folder
+SENTENCES = [("a charming and affecting journey", 1), ("bleak and desperate", 0), ("a great fun film", 1),
+             ("dull and tedious", 0), ("wonderful acting", 1), ("an awful mess", 0)]
 NEVER_RUN = ("pip", "apt-get", "lm_eval", "accelerate")     # allowed only in blocks marked "not run"
 
 
@@ -99,3 +109,50 @@ def shared_data() -> Path | None:
         if candidate.is_dir():
             return candidate.resolve()
     return None
+
+
+# ----- stand-ins for the models, data and folders the blocks name ------------------------------------
+def tiny_models(tokenizer):
+    torch.manual_seed(0)
+    yield "llama", transformers.LlamaForCausalLM(tiny_llama_config(tokenizer.vocab_size))
+    yield "smollm2", transformers.LlamaForCausalLM(tiny_llama_config(  # SmolLM2's widths refuse groups of 128
+        tokenizer.vocab_size, hidden_size=192, intermediate_size=512, num_hidden_layers=8, num_attention_heads=6,
+        num_key_value_heads=3, tie_word_embeddings=True))
+    yield "bert", transformers.BertForSequenceClassification(transformers.BertConfig(
+        vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+        intermediate_size=48, max_position_embeddings=130, num_labels=2, id2label={0: "neg", 1: "pos"},
+        label2id={"neg": 0, "pos": 1}))
+
+
+def save_folder(model, path: Path, tokenizer) -> Path:
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
+def sst2_data(data: Path) -> Path:
+    for path in ("llm/wikitext2", "glue/SST-2", "advglue"):
+        (data / path).mkdir(parents=True)
+    (data / "llm/wikitext2/wiki.test.raw").write_text("\r\n".join(f" = {s} = " for s, _ in SENTENCES * 3) + "\r\n")
+    rows = "sentence\tlabel\n" + "".join(f"{s} \t{y}\n" for s, y in SENTENCES * 2)
+    (data / "glue/SST-2/train.tsv").write_text(rows)
+    (data / "glue/SST-2/dev.tsv").write_text(rows)
+    (data / "advglue/dev.json").write_text(json.dumps({"sst2": [{"idx": i, "sentence": s, "label": y}
+                                                                for i, (s, y) in enumerate(SENTENCES)]}))
+    return data
+
+
+def page_folder(tmp_path: Path, page: str, run: str) -> Path:
+    """A folder for one page: ``../shared/data`` beside it, the CSV files and ``runs/heads`` of the examples."""
+    base = tmp_path / page.replace("/", "-")
+    work = base / "work"
+    work.mkdir(parents=True)
+    data = shared_data()
+    if data is not None:
+        (base / "shared").mkdir()
+        (base / "shared" / "data").symlink_to(data)
+    for name in ("train", "dev", "hard"):
+        (work / f"{name}.csv").write_text("sentence,label\n" + "".join(f"{s},{['neg', 'pos'][y]}\n"
+                                                                      for s, y in SENTENCES))
+    shutil.copytree(run, work / "runs" / "heads")
+    return work

@@ -26,14 +26,11 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
-import transformers
 import yaml
 
 import forgetless.cli as cli
 from doc_blocks import (NEVER_RUN, ROOT, SHELL, SIMPLE_SHELL, all_blocks, benchmark_script, commands,
-                        forgetless_argv, shared_data, words)
-from forgetless.models.tiny import tiny_llama_config
+                        forgetless_argv, page_folder, save_folder, shared_data, sst2_data, tiny_models, words)
 
 NOT_RUN = sorted([
     "README.md: installs packages", "README.md: installs packages", "README.md: it is the test suite",
@@ -57,8 +54,6 @@ REAL = {  # quickstart commands run for real: the command as written -> the opti
         ["--data-dir", "{llm_data}", "--eval-size", "3", "--calibration-examples", "4", "--no-progress"]}
 WORK = ("compress", "compress-seq2seq", "demo", "finetune", "sweep", "profile", "evaluate", "bench", "export", "run")
 STAND_INS = {"HuggingFaceTB/SmolLM2-135M-Instruct": "llama", "my-bert": "bert", "path/to/llama-folder": "llama"}
-SENTENCES = [("a charming and affecting journey", 1), ("bleak and desperate", 0), ("a great fun film", 1),
-             ("dull and tedious", 0), ("wonderful acting", 1), ("an awful mess", 0)]
 CHECKS = {  # after a page's Python blocks ran: what they must have done
     "README.md": "assert sum(int((w == 0).sum()) for w in pruned.parameters()) > 0 and compared['sets']['dev']['base']",
     "docs/python-api.md": "assert run.card['params']['ratio'] < 1 and (Path('bert-heads-50') / 'model' / 'README.md')"
@@ -84,58 +79,13 @@ def stand_ins(tmp_path_factory, minilm_tokenizer):
     from llm_data import write_llm_data
 
     root = tmp_path_factory.mktemp("doc-stand-ins")
-    folders = {name: str(_save(model, root / name, minilm_tokenizer)) for name, model in _models(minilm_tokenizer)}
-    folders["data"] = str(_sst2_data(root / "data"))
+    folders = {name: str(save_folder(model, root / name, minilm_tokenizer))
+               for name, model in tiny_models(minilm_tokenizer)}
+    folders["data"] = str(sst2_data(root / "data"))
     folders["llm_data"] = str(write_llm_data(root / "llm-data"))
     folders["run"] = str(root / "run")
     assert main(["demo", *QUICK, "--out", folders["run"]]) == 0
     return folders
-
-
-def _models(tokenizer):
-    torch.manual_seed(0)
-    yield "llama", transformers.LlamaForCausalLM(tiny_llama_config(tokenizer.vocab_size))
-    yield "smollm2", transformers.LlamaForCausalLM(tiny_llama_config(  # SmolLM2's widths refuse groups of 128
-        tokenizer.vocab_size, hidden_size=192, intermediate_size=512, num_hidden_layers=8, num_attention_heads=6,
-        num_key_value_heads=3, tie_word_embeddings=True))
-    yield "bert", transformers.BertForSequenceClassification(transformers.BertConfig(
-        vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-        intermediate_size=48, max_position_embeddings=130, num_labels=2, id2label={0: "neg", 1: "pos"},
-        label2id={"neg": 0, "pos": 1}))
-
-
-def _save(model, path: Path, tokenizer) -> Path:
-    model.save_pretrained(path)
-    tokenizer.save_pretrained(path)
-    return path
-
-
-def _sst2_data(data: Path) -> Path:
-    for path in ("llm/wikitext2", "glue/SST-2", "advglue"):
-        (data / path).mkdir(parents=True)
-    (data / "llm/wikitext2/wiki.test.raw").write_text("\r\n".join(f" = {s} = " for s, _ in SENTENCES * 3) + "\r\n")
-    rows = "sentence\tlabel\n" + "".join(f"{s} \t{y}\n" for s, y in SENTENCES * 2)
-    (data / "glue/SST-2/train.tsv").write_text(rows)
-    (data / "glue/SST-2/dev.tsv").write_text(rows)
-    (data / "advglue/dev.json").write_text(json.dumps({"sst2": [{"idx": i, "sentence": s, "label": y}
-                                                                for i, (s, y) in enumerate(SENTENCES)]}))
-    return data
-
-
-def _page_folder(tmp_path: Path, page: str, run: str) -> Path:
-    """A folder for one page: ``../shared/data`` beside it, the CSV files and ``runs/heads`` of the examples."""
-    base = tmp_path / page.replace("/", "-")
-    work = base / "work"
-    work.mkdir(parents=True)
-    data = shared_data()
-    if data is not None:
-        (base / "shared").mkdir()
-        (base / "shared" / "data").symlink_to(data)
-    for name in ("train", "dev", "hard"):
-        (work / f"{name}.csv").write_text("sentence,label\n" + "".join(f"{s},{['neg', 'pos'][y]}\n"
-                                                                      for s, y in SENTENCES))
-    shutil.copytree(run, work / "runs" / "heads")
-    return work
 
 
 # ----- Python blocks -------------------------------------------------------------------------------------
@@ -152,7 +102,7 @@ def test_the_python_blocks_run_as_written(tmp_path, stand_ins):
         code = "\n".join(texts) + "\n" + CHECKS[page] + f"\nprint('ran', {page!r})\n"
         for name, folder in STAND_INS.items():
             code = code.replace(f'"{name}"', repr(stand_ins[folder]))
-        folder = _page_folder(tmp_path, page, stand_ins["run"])
+        folder = page_folder(tmp_path, page, stand_ins["run"])
         script.append(f"os.chdir({str(folder)!r})\nexec(compile({code!r}, {page!r}, 'exec'), "
                       "{'__name__': '__main__', 'Path': Path})")
     done = subprocess.run([sys.executable, "-c", "\n".join(script)], capture_output=True, text=True, timeout=600,
@@ -221,7 +171,7 @@ def test_every_shell_command_runs_or_is_validated(tmp_path, stand_ins, validate_
     failures, seen, cwd = [], set(), os.getcwd()
     try:
         for page, page_blocks in _by_page(all_blocks()).items():
-            work = _page_folder(tmp_path, page, stand_ins["run"])
+            work = page_folder(tmp_path, page, stand_ins["run"])
             os.chdir(work)
             for block in page_blocks:
                 if block.file:  # a recipe, a task YAML, data: written before the page's commands run
