@@ -27,6 +27,7 @@ from torch import nn
 from .adapters import get_adapter
 from .checks import NOT_STOCK_WEIGHTS, WEIGHTS, tensor_header, trust_remote_code
 from .compressed_tensors import module_schemes
+from .expert_checkpoint import experts_scheme, stock_pieces
 from .manifest import read_manifest, transformers_model_class
 from .surgery import model_shape
 
@@ -84,12 +85,13 @@ def stock_config(model: nn.Module):
     return candidate
 
 
-def stock_tensors(model_class: type, config: dict) -> dict[str, tuple[tuple[int, ...], str]]:
+def stock_tensors(model_class: type, config: dict, header: dict | None = None) -> dict[str, tuple[tuple[int, ...], str]]:
     """``{name: (shape, dtype)}`` of the tensors stock ``from_pretrained`` fills when it builds
     ``model_class`` from the ``config.json`` dict ``config``: every parameter and persistent buffer,
     floats in the config's dtype, tied parameters under each of their names (a file holds one of them);
     with a compressed-tensors ``quantization_config``, a quantized Linear's ``weight`` is replaced by
-    what the format stores for it."""
+    what the format stores for it, and a fused expert weight by the packed per-expert pieces stock
+    loading merges into it, where the file (``header``) holds them (``expert_checkpoint.py``)."""
     plain = {k: v for k, v in config.items() if k != "quantization_config"}
     stock = meta_model(model_class, model_class.config_class.from_dict(plain))
     dtype = getattr(torch, str(plain.get("dtype") or plain.get("torch_dtype") or "float32").replace("torch.", ""))
@@ -100,15 +102,23 @@ def stock_tensors(model_class: type, config: dict) -> dict[str, tuple[tuple[int,
     quantization = config.get("quantization_config")
     if quantization:
         for name, args in module_schemes(stock, quantization).items():
-            rows, columns = expected.pop(f"{name}.weight")[0]
-            bits = int(args["num_bits"])
-            groups = 1 if args.get("strategy") == "channel" else -(-columns // int(args["group_size"]))
-            expected[f"{name}.weight_packed"] = ((rows, -(-columns * bits // 32)), "I32")
-            expected[f"{name}.weight_scale"] = ((rows, groups), _dtype_name(dtype))
-            expected[f"{name}.weight_shape"] = ((2,), "I64")
-            if not args.get("symmetric", True):
-                expected[f"{name}.weight_zero_point"] = ((-(-rows * bits // 32), groups), "I32")
+            expected.update(_packed(name, *expected.pop(f"{name}.weight")[0], args, dtype))
+        for name, pieces in stock_pieces(stock, header or {}).items():
+            del expected[name]
+            for piece, rows, columns in pieces:
+                expected.update(_packed(piece, rows, columns, experts_scheme(quantization), dtype))
     return expected
+
+
+def _packed(name: str, rows: int, columns: int, args: dict, dtype: torch.dtype) -> dict:
+    """The tensors compressed-tensors' pack-quantized format stores for a ``rows × columns`` weight."""
+    bits = int(args["num_bits"])
+    groups = 1 if args.get("strategy") == "channel" else -(-columns // int(args["group_size"]))
+    packed = {f"{name}.weight_packed": ((rows, -(-columns * bits // 32)), "I32"),
+              f"{name}.weight_scale": ((rows, groups), _dtype_name(dtype)), f"{name}.weight_shape": ((2,), "I64")}
+    if not args.get("symmetric", True):
+        packed[f"{name}.weight_zero_point"] = ((-(-rows * bits // 32), groups), "I32")
+    return packed
 
 
 def tied_names(model_class: type, config: dict) -> list[set[str]]:
@@ -145,7 +155,7 @@ def stock_fit(model_class: type, config: dict, header: dict) -> tuple[str, str]:
       random initial value; a tensor it does not know: ignored; another dtype: cast).
     """
     try:
-        expected, tied = stock_tensors(model_class, config), tied_names(model_class, config)
+        expected, tied = stock_tensors(model_class, config, header), tied_names(model_class, config)
     except Exception as exc:  # noqa: BLE001 - whatever stops stock building it, stock loading fails too
         return "refused", f"building {model_class.__name__} from config.json fails ({type(exc).__name__}: {exc})"
     mismatched = sorted(n for n, (shape, _) in header.items() if n in expected and expected[n][0] != shape)

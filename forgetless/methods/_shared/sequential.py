@@ -30,12 +30,14 @@ from torch import nn
 from ... import progress
 from ...errors import UnsupportedModelError
 from ...models.adapters import get_adapter
+from ...models.experts import linearized
 from ...models.gates import HookSet
 from ...models.sites import in_features, is_linear
 from .hessian import HessianAccumulator
 
 # compress(stack, index, layer, {name in layer: (linear or GPT-2 Conv1D, accumulator)}) → anything the method reports
 LayerCompressor = Callable[[str, int, nn.Module, dict[str, tuple[nn.Linear, HessianAccumulator]]], object]
+Selector = Callable[[str, nn.Module], bool]  # (module name, linear) → compress it
 
 
 class LayerSource(Protocol):
@@ -133,15 +135,17 @@ def _hidden_of(output) -> torch.Tensor:
 def run_layer_by_layer(model: nn.Module, batches: list[dict], compress: LayerCompressor,
                        token_masks: list[torch.Tensor] | None = None, label: str = "calibrate",
                        hessian_every: int = 1, source: LayerSource | None = None,
-                       targets: set[int] | None = None) -> dict[str, list]:
+                       select: Selector | None = None) -> dict[str, list]:
     """Calibrate and compress every layer of every stack in order; returns, per stack, what
     ``compress`` returned for each layer. ``token_masks`` (one ``batch × tokens`` bool tensor per
     batch, default the batches' attention masks) select the tokens whose activations count.
     ``label`` names the step in the progress bar and the time estimate (``progress.py``);
     ``hessian_every``: the accumulators' (``HessianAccumulator``: 1 for the full Hessian);
     ``source``: loads each layer first and releases it last (None: the model holds every layer);
-    ``targets``: ids of the linears to calibrate and compress (None: every linear of the layers)."""
+    ``select(name in the model, linear)``: the linears to calibrate and compress (None: every one).
+    Each layer's mixture-of-experts modules run expert by expert meanwhile (``experts.linearized``)."""
     adapter = get_adapter(model)
+    names = {id(module): name for name, module in model.named_modules()}
     masks = token_masks or [b["attention_mask"].bool() if "attention_mask" in b else None for b in batches]
     reports: dict[str, list] = {}
     for stack, layers in adapter.stacks(model).items():
@@ -157,11 +161,13 @@ def run_layer_by_layer(model: nn.Module, batches: list[dict], compress: LayerCom
                     source.load(stack, index, layer)
                 inputs = [_with_hidden(args, kwargs, h) for (args, kwargs), h in zip(stands.inputs[index], hidden)]
                 stands.inputs[index] = []
-                stats = layer_statistics(stack, index, layer, inputs, masks, shown, hessian_every, targets)
-                shown.step("solve")
-                reports[stack].append(compress(stack, index, layer, stats))
-                if index + 1 < len(layers):  # the last layer's outputs feed no layer of this stack
-                    hidden = propagate(layer, inputs, shown)
+                chosen = _chooser(select, f"{names[id(layers)]}.{index}.")
+                with linearized(layer):
+                    stats = layer_statistics(stack, index, layer, inputs, masks, shown, hessian_every, chosen)
+                    shown.step("solve")
+                    reports[stack].append(compress(stack, index, layer, stats))
+                    if index + 1 < len(layers):  # the last layer's outputs feed no layer of this stack
+                        hidden = propagate(layer, inputs, shown)
                 if source is not None:
                     source.release(stack, index, layer)
                 shown.unit_done()
@@ -170,12 +176,17 @@ def run_layer_by_layer(model: nn.Module, batches: list[dict], compress: LayerCom
     return reports
 
 
+def _chooser(select: Selector | None, prefix: str) -> Selector | None:
+    """``select`` on a layer's own module names (``prefix``: the layer's name in the model)."""
+    return None if select is None else (lambda name, module: select(prefix + name, module))
+
+
 def layer_statistics(stack: str, index: int, layer: nn.Module, inputs: list[tuple[tuple, dict]],
                      masks: list, shown: progress.Steps, hessian_every: int = 1,
-                     targets: set[int] | None = None) -> dict[str, tuple[nn.Module, HessianAccumulator]]:
-    """``{name: (linear, accumulator)}`` of every linear of ``layer`` (of ``targets``: their ids) over
-    the captured ``inputs`` (linears fed the same tensor share one accumulator object)."""
-    linears = {name: m for name, m in layer.named_modules() if is_linear(m) and (targets is None or id(m) in targets)}
+                     select: Selector | None = None) -> dict[str, tuple[nn.Module, HessianAccumulator]]:
+    """``{name: (linear, accumulator)}`` of every linear of ``layer`` that ``select`` chooses (None: all)
+    over the captured ``inputs`` (linears fed the same tensor share one accumulator object)."""
+    linears = {name: m for name, m in layer.named_modules() if is_linear(m) and (select is None or select(name, m))}
     if not linears:
         for batch in range(len(inputs)):
             shown.step(f"statistics {batch + 1}/{len(inputs)}")
