@@ -99,11 +99,11 @@ def _matrix(module: nn.Module, local: str, expert: int) -> torch.Tensor:
     return weight.T if module.is_transposed else weight
 
 
-def expert_codes(model: nn.Module) -> dict[str, tuple[nn.Module, str, dict[int, GroupedInts]]]:
-    """``{fused parameter: (module, local name, {expert: codes})}`` where every expert was quantized
-    (``experts.EXPERT_CODES``) and the weights still equal the codes (nothing changed them since)."""
+def expert_codes(root: nn.Module) -> dict[str, tuple[nn.Module, str, dict[int, GroupedInts]]]:
+    """``{fused parameter: (module, local name, {expert: codes})}`` under ``root`` where every expert was
+    quantized (``experts.EXPERT_CODES``) and the weights still equal the codes (nothing changed them since)."""
     found = {}
-    for name, (module, local) in fused_parameters(model).items():
+    for name, (module, local) in fused_parameters(root).items():
         codes = {e: q for (param, e), q in getattr(module, EXPERT_CODES, {}).items() if param == local}
         if len(codes) == getattr(module, local).shape[0] and all(
                 torch.equal(_matrix(module, local, e), q.dequantize()) for e, q in codes.items()):
@@ -111,19 +111,36 @@ def expert_codes(model: nn.Module) -> dict[str, tuple[nn.Module, str, dict[int, 
     return found
 
 
-def packed_experts(model: nn.Module) -> tuple[dict[str, GroupedInts], list[str]]:
-    """``({checkpoint module name: codes}, fused parameters they stand for)``: the quantized experts of
-    splittable parameters, one packed linear per piece (module docstring)."""
-    codes = expert_codes(model)
-    pieces = checkpoint_pieces(model) if codes else {}
+def packed_experts(root: nn.Module, pieces: dict | None = None,
+                   prefix: str = "") -> tuple[dict[str, GroupedInts], list[str]]:
+    """``({checkpoint module name: codes}, fused parameters they stand for)``: the quantized experts
+    under ``root`` (named ``prefix`` in the model whose ``checkpoint_pieces`` are ``pieces``; default:
+    ``root`` is the model) of splittable parameters, one packed linear per piece (module docstring)."""
+    codes = expert_codes(root)
+    pieces = (checkpoint_pieces(root) if codes else {}) if pieces is None else pieces
     packed, replaced = {}, []
     for name, (_, _, per_expert) in codes.items():
-        for piece in pieces.get(name, ()):
+        for piece in pieces.get(prefix + name, ()):
             q = per_expert[piece.expert]
             packed[piece.name.removesuffix(".weight")] = dataclasses.replace(
                 q, codes=q.codes[piece.rows], scales=q.scales[piece.rows], zeros=q.zeros[piece.rows])
-        replaced += [name] if name in pieces else []
+        replaced += [prefix + name] if prefix + name in pieces else []
     return packed, replaced
+
+
+def checkpoint_names(model: nn.Module) -> dict[str, str]:
+    """``{tensor name in the model: its name in the family's checkpoint layout}`` for the tensors the
+    reverse conversion renames one to one (Mixtral ``mlp.gate`` → ``block_sparse_moe.gate``)."""
+    from transformers.core_model_loading import revert_weight_conversion
+
+    fused = fused_parameters(model)  # split into pieces instead (``checkpoint_pieces``)
+    names = [name for name in model.state_dict() if name not in fused]
+    stand_ins = {name: torch.tensor([float(i)]) for i, name in enumerate(names)}
+    found = {}
+    for target, tensor in revert_weight_conversion(model, stand_ins).items():
+        if tensor.numel() == 1 and target != names[int(tensor)]:
+            found[names[int(tensor)]] = target
+    return found
 
 
 def unpack_experts(model: nn.Module, tensors: dict, args: dict) -> None:
@@ -211,3 +228,33 @@ def storage_notes(method: str, model: nn.Module) -> tuple[dict, list[str]]:
         notes.append(f"{method}: {len(fused)} fused expert weights (e.g. {fused[0]}) are saved as float32 (their values "
                      "on the int grid): this family's checkpoint keeps its experts fused, so no per-expert linear to pack")
     return storage, notes
+
+
+def checkpoint_sources(model: nn.Module, names: list[str], available: set[str],
+                       tied: list[list[str]]) -> tuple[dict[str, str], dict[str, list[Piece]]]:
+    """Where a folder (tensor names ``available``) holds each tensor ``names`` of ``model``: ``({name:
+    stored name}, {fused parameter: its pieces})``: under its own name, a tied alias (``tied``: groups)
+    or its checkpoint-layout name (``checkpoint_names``), or, for fused experts, as per-expert pieces."""
+    aliases = {group[0]: group for group in tied}
+    renamed, pieces = checkpoint_names(model), checkpoint_pieces(model)
+    stored, assembled = {}, {}
+    for name in names:
+        found = next((o for o in (*aliases.get(name, [name]), renamed.get(name)) if o in available), None)
+        if found is not None:
+            stored[name] = found
+        elif name in pieces and all(p.name in available for p in pieces[name]):
+            assembled[name] = pieces[name]
+    return stored, assembled
+
+
+def assemble(model: nn.Module, name: str, pieces: list[Piece], read) -> torch.Tensor:
+    """The fused parameter ``name`` of ``model`` from its dense pieces (``read(tensor name)``)."""
+    module, local = fused_parameters(model)[name]
+    experts, *matrix = getattr(module, local).shape
+    rows, columns = (matrix[1], matrix[0]) if module.is_transposed else (matrix[0], matrix[1])
+    dense = None
+    for piece in pieces:
+        tensor = read(piece.name)
+        dense = torch.empty(experts, rows, columns, dtype=tensor.dtype) if dense is None else dense
+        dense[piece.expert, piece.rows] = tensor
+    return dense.transpose(1, 2).contiguous() if module.is_transposed else dense
