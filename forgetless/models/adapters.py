@@ -49,12 +49,16 @@ def get_adapter(model: nn.Module) -> "Adapter":
         f"{', '.join(sorted(k for k, a in _ADAPTERS.items() if not a.is_decoder_only))}")
 
 
+LAYER_INDEX = ("layer_idx", "layer_id")  # a layer's own index (KV cache, recurrent state: RWKV's layer_id)
+
+
 def renumber(layers: nn.ModuleList) -> None:
     """Give every module of the i-th layer ``layer_idx = i`` (the KV cache is indexed by it)."""
     for new_idx, layer in enumerate(layers):
         for module in layer.modules():
-            if hasattr(module, "layer_idx"):
-                module.layer_idx = new_idx
+            for name in LAYER_INDEX:
+                if isinstance(getattr(module, name, None), int):
+                    setattr(module, name, new_idx)
 
 
 class Adapter(ABC):

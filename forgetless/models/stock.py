@@ -177,6 +177,32 @@ def stock_fit(model_class: type, config: dict, header: dict) -> tuple[str, str]:
     return "exact", "config.json describes every layer exactly"
 
 
+def compressed_init_failure(model_class: type, model_dir: Path) -> str | None:
+    """What stock ``from_pretrained`` of a compressed-tensors folder raises before reading any weight,
+    replayed on the meta device (no memory): compressed-tensors replaces each quantized Linear's
+    ``weight`` by its packed tensors, then transformers initialises the model, and some families'
+    ``_init_weights`` read a Linear's ``weight`` by name (GPT-BigCode, AFMoE): an AttributeError.
+    None when that passes or compressed-tensors is not installed (then nothing can be replayed)."""
+    try:
+        from compressed_tensors.compressors import ModelCompressor
+        from compressed_tensors.quantization import apply_quantization_config
+    except ImportError:
+        return None
+    config = transformers.AutoConfig.from_pretrained(model_dir, trust_remote_code=trust_remote_code())
+    settings = transformers.CompressedTensorsConfig.from_dict(config.quantization_config)
+    compressor = ModelCompressor.from_compression_config(settings)
+    model = meta_model(model_class, config)
+    try:
+        apply_quantization_config(model, copy.deepcopy(compressor.quantization_config), run_compressed=False)
+        compressor.compress_model(model=model)
+        model.initialize_weights()
+    except Exception as exc:  # noqa: BLE001 - whatever stops it here stops stock loading
+        return (f"stock from_pretrained raises before reading the weights ({type(exc).__name__}: {exc}): "
+                f"transformers' {model_class.__name__} initialisation reads a quantized Linear's weight, which "
+                "compressed-tensors replaced; load it with forgetless.load_model")
+    return None
+
+
 def stock_loadable(model_dir: str | Path) -> tuple[bool, str]:
     """Whether stock ``from_pretrained`` rebuilds the saved model in ``model_dir`` exactly, and why
     not; a folder forgetless saved is never loaded silently wrong (``quantized_io.save_weights``), so
@@ -215,6 +241,9 @@ def stock_loadable(model_dir: str | Path) -> tuple[bool, str]:
     if fit != "exact":
         return False, why
     if quantization.get("dtype") == "compressed-tensors":
+        failure = compressed_init_failure(model_class, model_dir)
+        if failure:
+            return False, failure
         why = (f"{why}; its {quantization['scheme']} layers load with the compressed-tensors package installed "
                "(pip install compressed-tensors)")
         groups = config["quantization_config"]["config_groups"].values()
