@@ -45,6 +45,7 @@ class ExpertLinear(nn.Linear):
         bias = getattr(experts, f"{parameter}_bias", None) if experts.has_bias else None
         self.bias = nn.Parameter(bias.data[expert], requires_grad=False) if bias is not None else None
         self.source = (parameter, expert)
+        self.routed: torch.Tensor | None = None  # the flat token positions of its current inputs (set per call)
 
 
 def is_fused_experts(module: nn.Module) -> bool:
@@ -129,6 +130,8 @@ class _ExpertLoop:
             if not len(token):
                 continue
             linears = experts._modules[str(index)]
+            for linear in linears.children():
+                linear.routed = token  # calibration counts real tokens only (``sequential._accumulate``)
             projected = getattr(linears, first_projection(experts))(hidden_states[token])
             projected = experts._apply_gate(projected) if experts.has_gate else experts.act_fn(projected)
             projected = linears.down_proj(projected)

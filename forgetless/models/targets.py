@@ -65,19 +65,20 @@ def select_linears(model: nn.Module, selection: Selection) -> list[tuple[str, nn
     """The linears ``selection`` chooses (call inside ``experts.linearized`` to see the experts); the
     checks of the module docstring first."""
     found = candidates(model)
+    fused = [(f"{_name_of(model, layers)}.{name}", module) for layers in get_adapter(model).stacks(model).values()
+             for name, module in unsupported_experts(layers)]
     for flag, patterns in (("--targets", selection.targets), ("--ignore", selection.ignore)):
         for pattern in patterns:
-            if not any(matches(pattern, name, module) for name, module in found):
+            known = found + fused if flag == "--ignore" else found  # ignore may name experts modules too
+            if not any(matches(pattern, name, module) for name, module in known):
                 raise OptionError(f"{flag} {pattern}: matches no linear layer inside the decoder blocks (e.g. "
                                   f"{', '.join(name for name, _ in found[:2])}; the head and embeddings are never "
                                   "compressed)")
-    for layers in get_adapter(model).stacks(model).values():
-        for name, module in unsupported_experts(layers):
-            full = f"{_name_of(model, layers)}.{name}"
-            if not any(matches(p, full, module) for p in selection.ignore):
-                raise UnsupportedModelError(
-                    f"{full} ({type(module).__name__}) keeps its experts in fused 3-D weights forgetless cannot run one "
-                    f"by one; add it to --ignore to leave them uncompressed")
+    for name, module in fused:
+        if not any(matches(p, name, module) for p in selection.ignore):
+            raise UnsupportedModelError(
+                f"{name} ({type(module).__name__}) keeps its experts in fused 3-D weights forgetless cannot run one "
+                f"by one; add it to --ignore to leave them uncompressed")
     chosen = [(name, module) for name, module in found if selection(name, module)]
     if not chosen:
         raise OptionError(f"--targets {','.join(selection.targets)} --ignore {','.join(selection.ignore) or '(none)'}: "

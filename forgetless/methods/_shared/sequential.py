@@ -230,6 +230,8 @@ def _accumulate(accumulator: HessianAccumulator, state: dict):
             raise UnsupportedModelError(f"{type(module).__name__}: its calibration inputs were shared with another "
                                         "linear in one batch but not in another")
         mask = state["mask"]
+        if mask is not None and mask.shape != x.shape[:-1] and getattr(module, "routed", None) is not None:
+            mask = mask.reshape(-1)[module.routed.to(mask.device)]  # an expert's tokens: their flat positions
         accumulator.add(x, mask if mask is not None and mask.shape == x.shape[:-1] else None)
 
     return hook
