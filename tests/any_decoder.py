@@ -19,6 +19,7 @@ TINY = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=64, num_hidden_l
             moe_intermediate_size=32, shared_expert_intermediate_size=32, n_shared_experts=1, kv_lora_rank=16,
             q_lora_rank=32, qk_rope_head_dim=8, qk_nope_head_dim=8, v_head_dim=16, ffn_dim=64, n_inner=64,
             rotary_dim=8)
+OVERRIDES = {"falcon_h1": dict(mamba_d_ssm=64, mamba_n_heads=4, mamba_d_state=16, mamba_chunk_size=16)}
 MAX_PARAMETERS = 1_500_000  # a family whose config these sizes do not reach is skipped (SKIPPED says so)
 TEXTS = ["The quick brown fox jumps over the lazy dog.", "Pack my box with five dozen liquor jugs!",
          "How vexingly quick daft zebras jump.", "Sphinx of black quartz, judge my vow."]
@@ -30,12 +31,13 @@ def decoder_types() -> list[str]:
 
 
 def tiny_config(model_type: str, **changes):
-    """``model_type``'s config with the TINY sizes it has fields for (and ``changes``)."""
+    """``model_type``'s config with the TINY sizes it has fields for (a few families need more:
+    ``OVERRIDES``) and ``changes``."""
     cls = transformers.CONFIG_MAPPING[model_type]
     names = {f.name for f in dataclasses.fields(cls)}
     mapped = getattr(cls, "attribute_map", {})
     values = {}
-    for key, value in {**TINY, **changes}.items():
+    for key, value in {**TINY, **OVERRIDES.get(model_type, {}), **changes}.items():
         field = key if key in names else mapped.get(key)
         if field in names:
             values[field] = value

@@ -241,14 +241,17 @@ def stock_loadable(model_dir: str | Path) -> tuple[bool, str]:
     if fit != "exact":
         return False, why
     if quantization.get("dtype") == "compressed-tensors":
-        failure = compressed_init_failure(model_class, model_dir)
-        if failure:
-            return False, failure
-        why = (f"{why}; its {quantization['scheme']} layers load with the compressed-tensors package installed "
-               "(pip install compressed-tensors)")
-        groups = config["quantization_config"]["config_groups"].values()
-        if any(not group["weights"]["symmetric"] for group in groups):
-            why += (f"; {ASYMMETRIC_BUG}: load it with from_pretrained(path, "
-                    "quantization_config=transformers.CompressedTensorsConfig(dequantize=True))")
-        return True, why
+        return _compressed_loadable(model_class, model_dir, config, quantization["scheme"], why)
+    return True, why
+
+
+def _compressed_loadable(model_class: type, model_dir: Path, config: dict, scheme: str, why: str) -> tuple[bool, str]:
+    """``stock_loadable`` of a compressed-tensors folder whose tensors fit (``why``)."""
+    failure = compressed_init_failure(model_class, model_dir)
+    if failure:
+        return False, failure
+    why = f"{why}; its {scheme} layers load with the compressed-tensors package installed (pip install compressed-tensors)"
+    if any(not group["weights"]["symmetric"] for group in config["quantization_config"]["config_groups"].values()):
+        why += (f"; {ASYMMETRIC_BUG}: load it with from_pretrained(path, "
+                "quantization_config=transformers.CompressedTensorsConfig(dequantize=True))")
     return True, why

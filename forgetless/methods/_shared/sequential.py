@@ -136,14 +136,12 @@ def run_layer_by_layer(model: nn.Module, batches: list[dict], compress: LayerCom
                        token_masks: list[torch.Tensor] | None = None, label: str = "calibrate",
                        hessian_every: int = 1, source: LayerSource | None = None,
                        select: Selector | None = None) -> dict[str, list]:
-    """Calibrate and compress every layer of every stack in order; returns, per stack, what
-    ``compress`` returned for each layer. ``token_masks`` (one ``batch × tokens`` bool tensor per
-    batch, default the batches' attention masks) select the tokens whose activations count.
-    ``label`` names the step in the progress bar and the time estimate (``progress.py``);
-    ``hessian_every``: the accumulators' (``HessianAccumulator``: 1 for the full Hessian);
-    ``source``: loads each layer first and releases it last (None: the model holds every layer);
-    ``select(name in the model, linear)``: the linears to calibrate and compress (None: every one).
-    Each layer's mixture-of-experts modules run expert by expert meanwhile (``experts.linearized``)."""
+    """Calibrate and compress every layer of every stack in order; returns, per stack, what ``compress``
+    returned for each layer. ``token_masks`` (a ``batch × tokens`` bool tensor per batch, default the
+    attention masks) select the tokens whose activations count. ``label`` names the step in the progress
+    bar and time estimate; ``hessian_every``: the accumulators' (1: the full Hessian); ``source``: loads
+    each layer first and releases it last (None: the model holds every layer); ``select(name, linear)``:
+    the linears to compress (None: all). Mixture-of-experts run expert by expert (``experts.linearized``)."""
     adapter = get_adapter(model)
     names = {id(module): name for name, module in model.named_modules()}
     masks = token_masks or [b["attention_mask"].bool() if "attention_mask" in b else None for b in batches]
@@ -166,12 +164,12 @@ def run_layer_by_layer(model: nn.Module, batches: list[dict], compress: LayerCom
                     stats = layer_statistics(stack, index, layer, inputs, masks, shown, hessian_every, chosen)
                     shown.step("solve")
                     reports[stack].append(compress(stack, index, layer, stats))
-                    if index + 1 < len(layers):  # the last layer's outputs feed no layer of this stack
-                        hidden = propagate(layer, inputs, shown)
+                    last = index + 1 == len(layers)  # the last layer's outputs feed no layer of this stack
+                    hidden = hidden if last else propagate(layer, inputs, shown)
                 if source is not None:
                     source.release(stack, index, layer)
                 shown.unit_done()
-                if index == 0:
+                if not index:
                     progress.estimate(f"{label}: {stack}", time.perf_counter() - started, "layer", 1, len(layers))
     return reports
 
