@@ -18,9 +18,13 @@ TINY = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=64, num_hidden_l
             eos_token_id=2, num_local_experts=4, num_experts=4, n_routed_experts=4, num_experts_per_tok=2,
             moe_intermediate_size=32, shared_expert_intermediate_size=32, n_shared_experts=1, kv_lora_rank=16,
             q_lora_rank=32, qk_rope_head_dim=8, qk_nope_head_dim=8, v_head_dim=16, ffn_dim=64, n_inner=64,
-            rotary_dim=8)
+            rotary_dim=8, dff=64, decoder_ffn_dim=64, d_inner=64,  # FFN widths under other names (CTRL, TrOCR, XLNet)
+            mamba_n_heads=4, mamba_d_state=16, mamba_chunk_size=16, mamba_num_heads=4, mamba_head_dim=32,
+            ssm_state_size=16, chunk_size=16,  # state-space layers (Bamba, Granite-hybrid, Nemotron-H)
+            linear_key_head_dim=16, linear_value_head_dim=16, linear_num_key_heads=2, linear_num_value_heads=4,
+            index_n_heads=2, index_head_dim=16, index_topk=4)  # linear / indexed attention (Qwen3-Next, DeepSeek-V4)
 OVERRIDES = {"falcon_h1": dict(mamba_d_ssm=64, mamba_n_heads=4, mamba_d_state=16, mamba_chunk_size=16)}
-MAX_PARAMETERS = 1_500_000  # a family whose config these sizes do not reach is skipped (SKIPPED says so)
+MAX_PARAMETERS = 3_000_000  # a family whose config these sizes do not reach is skipped (SKIPPED says so)
 TEXTS = ["The quick brown fox jumps over the lazy dog.", "Pack my box with five dozen liquor jugs!",
          "How vexingly quick daft zebras jump.", "Sphinx of black quartz, judge my vow."]
 
@@ -41,6 +45,8 @@ def tiny_config(model_type: str, **changes):
         field = key if key in names else mapped.get(key)
         if field in names:
             values[field] = value
+    if "kv_lora_rank" in names:  # multi-head latent attention: one key / value head per query head
+        values[mapped.get("num_key_value_heads", "num_key_value_heads")] = values.get("num_attention_heads", 4)
     return cls(**values)
 
 

@@ -160,3 +160,22 @@ def test_experts_that_cannot_run_one_by_one_are_refused_unless_ignored():
     pruned = forgetless.apply(model, WandaConfig(calibration_examples=4, ignore=["re:.*(input|output)_linear$"]),
                               calibration=TEXTS, tokenizer=char_tokenizer())
     assert float((pruned.model.layers[0].self_attention.kv_proj.weight == 0).float().mean()) == 0.5
+
+
+def test_layer_removal_cuts_per_layer_lists_and_renumbers_index_lists():
+    """Qwen2-MoE with a dense MLP in block 1 (``mlp_only_layers``) and a sliding window on block 1 only
+    (``layer_types``): keeping blocks 1 and 2 makes the dense block block 0 and keeps each block's
+    attention type; the cut config builds exactly the kept blocks."""
+    from forgetless.models import surgery
+    from forgetless.models.layer_removal import check_cut, cut_config
+
+    model = tiny_model("qwen2_moe", mlp_only_layers=[1], use_sliding_window=True, sliding_window=3,
+                       layer_types=["full_attention", "sliding_attention", "full_attention"])
+    changes = cut_config(model.config, [1, 2])
+    assert changes == {"num_hidden_layers": 2, "layer_types": ["sliding_attention", "full_attention"],
+                       "mlp_only_layers": [0]}
+    check_cut(model, changes, [1, 2])
+    with pytest.raises(UnsupportedModelError, match="cannot describe kept block 1 as block 0"):
+        check_cut(model, {**changes, "mlp_only_layers": []}, [1, 2])  # block 1's dense MLP would become experts
+    cut = surgery.drop_layers(model, "decoder", [1, 2])
+    assert type(cut.model.layers[0].mlp).__name__ == "Qwen2MoeMLP" and cut.config.mlp_only_layers == [0]

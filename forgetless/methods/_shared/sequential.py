@@ -124,8 +124,8 @@ def _with_hidden(args: tuple, kwargs: dict, hidden) -> tuple[tuple, dict]:
 
 
 def _with_hidden_out(output, hidden: torch.Tensor):
-    """``output`` (a block's: the hidden states, or a tuple of them and more) with ``hidden`` instead."""
-    return (hidden, *output[1:]) if isinstance(output, tuple) else hidden
+    """``output`` (a block's: the hidden states, or a tuple / list of them and more) with ``hidden`` instead."""
+    return type(output)([hidden, *output[1:]]) if isinstance(output, (tuple, list)) else hidden
 
 
 def _hidden_of(output) -> torch.Tensor:
