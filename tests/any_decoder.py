@@ -23,7 +23,11 @@ TINY = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=64, num_hidden_l
             ssm_state_size=16, chunk_size=16,  # state-space layers (Bamba, Granite-hybrid, Nemotron-H)
             linear_key_head_dim=16, linear_value_head_dim=16, linear_num_key_heads=2, linear_num_value_heads=4,
             index_n_heads=2, index_head_dim=16, index_topk=4)  # linear / indexed attention (Qwen3-Next, DeepSeek-V4)
-OVERRIDES = {"falcon_h1": dict(mamba_d_ssm=64, mamba_n_heads=4, mamba_d_state=16, mamba_chunk_size=16)}
+HYBRID = ["linear_attention", "full_attention", "linear_attention"]  # one attention block among 3 (its KV cache)
+OVERRIDES = {"falcon_h1": dict(mamba_d_ssm=64), "bamba": dict(attn_layer_indices=[1]),
+             "granitemoehybrid": dict(layer_types=["mamba", "attention", "mamba"]),
+             "jamba": dict(attn_layer_period=2, attn_layer_offset=1), "nemotron_h": dict(n_groups=1),
+             **{t: dict(layer_types=HYBRID) for t in ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "qwen4_exp_text")}}
 MAX_PARAMETERS = 3_000_000  # a family whose config these sizes do not reach is skipped (SKIPPED says so)
 TEXTS = ["The quick brown fox jumps over the lazy dog.", "Pack my box with five dozen liquor jugs!",
          "How vexingly quick daft zebras jump.", "Sphinx of black quartz, judge my vow."]

@@ -37,11 +37,33 @@ from any_decoder import TEXTS, char_tokenizer, decoder_types, left_padded, tiny_
 
 torch.set_num_threads(1)
 BUILD = "its tiny config does not build or run on CPU"
+LARGE = "the tiny sizes do not reach every part of its config (over 3M parameters)"
 SKIPPED = {
-    # multimodal / composite configs transformers registers as causal LMs but whose top config has no text sizes
-    "dots3_note": f"{BUILD}: composite config without pad_token_id", "emu3": f"{BUILD}: composite config",
-    "llama4": f"{BUILD}: composite config (llama4_text is in the matrix)", "qwen3_5": f"{BUILD}: composite config",
-    "qwen3_5_moe": f"{BUILD}: composite config", "qwen4_exp": f"{BUILD}: composite config",
+    # composite / multimodal configs transformers registers as causal LMs (their text types are in the matrix)
+    **{t: f"{BUILD}: a composite config without text sizes" for t in (
+        "dots3_note", "emu3", "llama4", "musicgen", "musicgen_melody", "qwen3_5", "qwen3_5_moe", "qwen4_exp")},
+    **{t: f"{LARGE}: vision / audio towers or byte patches" for t in (
+        "blt", "fuyu", "git", "gemma4_text", "gemma4_unified_assistant", "mllama", "phi4_multimodal")},
+    **{t: LARGE for t in ("cpmant", "inkling2_loop_text", "inkling2_text", "inkling_text", "kimi_linear",
+                          "longcat_flash")},
+    "axk1": f"{BUILD}: its attention reshapes to a head size of 0 at these sizes",
+    "bailing_hybrid": f"{BUILD}: its linear attention reshapes to a head size of 0 at these sizes",
+    "cohere_compass_text": f"{BUILD}: KeyError 'full_attention' in its rotary settings",
+    "dbrx": f"{BUILD}: its nested attention config has no rope_theta",
+    "dory": f"{BUILD}: its attention masks and scores disagree in length at these sizes",
+    "dots3_note_text": f"{BUILD}: it wants as many key/value heads as query heads",
+    "gemma3n_text": f"{BUILD}: its per-layer KV-cache sharing wants more layers",
+    "gemma4_assistant": f"{BUILD}: hidden_size_per_layer_input must be 0",
+    "gemma4_unified_text": f"{BUILD}: head_dim is a per-layer attribute its config refuses to read globally",
+    "gpt_neo": f"{BUILD}: attention_layers must list one type per layer",
+    "lfm2_moe": f"{BUILD}: TypeError in its config",
+    "mamba2": f"{BUILD}: hidden_size × expand must equal num_heads × head_dim",
+    "qwen4_exp_text": f"{BUILD}: TypeError in its config (head sizes None)",
+    "zamba": f"{BUILD}: its tied shared-transformer keys do not resolve at 3 layers",
+    "zamba2": f"{BUILD}: layer_types has 54 entries whatever the depth",
+    "zaya": f"{BUILD}: it supports num_experts_per_tok=1 only",
+    "deepseek_v4": "over a minute of CPU for its tiny model (indexed attention over 3 blocks): too slow for the suite",
+    "minimax_m3_vl_text": "over a minute of CPU for its tiny model: too slow for the suite",
 }
 REFUSED = {  # family: (check, the error's words); every other check of the family passes
     "hrm_text": ("all", "several lists of blocks"),  # recurrent L / H modules: no one stack of blocks
@@ -50,16 +72,19 @@ REFUSED = {  # family: (check, the error's words); every other check of the fami
     "diffllama": ("removal", "cannot describe kept block"),  # lambda_init depends on the block's depth
     "beam": ("removal", "cannot describe kept block"),
 }
-# stock from_pretrained of their compressed-tensors folder raises (replayed by stock.compressed_init_failure):
-# transformers' _init_weights reads a Linear's weight, which compressed-tensors replaced; load_model reloads
-STOCK_RAISES = ("afmoe", "falcon_mamba", "gpt_bigcode", "mamba", "modernbert-decoder", "nanochat", "recurrent_gemma",
-                "rwkv")
+# plain from_pretrained of their GPTQ folder raises, as the stock-loading check says; forgetless.load_model reloads
+STOCK_RAISES = {**{t: "raises before reading the weights" for t in (  # _init_weights reads a quantized Linear's weight
+    "afmoe", "falcon_mamba", "gpt_bigcode", "mamba", "modernbert-decoder", "nanochat", "recurrent_gemma", "rwkv")},
+    "falcon_h1": "from config.json fails"}  # transformers writes time_step_limit [0, inf], then refuses to read it
+# the unmodified tiny model cannot generate on CPU here: removal compared on full-sequence logits
+NO_GENERATE = {"openai-gpt": "generate fails inside transformers on the unmodified model (no cache support)",
+               "xlstm": "its recurrent cache has the wrong shape for a batch of 2 (transformers' own error)"}
 MATRIX = [t for t in decoder_types() if t not in SKIPPED]
 
 
 def test_the_matrix_is_transformers_registry():
     """Every decoder-only type is tested or skipped with a reason; no stale entries."""
-    assert set(SKIPPED) | set(REFUSED) <= set(decoder_types())
+    assert set(SKIPPED) | set(REFUSED) | set(STOCK_RAISES) | set(NO_GENERATE) <= set(decoder_types())
     assert len(MATRIX) + len(SKIPPED) == len(decoder_types()) > 100
 
 
@@ -109,16 +134,16 @@ def _check_gptq(family: str, model, tmp_path) -> None:
     folder = forgetless.save_model(quantized, tmp_path / family, tokenizer=char_tokenizer())
     ids, mask = left_padded()
     with torch.no_grad():
-        expected = quantized(input_ids=ids, attention_mask=mask).logits
+        expected = quantized(input_ids=ids, attention_mask=mask, use_cache=False).logits
     loadable, why = stock_loadable(folder)
     if family in STOCK_RAISES:
-        assert not loadable and "raises before reading the weights" in why
+        assert not loadable and STOCK_RAISES[family] in why
         reloaded, _ = forgetless.load_model(folder)
     else:
         assert loadable, why
         reloaded = transformers.AutoModelForCausalLM.from_pretrained(folder).eval()
     with torch.no_grad():
-        assert torch.equal(reloaded(input_ids=ids, attention_mask=mask).logits, expected)
+        assert torch.equal(reloaded(input_ids=ids, attention_mask=mask, use_cache=False).logits, expected)
     shutil.rmtree(folder)
 
 
@@ -130,12 +155,18 @@ def _check_removal(family: str, model) -> None:
             surgery.drop_layers(copy.deepcopy(model), "decoder", [0, 2])
         return
     settings = dict(max_new_tokens=4, min_new_tokens=4, do_sample=False, pad_token_id=0)
+
+    def run(m):
+        if family in NO_GENERATE:
+            return m(input_ids=ids, attention_mask=mask, use_cache=False).logits
+        return m.generate(input_ids=ids, attention_mask=mask, **settings)
+
     with torch.no_grad(), Gates(model, heads=False, ffn=False, layers=True) as gates:
         gates.set_layer_mask("decoder", [0, 2])
-        expected = model.generate(input_ids=ids, attention_mask=mask, **settings)
+        expected = run(model)
     cut = surgery.drop_layers(copy.deepcopy(model), "decoder", [0, 2])
     with torch.no_grad():
-        assert torch.equal(cut.generate(input_ids=ids, attention_mask=mask, **settings), expected)
+        assert torch.equal(run(cut), expected)
     for index, block in enumerate(get_adapter(cut).stacks(cut)["decoder"]):
         assert {m.layer_idx for m in block.modules() if isinstance(getattr(m, "layer_idx", None), int)} <= {index}
 
