@@ -71,14 +71,22 @@ REFUSED = {  # family: (check, the error's words); every other check of the fami
     "llama4_text": ("all", "keeps its experts in fused 3-D weights"),
     "diffllama": ("removal", "cannot describe kept block"),  # lambda_init depends on the block's depth
     "beam": ("removal", "cannot describe kept block"),
+    "jamba": ("removal", "cannot describe kept block"),  # attention / expert blocks alternate by depth
+    "minicpm3": ("removal", "cannot describe kept block"),  # residual_scale depends on the depth
 }
 # plain from_pretrained of their GPTQ folder raises, as the stock-loading check says; forgetless.load_model reloads
 STOCK_RAISES = {**{t: "raises before reading the weights" for t in (  # _init_weights reads a quantized Linear's weight
     "afmoe", "falcon_mamba", "gpt_bigcode", "mamba", "modernbert-decoder", "nanochat", "recurrent_gemma", "rwkv")},
-    "falcon_h1": "from config.json fails"}  # transformers writes time_step_limit [0, inf], then refuses to read it
+    "xlstm": "raises before reading the weights",
+    # transformers writes time_step_limit [0, inf] to config.json, then refuses to read it
+    **{t: "from config.json fails" for t in ("bamba", "falcon_h1", "granitemoehybrid", "nemotron_h")}}
 # the unmodified tiny model cannot generate on CPU here: removal compared on full-sequence logits
 NO_GENERATE = {"openai-gpt": "generate fails inside transformers on the unmodified model (no cache support)",
-               "xlstm": "its recurrent cache has the wrong shape for a batch of 2 (transformers' own error)"}
+               "xlstm": "its recurrent cache has the wrong shape for a batch of 2 (transformers' own error)",
+               **{t: "generate asks a cache of linear-attention layers for its length (transformers' own error)"
+                  for t in ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text")},
+               **{t: "blocks 0 and 2 kept are both state-space: generate asks their cache for a length it lacks"
+                  for t in ("bamba", "granitemoehybrid")}}
 MATRIX = [t for t in decoder_types() if t not in SKIPPED]
 
 
