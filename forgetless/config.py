@@ -19,7 +19,12 @@ from .ranges import MAX_TOKENS
 from .registry import METHODS, OBJECTIVES
 
 MODEL_KINDS = ("classifier", "seq2seq", "causal-lm")
-# the model types with an adapter (models/adapters.py registers one per family; a test checks both agree)
+# what works on any decoder-only language model of transformers (models/blocks.py, decoder_only.py)
+ANY_DECODER = ("any decoder-only causal LM of transformers (…ForCausalLM: Gemma 3, Phi-3, Mixtral, Qwen3-MoE, GPT-OSS, "
+               "…): wanda, sparsegpt, gptq, rtn (targets / ignore, mixture-of-experts per expert), magnitude (dense "
+               "models), block-influence and truncate (layer removal), streamed apply, the LLM evaluation")
+# the model types with an adapter of their own (models/adapters.py registers one per family; a test checks both
+# agree): encoders and encoder-decoders, and the decoder families with head / FFN-unit pruning
 MODEL_TYPES = ("bart", "bert", "distilbert", "electra", "encoder-decoder", "gpt2", "llama", "mbart", "mistral", "mt5",
                "qwen2", "qwen3", "roberta", "t5", "xlm-roberta")
 # the models a run can name (``--model``; tests check these agree with models/loading.py and models/tiny.py)

@@ -36,7 +36,7 @@ from .llm.suite import check_run as check_llm_run
 from .methods._shared.calibration import calibration_texts
 from .models.checks import check_classifier_head, check_model_folder, check_tokenizer_files, is_trained_classifier
 from .models.loading import check_label_order, resolve_model_path
-from .models.adapters import decoder_only_types
+from .models.blocks import is_decoder_only
 from .models.io import check_saved_model
 from .models.manifest import is_forgetless_folder, read_manifest
 from .models.tiny import TINY_MODELS, tiny_model_config
@@ -175,10 +175,9 @@ def _check_model_folders(config, model, kind) -> None:
         loaded.append(config.model)
     for name in loaded:
         found = model_config(name)
-        if kind.name == "causal-lm" and found is not None and (
-                getattr(found, "is_encoder_decoder", False) or found.model_type not in decoder_only_types()):
+        if kind.name == "causal-lm" and found is not None and not is_decoder_only(found):
             raise OptionError(f"--model-kind causal-lm: model {name!r} is a {found.model_type} model, not a decoder-only "
-                              f"language model ({', '.join(decoder_only_types())}; e.g. smollm2, tiny-llama)")
+                              "language model (any …ForCausalLM of transformers; e.g. smollm2, tiny-llama)")
         path = Path(resolve_model_path(name)).expanduser() if name not in TINY_MODELS else None
         if path is None or not path.is_dir():
             continue  # a built-in tiny model or a hub id

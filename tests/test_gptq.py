@@ -224,7 +224,7 @@ def test_options_checked_against_the_config_and_the_modules():
     with pytest.raises(OptionError, match="group_size=96: model m has linear layers with 64 inputs, fewer than "
                                           "one group; use at most 64, or -1"):
         METHODS.make_config("gptq", {"group_size": 96}).check_model(dims, "model m")
-    with pytest.raises(OptionError, match="group_size=96: decoder layer 0 self_attn.q_proj has 64 inputs"):
+    with pytest.raises(OptionError, match="group_size=96: model.layers.0.self_attn.q_proj has 64 inputs"):
         METHODS.build(METHODS.make_config("gptq", {"group_size": 96})).check_fits(tiny_llama())
 
 

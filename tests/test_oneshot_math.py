@@ -196,11 +196,12 @@ def test_sequential_runner_feeds_each_layer_what_the_whole_model_would():
     for h in hooks:
         h.remove()
     assert reports == {"decoder": [0, 1, 2]}
-    # layer 0 is also reached by the capture pass; every layer then runs twice (statistics, outputs)
-    # but the last, whose outputs feed nothing: once
-    assert [len(captured[i]) for i in range(3)] == [3, 2, 1]
+    # every layer is reached by the capture pass (layer 0 runs, the others pass its output on); every
+    # layer then runs twice (statistics, outputs) but the last, whose outputs feed nothing: once
+    assert [len(captured[i]) for i in range(3)] == [3, 3, 2]
     for i in range(3):
-        for hidden in captured[i]:
+        torch.testing.assert_close(captured[i][0], expected[min(i, 1)], atol=1e-6, rtol=0)
+        for hidden in captured[i][1:]:
             torch.testing.assert_close(hidden, expected[i], atol=1e-6, rtol=0)
     assert all(tokens == 12 for _, counts in seen for tokens in counts.values())  # 7 + 5 real tokens
     assert set(seen[0][1]) == {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",

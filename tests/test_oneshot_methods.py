@@ -130,7 +130,7 @@ def test_n_m_needs_input_widths_divisible_by_m():
     bert = transformers.BertModel(transformers.BertConfig(vocab_size=50, hidden_size=32, num_hidden_layers=2,
                                                           num_attention_heads=4, intermediate_size=36))
     METHODS.build(METHODS.make_config("wanda", {"pattern": "2:4"})).check_fits(bert)  # 32 and 36: multiples of 4
-    with pytest.raises(OptionError, match="pattern=4:8: encoder layer 0 output.dense has 36 inputs, not a "
+    with pytest.raises(OptionError, match="pattern=4:8: encoder.layer.0.output.dense has 36 inputs, not a "
                                           "multiple of 8; use pattern=unstructured"):
         METHODS.build(METHODS.make_config("wanda", {"pattern": "4:8"})).check_fits(bert)
     # before any work, from the config alone (validate.model_dims → check_model)

@@ -86,10 +86,17 @@ def test_surgery_errors():
 
 
 def test_unsupported_architecture_is_a_clear_error():
+    """An encoder family without an adapter is refused; a decoder-only one (OPT) gets the generic
+    decoder adapter: its blocks, but head pruning refused, naming the family."""
     import transformers
 
-    config = transformers.OPTConfig(num_hidden_layers=1, num_attention_heads=2, hidden_size=16, ffn_dim=32,
+    config = transformers.AlbertConfig(num_hidden_layers=1, num_attention_heads=2, hidden_size=16, intermediate_size=32,
+                                       embedding_size=16, vocab_size=50)
+    with pytest.raises(UnsupportedModelError, match="'albert'"):
+        get_adapter(transformers.AlbertForSequenceClassification(config))
+    config = transformers.OPTConfig(num_hidden_layers=2, num_attention_heads=2, hidden_size=16, ffn_dim=32,
                                     word_embed_proj_dim=16, vocab_size=50)
     model = transformers.OPTForSequenceClassification(config)
-    with pytest.raises(UnsupportedModelError, match="opt"):
-        get_adapter(model)
+    assert get_adapter(model).stacks(model)["decoder"] is model.model.decoder.layers
+    with pytest.raises(UnsupportedModelError, match="attention-head pruning needs to know where opt's heads"):
+        surgery.prune_heads(model, {("decoder", 0, "self"): [0]})

@@ -2,7 +2,7 @@
 import time: no torch, no plotting library."""
 from __future__ import annotations
 
-from ..config import MODEL_TYPES, MODELS
+from ..config import ANY_DECODER, MODEL_TYPES, MODELS
 from ..data.tasks import TASKS
 from ..recipes.catalog import catalogue
 from ..registry import METHODS, OBJECTIVES
@@ -22,7 +22,8 @@ def cmd_list(args, config) -> int:
     print("models (--model; or a local folder, a hub id, in Python a model object):")
     for name, what in MODELS.items():
         print(f"  {name:<{width}}  {what}")
-    print("model types:", ", ".join(MODEL_TYPES))
+    print("model types:", ANY_DECODER)
+    print("  per family (head / FFN-unit pruning, encoders, encoder-decoders):", ", ".join(MODEL_TYPES))
     return 0
 
 

@@ -15,6 +15,7 @@ from torch import nn
 
 from ..errors import ConfigError, UnsupportedModelError
 from ..models.adapters import get_adapter
+from ..models.blocks import is_causal_lm
 from ..models.checks import load_tokenizer
 from ..models.io import model_fingerprint
 from ..models.loading import check_label_order
@@ -40,7 +41,7 @@ def kind_name_of(model: nn.Module) -> str:
     check_model_object(model, "any")
     if get_adapter(model).is_seq2seq:
         return "seq2seq"
-    return "causal-lm" if type(model).__name__.endswith(HEAD["causal-lm"]) else "classifier"
+    return "causal-lm" if is_causal_lm(model) else "classifier"
 
 
 def check_model_object(model, kind_name: str, task=None) -> None:
@@ -53,7 +54,7 @@ def check_model_object(model, kind_name: str, task=None) -> None:
     if kind_name == "seq2seq" and not adapter.is_seq2seq:
         raise UnsupportedModelError(f"model: a {name} is not an encoder-decoder; this run needs one "
                                     "(a generation task or a seq2seq-only method)")
-    if kind_name in HEAD and not name.endswith(HEAD[kind_name]):
+    if kind_name in HEAD and not (is_causal_lm(model) if kind_name == "causal-lm" else name.endswith(HEAD[kind_name])):
         raise UnsupportedModelError(f"model: a {name} has no {HEAD[kind_name]} head; the {kind_name} model kind "
                                     f"needs a ...{HEAD[kind_name]} model")
     labels = getattr(task, "label_names", None)

@@ -12,9 +12,11 @@ from typing import Callable
 from torch import nn
 
 from ..errors import UnsupportedModelError
+from .blocks import is_decoder_only
 from .sites import AttentionSite, CachedEmptyAttention, EmptyAttention, FfnSite, Slot, is_linear
 
 _ADAPTERS: dict[str, "Adapter"] = {}
+_GENERIC: list["Adapter"] = []  # the adapter of every other decoder-only family (``decoder_only.py``)
 
 
 def register_adapter(*model_types: str) -> Callable[[type], type]:
@@ -26,27 +28,37 @@ def register_adapter(*model_types: str) -> Callable[[type], type]:
     return decorator
 
 
+def register_generic_decoder(cls: type) -> type:
+    """Class decorator: ``cls`` serves every decoder-only family without an adapter of its own."""
+    _GENERIC[:] = [cls()]
+    return cls
+
+
 def get_adapter(model: nn.Module) -> "Adapter":
-    """The adapter for ``model`` (by ``config.model_type``); a clear error for unsupported families."""
-    model_type = getattr(getattr(model, "config", None), "model_type", None)
-    if model_type not in _ADAPTERS:
-        raise UnsupportedModelError(
-            f"no forgetless adapter for model_type {model_type!r}; supported: {', '.join(sorted(_ADAPTERS))}"
-        )
-    return _ADAPTERS[model_type]
+    """The adapter for ``model``: its family's (by ``config.model_type``), else the generic decoder
+    adapter for any decoder-only language model (``blocks.is_decoder_only``); a clear error otherwise."""
+    config = getattr(model, "config", None)
+    model_type = getattr(config, "model_type", None)
+    if model_type in _ADAPTERS:
+        return _ADAPTERS[model_type]
+    if is_decoder_only(config):
+        return _GENERIC[0]
+    raise UnsupportedModelError(
+        f"no forgetless adapter for model_type {model_type!r}: forgetless compresses any decoder-only language model "
+        f"of transformers and these encoder / encoder-decoder families: "
+        f"{', '.join(sorted(k for k, a in _ADAPTERS.items() if not a.is_decoder_only))}")
 
 
-def decoder_only_types() -> list[str]:
-    """The model types of decoder-only language models (the ``causal-lm`` model kind)."""
-    return sorted(name for name, adapter in _ADAPTERS.items() if adapter.is_decoder_only)
+LAYER_INDEX = ("layer_idx", "layer_id")  # a layer's own index (KV cache, recurrent state: RWKV's layer_id)
 
 
 def renumber(layers: nn.ModuleList) -> None:
     """Give every module of the i-th layer ``layer_idx = i`` (the KV cache is indexed by it)."""
     for new_idx, layer in enumerate(layers):
         for module in layer.modules():
-            if hasattr(module, "layer_idx"):
-                module.layer_idx = new_idx
+            for name in LAYER_INDEX:
+                if isinstance(getattr(module, name, None), int):
+                    setattr(module, name, new_idx)
 
 
 class Adapter(ABC):
@@ -54,6 +66,7 @@ class Adapter(ABC):
 
     is_seq2seq = False
     is_decoder_only = False
+    has_sites = True  # knows where heads and FFN units live (False: the generic decoder adapter)
     layer_count_keys: dict[str, str] = {}  # stack → config attribute holding its layer count
     ffn_width_keys: dict[str, str] = {}  # stack → config attribute (dotted: nested) holding its FFN width
     empty_output: str | None = None  # attribute of the attention module holding its output projection, if inside it

@@ -1,7 +1,13 @@
-"""Decoder-only adapters: Llama / Qwen2 / Qwen3 / Mistral (rotary, grouped-query attention,
-gated MLP) and GPT-2 (fused ``c_attn`` and ``Conv1D`` projections). One layer stack, ``"decoder"``.
+"""Decoder-only adapters. ``DecoderOnlyAdapter`` serves every decoder-only language model of
+transformers (``blocks.is_decoder_only``) with no per-family code: its one ``"decoder"`` stack is the
+list of decoder blocks ``blocks.decoder_blocks`` finds, which is all that one-shot methods (Wanda,
+SparseGPT, GPTQ, RTN), magnitude pruning, layer removal and the LLM evaluation need. Layer removal
+renumbers ``layer_idx`` (the KV cache is indexed by it) and cuts the config to the kept blocks
+(``layer_removal.py``: the block count, ``layer_types`` and every other per-layer list), checked
+against what transformers builds from it.
 
-What these families need beyond the encoder adapters:
+Head and FFN-unit pruning need to know where heads and units live: per family, in the subclasses
+below (Llama / Qwen2 / Qwen3 / Mistral; GPT-2); any other family refuses them with one error.
 
 * **Grouped-query attention.** Removing a k/v head without its G query heads (or the reverse)
   leaves a model that ``repeat_kv`` cannot run, so the prunable unit is a **key/value group**
@@ -9,9 +15,6 @@ What these families need beyond the encoder adapters:
   head counts are recorded on the module where the class keeps them.
 * **GPT-2's fused ``c_attn``** computes ``[q | k | v]`` in one ``Conv1D`` (weight (in, out)): a
   head owns three column blocks of it (``AttentionSite.qkv``); ``split_size`` follows the head count.
-* **Layer removal** renumbers ``layer_idx`` (the KV cache is indexed by it), sets the layer count
-  the model loops over and sizes its cache from (``num_hidden_layers`` / ``n_layer``) and slices
-  per-layer config lists (``layer_types``: full vs sliding-window attention per layer).
 * A self-attention with every unit removed still counts tokens in the KV cache
   (``sites.CachedEmptyAttention``).
 """
@@ -20,21 +23,35 @@ from __future__ import annotations
 import torch
 
 from ..errors import UnsupportedModelError
-from .adapters import Adapter, register_adapter
+from .adapters import Adapter, register_adapter, register_generic_decoder, renumber
+from .blocks import decoder_blocks
+from .layer_removal import apply_changes, check_cut, cut_config
 from .sites import AttentionSite, EmptyAttention, FfnSite, Slot
 
-PER_LAYER_CONFIG_LISTS = ("layer_types",)  # config lists with one entry per decoder layer
+PER_FAMILY = ("gpt2", "llama", "mistral", "qwen2", "qwen3")  # the families with head / FFN-unit surgery
 
 
+@register_generic_decoder
 class DecoderOnlyAdapter(Adapter):
-    """Shared part: one ``"decoder"`` stack of ``model.base_model.<layers_attr>``."""
+    """Any decoder-only model: one ``"decoder"`` stack, the blocks ``blocks.decoder_blocks`` finds."""
 
     is_decoder_only = True
-    layer_count_keys = {"decoder": "num_hidden_layers"}
-    layers_attr = "layers"
+    has_sites = False
 
     def stacks(self, model):
-        return {"decoder": getattr(model.base_model, self.layers_attr)}
+        return {"decoder": decoder_blocks(model)[1]}
+
+    def attention_sites(self, model):
+        raise UnsupportedModelError(self._per_family(model, "attention-head pruning"))
+
+    def ffn_sites(self, model):
+        raise UnsupportedModelError(self._per_family(model, "FFN-unit pruning"))
+
+    @staticmethod
+    def _per_family(model, what: str) -> str:
+        kind = getattr(model.config, "model_type", type(model).__name__)
+        return (f"{what} needs to know where {kind}'s heads and FFN units live: forgetless knows it for "
+                f"{', '.join(PER_FAMILY)}; one-shot methods, magnitude pruning and layer removal work on any decoder")
 
     def logits_from_embeds(self, model, embeds, inputs):
         """Logits at each row's last real token. ``*ForSequenceClassification`` finds that token from
@@ -53,13 +70,16 @@ class DecoderOnlyAdapter(Adapter):
         last = (positions * (mask != 0)).argmax(dim=-1)
         return head(hidden[torch.arange(hidden.shape[0], device=hidden.device), last])
 
+    def before_layer_drop(self, model, stack, keep):
+        """The config cut to ``keep`` must build exactly the kept blocks (``layer_removal.check_cut``; a
+        family with head / FFN surgery is known to, and its blocks may be sliced already)."""
+        if not self.has_sites:
+            check_cut(model, cut_config(model.config, keep), keep)
+
     def after_layer_drop(self, model, stack, keep):
-        config = model.config
-        for name in PER_LAYER_CONFIG_LISTS:
-            values = getattr(config, name, None)
-            if isinstance(values, (list, tuple)):
-                setattr(config, name, [values[i] for i in keep])
-        super().after_layer_drop(model, stack, keep)  # layer count in the config, layer_idx renumbered
+        """``keep``: the old indices of the blocks now in the stack (the config still describes the old one)."""
+        apply_changes(model.config, cut_config(model.config, keep))
+        renumber(self.stacks(model)[stack])
 
 
 @register_adapter("llama", "mistral", "qwen2", "qwen3")
@@ -69,6 +89,8 @@ class LlamaAdapter(DecoderOnlyAdapter):
     Qwen a sliding window) and the gated MLP ``mlp.{gate,up,down}_proj``."""
 
     empty_output = "o_proj"
+
+    has_sites = True
 
     def attention_sites(self, model):
         sites = []
@@ -107,8 +129,8 @@ class Gpt2Adapter(DecoderOnlyAdapter):
     ``mlp.c_proj`` (``Conv1D``: weight (in, out), so FFN units are columns of ``c_fc`` and rows
     of ``c_proj``)."""
 
-    layers_attr = "h"
     empty_output = "c_proj"
+    has_sites = True
 
     def stacks(self, model):
         if getattr(model.config, "add_cross_attention", False):

@@ -105,8 +105,8 @@ def _layer_hook(source: GateSource):
         if gate is None or float(gate) != 0.0:
             return output
         hidden = args[0] if args else kwargs["hidden_states"]
-        if isinstance(output, tuple):
-            return (hidden,) + tuple(output[1:])
+        if isinstance(output, (tuple, list)):  # the block's own form (OpenAI GPT returns a list)
+            return type(output)([hidden, *output[1:]])
         return hidden
 
     return hook
@@ -114,7 +114,7 @@ def _layer_hook(source: GateSource):
 
 def _record_hook(store: list, index: int):
     def hook(module, args, output):
-        store[index] = output[0] if isinstance(output, tuple) else output
+        store[index] = output[0] if isinstance(output, (tuple, list)) else output
 
     return hook
 

@@ -44,13 +44,8 @@ from torch import nn
 
 from ..errors import ForgetlessError, ModelFileError
 from .checks import NOT_STOCK_WEIGHTS, WEIGHTS, tensor_header
-from .compressed_tensors import (
-    GroupedInts,
-    grouped_modules,
-    grouped_storage,
-    module_schemes,
-    quantization_config,
-)
+from .compressed_tensors import GroupedInts, grouped_storage, module_schemes, quantization_config
+from .expert_checkpoint import experts_scheme, quantized_checkpoint, unpack_experts
 from .stock import stock_fit
 
 DTYPES = ("int8", "bf16", "compressed-tensors")
@@ -155,9 +150,9 @@ def save_weights(model: nn.Module, folder: Path) -> dict | None:
     folder = Path(folder)
     entry = describe(model)
     path = str(folder / WEIGHTS)
-    packed = grouped_modules(model) if entry is None else {}
+    packed, replaced, schemes = quantized_checkpoint(model) if entry is None else ({}, [], {})
     if packed:
-        entry = _save_compressed(model, packed, folder)
+        entry = _save_compressed(model, packed, folder, replaced, schemes)
     elif entry is None or entry["dtype"] == "bf16":
         save_safetensors(model, path, metadata={"format": "pt"})
     else:
@@ -181,14 +176,17 @@ def _save_int8(model: nn.Module, names: list[str], path: str) -> None:
     save_file(tensors, path, metadata={"format": "forgetless-int8-dynamic"})
 
 
-def _save_compressed(model: nn.Module, packed: dict[str, GroupedInts], folder: Path) -> dict:
-    tensors = {name: tensor.detach().contiguous() for name, tensor in _plain_tensors(model).items()}
+def _save_compressed(model: nn.Module, packed: dict[str, GroupedInts], folder: Path, replaced: list[str],
+                     schemes: dict[str, dict]) -> dict:
+    """``packed`` (``expert_checkpoint.quantized_checkpoint``: linears, and experts' pieces standing for
+    the fused parameters ``replaced``) stored as compressed-tensors, the rest as it is."""
+    tensors = {name: tensor.detach().contiguous() for name, tensor in _plain_tensors(model).items()
+               if name not in replaced}
     for name, quantized in packed.items():
-        del tensors[f"{name}.weight"]
+        tensors.pop(f"{name}.weight", None)
         tensors.update(quantized.stored(name))
     save_file(tensors, str(folder / WEIGHTS), metadata={"format": "pt"})
-    return write_compressed_config(model, folder, {name: q.weights_args() for name, q in packed.items()},
-                                   grouped_storage(packed))
+    return write_compressed_config(model, folder, schemes, grouped_storage(packed))
 
 
 def write_compressed_config(model: nn.Module, folder: Path, schemes: dict[str, dict], storage: dict) -> dict:
@@ -269,6 +267,7 @@ def _load_compressed(model: nn.Module, path: str) -> tuple[list[str], list[str]]
                                       f"{tuple(module.weight.shape)} weight")
             set_grouped(module, quantized)
             tensors[f"{name}.weight"] = module.weight.detach()
+        unpack_experts(model, tensors, experts_scheme(config))
     except (ForgetlessError, ValueError, KeyError) as exc:
         raise ModelFileError(f"{path}: compressed-tensors weights do not fit the model ({exc})") from exc
     return _copy_plain(model, tensors)

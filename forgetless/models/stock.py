@@ -27,6 +27,7 @@ from torch import nn
 from .adapters import get_adapter
 from .checks import NOT_STOCK_WEIGHTS, WEIGHTS, tensor_header, trust_remote_code
 from .compressed_tensors import module_schemes
+from .expert_checkpoint import experts_scheme, stock_pieces
 from .manifest import read_manifest, transformers_model_class
 from .surgery import model_shape
 
@@ -84,12 +85,13 @@ def stock_config(model: nn.Module):
     return candidate
 
 
-def stock_tensors(model_class: type, config: dict) -> dict[str, tuple[tuple[int, ...], str]]:
+def stock_tensors(model_class: type, config: dict, header: dict | None = None) -> dict[str, tuple[tuple[int, ...], str]]:
     """``{name: (shape, dtype)}`` of the tensors stock ``from_pretrained`` fills when it builds
     ``model_class`` from the ``config.json`` dict ``config``: every parameter and persistent buffer,
     floats in the config's dtype, tied parameters under each of their names (a file holds one of them);
     with a compressed-tensors ``quantization_config``, a quantized Linear's ``weight`` is replaced by
-    what the format stores for it."""
+    what the format stores for it, and a fused expert weight by the packed per-expert pieces stock
+    loading merges into it, where the file (``header``) holds them (``expert_checkpoint.py``)."""
     plain = {k: v for k, v in config.items() if k != "quantization_config"}
     stock = meta_model(model_class, model_class.config_class.from_dict(plain))
     dtype = getattr(torch, str(plain.get("dtype") or plain.get("torch_dtype") or "float32").replace("torch.", ""))
@@ -100,15 +102,23 @@ def stock_tensors(model_class: type, config: dict) -> dict[str, tuple[tuple[int,
     quantization = config.get("quantization_config")
     if quantization:
         for name, args in module_schemes(stock, quantization).items():
-            rows, columns = expected.pop(f"{name}.weight")[0]
-            bits = int(args["num_bits"])
-            groups = 1 if args.get("strategy") == "channel" else -(-columns // int(args["group_size"]))
-            expected[f"{name}.weight_packed"] = ((rows, -(-columns * bits // 32)), "I32")
-            expected[f"{name}.weight_scale"] = ((rows, groups), _dtype_name(dtype))
-            expected[f"{name}.weight_shape"] = ((2,), "I64")
-            if not args.get("symmetric", True):
-                expected[f"{name}.weight_zero_point"] = ((-(-rows * bits // 32), groups), "I32")
+            expected.update(_packed(name, *expected.pop(f"{name}.weight")[0], args, dtype))
+        for name, pieces in stock_pieces(stock, header or {}).items():
+            del expected[name]
+            for piece, rows, columns in pieces:
+                expected.update(_packed(piece, rows, columns, experts_scheme(quantization), dtype))
     return expected
+
+
+def _packed(name: str, rows: int, columns: int, args: dict, dtype: torch.dtype) -> dict:
+    """The tensors compressed-tensors' pack-quantized format stores for a ``rows × columns`` weight."""
+    bits = int(args["num_bits"])
+    groups = 1 if args.get("strategy") == "channel" else -(-columns // int(args["group_size"]))
+    packed = {f"{name}.weight_packed": ((rows, -(-columns * bits // 32)), "I32"),
+              f"{name}.weight_scale": ((rows, groups), _dtype_name(dtype)), f"{name}.weight_shape": ((2,), "I64")}
+    if not args.get("symmetric", True):
+        packed[f"{name}.weight_zero_point"] = ((-(-rows * bits // 32), groups), "I32")
+    return packed
 
 
 def tied_names(model_class: type, config: dict) -> list[set[str]]:
@@ -145,7 +155,7 @@ def stock_fit(model_class: type, config: dict, header: dict) -> tuple[str, str]:
       random initial value; a tensor it does not know: ignored; another dtype: cast).
     """
     try:
-        expected, tied = stock_tensors(model_class, config), tied_names(model_class, config)
+        expected, tied = stock_tensors(model_class, config, header), tied_names(model_class, config)
     except Exception as exc:  # noqa: BLE001 - whatever stops stock building it, stock loading fails too
         return "refused", f"building {model_class.__name__} from config.json fails ({type(exc).__name__}: {exc})"
     mismatched = sorted(n for n, (shape, _) in header.items() if n in expected and expected[n][0] != shape)
@@ -165,6 +175,32 @@ def stock_fit(model_class: type, config: dict, header: dict) -> tuple[str, str]:
     if recast:
         return "silent", f"{recast[0]} is {header[recast[0]][1]}, stock loads it as {expected[recast[0]][1]}"
     return "exact", "config.json describes every layer exactly"
+
+
+def compressed_init_failure(model_class: type, model_dir: Path) -> str | None:
+    """What stock ``from_pretrained`` of a compressed-tensors folder raises before reading any weight,
+    replayed on the meta device (no memory): compressed-tensors replaces each quantized Linear's
+    ``weight`` by its packed tensors, then transformers initialises the model, and some families'
+    ``_init_weights`` read a Linear's ``weight`` by name (GPT-BigCode, AFMoE): an AttributeError.
+    None when that passes or compressed-tensors is not installed (then nothing can be replayed)."""
+    try:
+        from compressed_tensors.compressors import ModelCompressor
+        from compressed_tensors.quantization import apply_quantization_config
+    except ImportError:
+        return None
+    config = transformers.AutoConfig.from_pretrained(model_dir, trust_remote_code=trust_remote_code())
+    settings = transformers.CompressedTensorsConfig.from_dict(config.quantization_config)
+    compressor = ModelCompressor.from_compression_config(settings)
+    model = meta_model(model_class, config)
+    try:
+        apply_quantization_config(model, copy.deepcopy(compressor.quantization_config), run_compressed=False)
+        compressor.compress_model(model=model)
+        model.initialize_weights()
+    except Exception as exc:  # noqa: BLE001 - whatever stops it here stops stock loading
+        return (f"stock from_pretrained raises before reading the weights ({type(exc).__name__}: {exc}): "
+                f"transformers' {model_class.__name__} initialisation reads a quantized Linear's weight, which "
+                "compressed-tensors replaced; load it with forgetless.load_model")
+    return None
 
 
 def stock_loadable(model_dir: str | Path) -> tuple[bool, str]:
@@ -205,11 +241,17 @@ def stock_loadable(model_dir: str | Path) -> tuple[bool, str]:
     if fit != "exact":
         return False, why
     if quantization.get("dtype") == "compressed-tensors":
-        why = (f"{why}; its {quantization['scheme']} layers load with the compressed-tensors package installed "
-               "(pip install compressed-tensors)")
-        groups = config["quantization_config"]["config_groups"].values()
-        if any(not group["weights"]["symmetric"] for group in groups):
-            why += (f"; {ASYMMETRIC_BUG}: load it with from_pretrained(path, "
-                    "quantization_config=transformers.CompressedTensorsConfig(dequantize=True))")
-        return True, why
+        return _compressed_loadable(model_class, model_dir, config, quantization["scheme"], why)
+    return True, why
+
+
+def _compressed_loadable(model_class: type, model_dir: Path, config: dict, scheme: str, why: str) -> tuple[bool, str]:
+    """``stock_loadable`` of a compressed-tensors folder whose tensors fit (``why``)."""
+    failure = compressed_init_failure(model_class, model_dir)
+    if failure:
+        return False, failure
+    why = f"{why}; its {scheme} layers load with the compressed-tensors package installed (pip install compressed-tensors)"
+    if any(not group["weights"]["symmetric"] for group in config["quantization_config"]["config_groups"].values()):
+        why += (f"; {ASYMMETRIC_BUG}: load it with from_pretrained(path, "
+                "quantization_config=transformers.CompressedTensorsConfig(dequantize=True))")
     return True, why

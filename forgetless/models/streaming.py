@@ -13,9 +13,12 @@ in memory, on the CPU or on the ``device`` layers run on (a GPU when one is give
 Tensors are written under the names, and in the layout, the in-memory path writes
 (``quantized_io.save_weights``): dense float weights, or compressed-tensors ``weight_packed`` /
 ``weight_scale`` / ``weight_shape`` (/ ``weight_zero_point``) for GPTQ-quantized Linears.
-Supported: a stock or forgetless (unquantized) safetensors folder of a decoder-only causal LM
-whose tensor names are the model's own (Llama, Qwen2, Mistral, SmolLM2 …); anything else is one
-``UnsupportedModelError`` before any work. Weights are read into the skeleton's float32 (the loaded
+Supported: a stock or forgetless (unquantized) safetensors folder of any decoder-only causal LM of
+transformers whose tensors are named as the model's own or as its family's checkpoint layout (what
+``save_pretrained`` writes: renamed tensors, experts stored one per expert, read into the fused
+parameters: ``expert_checkpoint.checkpoint_sources``); anything else is one ``UnsupportedModelError``
+before any work. Quantized experts are written as ``quantized_io`` writes them (per-expert packed
+pieces where the layout splits them). Weights are read into the skeleton's float32 (the loaded
 path's dtype for the float32 folders the bit-identity test and benchmark use).
 """
 from __future__ import annotations
@@ -32,8 +35,11 @@ from torch import nn
 
 from ..errors import UnsupportedModelError
 from .adapters import get_adapter
+from .blocks import is_causal_lm
 from .checks import INDEX, check_model_folder, weights_file
 from .compressed_tensors import GROUPED_ATTR, grouped_modules, grouped_storage
+from .expert_checkpoint import assemble, checkpoint_pieces, checkpoint_sources, packed_experts
+from .experts import EXPERT_CODES
 from .manifest import is_forgetless_folder, read_manifest, transformers_model_class
 from .quantized_io import _plain_tensors
 from .safetensors_writer import SafetensorsWriter
@@ -60,9 +66,7 @@ def empty_model(folder: Path, config) -> nn.Module:
             raise UnsupportedModelError(f"{folder}: streamed calibration needs a decoder-only causal LM "
                                         f"({str(exc).splitlines()[0][:150]})") from exc
     model.tie_weights()  # as a model built without empty weights ties them (the head saved once)
-    adapter = get_adapter(model)
-    stacks = adapter.stacks(model)
-    if adapter.is_seq2seq or list(stacks) != ["decoder"] or not type(model).__name__.endswith("ForCausalLM"):
+    if not is_causal_lm(model):
         raise UnsupportedModelError(f"{folder}: a {type(model).__name__}; streamed calibration compresses "
                                     "decoder-only causal LMs (…ForCausalLM) only")
     return model
@@ -109,10 +113,11 @@ class LayerStream:
                 tied.setdefault(id(parameter), []).append(name)
         self.tied = [names for names in tied.values() if len(names) > 1]  # the head sharing the embeddings
         files = _weight_map(self.folder)
-        aliases = {names[0]: names for names in self.tied}  # a tied tensor is stored under any of its names
-        self.stored = {name: next((a for a in aliases.get(name, [name]) if a in files), name) for name in self.names}
-        self.files = {name: files[stored] for name, stored in self.stored.items() if stored in files}
-        missing = [name for name in self.names if name not in self.files]
+        self.stored, self.assembled = checkpoint_sources(self.model, self.names, set(files), self.tied)
+        self.files = {name: files[stored] for name, stored in self.stored.items()}
+        self.piece_files = {p.name: files[p.name] for pieces in self.assembled.values() for p in pieces}
+        self.pieces = checkpoint_pieces(self.model)  # where quantized experts are written
+        missing = [name for name in self.names if name not in self.files and name not in self.assembled]
         if missing:
             raise UnsupportedModelError(f"{self.folder}: its weights lack {', '.join(missing[:3])} (tensor names "
                                         "other than the model's own are not read by streamed calibration)")
@@ -128,12 +133,26 @@ class LayerStream:
 
         by_file: dict[Path, list[str]] = {}
         for name in names:
+            if name in self.assembled:
+                self._assemble(name)
+                continue
             by_file.setdefault(self.files[name], []).append(name)
         for file, inside in by_file.items():
             with safe_open(str(file), framework="pt") as handle:
                 for name in inside:
                     tensor = handle.get_tensor(self.stored[name]).to(self.dtypes[name])
                     _set_tensor(self.model, name, tensor.to(self.device))
+
+    def _assemble(self, name: str) -> None:
+        """A fused expert weight from the folder's per-expert pieces."""
+        from safetensors import safe_open
+
+        def read(piece: str) -> torch.Tensor:
+            with safe_open(str(self.piece_files[piece]), framework="pt") as handle:
+                return handle.get_tensor(piece)
+
+        tensor = assemble(self.model, name, self.assembled[name], read).to(self.dtypes[name])
+        _set_tensor(self.model, name, tensor.to(self.device))
 
     def _layer_names(self, index: int) -> list[str]:
         start = f"{self.prefix}{index}."
@@ -157,7 +176,9 @@ class LayerStream:
             self.on_release(layer)
         prefix = f"{self.prefix}{index}."
         packed = grouped_modules(layer)
-        tensors = _plain_tensors(layer)
+        experts, replaced = packed_experts(layer, self.pieces, prefix)
+        tensors = {name: t for name, t in _plain_tensors(layer).items() if prefix + name not in replaced}
+        self._write_packed(experts, {name.rsplit(".", 1)[0] for name in replaced})
         for name, quantized in packed.items():
             quantized = dataclasses.replace(quantized, codes=quantized.codes.cpu(), scales=quantized.scales.cpu(),
                                             zeros=quantized.zeros.cpu())  # packed on the CPU (pack_int32)
@@ -171,12 +192,29 @@ class LayerStream:
         for name, tensor in tensors.items():
             self.writer.add(prefix + name, tensor)
         for module in layer.modules():
-            if hasattr(module, GROUPED_ATTR):
-                delattr(module, GROUPED_ATTR)
+            for attribute in (GROUPED_ATTR, EXPERT_CODES):
+                if hasattr(module, attribute):
+                    delattr(module, attribute)
         for name, tensor in list(_plain_tensors(layer).items()):
             _set_tensor(layer, name, torch.empty_like(tensor, device="meta"))
         release_memory()
 
+
+    def _write_packed(self, pieces: dict, modules: set[str]) -> None:
+        """Quantized experts' packed pieces (``expert_checkpoint.packed_experts``); ``modules``: the
+        experts modules they belong to (named in the quantization config)."""
+        if not pieces:
+            return
+        pieces = {name: dataclasses.replace(q, codes=q.codes.cpu(), scales=q.scales.cpu(), zeros=q.zeros.cpu())
+                  for name, q in pieces.items()}
+        for module in modules:
+            self.quantized[module] = next(iter(pieces.values())).weights_args()
+        storage = grouped_storage(pieces)
+        self.storage["weights"] += storage["weights"]
+        self.storage["bytes"] += storage["bytes"]
+        for name, q in pieces.items():
+            for stored, tensor in q.stored(name).items():
+                self.writer.add(stored, tensor)
 
     def close(self) -> None:
         """Write the non-layer tensors and the file. A tensor tied to others (a head sharing the

@@ -16,6 +16,8 @@ from .sites import SiteKey, feature_slice
 
 def prune_heads(model: nn.Module, keep: dict[SiteKey, list[int]]) -> nn.Module:
     """Keep only heads ``keep[key]`` (indices into the site's current heads) of each named site."""
+    if not keep:
+        return model
     adapter = get_adapter(model)
     sites = {site.key: site for site in adapter.attention_sites(model)}
     for key, heads in keep.items():
@@ -37,6 +39,8 @@ def prune_heads(model: nn.Module, keep: dict[SiteKey, list[int]]) -> nn.Module:
 
 def prune_ffn(model: nn.Module, keep: dict[SiteKey, list[int]]) -> nn.Module:
     """Keep only FFN units ``keep[key]`` of each named FFN site."""
+    if not keep:
+        return model
     adapter = get_adapter(model)
     sites = {site.key: site for site in adapter.ffn_sites(model)}
     for key, units in keep.items():
@@ -77,12 +81,13 @@ def drop_layers(model: nn.Module, stack: str, keep: list[int]) -> nn.Module:
 
 
 def model_shape(model: nn.Module) -> dict:
-    """Per-site head counts, FFN widths and layer counts: enough to rebuild the architecture."""
+    """Per-site head counts, FFN widths and layer counts: enough to rebuild the architecture (a family
+    without head / FFN sites, ``adapter.has_sites`` False, has no pruned heads or units to record)."""
     adapter = get_adapter(model)
     return {
         "layers": {stack: len(layers) for stack, layers in adapter.stacks(model).items()},
-        "heads": [[*site.key, site.num_heads] for site in adapter.attention_sites(model)],
-        "ffn": [[*site.key[:2], site.width] for site in adapter.ffn_sites(model)],
+        "heads": [[*site.key, site.num_heads] for site in adapter.attention_sites(model)] if adapter.has_sites else [],
+        "ffn": [[*site.key[:2], site.width] for site in adapter.ffn_sites(model)] if adapter.has_sites else [],
     }
 
 

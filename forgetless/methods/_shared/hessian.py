@@ -37,6 +37,21 @@ class HessianAccumulator:
         self.sampled: list[torch.Tensor] = []  # hessian_every > 1: the kept rows of every batch
         self._hessian: torch.Tensor | None = None
 
+    @classmethod
+    def identity(cls, in_features: int, device: str | torch.device = "cpu") -> "HessianAccumulator":
+        """Statistics of uncorrelated unit inputs, ``H = I``: what a linear no calibration token reached
+        (an expert the router never chose) is compressed on. Wanda and SparseGPT then prune by
+        magnitude, GPTQ rounds to nearest (``gptq/solver.py``); the error reported is the weights' own."""
+        accumulator = cls(in_features, device)
+        accumulator.sum.diagonal().fill_(0.5)  # H = 2 · sum / tokens
+        accumulator.tokens = 1
+        return accumulator
+
+    @property
+    def reached(self) -> int:
+        """Calibration tokens this linear saw (all of them, also where only every k-th is kept)."""
+        return self.seen if self.squares is not None else self.tokens
+
     def add(self, inputs: torch.Tensor, token_mask: torch.Tensor | None = None) -> None:
         """Add the inputs of one batch (``… × in_features``); ``token_mask`` (``…``, bool) keeps
         only real tokens (padding contributes nothing)."""

@@ -18,8 +18,9 @@ from safetensors.torch import load_file
 from torch import nn
 from transformers import TrainerCallback
 
-from ...errors import ConfigError
+from ...errors import ConfigError, UnsupportedModelError
 from ...models.adapters import get_adapter
+from ...models.experts import is_fused_experts, unsupported_experts
 from ...training.trainer import checkpoint_dir, save_checkpoint_tensors
 
 MASKS_FILE = "forgetless-magnitude.safetensors"  # masks and schedule history, inside each checkpoint
@@ -56,6 +57,12 @@ class MagnitudePruner:
     """Holds keep-masks for a model's prunable linear weights and applies them."""
 
     def __init__(self, model: nn.Module, scope: str = "global"):
+        fused = [name for name, module in model.named_modules() if is_fused_experts(module)
+                 or module in dict(unsupported_experts(model)).values()]
+        if fused:  # never leave experts unpruned without saying so
+            raise UnsupportedModelError(f"magnitude pruning prunes nn.Linear weights while training; {fused[0]} keeps "
+                                        "mixture-of-experts weights fused in 3-D tensors: use wanda or sparsegpt "
+                                        "(one linear per expert)")
         self.linears = [lin for _, lin in get_adapter(model).prunable_linears(model)]
         self.scope = scope
         self.masks: list[torch.Tensor] | None = None

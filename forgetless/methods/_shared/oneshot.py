@@ -22,8 +22,9 @@ import torch
 from torch import nn
 from transformers import TrainerCallback
 
-from ...models.adapters import get_adapter
+from ...models.experts import linearized
 from ...models.sites import in_features, weight_matrix
+from ...models.targets import Selection, coverage, select_linears
 from ..base import CompressionContext, CompressionMethod
 from .calibration import calibration_batches
 from .hessian import HessianAccumulator
@@ -35,11 +36,22 @@ NM_COUNTS = ("groups", "exactly_n", "fewer_than_n", "fewer_base_zero", "more_tha
 NO_SPEEDUP = "no speedup on CPU: unstructured and N:M sparsity need sparse kernels / sparse tensor cores"
 
 
-def linear_widths(model: nn.Module):
-    """``(where, input width)`` of every linear layer of the stacks (``where``: "decoder layer 0 q_proj")."""
-    for name, module in get_adapter(model).prunable_linears(model):
-        stack, index, inner = name.split(".", 2)
-        yield f"{stack} layer {index} {inner}", in_features(module)
+def chosen_linears(model: nn.Module, config) -> tuple[list[tuple[str, int]], dict]:
+    """``[(name, input width)]`` of the linears ``config``'s ``targets`` / ``ignore`` choose (checked
+    against the model: ``models/targets.py``; experts one per expert and projection) and the card's
+    ``coverage`` of them."""
+    selection = Selection.of(config)
+    with linearized(model):
+        chosen = select_linears(model, selection)
+        return [(name, in_features(module)) for name, module in chosen], coverage(model, chosen, selection)
+
+
+def coverage_note(name: str, covered: dict) -> str:
+    """The card's sentence on what was compressed (``targets.coverage``)."""
+    experts = f", {covered['experts']} of them expert projections" if covered["experts"] else ""
+    return (f"{name}: compressed {covered['modules']} linear layers{experts} (--targets {','.join(covered['targets'])}"
+            f"{' --ignore ' + ','.join(covered['ignore']) if covered['ignore'] else ''}): {covered['weights']:,} weights, "
+            f"{100 * covered['share']:.1f}% of the model's {covered['parameters']:,} parameters")
 
 
 class HoldZeros(TrainerCallback):
@@ -67,7 +79,13 @@ class OneShotMethod(CompressionMethod, ABC):
     hessian_every: int = 1  # the Hessian over every k-th calibration token (``HessianAccumulator``)
 
     def check_fits(self, model: nn.Module) -> None:
-        """Options against the model's modules, before calibration (none by default)."""
+        """Options against the model's modules, before calibration: ``targets`` / ``ignore`` and each
+        chosen linear's input width (``check_width``)."""
+        for name, width in chosen_linears(model, self.config)[0]:
+            self.check_width(name, width)
+
+    def check_width(self, name: str, width: int) -> None:
+        """One chosen linear's input width against the options (nothing by default)."""
 
     @abstractmethod
     def compress_linears(self, modules: list[nn.Module], stats: HessianAccumulator) -> list[dict]:
@@ -83,7 +101,13 @@ class OneShotMethod(CompressionMethod, ABC):
         batches = calibration_batches(ctx, self.config)
         self.calibrate(model, batches)
         ctx.notes.append(self.note(sum(len(b["input_ids"]) for b in batches)))
+        ctx.notes.append(coverage_note(self.config.name, self.coverage))
+        if self.unreached:
+            ctx.notes.append(f"{self.config.name}: {self.unreached} linear layers (experts the router sent no calibration "
+                             f"token to) were compressed on identity statistics: {self.fallback}")
         return model
+
+    fallback = "by magnitude"  # what identity statistics (``HessianAccumulator.identity``) amount to
 
     def calibrate(self, model: nn.Module, batches: list[dict], source: LayerSource | None = None) -> None:
         """The compression step on given calibration ``batches`` (tokenized model inputs): every
@@ -92,12 +116,14 @@ class OneShotMethod(CompressionMethod, ABC):
         device = next(p for p in model.parameters() if not p.is_meta).device
         batches = [{k: v.to(device) for k, v in b.items()} for b in batches]
         self.layers: list[dict] = []
+        self.coverage = chosen_linears(model, self.config)[1]
+        self.unreached = 0
         training = model.training
         model.eval()
         try:
             with torch.no_grad():
                 run_layer_by_layer(model, batches, self._compress_layer, label=self.config.name,
-                                   hessian_every=self.hessian_every, source=source)
+                                   hessian_every=self.hessian_every, source=source, select=Selection.of(self.config))
         finally:
             model.train(training)
 
@@ -111,8 +137,13 @@ class OneShotMethod(CompressionMethod, ABC):
             shared.setdefault(id(accumulator), []).append(name)
         entries = {}
         for names in shared.values():
-            accumulator = stats[names[0]][1]
-            entries.update(zip(names, self.compress_linears([stats[n][0] for n in names], accumulator)))
+            modules, accumulator = [stats[n][0] for n in names], stats[names[0]][1]
+            unreached = accumulator.reached == 0  # an expert no calibration token was routed to
+            if unreached:
+                accumulator = HessianAccumulator.identity(in_features(modules[0]), weight_matrix(modules[0]).device)
+                self.unreached += len(names)
+            reports = self.compress_linears(modules, accumulator)
+            entries.update(zip(names, ({**r, "no_calibration_tokens": True} if unreached else r for r in reports)))
         for name in stats:  # in module order
             self.layers.append({"stack": stack, "layer": index, "module": name, **entries[name]})
 
@@ -127,9 +158,8 @@ class OneShotPruning(OneShotMethod):
     def prune_weights(self, weights: list[torch.Tensor], stats: HessianAccumulator) -> list[torch.Tensor]:
         """The pruned (out × in) weights of linears fed the same inputs, from their statistics."""
 
-    def check_fits(self, model: nn.Module) -> None:
-        for where, width in linear_widths(model):
-            self.config.check_nm_fits(width, f"{where} has")
+    def check_width(self, name: str, width: int) -> None:
+        self.config.check_nm_fits(width, f"{name} has")
 
     def calibrate(self, model: nn.Module, batches: list[dict], source: LayerSource | None = None) -> None:
         # per pruned module, in ``self.layers`` order: (module, keep-mask when a recovery will train it,
@@ -205,5 +235,5 @@ class OneShotPruning(OneShotMethod):
             "reconstruction_error": {"mean": statistics.fmean(errors) if errors else None,
                                      "max": max(errors) if errors else None,
                                      "every_kth_token": self.hessian_every},  # measured on every k-th token
-            "calibration_examples": self.config.calibration_examples,
-            "speedup": NO_SPEEDUP}}
+            "calibration_examples": self.config.calibration_examples, "modules": self.coverage,
+            "no_calibration_tokens": self.unreached, "speedup": NO_SPEEDUP}}

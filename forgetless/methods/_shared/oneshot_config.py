@@ -4,6 +4,7 @@ the unstructured or N:M pattern (Mishra et al. 2021); GPTQ adds its own (``gptq/
 Standard library only (read by the registry without torch)."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -16,7 +17,41 @@ PATTERNS = ("unstructured", "2:4", "4:8")
 
 
 @dataclass
-class OneShotConfig(MethodConfig):
+class TargetsConfig(MethodConfig):
+    """Which linear layers a one-shot method compresses (``models/targets.py``), spelled as llm-compressor
+    and compressed-tensors spell them."""
+
+    targets: list[str] = option(factory=lambda: ["Linear"], help=(
+        "linear layers to compress, inside the decoder blocks: class names (Linear: every nn.Linear, Conv1D too), "
+        "module names, or re:REGEX matched from the start of the module name (mixture-of-experts: "
+        "mlp.experts.N.gate_up_proj / down_proj per expert); comma-separated"))
+    ignore: list[str] = option(factory=list, help=(
+        "linear layers to leave alone, spelled as --targets (e.g. re:.*mlp\\.gate$); the head and the "
+        "embeddings are never compressed; a pattern matching nothing is an error"))
+
+    def check(self) -> None:
+        super().check()
+        for flag, patterns in (("--targets", self.targets), ("--ignore", self.ignore)):
+            for pattern in patterns:
+                if not pattern.strip():
+                    raise OptionError(f"{flag} {pattern!r}: expected a class name, a module name or re:REGEX")
+                if pattern.startswith("re:"):
+                    try:
+                        re.compile(pattern[3:])
+                    except re.error as exc:
+                        raise OptionError(f"{flag} {pattern}: not a regular expression ({exc})") from None
+        if not self.targets:
+            raise OptionError("--targets: give at least one pattern (default: Linear)")
+
+    @property
+    def every_linear(self) -> bool:
+        """The default selection (every linear of the blocks): the config's widths are theirs
+        (``check_model``); any other is checked on the modules (``check_fits``)."""
+        return list(self.targets) == ["Linear"] and not self.ignore
+
+
+@dataclass
+class OneShotConfig(TargetsConfig):
     """Calibration of a one-shot method (pruning or GPTQ): nothing is removed (no dense speedup)."""
 
     structured: ClassVar[bool] = False
@@ -48,13 +83,14 @@ class OneShotPruningConfig(OneShotConfig):
         "zeros held fixed"))
 
     def check(self) -> None:
+        super().check()
         if self.sparsity >= 1.0:
             raise OptionError(f"--sparsity {self.sparsity}: must be below 1 (some weights must stay)")
 
     def check_model(self, dims: dict, where: str) -> None:
         """N:M needs every linear layer's input width (``dims["widths"]``, from the model's config) to be a
         multiple of M; checked before any work (``OneShotPruning.check_fits`` checks the modules)."""
-        for width in dims.get("widths") or ():
+        for width in (dims.get("widths") or ()) if self.every_linear else ():
             self.check_nm_fits(width, f"{where} has linear layers with")
 
     def check_nm_fits(self, width: int, where: str) -> None:

@@ -40,6 +40,7 @@ class GptqConfig(OneShotConfig):
         "e.g. with --then gptq)"))
 
     def check(self) -> None:
+        super().check()
         check_group_size(self.group_size)
         if self.recovery != "none":
             raise OptionError(f"--recovery {self.recovery}: gptq stores integer codes; training afterwards would move "
@@ -47,5 +48,5 @@ class GptqConfig(OneShotConfig):
                               "method, then --then gptq) and keep --recovery none")
 
     def check_model(self, dims: dict, where: str) -> None:
-        for width in sorted(set(dims.get("widths") or ())):
+        for width in sorted(set(dims.get("widths") or ())) if self.every_linear else ():
             check_group_fits(self.group_size, width, f"{where} has linear layers with")

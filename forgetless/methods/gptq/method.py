@@ -19,11 +19,12 @@ import statistics
 
 from torch import nn
 
-from ...models.compressed_tensors import grouped_modules, grouped_storage, set_grouped, storage_note, unpacked_modules
+from ...models.compressed_tensors import set_grouped
+from ...models.expert_checkpoint import storage_notes
 from ...models.sites import weight_matrix
 from ..quantize.grid import check_group_fits
 from .._shared.hessian import HessianAccumulator
-from .._shared.oneshot import OneShotMethod, linear_widths
+from .._shared.oneshot import OneShotMethod
 from .config import GptqConfig
 from .solver import gptq_quantize_many
 
@@ -38,9 +39,10 @@ GRID_RULES = {"dynamic": "each group's grid fixed when the sweep reaches it, fro
 class Gptq(OneShotMethod):
     config: GptqConfig
 
-    def check_fits(self, model: nn.Module) -> None:
-        for where, width in linear_widths(model):
-            check_group_fits(self.config.group_size, width, f"{where} has")
+    fallback = "round-to-nearest"  # GPTQ on identity statistics (``solver.py``)
+
+    def check_width(self, name: str, width: int) -> None:
+        check_group_fits(self.config.group_size, width, f"{name} has")
 
     def compress_linears(self, modules: list[nn.Module], stats: HessianAccumulator) -> list[dict]:
         c = self.config
@@ -71,13 +73,9 @@ class Gptq(OneShotMethod):
         return {**super().describe(), "grid_rule": self.grid_rule}
 
     def finalize(self, model, ctx):
-        self.storage = grouped_storage(grouped_modules(model))
-        dense = unpacked_modules(model)
+        self.storage, notes = storage_notes("gptq", model)
         if ctx is not None:
-            ctx.notes.append(storage_note("gptq", self.storage))
-        if dense and ctx is not None:  # GPT-2's Conv1D: compressed-tensors stores nn.Linear only
-            ctx.notes.append(f"gptq: {len(dense)} quantized layers (e.g. {dense[0]}) are not nn.Linear and are saved "
-                             "as float32 (their values on the int grid): compressed-tensors packs nn.Linear only")
+            ctx.notes.extend(notes)
         return model
 
     def artifacts(self) -> dict:
