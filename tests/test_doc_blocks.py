@@ -53,8 +53,11 @@ REAL = {  # quickstart commands run for real: the command as written -> the opti
     "--data-dir ../shared/data --eval-size 500 --out runs/sgpt50":
         ["--data-dir", "{llm_data}", "--eval-size", "3", "--calibration-examples", "4", "--no-progress"]}
 WORK = ("compress", "compress-seq2seq", "demo", "finetune", "sweep", "profile", "evaluate", "bench", "export", "run")
-STAND_INS = {"HuggingFaceTB/SmolLM2-135M-Instruct": "llama", "my-bert": "bert", "path/to/llama-folder": "llama"}
+STAND_INS = {"HuggingFaceTB/SmolLM2-135M-Instruct": "llama", "my-bert": "bert", "path/to/llama-folder": "llama",
+             "path/to/phi-3-or-gemma-3": "smollm2"}
 CHECKS = {  # after a page's Python blocks ran: what they must have done
+    "docs/any-architecture.md": "assert sum(int((w == 0).sum()) for w in pruned.parameters()) > 0 and "
+                                "Path('phi3-gptq', 'config.json').is_file() and reloaded.config.model_type == 'llama'",
     "README.md": "assert sum(int((w == 0).sum()) for w in pruned.parameters()) > 0 and compared['sets']['dev']['base']",
     "docs/python-api.md": "assert run.card['params']['ratio'] < 1 and (Path('bert-heads-50') / 'model' / 'README.md')"
                           ".is_file()",
