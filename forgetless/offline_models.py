@@ -40,7 +40,7 @@ from typing import Callable
 from filelock import FileLock
 
 from .errors import ModelFileError
-from .fsutil import atomic_directory, atomic_write_json
+from .fsutil import atomic_directory, atomic_write_json, usual_mode
 from .outputs import cache_root
 
 PROVENANCE_FILE = "provenance.json"
@@ -192,6 +192,8 @@ def write_folder(model: OfflineModel, loaded, tokenizer, folder: Path, source: P
 
     plain_copy(loaded).save_pretrained(folder, safe_serialization=True)
     tokenizer.save_pretrained(folder)
+    for path in Path(folder).iterdir():  # save_pretrained leaves the weights 0600: a shared cache reads them
+        os.chmod(path, usual_mode())
     atomic_write_json(Path(folder) / PROVENANCE_FILE, {
         "model": model.title, "package": model.package, "source_file": str(source), "source_sha256": sha,
         "note": model.note, "licence": model.licence, "converted_by": f"transformers {transformers.__version__}"})

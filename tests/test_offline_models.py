@@ -7,7 +7,9 @@ slow test (~40-70 s on 2 cores), skipped, with the reason shown, only where llm-
 import dataclasses
 import hashlib
 import importlib.util
+import stat
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,7 +18,8 @@ import transformers
 
 from forgetless import offline_models
 from forgetless.errors import ModelFileError
-from forgetless.offline_models import OFFLINE_MODELS, OfflineModel, assembled_file, packaged_file
+from forgetless.fsutil import usual_mode
+from forgetless.offline_models import OFFLINE_MODELS, assembled_file, packaged_file
 
 gguf = pytest.importorskip("gguf", reason="gguf not installed: pip install gguf")
 
@@ -133,6 +136,7 @@ def test_conversion_once_equals_the_gguf_model_and_the_card_gets_its_provenance(
     reference_state = reference.state_dict()
     assert all(torch.equal(t, reference_state[k]) for k, t in converted.state_dict().items())
     assert converted.config.tie_word_embeddings and "quantization_config" not in converted.config.to_dict()
+    assert {stat.S_IMODE(p.stat().st_mode) for p in Path(folder).iterdir()} == {usual_mode()}  # a shared cache
     assert converted.lm_head.weight.data_ptr() == converted.model.embed_tokens.weight.data_ptr()
     recorded = as_is_info("tiny-gguf")["provenance"]
     assert recorded == {"model": model.title, "package": model.package, "source_file": str(assembled),
