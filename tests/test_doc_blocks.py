@@ -40,7 +40,7 @@ NOT_RUN = sorted([
     "docs/getting-started.md: needs the Hugging Face hub",
     "docs/llm-tasks.md: installs packages", "docs/llm-tasks.md: needs the Hugging Face hub",
     "docs/llm-tasks.md: lm-eval's own command line, an outline (its model arguments are yours)",
-    "docs/models.md: installs packages",
+    "docs/models.md: installs packages", "docs/offline-models.md: installs packages",
     "docs/recipes.md: the paper scale needs a GPU and the Hugging Face hub",
     "docs/shipping.md: needs the Hugging Face hub and a token",
     "docs/shipping.md: reads the folder the command above writes (minutes on SmolLM2)",
@@ -142,7 +142,7 @@ def _env(tmp_path: Path, **extra) -> dict:
 # ----- shell blocks --------------------------------------------------------------------------------------
 @pytest.fixture
 def validate_only(monkeypatch, stand_ins):
-    """``--model smollm2`` is the stand-in; inside the context it returns, the command line stops where a
+    """``--model smollm2`` (and ``gemma3-270m``) is the stand-in; inside the context it returns, the command line stops where a
     command would write or do its work."""
     import forgetless.cli.jobs
     import forgetless.cli.models
@@ -152,7 +152,7 @@ def validate_only(monkeypatch, stand_ins):
     import forgetless.pipeline
     import forgetless.sweep.runner
 
-    monkeypatch.setattr(forgetless.models.loading, "smollm2_folder", lambda: stand_ins["smollm2"])
+    monkeypatch.setattr(forgetless.models.loading, "offline_folder", lambda name: stand_ins["smollm2"])
     monkeypatch.delenv("FORGETLESS_DATA_DIR", raising=False)
 
     @contextlib.contextmanager
