@@ -26,7 +26,7 @@ from torch import nn
 
 from .adapters import get_adapter
 from .checks import NOT_STOCK_WEIGHTS, WEIGHTS, tensor_header, trust_remote_code
-from .compressed_tensors import module_schemes
+from .ct_schemes import read_schemes, stored_layout
 from .manifest import read_manifest, transformers_model_class
 from .surgery import model_shape
 
@@ -99,15 +99,9 @@ def stock_tensors(model_class: type, config: dict) -> dict[str, tuple[tuple[int,
                 for name, t in tensors if name in persistent}
     quantization = config.get("quantization_config")
     if quantization:
-        for name, args in module_schemes(stock, quantization).items():
+        for name, scheme in read_schemes(stock, quantization).items():
             rows, columns = expected.pop(f"{name}.weight")[0]
-            bits = int(args["num_bits"])
-            groups = 1 if args.get("strategy") == "channel" else -(-columns // int(args["group_size"]))
-            expected[f"{name}.weight_packed"] = ((rows, -(-columns * bits // 32)), "I32")
-            expected[f"{name}.weight_scale"] = ((rows, groups), _dtype_name(dtype))
-            expected[f"{name}.weight_shape"] = ((2,), "I64")
-            if not args.get("symmetric", True):
-                expected[f"{name}.weight_zero_point"] = ((-(-rows * bits // 32), groups), "I32")
+            expected.update(stored_layout(name, scheme, rows, columns, _dtype_name(dtype)))
     return expected
 
 
@@ -208,7 +202,7 @@ def stock_loadable(model_dir: str | Path) -> tuple[bool, str]:
         why = (f"{why}; its {quantization['scheme']} layers load with the compressed-tensors package installed "
                "(pip install compressed-tensors)")
         groups = config["quantization_config"]["config_groups"].values()
-        if any(not group["weights"]["symmetric"] for group in groups):
+        if any(not group["weights"]["symmetric"] and group["format"] == "pack-quantized" for group in groups):
             why += (f"; {ASYMMETRIC_BUG}: load it with from_pretrained(path, "
                     "quantization_config=transformers.CompressedTensorsConfig(dequantize=True))")
         return True, why

@@ -12,6 +12,11 @@ stay contiguous). The model is smaller on disk, not faster on CPU: inference run
 float32 weights (int4 matrix kernels need a GPU). The card gets bits, group size, bits per weight
 as stored, the grid rule that ran (``grid_rule``: static or dynamic, in the note, ``describe()`` and
 the section) and the per-layer reconstruction error ‖WX − ŴX‖ / ‖WX‖.
+
+The format options (``quantize/grid.py``) also give fp8 weights (the same sweep fixing each column to
+its fp8 value, ``quantize/formats.py``) and quantized inputs (W8A8: int8 or fp8 per token, or fp8 per
+tensor with the scale from the calibration inputs' largest ``|x|``), saved as compressed-tensors
+``int-quantized`` / ``float-quantized``; on CPU their quantize-dequantize runs in float32.
 """
 from __future__ import annotations
 
@@ -19,8 +24,13 @@ import statistics
 
 from torch import nn
 
-from ...models.compressed_tensors import grouped_modules, grouped_storage, set_grouped, storage_note, unpacked_modules
+from ...errors import ConfigError
+from ...models.adapters import get_adapter
+from ...models.compressed_tensors import GroupedInts, grouped_modules, grouped_storage, storage_note, unpacked_modules
+from ...models.ct_schemes import module_scheme
 from ...models.sites import weight_matrix
+from ..quantize.formats import (CPU_NOTE, check_linears, describe_format, fp8_strategy, gptq_fp8_many, input_quant,
+                                set_quantized, short_label)
 from ..quantize.grid import check_group_fits
 from .._shared.hessian import HessianAccumulator
 from .._shared.oneshot import OneShotMethod, linear_widths
@@ -41,18 +51,30 @@ class Gptq(OneShotMethod):
     def check_fits(self, model: nn.Module) -> None:
         for where, width in linear_widths(model):
             check_group_fits(self.config.group_size, width, f"{where} has")
+        check_linears(get_adapter(model).prunable_linears(model), self.config)
+
+    def calibrate(self, model, batches, source=None) -> None:
+        c = self.config
+        if source is not None and (c.weight_type != "int" or c.activations != "none"):
+            raise ConfigError(f"gptq {short_label(c)}: streamed calibration writes weight-only integer codes "
+                              "(pack-quantized); pass a model object for fp8 weights or quantized inputs")
+        super().calibrate(model, batches, source)
 
     def compress_linears(self, modules: list[nn.Module], stats: HessianAccumulator) -> list[dict]:
         c = self.config
         weights = [weight_matrix(m) for m in modules]
-        quantized = gptq_quantize_many(weights, stats.hessian, bits=c.bits, group_size=c.group_size,
-                                       symmetric=not c.asymmetric, act_order=c.act_order, static_groups=c.static_groups,
-                                       block_size=c.block_size, damp=c.damp)
+        if c.weight_type == "fp8":
+            quantized = gptq_fp8_many(weights, stats.hessian, fp8_strategy(c), c.act_order, c.block_size, c.damp)
+        else:
+            quantized = gptq_quantize_many(weights, stats.hessian, bits=c.bits, group_size=c.group_size,
+                                           symmetric=not c.asymmetric, act_order=c.act_order,
+                                           static_groups=c.static_groups, block_size=c.block_size, damp=c.damp)
         entries = []
         for module, weight, q in zip(modules, weights, quantized):
-            q.actorder = "weight" if c.act_order else None
+            if isinstance(q, GroupedInts):
+                q.actorder = "weight" if c.act_order else None
             error = stats.relative_error(weight, q.dequantize())
-            set_grouped(module, q)
+            set_quantized(module, q, input_quant(c, stats.absmax), c)
             entries.append({"reconstruction_error": error, "group_size": q.group_size})
         return entries
 
@@ -63,18 +85,20 @@ class Gptq(OneShotMethod):
 
     def note(self, texts: int) -> str:
         c = self.config
-        return (f"gptq: {c.bits}-bit weights, group size {c.group_size}, {'asymmetric' if c.asymmetric else 'symmetric'}"
-                f"{', act-order' if c.act_order else ''}, {GRID_RULES[self.grid_rule]}, in {len(self.layers)} linear "
-                f"layers, calibrated on {texts} texts; {NO_SPEEDUP}")
+        grid = GRID_RULES[self.grid_rule] if c.weight_type == "int" else "scales fixed from the original weights"
+        return (f"gptq: {describe_format(c)}{', act-order' if c.act_order else ''}, {grid}, in {len(self.layers)} "
+                f"linear layers, calibrated on {texts} texts; {CPU_NOTE if c.activations != 'none' else NO_SPEEDUP}")
 
     def describe(self) -> dict:
         return {**super().describe(), "grid_rule": self.grid_rule}
 
     def finalize(self, model, ctx):
-        self.storage = grouped_storage(grouped_modules(model))
+        packed = grouped_modules(model)
+        self.storage = grouped_storage(packed)
+        self.format = next((module_scheme(model.get_submodule(n), q)["format"] for n, q in packed.items()), None)
         dense = unpacked_modules(model)
         if ctx is not None:
-            ctx.notes.append(storage_note("gptq", self.storage))
+            ctx.notes.append(storage_note("gptq", self.storage, self.format or "pack-quantized"))
         if dense and ctx is not None:  # GPT-2's Conv1D: compressed-tensors stores nn.Linear only
             ctx.notes.append(f"gptq: {len(dense)} quantized layers (e.g. {dense[0]}) are not nn.Linear and are saved "
                              "as float32 (their values on the int grid): compressed-tensors packs nn.Linear only")
@@ -89,8 +113,10 @@ class Gptq(OneShotMethod):
         c = self.config
         errors = [e["reconstruction_error"] for e in self.layers]
         return {"quantization": {
-            "dtype": f"gptq int{c.bits}", "bits": c.bits, "group_size": c.group_size, "asymmetric": c.asymmetric,
+            "dtype": f"gptq {short_label(c)}", "bits": c.bits, "group_size": c.group_size, "asymmetric": c.asymmetric,
+            "weight_type": c.weight_type, "activations": c.activations, "format": getattr(self, "format", None),
             "act_order": c.act_order, "grid_rule": self.grid_rule, "layers": len(self.layers),
             **getattr(self, "storage", {}),
             "reconstruction_error": {"mean": statistics.fmean(errors), "max": max(errors)},
-            "calibration_examples": c.calibration_examples, "expected": False, "why": NO_SPEEDUP}}
+            "calibration_examples": c.calibration_examples, "expected": False,
+            "why": CPU_NOTE if c.activations != "none" else NO_SPEEDUP}}

@@ -1,16 +1,21 @@
-"""Round-to-nearest (RTN) weight-only quantization, the baseline GPTQ (Frantar et al. 2022) is
-measured against: per output row and group of ``group_size`` input columns the min-max grid of
-``gptq/solver.py`` (``S = (max − min) / (2^b − 1)``, ``Z = round(−min / S)``; symmetric: ``S =
-2·max|w| / (2^b − 1)``, ``Z = 2^(b−1)``), each weight rounded alone, ``ŵ = S · (q − Z)``. The same
-rule as llm-compressor's ``QuantizationModifier`` ("memoryless_minmax" observer), up to float rounding:
-the grid here is computed in float64, theirs in float32 (a tiny Llama, 4 bits, groups of 32: asymmetric
-codes and zero points identical, 38 of 128 scales 1 ulp apart; symmetric scales identical, 28 of 4096
-codes one step apart, all at exact ties ``w / S = −7.5``).
+"""Round-to-nearest (RTN) quantization, the baseline GPTQ (Frantar et al. 2022) is measured against: per
+output row and group of ``group_size`` input columns the min-max grid of ``gptq/solver.py`` (``S = (max −
+min) / (2^b − 1)``, ``Z = round(−min / S)``; symmetric: ``S = 2·max|w| / (2^b − 1)``, ``Z = 2^(b−1)``),
+each weight rounded alone, ``ŵ = S · (q − Z)``; or float8_e4m3fn codes with one scale per row or matrix
+(``S = max|w| / 448``, ``models/float_codes.py``). The same rule as llm-compressor's
+``QuantizationModifier`` ("memoryless_minmax" observer), up to float rounding: the integer grid here is
+computed in float64, theirs in float32 (a tiny Llama, 4 bits, groups of 32: asymmetric codes and zero
+points identical, 38 of 128 scales 1 ulp apart; symmetric scales identical, 28 of 4096 codes one step
+apart, all at exact ties ``w / S = −7.5``); the fp8 grid in float32, as theirs.
+
+With ``activations`` int8-token / fp8-token (W8A8-INT8, FP8-DYNAMIC) every quantized layer's inputs are
+quantized per token at run time (``models/activation_quant.py``); static input scales need calibration
+and are ``gptq``'s.
 
 Every linear layer of the transformer stacks (the adapter's ``prunable_linears``), no calibration.
-Stored like ``gptq``'s output (compressed-tensors ``pack-quantized``: stock ``from_pretrained`` loads
-it with the ``compressed-tensors`` package); in memory the dequantized float32 weights, so no
-speedup on CPU. Exact zeros stay zero (the grid always holds 0), so a pruned pattern survives.
+Stored as compressed-tensors (``pack-quantized``, ``int-quantized`` or ``float-quantized``: stock
+``from_pretrained`` loads it with the ``compressed-tensors`` package); in memory the dequantized float32
+weights, so no speedup on CPU. Exact zeros stay zero (the grid always holds 0), so a pruned pattern survives.
 """
 from __future__ import annotations
 
@@ -19,11 +24,13 @@ import statistics
 import torch
 
 from ...models.adapters import get_adapter
-from ...models.compressed_tensors import grouped_modules, grouped_storage, set_grouped, storage_note
+from ...models.compressed_tensors import grouped_modules, grouped_storage, storage_note
+from ...models.ct_schemes import module_scheme
 from ...models.sites import weight_matrix
 from ..base import CompressionMethod
 from ..gptq.method import NO_SPEEDUP
-from ..gptq.solver import round_to_nearest
+from ..quantize.formats import (CPU_NOTE, check_linears, describe_format, input_quant, round_weight, set_quantized,
+                                short_label)
 from ..quantize.grid import check_group_fits
 from .config import RtnConfig
 
@@ -37,6 +44,7 @@ class Rtn(CompressionMethod):
     def finalize(self, model, ctx):
         c = self.config
         linears = get_adapter(model).prunable_linears(model)
+        check_linears(linears, c)
         for name, module in linears:
             stack, index, inner = name.split(".", 2)
             check_group_fits(c.group_size, weight_matrix(module).shape[1], f"{stack} layer {index} {inner} has")
@@ -44,17 +52,18 @@ class Rtn(CompressionMethod):
         with torch.no_grad():
             for name, module in linears:
                 weight = weight_matrix(module)
-                quantized = round_to_nearest(weight, c.bits, c.group_size, not c.asymmetric)
+                quantized = round_weight(weight, c)
                 error = float((weight.double() - quantized.dequantize().double()).norm() / weight.double().norm()
                               ) if weight.any() else 0.0
-                set_grouped(module, quantized)
+                set_quantized(module, quantized, input_quant(c), c)
                 self.layers.append({"module": name, "weight_error": error})
-        self.storage = grouped_storage(grouped_modules(model))
+        packed = grouped_modules(model)
+        self.storage = grouped_storage(packed)
+        self.format = next((module_scheme(model.get_submodule(n), q)["format"] for n, q in packed.items()), None)
         if ctx is not None:
-            ctx.notes.append(f"rtn: {c.bits}-bit weights, group size {c.group_size}, "
-                             f"{'asymmetric' if c.asymmetric else 'symmetric'}, round-to-nearest in {len(self.layers)} "
-                             f"linear layers; {NO_SPEEDUP}")
-            ctx.notes.append(storage_note("rtn", self.storage))
+            ctx.notes.append(f"rtn: {describe_format(c)}, round-to-nearest in {len(self.layers)} linear layers; "
+                             f"{CPU_NOTE if c.activations != 'none' else NO_SPEEDUP}")
+            ctx.notes.append(storage_note("rtn", self.storage, self.format or "pack-quantized"))
         return model
 
     def artifacts(self) -> dict:
@@ -66,7 +75,8 @@ class Rtn(CompressionMethod):
         c = self.config
         errors = [e["weight_error"] for e in self.layers]
         return {"quantization": {
-            "dtype": f"rtn int{c.bits}", "bits": c.bits, "group_size": c.group_size, "asymmetric": c.asymmetric,
-            "act_order": False, "layers": len(self.layers), **self.storage,
+            "dtype": f"rtn {short_label(c)}", "bits": c.bits, "group_size": c.group_size,
+            "asymmetric": c.asymmetric, "weight_type": c.weight_type, "activations": c.activations,
+            "act_order": False, "layers": len(self.layers), **self.storage, "format": self.format,
             "weight_error": {"mean": statistics.fmean(errors), "max": max(errors)}, "expected": False,
-            "why": NO_SPEEDUP}}
+            "why": CPU_NOTE if c.activations != "none" else NO_SPEEDUP}}
