@@ -27,6 +27,7 @@ from ..gptq.method import NO_SPEEDUP
 from ..quantize.folding import FoldingMethod, Group, fold
 from ..quantize.formats import check_linears, describe_format, round_weight, set_quantized, short_label
 from ..quantize.grid import check_group_fits
+from ..quantize.sensitivity import check_sensitivity, run_sensitivity, sensitivity_section
 from .config import AwqConfig
 from .search import clip_search, search_scales
 
@@ -71,10 +72,15 @@ class Awq(FoldingMethod):
                 f"linear layers scaled (the rest have no producer to fold into), calibrated on {texts} texts; "
                 f"{NO_SPEEDUP}")
 
+    def prepare(self, model, ctx):
+        check_sensitivity(self.config, ctx)
+        return super().prepare(model, ctx)
+
     def finalize(self, model, ctx):
         self.storage = grouped_storage(grouped_modules(model))
         if ctx is not None:
             ctx.notes.append(storage_note("awq", self.storage))
+        self.sensitivity = run_sensitivity(model, ctx, self.config)
         return model
 
     def artifacts(self) -> dict:
@@ -93,4 +99,5 @@ class Awq(FoldingMethod):
             "reconstruction_error": {"mean": statistics.fmean(errors), "max": max(errors)},
             "awq_error_ratio": {"mean": statistics.fmean(ratios) if ratios else None,
                                 "scaled_layers": len(ratios)},
-            "calibration_examples": c.calibration_examples, "expected": False, "why": NO_SPEEDUP}}
+            "calibration_examples": c.calibration_examples, "expected": False, "why": NO_SPEEDUP},
+            **sensitivity_section(self)}

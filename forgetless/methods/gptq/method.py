@@ -32,6 +32,7 @@ from ...models.sites import weight_matrix
 from ..quantize.formats import (CPU_NOTE, check_linears, describe_format, fp8_strategy, gptq_fp8_many, input_quant,
                                 set_quantized, short_label)
 from ..quantize.grid import check_group_fits
+from ..quantize.sensitivity import check_sensitivity, run_sensitivity, sensitivity_section
 from .._shared.hessian import HessianAccumulator
 from .._shared.oneshot import OneShotMethod, linear_widths
 from .config import GptqConfig
@@ -52,6 +53,10 @@ class Gptq(OneShotMethod):
         for where, width in linear_widths(model):
             check_group_fits(self.config.group_size, width, f"{where} has")
         check_linears(get_adapter(model).prunable_linears(model), self.config)
+
+    def prepare(self, model, ctx):
+        check_sensitivity(self.config, ctx)
+        return super().prepare(model, ctx)
 
     def calibrate(self, model, batches, source=None) -> None:
         c = self.config
@@ -102,6 +107,7 @@ class Gptq(OneShotMethod):
         if dense and ctx is not None:  # GPT-2's Conv1D: compressed-tensors stores nn.Linear only
             ctx.notes.append(f"gptq: {len(dense)} quantized layers (e.g. {dense[0]}) are not nn.Linear and are saved "
                              "as float32 (their values on the int grid): compressed-tensors packs nn.Linear only")
+        self.sensitivity = run_sensitivity(model, ctx, self.config)
         return model
 
     def artifacts(self) -> dict:
@@ -119,4 +125,4 @@ class Gptq(OneShotMethod):
             **getattr(self, "storage", {}),
             "reconstruction_error": {"mean": statistics.fmean(errors), "max": max(errors)},
             "calibration_examples": c.calibration_examples, "expected": False,
-            "why": CPU_NOTE if c.activations != "none" else NO_SPEEDUP}}
+            "why": CPU_NOTE if c.activations != "none" else NO_SPEEDUP}, **sensitivity_section(self)}

@@ -35,6 +35,7 @@ from ..base import CompressionMethod
 from .._shared.calibration import calibration_batches
 from .._shared.hessian import HessianAccumulator
 from .._shared.sequential import run_layer_by_layer
+from .sensitivity import record_fold
 
 Group = tuple[list[str], list[nn.Module], HessianAccumulator]  # linears fed one tensor, their statistics
 TOLERANCE = 1e-4
@@ -78,6 +79,7 @@ def fold(producer: nn.Module, group: list[nn.Module], scales: torch.Tensor) -> N
     """``Y = (X / s) · (s W)``: the producer's outputs divided by ``scales``, the group's inputs multiplied."""
     scale_outputs(producer, 1.0 / scales)
     scale_inputs(group, scales)
+    record_fold(group, producer, scales)
 
 
 def _group_inputs(layer: nn.Module, groups: list[Group], probe: tuple[tuple, dict]) -> list[torch.Tensor]:

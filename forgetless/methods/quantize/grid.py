@@ -45,6 +45,11 @@ class WeightFormat(Config):
         "int: integer codes (round-to-nearest min-max grid) | fp8: float8_e4m3fn codes with one float32 scale per "
         "output row (--group-size -1) or per matrix (0), compressed-tensors float-quantized"))
     activations: str = option("none", choices=ACTIVATIONS, help=ACTIVATIONS_HELP)
+    sensitivity: str = option("none", choices=("none", "blocks", "linear-types"), help=(
+        "after quantizing, put each decoder block (blocks) or each kind of linear layer (linear-types: q_proj, …, "
+        "down_proj of every block) quantized alone into the base model and rank them by their KL divergence to the "
+        "base on 8 calibration texts (and the next-token predictions they flip); the card shows the ranking and an "
+        "ignore: list for a mixed-precision recipe"))
 
     def check_format(self, calibrates: bool) -> None:
         """The options fit together (one ``OptionError`` naming the flag); ``calibrates``: the method sees

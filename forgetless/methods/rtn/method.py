@@ -32,6 +32,7 @@ from ..gptq.method import NO_SPEEDUP
 from ..quantize.formats import (CPU_NOTE, check_linears, describe_format, input_quant, round_weight, set_quantized,
                                 short_label)
 from ..quantize.grid import check_group_fits
+from ..quantize.sensitivity import check_sensitivity, run_sensitivity, sensitivity_section
 from .config import RtnConfig
 
 
@@ -43,6 +44,7 @@ class Rtn(CompressionMethod):
 
     def finalize(self, model, ctx):
         c = self.config
+        check_sensitivity(c, ctx)
         linears = get_adapter(model).prunable_linears(model)
         check_linears(linears, c)
         for name, module in linears:
@@ -64,6 +66,7 @@ class Rtn(CompressionMethod):
             ctx.notes.append(f"rtn: {describe_format(c)}, round-to-nearest in {len(self.layers)} linear layers; "
                              f"{CPU_NOTE if c.activations != 'none' else NO_SPEEDUP}")
             ctx.notes.append(storage_note("rtn", self.storage, self.format or "pack-quantized"))
+        self.sensitivity = run_sensitivity(model, ctx, c)
         return model
 
     def artifacts(self) -> dict:
@@ -79,4 +82,4 @@ class Rtn(CompressionMethod):
             "asymmetric": c.asymmetric, "weight_type": c.weight_type, "activations": c.activations,
             "act_order": False, "layers": len(self.layers), **self.storage, "format": self.format,
             "weight_error": {"mean": statistics.fmean(errors), "max": max(errors)}, "expected": False,
-            "why": CPU_NOTE if c.activations != "none" else NO_SPEEDUP}}
+            "why": CPU_NOTE if c.activations != "none" else NO_SPEEDUP}, **sensitivity_section(self)}
