@@ -131,7 +131,8 @@ def find_producers(layer: nn.Module, groups: list[Group], probe: tuple[tuple, di
 
 class FoldingMethod(CompressionMethod, ABC):
     """Calibrates layer by layer (``sequential.run_layer_by_layer``) keeping one batch of each layer's
-    inputs (the probe ``find_producers`` runs), then ``transform_layer`` with the layer's groups."""
+    inputs (the probe ``find_producers`` runs on the first layer of each class: a class wires its
+    modules one way), then ``transform_layer`` with the layer's groups."""
 
     producers_of_linears: bool = True
     hessian_every: int = 1
@@ -156,7 +157,7 @@ class FoldingMethod(CompressionMethod, ABC):
                               "and linears of a layer together); pass a model object")
         device = next(p for p in model.parameters() if not p.is_meta).device
         batches = [{k: v.to(device) for k, v in b.items()} for b in batches]
-        self.layers, self.probes = [], {}
+        self.layers, self.probes, self.wiring = [], {}, {}
         training = model.training
         model.eval()
         try:
@@ -175,7 +176,11 @@ class FoldingMethod(CompressionMethod, ABC):
 
     def _layer(self, stack: str, index: int, layer: nn.Module, stats: dict) -> None:
         groups = groups_of(stats)
-        producers = find_producers(layer, groups, self.probes[id(layer)], self.producers_of_linears)
+        key = (type(layer), tuple(tuple(names) for names, _, _ in groups))
+        if key not in self.wiring:  # one layer class wires its modules the same way: tested on its first layer
+            found = find_producers(layer, groups, self.probes[id(layer)], self.producers_of_linears)
+            self.wiring[key] = [p[0] if p else None for p in found]
+        producers = [(name, layer.get_submodule(name)) if name else None for name in self.wiring[key]]
         self.probes[id(layer)] = None  # free the batch (the key stays: later calls keep nothing)
         for entry in self.transform_layer(f"{stack}.{index}", groups, producers):
             self.layers.append({"stack": stack, "layer": index, **entry})
