@@ -108,3 +108,19 @@ def test_awq_saved_as_llm_compressor_writes_and_reloaded_by_plain_transformers(t
     with torch.no_grad():
         assert result.stdout.strip().splitlines()[-1] == model(input_ids=TEST).logits.numpy().tobytes().hex()
         assert not torch.equal(model(input_ids=TEST).logits, rtn(input_ids=TEST).logits)  # clipping changed weights
+
+
+def test_a_post_norm_layernorm_feeding_the_residual_is_no_producer():
+    torch.manual_seed(0)  # BERT: attention.output.LayerNorm feeds the FFN and the residual; folding into it is wrong
+    config = transformers.BertConfig(vocab_size=64, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                                     intermediate_size=64)
+    model = transformers.BertForSequenceClassification(config).eval()
+    batch = {"input_ids": IDS[:4] % 64, "attention_mask": torch.ones(4, 12, dtype=torch.long)}
+    with torch.no_grad():
+        expected = model(**batch).logits
+    method = METHODS.build(METHODS.make_config("smoothquant", {"producers": "norms-and-linears"}))
+    method.calibrate(model, [batch])
+    assert {(e["producer"], tuple(e["linears"])) for e in method.layers} == {
+        ("attention.self.value", ("attention.output.dense",))}  # values → output projection only
+    with torch.no_grad():
+        assert torch.allclose(model(**batch).logits, expected, atol=1e-6, rtol=0)

@@ -4,17 +4,17 @@ SmoothQuant (Xiao et al. 2023, §4, eq. 3: ``Y = (X diag(s)⁻¹) · (diag(s) W)
 
 Which module produces an input is found by a test, not by family names: the linears of one decoder
 layer that read the same tensor (q / k / v, gate / up; ``sequential.py`` groups them) form a group,
-and a *producer* of that group is a module of the same layer whose output channel ``j`` reaches
-input channel ``j`` of the group multiplied by nothing else. Every module with a weight of the
-group's width (a norm's 1-D weight, or, where ``linears`` is allowed, the output rows of an
-``nn.Linear``) is tried: its output channels are multiplied by a random positive vector ``r`` on one
-calibration batch, and it is the producer when the group's inputs become exactly ``r`` times what
-they were (to 1e-4 relative). An RMSNorm / LayerNorm whose output the group reads passes (``w·x̂ + b``
-is linear in its weight and bias); so do ``v_proj`` before ``o_proj`` (attention is linear in the
-values, per channel) and ``up_proj`` before ``down_proj`` (``act(gate) · up``), when their widths
-match; ``gate_proj`` (inside the activation), ``q_proj`` (inside the softmax), a Gemma norm
-(``(1 + w) · x̂``) or ``v_proj`` under grouped-query attention (fewer value channels than ``o_proj``
-inputs) do not, and such a group is left unscaled (llm-compressor's mappings skip the same).
+and a *producer* of that group is a module of the same layer into which a fold is exact. Every module
+with a weight of the group's width (a norm's 1-D weight, or, where ``linears`` is allowed, the output
+rows of an ``nn.Linear``) is tried on one calibration batch: a random positive vector ``r`` is folded
+into it and the group (below), and it is the producer when the layer's output stays what it was (to
+1e-4 relative). An RMSNorm / LayerNorm whose output only the group reads passes (``w·x̂ + b`` is linear
+in its weight and bias); so do ``v_proj`` before ``o_proj`` (attention is linear in the values, per
+channel) and ``up_proj`` before ``down_proj`` (``act(gate) · up``), when their widths match;
+``gate_proj`` (inside the activation), ``q_proj`` (inside the softmax), a Gemma norm (``(1 + w) · x̂``),
+a post-norm BERT's LayerNorm (its output also feeds the residual) or ``v_proj`` under grouped-query
+attention (fewer value channels than ``o_proj`` inputs) do not, and such a group is left unscaled
+(llm-compressor's mappings skip the same).
 
 Folding ``s`` into a group divides the producer's output channels by ``s`` (norm weight and bias;
 a linear's rows and bias) and multiplies the group's input columns by ``s``: the layer computes the
@@ -82,26 +82,34 @@ def fold(producer: nn.Module, group: list[nn.Module], scales: torch.Tensor) -> N
     record_fold(group, producer, scales)
 
 
-def _group_inputs(layer: nn.Module, groups: list[Group], probe: tuple[tuple, dict]) -> list[torch.Tensor]:
-    """Each group's input on the probe batch (the first linear of the group sees it)."""
-    seen: dict[int, torch.Tensor] = {}
+def _layer_output(layer: nn.Module, probe: tuple[tuple, dict]) -> torch.Tensor:
+    with torch.no_grad():
+        out = layer(*probe[0], **probe[1])
+    return (out[0] if isinstance(out, (tuple, list)) else out).detach().clone()
 
-    def keeper(index: int):
-        def hook(module, args):
-            seen.setdefault(index, args[0].detach().clone())
-        return hook
 
-    with HookSet() as hooks, torch.no_grad():
-        for index, (_, modules, _) in enumerate(groups):
-            hooks.add(modules[0].register_forward_pre_hook(keeper(index)))
-        layer(*probe[0], **probe[1])
-    return [seen[index] for index in range(len(groups))]
+def _folds_exactly(layer: nn.Module, producer: nn.Module, group: list[nn.Module], probe: tuple[tuple, dict],
+                   reference: torch.Tensor, factor: torch.Tensor) -> bool:
+    """Folding ``factor`` into ``producer`` and ``group`` leaves the layer's output as it was (to 1e-4)."""
+    touched = [producer, *group]
+    saved = [{key: t.detach().clone() for key, t in m.named_parameters(recurse=False)} for m in touched]
+    try:
+        with torch.no_grad():
+            scale_outputs(producer, 1.0 / factor)
+            scale_inputs(group, factor)
+        moved = _layer_output(layer, probe)
+    finally:
+        with torch.no_grad():
+            for module, tensors in zip(touched, saved):
+                for key, tensor in tensors.items():
+                    getattr(module, key).data.copy_(tensor)
+    return bool((moved - reference).abs().max() <= TOLERANCE * reference.abs().max().clamp_min(1e-30))
 
 
 def find_producers(layer: nn.Module, groups: list[Group], probe: tuple[tuple, dict],
                    linears: bool) -> list[tuple[str, nn.Module] | None]:
     """The producer of each group (module docstring), or None; ``probe``: one batch's layer inputs."""
-    base = _group_inputs(layer, groups, probe)
+    reference = _layer_output(layer, probe)
     found: list[tuple[str, nn.Module] | None] = [None] * len(groups)
     widths = [in_features(modules[0]) for _, modules, _ in groups]
     generator = torch.Generator().manual_seed(0)
@@ -109,22 +117,10 @@ def find_producers(layer: nn.Module, groups: list[Group], probe: tuple[tuple, di
         channels = _channels(module)
         if channels is None or (channels.dim() == 2 and not linears):
             continue
-        waiting = [i for i, width in enumerate(widths) if found[i] is None and width == channels.shape[0]
-                   and all(m is not module for m in groups[i][1])]
-        if not waiting:
-            continue
         factor = torch.rand(channels.shape[0], generator=generator, dtype=torch.float64) * 1.5 + 0.5
-        saved = {key: t.detach().clone() for key, t in module.named_parameters(recurse=False)}
-        scale_outputs(module, factor)
-        try:
-            moved = _group_inputs(layer, groups, probe)
-        finally:
-            with torch.no_grad():
-                for key, tensor in saved.items():
-                    getattr(module, key).data.copy_(tensor)
-        for i in waiting:
-            expected = base[i] * factor.to(base[i].dtype)
-            if (moved[i] - expected).abs().max() <= TOLERANCE * expected.abs().max().clamp_min(1e-30):
+        for i, (_, modules, _) in enumerate(groups):
+            if found[i] is None and widths[i] == channels.shape[0] and all(m is not module for m in modules) \
+                    and _folds_exactly(layer, module, modules, probe, reference, factor):
                 found[i] = (name, module)
     return found
 
