@@ -16,13 +16,13 @@ import torch
 import transformers
 
 from forgetless.errors import OptionError
-from forgetless.methods._shared.sequential import run_layer_by_layer
 from forgetless.models.activation_quant import InputQuant, input_quantized
 from forgetless.models.checks import tensor_header
 from forgetless.models.float_codes import FloatCodes
-from forgetless.models.io import load_model, save_model
+from forgetless.models.io import save_model
 from forgetless.models.stock import stock_loadable
 from forgetless.registry import METHODS
+from test_compressed_tensors import gptq
 
 FIXTURE = json.loads((Path(__file__).parent / "fixtures" / "llmcompressor_schemes.json").read_text())
 ENV = {**os.environ, "PYTHONPATH": os.getcwd(), "HF_HUB_OFFLINE": "1"}
@@ -105,17 +105,10 @@ def tiny_llama():
 
 
 def quantize(method: str, options: dict):
-    model = tiny_llama()
-    compressor = METHODS.build(METHODS.make_config(method, options))
+    """rtn, or gptq's per-layer step over seeded random token batches (``test_compressed_tensors.gptq``)."""
     if method == "rtn":
-        return compressor.compress(model, SimpleNamespace(notes=[]))
-    ids = torch.randint(0, 128, (8, 12), generator=torch.Generator().manual_seed(0))
-    batches = [{"input_ids": ids[i:i + 4], "attention_mask": torch.ones(4, 12, dtype=torch.long)} for i in (0, 4)]
-    compressor.check_fits(model)
-    compressor.layers = []
-    with torch.no_grad():
-        run_layer_by_layer(model, batches, compressor._compress_layer)
-    return compressor.finalize(model, None)
+        return METHODS.build(METHODS.make_config("rtn", options)).compress(tiny_llama(), SimpleNamespace(notes=[]))
+    return gptq(tiny_llama(), **options)
 
 
 @pytest.fixture(scope="module")

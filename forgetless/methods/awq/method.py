@@ -23,11 +23,11 @@ from ...models.compressed_tensors import grouped_modules, grouped_storage, stora
 from ...models.sites import weight_matrix
 from .._shared.hessian import relative_reconstruction_error
 from .._shared.oneshot import linear_widths
-from ..gptq.method import NO_SPEEDUP
 from ..quantize.folding import FoldingMethod, Group, fold
-from ..quantize.formats import check_linears, describe_format, round_weight, set_quantized, short_label
+from ..quantize.formats import (NO_SPEEDUP, check_linears, describe_format, quantization_section, quantized_artifacts,
+                                round_weight, set_quantized)
 from ..quantize.grid import check_group_fits
-from ..quantize.sensitivity import check_sensitivity, run_sensitivity, sensitivity_section
+from ..quantize.sensitivity import check_sensitivity, run_sensitivity
 from .config import AwqConfig
 from .search import clip_search, search_scales
 
@@ -77,6 +77,7 @@ class Awq(FoldingMethod):
         return super().prepare(model, ctx)
 
     def finalize(self, model, ctx):
+        self.format = "pack-quantized"
         self.storage = grouped_storage(grouped_modules(model))
         if ctx is not None:
             ctx.notes.append(storage_note("awq", self.storage))
@@ -84,20 +85,14 @@ class Awq(FoldingMethod):
         return model
 
     def artifacts(self) -> dict:
-        return {"bits": self.config.bits, "group_size": self.config.group_size, "layers": getattr(self, "layers", [])}
+        return quantized_artifacts(self)
 
     def report_section(self) -> dict | None:
-        if not getattr(self, "layers", None):
-            return None
-        c = self.config
-        errors = [e["reconstruction_error"] for e in self.layers]
-        ratios = [e["error_ratio"] for e in self.layers if e["error_ratio"] is not None]
-        return {"quantization": {
-            "dtype": f"awq {short_label(c)}", "bits": c.bits, "group_size": c.group_size, "asymmetric": c.asymmetric,
-            "weight_type": c.weight_type, "activations": c.activations, "format": "pack-quantized",
-            "act_order": False, "layers": len(self.layers), **getattr(self, "storage", {}),
-            "reconstruction_error": {"mean": statistics.fmean(errors), "max": max(errors)},
-            "awq_error_ratio": {"mean": statistics.fmean(ratios) if ratios else None,
-                                "scaled_layers": len(ratios)},
-            "calibration_examples": c.calibration_examples, "expected": False, "why": NO_SPEEDUP},
-            **sensitivity_section(self)}
+        entries = getattr(self, "layers", None) or [{"reconstruction_error": 0, "error_ratio": None}]
+        errors = [e["reconstruction_error"] for e in entries]
+        ratios = [e["error_ratio"] for e in entries if e["error_ratio"] is not None]
+        return quantization_section(self, {"reconstruction_error": {"mean": statistics.fmean(errors),
+                                                                    "max": max(errors)}},
+                                    awq_error_ratio={"mean": statistics.fmean(ratios) if ratios else None,
+                                                     "scaled_layers": len(ratios)},
+                                    calibration_examples=self.config.calibration_examples)

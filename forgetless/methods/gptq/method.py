@@ -29,17 +29,16 @@ from ...models.adapters import get_adapter
 from ...models.compressed_tensors import GroupedInts, grouped_modules, grouped_storage, storage_note, unpacked_modules
 from ...models.ct_schemes import module_scheme
 from ...models.sites import weight_matrix
-from ..quantize.formats import (CPU_NOTE, check_linears, describe_format, fp8_strategy, gptq_fp8_many, input_quant,
-                                set_quantized, short_label)
+from ..quantize.formats import (check_linears, describe_format, fp8_strategy, gptq_fp8_many,
+                                input_quant, quantization_section, quantized_artifacts, set_quantized, short_label,
+                                why_no_speedup)
 from ..quantize.grid import check_group_fits
-from ..quantize.sensitivity import check_sensitivity, run_sensitivity, sensitivity_section
+from ..quantize.sensitivity import check_sensitivity, run_sensitivity
 from .._shared.hessian import HessianAccumulator
 from .._shared.oneshot import OneShotMethod, linear_widths
 from .config import GptqConfig
 from .solver import gptq_quantize_many
 
-NO_SPEEDUP = ("no speedup on CPU: weights are dequantized to float32 when loaded (int4 / int8 weight-only matrix "
-              "kernels need a GPU, e.g. vLLM's); the saving is on disk and in GPU memory")
 GRID_RULES = {"dynamic": "each group's grid fixed when the sweep reaches it, from the error-updated weights (the "
                          "GPTQ authors' rule)",
               "static": "every group's grid fixed from the original weights before the sweep (static groups, "
@@ -92,7 +91,7 @@ class Gptq(OneShotMethod):
         c = self.config
         grid = GRID_RULES[self.grid_rule] if c.weight_type == "int" else "scales fixed from the original weights"
         return (f"gptq: {describe_format(c)}{', act-order' if c.act_order else ''}, {grid}, in {len(self.layers)} "
-                f"linear layers, calibrated on {texts} texts; {CPU_NOTE if c.activations != 'none' else NO_SPEEDUP}")
+                f"linear layers, calibrated on {texts} texts; {why_no_speedup(c)}")
 
     def describe(self) -> dict:
         return {**super().describe(), "grid_rule": self.grid_rule}
@@ -111,18 +110,11 @@ class Gptq(OneShotMethod):
         return model
 
     def artifacts(self) -> dict:
-        return {"bits": self.config.bits, "group_size": self.config.group_size, "layers": self.layers}
+        return quantized_artifacts(self)
 
     def report_section(self) -> dict | None:
-        if not getattr(self, "layers", None):
-            return None
-        c = self.config
-        errors = [e["reconstruction_error"] for e in self.layers]
-        return {"quantization": {
-            "dtype": f"gptq {short_label(c)}", "bits": c.bits, "group_size": c.group_size, "asymmetric": c.asymmetric,
-            "weight_type": c.weight_type, "activations": c.activations, "format": getattr(self, "format", None),
-            "act_order": c.act_order, "grid_rule": self.grid_rule, "layers": len(self.layers),
-            **getattr(self, "storage", {}),
-            "reconstruction_error": {"mean": statistics.fmean(errors), "max": max(errors)},
-            "calibration_examples": c.calibration_examples, "expected": False,
-            "why": CPU_NOTE if c.activations != "none" else NO_SPEEDUP}, **sensitivity_section(self)}
+        errors = [e["reconstruction_error"] for e in getattr(self, "layers", None) or [{"reconstruction_error": 0}]]
+        return quantization_section(self, {"reconstruction_error": {"mean": statistics.fmean(errors),
+                                                                    "max": max(errors)}},
+                                    act_order=self.config.act_order, grid_rule=self.grid_rule,
+                                    calibration_examples=self.config.calibration_examples)

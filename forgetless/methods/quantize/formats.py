@@ -26,6 +26,33 @@ WHAT = {"none": "weight-only", "int8-token": "int8 inputs per token (dynamic)",
         "fp8-token": "fp8 inputs per token (dynamic)", "fp8-tensor": "fp8 inputs per tensor (static, calibrated)"}
 CPU_NOTE = ("on CPU the inputs' and weights' quantize-dequantize runs in float32: exactly the numbers a W8A8 kernel "
             "computes, no speedup (int8 / fp8 matrix kernels need a GPU, e.g. vLLM's)")
+NO_SPEEDUP = ("no speedup on CPU: weights are dequantized to float32 when loaded (int4 / int8 weight-only matrix "
+              "kernels need a GPU, e.g. vLLM's); the saving is on disk and in GPU memory")
+
+
+def why_no_speedup(fmt: WeightFormat) -> str:
+    return CPU_NOTE if fmt.activations != "none" else NO_SPEEDUP
+
+
+def quantized_artifacts(method) -> dict:
+    """What a quantizing method saves with the model: bits, group size and its per-layer entries."""
+    return {"bits": method.config.bits, "group_size": method.config.group_size,
+            "layers": getattr(method, "layers", [])}
+
+
+def quantization_section(method, errors: dict, **extra) -> dict | None:
+    """A quantizing method's card section (``rtn``, ``gptq``, ``awq``): its format, storage, ``errors``
+    (``{name: {mean, max}}``), ``extra`` keys, the speed note, and its sensitivity ranking if measured."""
+    from .sensitivity import sensitivity_section
+
+    if not getattr(method, "layers", None):
+        return None
+    c = method.config
+    return {"quantization": {
+        "dtype": f"{c.name} {short_label(c)}", "bits": c.bits, "group_size": c.group_size, "asymmetric": c.asymmetric,
+        "weight_type": c.weight_type, "activations": c.activations, "format": getattr(method, "format", None),
+        "layers": len(method.layers), **getattr(method, "storage", {}), **errors, **extra, "expected": False,
+        "why": why_no_speedup(c)}, **sensitivity_section(method)}
 
 
 def fp8_strategy(fmt: WeightFormat) -> str:

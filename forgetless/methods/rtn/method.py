@@ -28,11 +28,10 @@ from ...models.compressed_tensors import grouped_modules, grouped_storage, stora
 from ...models.ct_schemes import module_scheme
 from ...models.sites import weight_matrix
 from ..base import CompressionMethod
-from ..gptq.method import NO_SPEEDUP
-from ..quantize.formats import (CPU_NOTE, check_linears, describe_format, input_quant, round_weight, set_quantized,
-                                short_label)
+from ..quantize.formats import (check_linears, describe_format, input_quant, quantization_section, quantized_artifacts,
+                                round_weight, set_quantized, why_no_speedup)
 from ..quantize.grid import check_group_fits
-from ..quantize.sensitivity import check_sensitivity, run_sensitivity, sensitivity_section
+from ..quantize.sensitivity import check_sensitivity, run_sensitivity
 from .config import RtnConfig
 
 
@@ -64,22 +63,15 @@ class Rtn(CompressionMethod):
         self.format = next((module_scheme(model.get_submodule(n), q)["format"] for n, q in packed.items()), None)
         if ctx is not None:
             ctx.notes.append(f"rtn: {describe_format(c)}, round-to-nearest in {len(self.layers)} linear layers; "
-                             f"{CPU_NOTE if c.activations != 'none' else NO_SPEEDUP}")
+                             f"{why_no_speedup(c)}")
             ctx.notes.append(storage_note("rtn", self.storage, self.format or "pack-quantized"))
         self.sensitivity = run_sensitivity(model, ctx, c)
         return model
 
     def artifacts(self) -> dict:
-        return {"bits": self.config.bits, "group_size": self.config.group_size, "layers": getattr(self, "layers", [])}
+        return quantized_artifacts(self)
 
     def report_section(self) -> dict | None:
-        if not getattr(self, "layers", None):
-            return None
-        c = self.config
-        errors = [e["weight_error"] for e in self.layers]
-        return {"quantization": {
-            "dtype": f"rtn {short_label(c)}", "bits": c.bits, "group_size": c.group_size,
-            "asymmetric": c.asymmetric, "weight_type": c.weight_type, "activations": c.activations,
-            "act_order": False, "layers": len(self.layers), **self.storage, "format": self.format,
-            "weight_error": {"mean": statistics.fmean(errors), "max": max(errors)}, "expected": False,
-            "why": CPU_NOTE if c.activations != "none" else NO_SPEEDUP}, **sensitivity_section(self)}
+        errors = [e["weight_error"] for e in getattr(self, "layers", None) or [{"weight_error": 0}]]
+        return quantization_section(self, {"weight_error": {"mean": statistics.fmean(errors), "max": max(errors)}},
+                                    act_order=False)
