@@ -18,11 +18,14 @@ block on the calibration tokens for each α; eq. 4 is the linears' own output.)
 **Clipping** (§3.2 / AutoAWQ's ``auto_clip``). For each row and quantization group, the weights are
 clamped to ``±r · max|w|`` for ``r = 1, 0.95, …, 0.55`` and the ``r`` giving the smallest error of the
 group's output contribution ``Δ_g H_gg Δ_gᵀ`` is kept (``Δ_g``: quantized clamped minus unclamped weights).
+
+Both searches run in one torch thread (``hessian.one_thread``: many small operations, as GPTQ's sweep).
 """
 from __future__ import annotations
 
 import torch
 
+from .._shared.hessian import one_thread
 from ..quantize.formats import round_weight
 from ..quantize.grid import WeightFormat
 
@@ -66,6 +69,7 @@ def candidates(x_mean: torch.Tensor, w_mean: torch.Tensor | None, grid: int) -> 
     return out
 
 
+@one_thread()
 def search_scales(weights: list[torch.Tensor], hessian: torch.Tensor, x_mean: torch.Tensor, fmt: WeightFormat,
                   grid: int = 20, duo: bool = True) -> tuple[torch.Tensor, float | None, dict]:
     """The scales minimising eq. 4 for linears fed one input; returns ``(s, α or None for s = 1, errors)``
@@ -84,6 +88,7 @@ def search_scales(weights: list[torch.Tensor], hessian: torch.Tensor, x_mean: to
     return best[2], best[1], {"initial": initial, "best": best[0]}
 
 
+@one_thread()
 def clip_search(weight: torch.Tensor, hessian: torch.Tensor, fmt: WeightFormat) -> torch.Tensor:
     """The clamped weight (out × in): per row and group the clipping ratio with the smallest error."""
     rows, columns = weight.shape
