@@ -12,11 +12,33 @@ newlines, non-overlapping windows of 2048 tokens, a seeded ``--windows`` of them
 from __future__ import annotations
 
 import argparse
-import copy
 import json
 import time
 from pathlib import Path
 from types import SimpleNamespace
+
+
+def variants(model, ctx, calibration: int):
+    """``(name, model)`` of each scheme, in order (the per-tensor one prints its outlier check first)."""
+    import copy
+
+    from forgetless.methods._shared.calibration import calibration_batches
+    from forgetless.registry import METHODS
+
+    yield "base", model
+    for dtype in ("int8-per-tensor", "int8-per-token"):
+        method = METHODS.build(METHODS.make_config("quantize", {"dtype": dtype}))
+        quantized = method.compress(copy.deepcopy(model), ctx)
+        if dtype == "int8-per-tensor":
+            print(json.dumps({"outliers": method.report_section()["quantization"].get("outliers")}), flush=True)
+        yield f"quantize {dtype}", quantized
+    smooth = METHODS.build(METHODS.make_config("smoothquant", {"alpha": 0.8, "calibration_examples": calibration,
+                                                               "calibration_length": 512}))
+    smoothed = copy.deepcopy(model)
+    smooth.calibrate(smoothed, calibration_batches(ctx, smooth.config))
+    yield "smoothquant α 0.8 (no quantization)", smoothed
+    per_token = METHODS.build(METHODS.make_config("quantize", {"dtype": "int8-per-token"}))
+    yield "smoothquant α 0.8 + quantize int8-per-token", per_token.compress(copy.deepcopy(smoothed), ctx)
 
 
 def main() -> None:
@@ -29,38 +51,21 @@ def main() -> None:
 
     import torch
 
-    from forgetless.methods._shared.calibration import calibration_batches, calibration_texts
+    from forgetless.methods._shared.calibration import calibration_texts
     from forgetless.metrics.perplexity import default_window, join, perplexity
     from forgetless.models.loading import load_causal_lm
-    from forgetless.registry import METHODS
 
     torch.set_num_threads(args.threads)
     model, tokenizer = load_causal_lm("smollm2")
     model.eval()
     wiki = join(Path(args.data_dir, "llm/wikitext2/wiki.test.raw").read_text(encoding="utf-8").split("\n"))
-    texts = calibration_texts("xsum", args.data_dir)
-    ctx = SimpleNamespace(notes=[], calibration=texts, tokenizer=tokenizer, kind=None, task=None, seed=0)
-
-    def score(name: str, quantized) -> None:
+    ctx = SimpleNamespace(notes=[], calibration=calibration_texts("xsum", args.data_dir), tokenizer=tokenizer,
+                          kind=None, task=None, seed=0)
+    for name, quantized in variants(model, ctx, args.calibration):
         start = time.perf_counter()
         result = perplexity(quantized, tokenizer, wiki, default_window(quantized), cap=args.windows)
         print(json.dumps({"variant": name, "perplexity": result["perplexity"], "windows": result["windows"],
                           "window": result["window"], "seconds": time.perf_counter() - start}), flush=True)
-
-    score("base", model)
-    for dtype in ("int8-per-tensor", "int8-per-token"):
-        method = METHODS.build(METHODS.make_config("quantize", {"dtype": dtype}))
-        quantized = method.compress(copy.deepcopy(model), ctx)
-        if dtype == "int8-per-tensor":
-            print(json.dumps({"outliers": method.report_section()["quantization"].get("outliers")}), flush=True)
-        score(f"quantize {dtype}", quantized)
-    smooth = METHODS.build(METHODS.make_config("smoothquant", {"alpha": 0.8, "calibration_examples": args.calibration,
-                                                               "calibration_length": 512}))
-    smoothed = copy.deepcopy(model)
-    smooth.calibrate(smoothed, calibration_batches(ctx, smooth.config))
-    score("smoothquant α 0.8 (no quantization)", smoothed)
-    per_token = METHODS.build(METHODS.make_config("quantize", {"dtype": "int8-per-token"}))
-    score("smoothquant α 0.8 + quantize int8-per-token", per_token.compress(smoothed, ctx))
 
 
 if __name__ == "__main__":
