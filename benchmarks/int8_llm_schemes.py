@@ -58,7 +58,8 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     model, tokenizer = load_causal_lm("smollm2")
     model.eval()
-    wiki = join(Path(args.data_dir, "llm/wikitext2/wiki.test.raw").read_text(encoding="utf-8").split("\n"))
+    rows = Path(args.data_dir, "llm/wikitext2/wiki.test.raw").read_text(encoding="utf-8").replace("\r\n", "\n")
+    wiki = join(rows.splitlines(keepends=True))  # as llm/suite.py reads it for the card
     ctx = SimpleNamespace(notes=[], calibration=calibration_texts("xsum", args.data_dir), tokenizer=tokenizer,
                           kind=None, task=None, seed=0)
     for name, quantized in variants(model, ctx, args.calibration):
