@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from .errors import OptionError
-from .methods.quantize.schemes import SCHEME_HELP, SCHEMES
+from .schemes import SCHEME_HELP, SCHEMES
 from .options import Config, option
 from .ranges import MAX_TOKENS
 from .registry import METHODS, OBJECTIVES
