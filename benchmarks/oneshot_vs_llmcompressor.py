@@ -28,6 +28,12 @@ llm-compressor 0.14 pins transformers ≤ 5.17, so it runs from its own virtual 
     python benchmarks/oneshot_vs_llmcompressor.py --llmc-python /work/venvs/llmc/bin/python \\
         --data-dir ../shared/data --configs wanda-2:4,sparsegpt-2:4,gptq-w4g64-static
 
+Issue 39's schemes (``--configs w8a8-int8-smoothquant,fp8-dynamic,awq-w4g64``): each tool's compression as its
+examples run it (SmoothQuant α 0.8 then GPTQ W8A8; FP8_DYNAMIC rounded to nearest; AWQ then 4-bit asymmetric
+groups of 64); every decoder-layer tensor comes back (SmoothQuant and AWQ change the norms), llm-compressor's
+linears fake-quantized with their scales, and both are scored with the same per-token input quantization
+(``INPUTS``).
+
 ``--model`` defaults to the converted SmolLM2 folder (``--model smollm2``'s cache); ``--layers N``
 keeps the first N decoder layers (a quick look, not a result). The table (markdown) and every run
 (JSON lines) are written to ``--out``.
@@ -56,7 +62,16 @@ CONFIGS = {  # name → (method, forgetless options, llm-compressor options)
     # layers), natural column order; llm-compressor fixes every grid from the original weights first
     "gptq-w4g64-static": ("gptq", {"bits": 4, "group_size": 64, "static_groups": True, "asymmetric": True}, {"group_size": 64}),
     "gptq-w4g64-dynamic": ("gptq", {"bits": 4, "group_size": 64, "asymmetric": True}, {"group_size": 64}),
+    # issue 39's schemes (the presets of forgetless/schemes.py, llm-compressor's as its examples run them):
+    # SmoothQuant α 0.8 then GPTQ int8 per row + int8 inputs per token (llm-compressor's GPTQ without act-order);
+    # FP8_DYNAMIC rounded to nearest (no calibration); AWQ + 4-bit asymmetric groups of 64 (576-wide layers)
+    "w8a8-int8-smoothquant": ([("smoothquant", {"alpha": 0.8}),
+                               ("gptq", {"bits": 8, "group_size": -1, "activations": "int8-token"})], {}, {}),
+    "fp8-dynamic": ([("rtn", {"bits": 8, "group_size": -1, "weight_type": "fp8", "activations": "fp8-token"})],
+                    {}, {}),
+    "awq-w4g64": ([("awq", {"bits": 4, "group_size": 64, "asymmetric": True})], {}, {"group_size": 64}),
 }
+INPUTS = {"w8a8-int8-smoothquant": "int8-token", "fp8-dynamic": "fp8-token"}  # inputs quantized when scored
 TOOLS = ("forgetless", "llmcompressor")
 
 
@@ -88,21 +103,51 @@ def load(model_dir: str, layers: int):
 
 
 # ----- workers: one compression per process, only the compression step timed ----------------------------
-def forgetless_step(model, ids: list[list[int]], method: str, options: dict, batch: int = 0):
+def forgetless_step(model, ids: list[list[int]], method, options: dict, batch: int = 0):
+    """The compression step: ``calibrate`` of a one-shot method, or each method of a stack in turn
+    (``method``: a list of (name, options); ``rtn`` calibrates nothing: its ``finalize`` rounds)."""
     import torch
 
     from forgetless.registry import METHODS
 
-    options = {**options, **({"calibration_batch": batch} if batch else {})}
-    compressor = METHODS.build(METHODS.make_config(method, options))
-    size = compressor.config.calibration_batch
+    stack = method if isinstance(method, list) else [(method, options)]
+    compressors = [METHODS.build(METHODS.make_config(name, {**opts, **({"calibration_batch": batch}
+                                                                       if batch and name != "rtn" else {})}))
+                   for name, opts in stack]
+    size = next((c.config.calibration_batch for c in compressors if hasattr(c.config, "calibration_batch")), 8)
     batches = [{"input_ids": torch.tensor(ids[i:i + size]), "attention_mask": torch.ones(len(ids[i:i + size]),
                                                                                          len(ids[0]), dtype=torch.long)}
                for i in range(0, len(ids), size)]
-    return lambda: compressor.calibrate(model, batches), {"batch": size}
+
+    def step():
+        for compressor in compressors:
+            compressor.finalize(model, None) if compressor.config.name == "rtn" else compressor.calibrate(model, batches)
+    return step, {"batch": size}
 
 
-def llmc_step(model, ids: list[list[int]], method: str, options: dict, batch: int):
+def llmc_recipe(config: str, options: dict) -> list:
+    """llm-compressor's modifiers for issue 39's schemes (its examples: SmoothQuant + GPTQ W8A8, FP8_DYNAMIC
+    rounded to nearest, AWQ + QuantizationModifier W4 asymmetric)."""
+    from llmcompressor.modifiers.gptq import GPTQModifier
+    from llmcompressor.modifiers.quantization import QuantizationModifier
+    from llmcompressor.modifiers.transform.awq import AWQModifier
+    from llmcompressor.modifiers.transform.smoothquant import SmoothQuantModifier
+    from llmcompressor.pipelines.cache import IntermediatesCache
+
+    # llm-compressor 0.14's AWQ pins cached activations for a GPU copy, which raises without an accelerator
+    IntermediatesCache.pin_memory = lambda self, batch_index, input_names=None: None
+    targets, ignore = ["Linear"], ["lm_head"]
+    if config == "w8a8-int8-smoothquant":
+        return [SmoothQuantModifier(smoothing_strength=0.8),
+                GPTQModifier(targets=targets, scheme="W8A8", ignore=ignore, actorder=None)]
+    if config == "fp8-dynamic":
+        return [QuantizationModifier(targets=targets, scheme="FP8_DYNAMIC", ignore=ignore)]
+    weights = {"num_bits": 4, "type": "int", "symmetric": False, "strategy": "group", "group_size": options["group_size"]}
+    return [AWQModifier(), QuantizationModifier(config_groups={"group_0": {"targets": targets, "weights": weights}},
+                                                ignore=ignore)]
+
+
+def llmc_step(model, ids: list[list[int]], method, options: dict, batch: int, config: str = ""):
     from datasets import Dataset
     from llmcompressor import oneshot
     from llmcompressor.modifiers.gptq import GPTQModifier
@@ -110,7 +155,9 @@ def llmc_step(model, ids: list[list[int]], method: str, options: dict, batch: in
     from llmcompressor.modifiers.obcq import SparseGPTModifier
 
     targets, ignore = ["Linear"], ["lm_head"]
-    if method == "wanda":
+    if isinstance(method, list):
+        modifier = llmc_recipe(config, options)
+    elif method == "wanda":
         modifier = WandaPruningModifier(targets=targets, ignore=ignore, **options)
     elif method == "sparsegpt":
         modifier = SparseGPTModifier(targets=targets, ignore=ignore, **options)
@@ -120,9 +167,35 @@ def llmc_step(model, ids: list[list[int]], method: str, options: dict, batch: in
         modifier = GPTQModifier(config_groups={"group_0": {"targets": targets, "weights": weights}}, ignore=ignore,
                                 actorder=None)
     dataset = Dataset.from_dict({"input_ids": ids, "attention_mask": [[1] * len(r) for r in ids]})
-    return lambda: oneshot(model=model, dataset=dataset, recipe=[modifier], num_calibration_samples=len(ids),
+    recipe = modifier if isinstance(modifier, list) else [modifier]
+    return lambda: oneshot(model=model, dataset=dataset, recipe=recipe, num_calibration_samples=len(ids),
                            max_seq_length=len(ids[0]), shuffle_calibration_samples=False, batch_size=batch), \
         {"batch": batch}
+
+
+def layer_weights(model) -> dict:
+    """Every weight and bias of the decoder layers (norms too: SmoothQuant and AWQ fold scales into them), the
+    linears as they compute: llm-compressor's weights fake-quantized with their stored scales (its
+    round-to-nearest keeps them unrounded until saved; GPTQ's are on the grid already)."""
+    import torch
+
+    out = {}
+    for i, layer in enumerate(model.model.layers):
+        for name, m in layer.named_modules():
+            for key in ("weight", "bias"):
+                tensor = getattr(m, key, None)
+                if isinstance(tensor, torch.Tensor):
+                    out[f"{i}.{name}.{key}".replace("..", ".")] = rounded(m, key, tensor).detach().float().contiguous()
+    return out
+
+
+def rounded(module, key: str, tensor):
+    scheme = getattr(module, "quantization_scheme", None)
+    if key != "weight" or scheme is None or scheme.weights is None or not hasattr(module, "weight_scale"):
+        return tensor
+    from compressed_tensors.quantization.lifecycle.forward import fake_quantize
+
+    return fake_quantize(tensor, module.weight_scale, getattr(module, "weight_zero_point", None), scheme.weights)
 
 
 def peak_rss_mib() -> float:
@@ -145,14 +218,13 @@ def worker(args) -> None:
     if args.worker == "forgetless":
         step, settings = forgetless_step(model, ids, method, ours, args.batch)
     else:
-        step, settings = llmc_step(model, ids, method, theirs, args.llmc_batch)
+        step, settings = llmc_step(model, ids, method, theirs, args.llmc_batch, args.config)
     cpu = os.times()
     start = time.perf_counter()
     step()
     seconds = time.perf_counter() - start
     after = os.times()
-    weights = {f"{i}.{name}": m.weight.data.detach().float().contiguous() for i, layer in enumerate(model.model.layers)
-               for name, m in layer.named_modules() if isinstance(m, torch.nn.Linear)}
+    weights = layer_weights(model)
     digest = hashlib.sha256(b"".join(weights[k].numpy().tobytes() for k in sorted(weights))).hexdigest()[:16]
     save_file(weights, str(Path(args.out) / f"{args.config}.{args.worker}.weights.safetensors"))
     zero = sum(int((w == 0).sum()) for w in weights.values()) / sum(w.numel() for w in weights.values())
@@ -182,23 +254,39 @@ def score(args) -> None:
             if not path.exists():
                 continue
             model.load_state_dict(base)
-            weights = load_file(str(path))
-            for i, layer in enumerate(model.model.layers):
-                for name, m in layer.named_modules():
-                    if f"{i}.{name}" in weights:
-                        m.weight.data.copy_(weights[f"{i}.{name}"])
+            load_layer_weights(model, load_file(str(path)), INPUTS.get(config))
             ppl = perplexity(model, tokenizer, heldout, window=args.eval_len)["perplexity"]
+            load_layer_weights(model, {}, None)
             print(json.dumps({"config": config, "tool": tool, "perplexity": ppl}), flush=True)
         if all(p.exists() for p in found.values()):
             print(json.dumps({"config": config, **agreement(*(load_file(str(p)) for p in found.values()), config)}),
                   flush=True)
 
 
+def load_layer_weights(model, weights: dict, inputs: str | None) -> None:
+    """The saved layer tensors (``layer_weights``; older runs: ``{i}.{linear}`` weights only) into the model,
+    every linear's inputs quantized as ``inputs`` says (the same per-token quantize-dequantize for both tools,
+    ``models/activation_quant.py``, as transformers + compressed-tensors run it on CPU); ``inputs`` None: off."""
+    import torch
+
+    from forgetless.models.activation_quant import InputQuant, quantize_inputs
+
+    for i, layer in enumerate(model.model.layers):
+        for name, m in layer.named_modules():
+            for key in ("weight", "bias"):
+                saved = weights.get(f"{i}.{name}.{key}".replace("..", ".")) if name else weights.get(f"{i}.{key}")
+                saved = weights.get(f"{i}.{name}") if saved is None and key == "weight" else saved
+                if saved is not None:
+                    getattr(m, key).data.copy_(saved)
+            if isinstance(m, torch.nn.Linear):
+                quantize_inputs(m, InputQuant.named(inputs) if inputs else None)
+
+
 def agreement(ours: dict, theirs: dict, config: str) -> dict:
     """Pruning: the share of weights pruned / kept alike. GPTQ: the share of weights with the same
     value (to 1e-6 relative) and ‖W_forgetless − W_llmc‖ / ‖W_llmc‖."""
     total = sum(w.numel() for w in ours.values())
-    if CONFIGS[config][0] == "gptq":
+    if CONFIGS[config][0] == "gptq" or isinstance(CONFIGS[config][0], list):
         same = sum(int(((ours[k] - theirs[k]).abs() <= 1e-6 * theirs[k].abs().clamp_min(1e-6)).sum()) for k in ours)
         diff = sum(float(((ours[k] - theirs[k]) ** 2).sum()) for k in ours) ** 0.5
         return {"same_value": same / total,

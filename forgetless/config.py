@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 from .errors import OptionError
 from .offline_models import OFFLINE_MODELS
+from .schemes import SCHEME_HELP, SCHEMES
 from .options import Config, option
 from .ranges import MAX_TOKENS
 from .registry import METHODS, OBJECTIVES
@@ -294,6 +295,7 @@ class RunConfig(Config):
         "calibration texts of the methods that calibrate on text (forgetless list): a text file (one text per "
         "line, or .jsonl records with a document / text / context field) or a set of the data folder by name "
         "(xsum, wikitext2, samsum); default: the task's training inputs"))
+    scheme: str | None = option(None, choices=tuple(SCHEMES), help=SCHEME_HELP)
     task: TaskConfig = option(factory=TaskConfig, help="the data")
     train: TrainConfig = option(factory=TrainConfig, help="training")
     eval: EvalConfig = option(factory=EvalConfig, help="evaluation")

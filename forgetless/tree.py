@@ -16,6 +16,7 @@ import difflib
 from dataclasses import dataclass
 
 from .errors import ConfigError
+from .schemes import with_scheme
 from .options import as_dict, coerce, default_of, flag_name, hint_of, leaves
 from .registry import METHODS, OBJECTIVES
 
@@ -116,7 +117,13 @@ def build(cls: type, values: dict, source: str = "the command line"):
     the key and ``source``."""
     known = index(cls)
     given: dict[tuple, tuple] = {}  # path → (value, key as the user wrote it)
-    for key, value in flatten(values).items():
+    flat = flatten(values)
+    if "scheme" in known and flat.get("scheme") is not None:  # a scheme's methods under the options given
+        if isinstance(flat.get("then"), list):
+            flat["then"] = [then_mapping(item, _where("then", source)) if isinstance(item, str) else item
+                            for item in flat["then"]]
+        flat = with_scheme(flat, source)
+    for key, value in flat.items():
         if key in LEGACY and LEGACY[key] in known:
             value, key = _legacy_recovery(value, source), LEGACY[key]
         leaf = known.get(key)
@@ -226,6 +233,12 @@ def parse_then(item, where: str = "--then"):
         return METHODS.make_config(name, options)
     if not isinstance(item, str):
         return METHODS.config(item)
+    options = then_mapping(item, where)
+    return METHODS.make_config(options.pop("name"), options)
+
+
+def then_mapping(item: str, where: str = "--then") -> dict:
+    """``METHOD[:OPTION=VALUE,...]`` as ``{"name": METHOD, OPTION: VALUE}`` (values as text)."""
     name, _, rest = item.partition(":")
     options = {}
     for part in filter(None, (x.strip() for x in rest.split(","))):
@@ -236,7 +249,7 @@ def parse_then(item, where: str = "--then"):
         if key in options:
             raise ConfigError(f"{where} {item}: option {key!r} is given twice; give it once")
         options[key] = value.strip()
-    return METHODS.make_config(name.strip(), options)
+    return {"name": name.strip(), **options}
 
 
 def to_recipe(config) -> dict:

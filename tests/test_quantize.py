@@ -107,14 +107,15 @@ def test_quantize_declares_its_card_section_and_trains_nothing():
     method.compress(tiny_classifier(), SimpleNamespace(notes=notes))
     section = method.report_section()
     assert list(section) == ["quantization"] and section["quantization"]["dtype"] == "int8"
+    assert section["quantization"]["scheme"] == "int8-per-tensor" and "outliers" not in section["quantization"]
     assert section["quantization"]["expected"] is False  # hidden size 32: too small for int8 to pay off
     assert "hidden size 32" in section["quantization"]["why"] and "speedup not expected" in notes[0]
 
 
 def test_bad_names_are_config_errors():
-    with pytest.raises(ConfigError, match="dtype=int3: not one of int8, bf16"):
+    with pytest.raises(ConfigError, match="dtype=int3: not one of int8, int8-per-tensor, int8-per-token, bf16"):
         METHODS.make_config("quantize", {"dtype": "int3"})
-    with pytest.raises(ConfigError, match="needs a GPU"):
+    with pytest.raises(ConfigError, match="scheme=FP8-DYNAMIC"):
         METHODS.make_config("quantize", {"dtype": "fp8"})
     with pytest.raises(ConfigError, match="runtime=tensorrt: not one of torch, torch-bf16, onnxruntime"):
         EvalConfig(runtime="tensorrt")
@@ -215,3 +216,35 @@ def _saved_predictions(out, task) -> list[int]:
 
     rows = [r for r in read_predictions(out / "predictions.jsonl") if r["role"] == "compressed" and r["set"] == "dev"]
     return [task.label_names.index(r["predicted"]) for r in sorted(rows, key=lambda r: r["id"])]
+
+
+def test_int8_on_a_decoder_llm_is_per_token_and_per_tensor_warns_of_outliers(tmp_path):
+    import transformers
+
+    from forgetless.models.activation_quant import input_quantized
+
+    def llama():
+        torch.manual_seed(0)
+        config = transformers.LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                          num_attention_heads=4, num_key_value_heads=2)
+        model = transformers.LlamaForCausalLM(config).eval()
+        with torch.no_grad():  # an outlier feature: one channel of the attention inputs 1,000× the others
+            model.model.layers[0].input_layernorm.weight[3] = 1000.0
+        return model
+
+    ids = torch.randint(0, 64, (4, 10), generator=torch.Generator().manual_seed(0))
+    tokenizer = lambda texts, **kw: {"input_ids": ids[:len(texts)], "attention_mask": torch.ones_like(ids[:len(texts)])}
+    ctx = SimpleNamespace(notes=[], calibration=["a", "b", "c", "d"], tokenizer=tokenizer, kind=None, task=None)
+    per_token = METHODS.build(METHODS.make_config("quantize", {"dtype": "int8"}))
+    model = per_token.compress(llama(), ctx)
+    assert per_token.report_section()["quantization"]["scheme"] == "int8-per-token" and "decoder LLM" in ctx.notes[0]
+    assert len(input_quantized(model)) == 14 and not quantized_modules(model)  # W8A8 hooks, no torch.ao modules
+    save_model(model, tmp_path / "w8a8")
+    assert json.loads((tmp_path / "w8a8" / "config.json").read_text())["quantization_config"]["format"] == "int-quantized"
+    per_tensor = METHODS.build(METHODS.make_config("quantize", {"dtype": "int8-per-tensor"}))
+    ctx.notes = []
+    per_tensor.compress(llama(), ctx)
+    outliers = per_tensor.report_section()["quantization"]["outliers"]
+    assert outliers["warn"] and outliers["worst"]["module"] == "model.layers.0.self_attn.q_proj"
+    assert outliers["worst"]["zero_share"] > 0.9 and outliers["worst"]["absmax"] > 100 * outliers["worst"]["median"]
+    assert any("int8-per-token" in note and "round to 0" in note for note in ctx.notes)

@@ -87,11 +87,13 @@ def _overrides(path: Path, out: Path) -> list:
                 ("ffn_fractions", [1.0]), ("batch_size", 2), ("max_new_tokens", 2), ("source_length", 8),
                 ("repeats", 1), ("out", str(out))]
     if config.task.name in LLM_TASKS:  # a tiny random Llama on a small data folder in the offline layout
+        calibrates = {"calibration_examples": 4, "calibration_length": 16, "calibration_batch": 2} \
+            if hasattr(config.method, "calibration_examples") else {}
         sets = {"model": "tiny-llama", "data_dir": str(write_llm_data(out.parent / "llm-data")), "eval_size": 2,
-                "no_progress": True, "calibration_examples": 4, "calibration_length": 16, "calibration_batch": 2,
+                "no_progress": True, **calibrates,
                 "then": [{**item, "calibration_examples": 4, "calibration_length": 16, "group_size": 16}
                          for item in to_recipe(config)["then"]]}
-        if config.method.name == "gptq":
+        if config.method.name in ("gptq", "awq") and config.method.weight_type == "int":
             sets["group_size"] = 16  # tiny-llama's layers are 32 and 64 wide
         return list({**sets, **BENCH}.items()) + [("out", str(out))]
     seq2seq = config.method.name in ("nash", "cofi")

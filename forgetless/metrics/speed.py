@@ -124,12 +124,16 @@ def unchanged_reason(methods: list, compressed, runtime: str, chain: str) -> str
     if quantized_weight_counts(compressed)[0] or any(p.is_floating_point() and p.dtype != torch.float32
                                                      for p in compressed.parameters()):
         return None
+    verb = "leaves" if len(methods) == 1 else "leave"
+    if any(getattr(m.config, "activations", "none") != "none" for m in methods):
+        return (f"speed not timed: {chain} {verb} the base's fp32 kernels with the inputs' quantize-dequantize "
+                "around them (W8A8 / FP8 emulated on CPU, slower than the base and no measure of a GPU's int8 / fp8 "
+                "kernels); --speed full times it anyway")
     kept = []
     if any(not getattr(m.config, "quantizes", False) for m in methods):
         kept.append("zeros")
-    kept += [f"dequantized int{m.config.bits} codes" for m in methods
-             if getattr(m.config, "quantizes", False) and hasattr(m.config, "bits")]
-    verb = "leaves" if len(methods) == 1 else "leave"
+    kept += [f"dequantized {'fp8' if getattr(m.config, 'weight_type', 'int') == 'fp8' else f'int{m.config.bits}'} "
+             "codes" for m in methods if getattr(m.config, "quantizes", False) and hasattr(m.config, "bits")]
     return (f"speed not timed: {chain} {verb} the dense fp32 computation unchanged ({' and '.join(kept)} run the "
             "same kernels as the base); --speed full times it anyway")
 

@@ -22,6 +22,8 @@ named in ``ignore``). Each quantized Linear ``M`` stores, instead of ``M.weight`
   the same way along the output dimension (compressed-tensors' signed ``Z − 2^(b−1)``). A symmetric
   grid has ``Z = 2^(b−1)`` (signed zero point 0) and stores none.
 
+``ct_schemes.py`` writes and reads ``quantization_config`` (this format and the others).
+
 compressed-tensors dequantizes ``(q − Z) · S`` in float32, which is bit for bit forgetless's
 float32 weight (``q − Z`` is a small integer, so both round the same exact product once). Its
 group strategy needs ``group_size`` to divide every quantized width (no partial last group):
@@ -40,8 +42,6 @@ from .sites import weight_matrix
 GROUPED_BITS = (2, 3, 4, 8)
 GROUPED_ATTR = "grouped_ints"  # the attribute holding a Linear's ``GroupedInts``
 FORMAT = "pack-quantized"
-# The compressed-tensors release whose output (llm-compressor 0.14) the tests compare this format with.
-FORMAT_VERSION = "0.19.0"
 STORED = ("weight_packed", "weight_scale", "weight_shape", "weight_zero_point")
 
 
@@ -50,7 +50,9 @@ class GroupedInts:
     """One Linear's weight as ``bits``-bit codes (``out × in``, uint8) with a float32 scale and an
     integer zero point per row and group of ``group_size`` input columns (``out × groups``).
     ``actorder``: compressed-tensors' name for how the columns were ordered while quantizing
-    (``"weight"``: GPTQ's act-order with fixed, contiguous groups; None: natural order)."""
+    (``"weight"``: GPTQ's act-order with fixed, contiguous groups; None: natural order). ``strategy``:
+    compressed-tensors' ``"channel"`` (asked for one group per row) or ``"group"`` (groups of
+    ``group_size``, even where one group spans the row); None: channel where one group spans the row."""
 
     bits: int
     group_size: int
@@ -58,6 +60,7 @@ class GroupedInts:
     scales: torch.Tensor
     zeros: torch.Tensor
     actorder: str | None = None
+    strategy: str | None = None
 
     def dequantize(self) -> torch.Tensor:
         """``S · (q − Z)`` as float32 (computed in float64, so in memory and after loading alike)."""
@@ -72,7 +75,8 @@ class GroupedInts:
 
     def weights_args(self) -> dict:
         """compressed-tensors' ``QuantizationArgs`` of this weight, keys as llm-compressor writes them."""
-        channel = self.scales.shape[1] == 1 and self.group_size >= self.codes.shape[1]
+        channel = self.strategy == "channel" if self.strategy else \
+            self.scales.shape[1] == 1 and self.group_size >= self.codes.shape[1]
         return {"actorder": self.actorder, "block_structure": None, "dynamic": False,
                 "group_size": None if channel else self.group_size, "num_bits": self.bits,
                 "observer": "memoryless_minmax", "observer_kwargs": {}, "scale_dtype": None,
@@ -106,7 +110,7 @@ class GroupedInts:
         else:
             zeros = unpack_int32(tensors.pop(f"{name}.weight_zero_point").T, bits, rows).T
         return cls(bits, group_size, unpack_int32(packed, bits, columns), scales.float(), zeros.contiguous(),
-                   args.get("actorder"))
+                   args.get("actorder"), args.get("strategy"))
 
 
 # ----- dense int32 bit packing -------------------------------------------------------------------------
@@ -169,52 +173,11 @@ def unpacked_modules(model: nn.Module) -> list[str]:
     return [name for name, module in model.named_modules() if hasattr(module, GROUPED_ATTR) and name not in packed]
 
 
-def quantization_config(model: nn.Module, quantized: dict[str, dict]) -> dict:
-    """``config.json``'s ``quantization_config`` for the ``quantized`` modules of ``model`` (``{name:
-    GroupedInts.weights_args()}``): one config group per distinct scheme (targets ``["Linear"]`` when
-    there is one, else the module names), every other ``nn.Linear`` in ``ignore``."""
-    schemes: dict[str, tuple[dict, list[str]]] = {}
-    for name, args in quantized.items():
-        schemes.setdefault(repr(sorted(args.items())), (args, []))[1].append(name)
-    groups = {f"group_{index}": {"format": FORMAT, "input_activations": None, "output_activations": None,
-                                 "targets": ["Linear"] if len(schemes) == 1 else sorted(names), "weights": args}
-              for index, (args, names) in enumerate(schemes.values())}
-    ignore = sorted(name for name, module in model.named_modules()
-                    if isinstance(module, nn.Linear) and name not in quantized)
-    return {"config_groups": groups, "format": FORMAT, "global_compression_ratio": None, "ignore": ignore,
-            "kv_cache_scheme": None, "quant_method": "compressed-tensors", "quantization_status": "compressed",
-            "sparsity_config": {}, "transform_config": {}, "version": FORMAT_VERSION}
-
-
-def module_schemes(model: nn.Module, config: dict) -> dict[str, dict]:
-    """``{module name: weights args}`` for the Linears of ``model`` that a pack-quantized ``config``
-    quantizes (targets: ``"Linear"`` or exact names; ``ignore``: exact names). Anything else (regular
-    expressions, other formats, activation quantization) is a ``ForgetlessError`` naming it."""
-    if config.get("quant_method") != "compressed-tensors" or config.get("format") != FORMAT:
-        raise ForgetlessError(f"quantization_config is {config.get('quant_method')!r} / {config.get('format')!r}; "
-                              f"forgetless reads compressed-tensors {FORMAT!r} only")
-    ignore = set(config.get("ignore") or ())
-    linears = [name for name, module in model.named_modules() if isinstance(module, nn.Linear)]
-    found: dict[str, dict] = {}
-    for group, scheme in config.get("config_groups", {}).items():
-        targets, weights = scheme.get("targets") or [], scheme.get("weights") or {}
-        if scheme.get("input_activations") or scheme.get("output_activations") or weights.get("type") != "int" \
-                or weights.get("strategy") not in ("group", "channel") or int(weights.get("num_bits", 0)) not in GROUPED_BITS:
-            raise ForgetlessError(f"config group {group}: forgetless reads weight-only int {GROUPED_BITS}-bit "
-                                  "group / channel schemes only")
-        if any(t.startswith("re:") for t in [*targets, *ignore]):
-            raise ForgetlessError(f"config group {group}: regular-expression targets are not read by forgetless")
-        for name in linears:
-            if name not in ignore and ("Linear" in targets or name in targets):
-                found.setdefault(name, weights)
-    return found
-
-
-def storage_note(method: str, storage: dict) -> str:
-    """The card's note on what the packed layers store (``grouped_storage``)."""
+def storage_note(method: str, storage: dict, form: str = FORMAT) -> str:
+    """The card's note on what the quantized layers store (``grouped_storage``) in compressed-tensors ``form``."""
     if not storage.get("weights"):
-        return f"{method}: no layer is stored packed (compressed-tensors packs nn.Linear weights only)"
-    return (f"{method}: stored as compressed-tensors pack-quantized: {storage['bits_per_weight']:.3f} bits per weight "
+        return f"{method}: no layer is stored quantized (compressed-tensors quantizes nn.Linear weights only)"
+    return (f"{method}: stored as compressed-tensors {form}: {storage['bits_per_weight']:.3f} bits per weight "
             f"in the quantized layers ({storage['weights']:,} weights in {storage['bytes'] / 2 ** 20:.2f} MiB, float32 "
             f"would take {storage['weights'] * 4 / 2 ** 20:.2f} MiB)")
 

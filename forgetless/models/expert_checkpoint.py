@@ -27,7 +27,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from .compressed_tensors import GroupedInts, grouped_modules, grouped_storage, storage_note, unpacked_modules
+from .compressed_tensors import FORMAT, GroupedInts, grouped_storage, storage_note, unpacked_modules
+from .ct_schemes import quantized_linears
 from .experts import EXPERT_CODES, first_projection, is_fused_experts
 
 
@@ -189,22 +190,26 @@ def stock_pieces(model: nn.Module, header: dict) -> dict[str, list[tuple[str, in
     return found
 
 
-def quantized_checkpoint(model: nn.Module) -> tuple[dict[str, GroupedInts], list[str], dict[str, dict]]:
-    """What a compressed-tensors checkpoint of ``model`` stores packed: ``({tensor prefix: codes},
-    fused parameters the experts' pieces replace, {module name: scheme weights})`` (module names: the
-    linears, and the experts modules). Experts are packed only under the linears' one scheme (stock
-    loading decompresses them with the first config group's); otherwise they stay float32."""
-    linears = grouped_modules(model)
+def quantized_checkpoint(model: nn.Module) -> tuple[dict, list[str], dict[str, dict]]:
+    """What a compressed-tensors checkpoint of ``model`` stores quantized: ``({tensor prefix: codes},
+    fused parameters the experts' pieces replace, {module name: scheme})`` (module names: the linears,
+    schemes as ``ct_schemes.module_scheme`` gives them, and the experts modules). Experts (integer codes,
+    weight-only) are packed only under the linears' one scheme (stock loading decompresses them with
+    the first config group's); otherwise they stay float32."""
+    linears = quantized_linears(model)
     experts, replaced = packed_experts(model)
-    schemes = {repr(sorted(q.weights_args().items())) for q in (*linears.values(), *experts.values())}
-    if len(schemes) > 1:
+    expert_schemes = [{"format": FORMAT, "weights": q.weights_args(), "input_activations": None}
+                      for q in experts.values()]
+    distinct = {repr(sorted((k, repr(v)) for k, v in scheme.items()))
+                for scheme in (*(scheme for _, scheme in linears.values()), *expert_schemes)}
+    if len(distinct) > 1:
         experts, replaced = {}, []
-    modules = {name: q.weights_args() for name, q in linears.items()}
+    schemes = {name: scheme for name, (_, scheme) in linears.items()}
     fused = fused_parameters(model)
     names = {id(module): name for name, module in model.named_modules()}
     for parameter in replaced:
-        modules[names[id(fused[parameter][0])]] = next(iter(experts.values())).weights_args()
-    return {**linears, **experts}, replaced, modules
+        schemes[names[id(fused[parameter][0])]] = expert_schemes[0]
+    return {**{name: codes for name, (codes, _) in linears.items()}, **experts}, replaced, schemes
 
 
 def experts_scheme(config: dict) -> dict | None:
@@ -220,11 +225,15 @@ def unpacked_experts(model: nn.Module) -> list[str]:
     return sorted(set(codes) - set(quantized_checkpoint(model)[1])) if codes else []
 
 
-def storage_notes(method: str, model: nn.Module) -> tuple[dict, list[str]]:
-    """What a quantizing method's card says about storage: ``(grouped_storage of what is packed,
-    notes)``, the notes naming quantized weights saved as float32 values on the grid."""
-    storage = grouped_storage(quantized_checkpoint(model)[0])
-    notes = [storage_note(method, storage)]
+def storage_notes(method: str, model: nn.Module) -> tuple[dict, list[str], str | None]:
+    """What a quantizing method's card says about storage: ``(grouped_storage of what is stored
+    quantized, notes, the compressed-tensors format)``, the notes naming quantized weights saved as
+    float32 values on the grid."""
+    packed, _, schemes = quantized_checkpoint(model)
+    storage = grouped_storage(packed)
+    forms = {scheme["format"] for scheme in schemes.values()}
+    form = (forms.pop() if len(forms) == 1 else "mixed-precision") if forms else None
+    notes = [storage_note(method, storage, form or FORMAT)]
     dense = unpacked_modules(model)
     if dense:  # GPT-2's Conv1D
         notes.append(f"{method}: {len(dense)} quantized layers (e.g. {dense[0]}) are not nn.Linear and are saved as "
@@ -233,7 +242,7 @@ def storage_notes(method: str, model: nn.Module) -> tuple[dict, list[str]]:
     if fused:
         notes.append(f"{method}: {len(fused)} fused expert weights (e.g. {fused[0]}) are saved as float32 (their values "
                      "on the int grid): this family's checkpoint keeps its experts fused, so no per-expert linear to pack")
-    return storage, notes
+    return storage, notes, form
 
 
 def checkpoint_sources(model: nn.Module, names: list[str], available: set[str],

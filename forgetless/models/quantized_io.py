@@ -44,7 +44,8 @@ from torch import nn
 
 from ..errors import ForgetlessError, ModelFileError
 from .checks import NOT_STOCK_WEIGHTS, WEIGHTS, tensor_header
-from .compressed_tensors import GroupedInts, grouped_storage, module_schemes, quantization_config
+from .compressed_tensors import grouped_storage
+from .ct_schemes import read_schemes, restore, schemes_config, stored_tensors
 from .expert_checkpoint import experts_scheme, quantized_checkpoint, unpack_experts
 from .stock import stock_fit
 
@@ -176,36 +177,51 @@ def _save_int8(model: nn.Module, names: list[str], path: str) -> None:
     save_file(tensors, path, metadata={"format": "forgetless-int8-dynamic"})
 
 
-def _save_compressed(model: nn.Module, packed: dict[str, GroupedInts], folder: Path, replaced: list[str],
+def _save_compressed(model: nn.Module, packed: dict, folder: Path, replaced: list[str],
                      schemes: dict[str, dict]) -> dict:
     """``packed`` (``expert_checkpoint.quantized_checkpoint``: linears, and experts' pieces standing for
-    the fused parameters ``replaced``) stored as compressed-tensors, the rest as it is."""
+    the fused parameters ``replaced``) stored as compressed-tensors in their ``schemes``, the rest as it is."""
     tensors = {name: tensor.detach().contiguous() for name, tensor in _plain_tensors(model).items()
                if name not in replaced}
-    for name, quantized in packed.items():
+    for name, codes in packed.items():
         tensors.pop(f"{name}.weight", None)
-        tensors.update(quantized.stored(name))
+        linear = name in schemes  # a Linear of the model (its scheme may quantize inputs), else an expert's piece
+        tensors.update(stored_tensors(name, codes, schemes[name], model.get_submodule(name)) if linear
+                       else codes.stored(name))
     save_file(tensors, str(folder / WEIGHTS), metadata={"format": "pt"})
     return write_compressed_config(model, folder, schemes, grouped_storage(packed))
 
 
 def write_compressed_config(model: nn.Module, folder: Path, schemes: dict[str, dict], storage: dict) -> dict:
-    """``quantization_config`` into ``folder/config.json`` for the packed modules (``{name: weights
-    args}``, storage as ``grouped_storage`` counts it); returns the manifest's ``quantization`` entry."""
-    config = quantization_config(model, schemes)
+    """``quantization_config`` into ``folder/config.json`` for the quantized modules (``{name: scheme}``
+    as ``ct_schemes.module_scheme`` gives it, or ``{name: weights args}`` of weight-only integer codes;
+    storage as ``grouped_storage`` counts it); returns the manifest's ``quantization`` entry."""
+    schemes = {name: scheme if "weights" in scheme else {"format": "pack-quantized", "weights": scheme,
+                                                         "input_activations": None}
+               for name, scheme in schemes.items()}
+    config = schemes_config(model, schemes)
     config_file = folder / "config.json"
     data = json.loads(config_file.read_text())
     data["quantization_config"] = config
     config_file.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
-    text = "; ".join(_scheme_text(group["weights"]) for group in config["config_groups"].values())
-    return {"dtype": "compressed-tensors", "scheme": f"weight-only {text} (compressed-tensors pack-quantized)",
+    text = "; ".join(scheme_text(group) for group in config["config_groups"].values())
+    return {"dtype": "compressed-tensors", "scheme": f"{text} (compressed-tensors {config['format']})",
             "modules": sorted(schemes), **storage}
 
 
-def _scheme_text(args: dict) -> str:
-    groups = "one group per output row" if args["strategy"] == "channel" else f"groups of {args['group_size']}"
-    return (f"int{args['num_bits']}, {groups}, {'symmetric' if args['symmetric'] else 'asymmetric'}"
+def scheme_text(scheme: dict) -> str:
+    """A config group's scheme in words: "int4 weights, groups of 128, symmetric", "+ fp8 inputs per token"."""
+    args = scheme["weights"]
+    kind = f"{args['type']}{args['num_bits']}".replace("float8", "fp8")
+    where = {"channel": "one scale per output row", "tensor": "one scale per tensor"}.get(
+        args["strategy"], f"groups of {args['group_size']}")
+    text = (f"{kind} weights, {where}, {'symmetric' if args['symmetric'] else 'asymmetric'}"
             f"{', act-order' if args.get('actorder') else ''}")
+    inputs = scheme.get("input_activations")
+    if not inputs:
+        return f"weight-only {text}"
+    how = "per token, dynamic" if inputs["strategy"] == "token" else "per tensor, static (calibrated)"
+    return f"{text}; {inputs['type']}{inputs['num_bits']} inputs {how}".replace("float8", "fp8")
 
 
 def keep_from_stock_if_wrong(model: nn.Module, folder: Path) -> None:
@@ -251,21 +267,16 @@ def load_weights(model: nn.Module, path: str, quantization: dict | None) -> tupl
 
 def _load_compressed(model: nn.Module, path: str) -> tuple[list[str], list[str]]:
     """The compressed-tensors checkpoint beside ``config.json``: codes back on their modules, float32
-    weights ``S · (q − Z)``; the in-memory config keeps no ``quantization_config`` (saving derives it)."""
-    from .compressed_tensors import set_grouped
-
+    weights they encode, inputs quantized as stored; the in-memory config keeps no
+    ``quantization_config`` (saving derives it)."""
     config = json.loads((Path(path).parent / "config.json").read_text()).get("quantization_config") or {}
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
     tensors = load_file(path)
     try:
-        for name, args in module_schemes(model, config).items():
-            quantized = GroupedInts.from_stored(tensors, name, args)
+        for name, scheme in read_schemes(model, config).items():
             module = model.get_submodule(name)
-            if tuple(quantized.codes.shape) != tuple(module.weight.shape):
-                raise ForgetlessError(f"holds {tuple(quantized.codes.shape)} codes for a "
-                                      f"{tuple(module.weight.shape)} weight")
-            set_grouped(module, quantized)
+            restore(module, tensors, name, scheme)
             tensors[f"{name}.weight"] = module.weight.detach()
         unpack_experts(model, tensors, experts_scheme(config))
     except (ForgetlessError, ValueError, KeyError) as exc:

@@ -26,7 +26,8 @@ from torch import nn
 
 from .adapters import get_adapter
 from .checks import NOT_STOCK_WEIGHTS, WEIGHTS, tensor_header, trust_remote_code
-from .compressed_tensors import module_schemes
+from .compressed_tensors import FORMAT
+from .ct_schemes import read_schemes, stored_layout
 from .expert_checkpoint import experts_scheme, stock_pieces
 from .manifest import read_manifest, transformers_model_class
 from .surgery import model_shape
@@ -101,24 +102,15 @@ def stock_tensors(model_class: type, config: dict, header: dict | None = None) -
                 for name, t in tensors if name in persistent}
     quantization = config.get("quantization_config")
     if quantization:
-        for name, args in module_schemes(stock, quantization).items():
-            expected.update(_packed(name, *expected.pop(f"{name}.weight")[0], args, dtype))
+        for name, scheme in read_schemes(stock, quantization).items():
+            rows, columns = expected.pop(f"{name}.weight")[0]
+            expected.update(stored_layout(name, scheme, rows, columns, _dtype_name(dtype)))
+        pieces_scheme = {"format": FORMAT, "weights": experts_scheme(quantization)}
         for name, pieces in stock_pieces(stock, header or {}).items():
             del expected[name]
             for piece, rows, columns in pieces:
-                expected.update(_packed(piece, rows, columns, experts_scheme(quantization), dtype))
+                expected.update(stored_layout(piece, pieces_scheme, rows, columns, _dtype_name(dtype)))
     return expected
-
-
-def _packed(name: str, rows: int, columns: int, args: dict, dtype: torch.dtype) -> dict:
-    """The tensors compressed-tensors' pack-quantized format stores for a ``rows × columns`` weight."""
-    bits = int(args["num_bits"])
-    groups = 1 if args.get("strategy") == "channel" else -(-columns // int(args["group_size"]))
-    packed = {f"{name}.weight_packed": ((rows, -(-columns * bits // 32)), "I32"),
-              f"{name}.weight_scale": ((rows, groups), _dtype_name(dtype)), f"{name}.weight_shape": ((2,), "I64")}
-    if not args.get("symmetric", True):
-        packed[f"{name}.weight_zero_point"] = ((-(-rows * bits // 32), groups), "I32")
-    return packed
 
 
 def tied_names(model_class: type, config: dict) -> list[set[str]]:
@@ -196,10 +188,12 @@ def compressed_init_failure(model_class: type, model_dir: Path) -> str | None:
         apply_quantization_config(model, copy.deepcopy(compressor.quantization_config), run_compressed=False)
         compressor.compress_model(model=model)
         model.initialize_weights()
-    except Exception as exc:  # noqa: BLE001 - whatever stops it here stops stock loading
+    except AttributeError as exc:  # a Linear's weight read by name: stock loading stops the same way
         return (f"stock from_pretrained raises before reading the weights ({type(exc).__name__}: {exc}): "
                 f"transformers' {model_class.__name__} initialisation reads a quantized Linear's weight, which "
                 "compressed-tensors replaced; load it with forgetless.load_model")
+    except Exception:  # noqa: BLE001 - e.g. an int8 weight initialised here; stock loading skips the checkpoint's
+        return None
     return None
 
 
@@ -251,7 +245,8 @@ def _compressed_loadable(model_class: type, model_dir: Path, config: dict, schem
     if failure:
         return False, failure
     why = f"{why}; its {scheme} layers load with the compressed-tensors package installed (pip install compressed-tensors)"
-    if any(not group["weights"]["symmetric"] for group in config["quantization_config"]["config_groups"].values()):
+    groups = config["quantization_config"]["config_groups"].values()
+    if any(not group["weights"]["symmetric"] and group["format"] == FORMAT for group in groups):
         why += (f"; {ASYMMETRIC_BUG}: load it with from_pretrained(path, "
                 "quantization_config=transformers.CompressedTensorsConfig(dequantize=True))")
     return True, why

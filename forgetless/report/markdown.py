@@ -4,6 +4,7 @@ from __future__ import annotations
 from .headline import megabytes as mb, speedup, speedup_text, verdict
 from .size_speed_markdown import size_markdown, speed_markdown
 from .layers import layers_markdown
+from .sensitivity import sensitivity_markdown
 from .llm_markdown import llm_markdown
 from .naming import card_methods, card_title
 
@@ -67,6 +68,7 @@ def render_markdown(card: dict, summary: bool = True) -> str:
     lines += _training(card) + size_markdown(card) + speed_markdown(card)
     lines += _deployment(card)
     lines += layers_markdown(card)
+    lines += sensitivity_markdown(card)
     lines += _robustness(card)
     lines += calibration_markdown(card)
     if card["notes"]:

@@ -80,6 +80,11 @@ def deployment_notes(card: dict) -> list[str]:
                         else "its speed was not timed in this run (--speed)")
             notes.append(f"{method_label(name, config)}: layers, heads or widths removed — a dense model with fewer "
                          f"FLOPs on any runtime; {measured}.")
+        elif config.get("activations", "none") != "none" or config.get("weight_type") == "fp8":  # W8A8 / FP8
+            notes.append(f"{method_label(name, config)} (compressed-tensors {config.get('weight_type', 'int')} weights, "
+                         f"inputs {config.get('activations')}): vLLM serves it with its W8A8 int8 / FP8 kernels on GPU "
+                         "(not verified here, no GPU); on CPU the inputs' and weights' quantize-dequantize runs in "
+                         "float32: the same numbers, no speedup.")
         elif "bits" in config and "group_size" in config:  # a weight-only integer grid, saved as compressed-tensors
             notes.append(f"{method_label(name, config)} (compressed-tensors, group size {config.get('group_size')}): "
                          "smaller on disk and in GPU memory; vLLM serves it with its W4A16 / W8A16 (Marlin) kernels on "

@@ -35,6 +35,9 @@ class HessianAccumulator:
         self.every, self.tokens, self.seen = hessian_every, 0, 0
         self.squares = torch.zeros(in_features, dtype=torch.float64, device=device) if hessian_every > 1 else None
         self.sampled: list[torch.Tensor] = []  # hessian_every > 1: the kept rows of every batch
+        # per input feature over every real token: the largest |x| (SmoothQuant, static input scales) and Σ|x| (AWQ)
+        self.absmax = torch.zeros(in_features, dtype=torch.float32, device=device)
+        self.abs_sum = torch.zeros(in_features, dtype=torch.float64, device=device)
         self._hessian: torch.Tensor | None = None
 
     @classmethod
@@ -61,6 +64,9 @@ class HessianAccumulator:
         if x.dtype not in (torch.float32, torch.float64):
             x = x.float()
         self._hessian = None
+        magnitudes = x.abs()
+        self.absmax = torch.maximum(self.absmax, magnitudes.amax(dim=0).float()) if len(x) else self.absmax
+        self.abs_sum += magnitudes.sum(dim=0)
         if self.squares is None:
             self.sum.add_(x.T @ x)  # one batch in the activations' precision, summed in float64
             self.tokens += x.shape[0]
@@ -72,6 +78,11 @@ class HessianAccumulator:
         self.sampled.append(kept.clone())
         self.seen += x.shape[0]
         self.tokens += kept.shape[0]
+
+    @property
+    def abs_mean(self) -> torch.Tensor:
+        """The mean ``|x_j|`` over every real token (AWQ's activation magnitude ``s_X``)."""
+        return self.abs_sum / max(self.seen if self.squares is not None else self.tokens, 1)
 
     @property
     def rows(self) -> torch.Tensor:

@@ -12,6 +12,11 @@ stay contiguous). The model is smaller on disk, not faster on CPU: inference run
 float32 weights (int4 matrix kernels need a GPU). The card gets bits, group size, bits per weight
 as stored, the grid rule that ran (``grid_rule``: static or dynamic, in the note, ``describe()`` and
 the section) and the per-layer reconstruction error ‖WX − ŴX‖ / ‖WX‖.
+
+The format options (``quantize/grid.py``) also give fp8 weights (the same sweep fixing each column to
+its fp8 value, ``quantize/formats.py``) and quantized inputs (W8A8: int8 or fp8 per token, or fp8 per
+tensor with the scale from the calibration inputs' largest ``|x|``), saved as compressed-tensors
+``int-quantized`` / ``float-quantized``; on CPU their quantize-dequantize runs in float32.
 """
 from __future__ import annotations
 
@@ -19,17 +24,22 @@ import statistics
 
 from torch import nn
 
-from ...models.compressed_tensors import set_grouped
+from ...errors import ConfigError
+from ...models.compressed_tensors import GroupedInts
 from ...models.expert_checkpoint import storage_notes
+from ...models.experts import linearized
+from ...models.targets import Selection, select_linears
 from ...models.sites import weight_matrix
+from ..quantize.formats import (check_linears, describe_format, fp8_strategy, gptq_fp8_many,
+                                input_quant, quantization_section, quantized_artifacts, set_quantized, short_label,
+                                why_no_speedup)
 from ..quantize.grid import check_group_fits
+from ..quantize.sensitivity import check_sensitivity, run_sensitivity
 from .._shared.hessian import HessianAccumulator
 from .._shared.oneshot import OneShotMethod
 from .config import GptqConfig
 from .solver import gptq_quantize_many
 
-NO_SPEEDUP = ("no speedup on CPU: weights are dequantized to float32 when loaded (int4 / int8 weight-only matrix "
-              "kernels need a GPU, e.g. vLLM's); the saving is on disk and in GPU memory")
 GRID_RULES = {"dynamic": "each group's grid fixed when the sweep reaches it, from the error-updated weights (the "
                          "GPTQ authors' rule)",
               "static": "every group's grid fixed from the original weights before the sweep (static groups, "
@@ -41,20 +51,40 @@ class Gptq(OneShotMethod):
 
     fallback = "round-to-nearest"  # GPTQ on identity statistics (``solver.py``)
 
+    def check_fits(self, model: nn.Module) -> None:
+        super().check_fits(model)
+        with linearized(model):
+            check_linears(select_linears(model, Selection.of(self.config)), self.config)
+
     def check_width(self, name: str, width: int) -> None:
         check_group_fits(self.config.group_size, width, f"{name} has")
+
+    def prepare(self, model, ctx):
+        check_sensitivity(self.config, ctx)
+        return super().prepare(model, ctx)
+
+    def calibrate(self, model, batches, source=None) -> None:
+        c = self.config
+        if source is not None and (c.weight_type != "int" or c.activations != "none"):
+            raise ConfigError(f"gptq {short_label(c)}: streamed calibration writes weight-only integer codes "
+                              "(pack-quantized); pass a model object for fp8 weights or quantized inputs")
+        super().calibrate(model, batches, source)
 
     def compress_linears(self, modules: list[nn.Module], stats: HessianAccumulator) -> list[dict]:
         c = self.config
         weights = [weight_matrix(m) for m in modules]
-        quantized = gptq_quantize_many(weights, stats.hessian, bits=c.bits, group_size=c.group_size,
-                                       symmetric=not c.asymmetric, act_order=c.act_order, static_groups=c.static_groups,
-                                       block_size=c.block_size, damp=c.damp)
+        if c.weight_type == "fp8":
+            quantized = gptq_fp8_many(weights, stats.hessian, fp8_strategy(c), c.act_order, c.block_size, c.damp)
+        else:
+            quantized = gptq_quantize_many(weights, stats.hessian, bits=c.bits, group_size=c.group_size,
+                                           symmetric=not c.asymmetric, act_order=c.act_order,
+                                           static_groups=c.static_groups, block_size=c.block_size, damp=c.damp)
         entries = []
         for module, weight, q in zip(modules, weights, quantized):
-            q.actorder = "weight" if c.act_order else None
+            if isinstance(q, GroupedInts):
+                q.actorder = "weight" if c.act_order else None
             error = stats.relative_error(weight, q.dequantize())
-            set_grouped(module, q)
+            set_quantized(module, q, input_quant(c, stats.absmax), c)
             entries.append({"reconstruction_error": error, "group_size": q.group_size})
         return entries
 
@@ -65,30 +95,26 @@ class Gptq(OneShotMethod):
 
     def note(self, texts: int) -> str:
         c = self.config
-        return (f"gptq: {c.bits}-bit weights, group size {c.group_size}, {'asymmetric' if c.asymmetric else 'symmetric'}"
-                f"{', act-order' if c.act_order else ''}, {GRID_RULES[self.grid_rule]}, in {len(self.layers)} linear "
-                f"layers, calibrated on {texts} texts; {NO_SPEEDUP}")
+        grid = GRID_RULES[self.grid_rule] if c.weight_type == "int" else "scales fixed from the original weights"
+        return (f"gptq: {describe_format(c)}{', act-order' if c.act_order else ''}, {grid}, in {len(self.layers)} "
+                f"linear layers, calibrated on {texts} texts; {why_no_speedup(c)}")
 
     def describe(self) -> dict:
         return {**super().describe(), "grid_rule": self.grid_rule}
 
     def finalize(self, model, ctx):
-        self.storage, notes = storage_notes("gptq", model)
+        self.storage, notes, self.format = storage_notes("gptq", model)
         if ctx is not None:
             ctx.notes.extend(notes)
+        self.sensitivity = run_sensitivity(model, ctx, self.config)
         return model
 
     def artifacts(self) -> dict:
-        return {"bits": self.config.bits, "group_size": self.config.group_size, "layers": self.layers}
+        return quantized_artifacts(self)
 
     def report_section(self) -> dict | None:
-        if not getattr(self, "layers", None):
-            return None
-        c = self.config
-        errors = [e["reconstruction_error"] for e in self.layers]
-        return {"quantization": {
-            "dtype": f"gptq int{c.bits}", "bits": c.bits, "group_size": c.group_size, "asymmetric": c.asymmetric,
-            "act_order": c.act_order, "grid_rule": self.grid_rule, "layers": len(self.layers),
-            **getattr(self, "storage", {}),
-            "reconstruction_error": {"mean": statistics.fmean(errors), "max": max(errors)},
-            "calibration_examples": c.calibration_examples, "expected": False, "why": NO_SPEEDUP}}
+        errors = [e["reconstruction_error"] for e in getattr(self, "layers", None) or [{"reconstruction_error": 0}]]
+        return quantization_section(self, {"reconstruction_error": {"mean": statistics.fmean(errors),
+                                                                    "max": max(errors)}},
+                                    act_order=self.config.act_order, grid_rule=self.grid_rule,
+                                    calibration_examples=self.config.calibration_examples)

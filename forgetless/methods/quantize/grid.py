@@ -1,7 +1,10 @@
-"""Options of a weight-only integer grid, shared by ``gptq`` and ``rtn``: bits per code and the
-group of input columns sharing one scale and zero point. Standard library only (read by the
-registry without torch); the grid itself is in ``gptq/solver.py``, its storage in
-``models/compressed_tensors.py``.
+"""Options of a quantized linear layer, shared by ``gptq``, ``rtn`` and ``awq`` (``WeightFormat``): the
+weights' number format (integer codes of ``bits`` bits, or float8_e4m3fn), which weights share one scale
+(``group_size``), the grid's symmetry, and whether the layer's *inputs* are quantized too (W8A8:
+``activations``). These are compressed-tensors' ``QuantizationArgs`` (``weights`` / ``input_activations``)
+as llm-compressor's presets fill them (``forgetless/schemes.py``). Standard library only (read by the registry
+without torch); the grids are in ``gptq/solver.py`` and ``models/float_codes.py``, the activations in
+``models/activation_quant.py``, the storage in ``models/ct_schemes.py``.
 
 A group size must divide every quantized layer's input width: the saved format (compressed-tensors,
 as transformers and vLLM load it) has no partial last group, and llm-compressor refuses the same
@@ -9,26 +12,83 @@ as transformers and vLLM load it) has no partial last group, and llm-compressor 
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ...errors import OptionError
+from ...options import Config, option
 
 BITS = (2, 3, 4, 8)  # models.compressed_tensors.GROUPED_BITS (that module imports torch)
 VLLM_GROUPS = (32, 64, 128)  # the group sizes vLLM's int4 / int8 GPU kernels take (and -1)
-GROUP_SIZE_HELP = ("input columns sharing one scale and zero point per output row; must divide every quantized "
-                   "layer's input width (vLLM's GPU kernels take 32, 64 or 128); -1: one group per output row")
+WEIGHT_TYPES = ("int", "fp8")
+ACTIVATIONS = ("none", "int8-token", "fp8-token", "fp8-tensor")  # models.activation_quant.ACTIVATIONS
+GROUP_SIZE_HELP = ("input columns sharing one scale (and zero point) per output row; must divide every quantized "
+                   "layer's input width (vLLM's GPU kernels take 32, 64 or 128); -1: one scale per output row; 0: one "
+                   "for the whole matrix (fp8 only)")
 ASYMMETRIC_HELP = ("a zero point per group (min-max grid); default symmetric, centred on 0 (zero point 2^(bits−1)): "
                    "symmetric folders load in plain transformers, asymmetric ones need "
                    "CompressedTensorsConfig(dequantize=True) with transformers 5.24 + compressed-tensors 0.20")
+ACTIVATIONS_HELP = ("quantize every quantized layer's inputs too: none (weight-only) | int8-token (int8, one scale per "
+                    "token computed at run time: W8A8-INT8; needs --bits 8, symmetric) | fp8-token (float8_e4m3fn per "
+                    "token: FP8-DYNAMIC) | fp8-tensor (float8, one scale per layer fixed from the calibration inputs: "
+                    "FP8; methods that calibrate). fp8 inputs need --weight-type fp8. On CPU the quantize-dequantize "
+                    "runs in float32: the numbers of a W8A8 kernel, no speedup")
 
 
-def check_group_size(group_size: int) -> None:
+@dataclass
+class WeightFormat(Config):
+    """How a linear layer is stored and run: weights, scale groups, symmetry, inputs."""
+
+    bits: int = option(4, choices=BITS, help="bits per weight code (2 | 3 | 4 | 8; --weight-type fp8: 8)")
+    group_size: int = option(128, low=-1, help=GROUP_SIZE_HELP)
+    asymmetric: bool = option(False, switch=True, help=ASYMMETRIC_HELP)
+    weight_type: str = option("int", choices=WEIGHT_TYPES, help=(
+        "int: integer codes (round-to-nearest min-max grid) | fp8: float8_e4m3fn codes with one float32 scale per "
+        "output row (--group-size -1) or per matrix (0), compressed-tensors float-quantized"))
+    activations: str = option("none", choices=ACTIVATIONS, help=ACTIVATIONS_HELP)
+    sensitivity: str = option("none", choices=("none", "blocks", "linear-types"), help=(
+        "after quantizing, put each decoder block (blocks) or each kind of linear layer (linear-types: q_proj, …, "
+        "down_proj of every block) quantized alone into the base model and rank them by their KL divergence to the "
+        "base on 8 calibration texts (and the next-token predictions they flip); the card shows the ranking and an "
+        "ignore: list for a mixed-precision recipe"))
+
+    def check_format(self, calibrates: bool) -> None:
+        """The options fit together (one ``OptionError`` naming the flag); ``calibrates``: the method sees
+        calibration inputs (static input scales need them)."""
+        fp8 = self.weight_type == "fp8"
+        check_group_size(self.group_size, fp8)
+        if fp8 and (self.bits != 8 or self.asymmetric):
+            raise OptionError(f"--weight-type fp8: float8_e4m3fn is an 8-bit symmetric format; give --bits 8 (got "
+                              f"{self.bits}){' without --asymmetric' if self.asymmetric else ''}")
+        if fp8 and self.group_size not in (-1, 0):
+            raise OptionError(f"--group-size {self.group_size}: fp8 weights take one scale per output row (-1) or per "
+                              "matrix (0), as compressed-tensors' FP8 schemes")
+        if self.activations == "int8-token" and (fp8 or self.bits != 8 or self.asymmetric):
+            raise OptionError("--activations int8-token: W8A8 int8 takes symmetric 8-bit integer weights (--bits 8, "
+                              "--weight-type int, no --asymmetric), as compressed-tensors' int-quantized format")
+        if self.activations.startswith("fp8") and not fp8:
+            raise OptionError(f"--activations {self.activations}: fp8 inputs go with fp8 weights (--weight-type fp8 "
+                              "--bits 8), as compressed-tensors' FP8 schemes")
+        if self.activations == "fp8-tensor" and not calibrates:
+            raise OptionError(f"--activations fp8-tensor: a static input scale is fixed from calibration inputs, and "
+                              f"{getattr(self, 'name', 'this method')} calibrates on none; use gptq (the FP8 scheme) "
+                              "or fp8-token (dynamic)")
+
+    def check_widths(self, dims: dict, where: str) -> None:
+        for width in sorted(set(dims.get("widths") or ())):
+            check_group_fits(self.group_size, width, f"{where} has linear layers with")
+
+
+def check_group_size(group_size: int, tensor: bool = False) -> None:
+    if group_size == 0 and tensor:
+        return
     if group_size == 0 or group_size < -1:
         raise OptionError(f"--group-size {group_size}: give a positive number of input columns, or -1 for one group "
-                          "per output row")
+                          f"per output row{' (0: one scale per matrix, fp8 weights only)' if group_size == 0 else ''}")
 
 
 def check_group_fits(group_size: int, width: int, where: str) -> None:
     """``group_size`` divides a layer's ``width`` inputs (one line naming the flag and what fits)."""
-    if group_size == -1 or width % group_size == 0:
+    if group_size in (-1, 0) or width % group_size == 0:
         return
     if group_size > width:
         raise OptionError(f"--group-size {group_size}: {where} {width} inputs, fewer than one group; use at most "

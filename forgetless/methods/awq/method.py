@@ -1,0 +1,93 @@
+"""AWQ (Lin et al. 2024, "AWQ: Activation-aware Weight Quantization for On-Device LLM Compression and
+Acceleration"), §3.2, layer by layer on calibration text: for each group of linears that read one input
+(q / k / v, o, gate / up, down) the per-channel scales of eq. 4-5 (``search.py``) are folded into the
+module producing that input (``quantize/folding.py``: a norm, or ``v_proj`` / ``up_proj`` rows where
+widths match; a group with no producer keeps ``s = 1``), in module order; once every group of the layer
+is scaled, each linear's clipping range is searched and its weights rounded to nearest on the
+``bits``-bit grid (``gptq/solver.round_to_nearest``; AutoAWQ's asymmetric grid with ``--asymmetric``).
+Each layer is calibrated on the outputs of the layers already quantized.
+
+Stored as compressed-tensors ``pack-quantized`` (what llm-compressor's ``AWQModifier`` +
+``QuantizationModifier(scheme="W4A16_ASYM")`` write); in memory the dequantized float32 weights, so no
+speedup on CPU. The card gets the chosen α per group, the error ratio to plain round-to-nearest on the
+calibration inputs, and the per-layer reconstruction error ‖WX − ŴX‖ / ‖WX‖.
+"""
+from __future__ import annotations
+
+import statistics
+
+import torch
+
+from ...models.expert_checkpoint import storage_notes
+from ...models.sites import weight_matrix
+from .._shared.hessian import relative_reconstruction_error
+from ..quantize.folding import FoldingMethod, Group, fold
+from ..quantize.formats import (NO_SPEEDUP, describe_format, quantization_section, quantized_artifacts,
+                                round_weight, set_quantized)
+from ..quantize.grid import check_group_fits
+from ..quantize.sensitivity import check_sensitivity, run_sensitivity
+from .config import AwqConfig
+from .search import clip_search, search_scales
+
+
+class Awq(FoldingMethod):
+    config: AwqConfig
+
+    def check_width(self, name: str, width: int) -> None:
+        check_group_fits(self.config.group_size, width, f"{name} has")
+
+    def transform_layer(self, where: str, groups: list[Group], producers: list) -> list[dict]:
+        c = self.config
+        searched = []
+        for (names, modules, stats), producer in zip(groups, producers):
+            hessian = stats.hessian.float()
+            alpha, errors = None, None
+            if producer is not None:
+                scales, alpha, errors = search_scales([weight_matrix(m) for m in modules], hessian, stats.abs_mean,
+                                                      c, c.grid, c.duo_scaling)
+                fold(producer[1], modules, scales)
+                hessian = hessian / torch.outer(scales, scales)  # the Hessian of the scaled inputs X diag(s)⁻¹
+            searched.append((names, modules, hessian, producer, alpha, errors))
+        entries = []
+        for names, modules, hessian, producer, alpha, errors in searched:  # every fold of the layer done (v → o)
+            for name, module in zip(names, modules):
+                weight = weight_matrix(module)
+                codes = round_weight(clip_search(weight, hessian, c) if c.clip else weight, c)
+                error = relative_reconstruction_error(weight, codes.dequantize(), hessian)
+                set_quantized(module, codes, None, c)
+                entries.append({"module": name, "producer": producer[0] if producer else None, "alpha": alpha,
+                                "error_ratio": errors["best"] / errors["initial"] if errors and errors["initial"]
+                                else None, "reconstruction_error": error})
+        return entries
+
+    def note(self, texts: int) -> str:
+        c = self.config
+        scaled = sum(1 for e in self.layers if e["producer"])
+        return (f"awq: {describe_format(c)}, scales s_X^α{' / s_W^(1−α)' if c.duo_scaling else ''} searched over "
+                f"{c.grid} values of α{', clipping searched' if c.clip else ''}; {scaled} of {len(self.layers)} "
+                f"linear layers scaled (the rest have no producer to fold into), calibrated on {texts} texts; "
+                f"{NO_SPEEDUP}")
+
+    def prepare(self, model, ctx):
+        check_sensitivity(self.config, ctx)
+        return super().prepare(model, ctx)
+
+    def finalize(self, model, ctx):
+        self.storage, notes, self.format = storage_notes("awq", model)
+        if ctx is not None:
+            ctx.notes.extend(notes)
+        self.sensitivity = run_sensitivity(model, ctx, self.config)
+        return model
+
+    def artifacts(self) -> dict:
+        return quantized_artifacts(self)
+
+    def report_section(self) -> dict | None:
+        entries = getattr(self, "layers", None) or [{"reconstruction_error": 0, "error_ratio": None}]
+        errors = [e["reconstruction_error"] for e in entries]
+        ratios = [e["error_ratio"] for e in entries if e["error_ratio"] is not None]
+        return quantization_section(self, {"reconstruction_error": {"mean": statistics.fmean(errors),
+                                                                    "max": max(errors)}},
+                                    awq_error_ratio={"mean": statistics.fmean(ratios) if ratios else None,
+                                                     "scaled_layers": len(ratios)},
+                                    calibration_examples=self.config.calibration_examples)
