@@ -34,41 +34,62 @@ def tiny(minilm_tokenizer):
     return model.eval(), tok
 
 
-def test_per_item_numbers_equal_lm_evals_own(data, tiny):
+def _lm_evals_own(model, tok, data, task, window):
+    """lm-eval on its own: a fresh TaskManager over the shipped YAMLs, its HFLM on the same model and batch
+    sizes (the WordPiece tokenizer has no BOS / EOS: both runs start a rolling window with [CLS])."""
     from lm_eval import simple_evaluate
     from lm_eval.models.huggingface import HFLM
     from lm_eval.tasks import TaskManager
 
     from forgetless.llm.engine import TASKS_DIR
 
-    model, tok = tiny
-    task = load_task("llm-zero-shot", data_dir=str(data), eval_size=4, seed=0)
-    ours = CausalLMKind().evaluate(model, tok, task, EvalConfig(batch_size=4), 128, False)
-    window = ours["zero_shot"]["window"]
-    assert window == 512  # tiny-llama's context (below the 2048 cap)
-    # lm-eval on its own: a fresh TaskManager over the shipped YAMLs, its HFLM on the same model and batch
-    # sizes (the WordPiece tokenizer has no BOS / EOS: both runs start a rolling window with [CLS])
     manager = TaskManager(include_path=str(TASKS_DIR), include_defaults=False, metadata={"data_dir": str(data)})
+    samples, results = {}, {}
     for names, batch in ((MULTIPLE_CHOICE, 4), (["wikitext_offline"], 1)):
-        lm = HFLM(pretrained=model, tokenizer=tok, batch_size=batch, max_length=window,
-                  prefix_token_id=tok.cls_token_id)
-        theirs = simple_evaluate(model=lm, tasks=names, task_manager=manager, log_samples=True, bootstrap_iters=0,
-                                 samples={n: task.suite.sets[n].items for n in names})
-        for name in names:
-            samples = sorted(theirs["samples"][name], key=lambda s: s["doc_id"])
-            records = ours["predictions"][name]["items"]
-            assert [r["doc"] for r in records] == [s["doc_id"] for s in samples] == task.suite.sets[name].items
-            aggregate = theirs["results"][name]
-            if name == "wikitext_offline":
-                assert [r["ll"] for r in records] == [s["filtered_resps"][0] for s in samples]
-                assert ours["sets"][name]["word_perplexity"] == pytest.approx(aggregate["word_perplexity,none"],
-                                                                               rel=1e-12)
-                assert ours["sets"][name]["bits_per_byte"] == pytest.approx(aggregate["bits_per_byte,none"], rel=1e-12)
-                continue
-            assert [r["ll"] for r in records] == [[x[0] for x in s["filtered_resps"]] for s in samples]
-            assert [r["acc"] for r in records] == [s["acc"] for s in samples]
-            assert [r.get("acc_norm") for r in records] == [s.get("acc_norm") for s in samples]
-            assert ours["sets"][name]["acc"] == pytest.approx(aggregate["acc,none"], abs=1e-12)
+        lm = HFLM(pretrained=model, tokenizer=tok, batch_size=batch, max_length=window, prefix_token_id=tok.cls_token_id)
+        out = simple_evaluate(model=lm, tasks=names, task_manager=manager, log_samples=True, bootstrap_iters=0,
+                              samples={n: task.suite.sets[n].items for n in names})
+        samples.update({n: sorted(out["samples"][n], key=lambda s: s["doc_id"]) for n in names})
+        results.update(out["results"])
+    return samples, results
+
+
+@pytest.mark.parametrize("exact", [True, False], ids=["exact-lm-eval", "shared-context"])
+def test_per_item_numbers_equal_lm_evals_own(data, tiny, exact):
+    """--exact-lm-eval gives lm-eval's numbers bit for bit; shared-context scoring every choice's and
+    window's log-likelihood within 2e-4 nats and the same acc / acc_norm on every item but near ties."""
+    from forgetless.llm.records import near_tie
+    from forgetless.llm.scoring import TOLERANCE
+
+    model, tok = tiny
+    task = load_task("lm-eval", data_dir=str(data), lm_eval_tasks=MULTIPLE_CHOICE + ["wikitext_offline"], eval_size=4,
+                     seed=0, exact_lm_eval=exact)
+    ours = CausalLMKind().evaluate(model, tok, task, EvalConfig(batch_size=4), 128, False)
+    assert ours["zero_shot"]["window"] == 512 and ours["zero_shot"]["scoring"] == ("lm-eval" if exact else
+                                                                                     "shared-context")
+    theirs, aggregate = _lm_evals_own(model, tok, data, task, 512)
+    worst, ties = 0.0, 0
+    for name, samples in theirs.items():
+        records = ours["predictions"][name]["items"]
+        assert [r["doc"] for r in records] == [s["doc_id"] for s in samples] == task.suite.sets[name].items
+        if name == "wikitext_offline":
+            lls = [([r["ll"]], [s["filtered_resps"][0]]) for r, s in zip(records, samples)]
+        else:
+            lls = [(r["ll"], [x[0] for x in s["filtered_resps"]]) for r, s in zip(records, samples)]
+        if exact:
+            assert [mine for mine, _ in lls] == [lm_evals for _, lm_evals in lls]
+        worst = max([worst] + [abs(a - b) for mine, lm_evals in lls for a, b in zip(mine, lm_evals)])
+        for r, s in zip(records if name != "wikitext_offline" else [], samples):
+            for metric in ("acc", "acc_norm") if "acc_norm" in s else ("acc",):
+                tie = near_tie(r, metric)
+                ties += tie
+                assert r[metric] == s[metric] or tie, (name, r["doc"], metric)
+        if name != "wikitext_offline" and exact:
+            assert ours["sets"][name]["acc"] == pytest.approx(aggregate[name]["acc,none"], abs=1e-12)
+    assert worst <= (0.0 if exact else TOLERANCE) and (exact or worst > 0)  # a real difference, under 2e-4
+    assert ours["sets"]["wikitext_offline"]["word_perplexity"] == pytest.approx(
+        aggregate["wikitext_offline"]["word_perplexity,none"], rel=0 if exact else 1e-5)
+    assert ties == sum(sum(ours["sets"][n]["near_ties"].values()) for n in MULTIPLE_CHOICE)
     assert {r["acc"] for n in MULTIPLE_CHOICE for r in ours["predictions"][n]["items"]} == {0, 1}  # not degenerate
 
 
@@ -80,8 +101,12 @@ def test_items_are_seeded_and_the_tasks_not_the_models(data):
         assert s.items == sorted(s.items) and set(s.items) <= set(range(s.size))
     every = load_task("llm-zero-shot", data_dir=str(data), seed=0)
     assert every.suite.sets["arc_easy_offline"].items == list(range(6))  # the NYSED row without options is dropped
-    assert every.suite.sets["wikitext_offline"].size == 2  # two articles
-    assert first.suite.perplexity.cap == 3 and every.suite.perplexity.cap is None
+    assert "wikitext_offline" not in every.suite.sets  # one perplexity protocol: lm-eval's wikitext is opt-in
+    assert load_task("lm-eval", data_dir=str(data), lm_eval_tasks=["wikitext_offline"]).suite.sets[
+        "wikitext_offline"].size == 2  # two articles
+    # the WikiText-2 windows are capped apart from the items: 40 by default, --perplexity-windows N
+    assert first.suite.perplexity.cap == every.suite.perplexity.cap == 40
+    assert load_task("llm-zero-shot", data_dir=str(data), eval_size=3, perplexity_windows=7).suite.perplexity.cap == 7
 
 
 def test_wikitext_perplexity_is_the_sparsegpt_wanda_loop(tiny):
@@ -234,9 +259,10 @@ def test_shipped_yamls_ask_what_lm_evals_own_tasks_ask():
 
 
 def test_the_progress_bar_counts_the_choices_and_windows_it_says(data, tiny, monkeypatch):
-    """One bar per lm-eval call, labelled with the items and what is scored; it moves as lm-eval scores
-    each request and ends at the total its label gives (the choices; lm-eval's rolling windows)."""
-    from forgetless.llm import engine
+    """forgetless's own bars (no lm-eval internals patched): one per kind of request, labelled with the
+    items and what is scored; each moves as rows are scored and ends at the total its label gives (the
+    choices; lm-eval's rolling windows)."""
+    from forgetless.llm import engine, lm
 
     class Meter:
         def __init__(self, desc, total):
@@ -257,9 +283,10 @@ def test_the_progress_bar_counts_the_choices_and_windows_it_says(data, tiny, mon
         bars.append(Meter(label, total))
         return bars[-1]
 
-    monkeypatch.setattr(engine, "_meter", meter)
+    monkeypatch.setattr(lm, "meter", meter)
     model, tok = tiny
-    task = load_task("llm-zero-shot", data_dir=str(data), eval_size=3, seed=0)
+    task = load_task("lm-eval", data_dir=str(data), lm_eval_tasks=MULTIPLE_CHOICE + ["wikitext_offline"], eval_size=3,
+                     seed=0)
     suite = task.suite
     engine.evaluate(model, tok, suite.tasks, {n: s.items for n, s in suite.sets.items()}, 64, 4, progress=True)
     choices = sum(len(t.doc_to_choice(t.eval_docs[i])) for n, t in suite.tasks.items() if n != "wikitext_offline"
@@ -268,7 +295,7 @@ def test_the_progress_bar_counts_the_choices_and_windows_it_says(data, tiny, mon
     tokens = [len(tok(wiki.doc_to_target(wiki.eval_docs[i]), add_special_tokens=False)["input_ids"])
               for i in suite.sets["wikitext_offline"].items]
     windows = sum(-(-n // 64) for n in tokens)  # lm-eval's disjoint windows: ceil(tokens / 64) per document
-    assert [(b.desc, b.total, b.n) for b in bars] == [
-        (f"lm-eval: 18 items of 6 task(s), {choices} choices scored", choices, choices),
-        (f"lm-eval: {len(tokens)} documents of 1 task(s), {windows} windows of 64 tokens scored", windows, windows)]
+    assert sorted((b.desc, b.total, b.n) for b in bars) == sorted([
+        (f"lm-eval: 18 items, {choices} choices scored (shared-context)", choices, choices),
+        (f"lm-eval: {len(tokens)} documents, {windows} windows of 64 tokens scored", windows, windows)])
     assert choices > 18 and windows >= len(tokens)

@@ -21,8 +21,7 @@ from dataclasses import asdict
 
 from ..data.task import PairSet, Task
 from ..errors import ConfigError
-from ..llm import cache
-from ..llm.suite import evaluate_suite, say
+from ..llm.suite import evaluate_model, evaluate_models
 from ..metrics import zero_shot
 from ..metrics.accuracy import pooled_task_accuracy, set_metrics
 from ..data.texts import read_texts
@@ -106,25 +105,13 @@ class CausalLMKind:
         return result
 
     def evaluate_suite(self, model, tokenizer, suite, batch_size: int, progress: bool | None = None) -> dict:
-        """An LLM suite: its lm-eval tasks (``llm/suite.py``), then its perplexity text in windows of the
-        model's context capped at 2048 (``metrics/perplexity.py``); kept in the shared cache and reused
-        for the same weights and suite (``llm/cache.py``)."""
-        entry = cache.entry_path(model, tokenizer, suite, batch_size)
-        kept = cache.load(entry)
-        if kept is not None:
-            say(f"this model's evaluation on the suite is reused from {entry}")
-            kept["zero_shot"]["cache"] = {"path": str(entry), "reused": True}
-            return kept
-        result = evaluate_suite(model, tokenizer, suite, default_window(model, suite.window), batch_size, progress)
-        if suite.perplexity is not None:
-            p, window = suite.perplexity, default_window(model, suite.perplexity.window)
-            say(f"{p.name} perplexity: non-overlapping windows of {window} tokens" + (f", at most {p.cap}" if p.cap else ""))
-            result["language_model"] = {"file": p.source, "protocol": "non-overlapping windows of the joined text",
-                                        **perplexity(model, tokenizer, p.text, window, max(1, batch_size * 128 // window),
-                                                     p.cap, p.seed)}
-        cache.store(entry, result)
-        result["zero_shot"]["cache"] = {"path": str(entry) if entry else None, "reused": False}
-        return result
+        """An LLM suite: its lm-eval tasks, then its perplexity text (``llm/suite.evaluate_model``)."""
+        return evaluate_model(model, tokenizer, suite, batch_size, progress)
+
+    def evaluate_pair(self, models: dict, tokenizer, task: Task, eval_config, progress: bool | None = None) -> dict:
+        """``{role: evaluation}`` of base and compressed on an LLM suite, item by item; with
+        ``--until-interval`` scored together until the headline is precise enough (``llm/suite.py``)."""
+        return evaluate_models(models, tokenizer, task.suite, eval_config.batch_size, progress)
 
     def speed(self, base, compressed, config: SpeedConfig) -> dict:
         """Prefill: one forward over ``seq_len`` tokens (latency at batch ``latency_batch``,

@@ -9,12 +9,18 @@ never recomputed (the numbers equal lm-eval's, tested in ``tests/test_llm_engine
 * ``loglikelihood_rolling`` (perplexity): the document's log-likelihood and its word and byte counts
   (lm-eval's ``word_perplexity`` / ``byte_perplexity`` pairs).
 * any other output type (``generate_until``, ``loglikelihood``): the value of the task's first metric.
+
+A multiple-choice item is a **near tie** under a metric when moving each choice's log-likelihood by at
+most ``scoring.TOLERANCE`` (what forgetless's shared-context scoring may differ from lm-eval's own) could
+change the pick: the best choice leads another by less than the two moves together (per character
+for acc_norm). Only on such items may the two scorings decide differently; the card counts them.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ..errors import ConfigError, DataError
+from .scoring import TOLERANCE
 
 MULTIPLE_CHOICE, ROLLING = "multiple_choice", "loglikelihood_rolling"
 
@@ -87,3 +93,19 @@ def scores(record: dict, primary: str) -> np.ndarray:
 def correct(record: dict, primary: str) -> int:
     """lm-eval's per-item value of the primary metric (0 / 1)."""
     return int(record[primary])
+
+
+def near_tie(record: dict, metric: str, tolerance: float = TOLERANCE) -> bool:
+    """Whether ``tolerance`` nats on each choice's log-likelihood could change the item's pick under
+    ``metric`` (module docstring)."""
+    values = scores(record, metric)
+    weights = 1 / np.asarray(record["chars"], dtype=float) if metric == "acc_norm" else np.ones(values.size)
+    best = int(np.argmax(values))
+    others = np.arange(values.size) != best
+    return bool(np.any(values[best] - values[others] < tolerance * (weights[best] + weights[others])))
+
+
+def near_ties(records: dict) -> dict[str, int]:
+    """``{metric: items that are near ties}`` of a multiple-choice task, for acc and (when it has it) acc_norm."""
+    metrics = ("acc", "acc_norm") if records["primary"] == "acc_norm" else ("acc",)
+    return {m: sum(near_tie(r, m) for r in records["items"]) for m in metrics}
