@@ -299,3 +299,44 @@ def test_the_progress_bar_counts_the_choices_and_windows_it_says(data, tiny, mon
         (f"lm-eval: 18 items, {choices} choices scored (shared-context)", choices, choices),
         (f"lm-eval: {len(tokens)} documents, {windows} windows of 64 tokens scored", windows, windows)])
     assert choices > 18 and windows >= len(tokens)
+
+
+def test_until_interval_stops_at_the_first_round_narrow_enough(data, tiny, monkeypatch):
+    """--until-interval: both models scored round by round (here one item per task per round) in the seeded
+    order; the run stops at the first round whose confidence sequence of the headline change is narrower
+    than the target (recomputed here from the records), every later item unscored; a target below what the
+    sequence gives before the last item scores every item (the smallest task's: the change is then exact)."""
+    import copy
+
+    import numpy as np
+
+    from forgetless.llm import stopping
+    from forgetless.metrics.sequences import paired_sequence
+
+    monkeypatch.setattr(stopping, "ROUND", 1)
+    model, tok = tiny
+    other = copy.deepcopy(model)
+    with torch.no_grad():
+        other.model.layers[1].mlp.down_proj.weight.mul_(0.2)
+    models = {"base": model, "compressed": other}
+    for target, everything in ((185.0, False), (0.5, True)):
+        task = load_task("llm-zero-shot", data_dir=str(data), seed=2, until_interval=target, perplexity_windows=1)
+        results = CausalLMKind().evaluate_pair(models, tok, task, EvalConfig(batch_size=4), False)
+        status = results["base"]["zero_shot"]["stopping"]
+        assert results["compressed"]["zero_shot"]["stopping"] == status and status["population_per_task"] == 3
+        done, suite = status["items_per_task"], task.suite
+        orders = {n: stopping._order(suite.sets[n].items, n, suite.seed)[:3] for n in suite.sets}
+        for name, order in orders.items():
+            for role in models:
+                assert [r["doc"] for r in results[role]["predictions"][name]["items"]] == sorted(order[:done])
+        widths = []
+        for t in range(1, done + 1):
+            correct = {role: {n: {r["doc"]: r[results[role]["predictions"][n]["primary"]]
+                                  for r in results[role]["predictions"][n]["items"]} for n in orders} for role in models}
+            rounds = np.mean([[correct["compressed"][n][d] - correct["base"][n][d] for d in orders[n][:t]]
+                              for n in status["headline_tasks"]], axis=0)
+            widths.append(100 * paired_sequence(rounds, 0.95, 3)["width"])
+        assert status["reached"] and status["width_points"] == pytest.approx(widths[-1]) and widths[-1] < target
+        assert all(w >= target for w in widths[:-1]) and (done == 3) is everything and status["exhausted"] is everything
+        assert everything or done < 3
+        assert results["base"]["language_model"]["windows"] == 1  # the perplexity text once, after the stop

@@ -50,7 +50,8 @@ def scoring_lines(llm: dict) -> list[str]:
     stopping = llm.get("stopping")
     if stopping:
         i = stopping["interval"]
-        verdict = "target reached" if stopping["reached"] else "target not reached: every item was scored"
+        verdict = "every item scored: the change of these items is exact" if stopping["exhausted"] else \
+            "target reached"
         lines.append(f"Stopped by --until-interval {stopping['target_points']:g}: after {stopping['items_per_task']} of "
                      f"{stopping['population_per_task']} items per task ({stopping['order']}, rounds of "
                      f"{stopping['round_size']}), the headline change is {100 * i['value']:+.1f} "

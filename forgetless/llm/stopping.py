@@ -10,7 +10,8 @@ Rounds are stratified: round t takes the t-th item of every multiple-choice task
 task its own stream of the seed) and observes Z_t, the mean over the K headline tasks of that item's
 difference. Each task's items are drawn without replacement from its N items (``--eval-size``, or
 the smallest task's size), so E[Z_t | past] = (N·Δ − Σ_{i<t} Z_i) / (N − t + 1) for the headline Δ:
-the without-replacement sequence of Z applies. The headline tasks are the card's (the base above
+the without-replacement sequence of Z applies (after the last item it is the exact change of these
+items, so the run always ends with the target met). The headline tasks are the card's (the base above
 chance + ``CHANCE_MARGIN`` on the items scored so far; all tasks when none is); the sequence is valid
 for the set it is computed on. Other tasks (rolling log-likelihood) and the perplexity text are
 scored once, after the stop.
@@ -76,7 +77,8 @@ def stopping_status(results: dict, orders: dict[str, list[int]], done: int, popu
     sequence = paired_sequence(np.mean(differences, axis=0), DEFAULT_CONFIDENCE, population)
     return {"rule": "until-interval", "method": METHOD, "confidence": DEFAULT_CONFIDENCE, "target_points": target,
             "interval": {k: sequence[k] for k in ("value", "low", "high")}, "width_points": 100 * sequence["width"],
-            "reached": 100 * sequence["width"] < target, "items_per_task": done, "population_per_task": population,
+            "reached": 100 * sequence["width"] < target, "exhausted": done == population, "items_per_task": done,
+            "population_per_task": population,
             "round_size": ROUND, "headline_tasks": headline, "order": "seeded random, one item per task per round"}
 
 
