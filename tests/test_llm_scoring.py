@@ -1,7 +1,7 @@
 """Shared-context scoring (``llm/scoring.py``) gives every row's log-likelihood and greedy flag of the
 full forward, lm-eval's way (each row alone, log-softmax of all its logits); the shared prefix is what
 the choices have in common short of their first scored token; no forward produces more logits than the
-budget; near ties are the items a 2e-4-nat change could flip (hand-computed)."""
+budget; near ties are the items a small change (here 2e-4 nats) could flip (hand-computed)."""
 import random
 
 import pytest
@@ -9,7 +9,7 @@ import torch
 
 from forgetless.llm import scoring
 from forgetless.llm.records import near_tie, near_ties
-from forgetless.llm.scoring import Row, request_row, score_groups, shared_prefix
+from forgetless.llm.scoring import Row, request_row, score_groups, shared, shared_prefix
 from forgetless.models.loading import load_causal_lm
 
 
@@ -53,7 +53,7 @@ def _groups(vocab: int, seed: int = 0) -> list[list[Row]]:
 def test_shared_context_equals_the_full_forward(tiny, monkeypatch, budget):
     monkeypatch.setattr(scoring, "LOGITS_BUDGET", budget)
     groups = _groups(30522)
-    assert sum(shared_prefix(g) > 0 for g in groups) >= 8 and any(len(g) == 1 for g in groups)
+    assert sum(shared(g) > 0 for g in groups) >= 8 and sum(shared(g) == 0 for g in groups) >= 2  # both paths
     scored = score_groups(tiny, groups, batch_size=6)
     for rows, values in zip(groups, scored):
         for row, (ll, greedy) in zip(rows, values):
@@ -83,6 +83,9 @@ def test_the_shared_prefix_stops_before_the_first_scored_token():
     assert shared_prefix(wino) == 3
     assert shared_prefix([request_row([1, 2, 3], [4], 100)]) == 0  # a lone row shares nothing
     assert shared_prefix([request_row([1, 2], [3], 100), request_row([9, 2], [3], 100)]) == 0
+    # sharing pays when it saves at least half of what the rows run alone: ARC 1 × 3 ≥ ½ × (2 + 1); here 3 < ½ × (4 + 5)
+    piqa = [request_row([1, 2, 3, 4], [5, 6, 7, 8], 100), request_row([1, 2, 3, 4], [9, 9, 9, 9, 9], 100)]
+    assert shared_prefix(piqa) == 3 and shared(piqa) == 0 and shared(arc) == 3
     cut = request_row(list(range(10, 30)), [5, 6], 8)  # lm-eval cuts from the left: 8 input tokens
     assert cut.full == (23, 24, 25, 26, 27, 28, 29, 5, 6) and cut.length == 8 and cut.scored == 2
 
@@ -90,11 +93,12 @@ def test_the_shared_prefix_stops_before_the_first_scored_token():
 def test_near_ties_are_the_picks_a_small_change_could_flip():
     item = {"ll": [-10.0, -10.0003, -12.0], "chars": [10, 20, 5], "acc": 1, "acc_norm": 0}
     # acc: -10 leads -10.0003 by 3e-4 < 2 × 2e-4 → a near tie
-    assert near_tie(item, "acc") is True
+    assert near_tie(item, "acc", 2e-4) is True
     # acc_norm: -10/10 = -1.0, -10.0003/20 = -0.500015 (best), -12/5 = -2.4; the best leads -1.0 by 0.5
-    assert near_tie(item, "acc_norm") is False
-    assert near_tie({**item, "ll": [-10.0, -10.0005, -12.0]}, "acc") is False  # 5e-4 ≥ 4e-4
+    assert near_tie(item, "acc_norm", 2e-4) is False
+    assert near_tie({**item, "ll": [-10.0, -10.0005, -12.0]}, "acc", 2e-4) is False  # 5e-4 ≥ 4e-4
     close = {"ll": [-3.0, -6.0001], "chars": [10, 20]}  # per char: -0.3 vs -0.300005; 5e-6 < 2e-4/10 + 2e-4/20
-    assert near_tie(close, "acc_norm") is True and near_tie(close, "acc") is False
+    assert near_tie(close, "acc_norm", 2e-4) is True and near_tie(close, "acc", 2e-4) is False
     records = {"primary": "acc_norm", "items": [item, {**item, "ll": [-1.0, -5.0, -9.0]}]}
-    assert near_ties(records) == {"acc": 1, "acc_norm": 0}
+    assert near_ties(records) == {"acc": 1, "acc_norm": 0}  # the default tolerance, scoring.TOLERANCE (1e-3)
+    assert near_tie({**item, "ll": [-10.0, -10.0015, -12.0]}, "acc") is True  # 1.5e-3 < 2 × 1e-3

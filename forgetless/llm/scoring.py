@@ -28,6 +28,7 @@ make it 2 GB).
 """
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 
 import torch
@@ -35,9 +36,11 @@ import torch
 from ..models.transformers_compat import CACHE_ARG, output_cache
 
 SHARED, EXACT = "shared-context", "lm-eval"  # who computes the log-likelihoods (llm/lm.py)
-TOLERANCE = 2e-4  # nats: a choice's log-likelihood here is within this of lm-eval's own (tests, benchmark)
+TOLERANCE = 1e-3  # nats between a choice's log-likelihood here and lm-eval's own (bound of what was measured)
 LOGITS_BUDGET = 256 * 2 ** 20  # bytes of fp32 logits one forward may produce
 ROW_TOKENS = 128  # a batch holds at most batch_size × ROW_TOKENS input tokens
+PAYS = 0.5  # share an item's prefix when it saves at least this share of its rows' own tokens
+SIMILAR = 0.8  # a prefix batch holds prefixes of at least this share of its longest (little padding)
 
 
 @dataclass(frozen=True)
@@ -69,6 +72,14 @@ def shared_prefix(rows: list[Row]) -> int:
     return n
 
 
+def shared(rows: list[Row]) -> int:
+    """The shared prefix when sharing it pays: the tokens it saves (run once instead of once per row)
+    are at least ``PAYS`` of what the rows still run on their own; else 0 (the rows run alone, sorted
+    by length with every other such row: less padding, e.g. PIQA's short goals and long solutions)."""
+    q = shared_prefix(rows)
+    return q if (len(rows) - 1) * q >= PAYS * sum(r.length - q for r in rows) else 0
+
+
 def vocabulary(model) -> int:
     """Rows of the output layer (the logits' width)."""
     head = model.get_output_embeddings()
@@ -79,24 +90,33 @@ def vocabulary(model) -> int:
 
 @torch.no_grad()
 def score_groups(model, groups: list[list[Row]], batch_size: int, on_rows=None) -> list[list[tuple[float, bool]]]:
-    """``(log-likelihood, greedy)`` of every row of every group (an item's choices), in order; groups
-    that share a prefix are scored from its cache (module docstring), the others as plain rows.
-    ``on_rows(n)`` is called as rows are scored."""
-    prefixes = [shared_prefix(g) for g in groups]
+    """``(log-likelihood, greedy)`` of every row of every group (an item's choices), in order. Groups
+    that share a prefix run it in batches of similar prefix lengths (``_prefix_batches``); then their
+    rows, and the rows of the other groups, run in chunks of similar lengths (``_chunks``), so little
+    is spent on padding. ``on_rows(n)`` is called as rows are scored."""
+    prefixes = [shared(g) for g in groups]
     results: list[list] = [[None] * len(g) for g in groups]
-    window = _sliding_window(model)
-    for batch in _plan(groups, prefixes, batch_size, vocabulary(model), window):
-        shared = [(i, prefixes[i]) for i in batch if prefixes[i] > 0]
-        plain = [(i, j) for i in batch if prefixes[i] == 0 for j in range(len(groups[i]))]
-        if shared:
-            scored = _shared_batch(model, [groups[i] for i, _ in shared], [q for _, q in shared])
-            for (i, _), values in zip(shared, scored):
-                results[i] = values
-        if plain:
-            for (i, j), value in zip(plain, _plain_batch(model, [groups[i][j] for i, j in plain])):
-                results[i][j] = value
+    vocab = vocabulary(model)
+
+    def run(chunk, cache, valid):
+        values = _suffix_forward(model, [(groups[i][j], prefixes[i]) for i, j in chunk], cache, valid)
+        for (i, j), value in zip(chunk, values):
+            results[i][j] = value
         if on_rows is not None:
-            on_rows(sum(len(groups[i]) for i in batch))
+            on_rows(len(chunk))
+
+    for batch in _prefix_batches(groups, prefixes, batch_size, _sliding_window(model)):
+        cache, valid = _prefix_forward(model, [groups[i][0] for i in batch], [prefixes[i] for i in batch])
+        owner = {i: g for g, i in enumerate(batch)}
+        rows = [(i, j) for i in batch for j in range(len(groups[i]))]
+        for chunk in _chunks(rows, groups, prefixes, batch_size, vocab, valid.shape[1]):
+            selected = copy.deepcopy(cache)  # the suffix forward appends to it
+            index = torch.tensor([owner[i] for i, _ in chunk])
+            selected.batch_select_indices(index.to(next(model.parameters()).device))
+            run(chunk, selected, valid[index])
+    plain = [(i, j) for i in range(len(groups)) if prefixes[i] == 0 for j in range(len(groups[i]))]
+    for chunk in _chunks(plain, groups, prefixes, batch_size, vocab, 0):
+        run(chunk, None, None)
     return results
 
 
@@ -105,58 +125,58 @@ def score_rows(model, rows: list[Row], batch_size: int, on_rows=None) -> list[tu
     return [r[0] for r in score_groups(model, [[row] for row in rows], batch_size, on_rows)]
 
 
-def _plan(groups, prefixes, batch_size: int, vocab: int, window: int | None) -> list[list[int]]:
-    """Batches of group indices, longest first: a batch is all shared-prefix groups or all plain ones,
-    of at most ``batch_size`` rows, ``batch_size × ROW_TOKENS`` input tokens and ``LOGITS_BUDGET`` of
-    its suffixes' logits (one group always fits: its logits then go in segments). With a sliding-window
-    model, a shared group longer than the window is a batch of its own (prefix pads would shift it)."""
-    def suffix(i: int) -> int:
-        return max(r.length for r in groups[i]) - prefixes[i]
-
-    def fits(batch: list[int]) -> bool:
-        rows = sum(len(groups[i]) for i in batch)
-        longest = max(suffix(i) for i in batch)
-        return (rows <= batch_size and rows * (max(prefixes[i] for i in batch) + longest) <= batch_size * ROW_TOKENS
-                and rows * longest * vocab * 4 <= LOGITS_BUDGET)
-
+def _prefix_batches(groups, prefixes, batch_size: int, window: int | None) -> list[list[int]]:
+    """The groups with a shared prefix in batches of similar prefix lengths (longest first; each at
+    least ``SIMILAR`` of the batch's longest): at most ``batch_size × ROW_TOKENS`` prefix tokens
+    (padded) and ``4 × batch_size`` rows to chunk. With a
+    sliding-window model, a group longer than the window is a batch of its own (prefix pads would
+    shift its window)."""
     def alone(i: int) -> bool:
-        return window is not None and prefixes[i] > 0 and prefixes[i] + suffix(i) > window
+        return window is not None and max(r.length for r in groups[i]) > window
 
     batches: list[list[int]] = []
-    for i in sorted(range(len(groups)), key=lambda i: (prefixes[i] > 0, prefixes[i] + suffix(i)), reverse=True):
+    for i in sorted((i for i in range(len(groups)) if prefixes[i] > 0), key=lambda i: prefixes[i], reverse=True):
         last = batches[-1] if batches else None
-        if last and (prefixes[last[0]] > 0) == (prefixes[i] > 0) and not alone(i) and not alone(last[0]) \
-                and fits(last + [i]):
+        if last and not alone(i) and not alone(last[0]) and prefixes[i] >= SIMILAR * prefixes[last[0]] \
+                and (len(last) + 1) * prefixes[last[0]] <= batch_size * ROW_TOKENS \
+                and sum(len(groups[k]) for k in last) + len(groups[i]) <= 4 * batch_size:
             last.append(i)
         else:
             batches.append([i])
     return batches
 
 
-def _shared_batch(model, groups: list[list[Row]], prefixes: list[int]) -> list[list[tuple[float, bool]]]:
-    """One forward of the groups' prefixes (right-padded), its cache repeated per row, then every
-    row's suffix (right-padded, at its own positions, the prefix pads masked)."""
+def _chunks(rows: list[tuple[int, int]], groups, prefixes, batch_size: int, vocab: int,
+            cached: int) -> list[list[tuple[int, int]]]:
+    """``(group, row)`` pairs in chunks of similar suffix lengths (longest first), each of at most
+    ``batch_size`` rows, ``batch_size × ROW_TOKENS`` tokens with the ``cached`` prefix and
+    ``LOGITS_BUDGET`` of logits (one row always fits: its logits then go in segments)."""
+    def length(pair):
+        return groups[pair[0]][pair[1]].length - prefixes[pair[0]]
+
+    chunks: list[list[tuple[int, int]]] = []
+    for pair in sorted(rows, key=length, reverse=True):
+        last = chunks[-1] if chunks else None
+        longest = length(last[0]) if last else 0
+        count = len(last) + 1 if last else 0
+        if last and count <= batch_size and count * (cached + longest) <= batch_size * ROW_TOKENS \
+                and count * longest * vocab * 4 <= LOGITS_BUDGET:
+            last.append(pair)
+        else:
+            chunks.append([pair])
+    return chunks
+
+
+def _prefix_forward(model, rows: list[Row], prefixes: list[int]):
+    """One forward of each group's prefix (right-padded: the pads come after every real token, so no
+    real token attends to one), no logits wanted; its KV cache and which slots are real."""
     device = next(model.parameters()).device
-    width = max(prefixes)
-    ids = torch.zeros(len(groups), width, dtype=torch.long)
-    valid = torch.zeros(len(groups), width, dtype=torch.long)
-    for g, (rows, q) in enumerate(zip(groups, prefixes)):
-        ids[g, :q] = torch.tensor(rows[0].full[:q])
+    ids = torch.zeros(len(rows), max(prefixes), dtype=torch.long)
+    valid = torch.zeros(len(rows), max(prefixes), dtype=torch.long)
+    for g, (row, q) in enumerate(zip(rows, prefixes)):
+        ids[g, :q] = torch.tensor(row.full[:q])
         valid[g, :q] = 1
-    cache = output_cache(model(input_ids=ids.to(device), use_cache=True, logits_to_keep=1))
-    owner = torch.tensor([g for g, rows in enumerate(groups) for _ in rows])
-    cache.batch_select_indices(owner.to(device))
-    flat = [(row, prefixes[g]) for g, rows in enumerate(groups) for row in rows]
-    values = _suffix_forward(model, flat, cache, valid[owner])
-    out, start = [], 0
-    for rows in groups:
-        out.append(values[start:start + len(rows)])
-        start += len(rows)
-    return out
-
-
-def _plain_batch(model, rows: list[Row]) -> list[tuple[float, bool]]:
-    return _suffix_forward(model, [(row, 0) for row in rows], None, None)
+    return output_cache(model(input_ids=ids.to(device), use_cache=True, logits_to_keep=1)), valid
 
 
 def _suffix_forward(model, rows: list[tuple[Row, int]], cache, prefix_valid) -> list[tuple[float, bool]]:
