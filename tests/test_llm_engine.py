@@ -288,7 +288,8 @@ def test_the_progress_bar_counts_the_choices_and_windows_it_says(data, tiny, mon
     task = load_task("lm-eval", data_dir=str(data), lm_eval_tasks=MULTIPLE_CHOICE + ["wikitext_offline"], eval_size=3,
                      seed=0)
     suite = task.suite
-    engine.evaluate(model, tok, suite.tasks, {n: s.items for n, s in suite.sets.items()}, 64, 4, progress=True)
+    engine.evaluate(model, tok, suite.tasks, {n: s.items for n, s in suite.sets.items()}, 64, 4, progress=True,
+                    manager=suite.manager)
     choices = sum(len(t.doc_to_choice(t.eval_docs[i])) for n, t in suite.tasks.items() if n != "wikitext_offline"
                   for i in suite.sets[n].items)
     wiki = suite.tasks["wikitext_offline"]

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ..errors import ConfigError, DataError, ForgetlessError
 
-INSTALL = 'pip install "forgetless[llm]" (or: pip install "lm-eval[hf]>=0.4,<0.5")'
+INSTALL = 'pip install "forgetless[llm]" (or: pip install "lm-eval[hf]>=0.4.10,<0.5")'
 TASKS_DIR = Path(__file__).parent / "tasks"  # the shipped YAMLs of the offline copies (package data)
 
 
@@ -66,7 +66,13 @@ def task_manager(include, data_dir: str | Path | None, defaults: bool | None, na
             raise DataError(f"--lm-eval-include {folder}: not a folder of lm-eval task YAMLs")
     yamls = tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for f in folders for p in sorted(f.rglob("*.yaml")))
     data = str(Path(data_dir).expanduser().resolve()) if data_dir else None
-    return _manager(tuple(str(f) for f in folders), yamls, data, defaults)
+    try:
+        return _manager(tuple(str(f) for f in folders), yamls, data, defaults)
+    except Exception as exc:  # noqa: BLE001 - lm-eval up to 0.4.11 stops indexing at a YAML it cannot parse
+        broken = _unreadable_yamls(folders)
+        if broken:
+            raise DataError(f"{broken[0][0]} is not valid YAML ({broken[0][1]})") from exc
+        raise
 
 
 @functools.lru_cache(maxsize=8)
@@ -93,21 +99,24 @@ def load_tasks(names: list[str], manager) -> dict:
             close = difflib.get_close_matches(name, sorted(known), n=3)
             raise ConfigError(f"lm-eval task {name!r} is not known" + (f"; did you mean {', '.join(close)}?" if close
                               else "; `lm-eval ls tasks` lists lm-eval's own, --lm-eval-include adds a folder"))
+    from lm_eval.api.task import Task
+    from lm_eval.tasks import get_task_dict
+
     tasks = {}
     for name in names:
         where = yaml_path(manager, name)
         try:
             with quiet():
-                loaded = manager.load([name])
+                loaded = get_task_dict([name], manager)
         except ForgetlessError as exc:  # a shipped reader's DataError names the file already
             raise DataError(f"lm-eval task {name} ({where}): {exc}") from exc
         except Exception as exc:  # noqa: BLE001 - lm-eval / datasets raise anything; one line naming the task
             raise DataError(f"lm-eval task {name} ({where}): cannot load its YAML or data "
                             f"({type(exc).__name__}: {exc})") from exc
-        if set(loaded["tasks"]) != {name} or loaded.get("groups"):
-            raise ConfigError(f"lm-eval name {name!r} is a group or tag of {sorted(loaded['tasks'])}; name the "
-                              "tasks one by one (the paired analysis is per task)")
-        task = loaded["tasks"][name]
+        task = loaded.get(name)
+        if len(loaded) != 1 or not isinstance(task, Task):
+            raise ConfigError(f"lm-eval name {name!r} is a group or tag of {_names(loaded)}; name the tasks one by "
+                              "one (the paired analysis is per task)")
         try:
             docs = task.eval_docs
             count = len(docs)
@@ -139,18 +148,27 @@ def _unreadable_yamls(include) -> list[tuple[Path, str]]:
 
 
 def yaml_path(manager, name: str) -> str:
-    """The YAML file a task was read from (the card and the output rule name it)."""
+    """The YAML file a task was read from (the card and the output rule name it); lm-eval's index
+    holds a dict per task up to 0.4.11, an object since 0.4.12."""
     entry = manager.task_index.get(name)
-    return str(getattr(entry, "yaml_path", None) or "lm-eval's task index")
+    path = entry.get("yaml_path") if isinstance(entry, dict) else getattr(entry, "yaml_path", None)
+    return str(path or "lm-eval's task index")
+
+
+def _names(loaded: dict) -> list[str]:
+    """The task names under what ``get_task_dict`` loaded (groups hold dicts of their tasks)."""
+    return sorted(n for key, value in loaded.items()
+                  for n in (_names(value) if isinstance(value, dict) else [str(key)]))
 
 
 def evaluate(model, tokenizer, tasks: dict, items: dict[str, list[int]], window: int, batch_size: int,
-             scoring_path: str = "shared-context", progress: bool | None = None) -> dict:
+             scoring_path: str = "shared-context", progress: bool | None = None, manager=None) -> dict:
     """Run ``lm_eval.simple_evaluate`` on ``model`` for ``tasks`` restricted to ``items`` (doc ids), in
     one call (lm-eval gathers the requests of every task); returns lm-eval's logged samples ``{task:
     [sample]}``, in doc order. Requests of at most ``window`` tokens (lm-eval cuts longer contexts from
     the left, as it does everywhere), ``batch_size`` rows per forward; ``scoring_path``: ``lm.SHARED``
-    or ``lm.EXACT`` (``lm.py``)."""
+    or ``lm.EXACT`` (``lm.py``); ``manager``: the ``TaskManager`` the tasks came from (lm-eval up to
+    0.4.11 looks each task up in its index)."""
     require_lm_eval()
     from lm_eval import simple_evaluate
     from lm_eval.tasks import TaskManager
@@ -162,7 +180,7 @@ def evaluate(model, tokenizer, tasks: dict, items: dict[str, list[int]], window:
     try:
         with quiet():
             lm = ForgetlessLM(model, tokenizer, window, batch_size, scoring_path, progress)
-            out = simple_evaluate(model=lm, tasks=list(tasks.values()), task_manager=TaskManager(include_defaults=False),
+            out = simple_evaluate(model=lm, tasks=list(tasks.values()), task_manager=manager or TaskManager(include_defaults=False),
                                   samples={n: list(items[n]) for n in tasks}, log_samples=True, bootstrap_iters=0,
                                   apply_chat_template=False, random_seed=None, numpy_random_seed=None,
                                   torch_random_seed=None)

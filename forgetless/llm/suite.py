@@ -80,6 +80,7 @@ class LMEvalSuite:
     scoring: str = SHARED  # who computes the log-likelihoods (llm/lm.py): SHARED or EXACT (--exact-lm-eval)
     until_interval: float | None = None  # --until-interval: points (stopping.py)
     seed: int = 0  # of the items' order under --until-interval
+    manager: object = field(default=None, repr=False, compare=False)  # the lm-eval TaskManager of the tasks
 
     def eval_sets(self) -> dict:
         return {**self.sets, **({self.perplexity.name: self.perplexity} if self.perplexity else {})}
@@ -131,7 +132,7 @@ def build_suite(names: list[str], include, data_dir, defaults: bool | None, perp
     describe = {"engine": "lm-evaluation-harness", "version": getattr(lm_eval, "__version__", None),
                 "include": [str(p) for p in include] if isinstance(include, list) else str(include), "shots": 0,
                 "chat_template": False, "window": window, "scoring": scoring}
-    return LMEvalSuite(tasks, sets, ppl, window, describe, scoring, until_interval, seed)
+    return LMEvalSuite(tasks, sets, ppl, window, describe, scoring, until_interval, seed, manager)
 
 
 def _digest(docs) -> str:
@@ -194,7 +195,7 @@ def evaluate_tasks(model, tokenizer, suite: LMEvalSuite, window: int, batch_size
     say(f"lm-eval: {len(suite.sets)} task(s), {sum(len(s) for s in suite.sets.values()):,} items, requests of at most "
         f"{window} tokens, scored by {suite.scoring}")
     samples = engine.evaluate(model, tokenizer, suite.tasks, {n: s.items for n, s in suite.sets.items()}, window,
-                              batch_size, suite.scoring, progress)
+                              batch_size, suite.scoring, progress, suite.manager)
     sets, predictions = {}, {}
     for name, task in suite.tasks.items():
         records = task_records(task, samples[name])
