@@ -15,13 +15,15 @@ each run (``simple_evaluate`` alone) and its process, the ratio of the medians, 
 |Δ log-likelihood| (max per task), the items whose acc / acc_norm decision differs outside near ties
 (must be 0) and the near ties, each run's peak resident memory.
 
-``--suite-memory`` instead measures the peak memory of forgetless's whole default suite on SmolLM2
+``--fp64-check TASK`` asks whose fp32 log-likelihoods are nearer the truth: lm-eval's and forgetless's
+against the same model in float64 (every choice run alone). ``--suite-memory`` instead measures the peak memory of forgetless's whole default suite on SmolLM2
 (``CausalLMKind.evaluate`` on ``llm-zero-shot --eval-size N``: the tasks and the WikiText-2 windows) for
 one or more source trees (``--source DIR``; e.g. ``git archive e93cbe0`` unpacked, the code before
 issue 40), one fresh process each.
 
     python benchmarks/llm_vs_lm_eval.py --data-dir ../shared/data --items 500 --repeats 2 --out runs/bench-llm
     python benchmarks/llm_vs_lm_eval.py --data-dir ../shared/data --suite-memory --items 8 --source /tmp/before
+    python benchmarks/llm_vs_lm_eval.py --data-dir ../shared/data --fp64-check piqa_offline --items 50
 """
 from __future__ import annotations
 
@@ -85,6 +87,49 @@ def forgetless_side(model, tokenizer, items: dict, args) -> dict:
     return {name: result["predictions"][name]["items"] for name in items}
 
 
+def fp64_check(args) -> None:
+    """``--fp64-check TASK``: whose fp32 log-likelihoods are nearer the truth? lm-eval's (HFLM) and
+    forgetless's (shared-context) against the same model in float64, every choice run alone."""
+    import torch
+
+    from lm_eval.models.huggingface import HFLM
+
+    from forgetless.data.tasks import load_task
+    from forgetless.llm import scoring
+    from forgetless.llm.lm import ForgetlessLM
+    from forgetless.models.loading import load_causal_lm
+
+    model, tokenizer = load_causal_lm("smollm2")
+    task = load_task("llm-zero-shot", data_dir=args.data_dir, eval_size=args.items, seed=0)
+    lm_task = task.suite.tasks[args.fp64_check]
+    lm_task.build_all_requests(samples=task.suite.sets[args.fp64_check].items)
+    requests = lm_task.instances
+    rows = [ForgetlessLM(model, tokenizer, WINDOW, args.batch_size).row(*r.args) for r in requests]
+    theirs = [ll for ll, _ in HFLM(pretrained=model, tokenizer=tokenizer, batch_size=args.batch_size,
+                                   max_length=WINDOW).loglikelihood(requests, disable_tqdm=True)]
+    ours = [v[0] for g in scoring.score_groups(model, _groups(requests, rows), args.batch_size) for v in g]
+    model.double()
+    with torch.no_grad():
+        truth = [float(model(input_ids=torch.tensor([r.full[:-1]])).logits[0, -r.scored:].log_softmax(-1)
+                       .gather(-1, torch.tensor(r.full[-r.scored:])[:, None]).sum()) for r in rows]
+    report = {"task": args.fp64_check, "choices": len(rows), "max_scored_tokens": max(r.scored for r in rows)}
+    for name, values in (("lm-eval", theirs), ("forgetless", ours)):
+        report[f"{name}_vs_fp64_max"] = max(abs(a - b) for a, b in zip(values, truth))
+        report[f"{name}_vs_fp64_per_token_max"] = max(abs(a - b) / r.scored for a, b, r in zip(values, truth, rows))
+    print(json.dumps(report), flush=True)
+
+
+def _groups(requests, rows) -> list:
+    """Rows grouped by item, in request order (the requests of one item are consecutive)."""
+    groups, last = [], None
+    for request, row in zip(requests, rows):
+        if request.doc_id != last:
+            groups.append([])
+            last = request.doc_id
+        groups[-1].append(row)
+    return groups
+
+
 def suite_memory(args) -> None:
     """A child of ``--suite-memory``: forgetless's default suite on SmolLM2, its peak resident memory."""
     from forgetless.config import EvalConfig
@@ -130,16 +175,18 @@ def compare(ours: dict, theirs: dict) -> dict:
     report = {}
     for name, records in ours.items():
         other = {r["doc"]: r for r in theirs[name]}
-        worst, differ, ties, tied_differ = 0.0, 0, 0, 0
+        worst, per_token, differ, ties, tied_differ = 0.0, 0.0, 0, 0, 0
         for r in records:
             o = other[r["doc"]]
             worst = max([worst] + [abs(a - b) for a, b in zip(r["ll"], o["ll"])])
+            per_token = max([per_token] + [abs(a - b) / n for a, b, n in zip(r["ll"], o["ll"], r["tokens"])])
             for metric in ("acc", "acc_norm") if o.get("acc_norm") is not None else ("acc",):
                 tie = near_tie(r, metric)
                 ties += tie
                 differ += r[metric] != o[metric] and not tie
                 tied_differ += r[metric] != o[metric] and tie
-        report[name] = {"items": len(records), "max_abs_delta_ll": worst, "differ_outside_ties": differ,
+        report[name] = {"items": len(records), "max_abs_delta_ll": worst, "max_per_token": per_token,
+                        "differ_outside_ties": differ,
                         "near_ties": ties, "differ_at_ties": tied_differ}
     return report
 
@@ -152,6 +199,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2, help="pairs of runs")
     parser.add_argument("--out", default="runs/bench-llm")
     parser.add_argument("--suite-memory", action="store_true")
+    parser.add_argument("--fp64-check", metavar="TASK", help="lm-eval's and forgetless's log-likelihoods vs float64")
     parser.add_argument("--source", action="append", help="--suite-memory: a forgetless source tree (repeatable)")
     parser.add_argument("--side", choices=("lm-eval", "forgetless", "suite"), help=argparse.SUPPRESS)
     parser.add_argument("--samples", help=argparse.SUPPRESS)
@@ -161,6 +209,8 @@ def main() -> None:
         return suite_memory(args)
     if args.side:
         return side(args)
+    if args.fp64_check:
+        return fp64_check(args)
     if args.suite_memory:
         for source in args.source or [str(ROOT)]:
             command = [sys.executable, __file__, "--side", "suite", "--data-dir", args.data_dir, "--items", str(args.items)]
@@ -214,10 +264,11 @@ def write_results(out: Path, args, runs: list[dict], check: dict) -> None:
                      f"{median['forgetless']:.1f} s: **forgetless {median['lm-eval'] / median['forgetless']:.2f}× "
                      "faster**.")
     lines += ["",
-              "| task | items | max \\|Δ log-likelihood\\| (nats) | decisions differing outside near ties | near ties "
-              "(acc + acc_norm) | differing at a near tie |", "|---|---:|---:|---:|---:|---:|"]
+              "| task | items | max \\|Δ log-likelihood\\| (nats) | per scored token | decisions differing outside "
+              "near ties | near ties (acc + acc_norm) | differing at a near tie |", "|---|---:|---:|---:|---:|---:|---:|"]
     for name, c in check.items():
-        lines.append(f"| {name} | {c['items']} | {c['max_abs_delta_ll']:.2e} | {c['differ_outside_ties']} | "
+        lines.append(f"| {name} | {c['items']} | {c['max_abs_delta_ll']:.2e} | {c['max_per_token']:.1e} | "
+                     f"{c['differ_outside_ties']} | "
                      f"{c['near_ties']} | {c['differ_at_ties']} |")
     (out / "results.md").write_text("\n".join(lines) + "\n")
     (out / "results.json").write_text(json.dumps({"runs": runs, "check": check}, indent=1))

@@ -134,7 +134,7 @@ class TaskConfig(Config):
         "81,920 tokens of SmolLM2's 148 windows of 2048; all when N is at least their number)"))
     exact_lm_eval: bool = option(False, switch=True, help=(
         "LLM tasks: lm-eval's own scoring (its HFLM runs every choice in full) instead of forgetless's shared-context "
-        "scoring (each item's context once, its KV cache per choice; log-likelihoods within 1e-3 nats of lm-eval's)"))
+        "scoring (each item's context once, its KV cache per choice; log-likelihoods within 5e-5 nats per token of lm-eval's)"))
     until_interval: float | None = option(None, low=0, low_open=True, high=200, help=(
         "LLM tasks: score items in a seeded random order and stop once the headline change's anytime-valid 95% "
         "interval (a confidence sequence) is narrower than W accuracy points"))

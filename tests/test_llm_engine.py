@@ -57,7 +57,7 @@ def _lm_evals_own(model, tok, data, task, window):
 @pytest.mark.parametrize("exact", [True, False], ids=["exact-lm-eval", "shared-context"])
 def test_per_item_numbers_equal_lm_evals_own(data, tiny, exact):
     """--exact-lm-eval gives lm-eval's numbers bit for bit; shared-context scoring every choice's and
-    window's log-likelihood within scoring.TOLERANCE and the same acc / acc_norm on every item but near ties."""
+    window's log-likelihood within scoring.TOLERANCE per scored token and the same acc / acc_norm on every item but near ties."""
     from forgetless.llm.records import near_tie
     from forgetless.llm.scoring import TOLERANCE
 
@@ -72,13 +72,17 @@ def test_per_item_numbers_equal_lm_evals_own(data, tiny, exact):
     for name, samples in theirs.items():
         records = ours["predictions"][name]["items"]
         assert [r["doc"] for r in records] == [s["doc_id"] for s in samples] == task.suite.sets[name].items
-        if name == "wikitext_offline":
-            lls = [([r["ll"]], [s["filtered_resps"][0]]) for r, s in zip(records, samples)]
+        if name == "wikitext_offline":  # every token of the document is scored
+            lls = [([r["ll"]], [s["filtered_resps"][0]], [len(tok(s["doc"]["page"])["input_ids"])])
+                   for r, s in zip(records, samples)]
         else:
-            lls = [(r["ll"], [x[0] for x in s["filtered_resps"]]) for r, s in zip(records, samples)]
+            lls = [(r["ll"], [x[0] for x in s["filtered_resps"]], r.get("tokens", [1] * len(r["ll"])))
+                   for r, s in zip(records, samples)]
+            assert exact or all(len(r["tokens"]) == len(r["ll"]) and min(r["tokens"]) >= 1 for r in records)
         if exact:
-            assert [mine for mine, _ in lls] == [lm_evals for _, lm_evals in lls]
-        worst = max([worst] + [abs(a - b) for mine, lm_evals in lls for a, b in zip(mine, lm_evals)])
+            assert [mine for mine, _, _ in lls] == [lm_evals for _, lm_evals, _ in lls]
+        worst = max([worst] + [abs(a - b) / n for mine, lm_evals, tokens in lls
+                               for a, b, n in zip(mine, lm_evals, tokens)])
         for r, s in zip(records if name != "wikitext_offline" else [], samples):
             for metric in ("acc", "acc_norm") if "acc_norm" in s else ("acc",):
                 tie = near_tie(r, metric)
@@ -86,7 +90,7 @@ def test_per_item_numbers_equal_lm_evals_own(data, tiny, exact):
                 assert r[metric] == s[metric] or tie, (name, r["doc"], metric)
         if name != "wikitext_offline" and exact:
             assert ours["sets"][name]["acc"] == pytest.approx(aggregate[name]["acc,none"], abs=1e-12)
-    assert worst <= (0.0 if exact else TOLERANCE) and (exact or worst > 0)  # a real difference, within the tolerance
+    assert worst <= (0.0 if exact else TOLERANCE) and (exact or worst > 0)  # per token: a real difference, within it
     assert ours["sets"]["wikitext_offline"]["word_perplexity"] == pytest.approx(
         aggregate["wikitext_offline"]["word_perplexity,none"], rel=0 if exact else 1e-5)
     assert ties == sum(sum(ours["sets"][n]["near_ties"].values()) for n in MULTIPLE_CHOICE)

@@ -49,7 +49,7 @@ def test_cli_llm_zero_shot_card_pages_report_and_compare(tmp_path):
     assert lm["base"]["window"] == lm["base"]["tokens"] < 512 and lm["base"]["windows"] == 1
     memory = card["environment"]
     assert memory["run_memory"]["peak_rss_mib"] >= memory["compress_memory"]["peak_rss_mib"] > 50
-    assert llm["scoring"]["path"] == "shared-context" and llm["scoring"]["tolerance_nats"] == 1e-3
+    assert llm["scoring"]["path"] == "shared-context" and llm["scoring"]["tolerance_nats_per_token"] == 5e-5
     assert set(llm["scoring"]["near_ties"]) == set(llm["tasks"]) and "stopping" not in llm
     stopped = json.loads((second / "report.json").read_text())["llm"]
     assert stopped["stopping"]["items_per_task"] == stopped["stopping"]["population_per_task"] == 3

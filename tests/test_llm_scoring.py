@@ -91,14 +91,16 @@ def test_the_shared_prefix_stops_before_the_first_scored_token():
 
 
 def test_near_ties_are_the_picks_a_small_change_could_flip():
-    item = {"ll": [-10.0, -10.0003, -12.0], "chars": [10, 20, 5], "acc": 1, "acc_norm": 0}
-    # acc: -10 leads -10.0003 by 3e-4 < 2 × 2e-4 → a near tie
+    item = {"ll": [-10.0, -10.0003, -12.0], "chars": [10, 20, 5], "tokens": [1, 1, 1], "acc": 1, "acc_norm": 0}
+    # acc, 2e-4 per token, one token each: -10 leads -10.0003 by 3e-4 < 2e-4 + 2e-4 → a near tie
     assert near_tie(item, "acc", 2e-4) is True
     # acc_norm: -10/10 = -1.0, -10.0003/20 = -0.500015 (best), -12/5 = -2.4; the best leads -1.0 by 0.5
     assert near_tie(item, "acc_norm", 2e-4) is False
     assert near_tie({**item, "ll": [-10.0, -10.0005, -12.0]}, "acc", 2e-4) is False  # 5e-4 ≥ 4e-4
-    close = {"ll": [-3.0, -6.0001], "chars": [10, 20]}  # per char: -0.3 vs -0.300005; 5e-6 < 2e-4/10 + 2e-4/20
-    assert near_tie(close, "acc_norm", 2e-4) is True and near_tie(close, "acc", 2e-4) is False
-    records = {"primary": "acc_norm", "items": [item, {**item, "ll": [-1.0, -5.0, -9.0]}]}
-    assert near_ties(records) == {"acc": 1, "acc_norm": 0}  # the default tolerance, scoring.TOLERANCE (1e-3)
-    assert near_tie({**item, "ll": [-10.0, -10.0015, -12.0]}, "acc") is True  # 1.5e-3 < 2 × 1e-3
+    assert near_tie({**item, "ll": [-10.0, -10.0005, -12.0], "tokens": [2, 1, 1]}, "acc", 2e-4) is True  # < 6e-4
+    close = {"ll": [-3.0, -6.0001], "chars": [10, 20], "tokens": [1, 1]}  # per char -0.3 vs -0.300005
+    assert near_tie(close, "acc_norm", 2e-4) is True and near_tie(close, "acc", 2e-4) is False  # 5e-6 < 2e-5 + 1e-5
+    assert near_tie({k: v for k, v in close.items() if k != "tokens"}, "acc_norm") is False  # lm-eval's own: none
+    records = {"primary": "acc_norm", "items": [{**item, "ll": [-10.0, -10.00005, -12.0]}, {**item, "ll": [-1.0, -5.0, -9.0]}]}
+    assert near_ties(records) == {"acc": 1, "acc_norm": 0}  # the default: scoring.TOLERANCE, 5e-5 per token
+    assert near_tie({**item, "ll": [-10.0, -10.00011, -12.0]}, "acc") is False  # 1.1e-4 ≥ 2 × 5e-5

@@ -2,7 +2,7 @@
 ``llm`` section, ``report/llm_markdown.py`` prints it):
 
 * ``scoring``: who computed the log-likelihoods (``shared-context``: forgetless, ``llm/scoring.py``;
-  ``lm-eval``: lm-eval's own HFLM, ``--exact-lm-eval``), the tolerance promised against lm-eval's own,
+  ``lm-eval``: lm-eval's own HFLM, ``--exact-lm-eval``), the tolerance per scored token against lm-eval's own,
   and per task and model the near ties (``records.near_tie``): the only items whose pick the two
   scorings may make differently.
 * ``stopping`` (``--until-interval``, ``stopping.py``): the rule, the confidence sequence, the items
@@ -25,7 +25,8 @@ def add_scoring(section: dict, results: dict) -> None:
     path = described.get("scoring", EXACT)
     ties = {name: {role: results[role]["sets"][name]["near_ties"] for role in ROLES}
             for name, entry in results["base"]["sets"].items() if "near_ties" in entry}
-    section["scoring"] = {"path": path, "tolerance_nats": TOLERANCE if path == SHARED else 0.0, "near_ties": ties}
+    section["scoring"] = {"path": path, "tolerance_nats_per_token": TOLERANCE if path == SHARED else 0.0,
+                          "near_ties": ties}
     stopping = described.get("stopping")
     if stopping:
         section["stopping"] = stopping
@@ -44,7 +45,8 @@ def scoring_lines(llm: dict) -> list[str]:
     if scoring["path"] == SHARED:
         ties = ", ".join(f"{name} " + " ".join(f"{m} {v['base'][m]}/{v['compressed'][m]}" for m in v["base"])
                          for name, v in scoring["near_ties"].items())
-        lines[-1] += (f" Each choice's log-likelihood is within {scoring['tolerance_nats']:g} nats of lm-eval's own; "
+        lines[-1] += (f" Each choice's log-likelihood is within {scoring['tolerance_nats_per_token']:g} nats per scored "
+                      "token of lm-eval's own (whose fp32 forward is the farther from an fp64 one); "
                       f"a pick can differ from lm-eval's only on a near tie (the best choice ahead by less than "
                       f"that could move it), counted per task and metric (base/compressed): {ties or 'none'}.")
     stopping = llm.get("stopping")

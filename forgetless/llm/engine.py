@@ -186,4 +186,10 @@ def evaluate(model, tokenizer, tasks: dict, items: dict[str, list[int]], window:
                                   torch_random_seed=None)
     finally:
         model.train(was_training)
-    return {n: sorted(out["samples"][n], key=lambda s: s["doc_id"]) for n in tasks}
+    samples = {n: sorted(out["samples"][n], key=lambda s: s["doc_id"]) for n in tasks}
+    for name, logged in samples.items():  # the tokens each choice scored (shared-context: near ties, records.py)
+        for sample in logged:
+            counts = [lm.scored.get((name, tuple(arguments))) for arguments in sample.get("arguments") or []]
+            if counts and None not in counts:
+                sample["scored_tokens"] = counts
+    return samples

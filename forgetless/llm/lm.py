@@ -41,6 +41,7 @@ class ForgetlessLM(LM):
         self.hf = HFLM(pretrained=model, tokenizer=tokenizer, batch_size=batch_size, max_length=window,
                        prefix_token_id=prefix_token(tokenizer))
         self.tokenizer = tokenizer
+        self.scored: dict[tuple, int] = {}  # (task, request arguments) → tokens it scored (records.py)
 
     def loglikelihood(self, requests, disable_tqdm: bool = False) -> list[tuple[float, bool]]:
         if self.path == EXACT:
@@ -49,6 +50,7 @@ class ForgetlessLM(LM):
         for number, request in enumerate(requests):  # an item's choices: one lm-eval document
             groups.setdefault((request.task_name, request.doc_id), []).append(number)
         rows = [self.row(*request.args) for request in requests]
+        self.scored.update({(request.task_name, tuple(request.args)): row.scored for request, row in zip(requests, rows)})
         label = f"lm-eval: {len(groups):,} items, {len(requests):,} choices scored ({SHARED})"
         with meter(label, len(requests), self.progress) as progress:
             scored = scoring.score_groups(self.model, [[rows[i] for i in g] for g in groups.values()],

@@ -10,10 +10,11 @@ never recomputed (the numbers equal lm-eval's, tested in ``tests/test_llm_engine
   (lm-eval's ``word_perplexity`` / ``byte_perplexity`` pairs).
 * any other output type (``generate_until``, ``loglikelihood``): the value of the task's first metric.
 
-A multiple-choice item is a **near tie** under a metric when moving each choice's log-likelihood by at
-most ``scoring.TOLERANCE`` (what forgetless's shared-context scoring may differ from lm-eval's own) could
-change the pick: the best choice leads another by less than the two moves together (per character
-for acc_norm). Only on such items may the two scorings decide differently; the card counts them.
+A multiple-choice item scored by forgetless (shared-context) is a **near tie** under a metric when
+moving each choice's log-likelihood by at most ``scoring.TOLERANCE`` per scored token (what it may
+differ from lm-eval's own fp32 computation) could change the pick: the best choice leads another by
+less than the two moves together (per character for acc_norm). Only on such items may the two
+scorings decide differently; the card counts them. (lm-eval's own scoring, ``--exact-lm-eval``, has none.)
 """
 from __future__ import annotations
 
@@ -69,6 +70,8 @@ def _choice_record(task, sample: dict) -> dict:
               "acc": int(sample["acc"])}
     if "acc_norm" in sample:
         record["acc_norm"] = int(sample["acc_norm"])
+    if "scored_tokens" in sample:  # shared-context scoring: each choice's continuation tokens
+        record["tokens"] = list(sample["scored_tokens"])
     if int(np.argmax(lls) == record["gold"]) != record["acc"]:
         raise ConfigError(f"lm-eval task {task.config.task}, doc {record['doc']}: lm-eval's acc disagrees with the "
                           "highest log-likelihood choice; its gold rule is not understood here")
@@ -96,10 +99,14 @@ def correct(record: dict, primary: str) -> int:
 
 
 def near_tie(record: dict, metric: str, tolerance: float = TOLERANCE) -> bool:
-    """Whether ``tolerance`` nats on each choice's log-likelihood could change the item's pick under
-    ``metric`` (module docstring)."""
+    """Whether ``tolerance`` nats per scored token on each choice's log-likelihood could change the
+    item's pick under ``metric`` (module docstring); never for an item without token counts."""
+    if "tokens" not in record:
+        return False
     values = scores(record, metric)
-    weights = 1 / np.asarray(record["chars"], dtype=float) if metric == "acc_norm" else np.ones(values.size)
+    weights = np.asarray(record["tokens"], dtype=float)
+    if metric == "acc_norm":
+        weights = weights / np.asarray(record["chars"], dtype=float)
     best = int(np.argmax(values))
     others = np.arange(values.size) != best
     return bool(np.any(values[best] - values[others] < tolerance * (weights[best] + weights[others])))

@@ -71,7 +71,7 @@ JSON schema ``forgetless-report-2`` (fractions in [0, 1] for accuracies; ROUGE /
     notes [..], run {resolved run configuration}, environment {versions, hardware, created,
       compress_memory {peak_rss_mib, start_rss_mib, added_mib, since_start_of_step, [cuda_peak_mib]} | null,
       run_memory {peak_rss_mib} | null}, seed, command    # run_memory: the whole run's peak resident set
-    llm.scoring {path: shared-context|lm-eval, tolerance_nats, near_ties {task: {role: {acc, acc_norm}}}}  # llm/card.py
+    llm.scoring {path: shared-context|lm-eval, tolerance_nats_per_token, near_ties {task: {role: {acc, acc_norm}}}}  # llm/card.py
     llm.stopping {rule, method, confidence, target_points, interval, width_points, reached, items_per_task, ..}
     predictions "predictions.jsonl", plots [file names]  # added by write_card (files beside the card)
 """
