@@ -345,3 +345,14 @@ def test_until_interval_stops_at_the_first_round_narrow_enough(data, tiny, monke
         assert all(w >= target for w in widths[:-1]) and (done == 3) is everything and status["exhausted"] is everything
         assert everything or done < 3
         assert results["base"]["language_model"]["windows"] == 1  # the perplexity text once, after the stop
+
+
+def test_a_group_is_refused_by_name(data, tmp_path):
+    from forgetless.errors import ConfigError
+    from forgetless.llm import engine
+
+    (tmp_path / "g.yaml").write_text("group: two_tasks\ntask:\n  - piqa_offline\n  - openbookqa_offline\n")
+    manager = engine.task_manager([engine.TASKS_DIR, tmp_path], data, False)
+    with pytest.raises(ConfigError, match="'two_tasks' is a group or tag of .*openbookqa_offline.*piqa_offline"):
+        engine.load_tasks(["two_tasks"], manager)
+    assert list(engine.load_tasks(["piqa_offline"], manager)) == ["piqa_offline"]

@@ -100,14 +100,13 @@ def load_tasks(names: list[str], manager) -> dict:
             raise ConfigError(f"lm-eval task {name!r} is not known" + (f"; did you mean {', '.join(close)}?" if close
                               else "; `lm-eval ls tasks` lists lm-eval's own, --lm-eval-include adds a folder"))
     from lm_eval.api.task import Task
-    from lm_eval.tasks import get_task_dict
 
     tasks = {}
     for name in names:
         where = yaml_path(manager, name)
         try:
             with quiet():
-                loaded = get_task_dict([name], manager)
+                loaded = _load(manager, name)
         except ForgetlessError as exc:  # a shipped reader's DataError names the file already
             raise DataError(f"lm-eval task {name} ({where}): {exc}") from exc
         except Exception as exc:  # noqa: BLE001 - lm-eval / datasets raise anything; one line naming the task
@@ -153,6 +152,17 @@ def yaml_path(manager, name: str) -> str:
     entry = manager.task_index.get(name)
     path = entry.get("yaml_path") if isinstance(entry, dict) else getattr(entry, "yaml_path", None)
     return str(path or "lm-eval's task index")
+
+
+def _load(manager, name: str) -> dict:
+    """``{name: Task}`` (or a group's nesting) as lm-eval loads it: ``TaskManager.load`` since 0.4.12,
+    ``get_task_dict`` before (deprecated since)."""
+    if not hasattr(manager, "load"):  # lm-eval 0.4.10 / 0.4.11
+        from lm_eval.tasks import get_task_dict
+
+        return get_task_dict([name], manager)
+    loaded = manager.load([name])
+    return loaded["tasks"] if not loaded.get("groups") else {**loaded["groups"], **loaded["tasks"]}
 
 
 def _names(loaded: dict) -> list[str]:
