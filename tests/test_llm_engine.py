@@ -356,3 +356,14 @@ def test_a_group_is_refused_by_name(data, tmp_path):
     with pytest.raises(ConfigError, match="'two_tasks' is a group or tag of .*openbookqa_offline.*piqa_offline"):
         engine.load_tasks(["two_tasks"], manager)
     assert list(engine.load_tasks(["piqa_offline"], manager)) == ["piqa_offline"]
+
+
+def test_llm_options_on_another_task_are_one_error(tmp_path, capsys, no_model_load):
+    for option in (["--exact-lm-eval"], ["--until-interval", "2"], ["--perplexity-windows", "5"]):
+        code = main(["compress", "--model", "tiny-llama", "--task", "synthetic", *option, "--out", str(tmp_path / "o"),
+                     "--no-progress"])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert code == 2 and len(err) == 1 and option[0] in err[0] and "llm-zero-shot" in err[0]
+    assert main(["compress", "--model", "tiny-llama", "--task", "llm-zero-shot", "--until-interval", "0",
+                 "--out", str(tmp_path / "o"), "--no-progress"]) == 2
+    assert "--until-interval" in capsys.readouterr().err
