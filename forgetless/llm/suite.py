@@ -100,8 +100,9 @@ class LMEvalSuite:
         return dataclasses.replace(self, sets=sets)
 
     def restricted(self, items: dict[str, list[int]], perplexity: bool) -> "LMEvalSuite":
-        """The suite on ``items`` of the tasks named there only (and the perplexity text or not)."""
-        return dataclasses.replace(self, tasks={n: self.tasks[n] for n in items},
+        """The suite on ``items`` of the tasks named there only (and the perplexity text or not), scored
+        as it is (a part of a stopped run does not stop)."""
+        return dataclasses.replace(self, tasks={n: self.tasks[n] for n in items}, until_interval=None,
                                    sets={n: dataclasses.replace(self.sets[n], items=sorted(i)) for n, i in items.items()},
                                    perplexity=self.perplexity if perplexity else None)
 
@@ -157,6 +158,9 @@ def evaluate_model(model, tokenizer, suite: LMEvalSuite, batch_size: int, progre
     """One model on the suite: its lm-eval tasks (``evaluate_tasks``), then its perplexity text in
     windows of the model's context capped at 2048 (``metrics/perplexity.py``); kept in the shared cache
     and reused for the same weights and suite (``cache.py``)."""
+    if suite.until_interval is not None:
+        raise ConfigError("--until-interval scores base and compressed together, round by round: evaluate the two "
+                          "models as a pair (evaluate_models), not one alone")
     entry = cache.entry_path(model, tokenizer, suite, batch_size)
     kept = cache.load(entry)
     if kept is not None:
