@@ -209,8 +209,12 @@ def measure(ctx: CompressionContext, config: RunConfig, teacher, compressed, met
     deployed = deploy(compressed, config.eval.runtime, kind, ctx.work_dir)  # as it will run (metrics/runtime.py)
     eval_config = config.eval if config.eval.perplexity_file else replace(
         config.eval, perplexity_file=default_perplexity_file(config.task.data_dir))
-    results = {role: kind.evaluate(m, tokenizer, task, eval_config, config.train.max_length, config.progress)
-               for role, m in (("base", teacher), ("compressed", deployed))}
+    models = {"base": teacher, "compressed": deployed}
+    if task.kind == "lm-eval":  # item by item, together (llm/suite.py: --until-interval stops both at once)
+        results = kind.evaluate_pair(models, tokenizer, task, eval_config, config.progress)
+    else:
+        results = {role: kind.evaluate(m, tokenizer, task, eval_config, config.train.max_length, config.progress)
+                   for role, m in models.items()}
     predictions = {role: results[role].pop("predictions") for role in results}
     robustness = None
     if config.robustness:  # a classifier's (validate.py)

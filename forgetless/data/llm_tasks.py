@@ -3,8 +3,9 @@
 * ``llm-zero-shot``: the zero-shot suite of the LLM-compression papers and model cards on the data
   folder's offline copies (``--data-dir``; ``../shared/data/llm``): ARC-Easy, ARC-Challenge,
   HellaSwag, PIQA, WinoGrande, OpenBookQA (lm-eval's prompts and metrics, the task YAMLs shipped in
-  ``forgetless/llm/tasks``), lm-eval's ``wikitext`` word / byte perplexity, and WikiText-2 test
-  perplexity as the SparseGPT / Wanda scripts measure it (``metrics/perplexity.py``).
+  ``forgetless/llm/tasks``) and WikiText-2 test perplexity as the SparseGPT / Wanda scripts measure it
+  (``metrics/perplexity.py``): one perplexity protocol. lm-eval's document-level ``wikitext`` (word /
+  byte perplexity, rolling windows) is opt-in: ``--task lm-eval --lm-eval-tasks ...,wikitext_offline``.
 * ``lm-eval``: any lm-eval task names (``--lm-eval-tasks``): lm-eval's own (they download their
   data unless it is cached), the shipped offline ones, or a folder of your own YAMLs
   (``--lm-eval-include DIR``); WikiText-2 perplexity too when the data folder has it.
@@ -23,7 +24,7 @@ from .task import ExampleSet, Task
 from .texts import read_texts
 
 ZERO_SHOT = ("arc_easy_offline", "arc_challenge_offline", "hellaswag_offline", "piqa_offline", "winogrande_offline",
-             "openbookqa_offline", "wikitext_offline")
+             "openbookqa_offline")
 WIKITEXT = "wikitext2/wiki.test.raw"
 CALIBRATION = "xsum/test_1000_llm_decoding.jsonl"
 
@@ -45,15 +46,24 @@ def calibration_set(train: str | None, root: Path | None, task: str) -> ExampleS
 
 def _task(name: str, suite, train: ExampleSet, what: str) -> Task:
     tasks = ", ".join(f"{n} ({s.size} items)" for n, s in suite.sets.items())
-    ppl = f"; {suite.perplexity.name} perplexity of {suite.perplexity.source} in non-overlapping windows " \
-          f"(the SparseGPT / Wanda protocol)" if suite.perplexity else ""
-    protocol = (f"{what}: lm-evaluation-harness {suite.describe.get('version')}, zero-shot, no chat template: "
+    ppl = f"; {suite.perplexity.name} perplexity of {suite.perplexity.source} in at most {suite.perplexity.cap} " \
+          f"non-overlapping windows (the SparseGPT / Wanda protocol)" if suite.perplexity else ""
+    protocol = (f"{what}: lm-evaluation-harness {suite.describe.get('version')}, zero-shot, no chat template, "
+                f"log-likelihoods by {suite.scoring} scoring: "
                 f"{tasks}{ppl}; calibration texts: {train.source}")
     return Task(name, None, train, None, kind="lm-eval", metric="accuracy", suite=suite, protocol=protocol)
 
 
+def _evaluation(seed: int, perplexity_windows: int | None, exact_lm_eval: bool, until_interval: float | None) -> dict:
+    """The evaluation options every LLM suite takes (``build_suite``'s keywords)."""
+    return {"seed": seed, "perplexity_windows": perplexity_windows, "exact": exact_lm_eval,
+            "until_interval": until_interval}
+
+
 @TASKS.register("llm-zero-shot")
-def _zero_shot(data_dir=None, seed: int = 0, train: str | None = None, perplexity_window: int | None = None) -> Task:
+def _zero_shot(data_dir=None, seed: int = 0, train: str | None = None, perplexity_window: int | None = None,
+               perplexity_windows: int | None = None, exact_lm_eval: bool = False,
+               until_interval: float | None = None) -> Task:
     from ..llm.engine import TASKS_DIR, require_lm_eval
     from ..llm.suite import build_suite
 
@@ -63,14 +73,17 @@ def _zero_shot(data_dir=None, seed: int = 0, train: str | None = None, perplexit
     if not wikitext.is_file():
         raise ConfigError(f"task llm-zero-shot: {wikitext} is missing (WikiText-2 test; layout in "
                           "../shared/data/llm/README.md)")
-    suite = build_suite(list(ZERO_SHOT), TASKS_DIR, root, False, wikitext, perplexity_window)
+    suite = build_suite(list(ZERO_SHOT), TASKS_DIR, root, False, wikitext, perplexity_window,
+                        **_evaluation(seed, perplexity_windows, exact_lm_eval, until_interval))
     return _task("llm-zero-shot", suite, calibration_set(train, root, "llm-zero-shot"),
                  "the LLM zero-shot suite on the data folder's offline copies")
 
 
 @TASKS.register("lm-eval")
 def _lm_eval(data_dir=None, seed: int = 0, train: str | None = None, lm_eval_tasks: list[str] | None = None,
-             lm_eval_include: str | None = None, perplexity_window: int | None = None) -> Task:
+             lm_eval_include: str | None = None, perplexity_window: int | None = None,
+             perplexity_windows: int | None = None, exact_lm_eval: bool = False,
+             until_interval: float | None = None) -> Task:
     from ..llm.engine import TASKS_DIR, require_lm_eval
     from ..llm.suite import build_suite
 
@@ -84,5 +97,6 @@ def _lm_eval(data_dir=None, seed: int = 0, train: str | None = None, lm_eval_tas
     wikitext = _llm_folder(root) / WIKITEXT if root is not None else None
     include = [TASKS_DIR] + ([Path(lm_eval_include)] if lm_eval_include else [])
     suite = build_suite(names, include, root, None, wikitext if wikitext and wikitext.is_file() else None,
-                        perplexity_window)  # lm-eval's own tasks indexed only when a name is not in include
+                        perplexity_window,  # lm-eval's own tasks indexed only when a name is not in include
+                        **_evaluation(seed, perplexity_windows, exact_lm_eval, until_interval))
     return _task("lm-eval", suite, calibration_set(train, root, "lm-eval"), "lm-eval tasks")

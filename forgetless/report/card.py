@@ -69,7 +69,10 @@ JSON schema ``forgetless-report-2`` (fractions in [0, 1] for accuracies; ROUGE /
     provenance {...}                                    # optional: a converted base (--model smollm2)
     recipe {...}                                        # optional: the resolved recipe of the run
     notes [..], run {resolved run configuration}, environment {versions, hardware, created,
-      compress_memory {peak_rss_mib, start_rss_mib, added_mib, since_start_of_step, [cuda_peak_mib]} | null}, seed, command
+      compress_memory {peak_rss_mib, start_rss_mib, added_mib, since_start_of_step, [cuda_peak_mib]} | null,
+      run_memory {peak_rss_mib} | null}, seed, command    # run_memory: the whole run's peak resident set
+    llm.scoring {path: shared-context|lm-eval, tolerance_nats_per_token, near_ties {task: {role: {acc, acc_norm}}}}  # llm/card.py
+    llm.stopping {rule, method, confidence, target_points, interval, width_points, reached, items_per_task, ..}
     predictions "predictions.jsonl", plots [file names]  # added by write_card (files beside the card)
 """
 from __future__ import annotations
@@ -79,6 +82,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from ..metrics.bias import f_bias, relative_gap
+from ..metrics.memory import run_peak
 from ..fsutil import atomic_write_json, atomic_write_text
 from . import honest
 from .environment import environment
@@ -181,7 +185,8 @@ def build_card(measured: Measurements) -> dict:
         "run": to_recipe(run),
         "seed": run.seed,
         "command": measured.command,
-        "environment": {**environment(), "compress_memory": measured.compress_memory},
+        "environment": {**environment(), "compress_memory": measured.compress_memory,
+                        "run_memory": run_peak()},  # the whole run's peak so far: load, compress, evaluate, time
     }
     _deployment(card, measured)
     optional = {"robustness": measured.robustness, "provenance": measured.provenance, "recipe": measured.recipe,

@@ -3,6 +3,7 @@
 perplexity (the papers' WikiText-2 protocol and lm-eval's ``wikitext``)."""
 from __future__ import annotations
 
+from ..llm.card import scoring_lines
 from ..llm.records import MULTIPLE_CHOICE, ROLLING
 
 
@@ -60,7 +61,7 @@ def llm_markdown(card: dict, plot: list[str]) -> list[str]:
     lines += ["", "Δ: compressed − base in points with its paired 95% bootstrap interval (the same items resampled "
               "for both). Flips are pooled over the tasks above chance in the last row (exact McNemar test); KL in "
               "nats between the two models' softmax over each item's choices. Δ hard / easy: the change on the "
-              "third of items the base finds hardest / easiest (its own margin).", *plot]
+              "third of items the base finds hardest / easiest (its own margin).", *scoring_lines(llm), *plot]
     lines += _acc_table(choice) + _thirds(choice) + _pairs(llm) + _perplexity(card, tasks)
     return lines
 

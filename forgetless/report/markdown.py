@@ -89,6 +89,8 @@ def render_markdown(card: dict, summary: bool = True) -> str:
                      f"({memory['added_mib']:+.0f} MiB above its start"
                      + ("" if memory["since_start_of_step"] else "; process peak, not reset at the step")
                      + (f"; GPU {memory['cuda_peak_mib']:.0f} MiB" if "cuda_peak_mib" in memory else "") + ")")
+    if env.get("run_memory"):  # metrics/memory.run_peak: the whole run, evaluation included
+        lines.insert(len(lines) - 1, f"- the run's peak memory: {env['run_memory']['peak_rss_mib']:.0f} MiB resident")
     if plots[1:]:
         lines += ["", "## Method plots", ""] + [f"![{p}]({p})" for p in plots[1:]]
     return "\n".join(lines) + "\n"
