@@ -10,30 +10,61 @@ from .config import EvalConfig
 from .metrics.size import parameter_counts
 from .fsutil import atomic_write_json
 from .kinds import KINDS, kind_for
+from .models.checks import check_model_folder
 from .models.io import is_forgetless_folder, read_manifest
+from .models.loading import resolve_model_path
 from .outputs import WRITTEN_BY, check_output
 
 
 def evaluate_saved(model_path: str, task: Task, out: str | Path | None = None, batch_size: int = 64,
-                   max_length: int = 128, overwrite: bool = False, keep_predictions: bool = False) -> dict:
-    """Scores of a saved model (forgetless folder or HF folder) on every set of ``task``; with ``out``
-    also written there as JSON (a new file, or one an earlier evaluate wrote with ``overwrite``);
-    ``keep_predictions``: also the per-example ``predictions`` (a paired comparison needs them)."""
+                   max_length: int = 128, overwrite: bool = False, keep_predictions: bool = False,
+                   model_kind: str = "auto") -> dict:
+    """Scores of a saved model (forgetless folder or HF folder) on every set of ``task``, run as the
+    model kind ``saved_kind`` picks; with ``out`` also written there as JSON (a new file, or one an
+    earlier evaluate wrote with ``overwrite``); ``keep_predictions``: also the per-example
+    ``predictions`` (a paired comparison needs them)."""
     if out is not None:
         check_output(out, "--json", command="evaluate", inputs={"MODEL_PATH": model_path}, overwrite=overwrite,
                      is_file=True)
-    kind = kind_for(task)
+    kind = saved_kind(model_path, task, model_kind)
+    result = evaluate_model(model_path, task, kind, None, batch_size, max_length, keep_predictions)
+    if out:
+        atomic_write_json(out, {WRITTEN_BY: "forgetless evaluate", **result})
+    return result
+
+
+def saved_kind(model_path: str, task: Task, model_kind: str = "auto"):
+    """The model kind that scores a saved model on ``task``: ``model_kind`` when given, else what the
+    folder holds: an encoder-decoder (``seq2seq``), a causal language model (``causal-lm``: a
+    classification task scored zero-shot by label likelihood, as ``compress --model-kind causal-lm``
+    scores it), else the task's (a classifier). A model trained on another kind of task, or a causal
+    LM on a generation task, is one ``ConfigError``."""
     metadata = read_manifest(model_path)["metadata"] if is_forgetless_folder(model_path) else {}
     if metadata.get("task_kind") not in (None, task.kind):
         raise ConfigError(f"MODEL_PATH {model_path}: trained on the {metadata['task_kind']} task "
                           f"{metadata.get('task')!r}; its scores on the {task.kind} task {task.name!r} would mean "
                           "nothing (choose a task of the same kind)")
+    if model_kind != "auto":
+        return kind_for(task, None, model_kind)
     if metadata.get("kind") == "seq2seq":
-        kind = KINDS["seq2seq"]
-    result = evaluate_model(model_path, task, kind, None, batch_size, max_length, keep_predictions)
-    if out:
-        atomic_write_json(out, {WRITTEN_BY: "forgetless evaluate", **result})
-    return result
+        return KINDS["seq2seq"]
+    if metadata.get("kind") in (None, "causal-lm") and _holds_causal_lm(model_path):
+        if task.kind == "generation":
+            raise ConfigError(f"MODEL_PATH {model_path}: a causal language model; forgetless scores one on "
+                              f"classification tasks (zero-shot, by label likelihood) and LLM suites (--task "
+                              f"llm-zero-shot, lm-eval), not on the generation task {task.name!r}")
+        return KINDS["causal-lm"]
+    return kind_for(task)
+
+
+def _holds_causal_lm(model_path: str) -> bool:
+    """The folder's model is a ``…ForCausalLM`` (its manifest's class, else ``config.json``'s architectures)."""
+    path = Path(resolve_model_path(model_path))
+    if is_forgetless_folder(path):
+        return read_manifest(path)["model_class"].endswith("ForCausalLM")
+    if not (path / "config.json").is_file():
+        return False
+    return any(str(a).endswith("ForCausalLM") for a in getattr(check_model_folder(path), "architectures", None) or [])
 
 
 def evaluate_model(model, task: Task, kind, tokenizer=None, batch_size: int = 64, max_length: int = 128,

@@ -15,6 +15,7 @@ text like the papers' C4 and disjoint from every evaluated set).
 """
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from ..errors import ConfigError
@@ -32,15 +33,33 @@ def _llm_folder(root: Path) -> Path:
     return root / "llm" if (root / "llm").is_dir() else root
 
 
-def calibration_set(train: str | None, root: Path | None, task: str) -> ExampleSet:
-    """The calibration texts: ``train`` (a file), else the data folder's XSum sample."""
+def calibration_set(train: str | None, root: Path | None) -> ExampleSet:
+    """The calibration texts: ``train`` (a file), else the data folder's XSum sample, else none (a run
+    whose methods read calibration text is refused then: ``validate.check_calibration``)."""
+    if train is not None and not Path(train).is_file():
+        raise ConfigError(f"--train {train}: not a file (the calibration texts of an LLM task: text lines or .jsonl)")
     path = Path(train) if train else (root / CALIBRATION if root is not None else None)
     if path is None or not path.is_file():
-        raise ConfigError(f"task {task}: one-shot methods calibrate on its training split, text only: give --train "
-                          f"FILE (text lines or .jsonl)" + (f" ({path} is missing)" if path is not None else
-                                                            " or --data-dir with " + CALIBRATION))
+        return ExampleSet("train", [], [], ["text"], source="", may_be_empty=True)
     texts = read_texts(path)
     return ExampleSet("train", texts, [0] * len(texts), ["text"], source=str(path))
+
+
+def missing_calibration(task: Task) -> str:
+    """Why an LLM task has no calibration texts, for the error of a method that needs them."""
+    return (f"task {task.name}: one-shot methods calibrate on its training split, text only: give --train FILE (text "
+            f"lines or .jsonl), --calibration-data, or --data-dir with {CALIBRATION}")
+
+
+def with_calibration(task: Task, config) -> Task:
+    """An LLM task whose protocol names the calibration texts the run ``config`` uses: its
+    ``--calibration-data``, else the task's own (``--train`` or the data folder's), or none when no
+    method of the run reads calibration text."""
+    if task.kind != "lm-eval":
+        return task
+    reads = any(method.calibration != "none" for method in (config.method, *config.then))
+    used = (config.calibration_data or task.train.source) if reads else "none (no method of the run reads them)"
+    return dataclasses.replace(task, protocol=f"{task.protocol}; calibration texts: {used}")
 
 
 def _task(name: str, suite, train: ExampleSet, what: str) -> Task:
@@ -48,7 +67,7 @@ def _task(name: str, suite, train: ExampleSet, what: str) -> Task:
     ppl = f"; {suite.perplexity.name} perplexity of {suite.perplexity.source} in non-overlapping windows " \
           f"(the SparseGPT / Wanda protocol)" if suite.perplexity else ""
     protocol = (f"{what}: lm-evaluation-harness {suite.describe.get('version')}, zero-shot, no chat template: "
-                f"{tasks}{ppl}; calibration texts: {train.source}")
+                f"{tasks}{ppl}")
     return Task(name, None, train, None, kind="lm-eval", metric="accuracy", suite=suite, protocol=protocol)
 
 
@@ -64,7 +83,7 @@ def _zero_shot(data_dir=None, seed: int = 0, train: str | None = None, perplexit
         raise ConfigError(f"task llm-zero-shot: {wikitext} is missing (WikiText-2 test; layout in "
                           "../shared/data/llm/README.md)")
     suite = build_suite(list(ZERO_SHOT), TASKS_DIR, root, False, wikitext, perplexity_window)
-    return _task("llm-zero-shot", suite, calibration_set(train, root, "llm-zero-shot"),
+    return _task("llm-zero-shot", suite, calibration_set(train, root),
                  "the LLM zero-shot suite on the data folder's offline copies")
 
 
@@ -85,4 +104,4 @@ def _lm_eval(data_dir=None, seed: int = 0, train: str | None = None, lm_eval_tas
     include = [TASKS_DIR] + ([Path(lm_eval_include)] if lm_eval_include else [])
     suite = build_suite(names, include, root, None, wikitext if wikitext and wikitext.is_file() else None,
                         perplexity_window)  # lm-eval's own tasks indexed only when a name is not in include
-    return _task("lm-eval", suite, calibration_set(train, root, "lm-eval"), "lm-eval tasks")
+    return _task("lm-eval", suite, calibration_set(train, root), "lm-eval tasks")

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ConfigError
-from . import engine
+from . import engine, task_checks
 from .records import MULTIPLE_CHOICE, ROLLING, scores, task_records
 
 
@@ -97,7 +97,7 @@ def build_suite(names: list[str], include, data_dir, defaults: bool | None, perp
     ``defaults``; None: when a name is not in ``include``), every item; read the perplexity file
     (WikiText-2 test, CRLF read as LF, its rows joined as the papers' scripts join them)."""
     manager = engine.task_manager(include, data_dir, defaults, names)
-    tasks = engine.load_tasks(names, manager)
+    tasks = task_checks.load_checked(names, manager)  # engine.load_tasks, and what forgetless cannot score refused
     sets = {}
     for name, task in tasks.items():
         docs = task.eval_docs

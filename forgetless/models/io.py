@@ -107,7 +107,7 @@ def _build(path: Path):
     if not weights.is_file():
         raise ModelFileError(f"{path}: {weights.name} is missing (incomplete or foreign folder)")
     try:
-        model = model_class(config)
+        model = model_class._from_config(config)  # in config.json's dtype, as from_pretrained: an fp16 folder stays fp16
         reshape_like(model, manifest["shape"])
     except (KeyError, ValueError, IndexError, TypeError, AttributeError, RuntimeError, ForgetlessError) as exc:
         raise ModelFileError(f"{path / MANIFEST}: its shape does not fit the model's config "

@@ -52,7 +52,7 @@ def empty_model(folder: Path, config) -> nn.Module:
     with init_empty_weights():
         try:
             if manifest is not None:
-                model = transformers_model_class(manifest["model_class"])(config)
+                model = transformers_model_class(manifest["model_class"])._from_config(config)  # its dtype
                 reshape_like(model, manifest["shape"])
             else:
                 model = transformers.AutoModelForCausalLM.from_config(config)
