@@ -183,7 +183,7 @@ def compress(model, data, method=None, *, tokenizer=None, objective=None, out_di
         raise ConfigError(f"tokenizer: model {str(model)!r} is loaded with its own tokenizer (the task's for "
                           "tiny models); pass a model object to use another one")
     if out_dir is not None:
-        return run_and_save(task, config, str(out_dir), overwrite=overwrite, model=given, tokenizer=tokenizer)
+        return run_and_save(task, config, out_dir, overwrite=overwrite, model=given, tokenizer=tokenizer)
     return run(task, config, model=given, tokenizer=tokenizer)
 
 

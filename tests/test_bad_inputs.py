@@ -5,8 +5,10 @@ culprit (the flag as typed on the command line, the Python name from Python), be
 fixture folder byte-identical (sha256). Output-folder cases live in ``test_output_rule.py``.
 
 ``test_tally_of_the_cases_run`` prints and checks the tally of the command-line cases a session ran;
-``python tests/test_bad_inputs.py`` prints the tally of every case of this module and of
-``test_output_rule.py``: tried / clear / traceback / silent / unclear / destructive.
+``python tests/test_bad_inputs.py`` prints the tally of every case of this module, of
+``test_output_rule.py`` and of the LLM surfaces (``test_bad_inputs_llm.py``, issue 43: cases whose
+right answer is to run are ``correct`` when what they gave is right): tried / clear / correct /
+traceback / silent / unclear / destructive, and how many were on the LLM surfaces.
 """
 from __future__ import annotations
 
@@ -749,16 +751,18 @@ def test_card_model_is_what_was_compressed(paths, tmp_path, monkeypatch, capsys)
 
 
 def tally(root: Path) -> dict:
-    """Every bad input of this module and of ``test_output_rule.py``: tried / clear / traceback /
-    silent / unclear / destructive (a file under the fixture folder changed)."""
+    """Every bad input of this module, of ``test_output_rule.py`` and of ``test_bad_inputs_llm.py``:
+    tried / clear / correct / traceback / silent / unclear / destructive (a file under the fixture
+    folder changed), and ``llm_surface``: how many of them were on the LLM surfaces."""
     import os
     import tempfile
 
+    import test_bad_inputs_llm
     import test_output_rule as rule
 
     from forgetless.models.loading import resolve_model_path
 
-    counts = dict(tried=0, clear=0, traceback=0, silent=0, unclear=0, destructive=0)
+    counts = dict(tried=0, clear=0, correct=0, traceback=0, silent=0, unclear=0, destructive=0)
     tokenizer = transformers.AutoTokenizer.from_pretrained(resolve_model_path("minilm"))
     model_dir = root / "tiny-bert"
     config = transformers.BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2,
@@ -802,6 +806,9 @@ def tally(root: Path) -> dict:
         else:
             counts["silent"] += 1
             print(f"SILENT {name}")
+    llm = test_bad_inputs_llm.tally(root / "llm")
+    counts = {kind: counts[kind] + llm[kind] for kind in counts}
+    counts["llm_surface"] = llm["tried"]
     return counts
 
 

@@ -96,8 +96,7 @@ def build_suite(names: list[str], include, data_dir, defaults: bool | None, perp
     """Load ``names`` (``engine.load_tasks``) from ``include`` (and lm-eval's own tasks with
     ``defaults``; None: when a name is not in ``include``), every item; read the perplexity file
     (WikiText-2 test, CRLF read as LF, its rows joined as the papers' scripts join them)."""
-    manager = engine.task_manager(include, data_dir, defaults, names)
-    tasks = task_checks.load_checked(names, manager)  # engine.load_tasks, and what forgetless cannot score refused
+    manager, tasks = task_checks.load_checked(names, include, data_dir, defaults)  # what forgetless cannot score: refused
     sets = {}
     for name, task in tasks.items():
         docs = task.eval_docs

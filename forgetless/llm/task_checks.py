@@ -5,10 +5,11 @@ not read failing with ``KeyError 'acc'`` after the whole evaluation, items witho
 after 34 minutes on SmolLM2, two YAMLs of one task name used one of them silently, and a YAML whose
 ``include:`` file is missing reported as "task not known").
 
-``load_checked(names, manager)`` is how ``suite.build_suite`` loads tasks:
+``load_checked(names, include, data_dir, defaults)`` is how ``suite.build_suite`` loads tasks:
 
 1. the YAML files of the include folders (read as lm-eval reads them, ``!function`` tags kept as
-   names): an ``include:`` that names no file, and a requested task name that two YAMLs define;
+   names): an ``include:`` that names no file, and a requested task name that two YAMLs define
+   (before lm-eval's task manager is built);
 2. each requested task's YAML with its includes merged: its output type and its metrics;
 3. ``engine.load_tasks`` (lm-eval builds the tasks and reads their documents);
 4. the loaded tasks as lm-eval resolved them (Python-defined tasks, default metrics): output type,
@@ -30,23 +31,31 @@ REQUIRED = {"multiple_choice": "acc"}  # the metric whose per-item value the pai
 DEFAULT_OUTPUT = "generate_until"  # lm-eval's TaskConfig default
 
 
-def load_checked(names: list[str], manager) -> dict:
-    """``{name: lm-eval Task}`` of ``names`` (``engine.load_tasks``), each checked as the module
-    docstring says before and after lm-eval builds it."""
-    yamls = _include_yamls(getattr(manager, "include_path", None))
-    _check_files(names, manager, yamls)
-    for name in names:
-        path = _defined_in(name, manager, yamls)
+def load_checked(names: list[str], include, data_dir, defaults: bool | None) -> tuple:
+    """``(manager, {name: lm-eval Task})``: ``engine.task_manager`` and ``engine.load_tasks`` of
+    ``names``, each task checked as the module docstring says before and after lm-eval builds it
+    (the include folders' files first: a missing ``include:`` would otherwise send lm-eval to index
+    all its own tasks, a minute, before saying the task is not known)."""
+    folders = include if isinstance(include, (list, tuple)) else [include] if include else []
+    yamls = _include_yamls([f for f in folders if Path(f).is_dir()])
+    _check_twice(names, yamls)
+    for name in names:  # the include folders' own tasks, before lm-eval indexes anything
+        path = next((path for path, data in yamls.items() if (data or {}).get("task") == name), None)
         if path is not None:
-            config = _resolved(path)
-            _check_scored(name, path, config.get("output_type", DEFAULT_OUTPUT), _yaml_metrics(config))
+            _check_yaml(name, path)
+    manager = engine.task_manager(include, data_dir, defaults, names)
+    _check_unknown(names, manager, yamls)
+    for name in names:  # lm-eval's own YAML tasks
+        path = _indexed_yaml(name, manager, yamls)
+        if path is not None:
+            _check_yaml(name, path)
     tasks = engine.load_tasks(names, manager)
     for name, task in tasks.items():
         where = engine.yaml_path(manager, name)
         _check_scored(name, where, task.OUTPUT_TYPE, list(task.aggregation()))
         if task.OUTPUT_TYPE == "multiple_choice":
             _check_items(name, where, task)
-    return tasks
+    return manager, tasks
 
 
 # ----- the YAML files ------------------------------------------------------------------------------------
@@ -62,7 +71,7 @@ def _read(path: Path) -> dict | None:
     class Loader(yaml.SafeLoader):
         pass
 
-    Loader.add_multi_constructor("!", lambda loader, suffix, node: f"!{suffix}")  # a Python function: a name
+    Loader.add_multi_constructor("!", lambda loader, suffix, node: f"!{suffix} {getattr(node, 'value', '')}".strip())
     try:
         data = yaml.load(path.read_text(encoding="utf-8"), Loader=Loader)  # noqa: S506 - SafeLoader subclass
     except (OSError, UnicodeDecodeError, yaml.YAMLError):
@@ -80,27 +89,18 @@ def _resolved(path: Path, seen: tuple = ()) -> dict:
     """The YAML's keys over those of its ``include:`` files (lm-eval's merge: the file's own win)."""
     data = _read(path) or {}
     if path.resolve() in seen:
-        raise DataError(f"{seen[0]}: include cycle through {path}")
+        raise DataError(f"{seen[0]}: its include: files form a cycle (through {path.name})")
     merged = {}
     for included in _includes(path, data):
         if not included.is_file():
-            raise DataError(f"{path}: include: {included.name} is missing ({included})")
+            raise DataError(f"{path}: its include: file {included.name} is missing ({included})")
         merged.update({k: v for k, v in _resolved(included, (*seen, path.resolve())).items() if k != "task_list"})
     merged.update({k: v for k, v in data.items() if k != "include"})
     return merged
 
 
-def _check_files(names: list[str], manager, yamls: dict) -> None:
-    """A missing ``include:`` file (of a requested task, or the likely reason a name is not known) and
-    a requested name that two YAMLs define are errors naming the files."""
-    known = set(manager.all_tasks)
-    for path, data in yamls.items():
-        missing = [p for p in _includes(path, data or {}) if not p.is_file()]
-        own = (data or {}).get("task")
-        if missing and (own in names or (own is None and not known.issuperset(names))):
-            task = f"lm-eval task {own} ({path})" if own in names else f"lm-eval task {_unknown(names, known)!r} is not " \
-                f"known; {path}"
-            raise DataError(f"{task}: its include: file {missing[0].name} is missing ({missing[0]})")
+def _check_twice(names: list[str], yamls: dict) -> None:
+    """A requested task name that two YAMLs define."""
     for name in names:
         defined = [path for path, data in yamls.items() if (data or {}).get("task") == name]
         if len(defined) > 1:
@@ -108,17 +108,33 @@ def _check_files(names: list[str], manager, yamls: dict) -> None:
                               "use one of them without a word: give each task its own name")
 
 
-def _unknown(names: list[str], known: set) -> str:
-    return next(name for name in names if name not in known)
+def _check_unknown(names: list[str], manager, yamls: dict) -> None:
+    """A name lm-eval does not know, where a YAML without a task name of its own includes a missing
+    file (its task name may be in that file): that file is named."""
+    unknown = [name for name in names if name not in set(manager.all_tasks)]
+    for path, data in yamls.items():
+        missing = [p for p in _includes(path, data or {}) if not p.is_file()]
+        if unknown and missing and "task" not in (data or {}):
+            raise DataError(f"lm-eval task {unknown[0]!r} is not known; {path} may define it, but its include: file "
+                            f"{missing[0].name} is missing ({missing[0]})")
 
 
-def _defined_in(name: str, manager, yamls: dict) -> Path | None:
-    """The YAML that defines task ``name`` (include folders, else lm-eval's index); None: a Python task."""
-    found = next((path for path, data in yamls.items() if (data or {}).get("task") == name), None)
-    if found is not None:
-        return found
+def _indexed_yaml(name: str, manager, yamls: dict) -> Path | None:
+    """The YAML of lm-eval's index that defines task ``name`` by its ``task:`` key, when it is not one
+    of the include folders'; None: a group, a tag or a Python task (checked once loaded)."""
+    if any((data or {}).get("task") == name for data in yamls.values()):
+        return None
     where = Path(engine.yaml_path(manager, name))
-    return where if where.suffix == ".yaml" and where.is_file() else None
+    return where if where.suffix == ".yaml" and where.is_file() and (_read(where) or {}).get("task") == name else None
+
+
+def _check_yaml(name: str, path: Path) -> None:
+    """The output type and metrics of a task's YAML, its ``include:`` files merged (missing: named)."""
+    try:
+        config = _resolved(path)
+    except DataError as exc:
+        raise DataError(f"lm-eval task {name}: {exc}") from None
+    _check_scored(name, path, config.get("output_type", DEFAULT_OUTPUT), _yaml_metrics(config))
 
 
 def _yaml_metrics(config: dict) -> list[str] | None:
