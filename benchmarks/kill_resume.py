@@ -182,8 +182,13 @@ def loads(folder: Path) -> str:
 
 
 def hashes(folder: Path) -> dict:
-    return {str(f.relative_to(folder)): hashlib.sha256(f.read_bytes()).hexdigest()[:16]
-            for f in sorted(folder.rglob("*")) if f.is_file() and f.name not in ("report.md", "report.html")}
+    """sha256 of every file of a model folder (``recipe.yaml`` with its own output path written OUT)."""
+    def content(f: Path) -> bytes:
+        data = f.read_bytes()
+        return data.replace(str(folder.parent).encode(), b"OUT") if f.name == "recipe.yaml" else data
+
+    return {str(f.relative_to(folder)): hashlib.sha256(content(f)).hexdigest()[:16]
+            for f in sorted(folder.rglob("*")) if f.is_file()}
 
 
 def card_numbers(folder: Path) -> dict:

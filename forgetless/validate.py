@@ -185,10 +185,8 @@ def _check_model_folders(config, model, kind) -> None:
         loaded.append(config.model)
     for name in loaded:
         found = model_config(name)
-        if kind.name == "causal-lm" and found is not None and (
-                getattr(found, "is_encoder_decoder", False) or found.model_type not in decoder_only_types()):
-            raise OptionError(f"--model-kind causal-lm: model {name!r} is a {found.model_type} model, not a decoder-only "
-                              f"language model ({', '.join(decoder_only_types())}; e.g. smollm2, tiny-llama)")
+        if kind.name == "causal-lm":
+            check_decoder_only(name, found)
         path = Path(resolve_model_path(name)).expanduser() if name not in TINY_MODELS else None
         if path is None or not path.is_dir():
             continue  # a built-in tiny model or a hub id
@@ -197,6 +195,15 @@ def _check_model_folders(config, model, kind) -> None:
             check_saved_model(path)  # its manifest fits its config (meta device: nothing loaded)
         elif kind.name == "classifier":
             check_classifier_head(path, found)
+
+
+def check_decoder_only(name: str, found=None, flag: str = "--model-kind causal-lm") -> None:
+    """Model ``name`` (its config ``found``, default read) is a decoder-only LM, as the ``causal-lm``
+    kind needs (``flag``: what asked for that kind)."""
+    found = model_config(name) if found is None else found
+    if found is not None and (getattr(found, "is_encoder_decoder", False) or found.model_type not in decoder_only_types()):
+        raise OptionError(f"{flag}: model {name!r} is a {found.model_type} model, not a decoder-only "
+                          f"language model ({', '.join(decoder_only_types())}; e.g. smollm2, tiny-llama)")
 
 
 def _check_kind_options(config, kind) -> None:

@@ -39,7 +39,14 @@ def build_llm_files(root: Path, tokenizer) -> dict:
     data = (truncated / "model.safetensors").read_bytes()
     (truncated / "model.safetensors").write_bytes(data[: len(data) // 2])
     p["truncated"] = str(truncated)
+    bert = root / "bert"
+    torch.manual_seed(0)
+    transformers.BertModel(transformers.BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2,
+                                                   num_attention_heads=4, intermediate_size=64)).save_pretrained(bert)
+    tokenizer.save_pretrained(bert)
+    p["bert"] = str(bert)
     p.update(_forgetless_folders(root, llama, tokenizer))
+    p["applied_lie"] = str(_lying(Path(p["applied"]), root / "applied-lie", {"num_hidden_layers": 2}))
     user = root / "user-folder"
     user.mkdir()
     (user / "notes.txt").write_text("the user's own file")

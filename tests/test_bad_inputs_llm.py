@@ -27,6 +27,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import datasets
 import pytest
 import torch
 import transformers
@@ -269,6 +270,16 @@ def cases() -> list[tuple]:
         ("streamed-truncated", streamed("truncated"), r"truncated/model.safetensors: truncated or corrupt"),
         ("streamed-missing-folder", streamed("/no/such/model"), r"model folder '/no/such/model' does not exist"),
         ("streamed-folder-is-file", streamed("{a_file}"), r"a-file.txt: is a file; a model is a folder"),
+        ("streamed-encoder-folder", streamed("bert"), r"bert: a BertLMHeadModel; streamed calibration compresses decoder-only causal LMs"),
+        ("streamed-forgetless-config-lies", streamed("applied_lie"),
+         r"applied-lie/(forgetless.json: its shape does not fit|model.safetensors: holds 4 layers)"),
+        ("streamed-out-in-cache", lambda p, out: streamed("llama", out_dir=os.environ["FORGETLESS_CACHE"] + "/m")(p, out),
+         r"is inside the forgetless cache"),
+        ("streamed-calibration-dataset-no-text", streamed("llama", calibration=datasets.Dataset.from_dict({"q": ["a"]})),
+         r"^calibration: the dataset has none of the text columns"),
+        ("evaluate-tokenizer-for-folder", lambda p, out: forgetless.evaluate(p["llama"], files_task(p),
+                                                                             tokenizer=p["tokenizer"]),
+         r"^tokenizer: a saved model is evaluated with the tokenizer saved beside it"),
         ("streamed-two-methods", streamed("llama", ["sparsegpt", "gptq"]), r"streamed calibration runs one method"),
         ("streamed-magnitude", streamed("llama", "magnitude"), r"does not calibrate layer by layer"),
         ("streamed-no-calibration", streamed("llama", calibration=None), r"^calibration: wanda calibrates on text"),
@@ -286,7 +297,11 @@ def cases() -> list[tuple]:
         ("evaluate-model-kind-typo", lambda p, out: forgetless.evaluate(p["llama"], "synthetic", model_kind="llm"),
          r"^model_kind=llm: not one of auto, classifier, seq2seq, causal-lm"),
         ("evaluate-causal-folder-generation", lambda p, out: forgetless.evaluate(p["llama"], "synthetic-lookup"),
-         r"a causal language model; forgetless scores one on classification tasks .* not on the generation task"),
+         r"^MODEL_PATH .*llama: a causal language model; forgetless scores one on classification and lm-eval tasks, "
+         r"not on the generation task 'synthetic-lookup'"),
+        ("evaluate-causal-object-generation", lambda p, out: forgetless.evaluate(llama(p), "synthetic-lookup",
+                                                                                 tokenizer=p["tokenizer"]),
+         r"^model: the given LlamaForCausalLM: a causal language model; .* not on the generation task"),
         ("evaluate-causal-folder-zero-shot", lambda p, out: forgetless.evaluate(p["llama"], files_task(p)),
          zero_shot_scored),
         ("evaluate-causal-object-zero-shot",
@@ -326,6 +341,9 @@ def cases() -> list[tuple]:
         ("yaml-twice-in-the-list", lm_eval("t_ok,t_ok"), r"--lm-eval-tasks t_ok,t_ok: a task is named twice"),
         ("yaml-no-task-names", lm_eval(","), r"name its lm-eval tasks"),
         ("yaml-include-is-a-file", lm_eval("t_ok", "--lm-eval-include", "{a_file}"), r"a-file.txt: not a folder of lm-eval"),
+        ("evaluate-encoder-on-lm-eval", cli("evaluate", "{bert}", "--task", "lm-eval", "--lm-eval-tasks", "t_ok",
+                                            "--lm-eval-include", "{yamls}"),
+         r"--task lm-eval: model .*bert' is a bert model, not a decoder-only language model"),
         ("yaml-evaluate-generate-until", cli("evaluate", "{llama}", "--task", "lm-eval", "--lm-eval-tasks", "t_gen",
                                              "--lm-eval-include", "{yamls}"), r"output_type generate_until is not scored"),
         # ----- calibration of an LLM task
