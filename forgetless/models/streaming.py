@@ -15,8 +15,9 @@ Tensors are written under the names, and in the layout, the in-memory path write
 ``weight_scale`` / ``weight_shape`` (/ ``weight_zero_point``) for GPTQ-quantized Linears.
 Supported: a stock or forgetless (unquantized) safetensors folder of a decoder-only causal LM
 whose tensor names are the model's own (Llama, Qwen2, Mistral, SmolLM2 …); anything else is one
-``UnsupportedModelError`` before any work. Weights are read into the skeleton's float32 (the loaded
-path's dtype for the float32 folders the bit-identity test and benchmark use).
+``UnsupportedModelError`` before any work. Weights are read into the skeleton's dtype, the one
+``config.json`` gives (as ``from_pretrained`` and ``load_model`` build the model): a float16 folder is
+compressed and written in float16.
 """
 from __future__ import annotations
 
