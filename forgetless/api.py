@@ -130,12 +130,12 @@ def _apply_streamed(model, stack: list[MethodConfig], calibration, tokenizer, se
     check_device(device)
     check_streamable(stack, out_dir)
     folder = resolve_model_path(str(model))
-    check_streamable_folder(folder)  # config.json fits the weights, every weight finite
     given = {"model": folder, "calibration": str(calibration) if isinstance(calibration, (str, Path)) else None}
     check_output(out_dir, "--out", command="apply", inputs=given, overwrite=overwrite)
     _check_calibration(stack, [stack[0].name], calibration)
     texts = calibration_texts(calibration)
     tokenizer = check_tokenizer_object(tokenizer) if tokenizer is not None else None
+    check_streamable_folder(folder)  # config.json fits the weights, every weight finite (reads them once)
     return compress_streamed(folder, stack[0], texts, out_dir, tokenizer=tokenizer, device=device, seed=seed)
 
 

@@ -104,7 +104,7 @@ def _main(argv: list[str] | None) -> int:
     previous = signal.signal(signal.SIGTERM, _interrupt)  # a scheduler's kill stops like Ctrl-C
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # no fork warning from the tokenizers library
     # nothing may prompt (transformers' "run the custom code? [y/N]"), nor a child process print to the terminal
-    with open(os.devnull) as sys.stdin, quiet_children():
+    with open(os.devnull) as sys.stdin, quiet_children(not getattr(args, "verbose", False)):
         try:
             return _run(args, config)
         except KeyboardInterrupt:
@@ -125,16 +125,17 @@ def _interrupt(signum, frame):
 
 
 @contextlib.contextmanager
-def quiet_children() -> Iterator[None]:
+def quiet_children(enabled: bool = True) -> Iterator[None]:
     """Inside, what child processes and native code write to file descriptor 2 is dropped (lm-eval's
     ``git describe`` prints "fatal: not a git repository" outside a repository), while Python's own
     ``sys.stderr`` (errors, stage lines, progress bars) still reaches the terminal through a copy of
-    the descriptor. Nothing changes when ``sys.stderr`` is not descriptor 2 (a test capturing it)."""
+    the descriptor. Nothing changes when not ``enabled`` (``--verbose``) or when ``sys.stderr`` is not
+    descriptor 2 (a test capturing it)."""
     try:
         own = sys.stderr.fileno() == 2
     except (AttributeError, OSError, ValueError):
         own = False
-    if not own:
+    if not (own and enabled):
         yield
         return
     sys.stderr.flush()
