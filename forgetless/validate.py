@@ -42,6 +42,7 @@ from .models.adapters import decoder_only_types
 from .models.io import check_saved_model
 from .models.manifest import is_forgetless_folder, read_manifest
 from .models.tiny import TINY_MODELS, tiny_model_config
+from .models.weights_fit import check_finite_weights
 from .options import default_of
 from .outputs import check_cache, check_output, mark_output, read_mark
 from .ranges import MAX_TOKENS
@@ -179,7 +180,7 @@ def then_flags(name: str, message: str) -> str:
 
 def _check_model_folders(config, model, kind) -> None:
     """Every model the run loads fits its kind (``causal-lm``: a decoder-only LM), and a local folder
-    holds its tokenizer and, saved from a trained classifier, its classification head."""
+    holds its tokenizer, finite weights and, saved from a trained classifier, its classification head."""
     loaded = [config.teacher] if config.teacher else []
     if model is None and (not config.teacher or config.student_init == "pretrained"):
         loaded.append(config.model)
@@ -195,6 +196,7 @@ def _check_model_folders(config, model, kind) -> None:
             check_saved_model(path)  # its manifest fits its config (meta device: nothing loaded)
         elif kind.name == "classifier":
             check_classifier_head(path, found)
+        check_finite_weights(path)  # NaN / inf weights: one line now, not after the first stage
 
 
 def check_decoder_only(name: str, found=None, flag: str = "--model-kind causal-lm") -> None:
