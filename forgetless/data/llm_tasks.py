@@ -52,13 +52,17 @@ def missing_calibration(task: Task) -> str:
 
 
 def with_calibration(task: Task, config) -> Task:
-    """An LLM task whose protocol names the calibration texts the run ``config`` uses: its
-    ``--calibration-data``, else the task's own (``--train`` or the data folder's), or none when no
-    method of the run reads calibration text."""
-    if task.kind != "lm-eval":
+    """The task with its protocol naming the calibration texts the run ``config`` uses: its
+    ``--calibration-data``, else the task's own (an LLM task: ``--train`` or the data folder's sample;
+    another task: its training split); an LLM task says so when no method of the run reads any."""
+    chain = (config.method, *config.then)
+    if task.kind == "lm-eval":
+        reads = any(method.calibration != "none" for method in chain)
+        used = (config.calibration_data or task.train.source) if reads else "none (no method of the run reads them)"
+    elif any(method.calibration == "text" for method in chain):
+        used = config.calibration_data or f"the training split ({task.train.source or task.name})"
+    else:
         return task
-    reads = any(method.calibration != "none" for method in (config.method, *config.then))
-    used = (config.calibration_data or task.train.source) if reads else "none (no method of the run reads them)"
     return dataclasses.replace(task, protocol=f"{task.protocol}; calibration texts: {used}")
 
 
