@@ -17,6 +17,7 @@ factorisation fail. Each is one ``ModelFileError`` naming the file and the numbe
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 
@@ -75,8 +76,8 @@ def check_weights_fit(path: str | Path, config, model=None) -> None:
         return  # other tensor names (another head, a prefix): the loader's own check names them
     file = next(iter(stored.values()))[2]
     _check_layers(file, config, stored, expected)
-    for name, (shape, _, where) in stored.items():
-        if name in expected and shape != expected[name]:
+    for name, (shape, _, where) in stored.items():  # the same size in another layout is a family's checkpoint form
+        if name in expected and shape != expected[name] and math.prod(shape) != math.prod(expected[name]):
             raise ModelFileError(f"{where}: tensor {name} is {_shape(shape)}, but config.json ({_widths(config)}) gives "
                                  f"{_shape(expected[name])}; the weights are not those of this config")
     _check_dtype(file, config, stored)
@@ -104,8 +105,8 @@ def _check_layers(file: Path, config, stored: dict, expected: dict) -> None:
 
 def _check_dtype(file: Path, config, stored: dict) -> None:
     """A config dtype narrower than (or another 16-bit format than) the stored floats would round them."""
-    dtype = getattr(config, "dtype", None) or getattr(config, "torch_dtype", None)
-    said = TORCH_NAMES.get(str(dtype).replace("torch.", "")) if dtype is not None else None
+    dtype = str(getattr(config, "dtype", None) or getattr(config, "torch_dtype", None) or "").replace("torch.", "")
+    said = TORCH_NAMES.get(dtype)
     floats = [kind for _, kind, _ in stored.values() if kind in WIDE]
     if said is None or not floats:
         return
