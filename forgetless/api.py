@@ -47,7 +47,9 @@ from .metrics.runtime import agreement
 from .options import build
 from .pipeline import Run, run, run_and_save
 from .models.loading import resolve_model_path
-from .models.weights_fit import check_finite_model, check_streamable_folder
+from .models.checks import check_model_folder, weight_files
+from .models.io import check_saved_model, is_forgetless_folder
+from .models.weights_fit import check_finite_model, check_finite_weights
 from .outputs import check_output
 from .recipes import load_recipe
 from .recipes.catalog import recipe_names
@@ -135,7 +137,10 @@ def _apply_streamed(model, stack: list[MethodConfig], calibration, tokenizer, se
     _check_calibration(stack, [stack[0].name], calibration)
     texts = calibration_texts(calibration)
     tokenizer = check_tokenizer_object(tokenizer) if tokenizer is not None else None
-    check_streamable_folder(folder)  # config.json fits the weights, every weight finite (reads them once)
+    check_model_folder(folder)  # config.json fits the weights (a forgetless folder: its manifest too)
+    if is_forgetless_folder(folder):
+        check_saved_model(folder)
+    check_finite_weights(weight_files(folder))  # every weight finite (reads them once, one tensor at a time)
     return compress_streamed(folder, stack[0], texts, out_dir, tokenizer=tokenizer, device=device, seed=seed)
 
 

@@ -36,7 +36,8 @@ from .kinds import check_compatible, kind_for
 from .kinds.in_memory import check_model_object
 from .llm.suite import check_run as check_llm_run
 from .methods._shared.calibration import calibration_texts
-from .models.checks import check_classifier_head, check_model_folder, check_tokenizer_files, is_trained_classifier
+from .models.checks import (check_classifier_head, check_model_folder, check_tokenizer_files, is_trained_classifier,
+                            weight_files)
 from .models.loading import check_label_order, resolve_model_path
 from .models.adapters import decoder_only_types
 from .models.io import check_saved_model
@@ -196,7 +197,7 @@ def _check_model_folders(config, model, kind) -> None:
             check_saved_model(path)  # its manifest fits its config (meta device: nothing loaded)
         elif kind.name == "classifier":
             check_classifier_head(path, found)
-        check_finite_weights(path)  # NaN / inf weights: one line now, not after the first stage
+        check_finite_weights(weight_files(path))  # NaN / inf weights: one line now, not after the first stage
 
 
 def check_decoder_only(name: str, found=None, flag: str = "--model-kind causal-lm") -> None:

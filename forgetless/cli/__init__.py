@@ -166,12 +166,12 @@ def _run(args, config) -> int:
         allow_remote_code(args.trust_remote_code)
         if not args.verbose:
             transformers.logging.set_verbosity_error()
-            transformers.logging.disable_progress_bar()  # "Loading weights": forgetless's stage lines say it
         if getattr(args, "threads", None):
             torch.set_num_threads(args.threads)
     module, _, function = COMMANDS[args.command].partition(":")
     try:
-        return getattr(importlib.import_module(f"{__name__}.{module}"), function)(args, config)
+        with _library_bars(args):
+            return getattr(importlib.import_module(f"{__name__}.{module}"), function)(args, config)
     except ForgetlessError as exc:
         print(f"forgetless: error: {exc}", file=sys.stderr)
         return 2
@@ -182,6 +182,24 @@ def _run(args, config) -> int:
         print(f"forgetless: error: disk full while writing {where} ({free_space(where)} free); free some space and "
               "rerun the same command (it resumes)", file=sys.stderr)
         return 2
+
+
+@contextlib.contextmanager
+def _library_bars(args) -> Iterator[None]:
+    """transformers' own bars ("Loading weights") off while a command that loads models runs (its stage
+    lines say it), unless ``--verbose``; as they were afterwards (``main`` may run inside a process)."""
+    if not hasattr(args, "trust_remote_code") or args.verbose:
+        yield
+        return
+    import transformers
+
+    enabled = transformers.utils.logging.is_progress_bar_enabled()
+    transformers.utils.logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if enabled:
+            transformers.utils.logging.enable_progress_bar()
 
 
 def __getattr__(name: str):

@@ -96,9 +96,17 @@ def check_model_folder(path: str | Path):
                              f"t.AutoModel.from_pretrained('{path}').save_pretrained('{path}-safetensors')\"")
     else:
         raise ModelFileError(f"{path}: no weights ({WEIGHTS} is missing)")
-    if not is_forgetless_folder(path):  # a forgetless folder: its manifest and the strict load check the shapes
-        check_weights_fit(path, config)
+    if not is_forgetless_folder(path):  # a forgetless folder: io.check_saved_model and the strict load
+        check_weights_fit(weight_files(path), config)
     return config
+
+
+def weight_files(path: str | Path) -> list[Path]:
+    """The safetensors files of a checked model folder: its weights file, or the shards its index names."""
+    path = Path(path)
+    if weights_file(path).is_file():
+        return [weights_file(path)]
+    return sorted({path / name for name in json.loads((path / INDEX).read_text())["weight_map"].values()})
 
 
 def weights_file(path: str | Path) -> Path:

@@ -7,12 +7,15 @@ wrote a 2-layer model), a hidden size that is not the weights' fails deep inside
 rounds them on load, and NaN / infinite weights make every score chance and every Cholesky
 factorisation fail. Each is one ``ModelFileError`` naming the file and the numbers:
 
-* ``check_weights_fit(path, config)``: the safetensors headers (no tensor data) against the model
+* ``check_weights_fit(files, config)``: the safetensors headers (no tensor data) against the model
   the config builds on the meta device (no memory): the layer count of every stack, the shape of
-  every tensor both have, the dtype (``check_model_folder`` calls it for every plain folder);
-* ``check_finite_weights(path)``: every stored float tensor finite, read one tensor at a time
-  (streamed calibration, which never holds the model whole); ``check_finite_model(model)`` the
-  same for a model object.
+  every tensor both have, the dtype (``checks.check_model_folder`` calls it for every plain folder,
+  ``io.check_saved_model`` for a forgetless one, against the model its manifest rebuilds);
+* ``check_finite_weights(files)``: every stored float tensor finite, read one tensor at a time
+  (before a compress run or a streamed calibration, which never holds the model whole);
+  ``check_finite_model(model)`` the same for a model object.
+
+The files of a folder: ``checks.weight_files``.
 """
 from __future__ import annotations
 
@@ -34,19 +37,14 @@ WIDE = {"F64": 64, "F32": 32, "BF16": 16, "F16": 16}
 TORCH_NAMES = {"float64": "F64", "float32": "F32", "bfloat16": "BF16", "float16": "F16"}
 
 
-def stored_tensors(path: str | Path) -> dict[str, tuple[tuple[int, ...], str, Path]]:
-    """``{name: (shape, safetensors dtype, file)}`` of a folder's weights (one file or shards); reads headers only."""
-    from .checks import INDEX, weights_file
-
-    path = Path(path)
-    files = [weights_file(path)] if weights_file(path).is_file() else sorted(
-        {path / f for f in json.loads((path / INDEX).read_text())["weight_map"].values()})
+def stored_tensors(files: list[Path]) -> dict[str, tuple[tuple[int, ...], str, Path]]:
+    """``{name: (shape, safetensors dtype, file)}`` of a folder's weight ``files``; reads headers only."""
     out = {}
     for file in files:
         with safe_open(str(file), framework="pt") as handle:
             for name in handle.keys():
                 part = handle.get_slice(name)
-                out[name] = (tuple(part.get_shape()), part.get_dtype(), file)
+                out[name] = (tuple(part.get_shape()), part.get_dtype(), Path(file))
     return out
 
 
@@ -62,12 +60,12 @@ def meta_model(config):
         return None
 
 
-def check_weights_fit(path: str | Path, config, model=None) -> None:
-    """The weights of folder ``path`` fit ``config`` (module docstring); ``model``: the model to compare
+def check_weights_fit(files: list[Path], config, model=None) -> None:
+    """A folder's weight ``files`` fit ``config`` (module docstring); ``model``: the model to compare
     with (a meta-device one), default the one the config builds. Quantized folders are the loaders'."""
     if getattr(config, "quantization_config", None):
         return
-    stored = stored_tensors(path)
+    stored = stored_tensors(files)
     model = meta_model(config) if model is None else model
     if model is None or not stored:
         return
@@ -116,25 +114,9 @@ def _check_dtype(file: Path, config, stored: dict) -> None:
                              "them: fix the dtype in config.json (or remove it)")
 
 
-def check_streamable_folder(path: str | Path) -> None:
-    """What streamed calibration reads: a readable folder (``checks.check_model_folder``, which fits a
-    plain folder's weights to its config), a forgetless folder's weights fitting the model its
-    manifest rebuilds, and every stored float finite."""
-    from .checks import check_model_folder
-    from .io import _build
-    from .manifest import is_forgetless_folder, read_manifest
-
-    config = check_model_folder(path)
-    if is_forgetless_folder(path) and not read_manifest(path).get("quantization"):  # quantized: refused by streaming
-        with torch.device("meta"):
-            model, _ = _build(Path(path))
-        check_weights_fit(path, config, model)
-    check_finite_weights(path)
-
-
-def check_finite_weights(path: str | Path) -> None:
-    """Every stored float tensor of folder ``path`` is finite (read one tensor at a time)."""
-    for name, (_, kind, file) in stored_tensors(path).items():
+def check_finite_weights(files: list[Path]) -> None:
+    """Every stored float tensor of a folder's weight ``files`` is finite (read one tensor at a time)."""
+    for name, (_, kind, file) in stored_tensors(files).items():
         if kind not in WIDE:
             continue
         with safe_open(str(file), framework="pt") as handle:
