@@ -454,7 +454,7 @@ def outcome(code, err, before, after) -> str:
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
-def test_cli_bad_input(case, paths, tmp_path, capsys, monkeypatch):
+def test_cli_bad_input(case, paths, tmp_path, capsys, monkeypatch, record_property):
     """Exit code 2, ONE error line naming the culprit, no stage started, the output folder absent or
     untouched and every file under the fixture folder byte-identical (sha256)."""
     torch.set_num_threads(1)
@@ -470,11 +470,13 @@ def test_cli_bad_input(case, paths, tmp_path, capsys, monkeypatch):
         code, err = run_cli(args, capsys)
     except Exception:
         TALLY[case[0]] = "traceback"
+        record_property("bad_input", "cli traceback")
         raise
     after = snapshot(target) if str(target) not in ("", ".") else snapshot(Path.cwd())
     lines = [line for line in err.splitlines() if "error:" in line]
     changed = tree_hashes(Path(paths["root"])) != inputs
     TALLY[case[0]] = "destructive" if changed else outcome(code, err, before, after)
+    record_property("bad_input", f"cli {TALLY[case[0]]}")
     assert code == 2, err
     assert len(lines) == 1 and re.search(pattern, lines[0]), err
     assert "[forgetless]" not in err  # no stage started: checked before any work
@@ -573,13 +575,20 @@ API_IDS = ["api-labels-string", "api-epochs-nan", "api-save-steps-zero", "api-la
 
 
 @pytest.mark.parametrize("name", API_IDS)
-def test_api_bad_input(name, paths, tmp_path):
+def test_api_bad_input(name, paths, tmp_path, record_property):
     out = tmp_path / "out"
     cases = {c[0]: c for c in _api_cases(paths, out)}
     _, call, pattern = cases[name]
-    with pytest.raises(ForgetlessError) as info:
+    record_property("bad_input", "api traceback")  # replaced below unless the call raises another error
+    try:
         call()
-    message = str(info.value)
+    except ForgetlessError as exc:
+        message = str(exc)
+    else:
+        record_property("bad_input", "api silent")
+        pytest.fail(f"{name}: ran where it should refuse")
+    clear = "\n" not in message and re.search(pattern, message) and not out.exists()
+    record_property("bad_input", f"api {'clear' if clear else 'unclear'}")
     assert "\n" not in message and re.search(pattern, message), message
     assert not out.exists()
 

@@ -467,13 +467,15 @@ def paths(tmp_path_factory, one_thread):
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
-def test_llm_bad_input(case, paths, tmp_path, monkeypatch):
+def test_llm_bad_input(case, paths, tmp_path, monkeypatch, record_property):
     name, call, expected = case
     monkeypatch.setenv("FORGETLESS_CACHE", str(tmp_path / "cache"))
     monkeypatch.delenv("FORGETLESS_DATA_DIR", raising=False)
     outcome, detail = judge(name, call, expected, paths, tmp_path / "run" / "out")
     TALLY[name] = outcome
-    if name in USERPATH and outcome not in ("clear", "correct"):
+    pending = name in USERPATH and outcome not in ("clear", "correct")
+    record_property("bad_input", f"llm {outcome}{' pending' if pending else ''}")  # conftest prints the tally
+    if pending:
         pytest.xfail(f"fixed on userpath's branch (issue 42, report/*): {detail}")
     assert outcome == ("clear" if isinstance(expected, str) else "correct"), detail
 
