@@ -30,6 +30,7 @@ from torch import nn
 from . import progress
 from .progress import stage
 from .config import CleverConfig, RunConfig
+from .data.llm_tasks import with_calibration
 from .data.task import Task
 from .errors import OutputFolderError
 from .fsutil import atomic_write_json, disk_full_guard, remove_leftovers
@@ -100,6 +101,7 @@ def run(task: Task, config: RunConfig, *, model=None, tokenizer=None, work_dir: 
     first (``validate.validate_run``) unless the caller did (``checked``)."""
     if not checked:
         validate_run(task, config, model)
+    task = with_calibration(task, config)  # an LLM task's protocol names the calibration texts used
     given = Path(work_dir) if work_dir is not None else None
     with _work_folder(given, trains(config)) as work:
         return _steps(task, config, work, model, tokenizer)

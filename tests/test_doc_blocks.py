@@ -36,6 +36,8 @@ NOT_RUN = sorted([
     "README.md: installs packages", "README.md: installs packages", "README.md: it is the test suite",
     "README.md: needs the Hugging Face hub (lm-eval's own tasks read their data there)",
     "docs/benchmarks.md: a benchmark of hours on SmolLM2", "docs/benchmarks.md: a benchmark of hours on SmolLM2",
+    "docs/errors.md: a benchmark of kill -9 on real runs (minutes to hours)",
+    "docs/errors.md: a refusal (exit code 2), shown with the reader's own task folder",
     "docs/getting-started.md: installs packages", "docs/getting-started.md: it is the test suite",
     "docs/getting-started.md: needs the Hugging Face hub",
     "docs/llm-evaluation.md: a benchmark of hours on SmolLM2",
@@ -55,11 +57,12 @@ REAL = {  # quickstart commands run for real: the command as written -> the opti
         ["--data-dir", "{llm_data}", "--eval-size", "3", "--calibration-examples", "4", "--no-progress"]}
 WORK = ("compress", "compress-seq2seq", "demo", "finetune", "sweep", "profile", "evaluate", "bench", "export", "run")
 STAND_INS = {"HuggingFaceTB/SmolLM2-135M-Instruct": "llama", "my-bert": "bert", "path/to/llama-folder": "llama",
-             "path/to/phi-3-or-gemma-3": "smollm2"}
+             "path/to/phi-3-or-gemma-3": "smollm2", "m": "llama"}
 CHECKS = {  # after a page's Python blocks ran: what they must have done
     "docs/any-architecture.md": "assert sum(int((w == 0).sum()) for w in pruned.parameters()) > 0 and "
                                 "Path('phi3-gptq', 'config.json').is_file() and reloaded.config.model_type == 'llama'",
     "README.md": "assert sum(int((w == 0).sum()) for w in pruned.parameters()) > 0 and compared['sets']['dev']['base']",
+    "docs/errors.md": "assert not Path('pruned').exists()  # every call refused before any write",
     "docs/python-api.md": "assert run.card['params']['ratio'] < 1 and (Path('bert-heads-50') / 'model' / 'README.md')"
                           ".is_file()",
     "docs/scaling.md": "assert sum(int((p == 0).sum()) for p in model.parameters()) > 0 and tokenizer is not None",

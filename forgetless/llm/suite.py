@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ConfigError
-from . import engine
+from . import engine, task_checks
 from .records import EXACT, MULTIPLE_CHOICE, ROLLING, SHARED, near_ties, scores, task_records
 
 PERPLEXITY_WINDOWS = 40  # --perplexity-windows' default: 81,920 of WikiText-2 test's 148 windows of 2048 tokens
@@ -113,8 +113,7 @@ def build_suite(names: list[str], include, data_dir, defaults: bool | None, perp
     (WikiText-2 test, CRLF read as LF, its rows joined as the papers' scripts join them), to be scored
     in at most ``perplexity_windows`` windows (seeded; default ``PERPLEXITY_WINDOWS``). ``exact``:
     lm-eval's own scoring."""
-    manager = engine.task_manager(include, data_dir, defaults, names)
-    tasks = engine.load_tasks(names, manager)
+    manager, tasks = task_checks.load_checked(names, include, data_dir, defaults)  # what forgetless cannot score: refused
     sets = {}
     for name, task in tasks.items():
         docs = task.eval_docs
