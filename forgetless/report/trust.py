@@ -22,6 +22,18 @@ SINGLE_CLASS_SHARE = 0.90
 MIN_DISTINCT_OUTPUT_SHARE = 0.10
 
 
+def not_above(value: float, level: float, what: str, detail: str = "") -> str:
+    """How ``value`` stands against the rule "at most ``level`` + ``CHANCE_MARGIN``", worded by what
+    is tested: ``0.440 is at most 0.05 above chance (0.500): 0.060 below it``."""
+    gap = value - level
+    where = "at it" if abs(gap) < 5e-4 else f"{abs(gap):.3f} {'below' if gap < 0 else 'above'} it"
+    return f"{value:.3f} is at most {CHANCE_MARGIN:.2f} above {what} ({level:.3f}{detail}): {where}"
+
+
+# the phrase of the warnings that make a card's gaps and F_bias meaningless (honest.f_bias_meaningful)
+VOIDS_F_BIAS = "its gaps and F_bias are not meaningful"
+
+
 def near_chance(set_name: str, accuracy: float, num_classes: int, majority_share: float | None = None,
                 role: str = "base") -> str | None:
     """Warn when ``accuracy`` is at most ``CHANCE_MARGIN`` above chance (``1/num_classes``) or the
@@ -30,11 +42,11 @@ def near_chance(set_name: str, accuracy: float, num_classes: int, majority_share
         raise ConfigError(f"num_classes must be >= 2 for a chance level, got {num_classes}")
     chance = 1.0 / num_classes
     if accuracy <= chance + CHANCE_MARGIN:
-        return (f"{role} model on {set_name}: accuracy {accuracy:.3f} is within {CHANCE_MARGIN:.2f} of chance "
-                f"({chance:.3f} for {num_classes} classes); its gaps and F_bias are not meaningful")
+        return (f"{role} model on {set_name}: accuracy {not_above(accuracy, chance, 'chance', f' for {num_classes} classes')}"
+                f"; {VOIDS_F_BIAS}")
     if majority_share is not None and accuracy <= majority_share + CHANCE_MARGIN:
-        return (f"{role} model on {set_name}: accuracy {accuracy:.3f} is within {CHANCE_MARGIN:.2f} of the "
-                f"majority-class share {majority_share:.3f}; it may only predict the frequent class")
+        return (f"{role} model on {set_name}: accuracy {not_above(accuracy, majority_share, 'the majority-class share')}"
+                f"; it may only predict the frequent class, and {VOIDS_F_BIAS}")
     return None
 
 
