@@ -48,6 +48,24 @@ def test_verdict_line_hand_computed():
     assert n["speedup"]["measurable"] and n["params"]["ratio"] == 0.5
 
 
+def test_the_verdict_states_paired_intervals_and_not_measurable():
+    """With the paired interval of each change: stated, and "not measurable" when it includes 0 (a
+    change that is not measurable is not compared with the other); an LLM suite's mean likewise."""
+    delta = lambda v, low, high: {"value": v, "low": low, "high": high, "n": 200}  # noqa: E731
+    card = _card()
+    card["intervals"]["delta"] = {"sets": {"dev": delta(-0.031, -0.07, 0.005)}, "challenge": delta(-0.125, -0.2, -0.05)}
+    assert verdict(card) == ("-3.1 points [-7.0, +0.5] on dev: not measurable (the interval includes 0), lost 12.5 "
+                             "points [-20.0, -5.0] on advglue")
+    card["intervals"]["delta"]["sets"]["dev"] = delta(-0.031, -0.05, -0.01)
+    assert verdict(card) == ("lost 3.1 points [-5.0, -1.0] on dev, lost 12.5 points [-20.0, -5.0] on advglue — loses "
+                             "more on the challenge set")
+    llm = {**card, "challenge": None, "llm": {"headline_tasks": ["a", "b", "c", "d"], "headline": {
+        "base": {"value": 0.45, "low": 0.4, "high": 0.5}, "compressed": {"value": 0.39, "low": 0.33, "high": 0.45},
+        "delta": delta(-0.06, -0.125, 0.01)}}}
+    assert verdict(llm) == "-6.0 points [-12.5, +1.0] on the mean of the 4 LLM tasks above chance: not measurable (the interval includes 0)"
+    assert headline_numbers(llm)["deltas"]["dev"]["low"] == -0.125
+
+
 def test_summary_panel_colours_deltas_and_greys_what_cannot_be_trusted():
     page = summary_panel(_card())
     # dev: base [75.0, 85.0] and compressed [71.9, 81.9] overlap: grey; challenge [55, 65] vs [42.5, 52.5]: red

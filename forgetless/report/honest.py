@@ -13,8 +13,8 @@ import numpy as np
 
 from ..metrics.intervals import (DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, bootstrap_accuracy, bootstrap_f_bias,
                                   speedup_interval, timing_summary)
-from ..llm.records import MULTIPLE_CHOICE
-from ..metrics.paired import softmax
+from ..llm.records import MULTIPLE_CHOICE, scores
+from ..metrics.paired import paired_intervals, softmax
 from . import trust
 from .llm_section import near_chance_warnings
 
@@ -60,8 +60,10 @@ def prediction_rows(task, predictions: dict) -> list[dict]:
 
 def llm_rows(predictions: dict) -> list[dict]:
     """An LLM suite's rows: per lm-eval item the gold and picked choice (by the task's metric), the
-    softmax of the choice log-likelihoods, the log-likelihoods and the choices' lengths in characters
-    (acc_norm's normaliser); per document of a rolling task its log-likelihood, words and bytes."""
+    softmax of the scores that metric compares (acc: the choices' log-likelihoods; acc_norm: per
+    character), so the pick is the most probable choice, the log-likelihoods and the choices' lengths
+    in characters (acc_norm's normaliser); per document of a rolling task its log-likelihood, words
+    and bytes."""
     rows = []
     for role in ROLES:
         for name, records in predictions[role].items():
@@ -70,8 +72,8 @@ def llm_rows(predictions: dict) -> list[dict]:
                 row = {"id": r["doc"], "set": name, "role": role, "gold": r.get("gold"),
                        "predicted": records["predicted"][i] if multiple_choice else None}
                 if multiple_choice:
-                    row.update(probabilities=[round(float(p), 6) for p in softmax(r["ll"])], log_likelihoods=r["ll"],
-                               choice_lengths=r["chars"])
+                    row.update(probabilities=[round(float(p), 6) for p in softmax(scores(r, records["primary"]))],
+                               log_likelihoods=r["ll"], choice_lengths=r["chars"])
                 elif "ll" in r:
                     row.update(log_likelihoods=[r["ll"]], words=r.get("words"), bytes=r.get("bytes"))
                 else:
@@ -89,15 +91,20 @@ def correctness(task, predictions: dict) -> dict:
 
 def intervals_section(task, predictions: dict, seed: int = 0, n_resamples: int = N_RESAMPLES) -> dict:
     """Bootstrap intervals for every accuracy on the card: per set, dev hard / easy, the pooled
-    challenge accuracy, and F_bias (paired). Entries of empty subsets have ``n`` 0 and no interval.
+    challenge accuracy, F_bias (paired) and the change compressed − base of every set and of the pooled
+    challenge accuracy (``delta``: paired, the same examples resampled for both models). Entries of
+    empty subsets have ``n`` 0 and no interval.
     Generation tasks get ``sets`` {} (their metrics are corpus scores, not resampled here)."""
     section = {"method": "percentile bootstrap", "confidence": DEFAULT_CONFIDENCE, "n_resamples": n_resamples,
-               "seed": seed, "sets": {}, "hard_easy": None, "challenge": None, "f_bias": None}
+               "seed": seed, "sets": {}, "hard_easy": None, "challenge": None, "f_bias": None, "delta": None}
     if task.kind != "classification":
         return section
     correct = correctness(task, predictions)
     boot = lambda values: bootstrap_accuracy(values, n_resamples, seed)  # noqa: E731
     section["sets"] = {name: {role: boot(correct[role][name]) for role in ROLES} for name in correct["base"]}
+    change = lambda base, comp: paired_intervals(base, comp, n_resamples, seed)["delta"]  # noqa: E731
+    section["delta"] = {"sets": {name: change(correct["base"][name], correct["compressed"][name])
+                                 for name in correct["base"]}, "challenge": None}
     dev = task.dev
     if dev.hard is not None:
         hard = np.asarray(dev.hard, dtype=bool)
@@ -107,6 +114,7 @@ def intervals_section(task, predictions: dict, seed: int = 0, n_resamples: int =
     if pooled:
         joined = {role: np.concatenate([correct[role][name] for name in pooled]) for role in ROLES}
         section["challenge"] = {role: boot(joined[role]) for role in ROLES}
+        section["delta"]["challenge"] = change(joined["base"], joined["compressed"])
         if joined["base"].size and correct["base"]["dev"].size:
             section["f_bias"] = bootstrap_f_bias(correct["base"]["dev"], joined["base"], correct["compressed"]["dev"],
                                                  joined["compressed"], n_resamples, seed)

@@ -23,6 +23,7 @@ from ..llm.records import MULTIPLE_CHOICE, ROLLING, scores
 from ..metrics.intervals import DEFAULT_RESAMPLES
 from ..metrics.paired import (TERCILES, choice_kl, difference_of_deltas, flips, interval, macro_intervals, margin,
                               paired_intervals, terciles)
+from .llm_markdown import KL_BASIS
 from .trust import CHANCE_MARGIN, not_above
 
 ROLES = ("base", "compressed")
@@ -50,7 +51,7 @@ def llm_section(task, results: dict, predictions: dict, seed: int = 0, n_resampl
     pairs_of = {n: _correct_pair(records, n) for n in headline_tasks}
     engine = {k: v for k, v in results["base"]["zero_shot"].items() if k not in ("cache", "truncated_prompts")}
     engine["cache"] = {role: results[role]["zero_shot"].get("cache") for role in ROLES}
-    section = {"engine": engine, "tasks": tasks, "headline_tasks": headline_tasks,
+    section = {"engine": engine, "tasks": tasks, "headline_tasks": headline_tasks, "kl_basis": KL_BASIS,
                "headline": macro_intervals(list(pairs_of.values()), n_resamples, seed) if headline_tasks else None,
                "pooled": _pooled(records, headline_tasks, seed, n_resamples) if headline_tasks else None,
                "pairs": _pairs(tasks, records, seed, n_resamples)}
