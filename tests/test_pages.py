@@ -10,6 +10,7 @@ import sys
 import re
 
 import pytest
+from markdown_it import MarkdownIt
 
 from forgetless.cli import main
 from forgetless.report.headline import headline_numbers, verdict
@@ -203,9 +204,10 @@ SAFE_TAGS = {"html", "head", "meta", "title", "style", "body", "h1", "h2", "h3",
              "thead", "tbody", "tr", "th", "td", "img", "code", "strong", "em", "section", "div", "pre", "hr", "br"}
 
 
-def _inert(page: str, shown: list[str]) -> str:
+def _inert(page: str, shown: list[str], plots: str = "data:image/png;base64,") -> str:
     """``page`` parsed as a browser would: only the renderer's own tags, no event attribute, no link,
-    images only embedded plots; and every hostile string still there as visible text (returned)."""
+    images only plots (``plots``: embedded; a regular expression: the folder's own files); and every
+    hostile string still there as visible text (returned)."""
     from html.parser import HTMLParser
 
     class Page(HTMLParser):
@@ -218,12 +220,13 @@ def _inert(page: str, shown: list[str]) -> str:
             self.text.append(data)
 
     parser = Page()
+    parser.tags, parser.text = [], []
     parser.feed(page)
     assert {tag for tag, _ in parser.tags} <= SAFE_TAGS, {tag for tag, _ in parser.tags} - SAFE_TAGS
     for tag, attrs in parser.tags:
         assert not [a for a in attrs if a.startswith("on") or a in ("href", "srcdoc")], (tag, attrs)
         assert attrs.get("style", "text-align:left") in ("text-align:left", "text-align:right"), (tag, attrs)
-        assert attrs.get("src", "data:image/png;base64,").startswith("data:image/png;base64,"), (tag, attrs)
+        assert re.match(plots, attrs.get("src", "data:image/png;base64,")), (tag, attrs)
     text = "".join(parser.text)
     for hostile in shown:
         assert hostile in text, hostile
@@ -267,6 +270,15 @@ def test_tags_in_users_data_are_shown_as_text_in_every_page(tmp_path, capsys):
     assert main(["compare", str(run), str(other), "--out", str(tmp_path / "cmp")]) == 0
     _inert((tmp_path / "cmp" / "compare.html").read_text(), [run.name, other.name, "adv<iframe srcdoc>",
                                                              "<script>alert(9)</script>"])
+    # the Markdown files as GitHub and the hub render them, raw HTML on (issue 43): report.md, compare.md and
+    # model/README.md (what --push-to-hub uploads) show the same strings as text
+    github = MarkdownIt("commonmark", {"html": True}).enable("table")
+    local = r"(data:image/png;base64,|[\w.-]+\.png$)"
+    _inert(github.render((run / "report.md").read_text()), shown, local)
+    _inert(github.render((other / "report.md").read_text()), [*shown, *hostile], local)
+    _inert(github.render((tmp_path / "cmp" / "compare.md").read_text()), [run.name, "<script>alert(9)</script>"], local)
+    model_card = (run / "model" / "README.md").read_text().split("\n---\n", 1)[1]  # the body under its YAML
+    _inert(github.render(model_card), ["adv<iframe srcdoc>", *warned], local)
 
     records = [_record(card, "layers")]
     setup = {"method": "truncate", "method_options": {"stack": "<svg onload=alert(10)>"}, "level_option": "layers",
@@ -321,3 +333,17 @@ def test_size_tile_compares_the_saved_folder_with_the_file_the_user_started_from
     assert '<div class="tile bad"><div class="label">size on disk</div><div class="value">1.78×</div>' in page
     assert "174.3 MB vs 98.0 MB (SmolLM2 as given (model.Q4_1.gguf)); 0.32× its float32 folder; 4.50 bits per " \
            "quantized weight" in page
+
+
+def test_inert_markdown_by_hand():
+    """Tags, autolinks, links and link definitions are broken outside code; code spans and fences stay as
+    written where a renderer pairs them as inert does, else they are escaped too; the folder's plots stay."""
+    from forgetless.report.inert import inert
+
+    assert inert("set <script>x</script> `a<b>` [c](javascript:d) [e]: f") == \
+        "set &lt;script>x&lt;/script> `a<b>` [c]\\(javascript:d) [e]\\: f"
+    assert inert("a ` b\nc ` <script> `") == "a ` b\nc ` &lt;script> `"  # the renderer pairs across the lines
+    assert inert("\\` <i> `") == "\\` &lt;i> `"                          # an escaped backtick opens no span
+    assert inert("```\n<kept>\n```\n<x>") == "```\n<kept>\n```\n&lt;x>"
+    assert inert("![metrics.png](metrics.png)\n![x](http://t/p.png)") == "![metrics.png](metrics.png)\n![x]\\(http://t/p.png)"
+    assert inert("see [hub](https://h/x).", keep=("see [hub](https://h/x).",)) == "see [hub](https://h/x)."

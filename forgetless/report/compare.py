@@ -24,6 +24,7 @@ from .headline import (delta_points, delta_text, estimate, estimate_text, headli
                        speedup_text, verdict)
 from .llm_markdown import kl_basis
 from .html import render_html
+from .inert import inert
 from .naming import card_chain
 from .pareto import pareto_plot
 from .plots import llm_compare_plot
@@ -121,7 +122,7 @@ def render_compare(cards: dict[str, dict], sets: list[str], plot: str | None = N
         lines += ["", "## ⚠ Warnings", ""] + [f"- {w} — {', '.join(runs)}" for w, runs in fired.items()]
     lines += ["", "Runs: " + "; ".join(f"{name} = `{card.get('command') or card['method']['name']}`"
                                         for name, card in cards.items())]
-    return "\n".join(lines) + "\n"
+    return inert("\n".join(lines) + "\n")  # folder, set and task names stay text (report/inert.py)
 
 
 SIZE_CAPTION = ("size: the compressed model against its base — bytes on disk of its folder against the base's float32 "

@@ -1,6 +1,7 @@
 """Markdown rendering of a report card (see ``card.py`` for the schema)."""
 from __future__ import annotations
 
+from .inert import inert
 from .headline import megabytes as mb, size_numbers, speedup, speedup_text, verdict
 from .size_speed_markdown import size_markdown, speed_markdown
 from .layers import layers_markdown
@@ -91,7 +92,7 @@ def render_markdown(card: dict, summary: bool = True) -> str:
                      + (f"; GPU {memory['cuda_peak_mib']:.0f} MiB" if "cuda_peak_mib" in memory else "") + ")")
     if plots[1:]:
         lines += ["", "## Method plots", ""] + [f"![{p}]({p})" for p in plots[1:]]
-    return "\n".join(lines) + "\n"
+    return inert("\n".join(lines) + "\n")  # names from users' data stay text on GitHub too (report/inert.py)
 
 
 def _generation(card: dict) -> list[str]:
