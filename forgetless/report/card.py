@@ -161,6 +161,7 @@ def build_card(measured: Measurements) -> dict:
     compared = comparison(measured.task, measured.results, measured.predictions, run.seed, measured.calibration,
                           measured.agreement, measured.training)
     sizes = measured.sizes
+    leak = honest.run_calibration_leak(measured.task, run, [method, *measured.then], measured.kind.name)
     card = {
         "schema": SCHEMA,
         "kind": {"task": measured.task.kind, "model": measured.kind.name},
@@ -180,7 +181,7 @@ def build_card(measured: Measurements) -> dict:
         "deployment": None,
         "intervals": compared["intervals"],
         "training": measured.training,
-        "warnings": compared["warnings"],
+        "warnings": compared["warnings"] + ([leak] if leak else []),
         "notes": list(measured.notes),
         "run": to_recipe(run),
         "seed": run.seed,

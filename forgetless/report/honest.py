@@ -208,6 +208,44 @@ def collect(task, results: dict, predictions: dict, bias: dict | None, training:
     return [warning for warning in found if warning]  # the checks that fired (None: passed), in order
 
 
+def run_calibration_leak(task, run, methods: list, kind: str) -> str | None:
+    """``trust.calibration_leak`` of a compress run whose chain calibrates on text: its texts
+    (``--calibration-data``, or an LLM suite's calibration split: ``--train`` / the default XSum) against
+    what the card evaluates (an LLM suite's perplexity text, a causal LM's perplexity file, the sets)."""
+    from ..methods._shared.calibration import calibration_texts
+    from ..metrics.perplexity import default_perplexity_file
+
+    if not any(m.config.calibration == "text" for m in methods):
+        return None
+    if run.calibration_data:
+        texts = calibration_texts(run.calibration_data, run.task.data_dir, "--calibration-data")
+    elif task.kind == "lm-eval":
+        texts = list(task.train.text_a)
+    else:
+        return None  # the task's own training split: disjoint from its evaluation sets by the task's making
+    ppl = None
+    if kind == "causal-lm" and task.kind == "classification":  # held-out perplexity of a zero-shot run
+        ppl = run.eval.perplexity_file or default_perplexity_file(run.task.data_dir)
+    return trust.calibration_leak(texts, evaluated_texts(task, ppl))
+
+
+def evaluated_texts(task, perplexity_file: str | None = None) -> dict[str, str]:
+    """{what: text} of what a run evaluates that calibration text could leak into (``trust.calibration_leak``):
+    an LLM suite's perplexity text, a causal LM's held-out perplexity file, every evaluation set's inputs."""
+    from ..data.texts import read_texts
+
+    found = {}
+    suite = getattr(task, "suite", None)
+    if suite is not None and suite.perplexity is not None:
+        found[f"{suite.perplexity.name} ({suite.perplexity.source})"] = suite.perplexity.text
+    if perplexity_file:
+        found[f"the perplexity file {perplexity_file}"] = "\n".join(read_texts(perplexity_file))
+    for name, examples in (task.eval_sets().items() if suite is None else ()):
+        texts = list(getattr(examples, "text_a", None) or getattr(examples, "sources", None) or [])
+        found[f"the {name} set"] = "\n".join(texts + list(getattr(examples, "text_b", None) or []))
+    return found
+
+
 def f_bias_meaningful(bias: dict | None, warnings: list[str]) -> bool:
     """F_bias is meaningful only with a positive base gap and a base model above chance."""
     if not bias or bias.get("f_bias") is None:

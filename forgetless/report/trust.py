@@ -113,3 +113,23 @@ def more_training_than_base(base_epochs: float, compressed_epochs: float) -> str
                 f"differences may come from the extra training")
     return None
 
+
+
+# A calibration text counts as found in an evaluated text when it is at least this long (shorter ones,
+# "Yes." or a title, recur by chance) and appears in it verbatim; a tenth of them found is a leak.
+LEAK_MIN_CHARS = 40
+LEAK_SHARE = 0.10
+
+
+def calibration_leak(texts: list[str], evaluated: Mapping[str, str]) -> str | None:
+    """Warn when the calibration ``texts`` of a one-shot method are (a tenth or more of them) in an
+    ``evaluated`` text ({what: text}, e.g. WikiText-2 test, whose perplexity the suite reports): the
+    compressed model was fitted to what it is then scored on, which flatters it."""
+    long = [t.strip() for t in texts if len(t.strip()) >= LEAK_MIN_CHARS]
+    for what, text in evaluated.items():
+        found = sum(t in text for t in long)
+        if long and found >= LEAK_SHARE * len(long):
+            return (f"calibration: {found} of the {len(long)} calibration texts (of {LEAK_MIN_CHARS}+ characters) are in "
+                    f"{what}, which this card evaluates: the compressed model was calibrated on the text it is scored "
+                    "on, which flatters it; calibrate on text disjoint from it (e.g. the data folder's xsum)")
+    return None
