@@ -40,6 +40,7 @@ from .kinds import KINDS, kind_for
 from .kinds.in_memory import check_model_object, find_tokenizer, is_in_memory, kind_name_of, label
 from .methods._shared.calibration import calibration_texts
 from .methods.base import CompressionContext
+from .offline import check_offline_tasks
 from .metrics.calibration import calibration_section
 from .metrics.runtime import agreement
 from .options import build
@@ -198,6 +199,7 @@ def evaluated_task(data, columns: dict | None, seed: int, data_dir=None, eval_si
     config = build(TaskConfig, {"name": data, "data_dir": None if data_dir is None else str(data_dir),
                                 "eval_size": eval_size, "lm_eval_include": lm_eval_include,
                                 "lm_eval_tasks": None if lm_eval_tasks is None else list(lm_eval_tasks)}, "task")
+    check_offline_tasks(config)  # before any data or model is read
     return task_from_config(config, seed)
 
 

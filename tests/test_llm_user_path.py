@@ -108,3 +108,32 @@ def test_a_gptq_card_and_compare_page_describe_a_quantized_model(runs, tmp_path)
     numbers = [{"label": n, "group": n, "numbers": headline_numbers(json.loads((runs[n] / "report.json").read_text()))}
                for n in ("gptq", "sparsegpt")]
     assert panels(numbers) == [("dev", "params")]  # no challenge set, no speed timed: one panel, not four
+
+
+def test_what_needs_no_model_is_checked_before_any_data_or_model(runs, monkeypatch, capsys, tmp_path):
+    """GPTQ's group size against the model's widths (config.json) and an lm-eval task only the hub has,
+    with the hub off: one line each (exit code 2) before the task's data is read or a model loaded."""
+    from types import SimpleNamespace
+
+    from forgetless.llm import engine
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("data or a model was read")
+
+    monkeypatch.setattr("forgetless.cli.jobs.task_from_config", refuse)
+    monkeypatch.setattr("forgetless.kinds.causal_lm.load_causal_lm", refuse)
+    assert main(["compress", "--model", runs["base"], "--base", "as-is", "--method", "gptq", "--task", "lm-eval",
+                 "--lm-eval-tasks", "piqa_offline", "--data-dir", str(runs["data"]), "--out", str(tmp_path / "x")]) == 2
+    assert "--group-size 128: model" in capsys.readouterr().err
+    own = engine.task_manager  # lm-eval's own index stands in: hellaswag reads Rowan/hellaswag from the hub
+    hub = SimpleNamespace(task_index={"hellaswag": SimpleNamespace(cfg={"dataset_path": "Rowan/hellaswag"})})
+    monkeypatch.setattr(engine, "task_manager", lambda include, root, defaults, *a: hub if defaults else
+                        own(include, root, defaults))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert main(["compress", "--model", runs["base"], "--base", "as-is", "--method", "gptq", "--group-size", "16",
+                 "--task", "lm-eval", "--lm-eval-tasks", "hellaswag,piqa_offline", "--data-dir", str(runs["data"]),
+                 "--out", str(tmp_path / "x")]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "forgetless: error: --lm-eval-tasks hellaswag: lm-eval's own task reads the hub dataset Rowan/hellaswag, and the "
+        "hub is off (HF_HUB_OFFLINE=1) with no copy in datasets' cache; use hellaswag_offline (the shipped offline "
+        "copy; with --data-dir DIR)")

@@ -19,6 +19,7 @@ from ..metrics.intervals import speedup_interval
 from ..metrics.speed import SpeedConfig, compare_speed
 from ..models.adapters import get_adapter
 from ..models.io import load_model, save_model
+from ..offline import check_offline_tasks
 from ..models.loading import load_classifier, load_seq2seq
 from ..outputs import check_output, claim_output, mark_output
 from ..report.model_card import write_model_card
@@ -64,6 +65,7 @@ def cmd_evaluate(args, config) -> int:
     task_config = config.task
     if task_config.name == "files" and not task_config.train_file:  # evaluation reads no training data
         task_config = replace(task_config, train_file=task_config.dev_file)
+    check_offline_tasks(task_config)  # a hub-only LLM task while the hub is off: one line now, not minutes later
     task = task_from_config(task_config, config.seed)
     result = evaluate_saved(args.model_path, task, args.json, max_length=config.train.max_length,
                             overwrite=args.overwrite)
