@@ -137,3 +137,19 @@ def test_what_needs_no_model_is_checked_before_any_data_or_model(runs, monkeypat
         "forgetless: error: --lm-eval-tasks hellaswag: lm-eval's own task reads the hub dataset Rowan/hellaswag, and the "
         "hub is off (HF_HUB_OFFLINE=1) with no copy in datasets' cache; use hellaswag_offline (the shipped offline "
         "copy; with --data-dir DIR)")
+
+
+def test_the_evaluate_command_prints_the_cards_numbers_of_a_saved_llm(runs, capsys):
+    """``forgetless evaluate FOLDER`` (the folder positional, as the README says) on the LLM suite: each
+    task's own metric and the perplexity with the tokens it scored, as on the card."""
+    card = json.loads((runs["gptq"] / "report.json").read_text())
+    assert main(["evaluate", str(runs["gptq"] / "model"), "--task", "lm-eval", "--lm-eval-tasks", TASKS,
+                 "--data-dir", str(runs["data"]), "--eval-size", "3"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    for name, entry in card["sets"].items():
+        metrics = entry["compressed"]
+        if "accuracy" in metrics:
+            assert f"{name:>12}: {metrics['metric']} {100 * metrics['accuracy']:.2f}% (n=3)" in out
+    lm = card["language_model"]["compressed"]
+    assert f"  perplexity: {lm['perplexity']:.2f} on wiki.test.raw ({lm['scored']:,} tokens scored in " \
+           f"{lm['windows']} windows of {lm['window']})" in out
