@@ -25,6 +25,7 @@ from forgetless.models.tiny import tiny_llama_config
 from llm_data import write_llm_data
 
 ROOT = Path(__file__).resolve().parents[1]
+DOCS = [ROOT / "docs" / "llm-quickstart.md"]  # pages whose commands and Python blocks run here too
 STAND_INS = {'"my-bert"': "bert", '"path/to/llama-folder"': "llama",  # what the README names → folder
              "smollm2_folder()": "llama", '"../shared/data"': "data"}
 SENTENCES = [("a charming and affecting journey", 1), ("bleak and desperate", 0), ("a great fun film", 1),
@@ -160,7 +161,7 @@ def test_every_readme_command_parses_and_passes_the_checks_before_loading(tmp_pa
     extras = re.search(r"\[project.optional-dependencies\](.*?)\n\[", (ROOT / "pyproject.toml").read_text(), re.DOTALL)
     extras = set(re.findall(r"^(\w+) =", extras.group(1), re.MULTILINE))
     checked = 0
-    for argv in shell_commands():
+    for argv in shell_commands() + [c for page in DOCS for c in shell_commands(page.read_text(encoding="utf-8"))]:
         shown = " ".join(argv)
         if argv[:2] == ["pip", "install"]:
             for spec in argv[2:]:
@@ -216,3 +217,11 @@ def test_the_llm_quickstart_runs_command_by_command(tmp_path, monkeypatch, capsy
     for name, entry in card["sets"].items():
         if "accuracy" in entry["compressed"]:
             assert f"{name}: {entry['compressed']['metric']} {100 * entry['compressed']['accuracy']:.2f}%" in printed
+    page = DOCS[0].read_text(encoding="utf-8")  # the docs page: the same commands, then its Python block
+    assert [argv for argv in shell_commands(page) if argv[0] == "forgetless"] == commands
+    (code,) = [body for info, body in fenced(page) if info == "python"]
+    for name, value in stand_in.items():
+        code = code.replace(f'"{name}"', repr(value))
+    scope: dict = {}
+    exec(compile(code, str(DOCS[0]), "exec"), scope)  # noqa: S102 - the page's own example
+    assert scope["compared"]["llm"]["tasks"] == json.loads(json.dumps(card["llm"]["tasks"]))
