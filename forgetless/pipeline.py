@@ -240,6 +240,7 @@ def measure(ctx: CompressionContext, config: RunConfig, teacher, compressed, met
         predictions=predictions, sizes={}, speed=speed, notes=ctx.notes, command=" ".join(sys.argv),
         robustness=robustness, calibration=calibration_section(task, predictions),  # ECE, confidence
         agreement=agreement(predictions), recipe=drop_empty({"command": "compress", **to_recipe(config)}),
+        calibration_texts=ctx.calibration,
         model={"compressed": started, "model_type": getattr(compressed.config, "model_type", None)})
 
 

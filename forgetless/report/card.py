@@ -161,7 +161,8 @@ def build_card(measured: Measurements) -> dict:
     compared = comparison(measured.task, measured.results, measured.predictions, run.seed, measured.calibration,
                           measured.agreement, measured.training)
     sizes = measured.sizes
-    leak = honest.run_calibration_leak(measured.task, run, [method, *measured.then], measured.kind.name)
+    leak = honest.run_calibration_leak(measured.task, run, [method, *measured.then], measured.kind.name,
+                                       measured.calibration_texts)
     card = {
         "schema": SCHEMA,
         "kind": {"task": measured.task.kind, "model": measured.kind.name},

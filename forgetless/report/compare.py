@@ -138,6 +138,16 @@ def _size_cells(n: dict) -> str:
     return f"{size['ratio']:.2f}×{unit} | {sparsity}"
 
 
+def _runs_by_base(numbers: dict) -> list[list[str]]:
+    """The runs of each base model (same parameters, dev or mean accuracy, pooled challenge accuracy): one
+    row each in the table of base models."""
+    bases: dict[tuple, list[str]] = {}
+    for name, n in numbers.items():
+        key = (n["params"]["base"], n["dev"]["base"]["value"], (n["challenge"] or {}).get("base", {}).get("value"))
+        bases.setdefault(key, []).append(name)
+    return list(bases.values())
+
+
 def _classifier_tables(cards: dict[str, dict], numbers: dict, sets: list[str]) -> list[str]:
     """Headline table, base models and accuracy per common set of classification / generation runs."""
     first = next(iter(cards.values()))
@@ -154,12 +164,8 @@ def _classifier_tables(cards: dict[str, dict], numbers: dict, sets: list[str]) -
                      f"{_speed(n['speedup'])} | {_with_delta(n['dev'], scale)} | {_with_delta(n['challenge'], 100)} | "
                      f"{_f_bias(n['f_bias'])} | {_with_delta(n['hard'], 100)} | {_with_delta(n['easy'], 100)} | "
                      f"{len(n['warnings'])} |")
-    bases: dict[tuple, list[str]] = {}
-    for name, n in numbers.items():  # runs of one base model share one row
-        key = (n["params"]["base"], n["dev"]["base"]["value"], (n["challenge"] or {}).get("base", {}).get("value"))
-        bases.setdefault(key, []).append(name)
     lines += ["", "| base model of | parameters | dev | " + pooled + " | hard | easy |", "|:---|---:|---:|---:|---:|---:|"]
-    for runs in bases.values():
+    for runs in _runs_by_base(numbers):
         n = numbers[runs[0]]
         cells = [estimate_text((n[part] or {}).get("base"), scale if part == "dev" else 100)
                  for part in ("dev", "challenge", "hard", "easy")]
@@ -195,12 +201,9 @@ def _llm_tables(cards: dict[str, dict], numbers: dict) -> list[str]:
                      f"{'–' if bits is None else f'{bits:.2f}'} | {_speed(n['speedup'])} | "
                      f"{estimate_text(n['dev']['compressed'])} | {delta_text(n['deltas']['dev'])} | "
                      f"{len(n['warnings'])} |")
-    bases: dict[tuple, list[str]] = {}
-    for name, n in numbers.items():  # runs of one base model share one row
-        bases.setdefault((n["params"]["base"], n["dev"]["base"]["value"]), []).append(name)
     lines += ["", "| base model of | parameters | on disk | mean accuracy | tasks above chance |",
               "|:---|---:|---:|---:|---|"]
-    for runs in bases.values():
+    for runs in _runs_by_base(numbers):
         n, card = numbers[runs[0]], cards[runs[0]]
         tasks = ", ".join(card["llm"].get("headline_tasks") or []) or "none"
         lines.append(f"| {', '.join(runs)} | {n['params']['base']:,} | {megabytes(n['size']['base_bytes'])} | "

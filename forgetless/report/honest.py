@@ -208,20 +208,18 @@ def collect(task, results: dict, predictions: dict, bias: dict | None, training:
     return [warning for warning in found if warning]  # the checks that fired (None: passed), in order
 
 
-def run_calibration_leak(task, run, methods: list, kind: str) -> str | None:
+def run_calibration_leak(task, run, methods: list, kind: str, texts: list[str] | None) -> str | None:
     """``trust.calibration_leak`` of a compress run whose chain calibrates on text: its texts
-    (``--calibration-data``, or an LLM suite's calibration split: ``--train`` / the default XSum) against
-    what the card evaluates (an LLM suite's perplexity text, a causal LM's perplexity file, the sets)."""
-    from ..methods._shared.calibration import calibration_texts
+    (``--calibration-data``'s, read by the pipeline; else an LLM suite's calibration split: ``--train`` /
+    the default XSum) against what the card evaluates (an LLM suite's perplexity text, a causal LM's
+    perplexity file, the sets)."""
     from ..metrics.perplexity import default_perplexity_file
 
     if not any(m.config.calibration == "text" for m in methods):
         return None
-    if run.calibration_data:
-        texts = calibration_texts(run.calibration_data, run.task.data_dir, "--calibration-data")
-    elif task.kind == "lm-eval":
+    if texts is None and task.kind == "lm-eval":
         texts = list(task.train.text_a)
-    else:
+    if texts is None:
         return None  # the task's own training split: disjoint from its evaluation sets by the task's making
     ppl = None
     if kind == "causal-lm" and task.kind == "classification":  # held-out perplexity of a zero-shot run
