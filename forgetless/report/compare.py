@@ -5,7 +5,10 @@ accuracy (bootstrap intervals), F_bias (Du et al. 2023, eq. 1; paired bootstrap 
 meaningless where the run's warnings say so), hard / easy accuracy, and each run's warnings. Runs of
 an LLM suite (task kind ``lm-eval``) add a table of the change per lm-eval task, the pooled flips and
 KL, WikiText-2 perplexity, and ``llm.png``: mean accuracy and perplexity against size, stored bits
-per parameter and sparsity.
+per parameter and the sparsity pruning made. An LLM suite's runs have no classifier columns (dev,
+challenge, F_bias, hard / easy): their mean accuracy over the tasks above chance instead. Size is on
+disk against the base's float32 folder (``headline.size_numbers``: a quantized model keeps its
+parameter count); sparsity is only what a pruning method zeroed.
 
 Runs are aligned on their common evaluation sets: a set is the same when the task, the set name
 and its size match. Runs with no common set are refused before anything is written. DIR follows
