@@ -157,7 +157,10 @@ def test_compare_two_runs_side_by_side_and_the_output_rule(two_runs, tmp_path, c
     row = next(line for line in text.splitlines() if line.startswith("| heads | heads | scoring_examples=16, prune_count=2"))
     dev = cards[0]["intervals"]["sets"]["dev"]["compressed"]
     assert f"{100 * dev['accuracy']:.1f} [{100 * dev['low']:.1f}, {100 * dev['high']:.1f}]" in row
-    assert f"{cards[0]['params']['ratio']:.2f}×" in row
+    change = cards[0]["intervals"]["delta"]["sets"]["dev"]  # the paired interval of the change, "not measurable" …
+    assert f"({100 * change['value']:+.1f} [{100 * change['low']:+.1f}, {100 * change['high']:+.1f}]" in row
+    size = headline_numbers(cards[0])["size"]  # the saved folder against the teacher's, on disk; heads zero no weight
+    assert size["what"] == "the base's float32 folder on disk" and f"| {size['ratio']:.2f}× | – |" in row
     assert ("not meaningful" in row) == (not cards[0]["bias"]["meaningful"])
     assert "| truncate | truncate | layers=1 |" in text and "| heads, truncate | " in text  # one shared base row
     assert "| dev | 16 |" in text and "| challenge | 16 |" in text and "## ⚠ Warnings" in text

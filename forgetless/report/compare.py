@@ -85,9 +85,13 @@ def _norm(value):
     return list(value) if isinstance(value, (list, tuple)) else value
 
 
-def _with_delta(entry: dict | None, scale: float) -> str:
+def _with_delta(entry: dict | None, scale: float, paired: dict | None = None) -> str:
+    """``76.9 [71.9, 81.9] (-3.1)``; with the change's paired interval ``(-3.1 [-5.0, -1.2])``, "not
+    measurable" when it includes 0."""
     points = delta_points(entry, scale)
-    return estimate_text((entry or {}).get("compressed"), scale) + ("" if points is None else f" ({points:+.1f})")
+    change = delta_text(paired, scale) if paired and paired.get("low") is not None else (
+        "" if points is None else f"{points:+.1f}")
+    return estimate_text((entry or {}).get("compressed"), scale) + (f" ({change})" if change else "")
 
 
 def _f_bias(f: dict | None) -> str:
@@ -164,7 +168,8 @@ def _classifier_tables(cards: dict[str, dict], numbers: dict, sets: list[str]) -
     for name, card in cards.items():
         n = numbers[name]
         lines.append(f"| {name} | {card_chain(card)} | {key_options(card)} | {_size_cells(n)} | "
-                     f"{_speed(n['speedup'])} | {_with_delta(n['dev'], scale)} | {_with_delta(n['challenge'], 100)} | "
+                     f"{_speed(n['speedup'])} | {_with_delta(n['dev'], scale, n['deltas']['dev'])} | "
+                     f"{_with_delta(n['challenge'], 100, n['deltas']['challenge'])} | "
                      f"{_f_bias(n['f_bias'])} | {_with_delta(n['hard'], 100)} | {_with_delta(n['easy'], 100)} | "
                      f"{len(n['warnings'])} |")
     lines += ["", "| base model of | parameters | dev | " + pooled + " | hard | easy |", "|:---|---:|---:|---:|---:|---:|"]
