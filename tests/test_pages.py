@@ -343,8 +343,8 @@ def test_inert_markdown_by_hand():
     written where a renderer pairs them as inert does, else they are escaped too; the folder's plots stay."""
     from forgetless.report.inert import inert
 
-    assert inert("set <script>x</script> `a<b>` [c](javascript:d) [e]: f") == \
-        "set &lt;script>x&lt;/script> `a<b>` [c]\\(javascript:d) [e]\\: f"
+    assert inert("set <script>x</script> `a<b>` [c](javascript:d) [e]: f <!-- p < 0.001") == \
+        "set &lt;script>x&lt;/script> `a<b>` [c]\\(javascript:d) [e]\\: f &lt;!-- p < 0.001"
     assert inert("a ` b\nc ` <script> `") == "a ` b\nc ` &lt;script> `"  # the renderer pairs across the lines
     assert inert("\\` <i> `") == "\\` &lt;i> `"                          # an escaped backtick opens no span
     assert inert("```\n<kept>\n```\n<x>") == "```\n<kept>\n```\n&lt;x>"

@@ -7,7 +7,7 @@ the Markdown files are read by other renderers, so a set, label, task or folder 
 CommonMark (https://spec.commonmark.org, sections 4.6 HTML blocks, 6.4 autolinks, 6.6 raw HTML, 6.3
 links, 4.7 link reference definitions) starts every tag and autolink with ``<`` and every link or
 image with ``](`` or a ``[label]:`` definition. Outside code spans and fenced code blocks (whose
-content a renderer shows verbatim) ``inert`` writes ``<`` as ``&lt;`` and breaks ``](`` and ``]:``
+content a renderer shows verbatim) ``inert`` writes such a ``<`` as ``&lt;`` and breaks ``](`` and ``]:``
 with a backslash escape; the text reads the same once rendered. Code spans are trusted only where a
 renderer must pair the backticks as ``inert`` does: in a paragraph (lines up to a blank one) where
 every backtick string closes on its own line and none is backslash-escaped; elsewhere the code spans
@@ -20,6 +20,7 @@ import re
 
 CODE_SPAN = re.compile(r"(`+)(.+?)(?<!`)\1(?!`)")  # a backtick string closed by one of the same length
 FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
+TAG_START = re.compile(r"<(?=[A-Za-z/!?])")
 PLOT = re.compile(r"!\[([\w.-]+\.png)\]\(\1\)")     # a plot of the page's own folder
 
 
@@ -70,4 +71,6 @@ def _spans(line: str) -> list[tuple[int, int]] | None:
 
 
 def _text(text: str) -> str:
-    return text.replace("<", "&lt;").replace("](", "]\\(").replace("]:", "]\\:")
+    """A tag, comment, declaration or autolink starts ``<`` + a letter, ``/``, ``!`` or ``?``: that ``<``
+    becomes ``&lt;`` (``p < 0.001`` stays as written)."""
+    return TAG_START.sub("&lt;", text).replace("](", "]\\(").replace("]:", "]\\:")
