@@ -157,8 +157,8 @@ def scale_of(metric: str) -> float:
 
 
 def verdict(card: dict, numbers: dict | None = None) -> str:
-    """One short line: ``lost 3.1 points [1.2, 5.0] on dev, 9.4 on advglue-sst2 — loses more on the
-    challenge set``. A change whose paired interval includes 0 is "not measurable"; without paired
+    """One short line: ``lost 3.1 points [-5.0, -1.2] on dev, lost 9.4 points [-14.9, -4.1] on advglue-sst2
+    — loses more on the challenge set``. A change whose paired interval includes 0 is "not measurable"; without paired
     intervals (older cards), a difference of the two losses within one point is "about as much"."""
     n = numbers or headline_numbers(card)
     scale = scale_of(n["metric"])
