@@ -40,6 +40,7 @@ from .models.adapters import decoder_only_types
 from .models.io import check_saved_model
 from .models.manifest import is_forgetless_folder, read_manifest
 from .models.tiny import TINY_MODELS, tiny_model_config
+from .data.llm_tasks import SUITES
 from .offline import check_offline_tasks
 from .options import default_of
 from .outputs import check_cache, check_output, mark_output, read_mark
@@ -95,10 +96,13 @@ def _config_dims(config, seq2seq: bool) -> dict:
 
 # ----- before the task's data and the model are read (issue 42) ------------------------------------------
 def check_before_loading(config) -> None:
-    """What a run can check from its options and the model's ``config.json`` alone, before minutes of
-    reading data and loading: LLM task names whose data only the hub has while it is off
+    """What an LLM run can check from its options and the model's ``config.json`` alone, before minutes
+    of reading its tasks: task names whose data only the hub has while it is off
     (``offline.check_offline_tasks``), and each method's options against the model's widths (GPTQ's
-    ``--group-size 128`` against SmolLM2's 576-wide layers)."""
+    ``--group-size 128`` against SmolLM2's 576-wide layers). Other tasks read quickly: ``validate_run``
+    checks them in its order."""
+    if config.task.name not in SUITES:
+        return
     check_offline_tasks(config.task)
     source = config.teacher if (config.teacher and config.student_init == "teacher") else config.model
     seq2seq = config.method.seq2seq_only or config.model_kind == "seq2seq"

@@ -67,8 +67,8 @@ def cmd_evaluate(args, config) -> int:
         task_config = replace(task_config, train_file=task_config.dev_file)
     check_offline_tasks(task_config)  # a hub-only LLM task while the hub is off: one line now, not minutes later
     task = task_from_config(task_config, config.seed)
-    result = evaluate_saved(args.model_path, task, args.json, max_length=config.train.max_length,
-                            overwrite=args.overwrite)
+    result = evaluate_saved(args.model_path, task, args.json, batch_size=config.eval.batch_size,
+                            max_length=config.train.max_length, overwrite=args.overwrite)
     for line in score_lines(result):
         print(line)
     return 0
