@@ -27,14 +27,15 @@ its columns). ``method`` / ``objective``: a name or a config (``HeadsConfig(rati
 """
 from __future__ import annotations
 
+import copy
 import difflib
 from dataclasses import fields
 from pathlib import Path
 
 from .arguments import check_arguments, check_device
 from .config import CleverConfig, EvalConfig, MethodConfig, RunConfig, SpeedConfig, TaskConfig, TrainConfig
-from .data.task import Task
-from .data.tasks import load_task
+from .data.task import Task, cap_task
+from .data.tasks import load_task, task_from_config
 from .errors import ConfigError
 from .evaluate_saved import evaluate_model, evaluate_saved
 from .kinds import KINDS, kind_for
@@ -42,6 +43,7 @@ from .kinds.in_memory import (check_model_object, check_tokenizer_object, find_t
                                label)
 from .methods._shared.calibration import calibration_texts
 from .methods.base import CompressionContext
+from .offline import check_offline_tasks
 from .metrics.calibration import calibration_section
 from .metrics.runtime import agreement
 from .options import build
@@ -55,6 +57,8 @@ from .recipes import load_recipe
 from .recipes.catalog import recipe_names
 from .registry import METHODS, OBJECTIVES
 from .report.card import comparison
+from .report.honest import evaluated_texts
+from .report.trust import calibration_leak
 from .validate import check_chain, model_dims
 
 SECTIONS = {"train": TrainConfig, "speed": SpeedConfig, "eval": EvalConfig, "clever": CleverConfig}
@@ -193,25 +197,58 @@ def compress(model, data, method=None, *, tokenizer=None, objective=None, out_di
 
 
 def evaluate(model, data, *, base=None, tokenizer=None, batch_size: int = 64, max_length: int = 128,
-             columns: dict | None = None, model_kind: str = "auto", seed: int = 0) -> dict:
+             columns: dict | None = None, model_kind: str = "auto", seed: int = 0, data_dir=None,
+             eval_size: int | None = None, lm_eval_tasks=None, lm_eval_include=None, calibration=None) -> dict:
     """Scores of ``model`` (a folder, or a model object with its tokenizer) on every set of ``data``:
     ``{sets, challenge_pooled, ..., params}``. With ``base`` (another folder or model object: the
     model before compression), the paired comparison of the two models on the same examples
     instead (``report.card.comparison``: sets with both models' scores, pooled challenge accuracy,
     relative bias, hard / easy, bootstrap intervals, agreement, calibration, warnings, and both
-    models' ``params``). Nothing is written."""
+    models' ``params``; an LLM suite: its ``llm`` section, the numbers of ``forgetless compress``'s card
+    for the same items). Nothing is written.
+
+    A task name takes the options of ``forgetless compress --task``: ``data_dir`` (``--data-dir``),
+    ``eval_size`` (``--eval-size``: N items of each lm-eval task, N examples of each set; the perplexity
+    windows are ``--perplexity-windows``' default), and for ``"lm-eval"`` ``lm_eval_tasks`` (names, or one comma-separated string) and
+    ``lm_eval_include`` (a folder of task YAMLs). ``calibration``: the texts ``model`` was calibrated on
+    (what ``apply`` was given): a warning when they are in what is evaluated (WikiText-2 calibration,
+    then WikiText-2 perplexity)."""
     check_arguments(seed=seed, batch_size=batch_size, max_length=max_length, model_kind=model_kind)
     _check_model(model)
-    task = as_task(data, columns, seed)
+    task = evaluated_task(data, columns, seed, data_dir, eval_size, lm_eval_tasks, lm_eval_include)
     if base is None:
         return _scores(model, task, tokenizer, batch_size, max_length, model_kind)
     _check_model(base)
     results = {role: _scores(m, task, tokenizer, batch_size, max_length, model_kind, keep_predictions=True)
                for role, m in (("base", base), ("compressed", model))}
     predictions = {role: results[role].pop("predictions") for role in results}
-    return {**comparison(task, results, predictions, seed, calibration_section(task, predictions),
-                         agreement(predictions)),
+    compared = comparison(task, results, predictions, seed, calibration_section(task, predictions), agreement(predictions))
+    leak = None if calibration is None else calibration_leak(calibration_texts(calibration, data_dir),
+                                                             evaluated_texts(task))
+    return {**compared, "warnings": compared["warnings"] + ([leak] if leak else []),
             "params": {role: results[role].pop("params") for role in results}}
+
+
+def evaluated_task(data, columns: dict | None, seed: int, data_dir=None, eval_size: int | None = None,
+                   lm_eval_tasks=None, lm_eval_include=None) -> Task:
+    """``evaluate``'s task: a task name built as ``forgetless compress --task`` builds it
+    (``TaskConfig``, ``data.tasks.task_from_config``: the same items for the same seed), else
+    ``as_task``'s (a ``Task``, datasets)."""
+    if not isinstance(data, str):
+        named = {"data_dir": data_dir, "lm_eval_tasks": lm_eval_tasks, "lm_eval_include": lm_eval_include}
+        given = [name for name, value in named.items() if value is not None]
+        if given:
+            raise ConfigError(f"{', '.join(given)}: options of a task given by name; data is a "
+                              f"{type(data).__name__}")
+        task = as_task(data, columns, seed)
+        return task if eval_size is None else cap_task(copy.copy(task), None, eval_size, seed)  # the caller's stays
+    if isinstance(lm_eval_tasks, str):
+        lm_eval_tasks = lm_eval_tasks.split(",")
+    config = build(TaskConfig, {"name": data, "data_dir": None if data_dir is None else str(data_dir),
+                                "eval_size": eval_size, "lm_eval_include": lm_eval_include,
+                                "lm_eval_tasks": None if lm_eval_tasks is None else list(lm_eval_tasks)}, "task")
+    check_offline_tasks(config)  # before any data or model is read
+    return task_from_config(config, seed)
 
 
 def _scores(model, task: Task, tokenizer, batch_size: int, max_length: int, model_kind: str,

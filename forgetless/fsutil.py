@@ -142,9 +142,23 @@ def usual_mode(directory: bool = False) -> int:
     return (0o777 if directory else 0o666) & ~_umask()
 
 
+def usual_modes(folder: Path) -> None:
+    """Every file and folder below ``folder`` gets ``usual_mode``: what the libraries writing into a
+    temporary folder leave differs (safetensors' ``save_file`` 0600, a plain ``open`` 0644), the
+    user's umask decides alone."""
+    file_mode, folder_mode = usual_mode(), usual_mode(directory=True)
+    for root, folders, files in os.walk(folder):
+        for name in folders:
+            os.chmod(Path(root) / name, folder_mode)
+        for name in files:
+            if not (Path(root) / name).is_symlink():
+                os.chmod(Path(root) / name, file_mode)
+
+
 @contextlib.contextmanager
 def atomic_directory(path: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temporary folder beside ``path``; on success it replaces ``path`` by rename."""
+    """Yield a temporary folder beside ``path``; on success it replaces ``path`` by rename, every file
+    in it with the mode the user's umask gives (``usual_modes``)."""
     path = Path(path)
     with disk_full_guard(path.parent):
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -157,6 +171,7 @@ def atomic_directory(path: str | os.PathLike) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    usual_modes(tmp)
     old = None
     if path.exists():
         old = path.parent / f"{temporary_prefix(path, 'old')}{os.urandom(4).hex()}"

@@ -30,7 +30,7 @@ from pathlib import Path
 import torch
 
 from .arguments import check_device
-from .data.llm_tasks import missing_calibration
+from .data.llm_tasks import SUITES, missing_calibration
 from .errors import ModelFileError, OptionError, OutputFolderError
 from .kinds import check_compatible, kind_for
 from .kinds.in_memory import check_model_object
@@ -44,6 +44,7 @@ from .models.io import check_saved_model
 from .models.manifest import is_forgetless_folder, read_manifest
 from .models.tiny import TINY_MODELS, tiny_model_config
 from .models.weights_fit import check_finite_weights
+from .offline import check_offline_tasks
 from .options import default_of
 from .outputs import check_cache, check_output, mark_output, read_mark
 from .ranges import MAX_TOKENS
@@ -94,6 +95,21 @@ def _config_dims(config, seq2seq: bool) -> dict:
     attention = query_heads * get("head_dim", "d_kv") if query_heads and get("head_dim", "d_kv") else hidden
     widths = sorted({w for w in (hidden, inner, attention) if w})  # input widths of the layers' linears
     return {"layers": layers, "decoder_layers": decoder, "heads": heads, "max_positions": positions, "widths": widths}
+
+
+# ----- before the task's data and the model are read (issue 42) ------------------------------------------
+def check_before_loading(config) -> None:
+    """What an LLM run can check from its options and the model's ``config.json`` alone, before minutes
+    of reading its tasks: task names whose data only the hub has while it is off
+    (``offline.check_offline_tasks``), and each method's options against the model's widths (GPTQ's
+    ``--group-size 128`` against SmolLM2's 576-wide layers). Other tasks read quickly: ``validate_run``
+    checks them in its order."""
+    if config.task.name not in SUITES:
+        return
+    check_offline_tasks(config.task)
+    source = config.teacher if (config.teacher and config.student_init == "teacher") else config.model
+    seq2seq = config.method.seq2seq_only or config.model_kind == "seq2seq"
+    _check_chain(config, model_dims(source, seq2seq), source)
 
 
 # ----- the whole run ----------------------------------------------------------------------------------

@@ -117,8 +117,7 @@ OUTCOMES = ("clear", "correct", "unclear", "traceback", "silent", "destructive")
 def pytest_terminal_summary(terminalreporter):
     """The bad-input harness's tally, printed after every run that ran one of its cases (``pytest -n N``
     too): each case of ``test_bad_inputs.py`` / ``test_bad_inputs_llm.py`` records the property
-    ``bad_input`` = ``"SURFACE OUTCOME"`` (``llm clear``; ``… pending`` when it waits on another branch;
-    the last one recorded counts)."""
+    ``bad_input`` = ``"SURFACE OUTCOME"`` (``llm clear``; the last one recorded counts)."""
     records = []
     for reports in terminalreporter.stats.values():
         for report in reports:
@@ -128,8 +127,6 @@ def pytest_terminal_summary(terminalreporter):
     if not records:
         return
     counts = {kind: sum(1 for record in records if record[1] == kind) for kind in OUTCOMES}
-    pending = sum(1 for record in records if record[2:] == ["pending"])
     llm = sum(1 for record in records if record[0] == "llm")
     terminalreporter.write_line(f"bad-input harness: {len(records)} cases ({llm} on the LLM surfaces): "
-                                + ", ".join(f"{kind} {n}" for kind, n in counts.items())
-                                + (f"; {pending} of them pending another branch (xfail)" if pending else ""))
+                                + ", ".join(f"{kind} {n}" for kind, n in counts.items()))

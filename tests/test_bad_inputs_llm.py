@@ -12,9 +12,7 @@ object and streamed on a folder, ``evaluate`` and ``compress`` from Python, ``fo
 * otherwise ``unclear`` (refused, but not so), ``traceback``, ``silent`` (ran where it should have
   refused, or ran wrong) — and ``destructive`` whenever a file of the fixture changed.
 
-Cases marked ``USERPATH`` check what engineer userpath's branch (issue 42: ``report/*``) fixes;
-they are expected failures here until it is merged. ``python tests/test_bad_inputs.py`` prints the
-tally of these cases with the others.
+``python tests/test_bad_inputs.py`` prints the tally of these cases with the others.
 """
 from __future__ import annotations
 
@@ -41,8 +39,6 @@ from forgetless.methods.sparsegpt.config import SparseGptConfig
 from forgetless.methods.wanda.config import WandaConfig
 
 from bad_llm_files import SMALL, TEXTS, build_llm_files
-
-USERPATH = ("markdown-escapes-names", "model-card-escapes-names", "chance-warning-worded")
 
 
 class Cli:
@@ -377,7 +373,7 @@ def cases() -> list[tuple]:
                                                      "--text-a", "sentence", "--text-b", "", "--labels", "neg,pos"),
          exit_zero),
         ("child-process-noise-off-the-terminal", children_quiet, lambda result, p, out: None),
-        # ----- fixed on userpath's branch (issue 42: report/*)
+        # ----- the report's Markdown and the chance warning (issue 42: report/*)
         ("markdown-escapes-names", markdown_escaped, lambda result, p, out: None),
         ("model-card-escapes-names", model_card_escaped, lambda result, p, out: None),
         ("chance-warning-worded", chance_worded, lambda result, p, out: None),
@@ -452,7 +448,7 @@ def tally(root: Path) -> dict:
         counts["tried"] += 1
         counts[outcome] += 1
         if outcome not in ("clear", "correct"):
-            print(f"{outcome.upper()} {name}{' (needs userpath)' if name in USERPATH else ''}: {detail}")
+            print(f"{outcome.upper()} {name}: {detail}")
     return counts
 
 
@@ -473,10 +469,7 @@ def test_llm_bad_input(case, paths, tmp_path, monkeypatch, record_property):
     monkeypatch.delenv("FORGETLESS_DATA_DIR", raising=False)
     outcome, detail = judge(name, call, expected, paths, tmp_path / "run" / "out")
     TALLY[name] = outcome
-    pending = name in USERPATH and outcome not in ("clear", "correct")
-    record_property("bad_input", f"llm {outcome}{' pending' if pending else ''}")  # conftest prints the tally
-    if pending:
-        pytest.xfail(f"fixed on userpath's branch (issue 42, report/*): {detail}")
+    record_property("bad_input", f"llm {outcome}")  # conftest prints the tally
     assert outcome == ("clear" if isinstance(expected, str) else "correct"), detail
 
 
@@ -485,7 +478,6 @@ def test_llm_tally_of_the_cases_run():
     counts = {kind: sum(1 for result in TALLY.values() if result == kind)
               for kind in ("clear", "correct", "traceback", "silent", "unclear", "destructive")}
     print(f"\nLLM-surface bad inputs: tried {len(TALLY)}, " + ", ".join(f"{k} {n}" for k, n in counts.items()))
-    pending = [name for name in USERPATH if TALLY.get(name) not in (None, "clear", "correct")]
-    assert counts["clear"] + counts["correct"] + len(pending) == len(TALLY), \
+    assert counts["clear"] + counts["correct"] == len(TALLY), \
         {name: result for name, result in TALLY.items() if result not in ("clear", "correct")}
     assert len(CASES) >= 60

@@ -38,6 +38,8 @@ def test_cli_llm_zero_shot_card_pages_report_and_compare(tmp_path):
         if task["output_type"] != "multiple_choice":
             assert task["word_perplexity"]["base"] > 1
             continue
+        picked = [r for r in rows if r["set"] == name]  # probabilities of the metric's scores: the pick is the argmax
+        assert all(r["probabilities"].index(max(r["probabilities"])) == r["predicted"] for r in picked), name
         f = task["flips"]
         assert f["n"] == task["n"] and f["correct_to_wrong"] + f["wrong_to_correct"] <= f["n"]
         assert sum(part["n"] for part in task["hard_easy"].values()) == task["n"]

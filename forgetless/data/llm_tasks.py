@@ -28,6 +28,7 @@ ZERO_SHOT = ("arc_easy_offline", "arc_challenge_offline", "hellaswag_offline", "
              "openbookqa_offline")
 WIKITEXT = "wikitext2/wiki.test.raw"
 CALIBRATION = "xsum/test_1000_llm_decoding.jsonl"
+SUITES = ("llm-zero-shot", "lm-eval")  # the LLM tasks: reading them (lm-eval's task index, every document) takes a while
 
 
 def _llm_folder(root: Path) -> Path:
@@ -82,7 +83,7 @@ def _evaluation(seed: int, perplexity_windows: int | None, exact_lm_eval: bool, 
             "until_interval": until_interval}
 
 
-@TASKS.register("llm-zero-shot")
+@TASKS.register(SUITES[0])
 def _zero_shot(data_dir=None, seed: int = 0, train: str | None = None, perplexity_window: int | None = None,
                perplexity_windows: int | None = None, exact_lm_eval: bool = False,
                until_interval: float | None = None) -> Task:
@@ -101,7 +102,7 @@ def _zero_shot(data_dir=None, seed: int = 0, train: str | None = None, perplexit
                  "the LLM zero-shot suite on the data folder's offline copies")
 
 
-@TASKS.register("lm-eval")
+@TASKS.register(SUITES[1])
 def _lm_eval(data_dir=None, seed: int = 0, train: str | None = None, lm_eval_tasks: list[str] | None = None,
              lm_eval_include: str | None = None, perplexity_window: int | None = None,
              perplexity_windows: int | None = None, exact_lm_eval: bool = False,

@@ -22,6 +22,7 @@ import zlib
 
 import numpy as np
 
+from .. import progress
 from ..errors import ConfigError
 from ..metrics.intervals import DEFAULT_CONFIDENCE
 from ..metrics.sequences import METHOD, paired_sequence
@@ -45,7 +46,7 @@ def evaluate_until(evaluate, models: dict, suite) -> dict:
     while True:
         upto = min(population, done + ROUND)
         part = suite.restricted({n: orders[n][done:upto] for n in choice}, perplexity=False)
-        results = {role: merge(results[role], evaluate(model, part)) for role, model in models.items()}
+        results = {role: merge(results[role], _scoped(role, evaluate, model, part)) for role, model in models.items()}
         done = upto
         status = stopping_status(results, orders, done, population, suite.until_interval)
         say(f"until-interval: {done} of {population} items per task, headline change "
@@ -56,10 +57,16 @@ def evaluate_until(evaluate, models: dict, suite) -> dict:
     rest = {n: s.items for n, s in suite.sets.items() if n not in choice}
     if rest or suite.perplexity is not None:
         part = suite.restricted(rest, perplexity=True)
-        results = {role: merge(results[role], evaluate(model, part)) for role, model in models.items()}
+        results = {role: merge(results[role], _scoped(role, evaluate, model, part)) for role, model in models.items()}
     for result in results.values():
         result["zero_shot"]["stopping"] = status
     return results
+
+
+def _scoped(role: str, evaluate, model, part) -> dict:
+    """``evaluate(model, part)`` with its bars and lines naming the model (``base: lm-eval …``)."""
+    with progress.scope(role):
+        return evaluate(model, part)
 
 
 def stopping_status(results: dict, orders: dict[str, list[int]], done: int, population: int, target: float) -> dict:
