@@ -27,73 +27,76 @@ its columns). ``method`` / ``objective``: a name or a config (``HeadsConfig(rati
 """
 from __future__ import annotations
 
+import copy
+import difflib
 from dataclasses import fields
 from pathlib import Path
 
+from .arguments import check_arguments, check_device
 from .config import CleverConfig, EvalConfig, MethodConfig, RunConfig, SpeedConfig, TaskConfig, TrainConfig
-from .data.task import Task
-from .data.tasks import load_task
+from .data.task import Task, cap_task
+from .data.tasks import load_task, task_from_config
 from .errors import ConfigError
 from .evaluate_saved import evaluate_model, evaluate_saved
 from .kinds import KINDS, kind_for
-from .kinds.in_memory import check_model_object, find_tokenizer, is_in_memory, kind_name_of, label
+from .kinds.in_memory import (check_model_object, check_tokenizer_object, find_tokenizer, is_in_memory, kind_name_of,
+                               label)
 from .methods._shared.calibration import calibration_texts
 from .methods.base import CompressionContext
+from .offline import check_offline_tasks
 from .metrics.calibration import calibration_section
 from .metrics.runtime import agreement
 from .options import build
 from .pipeline import Run, run, run_and_save
+from .models.loading import resolve_model_path
+from .models.checks import check_model_folder, weight_files
+from .models.io import check_saved_model, is_forgetless_folder
+from .models.weights_fit import check_finite_model, check_finite_weights
+from .outputs import check_output
 from .recipes import load_recipe
+from .recipes.catalog import recipe_names
 from .registry import METHODS, OBJECTIVES
 from .report.card import comparison
-from .validate import model_dims
+from .report.honest import evaluated_texts
+from .report.trust import calibration_leak
+from .validate import check_chain, model_dims
 
 SECTIONS = {"train": TrainConfig, "speed": SpeedConfig, "eval": EvalConfig, "clever": CleverConfig}
 COLUMNS = ("text", "text_pair", "label", "target", "labels", "name", "train_size", "eval_size")
 RUN_OPTIONS = tuple(f.name for f in fields(RunConfig) if f.name not in ("model", "method", "objective", "task"))
 
 
-def apply(model, methods, calibration=None, tokenizer=None, *, seed: int = 0, out_dir=None, device: str = "cpu"):
+def apply(model, methods, calibration=None, tokenizer=None, *, seed: int = 0, out_dir=None, device: str = "cpu",
+          overwrite: bool = False):
     """Apply ``methods`` to ``model`` (a ``PreTrainedModel``) and return the compressed model; the
     model is changed in place where the method can (keep a copy to compare with). ``model`` given as
     a folder (or an offline LLM's name: ``"smollm2"``) of a decoder-only LM: a one-shot method (wanda,
     sparsegpt, gptq) runs streamed, the weights left on disk and each layer read, compressed and written to the model
-    folder ``out_dir`` in turn on ``device`` (``methods/_shared/streamed.py``); returns ``out_dir``. ``methods``: a
+    folder ``out_dir`` in turn on ``device`` (``methods/_shared/streamed.py``); returns ``out_dir`` (a new or empty
+    folder, or, with ``overwrite=True``, the model of an earlier ``apply``). ``methods``: a
     method config (``WandaConfig(pattern="2:4")``), a name, a list of them applied in order
     (``[SparseGPTConfig(...), GptqConfig(...)]``), or a recipe (file or built-in name: its
     ``method`` and ``then``). ``calibration``: the texts of methods that calibrate on text — a
     ``datasets.Dataset`` with a text column, a list of strings, a text file, or a set of the data
     folder by name (``xsum``, ``wikitext2``, ``samsum``; ``$FORGETLESS_DATA_DIR``). ``tokenizer``:
     the model's (default: the one saved beside ``model.name_or_path``). Only methods that train
-    nothing and read no labelled task apply here (``forgetless.compress`` runs the others)."""
+    nothing and read no labelled task apply here (``forgetless.compress`` runs the others). Every
+    argument is checked before any work as the command line checks its flags (``arguments.py``)."""
+    check_arguments(seed=seed, overwrite=overwrite)
     stack = method_stack(methods)
     if isinstance(model, (str, Path)):
-        return _apply_streamed(model, stack, calibration, tokenizer, seed, out_dir, device)
+        return _apply_streamed(model, stack, calibration, tokenizer, seed, out_dir, device, overwrite)
     if out_dir is not None or device != "cpu":
         raise ConfigError("out_dir / device: for a model given as a folder (streamed calibration); save a model "
                           "object with forgetless.save_model, move it with model.to(device)")
     check_model_object(model, "any")
     kind = KINDS[kind_name_of(model)]
-    dims = model_dims(model)
-    for config in stack:
-        if kind.name not in config.model_kinds:
-            raise ConfigError(f"method {config.name!r} does not apply to a {kind.name} model; it compresses: "
-                              f"{', '.join(config.model_kinds)} models")
-        if config.recovers:
-            raise ConfigError(f"method {config.name!r} trains after compressing (recovery: fine-tune); apply trains "
-                              "nothing: give it recovery='none', or use forgetless.compress with a task")
-        if config.calibration == "task":
-            raise ConfigError(f"method {config.name!r} scores the model on a labelled task; apply has none: use "
-                              "forgetless.compress with a task")
-        config.check_model(dims, "model")
+    _check_stack(stack, kind.name, model_dims(model))
     readers = [config.name for config in stack if config.calibration == "text"]
-    if calibration is not None and not readers:
-        raise ConfigError(f"calibration: no method of {', '.join(c.name for c in stack)} calibrates on text")
-    if readers and calibration is None:
-        raise ConfigError(f"calibration: {', '.join(readers)} calibrates on text; pass calibration= (a list of "
-                          "texts, a datasets.Dataset, a text file or a data-folder set)")
+    _check_calibration(stack, readers, calibration)
     texts = calibration_texts(calibration) if calibration is not None else None
     tokenizer = find_tokenizer(model, tokenizer, None) if readers else tokenizer
+    check_finite_model(model)  # NaN weights: one line, not a Cholesky failure deep in SparseGPT / GPTQ
     ctx = CompressionContext(task=None, tokenizer=tokenizer, teacher=None, work_dir=None,
                              train_config=TrainConfig(progress=False), seed=seed, kind=kind, calibration=texts)
     for config in stack:
@@ -101,29 +104,76 @@ def apply(model, methods, calibration=None, tokenizer=None, *, seed: int = 0, ou
     return model
 
 
-def _apply_streamed(model, stack: list[MethodConfig], calibration, tokenizer, seed: int, out_dir, device: str) -> Path:
+def _check_stack(stack: list[MethodConfig], kind: str, dims: dict | None) -> None:
+    """Each method applies to the model kind, trains nothing and reads no labelled task; the stack in
+    ``--then``'s order (the quantizing method last) and against the model's shape."""
+    for config in stack:
+        if kind not in config.model_kinds:
+            raise ConfigError(f"method {config.name!r} does not apply to a {kind} model; it compresses: "
+                              f"{', '.join(config.model_kinds)} models")
+        if config.calibration == "task":
+            raise ConfigError(f"method {config.name!r} scores the model on a labelled task; apply has none: use "
+                              "forgetless.compress with a task")
+        if config.recovers:
+            raise ConfigError(f"method {config.name!r} trains after compressing (recovery: fine-tune); apply trains "
+                              "nothing: give it recovery='none', or use forgetless.compress with a task")
+    check_chain(stack, dims, "model", listed=True)
+
+
+def _check_calibration(stack: list[MethodConfig], readers: list[str], calibration) -> None:
+    if calibration is not None and not readers:
+        raise ConfigError(f"calibration: no method of {', '.join(c.name for c in stack)} calibrates on text")
+    if readers and calibration is None:
+        raise ConfigError(f"calibration: {', '.join(readers)} calibrates on text; pass calibration= (a list of "
+                          "texts, a datasets.Dataset, a text file or a data-folder set)")
+
+
+def _apply_streamed(model, stack: list[MethodConfig], calibration, tokenizer, seed: int, out_dir, device: str,
+                    overwrite: bool) -> Path:
+    """``apply`` of a folder: every argument, the folder's weights and the output folder checked before any work."""
     from .methods._shared.streamed import check_streamable, compress_streamed
 
+    check_device(device)
     check_streamable(stack, out_dir)
-    if calibration is None:
-        raise ConfigError(f"calibration: {stack[0].name} calibrates on text; pass calibration= (a list of texts, a "
-                          "datasets.Dataset, a text file or a data-folder set)")
-    return compress_streamed(model, stack[0], calibration_texts(calibration), out_dir, tokenizer=tokenizer,
-                             device=device, seed=seed)
+    folder = resolve_model_path(str(model))
+    given = {"model": folder, "calibration": str(calibration) if isinstance(calibration, (str, Path)) else None}
+    check_output(out_dir, "--out", command="apply", inputs=given, overwrite=overwrite)
+    _check_calibration(stack, [stack[0].name], calibration)
+    texts = calibration_texts(calibration)
+    tokenizer = check_tokenizer_object(tokenizer) if tokenizer is not None else None
+    check_model_folder(folder)  # config.json fits the weights (a forgetless folder: its manifest too)
+    if is_forgetless_folder(folder):
+        check_saved_model(folder)
+    check_finite_weights(weight_files(folder))  # every weight finite (reads them once, one tensor at a time)
+    return compress_streamed(folder, stack[0], texts, out_dir, tokenizer=tokenizer, device=device, seed=seed)
 
 
 def method_stack(methods) -> list[MethodConfig]:
-    """The method configs ``apply`` runs, in order (see ``apply``)."""
+    """The method configs ``apply`` runs, in order (see ``apply``): a name that is neither a method,
+    a recipe file nor a built-in recipe is an unknown method (with the closest method names)."""
     if isinstance(methods, (list, tuple)):
         if not methods:
             raise ConfigError("methods: an empty list; give at least one method config")
         return [METHODS.config(item) for item in methods]
-    if isinstance(methods, (str, Path)) and (str(methods) not in METHODS.names()):
+    if isinstance(methods, (str, Path)) and str(methods) not in METHODS.names():
+        if isinstance(methods, str) and not Path(methods).expanduser().exists() and methods not in recipe_names():
+            _unknown_method(methods)
         recipe = load_recipe(methods)
         if recipe["command"] != "compress":
             raise ConfigError(f"methods {methods}: a {recipe['command']} recipe; apply takes a compress recipe")
         return [recipe["config"].method, *recipe["config"].then]
-    return [METHODS.config(methods if isinstance(methods, MethodConfig) else str(methods))]
+    return [METHODS.config(methods)]
+
+
+def _unknown_method(name: str) -> None:
+    """The registry's error for an unknown method (the methods, the closest one), saying it is no recipe either."""
+    try:
+        METHODS.config(name)
+    except ConfigError as exc:
+        close = difflib.get_close_matches(name, recipe_names(), n=1)
+        recipe = f"did you mean the recipe {close[0]!r}?" if close else \
+            "a recipe is a file or a built-in name: `forgetless recipes`"
+        raise ConfigError(f"{exc.args[0]} Not a recipe either ({recipe})") from None
 
 
 def compress(model, data, method=None, *, tokenizer=None, objective=None, out_dir=None,
@@ -131,6 +181,7 @@ def compress(model, data, method=None, *, tokenizer=None, objective=None, out_di
     """Compress ``model`` on ``data`` with ``method`` (module docstring; default: ``RunConfig``'s);
     ``run_options`` are the other ``RunConfig`` fields (``base``, ``train``, ``speed``, ``eval``, ``seed``, ``then`` …). With
     ``out_dir`` every output is written there as by ``forgetless compress``; without, nothing."""
+    check_arguments(seed=run_options.get("seed", 0), overwrite=overwrite)
     _check_model(model)
     task = as_task(data, columns, run_options.get("seed", 0))
     config = run_config(model, method, objective, task, run_options)
@@ -141,29 +192,63 @@ def compress(model, data, method=None, *, tokenizer=None, objective=None, out_di
         raise ConfigError(f"tokenizer: model {str(model)!r} is loaded with its own tokenizer (the task's for "
                           "tiny models); pass a model object to use another one")
     if out_dir is not None:
-        return run_and_save(task, config, str(out_dir), overwrite=overwrite, model=given, tokenizer=tokenizer)
+        return run_and_save(task, config, out_dir, overwrite=overwrite, model=given, tokenizer=tokenizer)
     return run(task, config, model=given, tokenizer=tokenizer)
 
 
 def evaluate(model, data, *, base=None, tokenizer=None, batch_size: int = 64, max_length: int = 128,
-             columns: dict | None = None, model_kind: str = "auto", seed: int = 0) -> dict:
+             columns: dict | None = None, model_kind: str = "auto", seed: int = 0, data_dir=None,
+             eval_size: int | None = None, lm_eval_tasks=None, lm_eval_include=None, calibration=None) -> dict:
     """Scores of ``model`` (a folder, or a model object with its tokenizer) on every set of ``data``:
     ``{sets, challenge_pooled, ..., params}``. With ``base`` (another folder or model object: the
     model before compression), the paired comparison of the two models on the same examples
     instead (``report.card.comparison``: sets with both models' scores, pooled challenge accuracy,
     relative bias, hard / easy, bootstrap intervals, agreement, calibration, warnings, and both
-    models' ``params``). Nothing is written."""
+    models' ``params``; an LLM suite: its ``llm`` section, the numbers of ``forgetless compress``'s card
+    for the same items). Nothing is written.
+
+    A task name takes the options of ``forgetless compress --task``: ``data_dir`` (``--data-dir``),
+    ``eval_size`` (``--eval-size``: N items of each lm-eval task, N examples of each set; the perplexity
+    windows are ``--perplexity-windows``' default), and for ``"lm-eval"`` ``lm_eval_tasks`` (names, or one comma-separated string) and
+    ``lm_eval_include`` (a folder of task YAMLs). ``calibration``: the texts ``model`` was calibrated on
+    (what ``apply`` was given): a warning when they are in what is evaluated (WikiText-2 calibration,
+    then WikiText-2 perplexity)."""
+    check_arguments(seed=seed, batch_size=batch_size, max_length=max_length, model_kind=model_kind)
     _check_model(model)
-    task = as_task(data, columns, seed)
+    task = evaluated_task(data, columns, seed, data_dir, eval_size, lm_eval_tasks, lm_eval_include)
     if base is None:
         return _scores(model, task, tokenizer, batch_size, max_length, model_kind)
     _check_model(base)
     results = {role: _scores(m, task, tokenizer, batch_size, max_length, model_kind, keep_predictions=True)
                for role, m in (("base", base), ("compressed", model))}
     predictions = {role: results[role].pop("predictions") for role in results}
-    return {**comparison(task, results, predictions, seed, calibration_section(task, predictions),
-                         agreement(predictions)),
+    compared = comparison(task, results, predictions, seed, calibration_section(task, predictions), agreement(predictions))
+    leak = None if calibration is None else calibration_leak(calibration_texts(calibration, data_dir),
+                                                             evaluated_texts(task))
+    return {**compared, "warnings": compared["warnings"] + ([leak] if leak else []),
             "params": {role: results[role].pop("params") for role in results}}
+
+
+def evaluated_task(data, columns: dict | None, seed: int, data_dir=None, eval_size: int | None = None,
+                   lm_eval_tasks=None, lm_eval_include=None) -> Task:
+    """``evaluate``'s task: a task name built as ``forgetless compress --task`` builds it
+    (``TaskConfig``, ``data.tasks.task_from_config``: the same items for the same seed), else
+    ``as_task``'s (a ``Task``, datasets)."""
+    if not isinstance(data, str):
+        named = {"data_dir": data_dir, "lm_eval_tasks": lm_eval_tasks, "lm_eval_include": lm_eval_include}
+        given = [name for name, value in named.items() if value is not None]
+        if given:
+            raise ConfigError(f"{', '.join(given)}: options of a task given by name; data is a "
+                              f"{type(data).__name__}")
+        task = as_task(data, columns, seed)
+        return task if eval_size is None else cap_task(copy.copy(task), None, eval_size, seed)  # the caller's stays
+    if isinstance(lm_eval_tasks, str):
+        lm_eval_tasks = lm_eval_tasks.split(",")
+    config = build(TaskConfig, {"name": data, "data_dir": None if data_dir is None else str(data_dir),
+                                "eval_size": eval_size, "lm_eval_include": lm_eval_include,
+                                "lm_eval_tasks": None if lm_eval_tasks is None else list(lm_eval_tasks)}, "task")
+    check_offline_tasks(config)  # before any data or model is read
+    return task_from_config(config, seed)
 
 
 def _scores(model, task: Task, tokenizer, batch_size: int, max_length: int, model_kind: str,
@@ -172,7 +257,7 @@ def _scores(model, task: Task, tokenizer, batch_size: int, max_length: int, mode
         if tokenizer is not None:
             raise ConfigError("tokenizer: a saved model is evaluated with the tokenizer saved beside it; drop tokenizer=")
         return evaluate_saved(str(model), task, batch_size=batch_size, max_length=max_length,
-                              keep_predictions=keep_predictions)
+                              keep_predictions=keep_predictions, model_kind=model_kind)
     kind = KINDS[kind_name_of(model)] if model_kind == "auto" else kind_for(task, None, model_kind)
     return evaluate_model(model, task, kind, tokenizer, batch_size, max_length, keep_predictions)
 

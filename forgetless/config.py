@@ -106,7 +106,7 @@ class TaskConfig(Config):
                                              "$FORGETLESS_DATA_DIR, else the named benchmarks load from the hub")
     train_size: int | None = option(None, low=1, help="cap the training set (seeded, stratified sample of exactly N)")
     eval_size: int | None = option(None, low=1, help="cap each evaluation set (seeded, stratified sample of exactly N; "
-                                                     "LLM tasks: N items of each lm-eval task, N perplexity windows)")
+                                                     "LLM tasks: N items of each lm-eval task)")
     data_seed: int | None = option(None, **SEED, help="seed of the data splits and caps only (default: --seed); the "
                                                       "runs of a sweep share one")
     hard_fraction: float | None = option(None, low=0, high=1, help="synthetic: share of shortcut-breaking "
@@ -136,6 +136,15 @@ class TaskConfig(Config):
     perplexity_window: int | None = option(None, low=2, high=MAX_TOKENS, help=(
         "LLM tasks: tokens per window of the WikiText-2 perplexity and of lm-eval's requests (non-overlapping "
         "windows; default: the model's context, capped at 2048)"))
+    perplexity_windows: int | None = option(None, low=1, help=(
+        "LLM tasks: score WikiText-2 perplexity on at most N seeded windows, apart from --eval-size (default 40: "
+        "81,920 tokens of SmolLM2's 148 windows of 2048; all when N is at least their number)"))
+    exact_lm_eval: bool = option(False, switch=True, help=(
+        "LLM tasks: lm-eval's own scoring (its HFLM runs every choice in full) instead of forgetless's shared-context "
+        "scoring (each item's context once, its KV cache per choice; log-likelihoods within 5e-5 nats per token of lm-eval's)"))
+    until_interval: float | None = option(None, low=0, low_open=True, high=200, help=(
+        "LLM tasks: score items in a seeded random order and stop once the headline change's anytime-valid 95% "
+        "interval (a confidence sequence) is narrower than W accuracy points"))
 
 
 @dataclass

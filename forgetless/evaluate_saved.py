@@ -10,36 +10,82 @@ from .config import EvalConfig
 from .metrics.size import parameter_counts
 from .fsutil import atomic_write_json
 from .kinds import KINDS, kind_for
+from .models.checks import check_model_folder
 from .models.io import is_forgetless_folder, read_manifest
+from .models.loading import resolve_model_path
 from .outputs import WRITTEN_BY, check_output
+from .validate import check_decoder_only
 
 
 def evaluate_saved(model_path: str, task: Task, out: str | Path | None = None, batch_size: int = 64,
-                   max_length: int = 128, overwrite: bool = False, keep_predictions: bool = False) -> dict:
-    """Scores of a saved model (forgetless folder or HF folder) on every set of ``task``; with ``out``
-    also written there as JSON (a new file, or one an earlier evaluate wrote with ``overwrite``);
-    ``keep_predictions``: also the per-example ``predictions`` (a paired comparison needs them)."""
+                   max_length: int = 128, overwrite: bool = False, keep_predictions: bool = False,
+                   model_kind: str = "auto") -> dict:
+    """Scores of a saved model (forgetless folder or HF folder) on every set of ``task``, run as the
+    model kind ``saved_kind`` picks; with ``out`` also written there as JSON (a new file, or one an
+    earlier evaluate wrote with ``overwrite``); ``keep_predictions``: also the per-example
+    ``predictions`` (a paired comparison needs them)."""
     if out is not None:
         check_output(out, "--json", command="evaluate", inputs={"MODEL_PATH": model_path}, overwrite=overwrite,
                      is_file=True)
-    kind = kind_for(task)
-    metadata = read_manifest(model_path)["metadata"] if is_forgetless_folder(model_path) else {}
-    if metadata.get("task_kind") not in (None, task.kind):
-        raise ConfigError(f"MODEL_PATH {model_path}: trained on the {metadata['task_kind']} task "
-                          f"{metadata.get('task')!r}; its scores on the {task.kind} task {task.name!r} would mean "
-                          "nothing (choose a task of the same kind)")
-    if metadata.get("kind") == "seq2seq":
-        kind = KINDS["seq2seq"]
+    kind = saved_kind(model_path, task, model_kind)
     result = evaluate_model(model_path, task, kind, None, batch_size, max_length, keep_predictions)
     if out:
         atomic_write_json(out, {WRITTEN_BY: "forgetless evaluate", **result})
     return result
 
 
+def saved_kind(model_path: str, task: Task, model_kind: str = "auto"):
+    """The model kind that scores a saved model on ``task``: ``model_kind`` when given, else what the
+    folder holds: an encoder-decoder (``seq2seq``), a causal language model (``causal-lm``: a
+    classification task scored zero-shot by label likelihood, as ``compress --model-kind causal-lm``
+    scores it), else the task's (a classifier). A model trained on another kind of task is one
+    ``ConfigError`` (a kind that cannot score the task: ``check_kind_fits``)."""
+    metadata = read_manifest(model_path)["metadata"] if is_forgetless_folder(model_path) else {}
+    if metadata.get("task_kind") not in (None, task.kind):
+        raise ConfigError(f"MODEL_PATH {model_path}: trained on the {metadata['task_kind']} task "
+                          f"{metadata.get('task')!r}; its scores on the {task.kind} task {task.name!r} would mean "
+                          "nothing (choose a task of the same kind)")
+    if model_kind != "auto":
+        kind = kind_for(task, None, model_kind)
+    elif metadata.get("kind") == "seq2seq":
+        kind = KINDS["seq2seq"]
+    elif metadata.get("kind") in (None, "causal-lm") and _holds_causal_lm(model_path):
+        kind = KINDS["causal-lm"]
+    else:
+        kind = kind_for(task)
+    if kind.name == "causal-lm":  # an LLM suite of a BERT folder: one line, not BERT scored as an LM
+        check_decoder_only(model_path, flag="--model-kind causal-lm" if model_kind != "auto" else f"--task {task.name}")
+    return kind
+
+
+def check_kind_fits(kind, task: Task, model) -> None:
+    """The model kind scores ``task``: a causal LM classification tasks (zero-shot) and LLM suites, an
+    encoder-decoder generation and classification tasks, a classifier classification tasks; one
+    ``ConfigError`` naming the model otherwise (before it is loaded)."""
+    what = f"MODEL_PATH {model}" if isinstance(model, (str, Path)) else f"model: the given {type(model).__name__}"
+    scores = {"causal-lm": ("classification", "lm-eval"), "seq2seq": ("classification", "generation"),
+              "classifier": ("classification",)}[kind.name]
+    if task.kind not in scores:
+        names = {"causal-lm": "a causal language model", "seq2seq": "an encoder-decoder", "classifier": "a classifier"}
+        raise ConfigError(f"{what}: {names[kind.name]}; forgetless scores one on {' and '.join(scores)} tasks, not on "
+                          f"the {task.kind} task {task.name!r}")
+
+
+def _holds_causal_lm(model_path: str) -> bool:
+    """The folder's model is a ``…ForCausalLM`` (its manifest's class, else ``config.json``'s architectures)."""
+    path = Path(resolve_model_path(model_path))
+    if is_forgetless_folder(path):
+        return read_manifest(path)["model_class"].endswith("ForCausalLM")
+    if not (path / "config.json").is_file():
+        return False
+    return any(str(a).endswith("ForCausalLM") for a in getattr(check_model_folder(path), "architectures", None) or [])
+
+
 def evaluate_model(model, task: Task, kind, tokenizer=None, batch_size: int = 64, max_length: int = 128,
                    keep_predictions: bool = False) -> dict:
     """Scores of ``model`` (a name, a folder or a model object: ``kind.load_model``) on every set of
     ``task`` and its parameter counts (``params``); the per-example ``predictions`` when kept."""
+    check_kind_fits(kind, task, model)
     model, tokenizer = kind.load_model(model, task, tokenizer=tokenizer)
     result = kind.evaluate(model, tokenizer, task, EvalConfig(batch_size=batch_size), max_length)
     if not keep_predictions:

@@ -1,15 +1,21 @@
 """Atomic writes: build output in a temporary sibling, then rename, so an interrupted run never
 leaves a half-written folder or file that looks complete; a full disk during any write is one
 ``DiskFullError`` naming the folder and its free space (``disk_full_guard``), and the temporary
-sibling is removed (a later run also removes those a kill left: ``remove_leftovers``). The JSON-lines
-files forgetless reads (predictions, offline LLM sets) are parsed by one ``json_lines``."""
+sibling is removed. A kill -9 leaves it: its name records the host and process that made it
+(``.NAME.tmp-<host>-<pid>-<random>``), so the next write of ``NAME`` removes the siblings of ``NAME``
+whose process is gone (``remove_dead_siblings``: only forgetless's own names, never a live writer's);
+a run holding its output folder's lock removes every leftover there (``remove_leftovers``). The
+JSON-lines files forgetless reads (predictions, offline LLM sets) are parsed by one ``json_lines``."""
 from __future__ import annotations
 
 import contextlib
 import errno
 import json
+import hashlib
 import os
+import re
 import shutil
+import socket
 import tempfile
 import time
 from pathlib import Path
@@ -20,6 +26,7 @@ from .errors import DataError, DiskFullError
 # how a full disk shows through libraries that drop errno: safetensors' message, torch's zip writer (a
 # failed write, or on a small file system the short write it finds afterwards: "[enforce fail at
 # inline_container.cc:672] . unexpected pos 9664 vs 9556", raised while handling "basic_ios::clear")
+_HOST = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:6]  # temporary names: which host made them
 FULL_DISK_MESSAGES = ("No space left on device", "Disk quota exceeded", "PytorchStreamWriter failed writing",
                       "file write failed", "] . unexpected pos ")
 
@@ -83,6 +90,46 @@ def remove_leftovers(folder, names: tuple[str, ...] = (".*.tmp-*", ".*.old-*"), 
     return removed
 
 
+def temporary_prefix(path: Path, kind: str = "tmp") -> str:
+    """``.NAME.tmp-<host>-<pid>-``: the prefix of the temporary siblings this process makes for ``path``."""
+    return f".{path.name}.{kind}-{_HOST}-{os.getpid()}-"
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True  # another user's process (or a number no process has: kept, to be safe)
+    return True
+
+
+def remove_dead_siblings(path: str | os.PathLike) -> int:
+    """Remove the temporary siblings of ``path`` (``.NAME.tmp-<host>-<pid>-*``, and ``.NAME.old-…`` once
+    ``path`` exists again) that a process of this host made and that is gone (a kill -9 while
+    writing): never a live writer's, another host's or a name forgetless does not give. Returns how
+    many were removed."""
+    path = Path(path)
+    pattern = re.compile(rf"^\.{re.escape(path.name)}\.(tmp|old)-{_HOST}-(\d+)-[\w]*$")
+    removed = 0
+    if not path.parent.is_dir():
+        return 0
+    for sibling in path.parent.glob(f".{glob_escape(path.name)}.*-{_HOST}-*"):
+        match = pattern.match(sibling.name)
+        if match is None or _process_alive(int(match.group(2))) or (match.group(1) == "old" and not path.exists()):
+            continue  # an .old- whose rename was cut short holds the only complete copy: kept
+        shutil.rmtree(sibling, ignore_errors=True) if sibling.is_dir() and not sibling.is_symlink() else \
+            sibling.unlink(missing_ok=True)
+        removed += 1
+    return removed
+
+
+def glob_escape(name: str) -> str:
+    """``name`` with the characters ``glob`` reads as patterns escaped."""
+    return re.sub(r"([*?\[])", r"[\1]", name)
+
+
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
@@ -95,13 +142,28 @@ def usual_mode(directory: bool = False) -> int:
     return (0o777 if directory else 0o666) & ~_umask()
 
 
+def usual_modes(folder: Path) -> None:
+    """Every file and folder below ``folder`` gets ``usual_mode``: what the libraries writing into a
+    temporary folder leave differs (safetensors' ``save_file`` 0600, a plain ``open`` 0644), the
+    user's umask decides alone."""
+    file_mode, folder_mode = usual_mode(), usual_mode(directory=True)
+    for root, folders, files in os.walk(folder):
+        for name in folders:
+            os.chmod(Path(root) / name, folder_mode)
+        for name in files:
+            if not (Path(root) / name).is_symlink():
+                os.chmod(Path(root) / name, file_mode)
+
+
 @contextlib.contextmanager
 def atomic_directory(path: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temporary folder beside ``path``; on success it replaces ``path`` by rename."""
+    """Yield a temporary folder beside ``path``; on success it replaces ``path`` by rename, every file
+    in it with the mode the user's umask gives (``usual_modes``)."""
     path = Path(path)
     with disk_full_guard(path.parent):
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-", dir=path.parent))
+        remove_dead_siblings(path)
+        tmp = Path(tempfile.mkdtemp(prefix=temporary_prefix(path), dir=path.parent))
         os.chmod(tmp, usual_mode(directory=True))
     try:
         with disk_full_guard(path.parent):
@@ -109,9 +171,10 @@ def atomic_directory(path: str | os.PathLike) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    usual_modes(tmp)
     old = None
     if path.exists():
-        old = path.parent / f".{path.name}.old-{os.getpid()}"
+        old = path.parent / f"{temporary_prefix(path, 'old')}{os.urandom(4).hex()}"
         os.replace(path, old)
     os.replace(tmp, path)
     if old is not None:
@@ -122,7 +185,8 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
     path = Path(path)
     with disk_full_guard(path.parent):
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp-", dir=path.parent)
+        remove_dead_siblings(path)
+        fd, tmp = tempfile.mkstemp(prefix=temporary_prefix(path), dir=path.parent)
         try:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)

@@ -96,11 +96,12 @@ def _type_hints(cls: type) -> dict:
     return typing.get_type_hints(cls)
 
 
-def check_field(cls: type, f: dataclasses.Field, value) -> None:
+def check_field(cls: type, f: dataclasses.Field, value, flag: str | None = None) -> None:
+    """``value`` in the field's choices and range; errors name ``flag`` (default: the field's own)."""
     meta = f.metadata
     if value is None or not meta:
         return
-    flag = "--" + flag_name(cls, f)
+    flag = flag or "--" + flag_name(cls, f)
     choices = meta.get("choices")
     hint, is_list = hint_of(cls, f.name)
     for item in (value if is_list and isinstance(value, (list, tuple)) else [value]):

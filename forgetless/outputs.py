@@ -1,7 +1,8 @@
 """The one output rule of every command (issue 18), checked before any work by ``check_output``:
 
 an output path may be **new**, an **empty folder**, or a folder (file) that **the same command
-wrote before** — recorded in ``forgetless-run.json`` (for a file output, a ``written_by`` key) —
+wrote before** — recorded in ``forgetless-run.json`` (for a file output, a ``written_by`` key; for
+``forgetless.apply``'s model folder, its manifest's ``streamed`` entry) —
 which a resumable command (``compress``, ``finetune``, ``sweep``) continues and any other command
 replaces only with ``--overwrite``. It is never an existing foreign file, a model folder, a folder
 holding files forgetless did not write, ``/``, an input (model, teacher, data file, recipe), a
@@ -103,6 +104,11 @@ def _check_folder(path: Path, flag: str, out, command: str, overwrite: bool) -> 
             raise OutputFolderError(f"{flag} {out}: holds the output of an earlier `forgetless {command}`; "
                                     "pass --overwrite to replace it")
         return
+    if command == "apply" and _written_by_apply(path):
+        if not overwrite:
+            raise OutputFolderError(f"{flag} {out}: holds the model of an earlier `forgetless.apply`; pass --overwrite "
+                                    "to replace it")
+        return
     if any((path / name).exists() for name in MODEL_FILES):
         raise OutputFolderError(f"{flag} {out}: holds a model (config.json), not a forgetless run; "
                                 "choose another folder (a model folder is never written into)")
@@ -113,6 +119,16 @@ def _check_folder(path: Path, flag: str, out, command: str, overwrite: bool) -> 
         return
     raise OutputFolderError(f"{flag} {out}: holds {len(entries)} file(s) forgetless did not write "
                             f"(e.g. {sorted(p.name for p in entries)[0]}); name a new or empty folder")
+
+
+def _written_by_apply(path: Path) -> bool:
+    """A model folder streamed calibration wrote (its manifest records ``streamed``): ``apply``'s output."""
+    try:
+        manifest = json.loads((path / "forgetless.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(manifest, dict) and isinstance(manifest.get("metadata"), dict) and \
+        "streamed" in manifest["metadata"]
 
 
 def _check_file(path: Path, flag: str, out, command: str, overwrite: bool) -> None:
@@ -133,6 +149,8 @@ def check_output(out, flag: str = "--out", *, command: str, inputs: Mapping[str,
     """Check an output path against the rule in the module docstring before any work; returns it.
     ``inputs``: ``{"--model": path, ...}``, every path the command reads. Writes nothing that
     stays (a write probe in the nearest existing folder is removed at once)."""
+    if out is not None and not isinstance(out, (str, os.PathLike)):
+        raise OutputFolderError(f"{flag} {out!r}: expected a path, got {type(out).__name__}")
     if out is None or not str(out).strip():
         raise OutputFolderError(f"{flag} '': name an output {'file' if is_file else 'folder'} "
                                 "(an empty name would write into the current folder)")

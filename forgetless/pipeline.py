@@ -30,6 +30,7 @@ from torch import nn
 from . import progress
 from .progress import stage
 from .config import CleverConfig, RunConfig
+from .data.llm_tasks import with_calibration
 from .data.task import Task
 from .errors import OutputFolderError
 from .fsutil import atomic_write_json, disk_full_guard, remove_leftovers
@@ -100,6 +101,7 @@ def run(task: Task, config: RunConfig, *, model=None, tokenizer=None, work_dir: 
     first (``validate.validate_run``) unless the caller did (``checked``)."""
     if not checked:
         validate_run(task, config, model)
+    task = with_calibration(task, config)  # an LLM task's protocol names the calibration texts used
     given = Path(work_dir) if work_dir is not None else None
     with _work_folder(given, trains(config)) as work:
         return _steps(task, config, work, model, tokenizer)
@@ -151,18 +153,22 @@ def resolve(config: RunConfig):
 
 
 def _steps(task: Task, config: RunConfig, work_dir: Path | None, model, given_tokenizer) -> Run:
-    """The run's steps, each announced by a numbered stage line (``[forgetless] [3/7] compress …``)."""
+    """The run's steps, each announced by a numbered stage line (``[forgetless] [3/7] compress …``) in the
+    words of the run: ``base`` for a model taken as it is, ``teacher`` for one fine-tuned; the objective
+    only when something trains."""
     method, objective, then = resolve(config)  # then: e.g. quantize after a structural method
     kind = kind_for(task, config.method, config.model_kind)
     transformers.set_seed(config.seed)
     progress.enabled = config.progress  # one switch for every progress bar of the run (tqdm, stderr)
-    steps = 5 + len(config.then) + int(config.robustness)  # teacher, objective, compress, then…, evaluate, CLEVER, speed
+    students_train = any(m.config.recovers for m in (method, *then))
+    # base, objective (when trained), compress, then…, evaluate, CLEVER, speed
+    steps = 4 + int(students_train) + len(config.then) + int(config.robustness)
     numbers = iter(range(1, steps + 1))
 
     def step(name: str) -> None:
         stage(f"[{next(numbers)}/{steps}] {name}")
 
-    step("teacher")
+    step("base" if config.base == "as-is" else "teacher")
     teacher, tokenizer, teacher_info = train_teacher(task, config, work_dir, kind, model, given_tokenizer)
     ctx = CompressionContext(task=task, tokenizer=tokenizer, teacher=teacher, work_dir=work_dir,
                              train_config=config.train, objective=objective, seed=config.seed,
@@ -186,8 +192,8 @@ def compress_student(ctx: CompressionContext, config: RunConfig, method, then: l
     student (a copy of the teacher, or the pretrained model) compressed by the method, then by each
     ``--then`` method; returns the compressed model."""
     students_train = any(m.config.recovers for m in (method, *then))
-    step(f"objective {config.objective.name}" + ("" if students_train else ": nothing is trained, not prepared"))
-    if students_train:
+    if students_train:  # post-training methods have no objective: no step for it
+        step(f"objective {config.objective.name}")
         ctx.objective_extras = ctx.objective.prepare(ctx) or None
     step(f"compress with {config.method.name}" + ("" if config.method.recovers else " (post-training: no recovery)"))
     transformers.set_seed(config.seed)
@@ -209,8 +215,17 @@ def measure(ctx: CompressionContext, config: RunConfig, teacher, compressed, met
     deployed = deploy(compressed, config.eval.runtime, kind, ctx.work_dir)  # as it will run (metrics/runtime.py)
     eval_config = config.eval if config.eval.perplexity_file else replace(
         config.eval, perplexity_file=default_perplexity_file(config.task.data_dir))
-    results = {role: kind.evaluate(m, tokenizer, task, eval_config, config.train.max_length, config.progress)
-               for role, m in (("base", teacher), ("compressed", deployed))}
+    models = {"base": teacher, "compressed": deployed}
+    if getattr(task.suite, "until_interval", None) is not None:  # both together, round by round (kinds/stopping.py)
+        stage(f"base and compressed, round by round: {evaluation_words(task)}")
+        results = kind.evaluate_pair(models, tokenizer, task, eval_config, config.progress)
+    else:
+        results = {}
+        for role, m in models.items():
+            with progress.scope(role):  # "base: lm-eval …", "compressed: lm-eval …" (progress.py)
+                stage(f"{role}: {evaluation_words(task)}")
+                results[role] = kind.evaluate(m, tokenizer, task, eval_config, config.train.max_length,
+                                              config.progress)
     predictions = {role: results[role].pop("predictions") for role in results}
     robustness = None
     if config.robustness:  # a classifier's (validate.py)
@@ -233,7 +248,18 @@ def measure(ctx: CompressionContext, config: RunConfig, teacher, compressed, met
         predictions=predictions, sizes={}, speed=speed, notes=ctx.notes, command=" ".join(sys.argv),
         robustness=robustness, calibration=calibration_section(task, predictions),  # ECE, confidence
         agreement=agreement(predictions), recipe=drop_empty({"command": "compress", **to_recipe(config)}),
+        calibration_texts=ctx.calibration,
         model={"compressed": started, "model_type": getattr(compressed.config, "model_type", None)})
+
+
+def evaluation_words(task: Task) -> str:
+    """What evaluating one model on ``task`` is, for its stage line: ``lm-eval on 6 task(s), then
+    wikitext2 perplexity`` for an LLM suite, else the sets and their sizes."""
+    suite = task.suite
+    if suite is None:
+        return "scoring " + ", ".join(f"{name} ({len(s)})" for name, s in task.eval_sets().items())
+    return f"lm-eval on {len(suite.sets)} task(s)" + (f", then {suite.perplexity.name} perplexity"
+                                                      if suite.perplexity else "")
 
 
 def _sizes(teacher, compressed, teacher_info: dict, work_dir: Path | None) -> dict:

@@ -8,19 +8,40 @@ Besides the bars, a long step may print one estimate line once its first unit is
 
     [forgetless] wanda: ~3.4 min for the 29 remaining decoder layers (measured 7.1 s for layer 1)
 
-Lines are printed unless progress is off, bars or not (a log file gets them too)."""
+Lines are printed unless progress is off, bars or not (a log file gets them too). While one of the
+two models of a run is evaluated (``scope("base")``), its bars and lines name it::
+
+    [forgetless] compressed: lm-eval: 120 items of 6 task(s), 402 choices scored:  41%|████ …"""
 from __future__ import annotations
 
+import contextlib
 import sys
 
 from tqdm.auto import tqdm
 
 enabled: bool | None = None
+role: str | None = None  # the model a bar or line is about (``scope``), None: the run as a whole
+
+
+@contextlib.contextmanager
+def scope(name: str):
+    """Bars and lines inside the block are prefixed ``name: `` (``base``, ``compressed``)."""
+    global role
+    outer, role = role, name
+    try:
+        yield
+    finally:
+        role = outer
+
+
+def _label(text: str) -> str:
+    return f"[forgetless] {role}: {text}" if role else f"[forgetless] {text}"
 
 
 def bar(iterable=None, desc: str = "", total: int | float | None = None, **kwargs):
-    """``tqdm(iterable)`` labelled ``[forgetless] desc``; shown unless progress is off."""
-    return tqdm(iterable, desc=f"[forgetless] {desc}", total=total, leave=False,
+    """``tqdm(iterable)`` labelled ``[forgetless] desc`` (``[forgetless] base: desc`` in a ``scope``);
+    shown unless progress is off."""
+    return tqdm(iterable, desc=_label(desc), total=total, leave=False,
                 disable=None if enabled is None else not enabled, **kwargs)
 
 
@@ -39,7 +60,7 @@ def duration(seconds: float) -> str:
 def line(text: str) -> None:
     """``[forgetless] text`` on stderr (through tqdm, so open bars are not torn); none when progress is off."""
     if enabled is not False:
-        tqdm.write(f"[forgetless] {text}", file=sys.stderr)
+        tqdm.write(_label(text), file=sys.stderr)
 
 
 def estimate(what: str, measured_s: float, unit: str, done: int, total: int, at_least_s: float = 10.0) -> None:

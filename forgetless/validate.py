@@ -29,17 +29,22 @@ from pathlib import Path
 
 import torch
 
+from .arguments import check_device
+from .data.llm_tasks import SUITES, missing_calibration
 from .errors import ModelFileError, OptionError, OutputFolderError
 from .kinds import check_compatible, kind_for
 from .kinds.in_memory import check_model_object
 from .llm.suite import check_run as check_llm_run
 from .methods._shared.calibration import calibration_texts
-from .models.checks import check_classifier_head, check_model_folder, check_tokenizer_files, is_trained_classifier
+from .models.checks import (check_classifier_head, check_model_folder, check_tokenizer_files, is_trained_classifier,
+                            weight_files)
 from .models.loading import check_label_order, resolve_model_path
 from .models.blocks import is_decoder_only
 from .models.io import check_saved_model
 from .models.manifest import is_forgetless_folder, read_manifest
 from .models.tiny import TINY_MODELS, tiny_model_config
+from .models.weights_fit import check_finite_weights
+from .offline import check_offline_tasks
 from .options import default_of
 from .outputs import check_cache, check_output, mark_output, read_mark
 from .ranges import MAX_TOKENS
@@ -92,6 +97,21 @@ def _config_dims(config, seq2seq: bool) -> dict:
     return {"layers": layers, "decoder_layers": decoder, "heads": heads, "max_positions": positions, "widths": widths}
 
 
+# ----- before the task's data and the model are read (issue 42) ------------------------------------------
+def check_before_loading(config) -> None:
+    """What an LLM run can check from its options and the model's ``config.json`` alone, before minutes
+    of reading its tasks: task names whose data only the hub has while it is off
+    (``offline.check_offline_tasks``), and each method's options against the model's widths (GPTQ's
+    ``--group-size 128`` against SmolLM2's 576-wide layers). Other tasks read quickly: ``validate_run``
+    checks them in its order."""
+    if config.task.name not in SUITES:
+        return
+    check_offline_tasks(config.task)
+    source = config.teacher if (config.teacher and config.student_init == "teacher") else config.model
+    seq2seq = config.method.seq2seq_only or config.model_kind == "seq2seq"
+    _check_chain(config, model_dims(source, seq2seq), source)
+
+
 # ----- the whole run ----------------------------------------------------------------------------------
 def validate_run(task, config, model=None) -> None:
     """Check a run (``method`` and ``objective`` resolved from ``config``) before any work: the
@@ -115,7 +135,7 @@ def validate_run(task, config, model=None) -> None:
     _check_model_folders(config, model, kind)
     _check_some_training(task, config)
     _check_device(config.train)
-    _check_calibration_data(config)
+    _check_calibration_data(task, config)
     if config.base == "as-is" and kind.name == "classifier" and model is None:
         _check_trained_head(config.model)
     dims = model_dims(model if model is not None and source == config.model else source, kind.name == "seq2seq")
@@ -138,22 +158,30 @@ def check_run_output(task, config, out_dir, overwrite: bool = False) -> str:
 
 
 def _check_chain(config, dims: dict | None, source) -> None:
-    """``--method`` and each ``--then`` method in turn against the model the previous ones leave
+    """``--method`` and each ``--then`` method in turn (``check_chain``)."""
+    check_chain([config.method, *config.then], dims, f"model {source!r}")
+
+
+def check_chain(chain: list, dims: dict | None, model: str, listed: bool = False) -> None:
+    """Each method of ``chain`` in turn against the model the previous ones leave
     (``MethodConfig.shape_after``): ``--then truncate:layers=2`` after ``--layers 2`` is an error now,
-    not after training; nothing follows a method that leaves quantized weights."""
-    chain = (config.method, *config.then)
+    not after training; nothing follows a method that leaves quantized weights. ``model`` names the
+    model the first method gets; ``listed``: the chain is one list (``forgetless.apply(model, [...])``),
+    named as ``methods``."""
+    names = ",".join(c.name for c in chain)
     for i, item in enumerate(chain):
-        where = f"model {source!r}" if i == 0 else f"the model after {' and '.join(c.name for c in chain[:i])}"
+        where = model if i == 0 else f"the model after {' and '.join(c.name for c in chain[:i])}"
         quantized = next((c.name for c in chain[:i] if c.quantizes), None)
         if quantized:
-            raise OptionError(f"--then {item.name}: comes after {quantized}, which leaves quantized weights that "
+            culprit = f"--methods {names}: {item.name}" if listed else f"--then {item.name}:"
+            raise OptionError(f"{culprit} comes after {quantized}, which leaves quantized weights that "
                               f"{item.name} cannot compress; put the quantizing method last")
         if dims is None:
             continue
         try:
             item.check_model(dims, where)
         except OptionError as exc:
-            raise OptionError(exc.args[0] if i == 0 else then_flags(item.name, exc.args[0])) from None
+            raise OptionError(exc.args[0] if i == 0 or listed else then_flags(item.name, exc.args[0])) from None
         dims = item.shape_after(dims)
 
 
@@ -169,15 +197,14 @@ def then_flags(name: str, message: str) -> str:
 
 def _check_model_folders(config, model, kind) -> None:
     """Every model the run loads fits its kind (``causal-lm``: a decoder-only LM), and a local folder
-    holds its tokenizer and, saved from a trained classifier, its classification head."""
+    holds its tokenizer, finite weights and, saved from a trained classifier, its classification head."""
     loaded = [config.teacher] if config.teacher else []
     if model is None and (not config.teacher or config.student_init == "pretrained"):
         loaded.append(config.model)
     for name in loaded:
         found = model_config(name)
-        if kind.name == "causal-lm" and found is not None and not is_decoder_only(found):
-            raise OptionError(f"--model-kind causal-lm: model {name!r} is a {found.model_type} model, not a decoder-only "
-                              "language model (any …ForCausalLM of transformers; e.g. smollm2, tiny-llama)")
+        if kind.name == "causal-lm":
+            check_decoder_only(name, found)
         path = Path(resolve_model_path(name)).expanduser() if name not in TINY_MODELS else None
         if path is None or not path.is_dir():
             continue  # a built-in tiny model or a hub id
@@ -186,6 +213,16 @@ def _check_model_folders(config, model, kind) -> None:
             check_saved_model(path)  # its manifest fits its config (meta device: nothing loaded)
         elif kind.name == "classifier":
             check_classifier_head(path, found)
+        check_finite_weights(weight_files(path))  # NaN / inf weights: one line now, not after the first stage
+
+
+def check_decoder_only(name: str, found=None, flag: str = "--model-kind causal-lm") -> None:
+    """Model ``name`` (its config ``found``, default read) is a decoder-only LM, as the ``causal-lm``
+    kind needs (``flag``: what asked for that kind)."""
+    found = model_config(name) if found is None else found
+    if found is not None and not is_decoder_only(found):
+        raise OptionError(f"{flag}: model {name!r} is a {found.model_type} model, not a decoder-only "
+                          "language model (any …ForCausalLM of transformers; e.g. smollm2, tiny-llama)")
 
 
 def _check_kind_options(config, kind) -> None:
@@ -206,22 +243,30 @@ def _check_kind_options(config, kind) -> None:
                           f"{', '.join(runtimes)})")
 
 
-def _check_calibration_data(config) -> None:
-    """``--calibration-data`` is read by a method that calibrates on text, and holds text."""
-    if not config.calibration_data:
-        return
+def _check_calibration_data(task, config) -> None:
+    """``--calibration-data`` is read by a method that calibrates on text, holds text, and is the one
+    source of an LLM task's calibration texts (not beside ``--train``); an LLM task without
+    calibration texts runs only methods that read none."""
     chain = (config.method, *config.then)
+    if not config.calibration_data:
+        if task.kind == "lm-eval" and not len(task.train) and any(item.calibration != "none" for item in chain):
+            raise OptionError(missing_calibration(task))
+        return
     if not any(item.calibration == "text" for item in chain):
         raise OptionError(f"--calibration-data: no method of this run calibrates on text "
                           f"({', '.join(item.name for item in chain)}); forgetless list names those that do")
+    if task.kind == "lm-eval" and config.task.train_file:
+        raise OptionError(f"--calibration-data {config.calibration_data} and --train {config.task.train_file}: both "
+                          f"name the calibration texts of task {task.name}; give one")
     calibration_texts(config.calibration_data, config.task.data_dir, "--calibration-data")
 
 
 def _check_device(train) -> None:
     """``--device cuda`` and ``--fp16`` need a CUDA GPU: one error before any work, not a Trainer traceback."""
-    if (train.device == "cuda" or train.fp16) and not torch.cuda.is_available():
-        flag = "--device cuda" if train.device == "cuda" else "--fp16"
-        raise OptionError(f"{flag}: no CUDA GPU is available here; train on CPU (--device cpu, or --bf16 for mixed "
+    if train.device == "cuda":
+        check_device(train.device)
+    if train.fp16 and not torch.cuda.is_available():
+        raise OptionError("--fp16: no CUDA GPU is available here; train on CPU (--device cpu, or --bf16 for mixed "
                           "precision)")
 
 

@@ -109,3 +109,24 @@ def two_runs(tmp_path_factory, tiny_model_dir):
     for name, argv in runs.items():
         assert main(["compress", *argv, *common, "--out", str(root / name)]) == 0
     return root / "heads", root / "truncate"
+
+
+OUTCOMES = ("clear", "correct", "unclear", "traceback", "silent", "destructive")
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The bad-input harness's tally, printed after every run that ran one of its cases (``pytest -n N``
+    too): each case of ``test_bad_inputs.py`` / ``test_bad_inputs_llm.py`` records the property
+    ``bad_input`` = ``"SURFACE OUTCOME"`` (``llm clear``; the last one recorded counts)."""
+    records = []
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            said = [value for key, value in getattr(report, "user_properties", ()) if key == "bad_input"]
+            if said and getattr(report, "when", None) == "call":
+                records.append(said[-1].split())  # a case's last word on itself
+    if not records:
+        return
+    counts = {kind: sum(1 for record in records if record[1] == kind) for kind in OUTCOMES}
+    llm = sum(1 for record in records if record[0] == "llm")
+    terminalreporter.write_line(f"bad-input harness: {len(records)} cases ({llm} on the LLM surfaces): "
+                                + ", ".join(f"{kind} {n}" for kind, n in counts.items()))

@@ -137,6 +137,10 @@ def sst2_data(data: Path) -> Path:
     rows = "sentence\tlabel\n" + "".join(f"{s} \t{y}\n" for s, y in SENTENCES * 2)
     (data / "glue/SST-2/train.tsv").write_text(rows)
     (data / "glue/SST-2/dev.tsv").write_text(rows)
+    (data / "xsum").mkdir()  # calibration text by name (calibration="xsum")
+    (data / "xsum/test_1000_llm_decoding.jsonl").write_text("".join(
+        json.dumps({"document": f"{s}, said the reviewer.", "summary": s, "id": str(i)}) + "\n"
+        for i, (s, _) in enumerate(SENTENCES * 2)))
     (data / "advglue/dev.json").write_text(json.dumps({"sst2": [{"idx": i, "sentence": s, "label": y}
                                                                 for i, (s, y) in enumerate(SENTENCES)]}))
     return data

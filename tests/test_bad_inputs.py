@@ -5,8 +5,10 @@ culprit (the flag as typed on the command line, the Python name from Python), be
 fixture folder byte-identical (sha256). Output-folder cases live in ``test_output_rule.py``.
 
 ``test_tally_of_the_cases_run`` prints and checks the tally of the command-line cases a session ran;
-``python tests/test_bad_inputs.py`` prints the tally of every case of this module and of
-``test_output_rule.py``: tried / clear / traceback / silent / unclear / destructive.
+``python tests/test_bad_inputs.py`` prints the tally of every case of this module, of
+``test_output_rule.py`` and of the LLM surfaces (``test_bad_inputs_llm.py``, issue 43: cases whose
+right answer is to run are ``correct`` when what they gave is right): tried / clear / correct /
+traceback / silent / unclear / destructive, and how many were on the LLM surfaces.
 """
 from __future__ import annotations
 
@@ -452,7 +454,7 @@ def outcome(code, err, before, after) -> str:
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
-def test_cli_bad_input(case, paths, tmp_path, capsys, monkeypatch):
+def test_cli_bad_input(case, paths, tmp_path, capsys, monkeypatch, record_property):
     """Exit code 2, ONE error line naming the culprit, no stage started, the output folder absent or
     untouched and every file under the fixture folder byte-identical (sha256)."""
     torch.set_num_threads(1)
@@ -468,11 +470,13 @@ def test_cli_bad_input(case, paths, tmp_path, capsys, monkeypatch):
         code, err = run_cli(args, capsys)
     except Exception:
         TALLY[case[0]] = "traceback"
+        record_property("bad_input", "cli traceback")
         raise
     after = snapshot(target) if str(target) not in ("", ".") else snapshot(Path.cwd())
     lines = [line for line in err.splitlines() if "error:" in line]
     changed = tree_hashes(Path(paths["root"])) != inputs
     TALLY[case[0]] = "destructive" if changed else outcome(code, err, before, after)
+    record_property("bad_input", f"cli {TALLY[case[0]]}")
     assert code == 2, err
     assert len(lines) == 1 and re.search(pattern, lines[0]), err
     assert "[forgetless]" not in err  # no stage started: checked before any work
@@ -571,13 +575,20 @@ API_IDS = ["api-labels-string", "api-epochs-nan", "api-save-steps-zero", "api-la
 
 
 @pytest.mark.parametrize("name", API_IDS)
-def test_api_bad_input(name, paths, tmp_path):
+def test_api_bad_input(name, paths, tmp_path, record_property):
     out = tmp_path / "out"
     cases = {c[0]: c for c in _api_cases(paths, out)}
     _, call, pattern = cases[name]
-    with pytest.raises(ForgetlessError) as info:
+    record_property("bad_input", "api traceback")  # replaced below unless the call raises another error
+    try:
         call()
-    message = str(info.value)
+    except ForgetlessError as exc:
+        message = str(exc)
+    else:
+        record_property("bad_input", "api silent")
+        pytest.fail(f"{name}: ran where it should refuse")
+    clear = "\n" not in message and re.search(pattern, message) and not out.exists()
+    record_property("bad_input", f"api {'clear' if clear else 'unclear'}")
     assert "\n" not in message and re.search(pattern, message), message
     assert not out.exists()
 
@@ -749,16 +760,18 @@ def test_card_model_is_what_was_compressed(paths, tmp_path, monkeypatch, capsys)
 
 
 def tally(root: Path) -> dict:
-    """Every bad input of this module and of ``test_output_rule.py``: tried / clear / traceback /
-    silent / unclear / destructive (a file under the fixture folder changed)."""
+    """Every bad input of this module, of ``test_output_rule.py`` and of ``test_bad_inputs_llm.py``:
+    tried / clear / correct / traceback / silent / unclear / destructive (a file under the fixture
+    folder changed), and ``llm_surface``: how many of them were on the LLM surfaces."""
     import os
     import tempfile
 
+    import test_bad_inputs_llm
     import test_output_rule as rule
 
     from forgetless.models.loading import resolve_model_path
 
-    counts = dict(tried=0, clear=0, traceback=0, silent=0, unclear=0, destructive=0)
+    counts = dict(tried=0, clear=0, correct=0, traceback=0, silent=0, unclear=0, destructive=0)
     tokenizer = transformers.AutoTokenizer.from_pretrained(resolve_model_path("minilm"))
     model_dir = root / "tiny-bert"
     config = transformers.BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2,
@@ -802,6 +815,9 @@ def tally(root: Path) -> dict:
         else:
             counts["silent"] += 1
             print(f"SILENT {name}")
+    llm = test_bad_inputs_llm.tally(root / "llm")
+    counts = {kind: counts[kind] + llm[kind] for kind in counts}
+    counts["llm_surface"] = llm["tried"]
     return counts
 
 

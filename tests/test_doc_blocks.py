@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -36,8 +37,11 @@ NOT_RUN = sorted([
     "README.md: installs packages", "README.md: installs packages", "README.md: it is the test suite",
     "README.md: needs the Hugging Face hub (lm-eval's own tasks read their data there)",
     "docs/benchmarks.md: a benchmark of hours on SmolLM2", "docs/benchmarks.md: a benchmark of hours on SmolLM2",
+    "docs/errors.md: a benchmark of kill -9 on real runs (minutes to hours)",
+    "docs/errors.md: a refusal (exit code 2), shown with the reader's own task folder",
     "docs/getting-started.md: installs packages", "docs/getting-started.md: it is the test suite",
     "docs/getting-started.md: needs the Hugging Face hub",
+    "docs/llm-evaluation.md: a benchmark of hours on SmolLM2", "docs/llm-quickstart.md: installs packages",
     "docs/llm-tasks.md: installs packages", "docs/llm-tasks.md: needs the Hugging Face hub",
     "docs/llm-tasks.md: lm-eval's own command line, an outline (its model arguments are yours)",
     "docs/models.md: installs packages", "docs/offline-models.md: installs packages",
@@ -48,20 +52,34 @@ NOT_RUN = sorted([
     "docs/training.md: several processes (and GPUs) through accelerate launch"])
 QUICK = ["--model", "tiny-bert", "--layers", "1", "--train-size", "64", "--eval-size", "32", "--epochs", "1",
          "--speed", "none", "--no-progress"]
+QUICK_LLM_TASKS = "arc_easy_offline,arc_challenge_offline,hellaswag_offline,piqa_offline,winogrande_offline,openbookqa_offline"
 REAL = {  # quickstart commands run for real: the command as written -> the options given to its stand-in run
     "demo": QUICK,
     "compress --model smollm2 --base as-is --method sparsegpt --sparsity 0.5 --recovery none --task llm-zero-shot "
     "--data-dir ../shared/data --eval-size 500 --out runs/sgpt50":
-        ["--data-dir", "{llm_data}", "--eval-size", "3", "--calibration-examples", "4", "--no-progress"]}
+        ["--data-dir", "{llm_data}", "--eval-size", "3", "--calibration-examples", "4", "--no-progress"],
+    # docs/llm-quickstart.md: its 20 items are every item of the stand-in data
+    "compress --model smollm2 --base as-is --method gptq --bits 4 --group-size 64 --task lm-eval --lm-eval-tasks "
+    f"{QUICK_LLM_TASKS} --data-dir ../shared/data --eval-size 20 --eval-batch-size 16 --out runs/quick-gptq":
+        ["--data-dir", "{llm_data}", "--calibration-examples", "4", "--no-progress"],
+    "evaluate runs/quick-gptq/model --task lm-eval --data-dir ../shared/data --eval-size 20 --eval-batch-size 16 "
+    f"--lm-eval-tasks {QUICK_LLM_TASKS}": ["--data-dir", "{llm_data}"]}
 WORK = ("compress", "compress-seq2seq", "demo", "finetune", "sweep", "profile", "evaluate", "bench", "export", "run")
-STAND_INS = {"HuggingFaceTB/SmolLM2-135M-Instruct": "llama", "my-bert": "bert", "path/to/llama-folder": "llama",
-             "path/to/phi-3-or-gemma-3": "smollm2"}
+STAND_INS = {  # the text of a Python block -> the stand-in it becomes (replaced in this order)
+    '"HuggingFaceTB/SmolLM2-135M-Instruct"': "llama", '"my-bert"': "bert", '"path/to/llama-folder"': "llama",
+    '"path/to/phi-3-or-gemma-3"': "smollm2", '"m"': "llama", 'offline_folder("smollm2")': "smollm2",
+    '"smollm2"': "smollm2", '"../shared/data"': "llm_data", '"runs/quick-gptq/model"': "quick_gptq"}
 CHECKS = {  # after a page's Python blocks ran: what they must have done
     "docs/any-architecture.md": "assert sum(int((w == 0).sum()) for w in pruned.parameters()) > 0 and "
                                 "Path('phi3-gptq', 'config.json').is_file() and reloaded.config.model_type == 'llama'",
     "README.md": "assert sum(int((w == 0).sum()) for w in pruned.parameters()) > 0 and compared['sets']['dev']['base']",
+    "docs/errors.md": "assert not Path('pruned').exists()  # every call refused before any write",
+    "docs/llm-quickstart.md": "import json\nassert compared['llm']['tasks'] == json.loads(Path("
+                              "\"runs/quick-gptq/model\").parent.joinpath('report.json').read_text())['llm']['tasks']",
     "docs/python-api.md": "assert run.card['params']['ratio'] < 1 and (Path('bert-heads-50') / 'model' / 'README.md')"
-                          ".is_file()",
+                          ".is_file()\nassert sum(int((w == 0).sum()) for w in pruned.parameters()) > 0 and "
+                          "compared['llm']['tasks'] and compared['language_model']['base']['perplexity'] > 1\n"
+                          "assert not any(w.startswith('calibration') for w in compared['warnings'])",
     "docs/scaling.md": "assert sum(int((p == 0).sum()) for p in model.parameters()) > 0 and tokenizer is not None",
     "docs/shipping.md": "assert type(model).__name__ == 'BertForSequenceClassification'",
     "docs/report-card.md": "assert card['schema'] == 'forgetless-report-2'"}
@@ -93,7 +111,22 @@ def stand_ins(tmp_path_factory, minilm_tokenizer):
 
 
 # ----- Python blocks -------------------------------------------------------------------------------------
-def test_the_python_blocks_run_as_written(tmp_path, stand_ins):
+@pytest.fixture(scope="module")
+def quick_gptq(stand_ins, tmp_path_factory):
+    """The LLM quickstart's compressed model (docs/llm-quickstart.md, command 2 on the stand-ins), for its
+    Python block: its card's numbers are what ``forgetless.evaluate`` must give back."""
+    from forgetless.cli import main
+
+    out = tmp_path_factory.mktemp("quick") / "quick-gptq"
+    argv = ["compress", "--model", stand_ins["smollm2"], "--base", "as-is", "--method", "gptq", "--bits", "4",
+            "--group-size", "64", "--task", "lm-eval", "--lm-eval-tasks", QUICK_LLM_TASKS, "--data-dir",
+            stand_ins["llm_data"], "--eval-size", "20", "--eval-batch-size", "16", "--calibration-examples", "4",
+            "--no-progress", "--out", str(out)]
+    assert main(argv) == 0
+    return str(out / "model")
+
+
+def test_the_python_blocks_run_as_written(tmp_path, stand_ins, quick_gptq):
     by_page: dict[str, list[str]] = {}
     for block in all_blocks():
         if block.lang == "python" and block.not_run is None and "@METHODS.register" not in block.text:
@@ -104,8 +137,8 @@ def test_the_python_blocks_run_as_written(tmp_path, stand_ins):
     script = ["import os, sys", "from pathlib import Path"]
     for page, texts in by_page.items():
         code = "\n".join(texts) + "\n" + CHECKS[page] + f"\nprint('ran', {page!r})\n"
-        for name, folder in STAND_INS.items():
-            code = code.replace(f'"{name}"', repr(stand_ins[folder]))
+        for text, folder in STAND_INS.items():
+            code = code.replace(text, repr({**stand_ins, "quick_gptq": quick_gptq}[folder]))
         folder = page_folder(tmp_path, page, stand_ins["run"])
         script.append(f"os.chdir({str(folder)!r})\nexec(compile({code!r}, {page!r}, 'exec'), "
                       "{'__name__': '__main__', 'Path': Path})")
@@ -194,6 +227,9 @@ def test_every_shell_command_runs_or_is_validated(tmp_path, stand_ins, validate_
     assert json.loads((readme / "forgetless-out/demo/report.json").read_text())["kind"]["task"] == "classification"
     assert json.loads((readme / "runs/sgpt50/report.json").read_text())["kind"] == {"task": "lm-eval",
                                                                                    "model": "causal-lm"}
+    quick = tmp_path / "docs-llm-quickstart.md" / "work" / "runs/quick-gptq"  # its three commands, the last two run
+    assert len(json.loads((quick / "report.json").read_text())["llm"]["tasks"]) == 6
+    assert (quick / "model/README.md").is_file() and (quick / "report.html").is_file()
 
 
 def _by_page(found) -> dict:
@@ -302,3 +338,23 @@ def test_every_block_is_run_or_marked_not_run_with_a_reason():
         if block.file:
             assert block.lang in ("yaml", "json", "text"), f"{block.where}: a file block holds data"
     assert len((ROOT / "README.md").read_text(encoding="utf-8").splitlines()) <= 250
+
+
+def test_pip_installs_name_this_clones_extras():
+    """``pip install`` in the pages installs forgetless from the clone (it is not on PyPI: ``-e ".[x]"``)
+    with extras ``pyproject.toml`` defines (issue 42: ``pip install "forgetless[llm]"`` did not install)."""
+    section = re.search(r"\[project.optional-dependencies\](.*?)\n\[", (ROOT / "pyproject.toml").read_text(), re.DOTALL)
+    extras = set(re.findall(r"^(\w+) =", section.group(1), re.MULTILINE))
+    seen = 0
+    for block in all_blocks():
+        for command in commands(block.text) if block.lang in SHELL else []:
+            for part in command.split("&&"):
+                argv = words(part)
+                if argv[:2] != ["pip", "install"]:
+                    continue
+                seen += 1
+                for spec in argv[2:]:
+                    assert not spec.startswith("forgetless"), f"{block.where}: {part.strip()}: forgetless is not on PyPI"
+                    if spec.startswith(".["):
+                        assert set(spec[2:-1].split(",")) <= extras, f"{block.where}: {part.strip()}"
+    assert seen >= 3

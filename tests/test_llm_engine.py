@@ -34,41 +34,66 @@ def tiny(minilm_tokenizer):
     return model.eval(), tok
 
 
-def test_per_item_numbers_equal_lm_evals_own(data, tiny):
+def _lm_evals_own(model, tok, data, task, window):
+    """lm-eval on its own: a fresh TaskManager over the shipped YAMLs, its HFLM on the same model and batch
+    sizes (the WordPiece tokenizer has no BOS / EOS: both runs start a rolling window with [CLS])."""
     from lm_eval import simple_evaluate
     from lm_eval.models.huggingface import HFLM
     from lm_eval.tasks import TaskManager
 
     from forgetless.llm.engine import TASKS_DIR
 
-    model, tok = tiny
-    task = load_task("llm-zero-shot", data_dir=str(data), eval_size=4, seed=0)
-    ours = CausalLMKind().evaluate(model, tok, task, EvalConfig(batch_size=4), 128, False)
-    window = ours["zero_shot"]["window"]
-    assert window == 512  # tiny-llama's context (below the 2048 cap)
-    # lm-eval on its own: a fresh TaskManager over the shipped YAMLs, its HFLM on the same model and batch
-    # sizes (the WordPiece tokenizer has no BOS / EOS: both runs start a rolling window with [CLS])
     manager = TaskManager(include_path=str(TASKS_DIR), include_defaults=False, metadata={"data_dir": str(data)})
+    samples, results = {}, {}
     for names, batch in ((MULTIPLE_CHOICE, 4), (["wikitext_offline"], 1)):
-        lm = HFLM(pretrained=model, tokenizer=tok, batch_size=batch, max_length=window,
-                  prefix_token_id=tok.cls_token_id)
-        theirs = simple_evaluate(model=lm, tasks=names, task_manager=manager, log_samples=True, bootstrap_iters=0,
-                                 samples={n: task.suite.sets[n].items for n in names})
-        for name in names:
-            samples = sorted(theirs["samples"][name], key=lambda s: s["doc_id"])
-            records = ours["predictions"][name]["items"]
-            assert [r["doc"] for r in records] == [s["doc_id"] for s in samples] == task.suite.sets[name].items
-            aggregate = theirs["results"][name]
-            if name == "wikitext_offline":
-                assert [r["ll"] for r in records] == [s["filtered_resps"][0] for s in samples]
-                assert ours["sets"][name]["word_perplexity"] == pytest.approx(aggregate["word_perplexity,none"],
-                                                                               rel=1e-12)
-                assert ours["sets"][name]["bits_per_byte"] == pytest.approx(aggregate["bits_per_byte,none"], rel=1e-12)
-                continue
-            assert [r["ll"] for r in records] == [[x[0] for x in s["filtered_resps"]] for s in samples]
-            assert [r["acc"] for r in records] == [s["acc"] for s in samples]
-            assert [r.get("acc_norm") for r in records] == [s.get("acc_norm") for s in samples]
-            assert ours["sets"][name]["acc"] == pytest.approx(aggregate["acc,none"], abs=1e-12)
+        lm = HFLM(pretrained=model, tokenizer=tok, batch_size=batch, max_length=window, prefix_token_id=tok.cls_token_id)
+        out = simple_evaluate(model=lm, tasks=names, task_manager=manager, log_samples=True, bootstrap_iters=0,
+                              samples={n: task.suite.sets[n].items for n in names})
+        samples.update({n: sorted(out["samples"][n], key=lambda s: s["doc_id"]) for n in names})
+        results.update(out["results"])
+    return samples, results
+
+
+@pytest.mark.parametrize("exact", [True, False], ids=["exact-lm-eval", "shared-context"])
+def test_per_item_numbers_equal_lm_evals_own(data, tiny, exact):
+    """--exact-lm-eval gives lm-eval's numbers bit for bit; shared-context scoring every choice's and
+    window's log-likelihood within records.TOLERANCE per scored token and the same acc / acc_norm on every item but near ties."""
+    from forgetless.llm.records import near_tie
+    from forgetless.llm.records import TOLERANCE
+
+    model, tok = tiny
+    task = load_task("lm-eval", data_dir=str(data), lm_eval_tasks=MULTIPLE_CHOICE + ["wikitext_offline"], eval_size=4,
+                     seed=0, exact_lm_eval=exact)
+    ours = CausalLMKind().evaluate(model, tok, task, EvalConfig(batch_size=4), 128, False)
+    assert ours["zero_shot"]["window"] == 512 and ours["zero_shot"]["scoring"] == ("lm-eval" if exact else
+                                                                                     "shared-context")
+    theirs, aggregate = _lm_evals_own(model, tok, data, task, 512)
+    worst, ties = 0.0, 0
+    for name, samples in theirs.items():
+        records = ours["predictions"][name]["items"]
+        assert [r["doc"] for r in records] == [s["doc_id"] for s in samples] == task.suite.sets[name].items
+        if name == "wikitext_offline":  # every token of the document is scored
+            lls = [([r["ll"]], [s["filtered_resps"][0]], [len(tok(s["doc"]["page"])["input_ids"])])
+                   for r, s in zip(records, samples)]
+        else:
+            lls = [(r["ll"], [x[0] for x in s["filtered_resps"]], r.get("tokens", [1] * len(r["ll"])))
+                   for r, s in zip(records, samples)]
+            assert exact or all(len(r["tokens"]) == len(r["ll"]) and min(r["tokens"]) >= 1 for r in records)
+        if exact:
+            assert [mine for mine, _, _ in lls] == [lm_evals for _, lm_evals, _ in lls]
+        worst = max([worst] + [abs(a - b) / n for mine, lm_evals, tokens in lls
+                               for a, b, n in zip(mine, lm_evals, tokens)])
+        for r, s in zip(records if name != "wikitext_offline" else [], samples):
+            for metric in ("acc", "acc_norm") if "acc_norm" in s else ("acc",):
+                tie = near_tie(r, metric)
+                ties += tie
+                assert r[metric] == s[metric] or tie, (name, r["doc"], metric)
+        if name != "wikitext_offline" and exact:
+            assert ours["sets"][name]["acc"] == pytest.approx(aggregate[name]["acc,none"], abs=1e-12)
+    assert worst <= (0.0 if exact else TOLERANCE) and (exact or worst > 0)  # per token: a real difference, within it
+    assert ours["sets"]["wikitext_offline"]["word_perplexity"] == pytest.approx(
+        aggregate["wikitext_offline"]["word_perplexity,none"], rel=0 if exact else 1e-5)
+    assert ties == sum(sum(ours["sets"][n]["near_ties"].values()) for n in MULTIPLE_CHOICE)
     assert {r["acc"] for n in MULTIPLE_CHOICE for r in ours["predictions"][n]["items"]} == {0, 1}  # not degenerate
 
 
@@ -80,8 +105,12 @@ def test_items_are_seeded_and_the_tasks_not_the_models(data):
         assert s.items == sorted(s.items) and set(s.items) <= set(range(s.size))
     every = load_task("llm-zero-shot", data_dir=str(data), seed=0)
     assert every.suite.sets["arc_easy_offline"].items == list(range(6))  # the NYSED row without options is dropped
-    assert every.suite.sets["wikitext_offline"].size == 2  # two articles
-    assert first.suite.perplexity.cap == 3 and every.suite.perplexity.cap is None
+    assert "wikitext_offline" not in every.suite.sets  # one perplexity protocol: lm-eval's wikitext is opt-in
+    assert load_task("lm-eval", data_dir=str(data), lm_eval_tasks=["wikitext_offline"]).suite.sets[
+        "wikitext_offline"].size == 2  # two articles
+    # the WikiText-2 windows are capped apart from the items: 40 by default, --perplexity-windows N
+    assert first.suite.perplexity.cap == every.suite.perplexity.cap == 40
+    assert load_task("llm-zero-shot", data_dir=str(data), eval_size=3, perplexity_windows=7).suite.perplexity.cap == 7
 
 
 def test_wikitext_perplexity_is_the_sparsegpt_wanda_loop(tiny):
@@ -234,9 +263,10 @@ def test_shipped_yamls_ask_what_lm_evals_own_tasks_ask():
 
 
 def test_the_progress_bar_counts_the_choices_and_windows_it_says(data, tiny, monkeypatch):
-    """One bar per lm-eval call, labelled with the items and what is scored; it moves as lm-eval scores
-    each request and ends at the total its label gives (the choices; lm-eval's rolling windows)."""
-    from forgetless.llm import engine
+    """forgetless's own bars (no lm-eval internals patched): one per kind of request, labelled with the
+    items and what is scored; each moves as rows are scored and ends at the total its label gives (the
+    choices; lm-eval's rolling windows)."""
+    from forgetless.llm import engine, lm
 
     class Meter:
         def __init__(self, desc, total):
@@ -257,18 +287,83 @@ def test_the_progress_bar_counts_the_choices_and_windows_it_says(data, tiny, mon
         bars.append(Meter(label, total))
         return bars[-1]
 
-    monkeypatch.setattr(engine, "_meter", meter)
+    monkeypatch.setattr(lm, "meter", meter)
     model, tok = tiny
-    task = load_task("llm-zero-shot", data_dir=str(data), eval_size=3, seed=0)
+    task = load_task("lm-eval", data_dir=str(data), lm_eval_tasks=MULTIPLE_CHOICE + ["wikitext_offline"], eval_size=3,
+                     seed=0)
     suite = task.suite
-    engine.evaluate(model, tok, suite.tasks, {n: s.items for n, s in suite.sets.items()}, 64, 4, progress=True)
+    engine.evaluate(model, tok, suite.tasks, {n: s.items for n, s in suite.sets.items()}, 64, 4, progress=True,
+                    manager=suite.manager)
     choices = sum(len(t.doc_to_choice(t.eval_docs[i])) for n, t in suite.tasks.items() if n != "wikitext_offline"
                   for i in suite.sets[n].items)
     wiki = suite.tasks["wikitext_offline"]
     tokens = [len(tok(wiki.doc_to_target(wiki.eval_docs[i]), add_special_tokens=False)["input_ids"])
               for i in suite.sets["wikitext_offline"].items]
     windows = sum(-(-n // 64) for n in tokens)  # lm-eval's disjoint windows: ceil(tokens / 64) per document
-    assert [(b.desc, b.total, b.n) for b in bars] == [
-        (f"lm-eval: 18 items of 6 task(s), {choices} choices scored", choices, choices),
-        (f"lm-eval: {len(tokens)} documents of 1 task(s), {windows} windows of 64 tokens scored", windows, windows)]
+    assert sorted((b.desc, b.total, b.n) for b in bars) == sorted([
+        (f"lm-eval: 18 items, {choices} choices scored (shared-context)", choices, choices),
+        (f"lm-eval: {len(tokens)} documents, {windows} windows of 64 tokens scored", windows, windows)])
     assert choices > 18 and windows >= len(tokens)
+
+
+def test_until_interval_stops_at_the_first_round_narrow_enough(data, tiny, monkeypatch):
+    """--until-interval: both models scored round by round (here one item per task per round) in the seeded
+    order; the run stops at the first round whose confidence sequence of the headline change is narrower
+    than the target (recomputed here from the records), every later item unscored; a target below what the
+    sequence gives before the last item scores every item (the smallest task's: the change is then exact)."""
+    import copy
+
+    import numpy as np
+
+    from forgetless.kinds import stopping
+    from forgetless.metrics.sequences import paired_sequence
+
+    monkeypatch.setattr(stopping, "ROUND", 1)
+    model, tok = tiny
+    other = copy.deepcopy(model)
+    with torch.no_grad():
+        other.model.layers[1].mlp.down_proj.weight.mul_(0.2)
+    models = {"base": model, "compressed": other}
+    for target, everything in ((185.0, False), (0.5, True)):
+        task = load_task("llm-zero-shot", data_dir=str(data), seed=2, until_interval=target, perplexity_windows=1)
+        results = CausalLMKind().evaluate_pair(models, tok, task, EvalConfig(batch_size=4), False)
+        status = results["base"]["zero_shot"]["stopping"]
+        assert results["compressed"]["zero_shot"]["stopping"] == status and status["population_per_task"] == 3
+        done, suite = status["items_per_task"], task.suite
+        orders = {n: stopping._order(suite.sets[n].items, n, suite.seed)[:3] for n in suite.sets}
+        for name, order in orders.items():
+            for role in models:
+                assert [r["doc"] for r in results[role]["predictions"][name]["items"]] == sorted(order[:done])
+        widths = []
+        for t in range(1, done + 1):
+            correct = {role: {n: {r["doc"]: r[results[role]["predictions"][n]["primary"]]
+                                  for r in results[role]["predictions"][n]["items"]} for n in orders} for role in models}
+            rounds = np.mean([[correct["compressed"][n][d] - correct["base"][n][d] for d in orders[n][:t]]
+                              for n in status["headline_tasks"]], axis=0)
+            widths.append(100 * paired_sequence(rounds, 0.95, 3)["width"])
+        assert status["reached"] and status["width_points"] == pytest.approx(widths[-1]) and widths[-1] < target
+        assert all(w >= target for w in widths[:-1]) and (done == 3) is everything and status["exhausted"] is everything
+        assert everything or done < 3
+        assert results["base"]["language_model"]["windows"] == 1  # the perplexity text once, after the stop
+
+
+def test_a_group_is_refused_by_name(data, tmp_path):
+    from forgetless.errors import ConfigError
+    from forgetless.llm import engine
+
+    (tmp_path / "g.yaml").write_text("group: two_tasks\ntask:\n  - piqa_offline\n  - openbookqa_offline\n")
+    manager = engine.task_manager([engine.TASKS_DIR, tmp_path], data, False)
+    with pytest.raises(ConfigError, match="'two_tasks' is a group or tag of .*openbookqa_offline.*piqa_offline"):
+        engine.load_tasks(["two_tasks"], manager)
+    assert list(engine.load_tasks(["piqa_offline"], manager)) == ["piqa_offline"]
+
+
+def test_llm_options_on_another_task_are_one_error(tmp_path, capsys, no_model_load):
+    for option in (["--exact-lm-eval"], ["--until-interval", "2"], ["--perplexity-windows", "5"]):
+        code = main(["compress", "--model", "tiny-llama", "--task", "synthetic", *option, "--out", str(tmp_path / "o"),
+                     "--no-progress"])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert code == 2 and len(err) == 1 and option[0] in err[0] and "llm-zero-shot" in err[0]
+    assert main(["compress", "--model", "tiny-llama", "--task", "llm-zero-shot", "--until-interval", "0",
+                 "--out", str(tmp_path / "o"), "--no-progress"]) == 2
+    assert "--until-interval" in capsys.readouterr().err

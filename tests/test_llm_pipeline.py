@@ -23,14 +23,14 @@ def test_cli_llm_zero_shot_card_pages_report_and_compare(tmp_path):
     assert main(["compress", "--task", "llm-zero-shot", "--data-dir", str(data), "--method", "sparsegpt",
                  "--calibration-examples", "4", "--calibration-batch", "2", "--out", str(first), *COMMON]) == 0
     assert main(["compress", "--task", "llm-zero-shot", "--data-dir", str(data), "--method", "magnitude",
-                 "--sparsity", "0.3", "--out", str(second), *COMMON]) == 0
+                 "--sparsity", "0.3", "--until-interval", "150", "--out", str(second), *COMMON]) == 0
     card = json.loads((first / "report.json").read_text())
     validate_card(card)
     assert card["kind"] == {"task": "lm-eval", "model": "causal-lm"}
     llm = card["llm"]
     assert llm["engine"]["chat_template"] is False and llm["engine"]["shots"] == 0
     assert set(llm["tasks"]) == {"arc_easy_offline", "arc_challenge_offline", "hellaswag_offline", "piqa_offline",
-                                 "winogrande_offline", "openbookqa_offline", "wikitext_offline"}
+                                 "winogrande_offline", "openbookqa_offline"}  # lm-eval's wikitext: opt-in
     rows = read_predictions(first / "predictions.jsonl")
     for name, task in llm["tasks"].items():
         ids = {role: [r["id"] for r in rows if r["set"] == name and r["role"] == role] for role in ("base", "compressed")}
@@ -38,6 +38,8 @@ def test_cli_llm_zero_shot_card_pages_report_and_compare(tmp_path):
         if task["output_type"] != "multiple_choice":
             assert task["word_perplexity"]["base"] > 1
             continue
+        picked = [r for r in rows if r["set"] == name]  # probabilities of the metric's scores: the pick is the argmax
+        assert all(r["probabilities"].index(max(r["probabilities"])) == r["predicted"] for r in picked), name
         f = task["flips"]
         assert f["n"] == task["n"] and f["correct_to_wrong"] + f["wrong_to_correct"] <= f["n"]
         assert sum(part["n"] for part in task["hard_easy"].values()) == task["n"]
@@ -47,7 +49,18 @@ def test_cli_llm_zero_shot_card_pages_report_and_compare(tmp_path):
     lm = card["language_model"]
     # the fixture's WikiText is shorter than tiny-llama's 512-token context: one window of all its tokens
     assert lm["base"]["window"] == lm["base"]["tokens"] < 512 and lm["base"]["windows"] == 1
+    memory = card["environment"]
+    assert memory["run_memory"]["peak_rss_mib"] >= memory["compress_memory"]["peak_rss_mib"] > 50
+    assert llm["scoring"]["path"] == "shared-context" and llm["scoring"]["tolerance_nats_per_token"] == 5e-5
+    assert set(llm["scoring"]["near_ties"]) == set(llm["tasks"]) and "stopping" not in llm
+    stopped = json.loads((second / "report.json").read_text())["llm"]
+    assert stopped["stopping"]["items_per_task"] == stopped["stopping"]["population_per_task"] == 3
+    assert all(t["n"] == 3 for t in stopped["tasks"].values()) and stopped["stopping"]["exhausted"]
+    if stopped["headline"]:  # the headline's interval is the confidence sequence's, not a bootstrap's
+        assert stopped["headline"]["delta"]["low"] == stopped["stopping"]["interval"]["low"]
+    assert "Stopped by --until-interval 150" in (second / "report.md").read_text()
     markdown = (first / "report.md").read_text()
+    assert "Log-likelihoods: forgetless's shared-context scoring" in markdown and "the run's peak memory" in markdown
     assert "## LLM tasks: base vs compressed, item by item" in markdown and "### Perplexity" in markdown
     assert "correct→wrong" in (first / "report.html").read_text()
     assert main(["report", str(first)]) == 0

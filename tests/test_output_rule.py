@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from test_bad_inputs import run_cli, tree_hashes  # noqa: E402  (one home for the CLI call and the hashes)
+from test_bad_inputs import outcome, run_cli, tree_hashes  # noqa: E402  (one home for the CLI call and the hashes)
 from forgetless.errors import ForgetlessError, OutputFolderError
 
 
@@ -90,13 +90,16 @@ CASES = [
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
-def test_cli_output_rule(case, world, capsys, monkeypatch):
+def test_cli_output_rule(case, world, capsys, monkeypatch, record_property):
     monkeypatch.setenv("FORGETLESS_CACHE", world["cache"])
     _, argv, pattern = case
     args = [a.format(**world) for a in argv]
     before = tree_hashes(world["root"])
+    record_property("bad_input", "cli traceback")  # replaced below unless the command raises
     code, err = run_cli(args, capsys)
     lines = [line for line in err.splitlines() if "error:" in line]
+    kept = tree_hashes(world["root"]) == before
+    record_property("bad_input", "cli " + ("destructive" if not kept else outcome(code, err, before, before)))
     assert code == 2, err
     assert len(lines) == 1 and re.search(pattern, lines[0]), err
     assert "[forgetless]" not in err

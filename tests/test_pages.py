@@ -10,6 +10,7 @@ import sys
 import re
 
 import pytest
+from markdown_it import MarkdownIt
 
 from forgetless.cli import main
 from forgetless.report.headline import headline_numbers, verdict
@@ -46,6 +47,24 @@ def test_verdict_line_hand_computed():
     assert n["dev"]["compressed"] == {"value": 0.769, "low": pytest.approx(0.719), "high": pytest.approx(0.819)}
     assert n["f_bias"] == {"value": 1.5, "low": 1.2, "high": 1.9, "meaningful": True}
     assert n["speedup"]["measurable"] and n["params"]["ratio"] == 0.5
+
+
+def test_the_verdict_states_paired_intervals_and_not_measurable():
+    """With the paired interval of each change: stated, and "not measurable" when it includes 0 (a
+    change that is not measurable is not compared with the other); an LLM suite's mean likewise."""
+    delta = lambda v, low, high: {"value": v, "low": low, "high": high, "n": 200}  # noqa: E731
+    card = _card()
+    card["intervals"]["delta"] = {"sets": {"dev": delta(-0.031, -0.07, 0.005)}, "challenge": delta(-0.125, -0.2, -0.05)}
+    assert verdict(card) == ("-3.1 points [-7.0, +0.5] on dev: not measurable (the interval includes 0), lost 12.5 "
+                             "points [-20.0, -5.0] on advglue")
+    card["intervals"]["delta"]["sets"]["dev"] = delta(-0.031, -0.05, -0.01)
+    assert verdict(card) == ("lost 3.1 points [-5.0, -1.0] on dev, lost 12.5 points [-20.0, -5.0] on advglue — loses "
+                             "more on the challenge set")
+    llm = {**card, "challenge": None, "llm": {"headline_tasks": ["a", "b", "c", "d"], "headline": {
+        "base": {"value": 0.45, "low": 0.4, "high": 0.5}, "compressed": {"value": 0.39, "low": 0.33, "high": 0.45},
+        "delta": delta(-0.06, -0.125, 0.01)}}}
+    assert verdict(llm) == "-6.0 points [-12.5, +1.0] on the mean of the 4 LLM tasks above chance: not measurable (the interval includes 0)"
+    assert headline_numbers(llm)["deltas"]["dev"]["low"] == -0.125
 
 
 def test_summary_panel_colours_deltas_and_greys_what_cannot_be_trusted():
@@ -138,7 +157,10 @@ def test_compare_two_runs_side_by_side_and_the_output_rule(two_runs, tmp_path, c
     row = next(line for line in text.splitlines() if line.startswith("| heads | heads | scoring_examples=16, prune_count=2"))
     dev = cards[0]["intervals"]["sets"]["dev"]["compressed"]
     assert f"{100 * dev['accuracy']:.1f} [{100 * dev['low']:.1f}, {100 * dev['high']:.1f}]" in row
-    assert f"{cards[0]['params']['ratio']:.2f}×" in row
+    change = cards[0]["intervals"]["delta"]["sets"]["dev"]  # the paired interval of the change, "not measurable" …
+    assert f"({100 * change['value']:+.1f} [{100 * change['low']:+.1f}, {100 * change['high']:+.1f}]" in row
+    size = headline_numbers(cards[0])["size"]  # the saved folder against the teacher's, on disk; heads zero no weight
+    assert size["what"] == "the base's float32 folder on disk" and f"| {size['ratio']:.2f}× | – |" in row
     assert ("not meaningful" in row) == (not cards[0]["bias"]["meaningful"])
     assert "| truncate | truncate | layers=1 |" in text and "| heads, truncate | " in text  # one shared base row
     assert "| dev | 16 |" in text and "| challenge | 16 |" in text and "## ⚠ Warnings" in text
@@ -185,9 +207,10 @@ SAFE_TAGS = {"html", "head", "meta", "title", "style", "body", "h1", "h2", "h3",
              "thead", "tbody", "tr", "th", "td", "img", "code", "strong", "em", "section", "div", "pre", "hr", "br"}
 
 
-def _inert(page: str, shown: list[str]) -> str:
+def _inert(page: str, shown: list[str], plots: str = "data:image/png;base64,") -> str:
     """``page`` parsed as a browser would: only the renderer's own tags, no event attribute, no link,
-    images only embedded plots; and every hostile string still there as visible text (returned)."""
+    images only plots (``plots``: embedded; a regular expression: the folder's own files); and every
+    hostile string still there as visible text (returned)."""
     from html.parser import HTMLParser
 
     class Page(HTMLParser):
@@ -200,12 +223,13 @@ def _inert(page: str, shown: list[str]) -> str:
             self.text.append(data)
 
     parser = Page()
+    parser.tags, parser.text = [], []
     parser.feed(page)
     assert {tag for tag, _ in parser.tags} <= SAFE_TAGS, {tag for tag, _ in parser.tags} - SAFE_TAGS
     for tag, attrs in parser.tags:
         assert not [a for a in attrs if a.startswith("on") or a in ("href", "srcdoc")], (tag, attrs)
         assert attrs.get("style", "text-align:left") in ("text-align:left", "text-align:right"), (tag, attrs)
-        assert attrs.get("src", "data:image/png;base64,").startswith("data:image/png;base64,"), (tag, attrs)
+        assert re.match(plots, attrs.get("src", "data:image/png;base64,")), (tag, attrs)
     text = "".join(parser.text)
     for hostile in shown:
         assert hostile in text, hostile
@@ -249,6 +273,15 @@ def test_tags_in_users_data_are_shown_as_text_in_every_page(tmp_path, capsys):
     assert main(["compare", str(run), str(other), "--out", str(tmp_path / "cmp")]) == 0
     _inert((tmp_path / "cmp" / "compare.html").read_text(), [run.name, other.name, "adv<iframe srcdoc>",
                                                              "<script>alert(9)</script>"])
+    # the Markdown files as GitHub and the hub render them, raw HTML on (issue 43): report.md, compare.md and
+    # model/README.md (what --push-to-hub uploads) show the same strings as text
+    github = MarkdownIt("commonmark", {"html": True}).enable("table")
+    local = r"(data:image/png;base64,|[\w.-]+\.png$)"
+    _inert(github.render((run / "report.md").read_text()), shown, local)
+    _inert(github.render((other / "report.md").read_text()), [*shown, *hostile], local)
+    _inert(github.render((tmp_path / "cmp" / "compare.md").read_text()), [run.name, "<script>alert(9)</script>"], local)
+    model_card = (run / "model" / "README.md").read_text().split("\n---\n", 1)[1]  # the body under its YAML
+    _inert(github.render(model_card), ["adv<iframe srcdoc>", *warned], local)
 
     records = [_record(card, "layers")]
     setup = {"method": "truncate", "method_options": {"stack": "<svg onload=alert(10)>"}, "level_option": "layers",
@@ -303,3 +336,17 @@ def test_size_tile_compares_the_saved_folder_with_the_file_the_user_started_from
     assert '<div class="tile bad"><div class="label">size on disk</div><div class="value">1.78×</div>' in page
     assert "174.3 MB vs 98.0 MB (SmolLM2 as given (model.Q4_1.gguf)); 0.32× its float32 folder; 4.50 bits per " \
            "quantized weight" in page
+
+
+def test_inert_markdown_by_hand():
+    """Tags, autolinks, links and link definitions are broken outside code; code spans and fences stay as
+    written where a renderer pairs them as inert does, else they are escaped too; the folder's plots stay."""
+    from forgetless.report.inert import inert
+
+    assert inert("set <script>x</script> `a<b>` [c](javascript:d) [e]: f <!-- p < 0.001") == \
+        "set &lt;script>x&lt;/script> `a<b>` [c]\\(javascript:d) [e]\\: f &lt;!-- p < 0.001"
+    assert inert("a ` b\nc ` <script> `") == "a ` b\nc ` &lt;script> `"  # the renderer pairs across the lines
+    assert inert("\\` <i> `") == "\\` &lt;i> `"                          # an escaped backtick opens no span
+    assert inert("```\n<kept>\n```\n<x>") == "```\n<kept>\n```\n&lt;x>"
+    assert inert("![metrics.png](metrics.png)\n![x](http://t/p.png)") == "![metrics.png](metrics.png)\n![x]\\(http://t/p.png)"
+    assert inert("see [hub](https://h/x).", keep=("see [hub](https://h/x).",)) == "see [hub](https://h/x)."

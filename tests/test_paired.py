@@ -101,7 +101,8 @@ def test_llm_section_from_records_by_hand():
     assert section["headline_tasks"] == ["good"] and section["pooled"]["tasks"] == ["good"]
     assert section["headline"]["base"]["value"] == pytest.approx(4 / 6)
     warnings = near_chance_warnings(task, predictions)
-    assert len(warnings) == 1 and "coin" in warnings[0] and "of chance" in warnings[0]
+    assert warnings == ["base model on coin: acc 0.000 is at most 0.05 above chance (0.500): 0.500 below it; the task is kept "
+                        "out of the headline and the pooled numbers"]
 
 
 def test_llm_section_refuses_items_that_differ():
@@ -112,3 +113,16 @@ def test_llm_section_refuses_items_that_differ():
     task = SimpleNamespace(suite=SimpleNamespace(sets={"t": SimpleNamespace(size=1, source="t.yaml")}))
     with pytest.raises(ValueError, match="different items"):
         llm_section(task, {r: {"zero_shot": {}, "sets": {}} for r in ("base", "compressed")}, predictions)
+
+
+def test_prediction_rows_probabilities_follow_the_metric_picked():
+    """acc_norm picks by log-likelihood per character: the row's probabilities are the softmax of those
+    scores, so the picked choice is the most probable one (raw log-likelihoods would favour choice 0)."""
+    from forgetless.report.honest import llm_rows
+
+    item = {"doc": 0, "gold": 1, "ll": [-4.0, -5.0], "chars": [2, 10], "acc": 0, "acc_norm": 1}
+    records = {"output_type": "multiple_choice", "primary": "acc_norm", "items": [item], "predicted": [1]}
+    row = llm_rows({"base": {"t": records}, "compressed": {"t": records}})[0]
+    e = math.exp(-0.5 + 2.0)  # softmax(-2.0, -0.5)
+    assert row["predicted"] == 1 and row["probabilities"] == pytest.approx([1 / (1 + e), e / (1 + e)], abs=1e-6)
+    assert row["log_likelihoods"] == [-4.0, -5.0] and row["choice_lengths"] == [2, 10]

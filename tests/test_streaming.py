@@ -6,6 +6,7 @@ in a fresh process with ``forgetless.load_model`` and plain transformers; what i
 one error before any work; the incremental safetensors writer writes what ``save_file`` reads."""
 import json
 import os
+import stat
 import subprocess
 import sys
 
@@ -16,6 +17,7 @@ from safetensors.torch import load_file
 
 import forgetless
 from forgetless.errors import ForgetlessError
+from forgetless.fsutil import usual_mode
 from forgetless.methods.gptq.config import GptqConfig
 from forgetless.methods.sparsegpt.config import SparseGptConfig
 from forgetless.methods.wanda.config import WandaConfig
@@ -64,6 +66,8 @@ def test_streamed_weights_are_bit_identical_to_the_fully_loaded_path(method, lla
     assert sorted(a) == sorted(b)
     for name in a:
         assert a[name].dtype == b[name].dtype and torch.equal(a[name], b[name]), name
+    for folder in (full, streamed):  # one mode for every file, the user's umask's (0600 from save_file before)
+        assert {stat.S_IMODE(f.stat().st_mode) for f in folder.rglob("*") if f.is_file()} == {usual_mode()}, folder
     configs = [json.loads((folder / "config.json").read_text()) for folder in (full, streamed)]
     assert configs[0].get("quantization_config") == configs[1].get("quantization_config")
     assert ("quantization_config" in configs[1]) == (method == "gptq")

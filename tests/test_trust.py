@@ -32,6 +32,15 @@ def test_chance_level_fixture():
         trust.near_chance("dev", 0.5, num_classes=1)
 
 
+def test_the_chance_rule_is_worded_by_what_it_tests():
+    """The rule is "at most chance + 0.05": a value below chance is never called "within 0.05 of" it."""
+    assert trust.not_above(0.0, 0.25, "chance") == "0.000 is at most 0.05 above chance (0.250): 0.250 below it"
+    assert trust.not_above(0.44, 0.5, "chance") == "0.440 is at most 0.05 above chance (0.500): 0.060 below it"
+    assert trust.not_above(0.27, 0.25, "chance") == "0.270 is at most 0.05 above chance (0.250): 0.020 above it"
+    assert trust.near_chance("dev", 0.5, 2) == ("base model on dev: accuracy 0.500 is at most 0.05 above chance (0.500 "
+                                                "for 2 classes): at it; its gaps and F_bias are not meaningful")
+
+
 def test_single_class_predictor():
     shares = trust.predicted_shares(["entailment"] * 95 + ["contradiction"] * 5)
     assert shares == {"entailment": 0.95, "contradiction": 0.05}

@@ -7,11 +7,13 @@ and a bad option answer without importing torch. Every method — encoder prunin
 encoder-decoders, one-shot LLM pruning and quantization — runs through ``forgetless compress``."""
 from __future__ import annotations
 
+import contextlib
 import importlib
 import logging
 import os
 import signal
 import sys
+from typing import Iterator
 
 from ..errors import ForgetlessError, OutputFolderError, command_line
 from ..fsutil import free_space, is_disk_full
@@ -100,7 +102,9 @@ def _main(argv: list[str] | None) -> int:
         return 2
     stdin = sys.stdin
     previous = signal.signal(signal.SIGTERM, _interrupt)  # a scheduler's kill stops like Ctrl-C
-    with open(os.devnull) as sys.stdin:  # nothing may prompt (transformers' "run the custom code? [y/N]")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # no fork warning from the tokenizers library
+    # nothing may prompt (transformers' "run the custom code? [y/N]"), nor a child process print to the terminal
+    with open(os.devnull) as sys.stdin, quiet_children(not getattr(args, "verbose", False)):
         try:
             return _run(args, config)
         except KeyboardInterrupt:
@@ -120,6 +124,37 @@ def _interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
+@contextlib.contextmanager
+def quiet_children(enabled: bool = True) -> Iterator[None]:
+    """Inside, what child processes and native code write to file descriptor 2 is dropped (lm-eval's
+    ``git describe`` prints "fatal: not a git repository" outside a repository), while Python's own
+    ``sys.stderr`` (errors, stage lines, progress bars) still reaches the terminal through a copy of
+    the descriptor. Nothing changes when not ``enabled`` (``--verbose``) or when ``sys.stderr`` is not
+    descriptor 2 (a test capturing it)."""
+    try:
+        own = sys.stderr.fileno() == 2
+    except (AttributeError, OSError, ValueError):
+        own = False
+    if not (own and enabled):
+        yield
+        return
+    sys.stderr.flush()
+    terminal = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    os.close(devnull)
+    stderr = sys.stderr
+    sys.stderr = open(terminal, "w", buffering=1, encoding=stderr.encoding, errors=stderr.errors,  # noqa: SIM115
+                      closefd=False)
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        sys.stderr = stderr
+        os.dup2(terminal, 2)
+        os.close(terminal)
+
+
 def _run(args, config) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(message)s")
     if hasattr(args, "trust_remote_code") or getattr(args, "threads", None):  # a command that loads models
@@ -135,7 +170,8 @@ def _run(args, config) -> int:
             torch.set_num_threads(args.threads)
     module, _, function = COMMANDS[args.command].partition(":")
     try:
-        return getattr(importlib.import_module(f"{__name__}.{module}"), function)(args, config)
+        with _library_bars(args):
+            return getattr(importlib.import_module(f"{__name__}.{module}"), function)(args, config)
     except ForgetlessError as exc:
         print(f"forgetless: error: {exc}", file=sys.stderr)
         return 2
@@ -146,6 +182,24 @@ def _run(args, config) -> int:
         print(f"forgetless: error: disk full while writing {where} ({free_space(where)} free); free some space and "
               "rerun the same command (it resumes)", file=sys.stderr)
         return 2
+
+
+@contextlib.contextmanager
+def _library_bars(args) -> Iterator[None]:
+    """transformers' own bars ("Loading weights") off while a command that loads models runs (its stage
+    lines say it), unless ``--verbose``; as they were afterwards (``main`` may run inside a process)."""
+    if not hasattr(args, "trust_remote_code") or args.verbose:
+        yield
+        return
+    import transformers
+
+    enabled = transformers.utils.logging.is_progress_bar_enabled()
+    transformers.utils.logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if enabled:
+            transformers.utils.logging.enable_progress_bar()
 
 
 def __getattr__(name: str):

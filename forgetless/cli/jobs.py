@@ -20,6 +20,7 @@ from ..report.markdown import render_markdown
 from ..report.profile import write_profile_report
 from ..sweep import run_sweep
 from ..tree import to_recipe
+from ..validate import check_before_loading
 from .checks import check_push_target, check_report_to
 from .parser import with_data_read
 
@@ -28,6 +29,7 @@ def cmd_compress(args, config) -> int:
     check_report_to(config.train.report_to)
     check_push_target(getattr(args, "push_to_hub", None))
     config = with_data_read(config)
+    check_before_loading(config)  # options against the model's config.json, hub-only tasks offline: in seconds
     task = task_from_config(config.task, config.seed)  # a missing data folder stops before any work
     show_run(run_and_save(task, config, args.out, meta={"out": str(args.out)}, overwrite=args.overwrite),
              args.out, args.push_to_hub)

@@ -19,6 +19,7 @@ from ..metrics.intervals import speedup_interval
 from ..metrics.speed import SpeedConfig, compare_speed
 from ..models.adapters import get_adapter
 from ..models.io import load_model, save_model
+from ..offline import check_offline_tasks
 from ..models.loading import load_classifier, load_seq2seq
 from ..outputs import check_output, claim_output, mark_output
 from ..report.model_card import write_model_card
@@ -64,20 +65,39 @@ def cmd_evaluate(args, config) -> int:
     task_config = config.task
     if task_config.name == "files" and not task_config.train_file:  # evaluation reads no training data
         task_config = replace(task_config, train_file=task_config.dev_file)
+    check_offline_tasks(task_config)  # a hub-only LLM task while the hub is off: one line now, not minutes later
     task = task_from_config(task_config, config.seed)
-    result = evaluate_saved(args.model_path, task, args.json, max_length=config.train.max_length,
-                            overwrite=args.overwrite)
+    result = evaluate_saved(args.model_path, task, args.json, batch_size=config.eval.batch_size,
+                            max_length=config.train.max_length, overwrite=args.overwrite)
+    for line in score_lines(result):
+        print(line)
+    return 0
+
+
+def score_lines(result: dict) -> list[str]:
+    """``evaluate``'s printout: per set its metric (an lm-eval task's own: acc_norm, acc, word perplexity),
+    the pooled challenge accuracy, a causal LM's held-out perplexity with the tokens it scored."""
+    lines = []
     for name, metrics in result["sets"].items():
+        metric = metrics.get("metric", "accuracy")
         if "accuracy" in metrics:
             extra = (f"  hard {100 * (metrics['hard']['accuracy'] or 0):.1f}  easy "
                      f"{100 * (metrics['easy']['accuracy'] or 0):.1f}") if "hard" in metrics else ""
-            print(f"{name:>12}: {100 * metrics['accuracy']:.2f}% (n={metrics['n']}){extra}")
+            shown = "" if metric == "accuracy" else f"{metric} "
+            lines.append(f"{name:>12}: {shown}{100 * metrics['accuracy']:.2f}% (n={metrics['n']}){extra}")
+        elif metric == "word_perplexity" and "word_perplexity" in metrics:
+            lines.append(f"{name:>12}: word perplexity {metrics['word_perplexity']:.2f} (n={metrics['n']} documents)")
         else:
             scores = ", ".join(f"{k} {metrics[k]:.2f}" for k in ("rougeL", "rouge1", "rouge2", "meteor") if k in metrics)
-            print(f"{name:>12}: {scores} (n={metrics['n']})")
+            lines.append(f"{name:>12}: {scores} (n={metrics['n']})")
     if result.get("challenge_pooled") is not None:
-        print(f"{'challenge':>12}: {100 * result['challenge_pooled']:.2f}% pooled over {', '.join(result['pooled_sets'])}")
-    return 0
+        lines.append(f"{'challenge':>12}: {100 * result['challenge_pooled']:.2f}% pooled over "
+                     f"{', '.join(result['pooled_sets'])}")
+    lm = result.get("language_model")
+    if lm:
+        how = f" ({lm['scored']:,} tokens scored in {lm['windows']} windows of {lm['window']})" if "scored" in lm else ""
+        lines.append(f"{'perplexity':>12}: {lm['perplexity']:.2f} on {Path(str(lm['file'])).name}{how}")
+    return lines
 
 
 def cmd_bench(args, config) -> int:

@@ -48,10 +48,11 @@ class ExampleSet:
     groups: list[str] | None = None
     prediction_map: dict[int, int] | None = None
     source: str = ""
+    may_be_empty: bool = False  # an LLM task's calibration texts when none are given (its methods read none)
 
     def __post_init__(self) -> None:
         where = f"{self.name} ({self.source})" if self.source else self.name
-        if len(self.text_a) == 0:
+        if len(self.text_a) == 0 and not self.may_be_empty:
             raise DataError(f"set {where} is empty")
         n = len(self.text_a)
         for attr in ("labels", "text_b", "hard", "groups"):
@@ -70,7 +71,8 @@ class ExampleSet:
         index = list(int(i) for i in index)
         pick = lambda values: None if values is None else [values[i] for i in index]  # noqa: E731
         return ExampleSet(name or self.name, pick(self.text_a), pick(self.labels), self.label_names,
-                          pick(self.text_b), pick(self.hard), pick(self.groups), self.prediction_map, self.source)
+                          pick(self.text_b), pick(self.hard), pick(self.groups), self.prediction_map, self.source,
+                          self.may_be_empty)
 
     def map_predictions(self, predictions) -> np.ndarray:
         """Task label ids → this set's label ids; -1 (a generated text that names no label) stays -1."""

@@ -127,7 +127,7 @@ def task_from_config(config, seed: int = 0) -> Task:
     options = {FIELDS.get(f.name, f.name): getattr(config, f.name) for f in dataclasses.fields(config)}
     for f in dataclasses.fields(config):  # an option the task does not read is an error, not ignored
         option = FIELDS.get(f.name, f.name)
-        if f.name not in GENERAL and options[option] not in (None, []) and option not in accepted:
+        if f.name not in GENERAL and options[option] not in (None, [], False) and option not in accepted:
             takers = [name for name in TASKS.names() if option in _options_of(name)]
             raise ConfigError(f"{config.flag(f.name)}: applies to --task {', '.join(takers) or 'none'}, "
                               f"not {config.name}")

@@ -22,7 +22,7 @@ from dataclasses import asdict
 from ..data.task import PairSet, Task
 from ..errors import ConfigError
 from ..llm import cache
-from ..llm.suite import evaluate_suite, say
+from ..llm.suite import evaluate_tasks, say
 from ..metrics import zero_shot
 from ..metrics.accuracy import pooled_task_accuracy, set_metrics
 from ..data.texts import read_texts
@@ -106,25 +106,40 @@ class CausalLMKind:
         return result
 
     def evaluate_suite(self, model, tokenizer, suite, batch_size: int, progress: bool | None = None) -> dict:
-        """An LLM suite: its lm-eval tasks (``llm/suite.py``), then its perplexity text in windows of the
-        model's context capped at 2048 (``metrics/perplexity.py``); kept in the shared cache and reused
-        for the same weights and suite (``llm/cache.py``)."""
+        """An LLM suite: its lm-eval tasks (``llm/suite.evaluate_tasks``), then its perplexity text in
+        windows of the model's context capped at 2048 (``metrics/perplexity.py``); kept in the shared cache
+        and reused for the same weights and suite (``llm/cache.py``)."""
+        if suite.until_interval is not None:
+            raise ConfigError("--until-interval scores base and compressed together, round by round: evaluate the "
+                              "two models as a pair (evaluate_pair), not one alone")
         entry = cache.entry_path(model, tokenizer, suite, batch_size)
         kept = cache.load(entry)
         if kept is not None:
             say(f"this model's evaluation on the suite is reused from {entry}")
             kept["zero_shot"]["cache"] = {"path": str(entry), "reused": True}
             return kept
-        result = evaluate_suite(model, tokenizer, suite, default_window(model, suite.window), batch_size, progress)
+        result = evaluate_tasks(model, tokenizer, suite, default_window(model, suite.window), batch_size, progress)
         if suite.perplexity is not None:
             p, window = suite.perplexity, default_window(model, suite.perplexity.window)
-            say(f"{p.name} perplexity: non-overlapping windows of {window} tokens" + (f", at most {p.cap}" if p.cap else ""))
+            say(f"{p.name} perplexity: non-overlapping windows of {window} tokens"
+                + (f", at most {p.cap}" if p.cap else ""))
             result["language_model"] = {"file": p.source, "protocol": "non-overlapping windows of the joined text",
-                                        **perplexity(model, tokenizer, p.text, window, max(1, batch_size * 128 // window),
-                                                     p.cap, p.seed)}
+                                        **perplexity(model, tokenizer, p.text, window, batch_size, p.cap, p.seed)}
         cache.store(entry, result)
         result["zero_shot"]["cache"] = {"path": str(entry) if entry else None, "reused": False}
         return result
+
+    def evaluate_pair(self, models: dict, tokenizer, task: Task, eval_config, progress: bool | None = None) -> dict:
+        """``{role: evaluation}`` of base and compressed on an LLM suite, item by item; with
+        ``--until-interval`` scored together until the headline is precise enough (``stopping.py``)."""
+        def evaluate(model, suite):
+            return self.evaluate_suite(model, tokenizer, suite, eval_config.batch_size, progress)
+
+        if task.suite.until_interval is None:
+            return {role: evaluate(model, task.suite) for role, model in models.items()}
+        from .stopping import evaluate_until
+
+        return evaluate_until(evaluate, models, task.suite)
 
     def speed(self, base, compressed, config: SpeedConfig) -> dict:
         """Prefill: one forward over ``seq_len`` tokens (latency at batch ``latency_batch``,

@@ -65,9 +65,7 @@ def check_model_object(model, kind_name: str, task=None) -> None:
 def find_tokenizer(model: nn.Module, tokenizer, task):
     """The tokenizer given, else the task's own, else the one saved with ``model.name_or_path``."""
     if tokenizer is not None:
-        if not callable(tokenizer) or not hasattr(tokenizer, "pad_token_id"):
-            raise ConfigError(f"tokenizer: expected a transformers tokenizer, got {type(tokenizer).__name__}")
-        return tokenizer
+        return check_tokenizer_object(tokenizer)
     if getattr(task, "tokenizer", None) is not None:
         return task.tokenizer
     source = getattr(model.config, "name_or_path", "") or ""
@@ -75,6 +73,13 @@ def find_tokenizer(model: nn.Module, tokenizer, task):
         return load_tokenizer(source)  # missing or unreadable tokenizer files: one error naming the folder
     raise ConfigError(f"tokenizer: none given for the in-memory {type(model).__name__}, and its name_or_path "
                       f"({source or 'empty'}) is not a local folder holding one; pass tokenizer=")
+
+
+def check_tokenizer_object(tokenizer):
+    """``tokenizer`` (returned) is a transformers tokenizer object; one ``ConfigError`` otherwise."""
+    if not callable(tokenizer) or not hasattr(tokenizer, "pad_token_id"):
+        raise ConfigError(f"tokenizer: expected a transformers tokenizer, got {type(tokenizer).__name__}")
+    return tokenizer
 
 
 def adopt(model: nn.Module, tokenizer, task, kind_name: str, device: str = "cpu"):

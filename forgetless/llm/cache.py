@@ -4,7 +4,7 @@ CPU cores the suite costs tens of minutes per model).
 
 The key is everything the numbers depend on: the model's class, config and every weight (its bytes,
 hashed), the tokenizer's vocabulary and special tokens, the suite (each task's documents, items and
-YAML, the perplexity text, window and cap), the batch size, the number of torch threads and the
+YAML, the perplexity text, window and cap, who scores: shared-context or lm-eval), the batch size, the number of torch threads and the
 versions of torch, transformers and lm-eval. A model whose weights cannot be hashed (quantized
 tensors) is not cached. Entries live in ``$FORGETLESS_CACHE/llm-eval/<key>.json``, written
 atomically; delete the folder to drop them.
@@ -45,7 +45,7 @@ def entry_path(model, tokenizer, suite, batch_size: int) -> Path | None:
     key = {"weights": weights, "vocabulary": vocabulary, "special": tokenizer.special_tokens_map,
            "tasks": {n: [s.fingerprint(), s.source] for n, s in suite.sets.items()},
            "perplexity": suite.perplexity.fingerprint() if suite.perplexity else None, "window": suite.window,
-           "batch_size": batch_size, "threads": torch.get_num_threads(),
+           "scoring": suite.scoring, "batch_size": batch_size, "threads": torch.get_num_threads(),
            "versions": [torch.__version__, transformers.__version__, getattr(lm_eval, "__version__", None)]}
     name = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:24]
     return cache_root() / "llm-eval" / f"{name}.json"

@@ -1,11 +1,13 @@
-"""lm-evaluation-harness (EleutherAI, 0.4.x) as the engine of forgetless's LLM evaluation.
+"""lm-evaluation-harness (EleutherAI, 0.4.x) as the engine of forgetless's LLM evaluation, through
+its public surface only: ``TaskManager`` and its tasks, ``simple_evaluate`` and the ``LM`` interface.
 
 forgetless loads the tasks (its own YAMLs for the offline copies, ``tasks/``; lm-eval's by name; a
 user's folder of YAMLs), picks the items of each task (seeded, the same for every model), and calls
-``lm_eval.simple_evaluate`` on the model object with ``log_samples=True``: lm-eval builds every
-request, runs the model and computes every per-item metric; forgetless only reads the logged
-samples (``records.py``) and pairs base and compressed item by item (``metrics/paired.py``).
-As lm-eval does by default: zero-shot, no chat template, no BOS token added to the requests.
+``lm_eval.simple_evaluate`` with ``log_samples=True`` on its own ``LM`` (``lm.py``): lm-eval builds every
+request and computes every per-item metric; forgetless computes the log-likelihoods (shared-context
+scoring, ``scoring.py``; or lm-eval's own ``HFLM`` with ``--exact-lm-eval``), reads the logged samples
+(``records.py``) and pairs base and compressed item by item (``metrics/paired.py``). As lm-eval does
+by default: zero-shot, no chat template, no BOS token added to the requests.
 
 lm-eval is an optional dependency (``pip install "forgetless[llm]"``); without it an LLM task is one
 clear error before any model is loaded (``require_lm_eval``).
@@ -15,13 +17,11 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-import sys
 from pathlib import Path
 
 from ..errors import ConfigError, DataError, ForgetlessError
-from ..progress import bar
 
-INSTALL = 'pip install "forgetless[llm]" (or: pip install "lm-eval[hf]>=0.4,<0.5")'
+INSTALL = 'pip install "forgetless[llm]" (or: pip install "lm-eval[hf]>=0.4.10,<0.5")'
 TASKS_DIR = Path(__file__).parent / "tasks"  # the shipped YAMLs of the offline copies (package data)
 
 
@@ -38,31 +38,15 @@ def require_lm_eval():
 
 
 @contextlib.contextmanager
-def quiet(progress: bool | None = None):
-    """lm-eval's own logging down to errors (forgetless prints its stages); with ``--no-progress``
-    its progress bars off too (the ``tqdm`` its modules imported is swapped for a silent one while
-    the block runs: tqdm reads ``TQDM_DISABLE`` only when it is first imported)."""
+def quiet():
+    """lm-eval's own logging down to errors while the block runs (forgetless prints its stages)."""
     logger = logging.getLogger("lm_eval")
     level = logger.level
     logger.setLevel(logging.ERROR)
-    swapped = []
-    if progress is False:
-        from tqdm import tqdm
-
-        class Silent(tqdm):
-            def __init__(self, *args, **kwargs):
-                super().__init__(*args, **{**kwargs, "disable": True})
-
-        for name, module in list(sys.modules.items()):
-            if name.startswith("lm_eval") and getattr(module, "tqdm", None) is tqdm:
-                swapped.append(module)
-                module.tqdm = Silent
     try:
         yield
     finally:
         logger.setLevel(level)
-        for module in swapped:
-            module.tqdm = Silent.__mro__[1]
 
 
 def task_manager(include, data_dir: str | Path | None, defaults: bool | None, names=()):
@@ -82,7 +66,13 @@ def task_manager(include, data_dir: str | Path | None, defaults: bool | None, na
             raise DataError(f"--lm-eval-include {folder}: not a folder of lm-eval task YAMLs")
     yamls = tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for f in folders for p in sorted(f.rglob("*.yaml")))
     data = str(Path(data_dir).expanduser().resolve()) if data_dir else None
-    return _manager(tuple(str(f) for f in folders), yamls, data, defaults)
+    try:
+        return _manager(tuple(str(f) for f in folders), yamls, data, defaults)
+    except Exception as exc:  # noqa: BLE001 - lm-eval up to 0.4.11 stops indexing at a YAML it cannot parse
+        broken = _unreadable_yamls(folders)
+        if broken:
+            raise DataError(f"{broken[0][0]} is not valid YAML ({broken[0][1]})") from exc
+        raise
 
 
 @functools.lru_cache(maxsize=8)
@@ -109,21 +99,23 @@ def load_tasks(names: list[str], manager) -> dict:
             close = difflib.get_close_matches(name, sorted(known), n=3)
             raise ConfigError(f"lm-eval task {name!r} is not known" + (f"; did you mean {', '.join(close)}?" if close
                               else "; `lm-eval ls tasks` lists lm-eval's own, --lm-eval-include adds a folder"))
+    from lm_eval.api.task import Task
+
     tasks = {}
     for name in names:
         where = yaml_path(manager, name)
         try:
             with quiet():
-                loaded = manager.load([name])
+                loaded = _load(manager, name)
         except ForgetlessError as exc:  # a shipped reader's DataError names the file already
             raise DataError(f"lm-eval task {name} ({where}): {exc}") from exc
         except Exception as exc:  # noqa: BLE001 - lm-eval / datasets raise anything; one line naming the task
             raise DataError(f"lm-eval task {name} ({where}): cannot load its YAML or data "
                             f"({type(exc).__name__}: {exc})") from exc
-        if set(loaded["tasks"]) != {name} or loaded.get("groups"):
-            raise ConfigError(f"lm-eval name {name!r} is a group or tag of {sorted(loaded['tasks'])}; name the "
-                              "tasks one by one (the paired analysis is per task)")
-        task = loaded["tasks"][name]
+        task = loaded.get(name)
+        if len(loaded) != 1 or not isinstance(task, Task):
+            raise ConfigError(f"lm-eval name {name!r} is a group or tag of {_names(loaded)}; name the tasks one by "
+                              "one (the paired analysis is per task)")
         try:
             docs = task.eval_docs
             count = len(docs)
@@ -155,119 +147,59 @@ def _unreadable_yamls(include) -> list[tuple[Path, str]]:
 
 
 def yaml_path(manager, name: str) -> str:
-    """The YAML file a task was read from (the card and the output rule name it)."""
+    """The YAML file a task was read from (the card and the output rule name it); lm-eval's index
+    holds a dict per task up to 0.4.11, an object since 0.4.12."""
     entry = manager.task_index.get(name)
-    return str(getattr(entry, "yaml_path", None) or "lm-eval's task index")
+    path = entry.get("yaml_path") if isinstance(entry, dict) else getattr(entry, "yaml_path", None)
+    return str(path or "lm-eval's task index")
+
+
+def _load(manager, name: str) -> dict:
+    """``{name: Task}`` (or a group's nesting) as lm-eval loads it: ``TaskManager.load`` since 0.4.12,
+    ``get_task_dict`` before (deprecated since)."""
+    if not hasattr(manager, "load"):  # lm-eval 0.4.10 / 0.4.11
+        from lm_eval.tasks import get_task_dict
+
+        return get_task_dict([name], manager)
+    loaded = manager.load([name])
+    return loaded["tasks"] if not loaded.get("groups") else {**loaded["groups"], **loaded["tasks"]}
+
+
+def _names(loaded: dict) -> list[str]:
+    """The task names under what ``get_task_dict`` loaded (groups hold dicts of their tasks)."""
+    return sorted(n for key, value in loaded.items()
+                  for n in (_names(value) if isinstance(value, dict) else [str(key)]))
 
 
 def evaluate(model, tokenizer, tasks: dict, items: dict[str, list[int]], window: int, batch_size: int,
-             progress: bool | None = None) -> dict:
-    """Run ``lm_eval.simple_evaluate`` on ``model`` for ``tasks`` restricted to ``items`` (doc ids);
-    returns lm-eval's logged samples ``{task: [sample]}``, in doc order. Requests of at most
-    ``window`` tokens (lm-eval cuts longer contexts from the left, as it does everywhere): one call
-    for every task that is not rolling (lm-eval sorts all their requests by length and scores them in
-    batches of ``batch_size``), one for the rolling ones (log-likelihood windows in batches of the same
-    number of tokens as ``batch_size`` rows of 128). lm-eval's own bars (one per batch of windows,
-    counting requests) are replaced by one labelled bar per call counting what it scores: the
-    choices of the items, or the windows of the documents."""
+             scoring_path: str = "shared-context", progress: bool | None = None, manager=None) -> dict:
+    """Run ``lm_eval.simple_evaluate`` on ``model`` for ``tasks`` restricted to ``items`` (doc ids), in
+    one call (lm-eval gathers the requests of every task); returns lm-eval's logged samples ``{task:
+    [sample]}``, in doc order. Requests of at most ``window`` tokens (lm-eval cuts longer contexts from
+    the left, as it does everywhere), ``batch_size`` rows per forward; ``scoring_path``: ``lm.SHARED``
+    or ``lm.EXACT`` (``lm.py``); ``manager``: the ``TaskManager`` the tasks came from (lm-eval up to
+    0.4.11 looks each task up in its index)."""
     require_lm_eval()
     from lm_eval import simple_evaluate
     from lm_eval.tasks import TaskManager
 
-    rolling = [n for n, t in tasks.items() if t.OUTPUT_TYPE == "loglikelihood_rolling"]
-    groups = [(batch_size, [n for n in tasks if n not in rolling]), (max(1, batch_size * 128 // window), rolling)]
-    samples = {}
+    from .lm import ForgetlessLM
+
     was_training = model.training
     model.eval()
     try:
-        with quiet(False):
-            manager = TaskManager(include_defaults=False)  # the tasks are built already: no index needed
-            for size, names in groups:
-                if not names:
-                    continue
-                lm = _metered_lm()(pretrained=model, tokenizer=tokenizer, batch_size=size, max_length=window,
-                                   prefix_token_id=_prefix_token(tokenizer))
-                label, total = _workload(lm, {n: tasks[n] for n in names}, items)
-                with _meter(label, total, progress) as meter:
-                    lm.meter = meter
-                    try:
-                        out = simple_evaluate(model=lm, tasks=[tasks[n] for n in names], task_manager=manager,
-                                              samples={n: list(items[n]) for n in names}, log_samples=True,
-                                              bootstrap_iters=0, apply_chat_template=False, random_seed=None,
-                                              numpy_random_seed=None, torch_random_seed=None)
-                    except AssertionError as exc:  # lm-eval asserts a continuation fits the window
-                        raise ConfigError(f"lm-eval refused a request of {', '.join(names)} with windows of {window} "
-                                          f"tokens ({exc or 'a continuation is longer than the window'}); give a "
-                                          "larger --perplexity-window") from exc
-                samples.update({n: sorted(out["samples"][n], key=lambda s: s["doc_id"]) for n in names})
+        with quiet():
+            lm = ForgetlessLM(model, tokenizer, window, batch_size, scoring_path, progress)
+            out = simple_evaluate(model=lm, tasks=list(tasks.values()), task_manager=manager or TaskManager(include_defaults=False),
+                                  samples={n: list(items[n]) for n in tasks}, log_samples=True, bootstrap_iters=0,
+                                  apply_chat_template=False, random_seed=None, numpy_random_seed=None,
+                                  torch_random_seed=None)
     finally:
         model.train(was_training)
+    samples = {n: sorted(out["samples"][n], key=lambda s: s["doc_id"]) for n in tasks}
+    for name, logged in samples.items():  # the tokens each choice scored (shared-context: near ties, records.py)
+        for sample in logged:
+            counts = [lm.scored.get((name, tuple(arguments))) for arguments in sample.get("arguments") or []]
+            if counts and None not in counts:
+                sample["scored_tokens"] = counts
     return samples
-
-
-@functools.lru_cache(maxsize=1)
-def _metered_lm():
-    """lm-eval's ``HFLM`` whose per-request progress (the bar of ``_loglikelihood_tokens``, one step
-    per choice or window scored) moves ``meter`` instead of a bar of its own."""
-    import lm_eval.models.huggingface as hf
-
-    class Forward:
-        """What ``_loglikelihood_tokens`` makes of ``tqdm(...)``: its steps go to the meter."""
-
-        def __init__(self, meter):
-            self.meter = meter
-
-        def update(self, n: int = 1) -> None:
-            if self.meter is not None:
-                self.meter.update(n)
-
-        def __getattr__(self, name):
-            return lambda *args, **kwargs: None
-
-    class MeteredLM(hf.HFLM):
-        meter = None
-
-        def _loglikelihood_tokens(self, requests, disable_tqdm: bool = False, override_bs=None):
-            own = hf.tqdm
-            hf.tqdm = lambda *args, **kwargs: Forward(self.meter)
-            try:
-                return super()._loglikelihood_tokens(requests, disable_tqdm=False, override_bs=override_bs)
-            finally:
-                hf.tqdm = own
-
-    return MeteredLM
-
-
-def _meter(label: str, total: int | None, progress: bool | None):
-    """forgetless's bar (``progress.bar``), or a silent one with ``--no-progress``."""
-    if progress is False:
-        from tqdm import tqdm
-
-        return tqdm(total=total, disable=True)
-    return bar(desc=label, total=total, unit="row")
-
-
-def _workload(lm, tasks: dict, items: dict[str, list[int]]) -> tuple[str, int | None]:
-    """The bar's label and total: the choices of the multiple-choice items, or the windows of the
-    rolling documents (lm-eval's own cut: ``get_rolling_token_windows`` at ``lm.max_length``)."""
-    from lm_eval import utils
-
-    count = sum(len(items[n]) for n in tasks)
-    what = f"lm-eval: {count:,} items of {len(tasks)} task(s)"
-    if all(t.OUTPUT_TYPE == "multiple_choice" for t in tasks.values()):
-        total = sum(len(t.doc_to_choice(t.eval_docs[i])) for n, t in tasks.items() for i in items[n])
-        return f"{what}, {total:,} choices scored", total
-    if all(t.OUTPUT_TYPE == "loglikelihood_rolling" for t in tasks.values()):
-        total = sum(len(list(utils.get_rolling_token_windows(
-            token_list=lm.tok_encode(t.doc_to_target(t.eval_docs[i])), prefix_token=lm.prefix_token_id,
-            max_seq_len=lm.max_length, context_len=1))) for n, t in tasks.items() for i in items[n])
-        return f"{what.replace('items', 'documents')}, {total:,} windows of {lm.max_length} tokens scored", total
-    return f"{what}, rows scored", None
-
-
-def _prefix_token(tokenizer) -> int | None:
-    """lm-eval's default prefix of a rolling window (BOS, else EOS); None keeps that default. A
-    tokenizer with neither (a WordPiece vocabulary) uses its [CLS] or pad token."""
-    if tokenizer.bos_token_id is not None or tokenizer.eos_token_id is not None:
-        return None
-    return tokenizer.cls_token_id if tokenizer.cls_token_id is not None else tokenizer.pad_token_id

@@ -9,6 +9,12 @@ never recomputed (the numbers equal lm-eval's, tested in ``tests/test_llm_engine
 * ``loglikelihood_rolling`` (perplexity): the document's log-likelihood and its word and byte counts
   (lm-eval's ``word_perplexity`` / ``byte_perplexity`` pairs).
 * any other output type (``generate_until``, ``loglikelihood``): the value of the task's first metric.
+
+A multiple-choice item scored by forgetless (shared-context) is a **near tie** under a metric when
+moving each choice's log-likelihood by at most ``TOLERANCE`` per scored token (what it may
+differ from lm-eval's own fp32 computation) could change the pick: the best choice leads another by
+less than the two moves together (per character for acc_norm). Only on such items may the two
+scorings decide differently; the card counts them. (lm-eval's own scoring, ``--exact-lm-eval``, has none.)
 """
 from __future__ import annotations
 
@@ -17,6 +23,8 @@ import numpy as np
 from ..errors import ConfigError, DataError
 
 MULTIPLE_CHOICE, ROLLING = "multiple_choice", "loglikelihood_rolling"
+SHARED, EXACT = "shared-context", "lm-eval"  # who computes the log-likelihoods: scoring.py or lm-eval (llm/lm.py)
+TOLERANCE = 5e-5  # nats per scored token between a log-likelihood of scoring.py and lm-eval's own (measured: ≤ 1.1e-5)
 
 
 def task_records(task, samples: list[dict]) -> dict:
@@ -63,6 +71,8 @@ def _choice_record(task, sample: dict) -> dict:
               "acc": int(sample["acc"])}
     if "acc_norm" in sample:
         record["acc_norm"] = int(sample["acc_norm"])
+    if "scored_tokens" in sample:  # shared-context scoring: each choice's continuation tokens
+        record["tokens"] = list(sample["scored_tokens"])
     if int(np.argmax(lls) == record["gold"]) != record["acc"]:
         raise ConfigError(f"lm-eval task {task.config.task}, doc {record['doc']}: lm-eval's acc disagrees with the "
                           "highest log-likelihood choice; its gold rule is not understood here")
@@ -87,3 +97,23 @@ def scores(record: dict, primary: str) -> np.ndarray:
 def correct(record: dict, primary: str) -> int:
     """lm-eval's per-item value of the primary metric (0 / 1)."""
     return int(record[primary])
+
+
+def near_tie(record: dict, metric: str, tolerance: float = TOLERANCE) -> bool:
+    """Whether ``tolerance`` nats per scored token on each choice's log-likelihood could change the
+    item's pick under ``metric`` (module docstring); never for an item without token counts."""
+    if "tokens" not in record:
+        return False
+    values = scores(record, metric)
+    weights = np.asarray(record["tokens"], dtype=float)
+    if metric == "acc_norm":
+        weights = weights / np.asarray(record["chars"], dtype=float)
+    best = int(np.argmax(values))
+    others = np.arange(values.size) != best
+    return bool(np.any(values[best] - values[others] < tolerance * (weights[best] + weights[others])))
+
+
+def near_ties(records: dict) -> dict[str, int]:
+    """``{metric: items that are near ties}`` of a multiple-choice task, for acc and (when it has it) acc_norm."""
+    metrics = ("acc", "acc_norm") if records["primary"] == "acc_norm" else ("acc",)
+    return {m: sum(near_tie(r, m) for r in records["items"]) for m in metrics}

@@ -4,8 +4,10 @@ the papers measure it; what a ``Task`` of kind ``lm-eval`` carries (``data/llm_t
 Everything is read when the task is built, before any model is loaded: every task's YAML and
 documents (``engine.load_tasks``) and the perplexity text. ``--eval-size N`` keeps a seeded sample of
 N items of each task (all when N ≥ its size; ``capped``), the same for base and compressed: they are
-the task's, not the model's. ``evaluate_suite`` runs one model on its lm-eval tasks (the
-``causal-lm`` kind adds the perplexity text, ``metrics/perplexity.py``, and the cache, ``cache.py``).
+the task's, not the model's. The perplexity text is scored in at most ``--perplexity-windows`` seeded
+windows, apart from the items. ``evaluate_tasks`` runs one model on the suite's lm-eval tasks; the
+causal-LM kind adds the perplexity text and the cache (``kinds/causal_lm.py``) and, with
+``--until-interval``, scores base and compressed together (``kinds/stopping.py``).
 """
 from __future__ import annotations
 
@@ -20,8 +22,10 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ConfigError
-from . import engine
-from .records import MULTIPLE_CHOICE, ROLLING, scores, task_records
+from . import engine, task_checks
+from .records import EXACT, MULTIPLE_CHOICE, ROLLING, SHARED, near_ties, scores, task_records
+
+PERPLEXITY_WINDOWS = 40  # --perplexity-windows' default: 81,920 of WikiText-2 test's 148 windows of 2048 tokens
 
 
 @dataclass
@@ -71,13 +75,17 @@ class LMEvalSuite:
     perplexity: PerplexitySet | None = None
     window: int | None = None
     describe: dict = field(default_factory=dict)
+    scoring: str = SHARED  # who computes the log-likelihoods (llm/lm.py): SHARED or EXACT (--exact-lm-eval)
+    until_interval: float | None = None  # --until-interval: points (kinds/stopping.py)
+    seed: int = 0  # of the items' order under --until-interval
+    manager: object = field(default=None, repr=False, compare=False)  # the lm-eval TaskManager of the tasks
 
     def eval_sets(self) -> dict:
         return {**self.sets, **({self.perplexity.name: self.perplexity} if self.perplexity else {})}
 
     def capped(self, size: int | None, seed: int) -> "LMEvalSuite":
         """The same suite with a seeded sample of ``size`` items per task (sorted doc ids; a task's own
-        stream of the seed, so adding a task does not change another's items) and ``size`` windows."""
+        stream of the seed, so adding a task does not change another's items)."""
         if size is None:
             return self
         sets = {}
@@ -87,17 +95,25 @@ class LMEvalSuite:
                 rng = np.random.default_rng([seed, zlib.crc32(name.encode())])
                 items = sorted(rng.choice(s.size, size=size, replace=False).tolist())
             sets[name] = dataclasses.replace(s, items=items)
-        ppl = dataclasses.replace(self.perplexity, cap=size, seed=seed) if self.perplexity else None
-        return dataclasses.replace(self, sets=sets, perplexity=ppl)
+        return dataclasses.replace(self, sets=sets)
+
+    def restricted(self, items: dict[str, list[int]], perplexity: bool) -> "LMEvalSuite":
+        """The suite on ``items`` of the tasks named there only (and the perplexity text or not), scored
+        as it is (a part of a stopped run does not stop)."""
+        return dataclasses.replace(self, tasks={n: self.tasks[n] for n in items}, until_interval=None,
+                                   sets={n: dataclasses.replace(self.sets[n], items=sorted(i)) for n, i in items.items()},
+                                   perplexity=self.perplexity if perplexity else None)
 
 
 def build_suite(names: list[str], include, data_dir, defaults: bool | None, perplexity_file: Path | None,
-                window: int | None) -> LMEvalSuite:
+                window: int | None, *, perplexity_windows: int | None = None, seed: int = 0, exact: bool = False,
+                until_interval: float | None = None) -> LMEvalSuite:
     """Load ``names`` (``engine.load_tasks``) from ``include`` (and lm-eval's own tasks with
     ``defaults``; None: when a name is not in ``include``), every item; read the perplexity file
-    (WikiText-2 test, CRLF read as LF, its rows joined as the papers' scripts join them)."""
-    manager = engine.task_manager(include, data_dir, defaults, names)
-    tasks = engine.load_tasks(names, manager)
+    (WikiText-2 test, CRLF read as LF, its rows joined as the papers' scripts join them), to be scored
+    in at most ``perplexity_windows`` windows (seeded; default ``PERPLEXITY_WINDOWS``). ``exact``:
+    lm-eval's own scoring."""
+    manager, tasks = task_checks.load_checked(names, include, data_dir, defaults)  # what forgetless cannot score: refused
     sets = {}
     for name, task in tasks.items():
         docs = task.eval_docs
@@ -106,13 +122,15 @@ def build_suite(names: list[str], include, data_dir, defaults: bool | None, perp
     ppl = None
     if perplexity_file is not None:
         rows = Path(perplexity_file).read_text(encoding="utf-8").replace("\r\n", "\n").splitlines(keepends=True)
-        ppl = PerplexitySet("wikitext2", str(perplexity_file), "\n\n".join(rows), len(rows), window)
+        ppl = PerplexitySet("wikitext2", str(perplexity_file), "\n\n".join(rows), len(rows), window,
+                            perplexity_windows or PERPLEXITY_WINDOWS, seed)
     import lm_eval
 
+    scoring = EXACT if exact else SHARED
     describe = {"engine": "lm-evaluation-harness", "version": getattr(lm_eval, "__version__", None),
                 "include": [str(p) for p in include] if isinstance(include, list) else str(include), "shots": 0,
-                "chat_template": False, "window": window}
-    return LMEvalSuite(tasks, sets, ppl, window, describe)
+                "chat_template": False, "window": window, "scoring": scoring}
+    return LMEvalSuite(tasks, sets, ppl, window, describe, scoring, until_interval, seed, manager)
 
 
 def _digest(docs) -> str:
@@ -133,14 +151,17 @@ def _digest(docs) -> str:
     return digest.hexdigest()[:16]
 
 
-def evaluate_suite(model, tokenizer, suite: LMEvalSuite, window: int, batch_size: int,
+def evaluate_tasks(model, tokenizer, suite: LMEvalSuite, window: int, batch_size: int,
                    progress: bool | None = None) -> dict:
     """One model on the suite's lm-eval tasks, requests of at most ``window`` tokens: ``{sets,
-    predictions, zero_shot}`` (the perplexity text and the cache: ``kinds/causal_lm.py``)."""
+    predictions, zero_shot}``."""
+    if not suite.sets:
+        return {"sets": {}, "predictions": {}, "zero_shot": {**suite.describe, "window": window,
+                                                            "batch_size": batch_size, "truncated_prompts": {}}}
     say(f"lm-eval: {len(suite.sets)} task(s), {sum(len(s) for s in suite.sets.values()):,} items, requests of at most "
-        f"{window} tokens")
+        f"{window} tokens, scored by {suite.scoring}")
     samples = engine.evaluate(model, tokenizer, suite.tasks, {n: s.items for n, s in suite.sets.items()}, window,
-                              batch_size, progress)
+                              batch_size, suite.scoring, progress, suite.manager)
     sets, predictions = {}, {}
     for name, task in suite.tasks.items():
         records = task_records(task, samples[name])
@@ -167,7 +188,7 @@ def summarize(records: dict) -> dict:
     n = len(items)
     if records["output_type"] == MULTIPLE_CHOICE:
         out = {"n": n, "metric": primary, "accuracy": float(np.mean([r[primary] for r in items])),
-               "acc": float(np.mean([r["acc"] for r in items]))}
+               "acc": float(np.mean([r["acc"] for r in items])), "near_ties": near_ties(records)}
         if primary == "acc_norm":
             out["acc_norm"] = out["accuracy"]
         return out

@@ -1,5 +1,5 @@
-"""The peak memory of one step of a run (the compression step: ``pipeline.compress_student``),
-measured inside the process that runs it.
+"""The peak memory of one step of a run (the compression step: ``pipeline.compress_student``) and of
+the whole run so far (``run_peak``: what the card reports beside it), measured inside the process.
 
 Linux keeps a process's resident-set high-water mark (``VmHWM`` in ``/proc/self/status``). Writing
 ``5`` to ``/proc/self/clear_refs`` resets it to the current resident set (Linux ≥ 4.0, proc(5)),
@@ -7,7 +7,8 @@ so ``VmHWM`` read at the end of the step is the step's own peak, and ``peak − 
 start`` what the step added. (``getrusage(...).ru_maxrss`` cannot do this: it never goes down, and
 a child process starts with its parent's.) Where the mark cannot be reset the process's ``VmHWM``
 is reported, flagged ``since_start_of_step: false`` (an upper bound of the step's peak); without
-``/proc`` (not Linux) nothing is measured. On a GPU the step's peak of allocated CUDA memory joins
+``/proc`` (not Linux) nothing is measured. A reset loses the process's earlier peak, so ``reset_peak``
+keeps the highest mark it cleared: the whole run's peak is the larger of that and ``VmHWM`` now. On a GPU the step's peak of allocated CUDA memory joins
 (``torch.cuda.max_memory_allocated`` after ``reset_peak_memory_stats``).
 """
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 STATUS = Path("/proc/self/status")
 CLEAR_REFS = Path("/proc/self/clear_refs")
 MIB = 2 ** 20
+_cleared = 0  # the highest VmHWM a reset cleared (bytes)
 
 
 def status_bytes(field: str) -> int | None:
@@ -32,12 +34,22 @@ def status_bytes(field: str) -> int | None:
 
 
 def reset_peak() -> bool:
-    """Reset this process's ``VmHWM`` to its current resident set; whether it could."""
+    """Reset this process's ``VmHWM`` to its current resident set (keeping the mark it clears for
+    ``run_peak``); whether it could."""
+    global _cleared
+    _cleared = max(_cleared, status_bytes("VmHWM") or 0)
     try:
         CLEAR_REFS.write_text("5")
     except OSError:
         return False
     return True
+
+
+def run_peak() -> dict | None:
+    """``{peak_rss_mib}``: this process's peak resident set since it started, across resets (None
+    without ``/proc``)."""
+    now = status_bytes("VmHWM")
+    return None if now is None else {"peak_rss_mib": round(max(now, _cleared) / MIB, 1)}
 
 
 class PeakMemory(contextlib.AbstractContextManager):

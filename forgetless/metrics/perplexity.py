@@ -8,7 +8,9 @@ tokens (the trailing partial window dropped), each window scored on its own:
 (SparseGPT, Frantar & Alistarh 2023, and Wanda, Sun et al. 2023: ``exp(Σ mean window loss · L /
 (W · L))``, the same number). The first token of each window has no context and is not predicted.
 ``L`` defaults to the model's context capped at 2048 (LLaMA's; ``default_window``); the card states
-``L``, the windows and the tokens. A ``cap`` scores a seeded subset of the windows (``--eval-size``).
+``L``, the windows and the tokens. A ``cap`` scores a seeded subset of the windows
+(``--perplexity-windows``). The windows are scored by ``llm/scoring.py`` with bounded memory (no batch
+of windows' full-vocabulary logits and their log-softmax is held: only each token's log-probability).
 
 The LLM tasks read WikiText-2 test from the data folder (``llm/suite.py``); a causal-lm run on a
 classification task reads ``--perplexity-file`` (text lines, or ``.jsonl`` records' ``document`` /
@@ -24,6 +26,7 @@ import numpy as np
 import torch
 
 from ..errors import DataError
+from ..llm.scoring import Row, score_rows
 from ..progress import bar
 
 
@@ -59,11 +62,11 @@ def join(texts: list[str]) -> str:
 def perplexity(model, tokenizer, text: str, window: int, batch_size: int = 1, cap: int | None = None,
                seed: int = 0) -> dict:
     """``{perplexity, nll, window, windows, tokens, scored, dropped}`` of ``model`` on ``text`` (module
-    docstring): ``tokens`` of the text, ``windows`` scored (all, or a seeded ``cap`` of them),
+    docstring): ``tokens`` of the text, ``windows`` scored (all, or a seeded ``cap`` of them; at most
+    ``batch_size`` per forward, fewer when their logits would pass ``scoring.LOGITS_BUDGET``),
     ``scored`` predicted tokens, ``dropped`` tokens of the trailing partial window. A text shorter
     than ``window`` is scored as one window of all its tokens."""
     model.eval()
-    device = next(model.parameters()).device
     ids = tokenizer(text, return_tensors="pt", verbose=False)["input_ids"][0]
     if ids.numel() < 2:
         raise DataError(f"perplexity: the text has {ids.numel()} token(s); at least 2 are needed")
@@ -72,12 +75,9 @@ def perplexity(model, tokenizer, text: str, window: int, batch_size: int = 1, ca
     chosen = list(range(count))
     if cap is not None and cap < count:
         chosen = sorted(np.random.default_rng(seed).choice(count, size=cap, replace=False).tolist())
-    total = 0.0
-    for start in bar(range(0, len(chosen), batch_size), f"perplexity ({len(chosen)} windows of {window} tokens)"):
-        rows = torch.stack([ids[i * window:(i + 1) * window] for i in chosen[start:start + batch_size]]).to(device)
-        logits = model(input_ids=rows).logits[:, :-1].float()
-        total += float(torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), rows[:, 1:].reshape(-1),
-                                                         reduction="sum"))
+    rows = [Row(tuple(ids[i * window:(i + 1) * window].tolist()), window - 1) for i in chosen]
+    with bar(desc=f"perplexity ({len(chosen)} windows of {window} tokens)", total=len(rows), unit="window") as meter:
+        total = -sum(ll for ll, _ in score_rows(model, rows, batch_size, meter.update))
     scored = len(chosen) * (window - 1)
     return {"perplexity": math.exp(total / scored), "nll": total / scored, "window": window, "windows": len(chosen),
             "windows_total": count, "tokens": int(ids.numel()), "scored": scored,

@@ -1,5 +1,6 @@
 """Checks that a model folder can be loaded safely, reading no tensor data: a readable
-``config.json``, safetensors weights (never pickle) whose header and length agree. Used before any
+``config.json``, safetensors weights (never pickle) whose header and length agree, and whose names,
+shapes and dtype fit the config (``weights_fit.py``). Used before any
 work (``forgetless.validate``) and by every loader, so a truncated, 0-byte or corrupt file, a
 pickle-only folder or a folder without a model is one clear ``ModelFileError``."""
 from __future__ import annotations
@@ -13,6 +14,8 @@ import transformers
 from safetensors import safe_open
 
 from ..errors import ModelFileError
+from .manifest import is_forgetless_folder
+from .weights_fit import check_finite_model, check_weights_fit
 
 WEIGHTS = "model.safetensors"
 NOT_STOCK_WEIGHTS = "model.forgetless.safetensors"  # weights stock from_pretrained must not find (quantized_io)
@@ -93,7 +96,17 @@ def check_model_folder(path: str | Path):
                              f"t.AutoModel.from_pretrained('{path}').save_pretrained('{path}-safetensors')\"")
     else:
         raise ModelFileError(f"{path}: no weights ({WEIGHTS} is missing)")
+    if not is_forgetless_folder(path):  # a forgetless folder: io.check_saved_model and the strict load
+        check_weights_fit(weight_files(path), config)
     return config
+
+
+def weight_files(path: str | Path) -> list[Path]:
+    """The safetensors files of a checked model folder: its weights file, or the shards its index names."""
+    path = Path(path)
+    if weights_file(path).is_file():
+        return [weights_file(path)]
+    return sorted({path / name for name in json.loads((path / INDEX).read_text())["weight_map"].values()})
 
 
 def weights_file(path: str | Path) -> Path:
@@ -187,10 +200,7 @@ def check_loaded(model, path, info: dict | None = None) -> None:
             raise ModelFileError(f"{path}: the checkpoint {what} {len(keys)} tensor(s) of the model "
                                  f"({', '.join(keys[:3])}{', …' if len(keys) > 3 else ''}); it does not match its "
                                  "config.json")
-    for name, tensor in [*model.named_parameters(), *model.named_buffers()]:
-        if tensor.is_floating_point() and tensor.device.type != "meta" and not bool(torch.isfinite(tensor).all()):
-            raise ModelFileError(f"{path}: tensor {name} holds NaN or infinite values; such a model cannot be "
-                                 "evaluated or compressed")
+    check_finite_model(model, str(path))
 
 
 def is_trained_classifier(config) -> bool:

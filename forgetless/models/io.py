@@ -18,10 +18,11 @@ from torch import nn
 from ..errors import ForgetlessError, ModelFileError, OutputFolderError
 from ..fsutil import atomic_directory
 from .manifest import FORMAT, MANIFEST, is_forgetless_folder, read_manifest, transformers_model_class
-from .checks import TOKENIZER_FILES, check_loaded, check_model_folder, load_tokenizer, weights_file
+from .checks import TOKENIZER_FILES, check_loaded, check_model_folder, load_tokenizer, weight_files, weights_file
 from .quantized_io import load_weights, save_weights
 from .stock import stock_config
 from .surgery import model_shape, reshape_like
+from .weights_fit import check_weights_fit
 
 
 def model_fingerprint(model: nn.Module) -> str:
@@ -78,10 +79,13 @@ def write_model_files(model: nn.Module, folder: Path, tokenizer, metadata: dict 
 
 def check_saved_model(path: str | Path) -> None:
     """A forgetless folder's manifest fits its config: the architecture rebuilt on the meta device (no
-    memory, no weights read) in the recorded shape, with every quantized module it names. Before
-    any work; ``load_model`` then checks the weights against it."""
+    memory, no weights read) in the recorded shape, with every quantized module it names, and the
+    stored weights' headers fit it (``weights_fit.check_weights_fit``). Before any work; ``load_model``
+    then checks the weights against it."""
     with torch.device("meta"):
         model, manifest = _build(Path(path))
+    if not manifest.get("quantization"):  # its weights fit the model the manifest rebuilds (layers, widths, dtype)
+        check_weights_fit(weight_files(path), model.config, model)
     names = (manifest.get("quantization") or {}).get("modules") or []
     unknown = [name for name in names if not _has_module(model, name)]
     if unknown:
@@ -107,7 +111,7 @@ def _build(path: Path):
     if not weights.is_file():
         raise ModelFileError(f"{path}: {weights.name} is missing (incomplete or foreign folder)")
     try:
-        model = model_class(config)
+        model = model_class._from_config(config)  # in config.json's dtype, as from_pretrained: an fp16 folder stays fp16
         reshape_like(model, manifest["shape"])
     except (KeyError, ValueError, IndexError, TypeError, AttributeError, RuntimeError, ForgetlessError) as exc:
         raise ModelFileError(f"{path / MANIFEST}: its shape does not fit the model's config "

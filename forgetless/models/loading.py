@@ -155,11 +155,12 @@ def load_causal_lm(name_or_path: str, device: str = "cpu", tokenizer=None, seed:
         tokenizer = _saved_or_given(saved_tokenizer, tokenizer, path)
     else:
         try:
-            model = transformers.AutoModelForCausalLM.from_pretrained(path, use_safetensors=True,
-                                                                      trust_remote_code=allowed_remote_code())
+            model, info = transformers.AutoModelForCausalLM.from_pretrained(
+                path, use_safetensors=True, trust_remote_code=allowed_remote_code(), output_loading_info=True)
             tokenizer = _tokenizer(path, allowed_remote_code())
         except (OSError, ValueError) as exc:
             raise ForgetlessError(f"could not load causal language model {name_or_path!r}: {exc}") from exc
+        check_loaded(model, path, info)  # NaN weights, a tensor of the body missing or unused: one error
     if get_adapter(model).is_seq2seq:
         raise UnsupportedModelError(f"{name_or_path!r} is not a decoder-only language model")
     model.config.pad_token_id = _pad_token(tokenizer, path)

@@ -18,8 +18,9 @@ transformers whose tensors are named as the model's own or as its family's check
 ``save_pretrained`` writes: renamed tensors, experts stored one per expert, read into the fused
 parameters: ``expert_checkpoint.checkpoint_sources``); anything else is one ``UnsupportedModelError``
 before any work. Quantized experts are written as ``quantized_io`` writes them (per-expert packed
-pieces where the layout splits them). Weights are read into the skeleton's float32 (the loaded
-path's dtype for the float32 folders the bit-identity test and benchmark use).
+pieces where the layout splits them). Weights are read into the skeleton's dtype, the one
+``config.json`` gives (as ``from_pretrained`` and ``load_model`` build the model): a float16 folder is
+compressed and written in float16.
 """
 from __future__ import annotations
 
@@ -58,7 +59,7 @@ def empty_model(folder: Path, config) -> nn.Module:
     with init_empty_weights():
         try:
             if manifest is not None:
-                model = transformers_model_class(manifest["model_class"])(config)
+                model = transformers_model_class(manifest["model_class"])._from_config(config)  # its dtype
                 reshape_like(model, manifest["shape"])
             else:
                 model = transformers.AutoModelForCausalLM.from_config(config)

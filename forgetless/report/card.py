@@ -7,8 +7,8 @@ JSON schema ``forgetless-report-2`` (fractions in [0, 1] for accuracies; ROUGE /
 
     schema, kind {task: classification|generation|lm-eval, model: classifier|seq2seq|causal-lm}
     task {name, protocol, metric, pooled_challenges, sizes {train, <set>: n}}
-    method {name, config, structured, objective, objective_options, student_init, train,
-            then [{name, config, structured}],             # methods applied after it (--then)
+    method {name, config, structured, quantizes, objective, objective_options, student_init, train,
+            then [{name, config, structured, quantizes}],  # methods applied after it (--then)
             sections {name: {...}},                        # what each method reports (report_section():
                                                            #   sparsity of one-shot pruning, quantization …)
             layers [{method, stack, linears, error {kind, min, median, max} | null,   # report/layers.py:
@@ -48,7 +48,9 @@ JSON schema ``forgetless-report-2`` (fractions in [0, 1] for accuracies; ROUGE /
                sets {set: {role: {accuracy, low, high, n}}},  # n = 0: accuracy / low / high null
                hard_easy {role: {hard, easy}} | null, challenge {role} | null,
                f_bias {f_bias, low, high, base_gap, compressed_gap, base_gap_nonpositive_share,
-                       n_dev, n_challenge, n_resamples} | null} | null   # paired bootstrap, Du et al. eq. 1
+                       n_dev, n_challenge, n_resamples} | null,   # paired bootstrap, Du et al. eq. 1
+               delta {sets {set: {value, low, high, n}}, challenge {..} | null} | null} | null
+                                                        # compressed − base, paired (classification)
     training {base_epochs, student_init, fine_tunes [{name, epochs}], compressed_extra_epochs,
               compressed_epochs, base: fine-tune|as-is}  # epochs each model saw (null: teacher given)
     warnings [sentence, ..]                             # report/trust.py checks that fired
@@ -64,12 +66,16 @@ JSON schema ``forgetless-report-2`` (fractions in [0, 1] for accuracies; ROUGE /
                          hard_easy {hard|medium|easy: {n, margin_range, accuracy, flips, kl}};
                        rolling: word_perplexity / byte_perplexity / bits_per_byte {base, compressed, ratio}}},
          headline_tasks [task], headline {base, compressed, delta} | null,   # mean over tasks above chance
+         kl_basis sentence,                                 # what KL is computed on (raw log-likelihoods)
          pooled {tasks, accuracy, flips, kl} | null, pairs [{easier, harder, delta_*, difference, meaningful}]}
     robustness {clever {base, compressed}}              # optional (CLEVER)
     provenance {...}                                    # optional: a converted base (--model smollm2)
     recipe {...}                                        # optional: the resolved recipe of the run
     notes [..], run {resolved run configuration}, environment {versions, hardware, created,
-      compress_memory {peak_rss_mib, start_rss_mib, added_mib, since_start_of_step, [cuda_peak_mib]} | null}, seed, command
+      compress_memory {peak_rss_mib, start_rss_mib, added_mib, since_start_of_step, [cuda_peak_mib]} | null,
+      run_memory {peak_rss_mib} | null}, seed, command    # run_memory: the whole run's peak resident set
+    llm.scoring {path: shared-context|lm-eval, tolerance_nats_per_token, near_ties {task: {role: {acc, acc_norm}}}}  # llm/card.py
+    llm.stopping {rule, method, confidence, target_points, interval, width_points, reached, items_per_task, ..}
     predictions "predictions.jsonl", plots [file names]  # added by write_card (files beside the card)
 """
 from __future__ import annotations
@@ -79,6 +85,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from ..metrics.bias import f_bias, relative_gap
+from ..metrics.memory import run_peak
 from ..fsutil import atomic_write_json, atomic_write_text
 from . import honest
 from .environment import environment
@@ -158,14 +165,17 @@ def build_card(measured: Measurements) -> dict:
     compared = comparison(measured.task, measured.results, measured.predictions, run.seed, measured.calibration,
                           measured.agreement, measured.training)
     sizes = measured.sizes
+    leak = honest.run_calibration_leak(measured.task, run, [method, *measured.then], measured.kind.name,
+                                       measured.calibration_texts)
     card = {
         "schema": SCHEMA,
         "kind": {"task": measured.task.kind, "model": measured.kind.name},
         "task": compared["task"],
-        "method": {**method.describe(), "structured": method.config.structured,
+        "method": {**method.describe(), "structured": method.config.structured, "quantizes": method.config.quantizes,
                    "objective": measured.objective.config.name, "objective_options": asdict(run.objective),
                    "student_init": run.student_init, "train": asdict(run.train),
-                   "then": [{**m.describe(), "structured": m.config.structured} for m in measured.then]},
+                   "then": [{**m.describe(), "structured": m.config.structured, "quantizes": m.config.quantizes}
+                            for m in measured.then]},
         "model": measured.model,
         **{key: compared[key] for key in ("headline", "sets", "challenge", "bias", "hard_easy", "calibration")},
         "params": {**sizes, "ratio": sizes["compressed"]["total"] / sizes["base"]["total"],
@@ -176,12 +186,13 @@ def build_card(measured: Measurements) -> dict:
         "deployment": None,
         "intervals": compared["intervals"],
         "training": measured.training,
-        "warnings": compared["warnings"],
+        "warnings": compared["warnings"] + ([leak] if leak else []),
         "notes": list(measured.notes),
         "run": to_recipe(run),
         "seed": run.seed,
         "command": measured.command,
-        "environment": {**environment(), "compress_memory": measured.compress_memory},
+        "environment": {**environment(), "compress_memory": measured.compress_memory,
+                        "run_memory": run_peak()},  # the whole run's peak so far: load, compress, evaluate, time
     }
     _deployment(card, measured)
     optional = {"robustness": measured.robustness, "provenance": measured.provenance, "recipe": measured.recipe,

@@ -5,7 +5,10 @@ accuracy (bootstrap intervals), F_bias (Du et al. 2023, eq. 1; paired bootstrap 
 meaningless where the run's warnings say so), hard / easy accuracy, and each run's warnings. Runs of
 an LLM suite (task kind ``lm-eval``) add a table of the change per lm-eval task, the pooled flips and
 KL, WikiText-2 perplexity, and ``llm.png``: mean accuracy and perplexity against size, stored bits
-per parameter and sparsity.
+per parameter and the sparsity pruning made. An LLM suite's runs have no classifier columns (dev,
+challenge, F_bias, hard / easy): their mean accuracy over the tasks above chance instead. Size is on
+disk against the base's float32 folder (``headline.size_numbers``: a quantized model keeps its
+parameter count); sparsity is only what a pruning method zeroed.
 
 Runs are aligned on their common evaluation sets: a set is the same when the task, the set name
 and its size match. Runs with no common set are refused before anything is written. DIR follows
@@ -20,8 +23,11 @@ from pathlib import Path
 from ..errors import ConfigError
 from ..fsutil import atomic_write_text
 from ..outputs import check_output, mark_output, output_lock
-from .headline import delta_points, estimate, estimate_text, headline_numbers, scale_of, speedup_text, verdict
+from .headline import (delta_points, delta_text, estimate, estimate_text, headline_numbers, megabytes, scale_of,
+                       speedup_text, verdict)
+from .llm_markdown import kl_basis
 from .html import render_html
+from .inert import inert
 from .naming import card_chain
 from .pareto import pareto_plot
 from .plots import llm_compare_plot
@@ -79,9 +85,13 @@ def _norm(value):
     return list(value) if isinstance(value, (list, tuple)) else value
 
 
-def _with_delta(entry: dict | None, scale: float) -> str:
+def _with_delta(entry: dict | None, scale: float, paired: dict | None = None) -> str:
+    """``76.9 [71.9, 81.9] (-3.1)``; with the change's paired interval ``(-3.1 [-5.0, -1.2])``, "not
+    measurable" when it includes 0."""
     points = delta_points(entry, scale)
-    return estimate_text((entry or {}).get("compressed"), scale) + ("" if points is None else f" ({points:+.1f})")
+    change = delta_text(paired, scale) if paired and paired.get("low") is not None else (
+        "" if points is None else f"{points:+.1f}")
+    return estimate_text((entry or {}).get("compressed"), scale) + (f" ({change})" if change else "")
 
 
 def _f_bias(f: dict | None) -> str:
@@ -98,31 +108,72 @@ def _speed(s: dict) -> str:
 
 
 def render_compare(cards: dict[str, dict], sets: list[str], plot: str | None = None) -> str:
-    """The Markdown page: headline table (one row per run, bases below), accuracy per common set,
-    verdicts and warnings per run."""
+    """The Markdown page: headline table (one row per run, bases below), accuracy per common set (an
+    LLM suite: the change per lm-eval task, flips, KL, perplexity), verdicts and warnings per run."""
     numbers = {name: headline_numbers(card) for name, card in cards.items()}
+    first = next(iter(cards.values()))
+    llm = all(card.get("llm") for card in cards.values())
+    lines = [f"# forgetless compare: {first['task']['name']}, {len(cards)} runs", "",
+             *(_llm_tables(cards, numbers) if llm else _classifier_tables(cards, numbers, sets))]
+    if plot:
+        lines += ["", f"![{plot}]({plot})"]
+    if llm:
+        lines += llm_compare(cards, sets)
+    lines += ["", "## Verdicts", ""]
+    lines += [f"- **{name}** ({card_chain(card)}): {verdict(card, numbers[name])}." for name, card in cards.items()]
+    fired: dict[str, list[str]] = {}
+    for name in cards:
+        for warning in numbers[name]["warnings"]:
+            fired.setdefault(warning, []).append(name)
+    if fired:
+        lines += ["", "## ⚠ Warnings", ""] + [f"- {w} — {', '.join(runs)}" for w, runs in fired.items()]
+    lines += ["", "Runs: " + "; ".join(f"{name} = `{card.get('command') or card['method']['name']}`"
+                                        for name, card in cards.items())]
+    return inert("\n".join(lines) + "\n")  # folder, set and task names stay text (report/inert.py)
+
+
+SIZE_CAPTION = ("size: the compressed model against its base — bytes on disk of its folder against the base's float32 "
+                "folder where both were saved, else its stored weights against the base's float32 weights, else "
+                "parameters; sparsity: the zeros a pruning method of the chain made (none for a model only quantized: "
+                "the zeros of a quantization grid are not sparsity)")
+
+
+def _size_cells(n: dict) -> str:
+    size = n["size"]
+    sparsity = "–" if size.get("sparsity") is None else f"{100 * size['sparsity']:.1f}%"
+    unit = " (parameters)" if size["what"] == "the base parameters" else ""
+    return f"{size['ratio']:.2f}×{unit} | {sparsity}"
+
+
+def _runs_by_base(numbers: dict) -> list[list[str]]:
+    """The runs of each base model (same parameters, dev or mean accuracy, pooled challenge accuracy): one
+    row each in the table of base models."""
+    bases: dict[tuple, list[str]] = {}
+    for name, n in numbers.items():
+        key = (n["params"]["base"], n["dev"]["base"]["value"], (n["challenge"] or {}).get("base", {}).get("value"))
+        bases.setdefault(key, []).append(name)
+    return list(bases.values())
+
+
+def _classifier_tables(cards: dict[str, dict], numbers: dict, sets: list[str]) -> list[str]:
+    """Headline table, base models and accuracy per common set of classification / generation runs."""
     first = next(iter(cards.values()))
     metric = first["task"]["metric"]
     scale = scale_of(metric)
     pooled = " + ".join(next(iter(numbers.values()))["challenge_sets"]) or "challenge"
-    dev = "mean accuracy of the LLM tasks above chance" if first.get("llm") else "dev"
-    lines = [f"# forgetless compare: {first['task']['name']}, {len(cards)} runs", "",
-             f"Compressed models ({metric} in %, [95% bootstrap interval], (Δ points vs the run's own base)); "
-             "speedup: measured throughput, [95% interval of the ratio of medians].", "",
-             f"| run | method | key options | size | speedup | {dev} | {pooled} | F_bias | hard | easy | warnings |",
-             "|:---|:---|:---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [f"Compressed models ({metric} in %, [95% bootstrap interval], (Δ points vs the run's own base)); "
+             f"speedup: measured throughput, [95% interval of the ratio of medians]; {SIZE_CAPTION}.", "",
+             f"| run | method | key options | size | sparsity | speedup | dev | {pooled} | F_bias | hard | easy | "
+             "warnings |", "|:---|:---|:---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for name, card in cards.items():
         n = numbers[name]
-        lines.append(f"| {name} | {card_chain(card)} | {key_options(card)} | {n['params']['ratio']:.2f}× | "
-                     f"{_speed(n['speedup'])} | {_with_delta(n['dev'], scale)} | {_with_delta(n['challenge'], 100)} | "
+        lines.append(f"| {name} | {card_chain(card)} | {key_options(card)} | {_size_cells(n)} | "
+                     f"{_speed(n['speedup'])} | {_with_delta(n['dev'], scale, n['deltas']['dev'])} | "
+                     f"{_with_delta(n['challenge'], 100, n['deltas']['challenge'])} | "
                      f"{_f_bias(n['f_bias'])} | {_with_delta(n['hard'], 100)} | {_with_delta(n['easy'], 100)} | "
                      f"{len(n['warnings'])} |")
-    bases: dict[tuple, list[str]] = {}
-    for name, n in numbers.items():  # runs of one base model share one row
-        key = (n["params"]["base"], n["dev"]["base"]["value"], (n["challenge"] or {}).get("base", {}).get("value"))
-        bases.setdefault(key, []).append(name)
     lines += ["", "| base model of | parameters | dev | " + pooled + " | hard | easy |", "|:---|---:|---:|---:|---:|---:|"]
-    for runs in bases.values():
+    for runs in _runs_by_base(numbers):
         n = numbers[runs[0]]
         cells = [estimate_text((n[part] or {}).get("base"), scale if part == "dev" else 100)
                  for part in ("dev", "challenge", "hard", "easy")]
@@ -138,21 +189,34 @@ def render_compare(cards: dict[str, dict], sets: list[str], plot: str | None = N
     others = sorted({s for card in cards.values() for s in card["sets"]} - set(sets))
     if others:
         lines += ["", f"Sets not shared by every run (left out): {', '.join(others)}."]
-    if plot:
-        lines += ["", f"![{plot}]({plot})"]
-    if all(card.get("llm") for card in cards.values()):
-        lines += llm_compare(cards, sets)
-    lines += ["", "## Verdicts", ""]
-    lines += [f"- **{name}** ({card['method']['name']}): {verdict(card, numbers[name])}." for name, card in cards.items()]
-    fired: dict[str, list[str]] = {}
-    for name in cards:
-        for warning in numbers[name]["warnings"]:
-            fired.setdefault(warning, []).append(name)
-    if fired:
-        lines += ["", "## ⚠ Warnings", ""] + [f"- {w} — {', '.join(runs)}" for w, runs in fired.items()]
-    lines += ["", "Runs: " + "; ".join(f"{name} = `{card.get('command') or card['method']['name']}`"
-                                        for name, card in cards.items())]
-    return "\n".join(lines) + "\n"
+    return lines
+
+
+def _llm_tables(cards: dict[str, dict], numbers: dict) -> list[str]:
+    """Headline table and base models of LLM-suite runs: size, speed and the mean accuracy of the tasks
+    above chance with the paired interval of its change (no classifier columns: an LLM suite has no dev,
+    challenge set, F_bias or labelled hard / easy split)."""
+    lines = ["Compressed models: the mean accuracy of the LLM tasks above chance for the run's base (%, [95% "
+             "bootstrap interval]) and its change, compressed − base, in points with the paired interval (\"not "
+             "measurable\" where it includes 0); speedup: measured throughput; " + SIZE_CAPTION + ".", "",
+             "| run | method | key options | size | sparsity | bits / parameter | speedup | mean accuracy | Δ pts | "
+             "warnings |", "|:---|:---|:---|---:|---:|---:|---:|---:|---:|---:|"]
+    for name, card in cards.items():
+        n = numbers[name]
+        bits = (((card["params"].get("stored") or {}).get("overall") or {}).get("bits_per_parameter")
+                or card["params"]["compressed"].get("bits_per_parameter"))
+        lines.append(f"| {name} | {card_chain(card)} | {key_options(card)} | {_size_cells(n)} | "
+                     f"{'–' if bits is None else f'{bits:.2f}'} | {_speed(n['speedup'])} | "
+                     f"{estimate_text(n['dev']['compressed'])} | {delta_text(n['deltas']['dev'])} | "
+                     f"{len(n['warnings'])} |")
+    lines += ["", "| base model of | parameters | on disk | mean accuracy | tasks above chance |",
+              "|:---|---:|---:|---:|---|"]
+    for runs in _runs_by_base(numbers):
+        n, card = numbers[runs[0]], cards[runs[0]]
+        tasks = ", ".join(card["llm"].get("headline_tasks") or []) or "none"
+        lines.append(f"| {', '.join(runs)} | {n['params']['base']:,} | {megabytes(n['size']['base_bytes'])} | "
+                     f"{estimate_text(n['dev']['base'])} | {tasks} |")
+    return lines
 
 
 def llm_compare(cards: dict[str, dict], sets: list[str]) -> list[str]:
@@ -161,26 +225,23 @@ def llm_compare(cards: dict[str, dict], sets: list[str]) -> list[str]:
     first = next(iter(cards.values()))
     tasks = [n for n in sets if first["llm"]["tasks"].get(n, {}).get("output_type") == "multiple_choice"]
     lines = ["", "## LLM tasks: change vs the run's base (points, [95% paired interval])", "",
-             "| run | bits / parameter | sparsity | " + " | ".join(t.replace("_offline", "") for t in tasks)
-             + " | flips c→w / w→c | KL | WikiText-2 perplexity |", "|:---|---:|---:|" + "---:|" * (len(tasks) + 3)]
+             "| run | " + " | ".join(t.replace("_offline", "") for t in tasks)
+             + " | flips c→w / w→c | KL | WikiText-2 perplexity |", "|:---|" + "---:|" * (len(tasks) + 3)]
     for name, card in cards.items():
-        llm, params = card["llm"], card["params"]["compressed"]
+        llm = card["llm"]
         cells = []
         for t in tasks:
             entry = llm["tasks"][t]
-            delta = entry[entry["metric"]]["delta"]
-            cells.append(f"{100 * delta['value']:+.1f} [{100 * delta['low']:+.1f}, {100 * delta['high']:+.1f}]"
-                         + (" (at chance)" if entry["near_chance"] else ""))
+            cells.append(delta_text(entry[entry["metric"]]["delta"]) + (" (at chance)" if entry["near_chance"] else ""))
         pooled = llm.get("pooled") or {}
         flips = (f"{pooled['flips']['correct_to_wrong']} / {pooled['flips']['wrong_to_correct']}"
                  if pooled.get("flips") else "–")
         kl = f"{pooled['kl']['value']:.3f}" if pooled.get("kl") else "–"
         lm = card.get("language_model")
         ppl = f"{lm['base']['perplexity']:.2f} → {lm['compressed']['perplexity']:.2f}" if lm else "–"
-        bits = params.get("bits_per_parameter")
-        lines.append(f"| {name} | {'–' if bits is None else f'{bits:.2f}'} | {100 * params['prunable_sparsity']:.1f}% | "
-                     + " | ".join(cells) + f" | {flips} | {kl} | {ppl} |")
-    return lines + ["", "![llm.png](llm.png)"]
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {flips} | {kl} | {ppl} |")
+    return lines + ["", f"Flips and KL pooled over each run's tasks above chance; {kl_basis(first['llm'])}.",
+                    "", "![llm.png](llm.png)"]
 
 
 def run_names(folders: list[str]) -> list[str]:

@@ -10,6 +10,8 @@ task ``dev`` holds the task's metric in % (ROUGE / METEOR), as on the card.
 """
 from __future__ import annotations
 
+from .naming import quantizes, zeroes_weights
+
 ROLES = ("base", "compressed")
 
 
@@ -21,18 +23,22 @@ def estimate(value, interval: dict | None = None) -> dict:
 
 def headline_numbers(card: dict) -> dict:
     """``{dev, challenge, hard, easy: {base, compressed: estimate} | None, challenge_sets, metric,
-    f_bias: {value, low, high, meaningful} | None, params: {base, compressed, ratio, nonzero_ratio},
+    deltas {dev, challenge: paired interval of compressed − base | None}, f_bias: {value, low, high,
+    meaningful} | None, params: {base, compressed, ratio, nonzero_ratio}, size ``size_numbers``,
     speedup: {value, low, high, measurable, meaningful, what}, warnings}``."""
     metric = card["task"]["metric"]
     iv = card.get("intervals") or {}
     sets = iv.get("sets") or {}
     llm = card.get("llm")
+    paired = iv.get("delta") or {}
     if llm is not None:  # an LLM suite: the mean accuracy of its tasks above chance (report/llm_section.py)
         head = llm.get("headline") or {}
         dev = {role: estimate((head.get(role) or {}).get("value"), head.get(role)) for role in ROLES}
+        deltas = {"dev": head.get("delta"), "challenge": None}
     else:
         dev = {role: estimate(card["sets"]["dev"][role].get(metric), (sets.get("dev") or {}).get(role))
                for role in ROLES}
+        deltas = {"dev": (paired.get("sets") or {}).get("dev"), "challenge": paired.get("challenge")}
     challenge = card.get("challenge") or {}
     pooled = None
     if challenge.get("base") is not None:
@@ -50,12 +56,44 @@ def headline_numbers(card: dict) -> dict:
     if bias.get("f_bias") is not None:
         f_bias = {**estimate(bias["f_bias"], iv.get("f_bias")), "meaningful": bool(bias.get("meaningful", True))}
     params = card["params"]
-    where = f"on the mean of {len(llm['headline_tasks'])} LLM tasks" if llm is not None else "on dev"
+    where = f"on the mean of the {len(llm['headline_tasks'])} LLM tasks above chance" if llm is not None else "on dev"
     return {"metric": metric, "dev": dev, "where": where, "challenge": pooled, "challenge_sets": list(challenge.get("sets") or []),
-            **parts, "f_bias": f_bias,
+            **parts, "deltas": deltas, "f_bias": f_bias,
             "params": {"base": params["base"]["total"], "compressed": params["compressed"]["total"],
                        "ratio": params["ratio"], "nonzero_ratio": params["nonzero_ratio"]},
-            "speedup": speedup(card), "warnings": list(card.get("warnings") or [])}
+            "size": size_numbers(card), "speedup": speedup(card), "warnings": list(card.get("warnings") or [])}
+
+
+def size_numbers(card: dict) -> dict:
+    """The compressed model's size against the base's, as every page compares runs: ``{ratio, what,
+    compressed_bytes, base_bytes, sparsity}``. Bytes on disk of the saved folder against the float32
+    folder the run read (a GPTQ 4-bit SmolLM2: 0.33×); without them, the stored weights against the
+    base's float32 weights; else parameters. ``sparsity``: the share of zeros in the prunable weights
+    where a method of the chain zeroes weights (``naming.zeroes_weights``; after a quantizing method,
+    the pruning method's own count: the zeros of a quantization grid are not sparsity), else None."""
+    params = card["params"]
+    base, comp = params["base"], params["compressed"]
+    stored = (params.get("stored") or {}).get("overall") or {}
+    if comp.get("disk_bytes") and base.get("disk_bytes"):
+        size = {"ratio": comp["disk_bytes"] / base["disk_bytes"], "what": "the base's float32 folder on disk",
+                "compressed_bytes": comp["disk_bytes"], "base_bytes": base["disk_bytes"]}
+    elif stored.get("bytes"):
+        base_bytes = base["total"] * (base.get("bits_per_parameter") or 32) / 8
+        size = {"ratio": stored["bytes"] / base_bytes, "what": "the base's float32 weights (stored weights)",
+                "compressed_bytes": stored["bytes"], "base_bytes": base_bytes}
+    else:
+        size = {"ratio": params["ratio"], "what": "the base parameters", "compressed_bytes": None, "base_bytes": None}
+    return {**size, "sparsity": sparsity(card)}
+
+
+def sparsity(card: dict) -> float | None:
+    """Share of zero prunable weights the chain's pruning made (``size_numbers``), or None."""
+    if "method" not in card or not zeroes_weights(card):
+        return None
+    reached = ((card["method"].get("sections") or {}).get("sparsity") or {}).get("reached")
+    if quantizes(card) and reached is not None:
+        return reached
+    return card["params"]["compressed"].get("prunable_sparsity")
 
 
 def speedup(card: dict) -> dict:
@@ -119,8 +157,9 @@ def scale_of(metric: str) -> float:
 
 
 def verdict(card: dict, numbers: dict | None = None) -> str:
-    """One short line: ``lost 3.1 points on dev, 9.4 on advglue-sst2 — loses more on the challenge
-    set``. A difference of the two losses within one point is called "about as much"."""
+    """One short line: ``lost 3.1 points [-5.0, -1.2] on dev, lost 9.4 points [-14.9, -4.1] on advglue-sst2
+    — loses more on the challenge set``. A change whose paired interval includes 0 is "not measurable"; without paired
+    intervals (older cards), a difference of the two losses within one point is "about as much"."""
     n = numbers or headline_numbers(card)
     scale = scale_of(n["metric"])
     unit = "points"
@@ -128,21 +167,48 @@ def verdict(card: dict, numbers: dict | None = None) -> str:
     where = n.get("where", "on dev")
     if d_dev is None:
         return f"no {n['metric']} {where}: nothing to compare"
-    text = ("" if n["metric"] == "accuracy" else f"{n['metric']}: ") + _change(d_dev, unit, where)
+    deltas = n.get("deltas") or {}
+    text = ("" if n["metric"] == "accuracy" else f"{n['metric']}: ") + _change(d_dev, unit, where, deltas.get("dev"),
+                                                                             scale)
     d_ch = delta_points(n["challenge"], scale)
     if d_ch is not None:
         name = " + ".join(n["challenge_sets"]) or "the challenge sets"
+        unmeasured = [d for d in (deltas.get("dev"), deltas.get("challenge")) if d and includes_zero(d)]
         if abs(d_dev) < 0.05 and abs(d_ch) < 0.05:
             return f"unchanged on dev and on {name}" + _warned(n)
-        same_way = abs(d_dev) >= 0.05 and abs(d_ch) >= 0.05 and (d_ch < 0) == (d_dev < 0)
-        text += ", " + (f"{abs(d_ch):.1f} on {name}" if same_way else _change(d_ch, unit, f"on {name}"))
-        if abs(d_ch - d_dev) <= 1.0:
-            text += " — changes about as much on both"
-        elif d_ch < d_dev:
-            text += " — loses more on the challenge set" if d_ch < 0 else " — gains less on the challenge set"
-        else:
-            text += " — loses less on the challenge set" if d_dev < 0 else " — gains more on the challenge set"
+        same_way = abs(d_dev) >= 0.05 and abs(d_ch) >= 0.05 and (d_ch < 0) == (d_dev < 0) and not deltas.get("challenge")
+        text += ", " + (f"{abs(d_ch):.1f} on {name}" if same_way else
+                        _change(d_ch, unit, f"on {name}", deltas.get("challenge"), scale))
+        if not unmeasured:  # a change that is not measurable is not compared with the other
+            text += _comparison(d_dev, d_ch)
     return text + _warned(n)
+
+
+def _comparison(d_dev: float, d_ch: float) -> str:
+    if abs(d_ch - d_dev) <= 1.0:
+        return " — changes about as much on both"
+    if d_ch < d_dev:
+        return " — loses more on the challenge set" if d_ch < 0 else " — gains less on the challenge set"
+    return " — loses less on the challenge set" if d_dev < 0 else " — gains more on the challenge set"
+
+
+def includes_zero(interval: dict) -> bool:
+    """A paired interval of compressed − base that does not exclude no change."""
+    return interval.get("low") is not None and interval["low"] <= 0 <= interval["high"]
+
+
+def delta_text(interval: dict | None, scale: float = 100.0) -> str:
+    """``-6.0 [-12.5, +1.0] not measurable``: a paired change in points with its interval, and "not
+    measurable" when the interval includes 0 ("no change" when every resample gives 0)."""
+    if not interval or interval.get("value") is None:
+        return "–"
+    text = f"{scale * interval['value']:+.1f}"
+    if interval.get("low") is None:
+        return text
+    text += f" [{scale * interval['low']:+.1f}, {scale * interval['high']:+.1f}]"
+    if interval["low"] == interval["high"] == 0:
+        return text + " no change"
+    return text + (" not measurable" if includes_zero(interval) else "")
 
 
 def _warned(numbers: dict) -> str:
@@ -150,8 +216,17 @@ def _warned(numbers: dict) -> str:
     return f" ({count} warning{'s' if count > 1 else ''}: read them first)" if count else ""
 
 
-def _change(points: float, unit: str, where: str) -> str:
-    """``lost 3.1 points on dev`` / ``gained …`` / ``unchanged on dev`` (below 0.05 points)."""
+def _change(points: float, unit: str, where: str, interval: dict | None = None, scale: float = 100.0) -> str:
+    """``lost 3.1 points on dev`` / ``gained …`` / ``unchanged on dev`` (below 0.05 points); with the
+    paired ``interval``: ``lost 3.1 points [-5.0, -1.2] on dev``, or ``-3.1 points [-6.5, +0.4] on dev:
+    not measurable (the interval includes 0)``."""
+    span = ""
+    if interval and interval.get("low") is not None:
+        span = f" [{scale * interval['low']:+.1f}, {scale * interval['high']:+.1f}]"
+        if interval["low"] == interval["high"] == 0:
+            return f"unchanged {where}"
+        if includes_zero(interval):
+            return f"{points:+.1f} {unit}{span} {where}: not measurable (the interval includes 0)"
     if abs(points) < 0.05:
         return f"unchanged {where}"
-    return f"{'lost' if points < 0 else 'gained'} {abs(points):.1f} {unit} {where}"
+    return f"{'lost' if points < 0 else 'gained'} {abs(points):.1f} {unit}{span} {where}"

@@ -13,8 +13,8 @@ import numpy as np
 
 from ..metrics.intervals import (DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, bootstrap_accuracy, bootstrap_f_bias,
                                   speedup_interval, timing_summary)
-from ..llm.records import MULTIPLE_CHOICE
-from ..metrics.paired import softmax
+from ..llm.records import MULTIPLE_CHOICE, scores
+from ..metrics.paired import paired_intervals, softmax
 from . import trust
 from .llm_section import near_chance_warnings
 
@@ -60,8 +60,10 @@ def prediction_rows(task, predictions: dict) -> list[dict]:
 
 def llm_rows(predictions: dict) -> list[dict]:
     """An LLM suite's rows: per lm-eval item the gold and picked choice (by the task's metric), the
-    softmax of the choice log-likelihoods, the log-likelihoods and the choices' lengths in characters
-    (acc_norm's normaliser); per document of a rolling task its log-likelihood, words and bytes."""
+    softmax of the scores that metric compares (acc: the choices' log-likelihoods; acc_norm: per
+    character), so the pick is the most probable choice, the log-likelihoods and the choices' lengths
+    in characters (acc_norm's normaliser); per document of a rolling task its log-likelihood, words
+    and bytes."""
     rows = []
     for role in ROLES:
         for name, records in predictions[role].items():
@@ -70,8 +72,8 @@ def llm_rows(predictions: dict) -> list[dict]:
                 row = {"id": r["doc"], "set": name, "role": role, "gold": r.get("gold"),
                        "predicted": records["predicted"][i] if multiple_choice else None}
                 if multiple_choice:
-                    row.update(probabilities=[round(float(p), 6) for p in softmax(r["ll"])], log_likelihoods=r["ll"],
-                               choice_lengths=r["chars"])
+                    row.update(probabilities=[round(float(p), 6) for p in softmax(scores(r, records["primary"]))],
+                               log_likelihoods=r["ll"], choice_lengths=r["chars"])
                 elif "ll" in r:
                     row.update(log_likelihoods=[r["ll"]], words=r.get("words"), bytes=r.get("bytes"))
                 else:
@@ -89,15 +91,20 @@ def correctness(task, predictions: dict) -> dict:
 
 def intervals_section(task, predictions: dict, seed: int = 0, n_resamples: int = N_RESAMPLES) -> dict:
     """Bootstrap intervals for every accuracy on the card: per set, dev hard / easy, the pooled
-    challenge accuracy, and F_bias (paired). Entries of empty subsets have ``n`` 0 and no interval.
+    challenge accuracy, F_bias (paired) and the change compressed − base of every set and of the pooled
+    challenge accuracy (``delta``: paired, the same examples resampled for both models). Entries of
+    empty subsets have ``n`` 0 and no interval.
     Generation tasks get ``sets`` {} (their metrics are corpus scores, not resampled here)."""
     section = {"method": "percentile bootstrap", "confidence": DEFAULT_CONFIDENCE, "n_resamples": n_resamples,
-               "seed": seed, "sets": {}, "hard_easy": None, "challenge": None, "f_bias": None}
+               "seed": seed, "sets": {}, "hard_easy": None, "challenge": None, "f_bias": None, "delta": None}
     if task.kind != "classification":
         return section
     correct = correctness(task, predictions)
     boot = lambda values: bootstrap_accuracy(values, n_resamples, seed)  # noqa: E731
     section["sets"] = {name: {role: boot(correct[role][name]) for role in ROLES} for name in correct["base"]}
+    change = lambda base, comp: paired_intervals(base, comp, n_resamples, seed)["delta"]  # noqa: E731
+    section["delta"] = {"sets": {name: change(correct["base"][name], correct["compressed"][name])
+                                 for name in correct["base"]}, "challenge": None}
     dev = task.dev
     if dev.hard is not None:
         hard = np.asarray(dev.hard, dtype=bool)
@@ -107,6 +114,7 @@ def intervals_section(task, predictions: dict, seed: int = 0, n_resamples: int =
     if pooled:
         joined = {role: np.concatenate([correct[role][name] for name in pooled]) for role in ROLES}
         section["challenge"] = {role: boot(joined[role]) for role in ROLES}
+        section["delta"]["challenge"] = change(joined["base"], joined["compressed"])
         if joined["base"].size and correct["base"]["dev"].size:
             section["f_bias"] = bootstrap_f_bias(correct["base"]["dev"], joined["base"], correct["compressed"]["dev"],
                                                  joined["compressed"], n_resamples, seed)
@@ -200,10 +208,46 @@ def collect(task, results: dict, predictions: dict, bias: dict | None, training:
     return [warning for warning in found if warning]  # the checks that fired (None: passed), in order
 
 
+def run_calibration_leak(task, run, methods: list, kind: str, texts: list[str] | None) -> str | None:
+    """``trust.calibration_leak`` of a compress run whose chain calibrates on text: its texts
+    (``--calibration-data``'s, read by the pipeline; else an LLM suite's calibration split: ``--train`` /
+    the default XSum) against what the card evaluates (an LLM suite's perplexity text, a causal LM's
+    perplexity file, the sets)."""
+    from ..metrics.perplexity import default_perplexity_file
+
+    if not any(m.config.calibration == "text" for m in methods):
+        return None
+    if texts is None and task.kind == "lm-eval":
+        texts = list(task.train.text_a)
+    if texts is None:
+        return None  # the task's own training split: disjoint from its evaluation sets by the task's making
+    ppl = None
+    if kind == "causal-lm" and task.kind == "classification":  # held-out perplexity of a zero-shot run
+        ppl = run.eval.perplexity_file or default_perplexity_file(run.task.data_dir)
+    return trust.calibration_leak(texts, evaluated_texts(task, ppl))
+
+
+def evaluated_texts(task, perplexity_file: str | None = None) -> dict[str, str]:
+    """{what: text} of what a run evaluates that calibration text could leak into (``trust.calibration_leak``):
+    an LLM suite's perplexity text, a causal LM's held-out perplexity file, every evaluation set's inputs."""
+    from ..data.texts import read_texts
+
+    found = {}
+    suite = getattr(task, "suite", None)
+    if suite is not None and suite.perplexity is not None:
+        found[f"{suite.perplexity.name} ({suite.perplexity.source})"] = suite.perplexity.text
+    if perplexity_file:
+        found[f"the perplexity file {perplexity_file}"] = "\n".join(read_texts(perplexity_file))
+    for name, examples in (task.eval_sets().items() if suite is None else ()):
+        texts = list(getattr(examples, "text_a", None) or getattr(examples, "sources", None) or [])
+        found[f"the {name} set"] = "\n".join(texts + list(getattr(examples, "text_b", None) or []))
+    return found
+
+
 def f_bias_meaningful(bias: dict | None, warnings: list[str]) -> bool:
     """F_bias is meaningful only with a positive base gap and a base model above chance."""
     if not bias or bias.get("f_bias") is None:
         return False
     if bias.get("gap_base") is None or bias["gap_base"] <= 0:
         return False
-    return not any("of chance" in w or "majority-class" in w for w in warnings)
+    return not any(trust.VOIDS_F_BIAS in w for w in warnings)

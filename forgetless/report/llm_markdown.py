@@ -3,7 +3,9 @@
 perplexity (the papers' WikiText-2 protocol and lm-eval's ``wikitext``)."""
 from __future__ import annotations
 
+from ..llm.card import scoring_lines
 from ..llm.records import MULTIPLE_CHOICE, ROLLING
+from .headline import delta_text
 
 
 def pts(entry: dict | None, signed: bool = False) -> str:
@@ -25,6 +27,17 @@ def p_text(p: float | None) -> str:
     return "–" if p is None else ("< 0.001" if p < 0.001 else f"{p:.3f}")
 
 
+def kl_basis(llm: dict) -> str:
+    """What the card's KL is computed on (``llm.kl_basis``; cards written before it was recorded: the raw
+    log-likelihoods, as ``metrics.paired.choice_kl`` always computed it)."""
+    return llm.get("kl_basis") or KL_BASIS
+
+
+KL_BASIS = ("KL(base‖compressed) in nats between the two models' softmax over each item's choices, from the choices' "
+            "summed log-likelihoods (acc's scores, whatever the task's metric: acc_norm picks by log-likelihood per "
+            "character), mean over the items")
+
+
 def llm_markdown(card: dict, plot: list[str]) -> list[str]:
     """The section's lines; ``plot`` (the image line of ``metrics.png``) follows the main table."""
     llm = card["llm"]
@@ -40,27 +53,30 @@ def llm_markdown(card: dict, plot: list[str]) -> list[str]:
         score, f, he = t[t["metric"]], t["flips"], t["hard_easy"]
         flag = " ⚠ at chance" if t["near_chance"] else ""
         lines.append(f"| {name}{flag} | {t['n']} | {t['metric']} | {pts(score['base'])} | {pts(score['compressed'])} "
-                     f"| {pts(score['delta'], True)} | {f['correct_to_wrong']} | {f['wrong_to_correct']} | "
-                     f"{p_text(f['mcnemar_p'])} | {kl_text(t['kl'])} | {pts(he['hard']['accuracy']['delta'], True)} | "
-                     f"{pts(he['easy']['accuracy']['delta'], True)} |")
+                     f"| {delta_text(score['delta'])} | {f['correct_to_wrong']} | {f['wrong_to_correct']} | "
+                     f"{p_text(f['mcnemar_p'])} | {kl_text(t['kl'])} | {delta_text(he['hard']['accuracy']['delta'])} | "
+                     f"{delta_text(he['easy']['accuracy']['delta'])} |")
     for name, t in tasks.items():
         if t["output_type"] not in (MULTIPLE_CHOICE, ROLLING):
             s = t["score"]
             f = t.get("flips") or {}
             lines.append(f"| {name} | {t['n']} | {t['metric']} | {pts(s['base'])} | {pts(s['compressed'])} | "
-                         f"{pts(s['delta'], True)} | {f.get('correct_to_wrong', '–')} | {f.get('wrong_to_correct', '–')}"
+                         f"{delta_text(s['delta'])} | {f.get('correct_to_wrong', '–')} | {f.get('wrong_to_correct', '–')}"
                          f" | {p_text(f.get('mcnemar_p'))} | – | – | – |")
     pooled, head = llm.get("pooled"), llm.get("headline")
     if head:
         f = pooled["flips"]
         lines.append(f"| **mean of {len(llm['headline_tasks'])} tasks above chance** | {pooled['accuracy']['base']['n']}"
-                     f" | | **{pts(head['base'])}** | **{pts(head['compressed'])}** | **{pts(head['delta'], True)}** | "
+                     f" | | **{pts(head['base'])}** | **{pts(head['compressed'])}** | **{delta_text(head['delta'])}** | "
                      f"{f['correct_to_wrong']} | {f['wrong_to_correct']} | {p_text(f['mcnemar_p'])} | "
                      f"{kl_text(pooled['kl'])} | | |")
     lines += ["", "Δ: compressed − base in points with its paired 95% bootstrap interval (the same items resampled "
-              "for both). Flips are pooled over the tasks above chance in the last row (exact McNemar test); KL in "
-              "nats between the two models' softmax over each item's choices. Δ hard / easy: the change on the "
-              "third of items the base finds hardest / easiest (its own margin).", *plot]
+              "for both); \"not measurable\" where the interval includes 0. Flips are pooled over the tasks above chance "
+              f"in the last row (exact McNemar test). KL: {kl_basis(llm)}. Δ hard / Δ easy: the change on the third of "
+              "the items the base finds hardest / easiest by its own margin; **read them with care**: the base is mostly "
+              "wrong on its hard third and right on its easy one, so there the compressed model can mostly only gain, "
+              "resp. only lose (regression toward the mean): a positive Δ hard is not robustness; compare the flips "
+              "and KL across the thirds below.", *scoring_lines(llm), *plot]
     lines += _acc_table(choice) + _thirds(choice) + _pairs(llm) + _perplexity(card, tasks)
     return lines
 
@@ -74,8 +90,8 @@ def _acc_table(choice: dict) -> list[str]:
              "|---|---:|---:|---:|---:|---:|---:|"]
     for name, t in rows:
         a, b = t["acc"], t["acc_norm"]
-        lines.append(f"| {name} | {pts(a['base'])} | {pts(a['compressed'])} | {pts(a['delta'], True)} | "
-                     f"{pts(b['base'])} | {pts(b['compressed'])} | {pts(b['delta'], True)} |")
+        lines.append(f"| {name} | {pts(a['base'])} | {pts(a['compressed'])} | {delta_text(a['delta'])} | "
+                     f"{pts(b['base'])} | {pts(b['compressed'])} | {delta_text(b['delta'])} |")
     return lines
 
 
@@ -95,7 +111,7 @@ def _thirds(choice: dict) -> list[str]:
             span = "–" if low is None else f"{low:.2f} … {high:.2f}"
             a, f = p["accuracy"], p["flips"]
             lines.append(f"| {name} | {part} | {p['n']} | {span} | {pts(a['base'])} | {pts(a['compressed'])} | "
-                         f"{pts(a['delta'], True)} | {f['correct_to_wrong']} | {f['wrong_to_correct']} | "
+                         f"{delta_text(a['delta'])} | {f['correct_to_wrong']} | {f['wrong_to_correct']} | "
                          f"{kl_text(p['kl'])} |")
     return lines
 

@@ -6,7 +6,7 @@ change; flips correct → wrong / wrong → correct with the exact McNemar test 
 divergence between the two models' distributions over the choices (mean, interval); hard / medium /
 easy thirds by the base's own margin (the gold choice's score minus the best wrong one's, in the
 task's metric: log-likelihood per character for acc_norm) with accuracy, flips and KL in each. A
-task whose base is within ``CHANCE_MARGIN`` of chance (the mean of 1 / choices over its items) is
+task whose base is at most ``CHANCE_MARGIN`` above chance (the mean of 1 / choices over its items) is
 flagged and left out of the headline (the mean over the other tasks) and the pooled numbers. Task
 pairs of one benchmark at two difficulties (ARC-Easy / ARC-Challenge) get the difference of their
 changes. Rolling log-likelihood tasks (lm-eval's ``wikitext``) give word / byte perplexity.
@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..llm.card import add_scoring
 from ..llm.records import MULTIPLE_CHOICE, ROLLING, scores
 from ..metrics.intervals import DEFAULT_RESAMPLES
 from ..metrics.paired import (TERCILES, choice_kl, difference_of_deltas, flips, interval, macro_intervals, margin,
                               paired_intervals, terciles)
-from .trust import CHANCE_MARGIN
+from .llm_markdown import KL_BASIS
+from .trust import CHANCE_MARGIN, not_above
 
 ROLES = ("base", "compressed")
 PAIRS = (("arc_easy", "arc_challenge"),)  # (easier, harder) name stems of one benchmark
@@ -50,10 +52,11 @@ def llm_section(task, results: dict, predictions: dict, seed: int = 0, n_resampl
     pairs_of = {n: _correct_pair(records, n) for n in headline_tasks}
     engine = {k: v for k, v in results["base"]["zero_shot"].items() if k not in ("cache", "truncated_prompts")}
     engine["cache"] = {role: results[role]["zero_shot"].get("cache") for role in ROLES}
-    section = {"engine": engine, "tasks": tasks, "headline_tasks": headline_tasks,
+    section = {"engine": engine, "tasks": tasks, "headline_tasks": headline_tasks, "kl_basis": KL_BASIS,
                "headline": macro_intervals(list(pairs_of.values()), n_resamples, seed) if headline_tasks else None,
                "pooled": _pooled(records, headline_tasks, seed, n_resamples) if headline_tasks else None,
                "pairs": _pairs(tasks, records, seed, n_resamples)}
+    add_scoring(section, results)  # the scoring path, near ties, --until-interval (llm/card.py)
     return section
 
 
@@ -63,7 +66,7 @@ def chance_level(records: dict) -> float:
 
 
 def near_chance_warnings(task, predictions: dict) -> list[str]:
-    """One warning per multiple-choice task whose base is within ``CHANCE_MARGIN`` of chance."""
+    """One warning per multiple-choice task whose base is at most ``CHANCE_MARGIN`` above chance."""
     found = []
     for name in task.suite.sets:
         records = predictions["base"][name]
@@ -72,8 +75,8 @@ def near_chance_warnings(task, predictions: dict) -> list[str]:
         chance, primary = chance_level(records), records["primary"]
         accuracy = float(np.mean([r[primary] for r in records["items"]]))
         if accuracy <= chance + CHANCE_MARGIN:
-            found.append(f"base model on {name}: {primary} {accuracy:.3f} is within {CHANCE_MARGIN:.2f} of chance "
-                         f"({chance:.3f}); the task is kept out of the headline and the pooled numbers")
+            found.append(f"base model on {name}: {primary} {not_above(accuracy, chance, 'chance')}; the task is kept "
+                         "out of the headline and the pooled numbers")
     return found
 
 

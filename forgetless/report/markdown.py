@@ -1,12 +1,13 @@
 """Markdown rendering of a report card (see ``card.py`` for the schema)."""
 from __future__ import annotations
 
-from .headline import megabytes as mb, speedup, speedup_text, verdict
+from .inert import inert
+from .headline import megabytes as mb, size_numbers, speedup, speedup_text, verdict
 from .size_speed_markdown import size_markdown, speed_markdown
 from .layers import layers_markdown
 from .sensitivity import sensitivity_markdown
 from .llm_markdown import llm_markdown
-from .naming import card_methods, card_title
+from .naming import card_methods, card_title, quantizes, zeroes_weights
 
 
 def pct(value) -> str:
@@ -91,9 +92,11 @@ def render_markdown(card: dict, summary: bool = True) -> str:
                      f"({memory['added_mib']:+.0f} MiB above its start"
                      + ("" if memory["since_start_of_step"] else "; process peak, not reset at the step")
                      + (f"; GPU {memory['cuda_peak_mib']:.0f} MiB" if "cuda_peak_mib" in memory else "") + ")")
+    if env.get("run_memory"):  # metrics/memory.run_peak: the whole run, evaluation included
+        lines.insert(len(lines) - 1, f"- the run's peak memory: {env['run_memory']['peak_rss_mib']:.0f} MiB resident")
     if plots[1:]:
         lines += ["", "## Method plots", ""] + [f"![{p}]({p})" for p in plots[1:]]
-    return "\n".join(lines) + "\n"
+    return inert("\n".join(lines) + "\n")  # names from users' data stay text on GitHub too (report/inert.py)
 
 
 def _generation(card: dict) -> list[str]:
@@ -162,8 +165,9 @@ def _classification(card: dict, plot: list[str]) -> list[str]:
 def _verdict(card: dict) -> str:
     head = card["headline"]
     params = card["params"]
-    text = f"Size: {params['ratio']:.2f}× the base parameters"
-    if not card["method"]["structured"]:
+    size = size_numbers(card) if quantizes(card) else {"ratio": params["ratio"], "what": "the base parameters"}
+    text = f"Size: {size['ratio']:.2f}× {size['what']}"
+    if zeroes_weights(card) and not quantizes(card):
         text += f" ({params['nonzero_ratio']:.2f}× non-zero)"
     start, disk = (params.get("base") or {}).get("started_from"), (params.get("compressed") or {}).get("disk_bytes")
     if start and disk:

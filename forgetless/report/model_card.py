@@ -11,10 +11,12 @@ the model folder tells it wherever it is copied. ``summary`` is a plain dict; ev
     method_options  dict  the method's options
     objective       str   training objective ("ce", "distil", "rmc", ...)
     task            str   task name
+    task_kind       str   classification | generation | lm-eval (what the card's first line says it reports)
     metrics         list  [{"set": str, "n": int, "base": float|None, "compressed": float|None,
                             "metric": str (default "accuracy"), optional "base_interval" /
-                            "compressed_interval": [low, high] (e.g. from evaluate.intervals)}, ...]:
-                          the headline table
+                            "compressed_interval" / "delta_interval": [low, high] (the last paired, of
+                            compressed − base), "flips": "c→w / w→c", "kl": str, "note": str}, ...]:
+                          the headline table (and the evaluation results of the YAML header)
     size            dict  name → value, e.g. {"parameters_base": 22.7e6, "parameters_compressed": 11e6,
                           "disk_bytes": ...}; rendered as a two-column table
     speed           dict  name → value, e.g. {"throughput speedup": "1.90× [1.71, 2.05]", "device": "cpu",
@@ -41,12 +43,21 @@ from ..models.loading import HUB_IDS
 from ..models.manifest import MANIFEST, read_manifest
 from ..models.stock import stock_loadable
 from ..models.tiny import TINY_CLASSIFIERS, TINY_SEQ2SEQ
-from .model_card_sections import deployment_notes, provenance_line, size_summary, speed_summary
+from .inert import inert
+from .model_card_sections import (deployment_notes, metric_rows, number, provenance_line, results_table,
+                                  size_summary, speed_summary)
 from .naming import card_chain, card_methods
 
-SUMMARY_KEYS = ("base_model", "method", "methods", "method_options", "objective", "task", "metrics", "size", "speed",
-                "provenance", "deployment", "warnings", "license", "language", "model_name")
-METRIC_KEYS = ("set", "n", "base", "compressed", "metric", "base_interval", "compressed_interval")
+SUMMARY_KEYS = ("base_model", "method", "methods", "method_options", "objective", "task", "task_kind", "metrics",
+                "size", "speed", "provenance", "deployment", "warnings", "license", "language", "model_name")
+METRIC_KEYS = ("set", "n", "base", "compressed", "metric", "base_interval", "compressed_interval", "delta_interval",
+               "flips", "kl", "note")
+WHAT_IT_REPORTS = {  # the card's first line, by the task kind of the run that made it
+    "classification": "dev vs challenge-set accuracy, relative bias, size, measured speed",
+    "generation": "ROUGE / METEOR of the base and the compressed model, size, measured speed",
+    "lm-eval": "lm-evaluation-harness tasks compared with the base item by item: accuracy with paired intervals, "
+               "flips, KL; perplexity; size on disk; speed",
+}
 CARD_FILE = "README.md"
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 _OWNER_SLASH_NAME = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
@@ -101,30 +112,15 @@ def _check_summary(summary: dict) -> None:
 def _pipeline_tag(model_class: str) -> str | None:
     if model_class.endswith("ForSequenceClassification"):
         return "text-classification"
+    if model_class.endswith("ForCausalLM"):
+        return "text-generation"
     if model_class.endswith("ForConditionalGeneration") or model_class == "EncoderDecoderModel":
         return "text2text-generation"
     return None
 
 
-def _number(value) -> str:
-    if value is None:
-        return "–"
-    if isinstance(value, float):
-        return f"{value:.4f}" if abs(value) < 1000 else f"{value:,.0f}"
-    if isinstance(value, int) and not isinstance(value, bool):
-        return f"{value:,}"
-    return str(value)
-
-
-def _with_interval(value, interval) -> str:
-    if value is None or not interval:
-        return _number(value)
-    low, high = interval
-    return f"{_number(value)} [{_number(low)}, {_number(high)}]"
-
-
 def _key_value_table(values: dict) -> list[str]:
-    return ["| | |", "|---|---|", *[f"| {key} | {_number(value)} |" for key, value in values.items()]]
+    return ["| | |", "|---|---|", *[f"| {key} | {number(value)} |" for key, value in values.items()]]
 
 
 def _query_heads_per_group(config: dict) -> int:
@@ -220,12 +216,14 @@ def render_model_card(model_dir: str | Path, summary: dict | None = None, name: 
     asymmetric = any(not (group.get("weights") or {}).get("symmetric", True) for group in groups)
     uniform = shapes_are_uniform(manifest)
     name = summary.get("model_name") or name or model_dir.name
+    reports = WHAT_IT_REPORTS.get(summary.get("task_kind"))
     lines = [f"# {name}", "",
-             f"A compressed `{manifest['model_class']}` made with forgetless, which reports what compression cost "
-             "(dev vs challenge-set accuracy, relative bias, size, measured speed).", ""]
+             f"A compressed `{manifest['model_class']}` made with forgetless, which reports what compression cost"
+             + (f" ({reports})." if reports else "."), ""]
     hub_id = base_hub_id(summary.get("base_model"))
-    if hub_id:
-        lines += [f"Compressed from [`{hub_id}`](https://huggingface.co/{hub_id}).", ""]
+    link = f"Compressed from [`{hub_id}`](https://huggingface.co/{hub_id})." if hub_id else None
+    if link:  # a hub id holds only [A-Za-z0-9_.-/] (base_hub_id): the one link the card has
+        lines += [link, ""]
     described = {key.replace("_", " "): summary[key] for key in ("base_model", "method", "objective", "task")
                  if summary.get(key)}
     if summary.get("provenance"):
@@ -237,14 +235,7 @@ def render_model_card(model_dir: str | Path, summary: dict | None = None, name: 
     if summary.get("warnings"):
         lines += ["## Warnings", "", *[f"- {warning}" for warning in summary["warnings"]], ""]
     if summary.get("metrics"):
-        lines += ["## Results", "", "| set | metric | n | base | compressed | Δ |", "|---|---|---|---|---|---|"]
-        for row in summary["metrics"]:
-            base, comp = row.get("base"), row.get("compressed")
-            delta = comp - base if isinstance(base, (int, float)) and isinstance(comp, (int, float)) else None
-            lines.append(f"| {row['set']} | {row.get('metric', 'accuracy')} | {_number(row.get('n'))} | "
-                         f"{_with_interval(base, row.get('base_interval'))} | "
-                         f"{_with_interval(comp, row.get('compressed_interval'))} | {_number(delta)} |")
-        lines.append("")
+        lines += ["## Results", "", *results_table(summary["metrics"]), ""]
     for section in ("size", "speed"):
         if summary.get(section):
             lines += [f"## {section.capitalize()}", "", *_key_value_table(summary[section]), ""]
@@ -254,7 +245,8 @@ def render_model_card(model_dir: str | Path, summary: dict | None = None, name: 
     lines += _architecture_section(manifest["shape"], config)
     lines += _loading_section(manifest["model_class"], loadable, reason, asymmetric)
     data = _card_data(summary, manifest, name, loadable, uniform)
-    return ModelCard(f"---\n{data.to_yaml()}\n---\n\n" + "\n".join(lines))
+    body = inert("\n".join(lines), keep=(link,) if link else ())  # names from users' data stay text on the hub
+    return ModelCard(f"---\n{data.to_yaml()}\n---\n\n" + body)
 
 
 def write_model_card(model_dir: str | Path, summary: dict | None = None, name: str | None = None) -> Path:
@@ -270,38 +262,17 @@ def write_model_card(model_dir: str | Path, summary: dict | None = None, name: s
 
 
 # ----- the summary of a run's report card -------------------------------------------------------------
-def _metric_row(name: str, n, metric: str, base, compressed, intervals: dict) -> dict:
-    """One row of the model card's table; ``intervals`` {role: {low, high}} of the two numbers."""
-    row = {"set": name, "n": n, "metric": metric, "base": base, "compressed": compressed}
-    for role in ("base", "compressed"):
-        if (intervals.get(role) or {}).get("low") is not None:
-            row[f"{role}_interval"] = [intervals[role]["low"], intervals[role]["high"]]
-    return row
-
-
 def model_card_summary(card: dict) -> dict:
-    """``write_model_card`` summary from a report card (schema ``forgetless-report-2``)."""
-    metric = card["task"]["metric"]
-    intervals = card.get("intervals") or {}
-    metrics = [_metric_row(name, entry["base"]["n"], metric, entry["base"].get(metric), entry["compressed"].get(metric),
-                           (intervals.get("sets") or {}).get(name) or {}) for name, entry in card["sets"].items()]
-    challenge = card.get("challenge")
-    if challenge and challenge.get("base") is not None:
-        pooled = intervals.get("challenge") or {}
-        metrics.append(_metric_row("challenge pooled (" + " + ".join(challenge["sets"]) + ")",
-                                   (pooled.get("base") or {}).get("n"), metric, challenge["base"],
-                                   challenge["compressed"], pooled))
-    lm = card.get("language_model")
-    if lm:  # causal-lm: held-out perplexity (lm-eval suites: WikiText-2), lower is better
-        metrics.append({"set": f"perplexity: {Path(str(lm['base'].get('file') or 'held-out text')).name}",
-                        "n": lm["base"].get("tokens"), "metric": "perplexity (lower is better)",
-                        "base": lm["base"]["perplexity"], "compressed": lm["compressed"]["perplexity"]})
+    """``write_model_card`` summary from a report card (schema ``forgetless-report-2``): the results
+    rows of its task kind (``model_card_sections.metric_rows``), size, speed, provenance, deployment,
+    warnings."""
     methods = card_methods(card)
     chain = card_chain(card)
     base = str(card["run"].get("model") or "model").rstrip("/").split("/")[-1]
     return {"model_name": f"{base}-{'-'.join(m['name'] for m in methods)}-{card['task']['name']}",
             "base_model": card["run"].get("model"), "method": chain, "methods": [m["name"] for m in methods],
             "method_options": methods[0]["config"] if len(methods) == 1 else {m["name"]: m["config"] for m in methods},
-            "objective": card["method"]["objective"], "task": card["task"]["name"], "metrics": metrics,
-            "size": size_summary(card), "speed": speed_summary(card), "provenance": provenance_line(card),
-            "deployment": deployment_notes(card), "warnings": list(card.get("warnings") or [])}
+            "objective": card["method"]["objective"], "task": card["task"]["name"], "task_kind": card["kind"]["task"],
+            "metrics": metric_rows(card), "size": size_summary(card), "speed": speed_summary(card),
+            "provenance": provenance_line(card), "deployment": deployment_notes(card),
+            "warnings": list(card.get("warnings") or [])}

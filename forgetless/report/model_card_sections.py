@@ -1,14 +1,134 @@
 """The sections of a model card made from a run's report card (``model_card.model_card_summary``):
-size against the file the user started from and bits per weight stored, every speedup with its
-interval (or why it was not timed), the base's provenance, and per method what a user gets where
-(issue 30: structural removal is measured here; zeros give no speedup on CPU nor in current vLLM;
-int4 compressed-tensors saves disk and GPU memory, with vLLM's GPU kernels)."""
+the results table by task kind (classification: every set and the pooled challenge accuracy with
+intervals; an LLM suite: every lm-eval task with both models' intervals, the paired interval of the
+change, flips, KL and the at-chance flag, the mean of the tasks above chance, and perplexity with the
+tokens actually scored), size against the file the user started from and bits per weight stored,
+every speedup with its interval (or why it was not timed), the base's provenance, and per method
+what a user gets where (issue 30: structural removal is measured here; zeros give no speedup on CPU
+nor in current vLLM; int4 compressed-tensors saves disk and GPU memory, with vLLM's GPU kernels)."""
 from __future__ import annotations
 
 from pathlib import Path
 
-from .headline import megabytes as mb, speedup_text
+from .headline import includes_zero, megabytes as mb, speedup_text
+from .llm_markdown import kl_text
 from .naming import card_methods, method_label
+
+
+# ----- the results table -------------------------------------------------------------------------------
+def number(value) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return f"{value:.4f}" if abs(value) < 1000 else f"{value:,.0f}"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
+    return str(value)
+
+
+def with_interval(value, interval) -> str:
+    if value is None or not interval:
+        return number(value)
+    low, high = interval
+    return f"{number(value)} [{number(low)}, {number(high)}]"
+
+
+def _delta(row: dict) -> str:
+    base, comp = row.get("base"), row.get("compressed")
+    if not isinstance(base, (int, float)) or not isinstance(comp, (int, float)):
+        return "–"
+    interval = row.get("delta_interval")
+    if not interval:
+        return number(comp - base)
+    text = f"{comp - base:+.4f} [{interval[0]:+.4f}, {interval[1]:+.4f}]"
+    if interval[0] == interval[1] == 0:
+        return text + " no change"
+    return text + (" not measurable" if includes_zero({"low": interval[0], "high": interval[1]}) else "")
+
+
+def results_table(rows: list[dict]) -> list[str]:
+    """The model card's results: both models' numbers with their intervals and the change (with its
+    paired interval, "not measurable" when it includes 0); flips, KL and notes where rows have them."""
+    extra = [key for key in ("flips", "kl", "note") if any(row.get(key) for row in rows)]
+    heads = {"flips": "flips correct→wrong / wrong→correct", "kl": "KL(base‖compressed)", "note": "note"}
+    lines = ["| set | metric | n | base | compressed | Δ |" + "".join(f" {heads[k]} |" for k in extra),
+             "|---|---|---|---|---|---|" + "---|" * len(extra)]
+    for row in rows:
+        lines.append(f"| {row['set']} | {row.get('metric', 'accuracy')} | {number(row.get('n'))} | "
+                     f"{with_interval(row.get('base'), row.get('base_interval'))} | "
+                     f"{with_interval(row.get('compressed'), row.get('compressed_interval'))} | {_delta(row)} |"
+                     + "".join(f" {row.get(k) or '–'} |" for k in extra))
+    return lines
+
+
+def metric_rows(card: dict) -> list[dict]:
+    """The results rows of a report card: an LLM suite's (``llm_rows``), else every set and the pooled
+    challenge accuracy with their bootstrap intervals and the paired interval of the change; then
+    held-out perplexity (n: the tokens scored)."""
+    if card.get("llm"):
+        return llm_rows(card) + _perplexity_rows(card)
+    metric = card["task"]["metric"]
+    intervals = card.get("intervals") or {}
+    paired = intervals.get("delta") or {}
+    rows = [_row(name, entry["base"]["n"], metric, entry["base"].get(metric), entry["compressed"].get(metric),
+                 (intervals.get("sets") or {}).get(name) or {}, (paired.get("sets") or {}).get(name))
+            for name, entry in card["sets"].items()]
+    challenge = card.get("challenge")
+    if challenge and challenge.get("base") is not None:
+        pooled = intervals.get("challenge") or {}
+        rows.append(_row("challenge pooled (" + " + ".join(challenge["sets"]) + ")", (pooled.get("base") or {}).get("n"),
+                         metric, challenge["base"], challenge["compressed"], pooled, paired.get("challenge")))
+    return rows + _perplexity_rows(card)
+
+
+def _row(name: str, n, metric: str, base, compressed, intervals: dict, delta: dict | None = None, **extra) -> dict:
+    """One row; ``intervals`` {role: {low, high}} of the two numbers, ``delta`` the change's paired interval."""
+    row = {"set": name, "n": n, "metric": metric, "base": base, "compressed": compressed}
+    for role in ("base", "compressed"):
+        if (intervals.get(role) or {}).get("low") is not None:
+            row[f"{role}_interval"] = [intervals[role]["low"], intervals[role]["high"]]
+    if (delta or {}).get("low") is not None:
+        row["delta_interval"] = [delta["low"], delta["high"]]
+    return {**row, **{key: value for key, value in extra.items() if value}}
+
+
+def llm_rows(card: dict) -> list[dict]:
+    """Per lm-eval task of the card's ``llm`` section: its metric for both models with their intervals,
+    the paired interval of the change, flips and KL, flagged when the base is at chance; rolling tasks:
+    word perplexity; then the mean of the tasks above chance with the pooled flips and KL."""
+    llm, rows = card["llm"], []
+    for name, t in llm["tasks"].items():
+        if t["output_type"] == "multiple_choice":
+            score, f = t[t["metric"]], t["flips"]
+            rows.append(_row(name, t["n"], t["metric"], score["base"]["value"], score["compressed"]["value"], score,
+                             score["delta"], flips=f"{f['correct_to_wrong']} / {f['wrong_to_correct']}",
+                             kl=kl_text(t["kl"]), note="base at chance: out of the mean" if t["near_chance"] else None))
+        elif "word_perplexity" in t:
+            w = t["word_perplexity"]
+            rows.append(_row(name, t["n"], "word_perplexity", w["base"], w["compressed"], {},
+                             note="lower is better; n: documents"))
+        elif "score" in t:
+            rows.append(_row(name, t["n"], t["metric"], t["score"]["base"]["value"], t["score"]["compressed"]["value"],
+                             t["score"], t["score"]["delta"]))
+    head, pooled = llm.get("headline"), llm.get("pooled")
+    if head and pooled:
+        f = pooled["flips"]
+        rows.append(_row(f"mean of the {len(llm['headline_tasks'])} tasks above chance", pooled["accuracy"]["base"]["n"],
+                         "mean accuracy", head["base"]["value"], head["compressed"]["value"], head, head["delta"],
+                         flips=f"{f['correct_to_wrong']} / {f['wrong_to_correct']}", kl=kl_text(pooled["kl"]),
+                         note="each task's metric (acc_norm where it has one); flips and KL pooled"))
+    return rows
+
+
+def _perplexity_rows(card: dict) -> list[dict]:
+    """Held-out perplexity of both models; n: the tokens scored (predicted), not the file's tokens."""
+    lm = card.get("language_model")
+    if not lm:
+        return []
+    b = lm["base"]
+    scored = b.get("scored", b.get("tokens"))
+    return [_row(f"perplexity: {Path(str(b.get('file') or 'held-out text')).name}", scored, "perplexity",
+                 b["perplexity"], lm["compressed"]["perplexity"], {}, note="lower is better; n: the tokens scored")]
 
 
 def size_summary(card: dict) -> dict:

@@ -41,3 +41,22 @@ def card_chain(card: dict) -> str:
 def card_title(card: dict) -> str:
     """``sst2 · wanda 2:4 + gptq 4-bit``: the task and the method chain (the pages' title)."""
     return f"{card['task']['name']} · {card_chain(card)}"
+
+
+
+def method_quantizes(method: dict) -> bool:
+    """Whether a card's method leaves quantized weights (``MethodConfig.quantizes``, recorded on the card;
+    cards written before it was: a method with ``bits`` or a ``dtype``)."""
+    config = method.get("config") or {}
+    return bool(method.get("quantizes", "bits" in config or "dtype" in config))
+
+
+def quantizes(card: dict) -> bool:
+    """Whether a method of the card's chain leaves quantized weights."""
+    return any(method_quantizes(m) for m in card_methods(card))
+
+
+def zeroes_weights(card: dict) -> bool:
+    """Whether a method of the chain prunes by zeroing weights (neither removes them, ``structured``,
+    nor quantizes them): only then are the zeros of the weights its sparsity."""
+    return any(not m.get("structured", True) and not method_quantizes(m) for m in card_methods(card))

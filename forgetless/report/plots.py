@@ -10,6 +10,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from ..fsutil import atomic_write_bytes  # noqa: E402
+from .headline import size_numbers  # noqa: E402
 
 
 def save_figure(fig, path: str | Path) -> Path:
@@ -106,11 +107,23 @@ def llm_plot(card: dict, path: str | Path) -> Path:
 
 def llm_compare_plot(cards: dict[str, dict], path: str | Path) -> Path:
     """LLM suites side by side: the mean accuracy of the tasks above chance (95% interval) and
-    WikiText-2 perplexity of every compressed model against its parameters, its stored bits per
-    parameter and the sparsity of its prunable weights; the base (first run's) as a grey star."""
-    axes_of = (("parameters (millions)", lambda p: p["total"] / 1e6),
-               ("bits per parameter (model.safetensors)", lambda p: p.get("bits_per_parameter")),
-               ("sparsity of prunable weights (%)", lambda p: 100 * p["prunable_sparsity"]))
+    WikiText-2 perplexity of every compressed model against its size (MB on disk, else of the stored
+    weights; ``headline.size_numbers``), its stored bits per parameter and the sparsity its pruning made
+    (none for a model only quantized); the base (first run's) as a grey star."""
+    def bits(card, role):
+        stored = ((card["params"].get("stored") or {}).get("overall") or {}) if role == "compressed" else {}
+        return stored.get("bits_per_parameter") or card["params"][role].get("bits_per_parameter")
+
+    def size(card, role):
+        found = size_numbers(card).get(f"{role}_bytes")
+        return None if found is None else found / 1e6
+
+    def sparsity(card, role):
+        found = size_numbers(card)["sparsity"] if role == "compressed" else card["params"]["base"]["prunable_sparsity"]
+        return None if found is None else 100 * found
+
+    axes_of = (("size (MB)", size), ("bits per parameter (model.safetensors)", bits),
+               ("sparsity made by pruning (%)", sparsity))
     fig, grid = plt.subplots(2, 3, figsize=(13, 7), squeeze=False)
     first = next(iter(cards.values()))
     for column, (label, x_of) in enumerate(axes_of):
@@ -118,7 +131,7 @@ def llm_compare_plot(cards: dict[str, dict], path: str | Path) -> Path:
             ax = grid[row][column]
             for name, card in list(cards.items()) + [("base", first)]:
                 role = "base" if name == "base" else "compressed"
-                x = x_of(card["params"][role])
+                x = x_of(card, role)
                 y, low, high = _llm_point(card, part, role)
                 if x is None or y is None:
                     continue

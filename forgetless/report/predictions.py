@@ -21,7 +21,8 @@ Format: JSON Lines (one object per line, UTF-8), written atomically. Each row ha
 
 For an LLM suite (``set`` = the lm-eval task) ``gold`` and ``predicted`` are choice indices (the
 prediction under the task's metric: acc_norm where it has it); ``probabilities`` the softmax of the
-log-likelihoods.
+scores that metric compares (acc: the log-likelihoods; acc_norm: the log-likelihoods per character), so
+``predicted`` is the most probable choice.
 """
 from __future__ import annotations
 

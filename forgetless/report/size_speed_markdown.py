@@ -4,7 +4,8 @@ speedup with its interval (``headline.speedup_text``), the spread, the load aver
 speed was not timed (``--speed``)."""
 from __future__ import annotations
 
-from .headline import megabytes as mb, speedup_text
+from .headline import megabytes as mb, sparsity, speedup_text
+from .naming import quantizes, zeroes_weights
 
 
 def size_markdown(card: dict) -> list[str]:
@@ -16,8 +17,7 @@ def size_markdown(card: dict) -> list[str]:
     lines = ["", "## Size", "", "| | base | compressed | ratio |", "|---|---:|---:|---:|",
              f"| parameters | {b['total']:,} | {c['total']:,} | {c['total'] / b['total']:.3f} |",
              f"| in transformer layers | {b['layers']:,} | {c['layers']:,} | {c['layers'] / max(1, b['layers']):.3f} |",
-             f"| non-zero | {b['nonzero']:,} | {c['nonzero']:,} | {c['nonzero'] / b['nonzero']:.3f} |",
-             f"| prunable-weight sparsity | {100 * b['prunable_sparsity']:.1f}% | {100 * c['prunable_sparsity']:.1f}% | |"]
+             *_zeros_rows(card)]
     start, disk = b.get("started_from"), c.get("disk_bytes")
     ratio = lambda base: f"{disk / base:.3f}" if disk and base else ""  # noqa: E731
     if start and start["bytes"] != b.get("disk_bytes"):
@@ -35,7 +35,25 @@ def size_markdown(card: dict) -> list[str]:
     else:
         lines.append(f"| bits per parameter in the weights file | {bits(b.get('bits_per_parameter'))} | "
                      f"{bits(c.get('bits_per_parameter'))} | |")
+    if quantizes(card):
+        lines += ["", "The zeros of a quantization grid (weights rounded to the code of zero) are not sparsity: "
+                      + ("sparsity here is the pruning method's own count of the weights it zeroed." if zeroes_weights(card)
+                         else "a model that was only quantized has none, and its size is what it stores (bits per "
+                              "weight, bytes on disk).")]
     return lines
+
+
+def _zeros_rows(card: dict) -> list[str]:
+    """Non-zero parameters and sparsity; after a quantizing method, the pruning method's own sparsity
+    (``headline.sparsity``); none for a model that was only quantized."""
+    b, c = card["params"]["base"], card["params"]["compressed"]
+    if quantizes(card) and not zeroes_weights(card):
+        return []
+    if quantizes(card):
+        return [f"| sparsity of the prunable weights (zeros the pruning made) | {100 * b['prunable_sparsity']:.1f}% | "
+                f"{100 * sparsity(card):.1f}% | |"]
+    return [f"| non-zero | {b['nonzero']:,} | {c['nonzero']:,} | {c['nonzero'] / b['nonzero']:.3f} |",
+            f"| prunable-weight sparsity | {100 * b['prunable_sparsity']:.1f}% | {100 * c['prunable_sparsity']:.1f}% | |"]
 
 
 def _speed_row(label: str, values: dict | None, interval: dict | None, meaningful: bool, digits: int = 1) -> str:

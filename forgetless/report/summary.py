@@ -18,7 +18,8 @@ def summary_panel(card: dict) -> str:
     scale = scale_of(n["metric"])
     unit = "%" if n["metric"] == "accuracy" else ""
     llm = card.get("llm")
-    label = f"mean {n['metric']}, {len(llm['headline_tasks'])} LLM tasks" if llm else f"dev {n['metric']}"
+    label = (f"mean accuracy (acc_norm where a task has it), {len(llm['headline_tasks'])} LLM tasks above chance"
+             if llm else f"dev {n['metric']}")
     paired = ((llm or {}).get("headline") or {}).get("delta")  # an LLM suite's paired interval of the mean
     tiles = [_accuracy_tile(label, n["dev"], scale, unit, paired)]
     if llm:

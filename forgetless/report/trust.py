@@ -22,6 +22,18 @@ SINGLE_CLASS_SHARE = 0.90
 MIN_DISTINCT_OUTPUT_SHARE = 0.10
 
 
+def not_above(value: float, level: float, what: str, detail: str = "") -> str:
+    """How ``value`` stands against the rule "at most ``level`` + ``CHANCE_MARGIN``", worded by what
+    is tested: ``0.440 is at most 0.05 above chance (0.500): 0.060 below it``."""
+    gap = value - level
+    where = "at it" if abs(gap) < 5e-4 else f"{abs(gap):.3f} {'below' if gap < 0 else 'above'} it"
+    return f"{value:.3f} is at most {CHANCE_MARGIN:.2f} above {what} ({level:.3f}{detail}): {where}"
+
+
+# the phrase of the warnings that make a card's gaps and F_bias meaningless (honest.f_bias_meaningful)
+VOIDS_F_BIAS = "its gaps and F_bias are not meaningful"
+
+
 def near_chance(set_name: str, accuracy: float, num_classes: int, majority_share: float | None = None,
                 role: str = "base") -> str | None:
     """Warn when ``accuracy`` is at most ``CHANCE_MARGIN`` above chance (``1/num_classes``) or the
@@ -30,11 +42,11 @@ def near_chance(set_name: str, accuracy: float, num_classes: int, majority_share
         raise ConfigError(f"num_classes must be >= 2 for a chance level, got {num_classes}")
     chance = 1.0 / num_classes
     if accuracy <= chance + CHANCE_MARGIN:
-        return (f"{role} model on {set_name}: accuracy {accuracy:.3f} is within {CHANCE_MARGIN:.2f} of chance "
-                f"({chance:.3f} for {num_classes} classes); its gaps and F_bias are not meaningful")
+        return (f"{role} model on {set_name}: accuracy {not_above(accuracy, chance, 'chance', f' for {num_classes} classes')}"
+                f"; {VOIDS_F_BIAS}")
     if majority_share is not None and accuracy <= majority_share + CHANCE_MARGIN:
-        return (f"{role} model on {set_name}: accuracy {accuracy:.3f} is within {CHANCE_MARGIN:.2f} of the "
-                f"majority-class share {majority_share:.3f}; it may only predict the frequent class")
+        return (f"{role} model on {set_name}: accuracy {not_above(accuracy, majority_share, 'the majority-class share')}"
+                f"; it may only predict the frequent class, and {VOIDS_F_BIAS}")
     return None
 
 
@@ -101,3 +113,23 @@ def more_training_than_base(base_epochs: float, compressed_epochs: float) -> str
                 f"differences may come from the extra training")
     return None
 
+
+
+# A calibration text counts as found in an evaluated text when it is at least this long (shorter ones,
+# "Yes." or a title, recur by chance) and appears in it verbatim; a tenth of them found is a leak.
+LEAK_MIN_CHARS = 40
+LEAK_SHARE = 0.10
+
+
+def calibration_leak(texts: list[str], evaluated: Mapping[str, str]) -> str | None:
+    """Warn when the calibration ``texts`` of a one-shot method are (a tenth or more of them) in an
+    ``evaluated`` text ({what: text}, e.g. WikiText-2 test, whose perplexity the suite reports): the
+    compressed model was fitted to what it is then scored on, which flatters it."""
+    long = [t.strip() for t in texts if len(t.strip()) >= LEAK_MIN_CHARS]
+    for what, text in evaluated.items():
+        found = sum(t in text for t in long)
+        if long and found >= LEAK_SHARE * len(long):
+            return (f"calibration: {found} of the {len(long)} calibration texts (of {LEAK_MIN_CHARS}+ characters) are in "
+                    f"{what}, which this card evaluates: the compressed model was calibrated on the text it is scored "
+                    "on, which flatters it; calibrate on text disjoint from it (e.g. the data folder's xsum)")
+    return None
