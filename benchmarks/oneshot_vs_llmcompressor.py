@@ -62,7 +62,7 @@ CONFIGS = {  # name → (method, forgetless options, llm-compressor options)
     # layers), natural column order; llm-compressor fixes every grid from the original weights first
     "gptq-w4g64-static": ("gptq", {"bits": 4, "group_size": 64, "static_groups": True, "asymmetric": True}, {"group_size": 64}),
     "gptq-w4g64-dynamic": ("gptq", {"bits": 4, "group_size": 64, "asymmetric": True}, {"group_size": 64}),
-    # issue 39's schemes (the presets of forgetless/methods/schemes.py, llm-compressor's as its examples run them):
+    # issue 39's schemes (the presets of forgetless/schemes.py, llm-compressor's as its examples run them):
     # SmoothQuant α 0.8 then GPTQ int8 per row + int8 inputs per token (llm-compressor's GPTQ without act-order);
     # FP8_DYNAMIC rounded to nearest (no calibration); AWQ + 4-bit asymmetric groups of 64 (576-wide layers)
     "w8a8-int8-smoothquant": ([("smoothquant", {"alpha": 0.8}),

@@ -5,7 +5,7 @@ transformers in a fresh process:
   ``quantize --dtype int8-per-tensor``, with what its outlier check measures); W8A8 with one scale per
   token (``--dtype int8-per-token``: int8 weights per output row, int8 inputs per token, round-to-nearest);
   the same after SmoothQuant (α 0.8);
-* every ``--scheme`` (``forgetless/methods/schemes.py``: W4A16, W4A16-AWQ, W8A8-INT8, FP8-DYNAMIC, FP8, W8A16;
+* every ``--scheme`` (``forgetless/schemes.py``: W4A16, W4A16-AWQ, W8A8-INT8, FP8-DYNAMIC, FP8, W8A16;
   groups of 64 where the preset's 128 does not divide SmolLM2's 576-wide layers), applied with
   ``forgetless.apply`` on ``--calibration`` XSum texts cut at ``--calibration-length`` tokens, saved with
   ``save_model``, and loaded by plain ``from_pretrained`` (compressed-tensors installed; the asymmetric AWQ
@@ -116,7 +116,7 @@ def main() -> None:
     from forgetless.metrics.perplexity import default_window, join, perplexity
     from forgetless.models.io import save_model
     from forgetless.models.loading import load_causal_lm
-    from forgetless.methods.schemes import SCHEMES
+    from forgetless.schemes import SCHEMES
 
     torch.set_num_threads(args.threads)
     model, tokenizer = load_causal_lm("smollm2")

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 from .errors import OptionError
 from .offline_models import OFFLINE_MODELS
-from .methods.schemes import SCHEME_HELP, SCHEMES
+from .schemes import SCHEME_HELP, SCHEMES
 from .options import Config, option
 from .ranges import MAX_TOKENS
 from .registry import METHODS, OBJECTIVES

@@ -16,7 +16,7 @@ import difflib
 from dataclasses import dataclass
 
 from .errors import ConfigError
-from .methods.schemes import with_scheme
+from .schemes import with_scheme
 from .options import as_dict, coerce, default_of, flag_name, hint_of, leaves
 from .registry import METHODS, OBJECTIVES
 

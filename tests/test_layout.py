@@ -13,6 +13,7 @@ from forgetless.registry import METHODS, OBJECTIVES
 PACKAGE = Path(__file__).resolve().parents[1] / "forgetless"
 OWN_FOLDERS = ("methods", "objectives")  # where a method or objective lives and may say its own name
 SCHEMA = "config.py"  # the defaults of the config tree are values a user could type: `--method truncate`
+PRESETS = "schemes.py"  # the scheme presets' module-level tables: what `--scheme W4A16` types for the user
 
 
 def _files():
@@ -22,8 +23,8 @@ def _files():
 
 def _named(path: Path, names: set, root: Path = PACKAGE) -> list[str]:
     """Every string constant of ``path`` that is a registered name, except docstrings, dict keys and
-    subscripts (data keys such as a shape's ``"heads"``) and, in the schema, the default values of its
-    classes' fields."""
+    subscripts (data keys such as a shape's ``"heads"``), in the schema the default values of its
+    classes' fields, and the scheme presets' tables (``schemes.py``: llm-compressor's presets spelled as options)."""
     tree_ = ast.parse(path.read_text(encoding="utf-8"))
     skip = set()
     for node in ast.walk(tree_):
@@ -34,6 +35,10 @@ def _named(path: Path, names: set, root: Path = PACKAGE) -> list[str]:
             skip |= {id(key) for key in node.keys if key is not None}
         if isinstance(node, ast.Subscript):
             skip |= {id(n) for n in ast.walk(node.slice)}
+        if isinstance(node, ast.Module) and path == root / PRESETS:
+            for statement in node.body:
+                if isinstance(statement, (ast.Assign, ast.AnnAssign)) and statement.value is not None:
+                    skip |= {id(n) for n in ast.walk(statement.value)}
         if isinstance(node, ast.ClassDef) and path == PACKAGE / SCHEMA:
             for statement in node.body:
                 if isinstance(statement, (ast.Assign, ast.AnnAssign)) and statement.value is not None:

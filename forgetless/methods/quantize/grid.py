@@ -2,7 +2,7 @@
 weights' number format (integer codes of ``bits`` bits, or float8_e4m3fn), which weights share one scale
 (``group_size``), the grid's symmetry, and whether the layer's *inputs* are quantized too (W8A8:
 ``activations``). These are compressed-tensors' ``QuantizationArgs`` (``weights`` / ``input_activations``)
-as llm-compressor's presets fill them (``forgetless/methods/schemes.py``). Standard library only (read by the registry
+as llm-compressor's presets fill them (``forgetless/schemes.py``). Standard library only (read by the registry
 without torch); the grids are in ``gptq/solver.py`` and ``models/float_codes.py``, the activations in
 ``models/activation_quant.py``, the storage in ``models/ct_schemes.py``.
 

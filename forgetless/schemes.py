@@ -29,7 +29,7 @@ Standard library only.
 """
 from __future__ import annotations
 
-from ..errors import ConfigError
+from .errors import ConfigError
 
 SCHEMES: dict[str, dict] = {
     "W4A16": {"method": "gptq", "method.bits": 4, "method.group_size": 128},
