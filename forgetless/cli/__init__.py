@@ -191,15 +191,10 @@ def _library_bars(args) -> Iterator[None]:
     if not hasattr(args, "trust_remote_code") or args.verbose:
         yield
         return
-    import transformers
+    from ..training.logs import progress_bars_off  # imports transformers: only for a command that loads models
 
-    enabled = transformers.utils.logging.is_progress_bar_enabled()
-    transformers.utils.logging.disable_progress_bar()
-    try:
+    with progress_bars_off():
         yield
-    finally:
-        if enabled:
-            transformers.utils.logging.enable_progress_bar()
 
 
 def __getattr__(name: str):

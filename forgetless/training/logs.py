@@ -81,6 +81,18 @@ class JsonLinesHandler(logging.Handler):
 
 
 @contextlib.contextmanager
+def progress_bars_off():
+    """transformers' own progress bars off within the block, as they were afterwards."""
+    bars = transformers.utils.logging.is_progress_bar_enabled()
+    transformers.utils.logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if bars:
+            transformers.utils.logging.enable_progress_bar()
+
+
+@contextlib.contextmanager
 def library_logs_to(log_file: str | Path, run: str):
     """Within the block, library log records (WARNING and up) go to ``log_file``, not the terminal,
     and transformers' own progress bars are off; everything is restored afterwards."""
@@ -94,13 +106,10 @@ def library_logs_to(log_file: str | Path, run: str):
         logger.addHandler(handler)
         logger.setLevel(logging.WARNING)
         logger.propagate = False
-    bars = transformers.utils.logging.is_progress_bar_enabled()
-    transformers.utils.logging.disable_progress_bar()
     try:
-        yield
+        with progress_bars_off():
+            yield
     finally:
-        if bars:
-            transformers.utils.logging.enable_progress_bar()
         for logger, level, handlers, propagate in saved:
             logger.removeHandler(handler)
             for old in handlers:

@@ -18,14 +18,13 @@ import statistics
 
 import torch
 
-from ...models.expert_checkpoint import storage_notes
 from ...models.sites import weight_matrix
 from .._shared.hessian import relative_reconstruction_error
 from ..quantize.folding import FoldingMethod, Group, fold
-from ..quantize.formats import (NO_SPEEDUP, describe_format, quantization_section, quantized_artifacts,
-                                round_weight, set_quantized)
+from ..quantize.formats import (NO_SPEEDUP, describe_format, finish_quantized, quantization_section,
+                                quantized_artifacts, round_weight, set_quantized)
 from ..quantize.grid import check_group_fits
-from ..quantize.sensitivity import check_sensitivity, run_sensitivity
+from ..quantize.sensitivity import check_sensitivity
 from .config import AwqConfig
 from .search import clip_search, search_scales
 
@@ -73,11 +72,7 @@ class Awq(FoldingMethod):
         return super().prepare(model, ctx)
 
     def finalize(self, model, ctx):
-        self.storage, notes, self.format = storage_notes("awq", model)
-        if ctx is not None:
-            ctx.notes.extend(notes)
-        self.sensitivity = run_sensitivity(model, ctx, self.config)
-        return model
+        return finish_quantized(self, model, ctx)
 
     def artifacts(self) -> dict:
         return quantized_artifacts(self)

@@ -26,15 +26,14 @@ from torch import nn
 
 from ...errors import ConfigError
 from ...models.compressed_tensors import GroupedInts
-from ...models.expert_checkpoint import storage_notes
 from ...models.experts import linearized
 from ...models.targets import Selection, select_linears
 from ...models.sites import weight_matrix
-from ..quantize.formats import (check_linears, describe_format, fp8_strategy, gptq_fp8_many,
+from ..quantize.formats import (check_linears, describe_format, finish_quantized, fp8_strategy, gptq_fp8_many,
                                 input_quant, quantization_section, quantized_artifacts, set_quantized, short_label,
                                 why_no_speedup)
 from ..quantize.grid import check_group_fits
-from ..quantize.sensitivity import check_sensitivity, run_sensitivity
+from ..quantize.sensitivity import check_sensitivity
 from .._shared.hessian import HessianAccumulator
 from .._shared.oneshot import OneShotMethod
 from .config import GptqConfig
@@ -103,11 +102,7 @@ class Gptq(OneShotMethod):
         return {**super().describe(), "grid_rule": self.grid_rule}
 
     def finalize(self, model, ctx):
-        self.storage, notes, self.format = storage_notes("gptq", model)
-        if ctx is not None:
-            ctx.notes.extend(notes)
-        self.sensitivity = run_sensitivity(model, ctx, self.config)
-        return model
+        return finish_quantized(self, model, ctx)
 
     def artifacts(self) -> dict:
         return quantized_artifacts(self)

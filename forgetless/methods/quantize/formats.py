@@ -56,6 +56,19 @@ def quantization_section(method, errors: dict, **extra) -> dict | None:
         "why": why_no_speedup(c)}, **sensitivity_section(method)}
 
 
+def finish_quantized(method, model: nn.Module, ctx) -> nn.Module:
+    """The end of a quantizing method's ``finalize`` (``rtn``, ``gptq``, ``awq``): what the layers store
+    (``expert_checkpoint.storage_notes``: storage, format, the card's notes) and the sensitivity ranking."""
+    from ...models.expert_checkpoint import storage_notes
+    from .sensitivity import run_sensitivity
+
+    method.storage, notes, method.format = storage_notes(method.config.name, model)
+    if ctx is not None:
+        ctx.notes.extend(notes)
+    method.sensitivity = run_sensitivity(model, ctx, method.config)
+    return model
+
+
 def fp8_strategy(fmt: WeightFormat) -> str:
     return "channel" if fmt.group_size == -1 else "tensor"
 

@@ -24,16 +24,15 @@ import statistics
 
 import torch
 
-from ...models.expert_checkpoint import storage_notes
 from ...models.experts import linearized
 from ...models.sites import weight_matrix
 from ...models.targets import Selection, coverage, select_linears
 from .._shared.oneshot import coverage_note
 from ..base import CompressionMethod
-from ..quantize.formats import (check_linears, describe_format, input_quant, quantization_section, quantized_artifacts,
-                                round_weight, set_quantized, why_no_speedup)
+from ..quantize.formats import (check_linears, describe_format, finish_quantized, input_quant, quantization_section,
+                                quantized_artifacts, round_weight, set_quantized, why_no_speedup)
 from ..quantize.grid import check_group_fits
-from ..quantize.sensitivity import check_sensitivity, run_sensitivity
+from ..quantize.sensitivity import check_sensitivity
 from .config import RtnConfig
 
 
@@ -53,14 +52,11 @@ class Rtn(CompressionMethod):
                 check_group_fits(c.group_size, weight_matrix(module).shape[1], f"{name} has")
             self.coverage = coverage(model, linears, Selection.of(c))
             self.layers = [{"module": name, "weight_error": self._round(module)} for name, module in linears]
-        self.storage, notes, self.format = storage_notes("rtn", model)
         if ctx is not None:
             ctx.notes.append(f"rtn: {describe_format(c)}, round-to-nearest in {len(self.layers)} linear layers; "
                              f"{why_no_speedup(c)}")
-            ctx.notes.extend(notes)
             ctx.notes.append(coverage_note("rtn", self.coverage))
-        self.sensitivity = run_sensitivity(model, ctx, c)
-        return model
+        return finish_quantized(self, model, ctx)
 
     def _round(self, module) -> float:
         """Round ``module``'s weight to the format's grid; its relative weight error ‖W − Ŵ‖_F / ‖W‖_F."""
