@@ -46,5 +46,4 @@ class AwqConfig(OneShotConfig, WeightFormat):
                               "rtn or gptq")
 
     def check_model(self, dims: dict, where: str) -> None:
-        if self.every_linear:  # other selections: each chosen module's width (``Awq.check_width``)
-            self.check_widths(dims, where)
+        self.check_widths(dims, where)

@@ -47,5 +47,4 @@ class GptqConfig(OneShotConfig, WeightFormat):
                               "method, then --then gptq) and keep --recovery none")
 
     def check_model(self, dims: dict, where: str) -> None:
-        if self.every_linear:  # other selections: each chosen module's width (``Gptq.check_width``)
-            self.check_widths(dims, where)
+        self.check_widths(dims, where)

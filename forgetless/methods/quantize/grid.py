@@ -74,6 +74,10 @@ class WeightFormat(Config):
                               "or fp8-token (dynamic)")
 
     def check_widths(self, dims: dict, where: str) -> None:
+        """The group size against the config's linear widths (``dims["widths"]``), for the default selection
+        of every linear; another ``targets`` / ``ignore`` is checked on the chosen modules (``check_width``)."""
+        if not getattr(self, "every_linear", True):
+            return
         for width in sorted(set(dims.get("widths") or ())):
             check_group_fits(self.group_size, width, f"{where} has linear layers with")
 

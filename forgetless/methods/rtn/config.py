@@ -35,5 +35,4 @@ class RtnConfig(TargetsConfig, WeightFormat):
         self.check_format(calibrates=False)
 
     def check_model(self, dims: dict, where: str) -> None:
-        if self.every_linear:  # other selections: each chosen module's width (``Rtn.finalize``)
-            self.check_widths(dims, where)
+        self.check_widths(dims, where)
