@@ -55,7 +55,7 @@ def main(argv=None) -> str:
     cofi = run_and_save(task, RunConfig(model=a.model, method=CofiConfig(sparsity=a.cofi_sparsity,
                                                                          finetune_epochs=a.finetune_epochs),
                                         teacher=str(teacher), train=train, speed=speed,
-                                        eval=EvalConfig(max_new_tokens=8), progress=False), out / "cofi").card
+                                        eval=EvalConfig(max_new_tokens=8), progress=False), out / "cofi").card.to_json()
 
     cards = [json.loads((Path(r).parent / "report.json").read_text())
              for r in sorted((out / "nash" / "runs").glob("*/report.json"))] + [cofi]

@@ -94,7 +94,7 @@ def pruning_row(task, method: str, teacher_dir: Path, seed: int, args, clever: C
     shutil.rmtree(folder, ignore_errors=True)
     load = os.getloadavg()[0]
     start = time.perf_counter()
-    card = run_and_save(task, config, folder).card
+    card = run_and_save(task, config, folder).card.to_json()
     seconds = time.perf_counter() - start
     sets = card["sets"]
     return {"dev": sets["dev"]["compressed"]["accuracy"], "advglue": sets["advglue"]["compressed"]["accuracy"],

@@ -12,7 +12,7 @@ write forgetless model folders. Names are imported on first use, so ``import for
 import importlib
 
 __version__ = "0.1.0"
-EXPORTS = {"apply": ".api", "compress": ".api", "evaluate": ".api", "Run": ".pipeline", "Task": ".data.task",
+EXPORTS = {"apply": ".api", "compress": ".api", "evaluate": ".api", "Run": ".pipeline", "Task": ".data.task", "Card": ".report.card_types",
            "RunConfig": ".config", "TrainConfig": ".config", "EvalConfig": ".config", "SpeedConfig": ".config",
            "METHODS": ".registry", "OBJECTIVES": ".registry", "load_model": ".models.io",
            "save_model": ".models.io"}

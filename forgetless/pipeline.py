@@ -48,6 +48,7 @@ from .outputs import check_output, claim_output, mark_output, output_lock
 from .recipes.dump import drop_empty
 from .registry import METHODS, OBJECTIVES
 from .report.card import build_card
+from .report.card_types import Card
 from .report.honest import training_section
 from .report.measurements import Measurements
 from .report.naming import chain_name
@@ -60,24 +61,20 @@ from .validate import check_run_output, prepare_output, run_identity, run_inputs
 @dataclass
 class Run:
     """A finished compression run, in memory: the compressed ``model``, its ``tokenizer`` and its
-    ``measurements`` (``report/measurements.py``); ``card`` is the report card built from them (schema
-    in ``report/card.py``), ``save`` writes every output (``save.save_run``)."""
+    ``measurements`` (``report/measurements.py``); ``card`` is the typed report card built from them
+    (``report/card_types.Card``; after ``save``, the card as written, with the saved folder's sizes),
+    ``save`` writes every output (``save.save_run``)."""
 
     model: nn.Module
     tokenizer: object
     measurements: Measurements
-    _card: dict | None = field(default=None, repr=False)
+    _card: Card | None = field(default=None, repr=False)
 
     @property
-    def card(self) -> dict:
+    def card(self) -> Card:
         if self._card is None:
             self._card = build_card(self.measurements)
         return self._card
-
-    def rebuild_card(self) -> dict:
-        """The card again, after the measurements changed (``save_run`` adds the saved sizes)."""
-        self._card = None
-        return self.card
 
     def save(self, out_dir) -> Path:
         """Write every output of the run into ``out_dir`` (a new or empty folder), as ``forgetless
@@ -89,7 +86,8 @@ class Run:
         check_output(folder, "save", command="compress", inputs=run_inputs(task, config))
         with output_lock(folder, "save"):
             mark_output(folder, "compress", key=run_key(task, config), config=run_identity(config))
-            return save_run(self, folder)
+            self._card = save_run(self, folder)
+            return folder
 
 
 def run(task: Task, config: RunConfig, *, model=None, tokenizer=None, work_dir: str | Path | None = None,
@@ -139,7 +137,7 @@ def run_and_save(task: Task, config: RunConfig, out_dir: str | Path, meta: dict 
         remove_leftovers(out_dir)  # .model.tmp-* of a killed save (we hold the folder's lock)
         work_dir = Path(out_dir) / "work"
         result = run(task, config, model=model, tokenizer=tokenizer, work_dir=work_dir, checked=True)
-        save_run(result, out_dir, meta)
+        result._card = save_run(result, out_dir, meta)  # the card as written: with the saved folder's sizes
         if not config.keep_work:
             freed = clean_work(work_dir)
             if freed:
@@ -179,11 +177,10 @@ def _steps(task: Task, config: RunConfig, work_dir: Path | None, model, given_to
                                                            "--calibration-data") if config.calibration_data else None)
     with PeakMemory() as peak:  # the compression step's own peak (metrics/memory.py)
         compressed = compress_student(ctx, config, method, then, step)
-    measured = measure(ctx, config, teacher, compressed, method, then, step)
-    measured.sizes = _sizes(teacher, compressed, teacher_info, work_dir)
-    measured.training = _training(config, teacher_info, ctx.fine_tunes)
-    measured.provenance = teacher_info.get("provenance")
-    measured.compress_memory = peak.result
+    measured = replace(measure(ctx, config, teacher, compressed, method, then, step),
+                       sizes=_sizes(teacher, compressed, teacher_info, work_dir),
+                       training=_training(config, teacher_info, ctx.fine_tunes),
+                       provenance=teacher_info.get("provenance"), compress_memory=peak.result)
     return Run(compressed, tokenizer, measured)
 
 

@@ -12,29 +12,29 @@ from pathlib import Path
 from .metrics.size import bits_per_parameter, disk_size
 from .models.io import save_model
 from .recipes.dump import drop_empty, dump_recipe
-from .report.card import write_card
+from .report.card import build_card, write_card
+from .report.card_types import Card
 from .report.honest import prediction_rows
 from .report.model_card import model_card_summary, write_model_card
 from .tree import to_recipe
 
-def save_run(run, out_dir, meta: dict | None = None) -> Path:
+def save_run(run, out_dir, meta: dict | None = None) -> Card:
     """Write the outputs of ``run`` (a ``pipeline.Run``) into ``out_dir`` (module docstring); returns
-    ``out_dir``. The sizes
-    of the saved model folder join the measurements first, so the card reports them. ``meta``
-    (name, paper, scale … of a recipe file; ``out``) goes into the resolved recipe."""
+    the card written. The card reports the saved model folder's sizes, measured here and passed to
+    ``build_card`` as values (the run's measurements stay as they were). ``meta`` (name, paper, scale …
+    of a recipe file; ``out``) goes into the resolved recipe."""
     out = Path(out_dir)
     measured = run.measurements
     model_dir = save_model(run.model, out / "model", run.tokenizer, metadata={
         "method": measured.method.describe(), "objective": measured.objective.config.name,
         "task": measured.task.name, "task_kind": measured.task.kind, "kind": measured.kind.name,
         "artifacts": measured.method.artifacts(), "then": [m.describe() for m in measured.then]})
-    compressed = measured.sizes["compressed"]
-    compressed.update(disk_bytes=disk_size(model_dir), path=str(model_dir),
-                      bits_per_parameter=bits_per_parameter(model_dir, compressed["total"]))
-    measured.recipe = drop_empty({"command": "compress", **(meta or {}), **to_recipe(measured.run)})
-    card = run.rebuild_card()  # with the saved sizes and recipe
-    dump_recipe(measured.recipe, model_dir / "recipe.yaml")  # beside the model and in the card: `forgetless run` reruns it
-    write_card(card, out, extra_plots=measured.method.plots(out),
-               prediction_rows=prediction_rows(measured.task, measured.predictions))
-    write_model_card(model_dir, model_card_summary(card))
-    return out
+    saved = {"disk_bytes": disk_size(model_dir), "path": str(model_dir),
+             "bits_per_parameter": bits_per_parameter(model_dir, measured.sizes["compressed"]["total"])}
+    recipe = drop_empty({"command": "compress", **(meta or {}), **to_recipe(measured.run)})
+    dump_recipe(recipe, model_dir / "recipe.yaml")  # beside the model and in the card: `forgetless run` reruns it
+    card = write_card(build_card(measured, saved_model=saved, recipe=recipe), out,
+                      extra_plots=measured.method.plots(out),
+                      prediction_rows=prediction_rows(measured.task, measured.predictions))
+    write_model_card(model_dir, model_card_summary(card.to_json()))
+    return card

@@ -9,10 +9,32 @@ import transformers
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 transformers.logging.set_verbosity_error()
-if os.environ.get("PYTEST_XDIST_WORKER"):  # pytest -n 2: one torch thread per worker, the workers share the cores
-    torch.set_num_threads(1)
 if os.environ.get("PYTEST_XDIST_WORKER"):  # pytest -n N: one torch thread per worker, N workers share the cores
     torch.set_num_threads(1)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def report_json_fits_the_shipped_schema():
+    """Every ``report.json`` a test writes is checked against the shipped JSON Schema
+    (``forgetless/report/report.schema.json``) with jsonschema, independently of the card's own types."""
+    import json
+
+    import jsonschema
+
+    from forgetless.report import card
+    from forgetless.report.card_types import SCHEMA_FILE
+
+    validator = jsonschema.Draft202012Validator(json.loads(SCHEMA_FILE.read_text(encoding="utf-8")))
+    write = card.atomic_write_json
+
+    def checked_write(path, data, *args, **kwargs):
+        if os.path.basename(path) == "report.json":
+            validator.validate(data)
+        return write(path, data, *args, **kwargs)
+
+    card.atomic_write_json = checked_write
+    yield validator
+    card.atomic_write_json = write
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -22,7 +22,7 @@ from forgetless.data.generation import SPECIALS, word_tokenizer
 from forgetless.methods.nash.config import NashConfig
 from forgetless.methods.truncate.config import TruncateConfig
 from forgetless.models.tiny import tiny_seq2seq
-from forgetless.report.card import validate_card
+from forgetless.report.card_types import Card
 
 FAST = dict(train={"epochs": 1, "batch_size": 16, "learning_rate": 1e-3, "max_length": 32, "progress": False},
             speed={"batch_size": 2, "seq_len": 16, "repeats": 1, "warmup": 0, "new_tokens": 4},
@@ -112,8 +112,8 @@ def test_compress_in_memory_bert_with_datasetdict(tmp_path, tok, forgetless_cach
 
     assert len(result.model.bert.encoder.layer) == 1 and len(model.bert.encoder.layer) == 2
     assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())  # the user's object untouched
-    validate_card(result.card)
-    card = result.card
+    card = result.card.to_json()
+    assert Card.from_json(card) == result.card  # typed, and back from its JSON
     assert card["kind"] == {"task": "classification", "model": "classifier"}
     assert card["task"]["sizes"] == {"train": 32, "dev": 12, "test": 12} and card["challenge"]["sets"] == ["test"]
     assert card["method"]["name"] == "truncate" and card["method"]["config"]["layers"] == 1
@@ -143,11 +143,10 @@ def test_compress_in_memory_t5_on_generation_data(tmp_path, tok, forgetless_cach
                                                                          finetune_epochs=0),
                                  tokenizer=tok, out_dir=tmp_path / "run",
                                  base="as-is", **GENERATE)
-    validate_card(result.card)
-    assert result.card["kind"] == {"task": "generation", "model": "seq2seq"}
+    assert result.card.kind.task == "generation" and result.card.kind.model == "seq2seq"
     assert result.model.config.num_decoder_layers == 2 and model.config.num_decoder_layers == 4
     assert (tmp_path / "run" / "report.json").is_file() and (tmp_path / "run" / "model").is_dir()
-    assert result.card["params"]["base"]["source"]["as_is"] and result.card["training"]["base"] == "as-is"
+    assert result.card.params.base["source"]["as_is"] and result.card.training.base == "as-is"
     assert _listing(forgetless_cache) == cache_before  # nothing of an in-memory model goes to the cache
     saved = result.save(tmp_path / "saved")
     ids = tok(["repeat good bad"], return_tensors="pt")

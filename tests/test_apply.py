@@ -177,7 +177,7 @@ def test_compress_without_out_dir_writes_nothing_and_needs_no_temporary_folder(l
                               speed={"batch_size": 2, "seq_len": 16, "repeats": 1, "warmup": 0, "new_tokens": 2},
                               eval={"batch_size": 16})
     assert all(two_of_four(w) for w in linears(run.model)) and not any(two_of_four(w) for w in linears(llama))
-    assert run.card["kind"]["model"] == "causal-lm" and run.card["params"]["compressed"]["disk_bytes"] is None
+    assert run.card.kind.model == "causal-lm" and run.card.params.compressed["disk_bytes"] is None
     watched()
 
 

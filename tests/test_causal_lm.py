@@ -9,7 +9,7 @@ from forgetless.cli import main
 from forgetless.data.task import PairSet
 from forgetless.metrics.perplexity import join, perplexity
 from forgetless.models.loading import load_causal_lm
-from forgetless.report.card import validate_card
+from forgetless.report.card_types import Card
 from forgetless.training.encode import IGNORE_INDEX, encode_causal_pairs
 
 
@@ -39,7 +39,7 @@ def test_cli_tiny_llama_heads_block_influence_and_causal_lm(tmp_path, capsys):
     assert main(["compress", "--method", "heads", "--ratio", "0.5", "--scoring-examples", "8",
                  "--out", str(tmp_path / "heads"), *common]) == 0
     card = json.loads((tmp_path / "heads" / "report.json").read_text())
-    validate_card(card)
+    Card.from_json(card)
     assert card["kind"]["model"] == "classifier" and card["params"]["compressed"]["total"] < card["params"]["base"]["total"]
     assert main(["compress", "--method", "block-influence", "--layers", "2", "--out", str(tmp_path / "bi"), *common]) == 0
     text = tmp_path / "ppl.txt"
@@ -47,7 +47,7 @@ def test_cli_tiny_llama_heads_block_influence_and_causal_lm(tmp_path, capsys):
     assert main(["compress", "--method", "truncate", "--layers", "2", "--model-kind", "causal-lm",
                  "--perplexity-file", str(text), "--out", str(tmp_path / "lm"), *common]) == 0
     card = json.loads((tmp_path / "lm" / "report.json").read_text())
-    validate_card(card)
+    Card.from_json(card)
     assert card["kind"] == {"task": "classification", "model": "causal-lm"} and card["speed"]["mode"] == "prefill+decode"
     decode = card["speed"]["decode_ms_per_token"]
     assert card["language_model"]["compressed"]["perplexity"] > 1
@@ -59,7 +59,7 @@ def test_cli_tiny_llama_heads_block_influence_and_causal_lm(tmp_path, capsys):
                  "--model-kind", "causal-lm", "--perplexity-file", str(text), "--out", str(tmp_path / "lm-heads"),
                  *common]) == 0  # key/value groups scored by the label word's loss after the prompt
     card = json.loads((tmp_path / "lm-heads" / "report.json").read_text())
-    validate_card(card)
+    Card.from_json(card)
     assert card["kind"]["model"] == "causal-lm" and card["params"]["compressed"]["layers"] < card["params"]["base"]["layers"]
     code = main(["compress", "--method", "rahp", "--model-kind", "causal-lm", "--out", str(tmp_path / "x"), *common])
     assert code == 2 and "does not apply to a causal-lm model" in capsys.readouterr().err

@@ -42,7 +42,7 @@ def run(task, model_dir, out, method, options, teacher=None):
                        train=TrainConfig(epochs=1, learning_rate=1e-3, batch_size=16, max_length=32, progress=False),
                        speed=SpeedConfig(batch_size=4, seq_len=16, warmup=0, repeats=1), eval=EvalConfig(batch_size=32),
                        progress=False)
-    return run_and_save(task, config, out).card
+    return run_and_save(task, config, out).card.to_json()
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ from forgetless.config import EvalConfig
 from forgetless.config import RunConfig
 from forgetless.methods.nash.config import CofiConfig, NashConfig
 from forgetless.pipeline import run_and_save
-from forgetless.report.card import validate_card
+from forgetless.report.card_types import Card
 from forgetless.training.encode import collate, encode_pairs
 from forgetless.training.trainer import TrainConfig
 
@@ -83,8 +83,8 @@ def test_text_to_text_label_words_and_unknown_generations():
 def test_nash_end_to_end_tiny_t5(tmp_path):
     task = load_task("synthetic-lookup", train_size=48, eval_size=8)
     card = run_and_save(task, _run(model="tiny-t5", method=NashConfig(decoder_layers=2, encoder_sparsity=0.3)),
-                        tmp_path / "nash").card
-    validate_card(card)
+                        tmp_path / "nash").card.to_json()
+    Card.from_json(card)
     assert card["kind"] == {"task": "generation", "model": "seq2seq"} and card["method"]["objective"] == "nash-distil"
     assert card["speed"]["mode"] == "generate" and card["bias"] is None and card["headline"]["metric"] == "rougeL"
     manifest = io.read_manifest(tmp_path / "nash" / "model")
@@ -103,8 +103,8 @@ def test_cofi_text_to_text_classification_tiny_bart_and_profile(tmp_path):
 
     task = load_task("synthetic", train_size=32, eval_size=8)
     card = run_and_save(task, _run(model="tiny-bart", method=CofiConfig(sparsity=0.5, finetune_epochs=0)),
-                        tmp_path / "cofi").card
-    validate_card(card)
+                        tmp_path / "cofi").card.to_json()
+    Card.from_json(card)
     assert card["kind"] == {"task": "classification", "model": "seq2seq"}
     assert card["hard_easy"] is not None and "accuracy" in card["sets"]["challenge"]["compressed"]
     artifacts = io.read_manifest(tmp_path / "cofi" / "model")["metadata"]["artifacts"]

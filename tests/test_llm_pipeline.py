@@ -7,7 +7,7 @@ import json
 import pytest
 
 from forgetless.cli import main
-from forgetless.report.card import validate_card
+from forgetless.report.card_types import Card
 from forgetless.report.predictions import read_predictions, recompute_accuracy
 
 from llm_data import write_llm_data
@@ -25,7 +25,7 @@ def test_cli_llm_zero_shot_card_pages_report_and_compare(tmp_path):
     assert main(["compress", "--task", "llm-zero-shot", "--data-dir", str(data), "--method", "magnitude",
                  "--sparsity", "0.3", "--until-interval", "150", "--out", str(second), *COMMON]) == 0
     card = json.loads((first / "report.json").read_text())
-    validate_card(card)
+    Card.from_json(card)
     assert card["kind"] == {"task": "lm-eval", "model": "causal-lm"}
     llm = card["llm"]
     assert llm["engine"]["chat_template"] is False and llm["engine"]["shots"] == 0

@@ -18,7 +18,7 @@ def test_rmc_distils_into_a_truncated_student(tmp_path):
     run = RunConfig(model=str(tmp_path / "tiny"), method=METHODS.make_config("truncate", {"layers": 1}),
                     objective=OBJECTIVES.make_config("rmc", {"sparsities": [0.3, 0.6], "recovery_epochs": 0}), train=train, progress=False,
                     speed=SpeedConfig(batch_size=4, seq_len=32, warmup=0, repeats=1))
-    card = run_and_save(task, run, tmp_path / "out").card
+    card = run_and_save(task, run, tmp_path / "out").card.to_json()
     assert card["method"]["objective"] == "rmc"
     assert card["params"]["compressed"]["total"] < card["params"]["base"]["total"]
     assert any(note.startswith("RMC difficulty") and "agreement" in note for note in card["notes"])

@@ -140,7 +140,11 @@ def test_report_bad_inputs_are_one_line_exit_2_and_write_nothing(two_runs, tmp_p
     _one_line_exit_2(capsys, ["report", str(run)], "report.json names predictions.jsonl, which is missing")
     card = json.loads((run / "report.json").read_text())
     (run / "report.json").write_text(json.dumps({**card, "schema": "other"}))
-    _one_line_exit_2(capsys, ["report", str(run)], "report.json: is not a valid report card (report card: missing")
+    _one_line_exit_2(capsys, ["report", str(run)], "report.json: is not a valid report card (card.schema: str 'other' "
+                     "is not one of 'forgetless-report-2')")
+    (run / "report.json").write_text(json.dumps({**card, "bias": None}))  # a classification card without its bias
+    _one_line_exit_2(capsys, ["report", str(run)], "is not a valid report card (card: section bias must be present "
+                     "exactly for classification tasks)")
     (run / "report.json").write_text("{not json")
     _one_line_exit_2(capsys, ["report", str(run)], "report.json: is not readable JSON")
     after = {p.name: p.stat().st_mtime_ns for p in run.iterdir() if p.name not in ("report.json",)}

@@ -10,7 +10,7 @@ import torch
 
 from forgetless.cli import main
 from forgetless.models.io import load_model
-from forgetless.report.card import validate_card
+from forgetless.report.card_types import Card
 
 
 def test_compress_truncate_end_to_end(tmp_path, tiny_model_dir, capsys):
@@ -23,7 +23,7 @@ def test_compress_truncate_end_to_end(tmp_path, tiny_model_dir, capsys):
     printed = capsys.readouterr().out
     assert "# forgetless report card: synthetic · truncate" in printed
     card = json.loads((out / "report.json").read_text())
-    validate_card(card)  # the documented schema (report/card.py), as written to disk
+    Card.from_json(card)  # the documented schema (report/card.py), as written to disk
     assert card["schema"] == "forgetless-report-2" and card["kind"] == {"task": "classification", "model": "classifier"}
     assert card["model"]["compressed"] == tiny_model_dir and card["deployment"]["agreement"]["n"] > 0
     assert card["calibration"]["sets"]["dev"]["base"]["n"] == card["sets"]["dev"]["base"]["n"]
@@ -55,7 +55,7 @@ def test_compress_magnitude_reports_sparsity_not_speed(tmp_path, tiny_model_dir,
                  "--bench-seq-len", "16", "--out", str(out), "--no-progress"])
     assert code == 0
     card = json.loads((out / "report.json").read_text())
-    validate_card(card)
+    Card.from_json(card)
     assert card["params"]["compressed"]["prunable_sparsity"] == pytest.approx(0.5, abs=0.01)
     assert card["params"]["compressed"]["total"] == card["params"]["base"]["total"]
     assert not card["speed"]["meaningful"]

@@ -23,7 +23,7 @@ from forgetless.models.io import load_model, save_model
 from forgetless.models.quantized_io import quantized_modules
 from forgetless.models.surgery import drop_layers, prune_heads
 from forgetless.config import EvalConfig
-from forgetless.report.card import validate_card
+from forgetless.report.card_types import Card
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -157,13 +157,13 @@ def _run(tmp_path, teacher_dir, *extra):
                  "--bench-repeats", "1", "--bench-seq-len", "16", "--out", str(out), "--no-progress", *extra])
     assert code == 0
     card = json.loads((out / "report.json").read_text())
-    validate_card(card)
+    Card.from_json(card)
     return out, card
 
 
 def test_truncate_then_int8_card_and_reload(teacher_dir):
     card = json.loads((teacher_dir / "report.json").read_text())
-    validate_card(card)
+    Card.from_json(card)
     assert card["method"]["name"] == "truncate" and card["method"]["then"][0]["config"]["dtype"] == "int8"
     assert card["run"]["then"] == [{"name": "quantize", "dtype": "int8", "linears": "stacks"}]
     dep = card["deployment"]

@@ -81,7 +81,7 @@ def test_base_as_is_with_recovery_none_never_trains(tmp_path, monkeypatch):
                        train=TrainConfig(epochs=1, max_length=48, progress=False),
                        speed=SpeedConfig(batch_size=2, seq_len=8, warmup=0, repeats=1, new_tokens=2),
                        eval=EvalConfig(batch_size=8, score_calibration="set-mean"), progress=False)
-    card = run_and_save(task, config, tmp_path / "run").card
+    card = run_and_save(task, config, tmp_path / "run").card.to_json()
     assert card["training"]["base"] == "as-is" and card["training"]["base_epochs"] == 0.0
     assert card["training"]["fine_tunes"] == [] and card["training"]["compressed_epochs"] == 0.0
     assert not list((tmp_path / "run" / "work").rglob("checkpoint-*")) and not (tmp_path / "run" / "work" / "train-teacher").exists()

@@ -26,6 +26,7 @@ COMMANDS = {"compress": "jobs:cmd_compress", "compress-seq2seq": "jobs:cmd_compr
             "sweep": "jobs:cmd_sweep", "profile": "jobs:cmd_profile", "run": "recipe:cmd_run",
             "finetune": "models:cmd_finetune", "evaluate": "models:cmd_evaluate", "bench": "models:cmd_bench",
             "export": "models:cmd_export", "list": "info:cmd_list", "recipes": "info:cmd_recipes",
+            "schema": "info:cmd_schema",
             "report": "pages:cmd_report", "compare": "pages:cmd_compare"}
 RESUMABLE = ("compress", "compress-seq2seq", "demo", "finetune", "sweep", "run")  # checkpoints: a rerun resumes
 MAX_THREADS = 1024

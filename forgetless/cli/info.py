@@ -27,6 +27,14 @@ def cmd_list(args, config) -> int:
     return 0
 
 
+def cmd_schema(args, config) -> int:
+    """``forgetless schema``: the shipped JSON Schema of ``report.json`` (``report/report.schema.json``)."""
+    from ..report.card_types import SCHEMA_FILE
+
+    print(SCHEMA_FILE.read_text(encoding="utf-8"), end="")
+    return 0
+
+
 def cmd_recipes(args, config) -> int:
     """``forgetless recipes``: the built-in recipes, the command each runs and the paper table it reproduces."""
     rows = catalogue()

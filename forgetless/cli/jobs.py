@@ -38,7 +38,7 @@ def cmd_compress(args, config) -> int:
 
 def show_run(run: Run, out, push: str | None = None) -> None:
     """Print the report card of a run saved in ``out`` and where its files are; upload its model."""
-    print(render_markdown(run.card))
+    print(render_markdown(run.card.to_json()))
     print(f"report: {Path(out) / 'report.md'} (JSON: report.json, per-example: predictions.jsonl); "
           f"model: {Path(out) / 'model'} (model card: model/README.md)")
     if push is not None:
@@ -55,7 +55,7 @@ def run_resolved(recipe: dict):
     if recipe["command"] == "compress":
         run = run_and_save(task_from_config(config.task, config.seed), config, out, meta={"out": str(out), **meta})
         show_run(run, out)
-        return run.card
+        return run.card.to_json()
     if recipe["command"] == "sweep":
         return sweep_job(config, out, meta)
     return profile_job(config, out, meta=meta)

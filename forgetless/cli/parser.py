@@ -230,6 +230,10 @@ def _page_commands(sub) -> None:
     sub.add_parser("recipes", help="list the built-in recipes and the paper table or figure each reproduces",
                    epilog="example:\n  forgetless recipes\n  forgetless run rahp-table1 --scale cpu",
                    formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub.add_parser("schema", help="print the JSON Schema of report.json (the report card), draft 2020-12",
+                   epilog="example:\n  forgetless schema > report.schema.json\n"
+                          "  python -m jsonschema -i runs/heads/report.json report.schema.json",
+                   formatter_class=argparse.RawDescriptionHelpFormatter)
 
 
 def config_from_args(args: argparse.Namespace):

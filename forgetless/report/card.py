@@ -1,82 +1,8 @@
-"""The report card: what compression cost, in one JSON document and its Markdown rendering, for
-every kind of task and model. ``build_card`` is the one place a card is assembled, from one
-``Measurements`` object (``report/measurements.py``); ``write_card`` only adds the names of the
-files it writes beside it. ``validate_card`` checks a card against the schema below.
-
-JSON schema ``forgetless-report-2`` (fractions in [0, 1] for accuracies; ROUGE / METEOR in %)::
-
-    schema, kind {task: classification|generation|lm-eval, model: classifier|seq2seq|causal-lm}
-    task {name, protocol, metric, pooled_challenges, sizes {train, <set>: n}}
-    method {name, config, structured, quantizes, objective, objective_options, student_init, train,
-            then [{name, config, structured, quantizes}],  # methods applied after it (--then)
-            sections {name: {...}},                        # what each method reports (report_section():
-                                                           #   sparsity of one-shot pruning, quantization …)
-            layers [{method, stack, linears, error {kind, min, median, max} | null,   # report/layers.py:
-                     nm {groups, exactly_n, fewer_than_n, fewer_base_zero, more_than_n} | null}]}  # one-shot
-    model {compressed, model_type}                          # what the compressed model started from
-    headline {metric, base, compressed, kept}           # the task's metric on dev; kept = compressed / base
-                                                        # lm-eval: the mean accuracy of llm.headline_tasks
-    sets {set: {base: metrics, compressed: metrics}}    # classification: accuracy, n, hard/easy, groups …
-                                                        # generation: rouge1/2/L, meteor, n, distinct share …
-                                                        # lm-eval: per task n, metric, accuracy (= that metric),
-                                                        #   acc, acc_norm; rolling: word/byte perplexity
-    challenge {sets, base, compressed}                  # classification: pooled challenge accuracy, else null
-    bias {gap_base, gap_compressed, f_bias, meaningful} # Du et al. eq. 1 (classification), else null;
-                                                        # meaningful false: base gap <= 0 or base near chance
-    hard_easy {base: {hard, easy, n_hard, n_easy, gap} | null, compressed}   # classification, else null
-    calibration {bins, sets {set: {base, compressed}}} | null   # ECE, overconfidence (metrics/calibration.py);
-                                                        # null: generation, or no probabilities (seq2seq)
-    params {base: {total, nonzero, .., disk_bytes, source,   # disk_bytes: the float32 folder the run read
-                   started_from {path, bytes, what} | null},  # the user's own file (smollm2: the Q4_1 GGUF)
-            compressed: {.., disk_bytes, path}, ratio, nonzero_ratio,
-            stored {quantized {layers, weights, bytes, bits_per_weight}, overall {parameters, bytes,
-                    bits_per_parameter}, file_bytes, disk_bytes} | null}   # metrics/size.stored_bits of the
-                                                                          # saved folder (null before saving)
-    speed {timed: false, setting: auto|none,            # --speed; not timed: only why_not_timed (one
-           why_not_timed, runtime, meaningful}          #   sentence, metrics/speed.untimed_reason), no figures
-    speed {timed: true, setting, load_average {before, after: [1, 5, 15 min]},   # os.getloadavg around the timing
-           mode: forward|generate|prefill+decode, latency_ms, throughput_per_s, config, threads, device,
-           meaningful, runtime,                         # meaningful: the dense computation changed
-           times_s {latency|throughput: {base: [s], compressed: [s]}},      # raw per-repeat times
-           timing {latency|throughput: {base|compressed: {median, q1, q3, iqr, n},
-                                        speedup: {speedup, low, high, measurable, n_resamples}},
-                   decode latency|throughput: {speedup: {.., unbounded}}},   # causal-lm: per-token decode
-           [decode_ms_per_token, decode_ms_per_token_batch, flop_limit]}   # causal-lm only
-    deployment {runtime, base_runtime, quantization [{dtype, expected, why}],
-                agreement {sets {set: share}, pooled, n}}  # compressed (as deployed) vs base predictions
-    intervals {method, confidence, n_resamples, seed,   # percentile bootstrap, seeded (report/honest.py)
-               sets {set: {role: {accuracy, low, high, n}}},  # n = 0: accuracy / low / high null
-               hard_easy {role: {hard, easy}} | null, challenge {role} | null,
-               f_bias {f_bias, low, high, base_gap, compressed_gap, base_gap_nonpositive_share,
-                       n_dev, n_challenge, n_resamples} | null,   # paired bootstrap, Du et al. eq. 1
-               delta {sets {set: {value, low, high, n}}, challenge {..} | null} | null} | null
-                                                        # compressed − base, paired (classification)
-    training {base_epochs, student_init, fine_tunes [{name, epochs}], compressed_extra_epochs,
-              compressed_epochs, base: fine-tune|as-is}  # epochs each model saw (null: teacher given)
-    warnings [sentence, ..]                             # report/trust.py checks that fired
-    zero_shot {template, instruction, body, label_words, shots, .., truncated_prompts {role: {set: n}}}
-                                                        # causal-lm only: how both models were prompted
-    language_model {base|compressed: {file, [texts], perplexity, nll, window, windows, windows_total, tokens,
-                                      scored, dropped}}   # causal-lm with a text file; lm-eval: WikiText-2 test
-    llm {engine {engine, version, shots, chat_template, window, batch_size, ..},   # lm-eval only (report/llm_section)
-         tasks {task: {output_type, metric, n, size, source,
-                       multiple choice: chance, near_chance, in_headline, acc / acc_norm {base, compressed, delta:
-                         {value, low, high, n}}, flips {n, correct_to_wrong, wrong_to_correct, flip_rate, mcnemar_p},
-                         kl {value, low, high, n}, margin {base, compressed},
-                         hard_easy {hard|medium|easy: {n, margin_range, accuracy, flips, kl}};
-                       rolling: word_perplexity / byte_perplexity / bits_per_byte {base, compressed, ratio}}},
-         headline_tasks [task], headline {base, compressed, delta} | null,   # mean over tasks above chance
-         kl_basis sentence,                                 # what KL is computed on (raw log-likelihoods)
-         pooled {tasks, accuracy, flips, kl} | null, pairs [{easier, harder, delta_*, difference, meaningful}]}
-    robustness {clever {base, compressed}}              # optional (CLEVER)
-    provenance {...}                                    # optional: a converted base (--model smollm2)
-    recipe {...}                                        # optional: the resolved recipe of the run
-    notes [..], run {resolved run configuration}, environment {versions, hardware, created,
-      compress_memory {peak_rss_mib, start_rss_mib, added_mib, since_start_of_step, [cuda_peak_mib]} | null,
-      run_memory {peak_rss_mib} | null}, seed, command    # run_memory: the whole run's peak resident set
-    llm.scoring {path: shared-context|lm-eval, tolerance_nats_per_token, near_ties {task: {role: {acc, acc_norm}}}}  # llm/card.py
-    llm.stopping {rule, method, confidence, target_points, interval, width_points, reached, items_per_task, ..}
-    predictions "predictions.jsonl", plots [file names]  # added by write_card (files beside the card)
+"""The report card: what compression cost, in one typed document (``report/card_types.Card``, its JSON
+Schema shipped as ``report/report.schema.json``: ``forgetless schema``) and its pages, for every kind of
+task and model. ``build_card`` is the one place a card is assembled, from one ``Measurements`` object
+(``report/measurements.py``) and what saving measured; ``write_card`` adds the names of the files it writes
+beside it and writes ``report.json`` only when it fits the schema.
 """
 from __future__ import annotations
 
@@ -90,8 +16,8 @@ from ..fsutil import atomic_write_json, atomic_write_text
 from . import honest
 from .environment import environment
 from .html import render_html
-from ..config import MODEL_KINDS
 from ..tree import to_recipe
+from .card_types import SCHEMA, Card
 from .measurements import Measurements
 from .naming import card_title
 from .layers import layer_summary
@@ -101,10 +27,6 @@ from .summary import summary_panel
 from .predictions import write_predictions
 from .llm_section import llm_section
 
-SCHEMA = "forgetless-report-2"
-SECTIONS = ("schema", "kind", "task", "method", "model", "headline", "sets", "challenge", "bias", "hard_easy",
-            "calibration", "params", "speed", "deployment", "intervals", "training", "warnings", "notes", "run", "seed",
-            "command", "environment")
 PREDICTIONS_FILE = "predictions.jsonl"
 
 
@@ -112,7 +34,7 @@ def comparison(task, results: dict, predictions: dict | None, seed: int = 0, cal
                agreement: dict | None = None, training: dict | None = None) -> dict:
     """The paired comparison of two models (roles ``base`` and ``compressed``) on every set of
     ``task``: the card's ``kind.task``, ``task``, ``headline``, ``sets``, ``challenge``, ``bias``,
-    ``hard_easy``, ``calibration``, ``intervals``, ``agreement`` and ``warnings`` (schema above).
+    ``hard_easy``, ``calibration``, ``intervals``, ``agreement`` and ``warnings`` (``card_types.Card``).
     ``results``: each role's evaluation (``kind.evaluate`` without predictions); with per-example
     ``predictions`` the comparison gets intervals and warnings. ``forgetless.evaluate(model, data,
     base=)`` returns it; ``build_card`` puts it in the card."""
@@ -156,15 +78,17 @@ def comparison(task, results: dict, predictions: dict | None, seed: int = 0, cal
     return compared
 
 
-def build_card(measured: Measurements) -> dict:
-    """The card (schema above) of one run, from everything it measured: the paired comparison of
-    base and compressed (``comparison``), the method, sizes, speed, training and provenance."""
+def build_card(measured: Measurements, saved_model: dict | None = None, recipe: dict | None = None) -> Card:
+    """The card of one run, from everything it measured: the paired comparison of base and compressed
+    (``comparison``), the method, sizes, speed, training and provenance. ``saved_model``: what saving
+    measured of the compressed model's folder (``disk_bytes``, ``path``, ``bits_per_parameter``);
+    ``recipe``: the resolved recipe as saved (default: the run's)."""
     from ..metrics.size import stored_size  # torch: not imported to re-render a saved card
 
     run, method = measured.run, measured.method
     compared = comparison(measured.task, measured.results, measured.predictions, run.seed, measured.calibration,
                           measured.agreement, measured.training)
-    sizes = measured.sizes
+    sizes = {**measured.sizes, "compressed": {**measured.sizes["compressed"], **(saved_model or {})}}
     leak = honest.run_calibration_leak(measured.task, run, [method, *measured.then], measured.kind.name,
                                        measured.calibration_texts)
     card = {
@@ -195,11 +119,11 @@ def build_card(measured: Measurements) -> dict:
                         "run_memory": run_peak()},  # the whole run's peak so far: load, compress, evaluate, time
     }
     _deployment(card, measured)
-    optional = {"robustness": measured.robustness, "provenance": measured.provenance, "recipe": measured.recipe,
-                "llm": compared.get("llm")}
+    optional = {"robustness": measured.robustness, "provenance": measured.provenance,
+                "recipe": recipe or measured.recipe, "llm": compared.get("llm")}
     card.update({key: value for key, value in optional.items() if value})
     card.update({key: compared[key] for key in ("zero_shot", "language_model") if key in compared})
-    return card
+    return Card.from_json(card)
 
 
 def _deployment(card: dict, measured: Measurements) -> None:
@@ -217,73 +141,6 @@ def _deployment(card: dict, measured: Measurements) -> None:
                           "agreement": measured.agreement}
     card["speed"]["runtime"] = runtime
     card["speed"]["meaningful"] = bool(measured.speed["meaningful"])
-
-
-def validate_card(card: dict) -> None:
-    """Raise ``ValueError`` naming the first problem if ``card`` does not follow the schema above."""
-    missing = [k for k in SECTIONS if k not in card]
-    if missing or card["schema"] != SCHEMA:
-        raise ValueError(f"report card: missing sections {missing} or schema {card.get('schema')!r} != {SCHEMA!r}")
-    labelled = card["kind"]["task"] == "classification"
-    if card["kind"]["model"] not in MODEL_KINDS or card["kind"]["task"] not in ("classification", "generation",
-                                                                                "lm-eval"):
-        raise ValueError(f"report card: kind {card['kind']} is not a known task type / model kind")
-    if (card["kind"]["task"] == "lm-eval") != isinstance(card.get("llm"), dict):
-        raise ValueError("report card: the llm section must be present exactly for lm-eval tasks")
-    metric = card["task"]["metric"]
-    for name, entry in card["sets"].items():
-        for role in ("base", "compressed"):
-            value = entry[role].get(metric)
-            if not isinstance(entry[role].get("n"), int) or (value is not None and not isinstance(value, float)):
-                raise ValueError(f"report card: set {name} / {role} lacks n or a numeric {metric}")
-    for section in ("challenge", "bias", "hard_easy"):
-        if labelled != (card[section] is not None):
-            raise ValueError(f"report card: section {section} must be present exactly for classification tasks")
-    speed = card["speed"]
-    if not speed.get("timed", True):
-        if not isinstance(speed.get("why_not_timed"), str) or any(k in speed for k in ("latency_ms", "timing")):
-            raise ValueError("report card: a speed not timed must say why (why_not_timed) and hold no figures")
-    else:
-        for part in ("latency_ms", "throughput_per_s"):
-            if not all(isinstance(speed[part][k], float) for k in ("base", "compressed", "speedup")):
-                raise ValueError(f"report card: speed.{part} must hold base, compressed and speedup")
-    _check_sections(card, labelled)
-    if not isinstance(card["warnings"], list) or not all(isinstance(w, str) for w in card["warnings"]):
-        raise ValueError("report card: warnings must be a list of sentences")
-    intervals = card["intervals"]
-    if intervals is not None:
-        if not isinstance(intervals.get("n_resamples"), int) or "seed" not in intervals:
-            raise ValueError("report card: intervals must record n_resamples and seed")
-        for name, entry in intervals["sets"].items():
-            for role, interval in entry.items():
-                if interval["n"] and not interval["low"] <= interval["accuracy"] <= interval["high"]:
-                    raise ValueError(f"report card: interval of {name} / {role} does not contain its accuracy")
-
-
-def _check_sections(card: dict, labelled: bool) -> None:
-    """model, method.then, calibration, speed.runtime / meaningful, deployment, training and the
-    causal-lm sections (schema above)."""
-    model = card["model"]
-    if not isinstance(model, dict) or not isinstance(model.get("compressed"), str):
-        raise ValueError("report card: model must name what the compressed model started from")
-    if not isinstance(card["method"].get("then"), list):
-        raise ValueError("report card: method.then must list the methods applied after the method")
-    calibration = card["calibration"]
-    if calibration is not None and (not labelled or not isinstance(calibration.get("sets"), dict)):
-        raise ValueError("report card: calibration (classification only) must hold bins and sets")
-    if not isinstance(card["speed"].get("meaningful"), bool) or not isinstance(card["speed"].get("runtime"), str):
-        raise ValueError("report card: speed must record meaningful (bool) and runtime")
-    deployment = card["deployment"]
-    if not isinstance(deployment, dict) or deployment.get("runtime") != card["speed"]["runtime"] \
-            or not isinstance(deployment.get("quantization"), list) or "pooled" not in (deployment.get("agreement") or {}):
-        raise ValueError("report card: deployment must hold runtime, quantization and agreement")
-    if card["training"] is not None and "compressed_epochs" not in card["training"]:
-        raise ValueError("report card: training must record the epochs each model saw")
-    causal = card["kind"]["model"] == "causal-lm"
-    if causal != ("zero_shot" in card):
-        raise ValueError("report card: zero_shot must be present exactly for causal-lm models")
-    if "language_model" in card and (not causal or set(card["language_model"]) != {"base", "compressed"}):
-        raise ValueError("report card: language_model (causal-lm) must hold base and compressed perplexity")
 
 
 def bias_section(results: dict) -> dict:
@@ -308,17 +165,19 @@ def _hard_easy(metrics: dict) -> dict | None:
             "n_hard": metrics["hard"]["n"], "n_easy": metrics["easy"]["n"], "gap": metrics.get("easy_hard_gap")}
 
 
-def write_card(card: dict, out_dir: str | Path, extra_plots: list | None = None,
-               prediction_rows: list[dict] | None = None) -> dict[str, Path]:
+def write_card(card: Card, out_dir: str | Path, extra_plots: list | None = None,
+               prediction_rows: list[dict] | None = None) -> Card:
     """Write ``report.json``, ``predictions.jsonl`` when ``prediction_rows`` are given, and the
-    pages (:func:`render_card`)."""
+    pages (:func:`render_card`); returns the card as written (with the names of those files)."""
     out_dir = Path(out_dir)
+    data = card.to_json()
     if prediction_rows is not None:
         write_predictions(out_dir / PREDICTIONS_FILE, prediction_rows)
-        card["predictions"] = PREDICTIONS_FILE
-    paths = render_card(card, out_dir, extra_plots)
-    atomic_write_json(out_dir / "report.json", card)
-    return {"json": out_dir / "report.json", **paths}
+        data["predictions"] = PREDICTIONS_FILE
+    render_card(data, out_dir, extra_plots)
+    written = Card.from_json(data)  # the pages added their plots: the card still fits its schema
+    atomic_write_json(out_dir / "report.json", data)
+    return written
 
 
 def render_card(card: dict, out_dir: str | Path, extra_plots: list | None = None) -> dict[str, Path]:

@@ -1,18 +1,18 @@
 """Everything one compress run measured and decided: the one input of ``report.card.build_card``.
 
-``pipeline.run`` fills it after evaluation; ``save.save_run`` adds what saving measures (the
-model folder's size, the resolved recipe with its output folder), and nothing else adds to the card
-afterwards except ``write_card`` (the names of the files it writes beside it). Evaluation computes
-(``metrics/``: scores, calibration numbers, prediction agreement), the report renders.
+``pipeline.run`` makes it after evaluation and it does not change afterwards (frozen): what saving
+measures (the model folder's size, the resolved recipe with its output folder) goes to ``build_card``
+as values, and ``write_card`` adds only the names of the files it writes beside the card. Evaluation
+computes (``metrics/``: scores, calibration numbers, prediction agreement), the report renders.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 
-@dataclass
+@dataclass(frozen=True)
 class Measurements:
-    """What ``build_card`` turns into the report card (schema in ``report/card.py``).
+    """What ``build_card`` turns into the report card (``report/card_types.Card``).
 
     ``results``: the kind's evaluation of each role (``{"base" | "compressed": {sets,
     challenge_pooled, [zero_shot], [language_model]}}``, predictions removed); ``predictions``: the

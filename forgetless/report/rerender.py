@@ -15,7 +15,8 @@ from pathlib import Path
 from ..errors import DataError, OutputFolderError
 from ..fsutil import atomic_write_json
 from ..outputs import output_lock
-from .card import render_card, validate_card
+from .card import render_card
+from .card_types import Card
 from .predictions import read_predictions, recompute_accuracy
 
 MAX_CARD_BYTES = 50_000_000
@@ -41,8 +42,8 @@ def read_card(folder, flag: str = "OUT") -> dict:
     if not isinstance(card, dict):
         raise DataError(f"{flag} {path}: is not a report card (a JSON object)")
     try:
-        validate_card(card)
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        Card.from_json(card)  # the schema of report/card_types.py
+    except ValueError as exc:
         raise DataError(f"{flag} {path}: is not a valid report card ({exc})") from exc
     return card
 

@@ -139,7 +139,7 @@ def _run(task: Task, config: RunConfig, run_dir: Path, out_dir: Path, number: in
     print(f"[forgetless] sweep run {number} of {total}: {run_dir.name}", file=sys.stderr, flush=True)
     shutil.rmtree(run_dir, ignore_errors=True)  # never resume another configuration's checkpoints
     started = time.time()
-    card = run_and_save(task, config, run_dir, meta={"out": str(out_dir / "reruns" / run_dir.name)}).card
+    card = run_and_save(task, config, run_dir, meta={"out": str(out_dir / "reruns" / run_dir.name)}).card.to_json()
     card["sweep_run"] = {"key": run_key(task, config), "seconds": time.time() - started}
     atomic_write_json(run_dir / "sweep-run.json", card["sweep_run"])
     if not keep_work:

@@ -1,0 +1,327 @@
+"""The report card as types: one frozen dataclass per section, ``Card`` holding them. Its JSON Schema
+(``forgetless schema``; shipped as ``report/report.schema.json``) is generated from these classes
+(``report/json_types.py``), and every ``report.json`` is checked against them before it is written.
+
+Fractions in [0, 1] for accuracies, ROUGE / METEOR in %. Sections whose inner shape is the task's or the
+method's own (a set's metrics, a method's config and section, the LLM suite's per-task numbers) are typed
+as JSON objects; what every reader relies on is typed field by field. ``Card.__post_init__`` holds what a
+type cannot say: which sections each task kind has, and that an interval contains its value.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from .json_types import OMIT, from_json, json_schema, to_json
+
+SCHEMA = "forgetless-report-2"
+SCHEMA_ID = "urn:forgetless:schema:forgetless-report-2"
+SCHEMA_FILE = Path(__file__).with_name("report.schema.json")  # Card.json_schema(), shipped (a test keeps them equal)
+JSON = dict[str, Any]
+
+
+def _optional():
+    return field(default=None, metadata=OMIT)
+
+
+@dataclass(frozen=True)
+class Kind:
+    """What was compared: the task's kind (``lm-eval``: an LLM suite) and the model's kind."""
+    task: Literal["classification", "generation", "lm-eval"]
+    model: Literal["classifier", "seq2seq", "causal-lm"]
+
+
+@dataclass(frozen=True)
+class TaskInfo:
+    """The task: its name, evaluation protocol, headline metric, pooled challenge sets, set sizes."""
+    name: str
+    protocol: str
+    metric: str
+    pooled_challenges: list[str]
+    sizes: dict[str, int]
+
+
+@dataclass(frozen=True)
+class MethodInfo:
+    """The method and its config, the objective it trained with, the methods applied after it
+    (``then``), each method's own card section (``sections``) and the one-shot layer summary (``layers``)."""
+    name: str
+    config: JSON
+    structured: bool
+    quantizes: bool
+    objective: str
+    objective_options: JSON
+    student_init: str
+    train: JSON
+    then: list[JSON]
+    sections: JSON
+    layers: list[JSON]
+    grid_rule: str | None = _optional()
+
+
+@dataclass(frozen=True)
+class ModelOrigin:
+    """What the compressed model started from, and its ``model_type``."""
+    compressed: str
+    model_type: str | None
+
+
+@dataclass(frozen=True)
+class Headline:
+    """The task's metric on dev (an LLM suite: the mean accuracy of the tasks above chance); kept = compressed / base."""
+    metric: str
+    base: float | None
+    compressed: float | None
+    kept: float | None
+
+
+@dataclass(frozen=True)
+class RolePair:
+    """One set's metrics for each model (classification: accuracy, n, hard / easy, groups …; generation:
+    ROUGE, METEOR, n …; an LLM task: n, metric, accuracy, acc, acc_norm; rolling: perplexities)."""
+    base: JSON
+    compressed: JSON
+
+
+@dataclass(frozen=True)
+class Challenge:
+    """Pooled challenge accuracy of both models (classification)."""
+    sets: list[str]
+    base: float | None
+    compressed: float | None
+
+
+@dataclass(frozen=True)
+class Bias:
+    """Relative bias F_bias (Du et al., eq. 1) from each model's relative dev-challenge gap; meaningful
+    false when the base gap is <= 0 or the base is near chance."""
+    gap_base: float | None
+    gap_compressed: float | None
+    f_bias: float | None
+    meaningful: bool | None = _optional()
+    undefined: str | None = _optional()
+
+
+@dataclass(frozen=True)
+class HardEasy:
+    """Accuracy on the hard and the easy dev examples (variance-based difficulty), per model."""
+    base: JSON | None
+    compressed: JSON | None
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Expected calibration error and overconfidence per set and model (``metrics/calibration.py``)."""
+    bins: int
+    sets: dict[str, JSON]
+
+
+@dataclass(frozen=True)
+class Params:
+    """Parameter counts and sizes on disk of both models; ``stored``: the saved folder's bits per weight."""
+    base: JSON
+    compressed: JSON
+    ratio: float
+    nonzero_ratio: float
+    stored: JSON | None
+
+
+@dataclass(frozen=True)
+class Speed:
+    """Base vs compressed speed, timed interleaved (``timed``), or the one sentence why not
+    (``why_not_timed``); ``meaningful``: the dense computation changed."""
+    timed: bool
+    setting: str
+    runtime: str
+    meaningful: bool
+    why_not_timed: str | None = _optional()
+    mode: str | None = _optional()
+    config: JSON | None = _optional()
+    threads: int | None = _optional()
+    device: str | None = _optional()
+    times_s: JSON | None = _optional()
+    latency_ms: dict[str, float] | None = _optional()
+    throughput_per_s: dict[str, float] | None = _optional()
+    load_average: JSON | None = _optional()
+    timing: JSON | None = _optional()
+    decode_ms_per_token: JSON | None = _optional()
+    decode_ms_per_token_batch: JSON | None = _optional()
+    flop_limit: JSON | None = _optional()
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """Share of examples where the compressed model (as deployed) predicts what the base predicts."""
+    sets: dict[str, float | None]
+    pooled: float | None
+    n: int
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """The runtime the compressed model was evaluated in, its quantization, its agreement with the base."""
+    runtime: str
+    base_runtime: str
+    quantization: list[JSON]
+    agreement: Agreement
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A seeded percentile-bootstrap interval of an accuracy (n = 0: accuracy, low, high null)."""
+    accuracy: float | None
+    low: float | None
+    high: float | None
+    n: int
+
+
+@dataclass(frozen=True)
+class Intervals:
+    """Bootstrap intervals: per set and model, hard / easy, challenge, F_bias (paired), and the paired
+    compressed − base difference (``delta``)."""
+    method: str
+    confidence: float
+    n_resamples: int
+    seed: int
+    sets: dict[str, dict[str, Interval]]
+    hard_easy: dict[str, dict[str, Interval]] | None
+    challenge: dict[str, Interval] | None
+    f_bias: JSON | None
+    delta: JSON | None
+
+
+@dataclass(frozen=True)
+class Training:
+    """Epochs each model saw (null: unknown, e.g. a given teacher)."""
+    base_epochs: float | None
+    student_init: str
+    fine_tunes: list[JSON]
+    compressed_extra_epochs: float | None
+    compressed_epochs: float | None
+    base: str
+
+
+@dataclass(frozen=True)
+class Environment:
+    """Versions, hardware, the compression step's and the whole run's peak memory, when the card was made."""
+    created: str
+    versions: JSON
+    hardware: JSON
+    compress_memory: JSON | None
+    run_memory: JSON | None
+
+
+@dataclass(frozen=True)
+class LanguageModel:
+    """Held-out perplexity of both models (causal LMs)."""
+    base: JSON
+    compressed: JSON
+
+
+@dataclass(frozen=True)
+class LlmSuite:
+    """An LLM suite's comparison (``report/llm_section.py``): engine, per-task paired numbers (accuracy
+    deltas, flips, KL, hard / easy), the headline over the tasks above chance, pooled numbers, task pairs,
+    the scoring path and the stopping rule."""
+    engine: JSON
+    tasks: dict[str, JSON]
+    headline_tasks: list[str]
+    headline: JSON | None
+    pooled: JSON | None
+    pairs: list[JSON]
+    kl_basis: str | None = _optional()
+    scoring: JSON | None = _optional()
+    stopping: JSON | None = _optional()
+
+
+@dataclass(frozen=True)
+class Card:
+    """A forgetless report card: what compressing one model cost, measured against its base on the same items."""
+    schema: Literal["forgetless-report-2"]
+    kind: Kind
+    task: TaskInfo
+    method: MethodInfo
+    model: ModelOrigin
+    headline: Headline
+    sets: dict[str, RolePair]
+    challenge: Challenge | None
+    bias: Bias | None
+    hard_easy: HardEasy | None
+    calibration: Calibration | None
+    params: Params
+    speed: Speed
+    deployment: Deployment
+    intervals: Intervals | None
+    training: Training | None
+    warnings: list[str]
+    notes: list[str]
+    run: JSON
+    seed: int
+    command: str
+    environment: Environment
+    robustness: JSON | None = _optional()
+    provenance: JSON | None = _optional()
+    recipe: JSON | None = _optional()
+    llm: LlmSuite | None = _optional()
+    zero_shot: JSON | None = _optional()
+    language_model: LanguageModel | None = _optional()
+    predictions: str | None = _optional()
+    plots: list[str] | None = _optional()
+
+    def __post_init__(self):
+        _check_kinds(self)
+        _check_values(self)
+
+    def to_json(self) -> dict:
+        """The card as plain JSON values (what ``report.json`` holds)."""
+        return to_json(self)
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Card":
+        """A card from ``report.json``'s content; ``json_types.CardTypeError`` naming the first misfit."""
+        return from_json(cls, data)
+
+    @classmethod
+    def json_schema(cls) -> dict:
+        """The JSON Schema of ``report.json`` (draft 2020-12)."""
+        return json_schema(cls, SCHEMA_ID, "forgetless report card")
+
+
+def _check_kinds(card: Card) -> None:
+    """Which sections each kind of task and model has."""
+    labelled = card.kind.task == "classification"
+    for name in ("challenge", "bias", "hard_easy"):
+        if labelled != (getattr(card, name) is not None):
+            raise ValueError(f"section {name} must be present exactly for classification tasks")
+    if card.calibration is not None and not labelled:
+        raise ValueError("calibration is a classification section")
+    if (card.kind.task == "lm-eval") != (card.llm is not None):
+        raise ValueError("the llm section must be present exactly for lm-eval tasks")
+    causal = card.kind.model == "causal-lm"
+    if causal != (card.zero_shot is not None):
+        raise ValueError("zero_shot must be present exactly for causal-lm models")
+    if card.language_model is not None and not causal:
+        raise ValueError("language_model (held-out perplexity) is a causal-lm section")
+
+
+def _check_values(card: Card) -> None:
+    """Each set's n and metric, the speed's figures or reason, the deployment's runtime, the intervals."""
+    metric = card.task.metric
+    for name, pair in card.sets.items():
+        for role, metrics in (("base", pair.base), ("compressed", pair.compressed)):
+            value = metrics.get(metric)
+            if not isinstance(metrics.get("n"), int) or (value is not None and not isinstance(value, float)):
+                raise ValueError(f"set {name} / {role} lacks n or a numeric {metric}")
+    speed = card.speed
+    if not speed.timed and (speed.why_not_timed is None or speed.latency_ms is not None or speed.timing is not None):
+        raise ValueError("a speed not timed says why (why_not_timed) and holds no figures")
+    if speed.timed and any(not {"base", "compressed", "speedup"} <= set(part or {})
+                           for part in (speed.latency_ms, speed.throughput_per_s)):
+        raise ValueError("a timed speed holds latency_ms and throughput_per_s: base, compressed and speedup")
+    if card.deployment.runtime != speed.runtime:
+        raise ValueError(f"deployment.runtime {card.deployment.runtime!r} != speed.runtime {speed.runtime!r}")
+    for name, roles in (card.intervals.sets if card.intervals else {}).items():
+        for role, interval in roles.items():
+            if interval.n and not interval.low <= interval.accuracy <= interval.high:
+                raise ValueError(f"the interval of {name} / {role} does not contain its accuracy")

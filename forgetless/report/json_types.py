@@ -1,0 +1,154 @@
+"""JSON for frozen dataclasses, from their type hints: ``to_json`` (a dataclass → plain JSON values),
+``from_json`` (plain JSON → the dataclass, every key and type checked) and ``json_schema`` (the JSON Schema,
+draft 2020-12, that ``from_json`` enforces). The report card's sections (``report/card_types.py``) are such
+dataclasses; the schema shipped beside them (``report/report.schema.json``) is generated here.
+
+Types understood: ``str``, ``int``, ``float`` (an ``int`` is a valid ``float``, as in JSON), ``bool``,
+``Any``, ``Literal[...]``, ``X | None``, ``list[X]``, ``dict[str, X]`` and nested dataclasses. A field whose
+metadata says ``omit`` is left out of the JSON when it is ``None`` (and may be absent when read).
+"""
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from typing import Any, Literal, get_args, get_origin
+
+OMIT = {"omit": True}  # field(default=None, metadata=OMIT): absent from the JSON when None
+
+
+class CardTypeError(ValueError):
+    """A JSON value that does not fit its dataclass: the path of the first wrong value and why."""
+
+
+def to_json(value):
+    """Plain JSON values (dict, list, str, int, float, bool, None) of a dataclass tree."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        out = {}
+        for f in dataclasses.fields(value):
+            item = getattr(value, f.name)
+            if item is None and f.metadata.get("omit"):
+                continue
+            out[f.name] = to_json(item)
+        return out
+    if isinstance(value, dict):
+        return {key: to_json(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_json(item) for item in value]
+    return value
+
+
+def from_json(cls, data, path: str = "card"):
+    """``cls`` (a dataclass) built from ``data``; a ``CardTypeError`` naming the first key or value that
+    does not fit (an unknown key, a missing one, a wrong type)."""
+    return _read(cls, data, path)
+
+
+def _read(hint, data, path: str):
+    origin, args = get_origin(hint), get_args(hint)
+    if hint is Any:
+        return data
+    if origin in (typing.Union, types.UnionType):
+        if data is None and type(None) in args:
+            return None
+        options = [a for a in args if a is not type(None)]
+        errors = []
+        for option in options:
+            try:
+                return _read(option, data, path)
+            except CardTypeError as exc:
+                errors.append(str(exc))
+        raise CardTypeError(errors[0] if len(errors) == 1 else f"{path}: {_shown(data)} fits none of "
+                            f"{', '.join(_name(o) for o in options)}")
+    if origin is Literal:
+        if data not in args:
+            raise CardTypeError(f"{path}: {_shown(data)} is not one of {', '.join(map(repr, args))}")
+        return data
+    if origin is list:
+        _expect(isinstance(data, list), path, data, "a list")
+        return [_read(args[0], item, f"{path}[{i}]") for i, item in enumerate(data)]
+    if origin is dict:
+        _expect(isinstance(data, dict), path, data, "an object")
+        return {key: _read(args[1], item, f"{path}.{key}") for key, item in data.items()}
+    if dataclasses.is_dataclass(hint):
+        return _read_dataclass(hint, data, path)
+    checks = {str: lambda v: isinstance(v, str), bool: lambda v: isinstance(v, bool),
+              int: lambda v: isinstance(v, int) and not isinstance(v, bool),
+              float: lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)}
+    _expect(checks[hint](data), path, data, _name(hint))
+    return float(data) if hint is float else data
+
+
+def _read_dataclass(cls, data, path: str):
+    _expect(isinstance(data, dict), path, data, "an object")
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        raise CardTypeError(f"{path}: unknown key(s) {', '.join(unknown)}; {cls.__name__} has: {', '.join(fields)}")
+    values = {}
+    for name, f in fields.items():
+        if name not in data:
+            if _required(f):
+                raise CardTypeError(f"{path}: missing {name!r} ({cls.__name__})")
+            continue
+        values[name] = _read(hints[name], data[name], f"{path}.{name}")
+    try:
+        return cls(**values)
+    except ValueError as exc:  # the dataclass's own checks (__post_init__)
+        raise CardTypeError(f"{path}: {exc}") from None
+
+
+def _required(f: dataclasses.Field) -> bool:
+    """Every field is in the JSON but those marked ``OMIT`` (left out when None)."""
+    return not f.metadata.get("omit")
+
+
+def _expect(ok: bool, path: str, data, what: str) -> None:
+    if not ok:
+        raise CardTypeError(f"{path}: expected {what}, got {_shown(data)}")
+
+
+def _shown(data) -> str:
+    text = repr(data)
+    return f"{type(data).__name__} {text[:60]}{'…' if len(text) > 60 else ''}"
+
+
+def _name(hint) -> str:
+    return getattr(hint, "__name__", str(hint))
+
+
+def json_schema(cls, schema_id: str, title: str) -> dict:
+    """The JSON Schema of ``cls`` and the dataclasses it holds (each once, under ``$defs``)."""
+    defs: dict[str, dict] = {}
+    _schema(cls, defs)
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": schema_id, "title": title,
+            **defs.pop(cls.__name__), "$defs": dict(sorted(defs.items()))}
+
+
+def _schema(hint, defs: dict) -> dict:
+    origin, args = get_origin(hint), get_args(hint)
+    if hint is Any:
+        return {}
+    if origin in (typing.Union, types.UnionType):
+        return {"anyOf": [_schema(a, defs) for a in args]}
+    if origin is Literal:
+        return {"enum": list(args)}
+    if origin is list:
+        return {"type": "array", "items": _schema(args[0], defs)}
+    if origin is dict:
+        return {"type": "object", "additionalProperties": _schema(args[1], defs)}
+    if hint is type(None):
+        return {"type": "null"}
+    if dataclasses.is_dataclass(hint):
+        if hint.__name__ not in defs:
+            defs[hint.__name__] = {}  # placeholder: a dataclass may hold itself
+            hints = typing.get_type_hints(hint)
+            fields = dataclasses.fields(hint)
+            defs[hint.__name__] = {
+                "type": "object", "description": " ".join((hint.__doc__ or "").split()),
+                "properties": {f.name: _schema(hints[f.name], defs) for f in fields},
+                "required": [f.name for f in fields if _required(f)],
+                "additionalProperties": False}
+        return {"$ref": f"#/$defs/{hint.__name__}"}
+    return {"type": {str: "string", int: "integer", float: "number", bool: "boolean"}[hint]}
