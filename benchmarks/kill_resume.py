@@ -10,7 +10,7 @@ Each kill is a fresh worker process (``--worker``) that runs the job with one ho
 own (never of forgetless): at the kill point it writes a marker file and sleeps; the driver waits for
 the marker, sends SIGKILL and reruns the job in a fresh worker with no hook.
 
-* ``streamed``: ``forgetless.apply(FOLDER, SparseGptConfig(...), calibration=texts, out_dir=OUT)``;
+* ``streamed``: ``forgetless.apply_streamed(FOLDER, SparseGptConfig(...), calibration=texts, out_dir=OUT)``;
   kill points ``first`` (layer 0 released), ``midway`` (layer L/2 released), ``writing`` (the first
   64 KiB of ``model.safetensors`` copied from its side files);
 * ``suite``: ``forgetless compress --model M --base as-is --method wanda --task llm-zero-shot
@@ -89,7 +89,7 @@ def worker(args) -> None:
 
         config = SparseGptConfig(sparsity=0.5, calibration_examples=args.calibration, calibration_length=args.seq_len,
                                  calibration_batch=4)
-        forgetless.apply(args.folder, config, calibration=TEXTS, out_dir=args.target)
+        forgetless.apply_streamed(args.folder, config, calibration=TEXTS, out_dir=args.target)
     else:
         from forgetless.cli import main
 

@@ -9,7 +9,7 @@ Protocol:
   runs **the step**, which is timed:
   * ``loaded``: ``load_causal_lm(folder)`` + ``forgetless.apply(model, config, calibration=texts)`` +
     ``save_model`` (the fully loaded path, as ``forgetless compress`` holds the model);
-  * ``streamed``: ``forgetless.apply(folder, config, calibration=texts, out_dir=...)`` (one decoder
+  * ``streamed``: ``forgetless.apply_streamed(folder, config, calibration=texts, out_dir=...)`` (one decoder
     layer in memory at a time, ``methods/_shared/streamed.py``).
   Recorded: the step's peak resident set and what it added above the resident set at its start,
   the process's ``VmHWM`` (imports included), wall and CPU time, and the sha256 of every tensor of
@@ -88,7 +88,7 @@ def worker(args) -> None:
             save_model(compressed, out, tokenizer)
             del model, compressed
         else:
-            forgetless.apply(folder, config, calibration=calibration, out_dir=out)
+            forgetless.apply_streamed(folder, config, calibration=calibration, out_dir=out)
     seconds, after = time.perf_counter() - start, os.times()
     print(json.dumps({"mode": args.worker, "seconds": seconds,
                       "cpu_seconds": (after.user - cpu.user) + (after.system - cpu.system),

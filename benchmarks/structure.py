@@ -11,7 +11,10 @@ with ``ast``, nothing imported:
 * **circles**: groups of files that import each other round a loop (strongly connected components
   of more than one file, function-level imports included), and the **imports that run back up**:
   the edges inside such a group (without them the graph is a stack);
-* **longest functions**: the ten longest function bodies (lines).
+* **longest functions**: the ten longest function bodies (lines), and how many are over 40 lines;
+* **card lookups**: ``card["`` in the package and in ``tests/`` (the report card read as an untyped dict);
+* **task-kind branches**: comparisons with the string ``"lm-eval"`` (``task.kind == "lm-eval"``, a card's
+  ``kind.task != "lm-eval"``): code that asks which kind of task it has instead of asking the kind.
 
     python benchmarks/structure.py [--package forgetless] [--json]
 """
@@ -133,13 +136,30 @@ def layers(graph: dict, components: list[list[str]]) -> int:
     return max(visit(i) for i in range(len(components)))
 
 
-def functions(modules: dict, package: Path, top: int = 10) -> list[tuple[int, str]]:
+def functions(modules: dict, package: Path) -> list[tuple[int, str]]:
+    """Every function's length in lines, longest first."""
     found = []
     for name, path in modules.items():
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 found.append((node.end_lineno - node.lineno + 1, f"{path.relative_to(package.parent)}:{node.name}"))
-    return sorted(found, reverse=True)[:top]
+    return sorted(found, reverse=True)
+
+
+def kind_branches(modules: dict) -> int:
+    """Comparisons (``==``, ``!=``, ``in``) with the constant ``"lm-eval"``."""
+    count = 0
+    for path in modules.values():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Compare):
+                values = [node.left, *node.comparators]
+                values += [e for v in values if isinstance(v, (ast.Tuple, ast.List, ast.Set)) for e in v.elts]
+                count += any(isinstance(v, ast.Constant) and v.value == "lm-eval" for v in values)
+    return count
+
+
+def card_lookups(folder: Path) -> int:
+    return sum(path.read_text(encoding="utf-8").count('card["') for path in folder.rglob("*.py"))
 
 
 def measure(package: Path) -> dict:
@@ -159,7 +179,11 @@ def measure(package: Path) -> dict:
             "import_statements_in_functions": statements,
             "import_layers": layers(graph, components), "circles": [" ↔ ".join(c) for c in circles],
             "imports_back_up": back, "lines_per_folder": dict(sorted(lines.items())),
-            "longest_functions": [f"{n:4d}  {where}" for n, where in functions(modules, package)]}
+            "longest_functions": [f"{n:4d}  {where}" for n, where in functions(modules, package)[:10]],
+            "functions_over_40_lines": sum(1 for n, _ in functions(modules, package) if n > 40),
+            "card_lookups_package": card_lookups(package),
+            "card_lookups_tests": card_lookups(package.parent / "tests") if (package.parent / "tests").is_dir() else None,
+            "lm_eval_branches": kind_branches(modules)}
 
 
 def main() -> None:
@@ -172,7 +196,8 @@ def main() -> None:
         print(json.dumps(result, indent=2, ensure_ascii=False))
         return
     for key in ("files", "lines", "imports", "imports_function_level", "import_statements_in_functions",
-                "import_layers"):
+                "import_layers", "functions_over_40_lines", "card_lookups_package", "card_lookups_tests",
+                "lm_eval_branches"):
         print(f"{key:31s} {result[key]}")
     print(f"{'circles':31s} {len(result['circles'])}")
     for circle in result["circles"]:

@@ -2,8 +2,7 @@
 peft's ``get_peft_model``)::
 
     import forgetless
-    from forgetless.methods.wanda.config import WandaConfig
-    pruned = forgetless.apply(model, WandaConfig(pattern="2:4"), calibration=texts, tokenizer=tok)
+    pruned = forgetless.apply(model, forgetless.WandaConfig(pattern="2:4"), calibration=texts, tokenizer=tok)
     forgetless.evaluate(pruned, "sst2", base=original, tokenizer=tok)   # the paired comparison
 
     run = forgetless.compress(model=bert_object_or_name, data=dataset_dict, method=TruncateConfig(layers=1))
@@ -11,7 +10,8 @@ peft's ``get_peft_model``)::
     run.save("compressed/")                           # every output, as `forgetless compress` writes them
 
 * ``apply(model, methods, calibration, tokenizer)`` applies one method or a stack to a model object
-  and returns it: nothing else (no teacher, evaluation, speed, card or file);
+  and returns it: nothing else (no teacher, evaluation, speed, card or file); ``apply_streamed(folder,
+  methods, calibration, out_dir=)`` does it block by block for a decoder-only LM on disk, into a folder;
 * ``compress(model, data, method, ...)`` is the whole job of ``forgetless compress`` in memory: a
   ``pipeline.Run`` (``.model``, ``.tokenizer``, ``.card``, ``.save(path)``); nothing is written
   unless ``out_dir`` is given (a run that trains works in a temporary folder, removed at the end);
@@ -57,6 +57,8 @@ from .recipes import load_recipe
 from .recipes.catalog import recipe_names
 from .registry import METHODS, OBJECTIVES
 from .report.card import comparison
+from .report.card_types import Comparison, Scores
+from .report.json_types import from_json
 from .report.honest import evaluated_texts
 from .report.trust import calibration_leak
 from .validate import check_chain, model_dims
@@ -66,29 +68,24 @@ COLUMNS = ("text", "text_pair", "label", "target", "labels", "name", "train_size
 RUN_OPTIONS = tuple(f.name for f in fields(RunConfig) if f.name not in ("model", "method", "objective", "task"))
 
 
-def apply(model, methods, calibration=None, tokenizer=None, *, seed: int = 0, out_dir=None, device: str = "cpu",
-          overwrite: bool = False):
+def apply(model, methods, calibration=None, tokenizer=None, *, seed: int = 0):
     """Apply ``methods`` to ``model`` (a ``PreTrainedModel``) and return the compressed model; the
-    model is changed in place where the method can (keep a copy to compare with). ``model`` given as
-    a folder (or an offline LLM's name: ``"smollm2"``) of a decoder-only LM: a one-shot method (wanda,
-    sparsegpt, gptq) runs streamed, the weights left on disk and each layer read, compressed and written to the model
-    folder ``out_dir`` in turn on ``device`` (``methods/_shared/streamed.py``); returns ``out_dir`` (a new or empty
-    folder, or, with ``overwrite=True``, the model of an earlier ``apply``). ``methods``: a
+    model is changed in place where the method can (keep a copy to compare with). ``methods``: a
     method config (``WandaConfig(pattern="2:4")``), a name, a list of them applied in order
     (``[SparseGPTConfig(...), GptqConfig(...)]``), or a recipe (file or built-in name: its
     ``method`` and ``then``). ``calibration``: the texts of methods that calibrate on text — a
     ``datasets.Dataset`` with a text column, a list of strings, a text file, or a set of the data
-    folder by name (``xsum``, ``wikitext2``, ``samsum``; ``$FORGETLESS_DATA_DIR``). ``tokenizer``:
-    the model's (default: the one saved beside ``model.name_or_path``). Only methods that train
-    nothing and read no labelled task apply here (``forgetless.compress`` runs the others). Every
-    argument is checked before any work as the command line checks its flags (``arguments.py``)."""
-    check_arguments(seed=seed, overwrite=overwrite)
+    folder by name (``xsum``, ``wikitext2``, ``samsum``; ``$FORGETLESS_DATA_DIR``); given once, every method
+    of the stack that calibrates reads it. ``tokenizer``: the model's (default: the one saved beside
+    ``model.name_or_path``). Only methods that train nothing and read no labelled task apply here
+    (``forgetless.compress`` runs the others); a model on disk: ``apply_streamed``. Every argument is
+    checked before any work as the command line checks its flags (``arguments.py``)."""
+    check_arguments(seed=seed)
     stack = method_stack(methods)
     if isinstance(model, (str, Path)):
-        return _apply_streamed(model, stack, calibration, tokenizer, seed, out_dir, device, overwrite)
-    if out_dir is not None or device != "cpu":
-        raise ConfigError("out_dir / device: for a model given as a folder (streamed calibration); save a model "
-                          "object with forgetless.save_model, move it with model.to(device)")
+        raise ConfigError(f"model {str(model)!r}: apply takes a model object; compress a decoder-only LM's folder "
+                          "layer by layer with forgetless.apply_streamed(folder, methods, calibration=..., "
+                          "out_dir=...), or load it first (forgetless.load_model, transformers)")
     check_model_object(model, "any")
     kind = KINDS[kind_name_of(model)]
     _check_stack(stack, kind.name, model_dims(model))
@@ -102,6 +99,36 @@ def apply(model, methods, calibration=None, tokenizer=None, *, seed: int = 0, ou
     for config in stack:
         model = METHODS.build(config).compress(model, ctx).eval()
     return model
+
+
+def apply_streamed(model, methods, calibration=None, *, out_dir, tokenizer=None, seed: int = 0,
+                   device: str = "cpu", overwrite: bool = False) -> Path:
+    """Compress a decoder-only LM given as a folder (or an offline LLM's name: ``"smollm2"``) with one
+    one-shot method (wanda, sparsegpt, gptq …), streamed: the weights stay on disk and each decoder block
+    is read, calibrated, compressed on ``device`` and written to the model folder ``out_dir`` in turn
+    (``methods/_shared/streamed.py``); returns ``out_dir`` (a new or empty folder, or, with
+    ``overwrite=True``, the model of an earlier ``apply_streamed``). ``methods`` and ``calibration`` as
+    for ``apply``; the folder's weights and the output folder are checked before any work."""
+    from .methods._shared.streamed import check_streamable, compress_streamed
+
+    check_arguments(seed=seed, overwrite=overwrite)
+    stack = method_stack(methods)
+    if not isinstance(model, (str, Path)):
+        raise ConfigError(f"model: apply_streamed reads a folder or an offline LLM's name, got a "
+                          f"{type(model).__name__}; a model object: forgetless.apply")
+    check_device(device)
+    check_streamable(stack, out_dir)
+    folder = resolve_model_path(str(model))
+    given = {"model": folder, "calibration": str(calibration) if isinstance(calibration, (str, Path)) else None}
+    check_output(out_dir, "--out", command="apply", inputs=given, overwrite=overwrite)
+    _check_calibration(stack, [stack[0].name], calibration)
+    texts = calibration_texts(calibration)
+    tokenizer = check_tokenizer_object(tokenizer) if tokenizer is not None else None
+    check_model_folder(folder)  # config.json fits the weights (a forgetless folder: its manifest too)
+    if is_forgetless_folder(folder):
+        check_saved_model(folder)
+    check_finite_weights(weight_files(folder))  # every weight finite (reads them once, one tensor at a time)
+    return compress_streamed(folder, stack[0], texts, out_dir, tokenizer=tokenizer, device=device, seed=seed)
 
 
 def _check_stack(stack: list[MethodConfig], kind: str, dims: dict | None) -> None:
@@ -126,26 +153,6 @@ def _check_calibration(stack: list[MethodConfig], readers: list[str], calibratio
     if readers and calibration is None:
         raise ConfigError(f"calibration: {', '.join(readers)} calibrates on text; pass calibration= (a list of "
                           "texts, a datasets.Dataset, a text file or a data-folder set)")
-
-
-def _apply_streamed(model, stack: list[MethodConfig], calibration, tokenizer, seed: int, out_dir, device: str,
-                    overwrite: bool) -> Path:
-    """``apply`` of a folder: every argument, the folder's weights and the output folder checked before any work."""
-    from .methods._shared.streamed import check_streamable, compress_streamed
-
-    check_device(device)
-    check_streamable(stack, out_dir)
-    folder = resolve_model_path(str(model))
-    given = {"model": folder, "calibration": str(calibration) if isinstance(calibration, (str, Path)) else None}
-    check_output(out_dir, "--out", command="apply", inputs=given, overwrite=overwrite)
-    _check_calibration(stack, [stack[0].name], calibration)
-    texts = calibration_texts(calibration)
-    tokenizer = check_tokenizer_object(tokenizer) if tokenizer is not None else None
-    check_model_folder(folder)  # config.json fits the weights (a forgetless folder: its manifest too)
-    if is_forgetless_folder(folder):
-        check_saved_model(folder)
-    check_finite_weights(weight_files(folder))  # every weight finite (reads them once, one tensor at a time)
-    return compress_streamed(folder, stack[0], texts, out_dir, tokenizer=tokenizer, device=device, seed=seed)
 
 
 def method_stack(methods) -> list[MethodConfig]:
@@ -198,14 +205,15 @@ def compress(model, data, method=None, *, tokenizer=None, objective=None, out_di
 
 def evaluate(model, data, *, base=None, tokenizer=None, batch_size: int = 64, max_length: int = 128,
              columns: dict | None = None, model_kind: str = "auto", seed: int = 0, data_dir=None,
-             eval_size: int | None = None, lm_eval_tasks=None, lm_eval_include=None, calibration=None) -> dict:
-    """Scores of ``model`` (a folder, or a model object with its tokenizer) on every set of ``data``:
-    ``{sets, challenge_pooled, ..., params}``. With ``base`` (another folder or model object: the
-    model before compression), the paired comparison of the two models on the same examples
-    instead (``report.card.comparison``: sets with both models' scores, pooled challenge accuracy,
-    relative bias, hard / easy, bootstrap intervals, agreement, calibration, warnings, and both
-    models' ``params``; an LLM suite: its ``llm`` section, the numbers of ``forgetless compress``'s card
-    for the same items). Nothing is written.
+             eval_size: int | None = None, lm_eval_tasks=None, lm_eval_include=None,
+             calibration=None) -> Scores | Comparison:
+    """``Scores`` of ``model`` (a folder, or a model object with its tokenizer) on every set of ``data``
+    (``.sets``, ``.challenge_pooled``, ``.params`` …). With ``base`` (another folder or model object: the
+    model before compression), the paired ``Comparison`` of the two models on the same examples
+    instead (the card's sections: sets with both models' scores, pooled challenge accuracy, relative bias,
+    hard / easy, bootstrap intervals, agreement, calibration, warnings, and both models' ``params``; an LLM
+    suite: its ``llm`` section, the numbers of ``forgetless compress``'s card for the same items). Both
+    give plain JSON with ``.to_dict()``. Nothing is written.
 
     A task name takes the options of ``forgetless compress --task``: ``data_dir`` (``--data-dir``),
     ``eval_size`` (``--eval-size``: N items of each lm-eval task, N examples of each set; the perplexity
@@ -217,7 +225,7 @@ def evaluate(model, data, *, base=None, tokenizer=None, batch_size: int = 64, ma
     _check_model(model)
     task = evaluated_task(data, columns, seed, data_dir, eval_size, lm_eval_tasks, lm_eval_include)
     if base is None:
-        return _scores(model, task, tokenizer, batch_size, max_length, model_kind)
+        return from_json(Scores, _scores(model, task, tokenizer, batch_size, max_length, model_kind), "scores")
     _check_model(base)
     results = {role: _scores(m, task, tokenizer, batch_size, max_length, model_kind, keep_predictions=True)
                for role, m in (("base", base), ("compressed", model))}
@@ -225,8 +233,8 @@ def evaluate(model, data, *, base=None, tokenizer=None, batch_size: int = 64, ma
     compared = comparison(task, results, predictions, seed, calibration_section(task, predictions), agreement(predictions))
     leak = None if calibration is None else calibration_leak(calibration_texts(calibration, data_dir),
                                                              evaluated_texts(task))
-    return {**compared, "warnings": compared["warnings"] + ([leak] if leak else []),
-            "params": {role: results[role].pop("params") for role in results}}
+    return from_json(Comparison, {**compared, "warnings": compared["warnings"] + ([leak] if leak else []),
+                                  "params": {role: results[role].pop("params") for role in results}}, "comparison")
 
 
 def evaluated_task(data, columns: dict | None, seed: int, data_dir=None, eval_size: int | None = None,

@@ -116,6 +116,12 @@ class Registry:
         self._check(name)
         return self._configs[name]
 
+    def config_classes(self) -> dict[str, type]:
+        """Every config class by its class name (``{"WandaConfig": WandaConfig, ...}``; a method without options:
+        none): what ``forgetless.<ClassName>`` finds."""
+        self._load()
+        return {cls.__name__: cls for cls in self._configs.values() if cls is not None}
+
     def get(self, name: str):
         """The implementation of ``name`` (imported on first use)."""
         self._check(name)

@@ -100,7 +100,7 @@ def _forgetless_folders(root: Path, llama: Path, tokenizer) -> dict:
     from forgetless.methods.wanda.config import WandaConfig
     from forgetless.models.io import save_model
 
-    applied = forgetless.apply(str(llama), WandaConfig(**SMALL), calibration=TEXTS, out_dir=root / "applied")
+    applied = forgetless.apply_streamed(str(llama), WandaConfig(**SMALL), calibration=TEXTS, out_dir=root / "applied")
     half = transformers.AutoModelForCausalLM.from_pretrained(root / "llama16", use_safetensors=True)
     return {"applied": str(applied), "forgetless16": str(save_model(half, root / "forgetless16", tokenizer))}
 

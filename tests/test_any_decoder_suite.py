@@ -67,7 +67,7 @@ def test_a_checkpoint_layout_folder_streams_to_the_tensors_of_apply(name, tmp_pa
     model = tiny_model("mixtral")
     model.save_pretrained(source)
     char_tokenizer().save_pretrained(source)
-    streamed = forgetless.apply(str(source), METHODS[name], calibration=TEXTS, out_dir=tmp_path / "streamed")
+    streamed = forgetless.apply_streamed(str(source), METHODS[name], calibration=TEXTS, out_dir=tmp_path / "streamed")
     loaded = transformers.AutoModelForCausalLM.from_pretrained(source).eval()
     forgetless.save_model(forgetless.apply(loaded, METHODS[name], calibration=TEXTS, tokenizer=char_tokenizer()),
                           tmp_path / "held", tokenizer=char_tokenizer())

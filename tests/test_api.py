@@ -132,8 +132,8 @@ def test_compress_in_memory_bert_with_datasetdict(tmp_path, tok, forgetless_cach
         result.save(saved)
 
     scores = forgetless.evaluate(result.model, _classification_data(), tokenizer=tok)
-    assert scores["sets"]["dev"]["accuracy"] == pytest.approx(card["sets"]["dev"]["compressed"]["accuracy"])
-    assert forgetless.evaluate(saved / "model", _classification_data())["sets"]["dev"]["n"] == 12
+    assert scores.sets["dev"]["accuracy"] == pytest.approx(card["sets"]["dev"]["compressed"]["accuracy"])
+    assert forgetless.evaluate(saved / "model", _classification_data()).sets["dev"]["n"] == 12
 
 
 def test_compress_in_memory_t5_on_generation_data(tmp_path, tok, forgetless_cache):
@@ -232,3 +232,15 @@ def test_in_memory_model_checks_and_tokenizer_from_name_or_path(tmp_path, tok):
         forgetless.compress(three, _classification_data(8, 4), TruncateConfig(layers=1), tokenizer=tok,
                             out_dir=tmp_path / "x")
     assert not (tmp_path / "x").exists()
+
+
+def test_every_method_and_objective_config_is_importable_from_forgetless():
+    for registry in (forgetless.METHODS, forgetless.OBJECTIVES):
+        for name in registry.names():
+            cls = registry.config_class(name)
+            if cls is not None:
+                assert getattr(forgetless, cls.__name__) is cls and cls.__name__ in dir(forgetless)
+    assert {"apply", "apply_streamed", "evaluate", "compress", "Run", "Task", "Card", "Comparison", "Scores"} <= \
+        set(forgetless.__all__)
+    with pytest.raises(AttributeError, match="no attribute 'NoSuchConfig'"):
+        forgetless.NoSuchConfig

@@ -188,14 +188,16 @@ def test_evaluate_with_base_is_the_paired_comparison(llama, minilm_tokenizer, wa
     compared = forgetless.evaluate(pruned, small_task(), base=base, tokenizer=minilm_tokenizer)
     alone = {name: forgetless.evaluate(model, small_task(), tokenizer=minilm_tokenizer)
              for name, model in (("base", base), ("compressed", pruned))}
+    assert isinstance(compared, forgetless.Comparison) and isinstance(alone["base"], forgetless.Scores)
     for role in ("base", "compressed"):
-        assert compared["sets"]["dev"][role]["accuracy"] == alone[role]["sets"]["dev"]["accuracy"]
-        assert compared["params"][role]["total"] == alone[role]["params"]["total"]
-    assert compared["params"]["compressed"]["nonzero"] < compared["params"]["base"]["nonzero"]
-    assert set(compared) >= {"sets", "challenge", "bias", "hard_easy", "intervals", "agreement", "warnings"}
-    assert 0 <= compared["agreement"]["pooled"] <= 1 and "zero_shot" in compared
+        assert getattr(compared.sets["dev"], role)["accuracy"] == alone[role].sets["dev"]["accuracy"]
+        assert compared.params[role]["total"] == alone[role].params["total"]
+    assert compared.params["compressed"]["nonzero"] < compared.params["base"]["nonzero"]
+    assert set(compared.to_dict()) >= {"sets", "challenge", "bias", "hard_easy", "intervals", "agreement", "warnings"}
+    assert 0 <= compared.agreement.pooled <= 1 and compared.zero_shot is not None
+    assert forgetless.Comparison.__name__ in repr(compared) and compared.to_dict()["sets"]["dev"]["base"]["n"] > 0
     same = forgetless.evaluate(base, small_task(), base=base, tokenizer=minilm_tokenizer)
-    assert same["agreement"]["pooled"] == 1.0 and same["headline"]["kept"] == 1.0
+    assert same.agreement.pooled == 1.0 and same.headline.kept == 1.0
     watched()
     with pytest.raises(ForgetlessError, match="model: expected"):
         forgetless.evaluate(pruned, small_task(), base=3, tokenizer=minilm_tokenizer)

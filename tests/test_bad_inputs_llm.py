@@ -92,7 +92,7 @@ def apply_object(methods, model=llama, **kwargs):
 def streamed(folder, methods=None, **kwargs):
     def call(p, out):
         options = {k: filled(v, p, out) for k, v in {"calibration": TEXTS, "out_dir": out, **kwargs}.items()}
-        return forgetless.apply(p.get(folder, filled(folder, p, out)), methods or WandaConfig(**SMALL), **options)
+        return forgetless.apply_streamed(p.get(folder, filled(folder, p, out)), methods or WandaConfig(**SMALL), **options)
     return call
 
 
@@ -122,14 +122,14 @@ def removes_leftovers(p, out):
     for folder in (dead, live, user):
         folder.mkdir()
         (folder / "model.safetensors.4-byte").write_bytes(b"\0" * 64)
-    result = forgetless.apply(p["llama"], WandaConfig(**SMALL), calibration=TEXTS, out_dir=out)
+    result = forgetless.apply_streamed(p["llama"], WandaConfig(**SMALL), calibration=TEXTS, out_dir=out)
     left = sorted(x.name for x in out.parent.iterdir() if x.name != out.name)
     assert left == sorted([live.name, user.name]), left
     return result
 
 
 def zero_shot_scored(result, p, out):
-    assert "zero_shot" in result and result["sets"]["dev"]["n"] == 8, result.keys()
+    assert result.zero_shot is not None and result.sets["dev"]["n"] == 8, result
 
 
 def exit_zero(result, p, out):
@@ -214,8 +214,12 @@ def cases() -> list[tuple]:
          r"^method 'heads' scores the model on a labelled task; apply has none: use forgetless.compress"),
         ("apply-block-influence", apply_object(forgetless.METHODS.make_config("block-influence", {"remove": 1}), calibration=None), r"scores the model on a labelled"),
         ("apply-nash-on-llama", apply_object("nash", calibration=None), r"'nash' does not apply to a causal-lm model"),
-        ("apply-out-dir-for-object", apply_object(WandaConfig(**SMALL), out_dir="x"), r"^out_dir / device: for a model"),
-        ("apply-device-for-object", apply_object(WandaConfig(**SMALL), device="cuda"), r"^out_dir / device: for a"),
+        ("apply-folder", apply_object(WandaConfig(**SMALL), model=lambda p: p["llama"]),
+         r"^model '.*llama': apply takes a model object; compress a decoder-only LM's folder layer by layer with "
+         r"forgetless.apply_streamed"),
+        ("streamed-model-object", lambda p, out: forgetless.apply_streamed(llama(p), WandaConfig(**SMALL),
+                                                                          calibration=TEXTS, out_dir=out),
+         r"^model: apply_streamed reads a folder or an offline LLM's name, got a LlamaForCausalLM; a model object"),
         ("apply-nan-object-sparsegpt", apply_object(SparseGptConfig(**SMALL), model=lambda p: poisoned(p, float("nan"))),
          r"^model: tensor model.layers.1.mlp.down_proj.weight holds NaN or infinite values"),
         ("apply-inf-object-gptq", apply_object(GptqConfig(group_size=16, **SMALL), model=lambda p: poisoned(p, float("inf"))),

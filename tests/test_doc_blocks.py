@@ -73,14 +73,14 @@ CHECKS = {  # after a page's Python blocks ran: what they must have done
     "docs/any-architecture.md": "assert sum(int((w == 0).sum()) for w in pruned.parameters()) > 0 and "
                                 "Path('phi3-gptq', 'config.json').is_file() and reloaded.config.model_type == 'llama'",
     "README.md": "assert sum(int((w == 0).sum()) for w in pruned.parameters()) > 0 and "
-                 "set(compared['llm']['tasks']) == {'arc_easy_offline', 'piqa_offline'}",
+                 "set(compared.llm.tasks) == {'arc_easy_offline', 'piqa_offline'}",
     "docs/errors.md": "assert not Path('pruned').exists()  # every call refused before any write",
-    "docs/llm-quickstart.md": "import json\nassert compared['llm']['tasks'] == json.loads(Path("
+    "docs/llm-quickstart.md": "import json\nassert compared.llm.tasks == json.loads(Path("
                               "\"runs/quick-gptq/model\").parent.joinpath('report.json').read_text())['llm']['tasks']",
     "docs/python-api.md": "assert run.card.params.ratio < 1 and (Path('bert-heads-50') / 'model' / 'README.md')"
                           ".is_file()\nassert sum(int((w == 0).sum()) for w in pruned.parameters()) > 0 and "
-                          "compared['llm']['tasks'] and compared['language_model']['base']['perplexity'] > 1\n"
-                          "assert not any(w.startswith('calibration') for w in compared['warnings'])",
+                          "compared.llm.tasks and compared.language_model.base['perplexity'] > 1\n"
+                          "assert not any(w.startswith('calibration') for w in compared.warnings)",
     "docs/scaling.md": "assert sum(int((p == 0).sum()) for p in model.parameters()) > 0 and tokenizer is not None",
     "docs/shipping.md": "assert type(model).__name__ == 'BertForSequenceClassification'",
     "docs/report-card.md": "assert card.schema == 'forgetless-report-2' and card.to_json()['kind'] == {'task': "

@@ -37,7 +37,7 @@ def test_a_streamed_apply_killed_midway_reruns_to_the_same_weights(tmp_path, min
                                                     tie_word_embeddings=True)).save_pretrained(folder)
     minilm_tokenizer.save_pretrained(folder)
     config = SparseGptConfig(sparsity=0.5, calibration_examples=8, calibration_length=32, calibration_batch=4)
-    reference = forgetless.apply(str(folder), config, calibration=TEXTS, out_dir=tmp_path / "reference")
+    reference = forgetless.apply_streamed(str(folder), config, calibration=TEXTS, out_dir=tmp_path / "reference")
     out, marker = tmp_path / "out", tmp_path / "marker"
     worker = subprocess.Popen(
         [sys.executable, str(ROOT / "benchmarks" / "kill_resume.py"), "--worker", "--job", "streamed", "--point",
@@ -58,6 +58,6 @@ def test_a_streamed_apply_killed_midway_reruns_to_the_same_weights(tmp_path, min
             load_model(half_written)
     with pytest.raises((OSError, ValueError)):  # no config.json: not a model folder
         transformers.AutoModelForCausalLM.from_pretrained(left[0], use_safetensors=True)
-    forgetless.apply(str(folder), config, calibration=TEXTS, out_dir=out)
+    forgetless.apply_streamed(str(folder), config, calibration=TEXTS, out_dir=out)
     assert sha256(out / "model.safetensors") == sha256(reference / "model.safetensors")
     assert not list(tmp_path.glob(".out.tmp-*"))  # the kill's temporary folder is gone

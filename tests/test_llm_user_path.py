@@ -58,7 +58,7 @@ def test_evaluate_gives_the_cards_numbers_for_the_same_items(runs, monkeypatch, 
     monkeypatch.setenv("FORGETLESS_CACHE", str(tmp_path / "fresh-cache"))
     compared = forgetless.evaluate(str(runs["sparsegpt"] / "model"), "lm-eval", base=runs["base"], lm_eval_tasks=TASKS,
                                    eval_size=3, data_dir=runs["data"], calibration="wikitext2")
-    compared = json.loads(json.dumps(compared))
+    compared = json.loads(json.dumps(compared.to_dict()))
     assert not any(entry["reused"] for entry in compared["llm"]["engine"]["cache"].values() if entry)
     for key in ("tasks", "headline_tasks", "headline", "pooled", "pairs", "kl_basis"):
         assert compared["llm"][key] == card["llm"][key], key
@@ -67,7 +67,7 @@ def test_evaluate_gives_the_cards_numbers_for_the_same_items(runs, monkeypatch, 
     assert set(compared["params"]) == {"base", "compressed"}
     single = forgetless.evaluate(str(runs["sparsegpt"] / "model"), "lm-eval", lm_eval_tasks=TASKS.split(","),
                                  eval_size=3, data_dir=runs["data"])
-    assert single["sets"] == json.loads(json.dumps({k: v["compressed"] for k, v in card["sets"].items()}))
+    assert single.to_dict()["sets"] == json.loads(json.dumps({k: v["compressed"] for k, v in card["sets"].items()}))
     with pytest.raises(ForgetlessError, match="lm_eval_tasks: options of a task given by name"):
         forgetless.evaluate(str(runs["sparsegpt"] / "model"), {}, lm_eval_tasks=TASKS)
 

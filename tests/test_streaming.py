@@ -60,7 +60,7 @@ def loaded_then_saved(llama_dir, config, out):
 @pytest.mark.parametrize("method", sorted(CONFIGS))
 def test_streamed_weights_are_bit_identical_to_the_fully_loaded_path(method, llama_dir, tmp_path):
     full = loaded_then_saved(llama_dir, CONFIGS[method](), tmp_path / "full")
-    streamed = forgetless.apply(str(llama_dir), CONFIGS[method](), calibration=TEXTS, out_dir=tmp_path / "streamed")
+    streamed = forgetless.apply_streamed(str(llama_dir), CONFIGS[method](), calibration=TEXTS, out_dir=tmp_path / "streamed")
     assert streamed == tmp_path / "streamed"
     a, b = load_file(full / "model.safetensors"), load_file(streamed / "model.safetensors")
     assert sorted(a) == sorted(b)
@@ -97,7 +97,7 @@ def test_a_sharded_folder_and_a_forgetless_folder_stream_to_the_same_weights(lla
     minilm_tokenizer.save_pretrained(tmp_path / "sharded")
     assert (tmp_path / "sharded" / "model.safetensors.index.json").is_file()
     save_model(model, tmp_path / "ours", minilm_tokenizer)
-    outs = [forgetless.apply(str(folder), CONFIGS["wanda"](), calibration=TEXTS, out_dir=tmp_path / f"out-{i}")
+    outs = [forgetless.apply_streamed(str(folder), CONFIGS["wanda"](), calibration=TEXTS, out_dir=tmp_path / f"out-{i}")
             for i, folder in enumerate((llama_dir, tmp_path / "sharded", tmp_path / "ours"))]
     first = load_file(outs[0] / "model.safetensors")
     for out in outs[1:]:
@@ -106,7 +106,7 @@ def test_a_sharded_folder_and_a_forgetless_folder_stream_to_the_same_weights(lla
 
 
 def test_the_streamed_folder_reloads_in_a_fresh_process(llama_dir, tmp_path):
-    out = forgetless.apply(str(llama_dir), CONFIGS["gptq"](), calibration=TEXTS, out_dir=tmp_path / "gptq")
+    out = forgetless.apply_streamed(str(llama_dir), CONFIGS["gptq"](), calibration=TEXTS, out_dir=tmp_path / "gptq")
     model, tokenizer = load_model(out)
     ids = tokenizer(["a cat sat on the mat"], return_tensors="pt")["input_ids"]
     with torch.no_grad():
@@ -139,13 +139,13 @@ torch.save({{"ours": a, "stock": b}}, {str(tmp_path / 'logits.pt')!r})
 def test_what_cannot_stream_is_one_error_before_any_work(methods, options, culprit, llama_dir, tmp_path):
     kwargs = {"calibration": TEXTS, "out_dir": tmp_path / "out", **options}
     with pytest.raises(ForgetlessError, match=culprit):
-        forgetless.apply(str(llama_dir), methods, **kwargs)
+        forgetless.apply_streamed(str(llama_dir), methods, **kwargs)
     assert not (tmp_path / "out").exists()
 
 
 def test_an_encoder_folder_is_refused_before_any_work(tiny_model_dir, tmp_path):
     with pytest.raises(ForgetlessError, match="decoder-only causal LM"):
-        forgetless.apply(tiny_model_dir, "wanda", calibration=TEXTS, out_dir=tmp_path / "out")
+        forgetless.apply_streamed(tiny_model_dir, "wanda", calibration=TEXTS, out_dir=tmp_path / "out")
     assert not (tmp_path / "out").exists()
 
 
@@ -207,8 +207,8 @@ def test_a_compress_run_records_its_compression_steps_peak_memory(two_runs):
 def test_streamed_on_a_gpu_writes_the_same_tensors_and_reloads(llama_dir, tmp_path):
     # not run where this was written (no GPU): GPU arithmetic differs from the CPU's, so the check is
     # the layout (names, dtypes, shapes), the quantization config and a reload, not bit identity
-    cpu = forgetless.apply(str(llama_dir), CONFIGS["gptq"](), calibration=TEXTS, out_dir=tmp_path / "cpu")
-    gpu = forgetless.apply(str(llama_dir), CONFIGS["gptq"](), calibration=TEXTS, out_dir=tmp_path / "gpu",
+    cpu = forgetless.apply_streamed(str(llama_dir), CONFIGS["gptq"](), calibration=TEXTS, out_dir=tmp_path / "cpu")
+    gpu = forgetless.apply_streamed(str(llama_dir), CONFIGS["gptq"](), calibration=TEXTS, out_dir=tmp_path / "gpu",
                            device="cuda")
     a, b = load_file(cpu / "model.safetensors"), load_file(gpu / "model.safetensors")
     assert {n: (t.dtype, t.shape) for n, t in a.items()} == {n: (t.dtype, t.shape) for n, t in b.items()}

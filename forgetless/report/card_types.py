@@ -325,3 +325,44 @@ def _check_values(card: Card) -> None:
         for role, interval in roles.items():
             if interval.n and not interval.low <= interval.accuracy <= interval.high:
                 raise ValueError(f"the interval of {name} / {role} does not contain its accuracy")
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """``forgetless.evaluate(model, data, base=...)``: the paired comparison of two models on the same items,
+    in the card's sections (``report.card.comparison``), with both models' parameter counts."""
+    task: TaskInfo
+    headline: Headline
+    sets: dict[str, RolePair]
+    challenge: Challenge | None
+    bias: Bias | None
+    hard_easy: HardEasy | None
+    calibration: Calibration | None
+    intervals: Intervals | None
+    agreement: Agreement | None
+    warnings: list[str]
+    params: dict[str, JSON]
+    llm: LlmSuite | None = _optional()
+    zero_shot: JSON | None = _optional()
+    language_model: LanguageModel | None = _optional()
+
+    def to_dict(self) -> dict:
+        """The comparison as plain JSON values."""
+        return to_json(self)
+
+
+@dataclass(frozen=True)
+class Scores:
+    """``forgetless.evaluate(model, data)``: one model's scores on every set of the task (a set's metrics as in
+    the card's ``sets``), the pooled challenge accuracy (classification), its parameter counts, and for a causal
+    LM how it was prompted (``zero_shot``) and its held-out perplexity (``language_model``)."""
+    sets: dict[str, JSON]
+    challenge_pooled: float | None
+    params: JSON
+    pooled_sets: list[str] | None = _optional()
+    zero_shot: JSON | None = _optional()
+    language_model: JSON | None = _optional()
+
+    def to_dict(self) -> dict:
+        """The scores as plain JSON values."""
+        return to_json(self)
