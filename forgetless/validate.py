@@ -31,10 +31,10 @@ import torch
 
 from .arguments import check_device
 from .data.llm_tasks import SUITES, missing_calibration
+from .data.task_kinds import task_kind
 from .errors import ModelFileError, OptionError, OutputFolderError
 from .kinds import check_compatible, kind_for
 from .kinds.in_memory import check_model_object
-from .llm.suite import check_run as check_llm_run
 from .methods._shared.calibration import calibration_texts
 from .models.checks import (check_classifier_head, check_model_folder, check_tokenizer_files, is_trained_classifier,
                             weight_files)
@@ -123,7 +123,7 @@ def validate_run(task, config, model=None) -> None:
     check_compatible(task, config.method, config.objective, config.model_kind)
     for extra in config.then:
         check_compatible(task, extra, config.objective, config.model_kind)
-    check_llm_run(task, config)  # LLM suites: --base as-is, no recovery training
+    task_kind(task).check_run(task, config)  # the task kind's own checks (LLM suites: --base as-is, no recovery)
     if model is not None:
         check_model_object(model, kind.name, task)
     source = config.teacher if (config.teacher and config.student_init == "teacher") else config.model
@@ -249,13 +249,14 @@ def _check_calibration_data(task, config) -> None:
     calibration texts runs only methods that read none."""
     chain = (config.method, *config.then)
     if not config.calibration_data:
-        if task.kind == "lm-eval" and not len(task.train) and any(item.calibration != "none" for item in chain):
+        if task_kind(task).calibration_only and not len(task.train) and any(item.calibration != "none"
+                                                                              for item in chain):
             raise OptionError(missing_calibration(task))
         return
     if not any(item.calibration == "text" for item in chain):
         raise OptionError(f"--calibration-data: no method of this run calibrates on text "
                           f"({', '.join(item.name for item in chain)}); forgetless list names those that do")
-    if task.kind == "lm-eval" and config.task.train_file:
+    if task_kind(task).calibration_only and config.task.train_file:
         raise OptionError(f"--calibration-data {config.calibration_data} and --train {config.task.train_file}: both "
                           f"name the calibration texts of task {task.name}; give one")
     calibration_texts(config.calibration_data, config.task.data_dir, "--calibration-data")

@@ -22,6 +22,7 @@ from pathlib import Path
 from ..errors import ConfigError
 from .registry import TASKS, data_root, resolve_data_dir
 from .task import ExampleSet, Task
+from .task_kinds import task_kind
 from .texts import read_texts
 
 ZERO_SHOT = ("arc_easy_offline", "arc_challenge_offline", "hellaswag_offline", "piqa_offline", "winogrande_offline",
@@ -58,7 +59,7 @@ def with_calibration(task: Task, config) -> Task:
     ``--calibration-data``, else the task's own (an LLM task: ``--train`` or the data folder's sample;
     another task: its training split); an LLM task says so when no method of the run reads any."""
     chain = (config.method, *config.then)
-    if task.kind == "lm-eval":
+    if task_kind(task).calibration_only:
         reads = any(method.calibration != "none" for method in chain)
         used = (config.calibration_data or task.train.source) if reads else "none (no method of the run reads them)"
     elif any(method.calibration == "text" for method in chain):

@@ -18,6 +18,7 @@ import numpy as np
 
 from ..errors import ConfigError, DataError
 from . import hf_datasets as hf
+from .task_kinds import TASK_KINDS
 
 
 def check_table_names(where: str, **names) -> None:
@@ -130,7 +131,6 @@ class PairSet:
         return digest.hexdigest()[:16]
 
 
-KINDS = ("classification", "generation", "lm-eval")
 
 
 @dataclass
@@ -159,20 +159,22 @@ class Task:
     suite: object = None
 
     def __post_init__(self) -> None:
-        if self.kind not in KINDS:
-            raise DataError(f"task {self.name}: kind must be one of {KINDS}, got {self.kind!r}")
-        if (self.kind == "lm-eval") != (self.suite is not None) or (self.suite is not None and self.dev is not None):
-            raise DataError(f"task {self.name}: an lm-eval task has a suite and no dev set; other kinds no suite")
-        if self.kind == "lm-eval":
+        if self.kind not in TASK_KINDS:
+            raise DataError(f"task {self.name}: kind must be one of {tuple(TASK_KINDS)}, got {self.kind!r}")
+        kind = TASK_KINDS[self.kind]
+        if kind.suite != (self.suite is not None) or (self.suite is not None and self.dev is not None):
+            raise DataError(f"task {self.name}: a {self.kind} task has " + ("a suite and no dev set" if kind.suite
+                                                                            else "no suite"))
+        if kind.suite:
             if not isinstance(self.train, ExampleSet):
                 raise DataError(f"task {self.name}: the calibration texts must be an ExampleSet")
             return
-        want = ExampleSet if self.kind == "classification" else PairSet
+        want = PairSet if kind.pairs else ExampleSet
         for s in [self.train, self.dev, *self.challenges.values()]:
             if not isinstance(s, want):
                 raise DataError(f"task {self.name} ({self.kind}): set {s.name} is a {type(s).__name__}, "
                                 f"expected {want.__name__}")
-        if self.kind == "generation":
+        if not kind.labelled:
             return
         for s in [self.train, self.dev, *self.challenges.values()]:
             if s.prediction_map is None and s.label_names != self.label_names:

@@ -12,6 +12,7 @@ checked against the kind, copied, never changed).
 """
 from __future__ import annotations
 
+from ..data.task_kinds import task_kind
 from ..errors import ConfigError
 from .causal_lm import CausalLMKind
 from .classifier import ClassifierKind
@@ -29,9 +30,9 @@ def kind_for(task, method=None, model_kind: str = "auto"):
         raise ConfigError(f"unknown model kind {model_kind!r}; choose from {', '.join(MODEL_KINDS)}")
     if model_kind != "auto":
         return KINDS[model_kind]
-    if task.kind == "lm-eval":  # an LLM suite (llm/): a causal LM as it is
-        return KINDS["causal-lm"]
-    if task.kind == "generation" or (method is not None and method.seq2seq_only):
+    if task_kind(task).model_kind is not None:  # generation: seq2seq; an LLM suite (llm/): a causal LM as it is
+        return KINDS[task_kind(task).model_kind]
+    if method is not None and method.seq2seq_only:
         return KINDS["seq2seq"]
     return KINDS["classifier"]
 
@@ -40,7 +41,7 @@ def check_compatible(task, method, objective, model_kind: str = "auto") -> None:
     """One clear error before any work when a method or objective (their configs) does not apply to
     the run."""
     # an LLM suite calibrates on plain text: the methods that score labelled text (classification) apply
-    kind_of_data = "classification" if task.kind == "lm-eval" else task.kind
+    kind_of_data = task_kind(task).methods_see
     if method is not None and kind_of_data not in method.task_types:
         raise ConfigError(f"method {method.name!r} does not apply to {task.kind} tasks (task {task.name!r}); "
                           f"it handles: {', '.join(method.task_types)}")

@@ -20,6 +20,7 @@ import statistics
 from dataclasses import asdict
 
 from ..data.task import PairSet, Task
+from ..data.task_kinds import task_kind
 from ..errors import ConfigError
 from ..llm import cache
 from ..llm.suite import evaluate_tasks, say
@@ -57,9 +58,9 @@ class CausalLMKind:
         return load_causal_lm(model, tokenizer=tokenizer or task.tokenizer, seed=seed)
 
     def training_set(self, task: Task, tokenizer=None):
-        if task.kind == "lm-eval":
+        if task_kind(task).calibration_only:
             raise ConfigError(f"task {task.name}: LLM suites are not trained on (pass --base as-is and --recovery none)")
-        if task.kind != "classification":
+        if not task_kind(task).labelled:
             raise ConfigError("the causal-lm model kind scores classification tasks by label likelihood; "
                               "generation tasks need an encoder-decoder")
         return label_pairs(task, task.train, tokenizer or task.tokenizer)
@@ -68,14 +69,14 @@ class CausalLMKind:
         """Prompt + gold label word per example, the loss on the label word's tokens only (as in
         training): the label loss of a gradient-based score (Michel et al. head importance). An LLM
         suite's calibration text: the language-modelling loss of every token."""
-        if task.kind == "lm-eval":
+        if task_kind(task).calibration_only:
             ids = tokenizer(list(examples.text_a), truncation=True, max_length=max_length)["input_ids"]
             return [{"input_ids": row, "attention_mask": [1] * len(row), "labels": list(row)} for row in ids]
         return encode_causal_pairs(label_pairs(task, examples, tokenizer), tokenizer, max_length)
 
     def probe_inputs(self, tokenizer, task: Task, n: int, max_length: int) -> dict:
         examples = task.train.subset(range(min(n, len(task.train))))
-        if task.kind == "lm-eval":  # calibration text as it is (llm/suite.py)
+        if task_kind(task).calibration_only:  # calibration text as it is (llm/suite.py)
             enc = tokenizer(list(examples.text_a), truncation=True, max_length=max_length, padding=True,
                             return_tensors="pt")
             return {"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"]}
@@ -85,7 +86,7 @@ class CausalLMKind:
         return {"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"]}
 
     def evaluate(self, model, tokenizer, task: Task, eval_config, max_length: int, progress: bool = False) -> dict:
-        if task.kind == "lm-eval":  # lm-evaluation-harness runs the suite (llm/suite.py)
+        if task_kind(task).suite:  # lm-evaluation-harness runs the suite (llm/suite.py)
             return self.evaluate_suite(model, tokenizer, task.suite, eval_config.batch_size, progress)
         sets, predictions, truncated = {}, {}, {}
         for name, examples in task.eval_sets().items():

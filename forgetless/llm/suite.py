@@ -205,9 +205,8 @@ def summarize(records: dict) -> dict:
 
 def check_run(task, config) -> None:
     """LLM tasks evaluate a pretrained model as it is: nothing trains on them (``--base as-is``, a
-    method without recovery training), and the model is a causal LM."""
-    if task.kind != "lm-eval":
-        return
+    method without recovery training), and the model is a causal LM (the ``lm-eval`` task kind's ``check_run``,
+    ``data/task_kinds.py``)."""
     if config.base != "as-is":
         raise ConfigError(f"task {task.name}: evaluates a pretrained LLM as it is (its items are test items, not "
                           "training data): pass --base as-is")

@@ -25,7 +25,7 @@ from .markdown import render_markdown
 from .plots import accuracy_plot
 from .summary import summary_panel
 from .predictions import write_predictions
-from .llm_section import llm_section
+from ..data.task_kinds import task_kind
 
 PREDICTIONS_FILE = "predictions.jsonl"
 
@@ -40,9 +40,9 @@ def comparison(task, results: dict, predictions: dict | None, seed: int = 0, cal
     base=)`` returns it; ``build_card`` puts it in the card."""
     sets = {name: {"base": results["base"]["sets"][name], "compressed": results["compressed"]["sets"][name]}
             for name in results["base"]["sets"]}
-    labelled = task.kind == "classification"
+    labelled = task_kind(task).labelled
     metric = "accuracy" if labelled else task.metric
-    llm = llm_section(task, results, predictions, seed) if task.kind == "lm-eval" else None
+    llm = task_kind(task).compare(task, results, predictions, seed)  # the kind's own section (an LLM suite's)
     if llm is not None:  # an LLM suite: the mean accuracy over the tasks above chance
         base_dev, comp_dev = ((llm["headline"] or {}).get(role, {}).get("value") for role in ("base", "compressed"))
     else:

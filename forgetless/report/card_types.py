@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from ..data.task_kinds import task_kind
 from .json_types import OMIT, from_json, json_schema, to_json
 
 SCHEMA = "forgetless-report-2"
@@ -296,8 +297,8 @@ def _check_kinds(card: Card) -> None:
             raise ValueError(f"section {name} must be present exactly for classification tasks")
     if card.calibration is not None and not labelled:
         raise ValueError("calibration is a classification section")
-    if (card.kind.task == "lm-eval") != (card.llm is not None):
-        raise ValueError("the llm section must be present exactly for lm-eval tasks")
+    if task_kind(card.kind.task).suite != (card.llm is not None):
+        raise ValueError("the llm section must be present exactly for lm-eval tasks (a suite)")
     causal = card.kind.model == "causal-lm"
     if causal != (card.zero_shot is not None):
         raise ValueError("zero_shot must be present exactly for causal-lm models")

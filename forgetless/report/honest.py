@@ -15,8 +15,8 @@ from ..metrics.intervals import (DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, bootstra
                                   speedup_interval, timing_summary)
 from ..llm.records import MULTIPLE_CHOICE, scores
 from ..metrics.paired import paired_intervals, softmax
+from ..data.task_kinds import task_kind
 from . import trust
-from .llm_section import near_chance_warnings
 
 N_RESAMPLES = DEFAULT_RESAMPLES
 ROLES = ("base", "compressed")
@@ -28,8 +28,9 @@ def prediction_rows(task, predictions: dict) -> list[dict]:
     predicted label names of the set (null for a generated text that names no label), the
     probabilities over the task's labels (classifiers), generated text (seq2seq models); generation
     tasks: ``gold`` the reference texts, ``predicted`` the generated text."""
-    if task.kind == "lm-eval":
-        return llm_rows(predictions)
+    own = task_kind(task).hook("prediction_rows")  # a kind's own rows (an LLM suite's: llm_rows)
+    if own is not None:
+        return own(predictions)
     rows = []
     for role in ROLES:
         for name, examples in task.eval_sets().items():
@@ -97,7 +98,7 @@ def intervals_section(task, predictions: dict, seed: int = 0, n_resamples: int =
     Generation tasks get ``sets`` {} (their metrics are corpus scores, not resampled here)."""
     section = {"method": "percentile bootstrap", "confidence": DEFAULT_CONFIDENCE, "n_resamples": n_resamples,
                "seed": seed, "sets": {}, "hard_easy": None, "challenge": None, "f_bias": None, "delta": None}
-    if task.kind != "classification":
+    if not task_kind(task).labelled:
         return section
     correct = correctness(task, predictions)
     boot = lambda values: bootstrap_accuracy(values, n_resamples, seed)  # noqa: E731
@@ -176,9 +177,10 @@ def training_section(base_epochs: float | None, student_init: str, fine_tunes: l
 def collect(task, results: dict, predictions: dict, bias: dict | None, training: dict | None) -> list[str]:
     """The warnings of ``report.trust`` that apply to this run, in reading order."""
     found = []
-    if task.kind == "lm-eval":  # an LLM suite: tasks whose base is at chance leave the headline
-        return near_chance_warnings(task, predictions)
-    if task.kind == "classification":
+    own = task_kind(task).hook("warnings")  # a kind's own (an LLM suite: tasks whose base is at chance)
+    if own is not None:
+        return own(task, predictions)
+    if task_kind(task).labelled:
         dev = task.dev
         counts = np.bincount(np.asarray(dev.labels), minlength=len(dev.label_names))
         majority = float(counts.max() / counts.sum()) if counts.sum() else None
@@ -201,7 +203,7 @@ def collect(task, results: dict, predictions: dict, bias: dict | None, training:
             for name in task.eval_sets():
                 found.append(trust.near_constant_generation(name, predictions[role][name]["generated"], role=role))
     if training and training.get("compressed_epochs") is not None and training.get("base_epochs") is not None:
-        metric = "accuracy" if task.kind == "classification" else task.metric
+        metric = "accuracy" if task_kind(task).labelled else task.metric
         base, comp = (results[role]["sets"]["dev"].get(metric) for role in ROLES)
         if base is not None and comp is not None and comp > base:
             found.append(trust.more_training_than_base(training["base_epochs"], training["compressed_epochs"]))
@@ -217,7 +219,7 @@ def run_calibration_leak(task, run, methods: list, kind: str, texts: list[str] |
 
     if not any(m.config.calibration == "text" for m in methods):
         return None
-    if texts is None and task.kind == "lm-eval":
+    if texts is None and task_kind(task).calibration_only:
         texts = list(task.train.text_a)
     if texts is None:
         return None  # the task's own training split: disjoint from its evaluation sets by the task's making

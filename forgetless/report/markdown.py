@@ -38,7 +38,7 @@ def render_markdown(card: dict, summary: bool = True) -> str:
     shown = ["", *[f"![{p}]({p})" for p in plots[:1]]]  # beside the table whose numbers it shows
     if card["kind"]["task"] == "classification":
         lines += _classification(card, shown)
-    elif card["kind"]["task"] == "lm-eval":  # an LLM suite (report/llm_markdown.py): its perplexity too
+    elif "llm" in card:  # an LLM suite (report/llm_markdown.py): its perplexity too
         lines += llm_markdown(card, shown)
     else:
         lines += _generation(card) + shown
@@ -53,7 +53,7 @@ def render_markdown(card: dict, summary: bool = True) -> str:
                   + f"; prompts cut to their last {zs['max_length']} tokens: "
                   + ", ".join(f"{role} {sum(t.values())}" for role, t in zs["truncated_prompts"].items()) + "."]
     lm = card.get("language_model")
-    if lm and card["kind"]["task"] != "lm-eval":
+    if lm and "llm" not in card:  # an LLM suite's perplexity is in its own section (llm_markdown.py)
         b, c = lm["base"], lm["compressed"]
         how = (f"{b['tokens']} tokens, {b['windows']} non-overlapping windows of {b['window']} tokens (the SparseGPT / "
                "Wanda protocol)" if "window" in b else f"{b['tokens']} tokens, 128-token windows per text (an older "

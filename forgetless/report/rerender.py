@@ -16,6 +16,7 @@ from ..errors import DataError, OutputFolderError
 from ..fsutil import atomic_write_json
 from ..outputs import output_lock
 from .card import render_card
+from ..data.task_kinds import task_kind
 from .card_types import Card
 from .predictions import read_predictions, recompute_accuracy
 
@@ -58,7 +59,7 @@ def check_predictions(card: dict, folder: Path, flag: str = "OUT") -> None:
     if "/" in name or not path.is_file():
         raise DataError(f"{flag} {folder}: report.json names {name}, which is missing")
     rows = read_predictions(path)
-    if card["kind"]["task"] not in ("classification", "lm-eval"):  # lm-eval: each task's accuracy
+    if task_kind(card["kind"]["task"]).pairs:  # generated texts: no accuracy to recompute (an LLM suite: each task's)
         return
     for set_name, entry in card["sets"].items():
         for role in ("base", "compressed"):
