@@ -107,11 +107,44 @@ def tiny_folders(tmp_path_factory, minilm_tokenizer):
     return folders
 
 
-RELOADED = []  # (model folder, kind, inputs, expected) checked in one fresh process at the end
+FRESH_PROCESS = """
+import json, sys, torch
+from forgetless.models.io import load_model
+for line in sys.stdin:  # one saved model per line: (folder, generation, inputs, expected) -> its check
+    folder, generation, inputs, expected = json.loads(line)
+    model, _ = load_model(folder)
+    x = {k: torch.tensor(v) for k, v in inputs.items()}
+    with torch.no_grad():
+        if generation:
+            same = model.generate(**x, max_new_tokens=5, min_new_tokens=5, do_sample=False).tolist() == expected
+            result = {"worst": 0.0 if same else float("inf")}
+        else:
+            result = {"worst": float((model(**x).logits - torch.tensor(expected)).abs().max())}
+    print(json.dumps(result), flush=True)
+"""
+
+
+@pytest.fixture(scope="module")
+def fresh_process():
+    """A separate Python process that reloads each saved model from its folder alone (nothing of the saving
+    process in memory) and checks it against the saving process's outputs, case by case; one per worker."""
+    child = subprocess.Popen([sys.executable, "-c", FRESH_PROCESS], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             text=True)
+
+    def check(folder, generation, inputs, expected) -> float:
+        child.stdin.write(json.dumps([str(folder), generation, inputs, expected]) + "\n")
+        child.stdin.flush()
+        line = child.stdout.readline()
+        assert line, f"the fresh process ended while reloading {folder}"
+        return json.loads(line)["worst"]
+
+    yield check
+    child.stdin.close()
+    child.wait(timeout=60)
 
 
 @pytest.mark.parametrize("method, arch", _claims())
-def test_method_on_architecture(method, arch, tiny_folders, tmp_path_factory, one_thread):
+def test_method_on_architecture(method, arch, tiny_folders, tmp_path_factory, one_thread, fresh_process):
     generation = arch in SEQ2SEQ_MODELS
     task = load_task("synthetic-lookup" if generation else "synthetic", train_size=24, eval_size=8)
     out = tmp_path_factory.mktemp(f"{method}-{arch.split()[0]}")
@@ -136,31 +169,5 @@ def test_method_on_architecture(method, arch, tiny_folders, tmp_path_factory, on
         inputs = {k: v.tolist() for k, v in enc.items()}
         with torch.no_grad():
             expected = model(**{k: torch.tensor(v) for k, v in inputs.items()}).logits.tolist()
-    RELOADED.append((str(out / "model"), generation, inputs, expected))
+    assert fresh_process(out / "model", generation, inputs, expected) < 1e-5  # reloaded in another process
 
-
-FRESH_PROCESS = """
-import json, sys, torch
-from forgetless.models.io import load_model
-worst, mismatched = 0.0, []
-for folder, generation, inputs, expected in json.load(open(sys.argv[1])):
-    model, _ = load_model(folder)
-    x = {k: torch.tensor(v) for k, v in inputs.items()}
-    with torch.no_grad():
-        if generation:
-            if model.generate(**x, max_new_tokens=5, min_new_tokens=5, do_sample=False).tolist() != expected:
-                mismatched.append(folder)
-        else:
-            worst = max(worst, float((model(**x).logits - torch.tensor(expected)).abs().max()))
-print(json.dumps({"worst": worst, "mismatched": mismatched, "n": len(json.load(open(sys.argv[1])))}))
-"""
-
-
-def test_every_saved_model_reloads_in_a_fresh_process(tmp_path):
-    if not RELOADED:
-        pytest.skip("no method × architecture case ran")
-    spec = tmp_path / "spec.json"
-    spec.write_text(json.dumps(RELOADED))
-    out = subprocess.run([sys.executable, "-c", FRESH_PROCESS, str(spec)], capture_output=True, text=True, check=True)
-    result = json.loads(out.stdout.strip().splitlines()[-1])
-    assert result["n"] == len(RELOADED) and result["mismatched"] == [] and result["worst"] < 1e-5

@@ -236,26 +236,39 @@ class LlmSuite:
     stopping: JSON | None = _optional()
 
 
-@dataclass(frozen=True)
-class Card:
-    """A forgetless report card: what compressing one model cost, measured against its base on the same items."""
-    schema: Literal["forgetless-report-2"]
-    kind: Kind
+@dataclass(frozen=True, kw_only=True)
+class Paired:
+    """Two models compared on the same items (``report.card.comparison``): the sections a card and
+    ``forgetless.evaluate(model, data, base=...)`` share."""
     task: TaskInfo
-    method: MethodInfo
-    model: ModelOrigin
     headline: Headline
     sets: dict[str, RolePair]
     challenge: Challenge | None
     bias: Bias | None
     hard_easy: HardEasy | None
     calibration: Calibration | None
+    intervals: Intervals | None
+    warnings: list[str]
+    llm: LlmSuite | None = _optional()
+    zero_shot: JSON | None = _optional()
+    language_model: LanguageModel | None = _optional()
+
+    def to_json(self) -> dict:
+        """Plain JSON values (a card: what ``report.json`` holds)."""
+        return to_json(self)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Card(Paired):
+    """A forgetless report card: what compressing one model cost, measured against its base on the same items."""
+    schema: Literal["forgetless-report-2"]
+    kind: Kind
+    method: MethodInfo
+    model: ModelOrigin
     params: Params
     speed: Speed
     deployment: Deployment
-    intervals: Intervals | None
     training: Training | None
-    warnings: list[str]
     notes: list[str]
     run: JSON
     seed: int
@@ -264,19 +277,12 @@ class Card:
     robustness: JSON | None = _optional()
     provenance: JSON | None = _optional()
     recipe: JSON | None = _optional()
-    llm: LlmSuite | None = _optional()
-    zero_shot: JSON | None = _optional()
-    language_model: LanguageModel | None = _optional()
     predictions: str | None = _optional()
     plots: list[str] | None = _optional()
 
     def __post_init__(self):
         _check_kinds(self)
         _check_values(self)
-
-    def to_json(self) -> dict:
-        """The card as plain JSON values (what ``report.json`` holds)."""
-        return to_json(self)
 
     @classmethod
     def from_json(cls, data: dict) -> "Card":
@@ -328,24 +334,12 @@ def _check_values(card: Card) -> None:
                 raise ValueError(f"the interval of {name} / {role} does not contain its accuracy")
 
 
-@dataclass(frozen=True)
-class Comparison:
-    """``forgetless.evaluate(model, data, base=...)``: the paired comparison of two models on the same items,
-    in the card's sections (``report.card.comparison``), with both models' parameter counts."""
-    task: TaskInfo
-    headline: Headline
-    sets: dict[str, RolePair]
-    challenge: Challenge | None
-    bias: Bias | None
-    hard_easy: HardEasy | None
-    calibration: Calibration | None
-    intervals: Intervals | None
+@dataclass(frozen=True, kw_only=True)
+class Comparison(Paired):
+    """``forgetless.evaluate(model, data, base=...)``: the paired comparison of two models on the same items, in
+    the card's sections, with their prediction agreement and both models' parameter counts."""
     agreement: Agreement | None
-    warnings: list[str]
     params: dict[str, JSON]
-    llm: LlmSuite | None = _optional()
-    zero_shot: JSON | None = _optional()
-    language_model: LanguageModel | None = _optional()
 
     def to_dict(self) -> dict:
         """The comparison as plain JSON values."""
