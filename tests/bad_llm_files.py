@@ -3,7 +3,7 @@
 folders, a forgetless folder an earlier ``apply`` wrote, lm-eval task YAMLs forgetless cannot score
 (output types, metrics, items without choices, a gold answer that is no choice, a task name defined
 twice, a missing or cyclic ``include:``), calibration texts and a user's folder. Built once per
-session (``build_llm_files``); ``tests/test_bad_inputs_llm.py`` runs the cases on them."""
+session (``build_llm_files``); ``tests/e2e/test_bad_inputs_llm.py`` runs the cases on them."""
 from __future__ import annotations
 
 import json

@@ -2,11 +2,14 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 import torch
 import transformers
 
+TESTS = Path(__file__).resolve().parent  # tests/ mirrors the package (tests/<package folder>/), tests/e2e: whole runs
+ROOT = TESTS.parent  # the repository
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 transformers.logging.set_verbosity_error()
 if os.environ.get("PYTEST_XDIST_WORKER"):  # pytest -n N: one torch thread per worker, N workers share the cores
@@ -98,7 +101,7 @@ def save_tiny_bert(path, tokenizer, layers: int, intermediate: int = 64, positio
     return str(path)
 
 
-SHARED_DATA = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data")
+SHARED_DATA = os.path.join(ROOT, "..", "shared", "data")
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,4 @@
-"""The fenced blocks of README.md and docs/*.md, and the stand-ins tests/test_doc_blocks.py runs them on
+"""The fenced blocks of README.md and docs/*.md, and the stand-ins tests/e2e/test_doc_blocks.py runs them on
 (tiny model folders, a small data folder, one folder per page).
 
 A block is read with the HTML comment on the line just before it, if any:

@@ -1,5 +1,5 @@
 """What forgetless keeps of each item lm-eval scored: read from ``simple_evaluate``'s logged samples,
-never recomputed (the numbers equal lm-eval's, tested in ``tests/test_llm_engine.py``).
+never recomputed (the numbers equal lm-eval's, tested in ``tests/llm/test_llm_engine.py``).
 
 * ``multiple_choice``: the gold choice (lm-eval's own rule: ``doc_to_target``, or ``doc_to_text`` for a
   task whose choices are contexts, e.g. WinoGrande), each choice's log-likelihood and greedy flag and

@@ -15,7 +15,7 @@ item (``logits_to_keep=1``: its logits are not wanted), its KV cache is repeated
 (``Cache.batch_select_indices``) and each choice's remaining tokens run from it, at their own positions.
 Causal attention sees the same tokens at the same positions as in the full forward, so every scored
 log-probability is the full forward's up to float rounding (checked against lm-eval in
-``tests/test_llm_scoring.py``; ``benchmarks/llm_vs_lm_eval.py`` on SmolLM2). The prefix stops one token
+``tests/llm/test_llm_scoring.py``; ``benchmarks/llm_vs_lm_eval.py`` on SmolLM2). The prefix stops one token
 short of the first scored position, so no logit of the prefix is needed. Items are batched: prefixes
 right-padded (their pads come after every real token, so no real token attends to one, and the
 choices' attention mask hides them), choices right-padded.

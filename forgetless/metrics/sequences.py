@@ -19,7 +19,7 @@ under m; the upper bound is 1 − (the lower bound of 1 − X).
   intersected with what the unseen values allow: S_t / N ≤ μ ≤ (S_t + N − t) / N (exact at t = N).
 
 Each bound is the running maximum (minimum) over t: the intersection of valid intervals is valid.
-Coverage is checked by simulation in ``tests/test_sequences.py``.
+Coverage is checked by simulation in ``tests/metrics/test_sequences.py``.
 """
 from __future__ import annotations
 

@@ -3,7 +3,7 @@ Language Models Forget? Robustness Challenges in Model Compression", §5 and app
 distillation (Sanh et al. 2020), the instance-level smoothing of eq. 3 (Smooth, RMC), the focal and
 re-weighted losses of appendix B (Lin et al. 2017) and the JTT weights (Liu et al. 2021). Every
 function takes tensors and returns tensors, tested on small hand-computed values
-(``tests/test_objectives_math.py``).
+(``tests/objectives/test_objectives_math.py``).
 """
 from __future__ import annotations
 

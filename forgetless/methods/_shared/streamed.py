@@ -8,7 +8,7 @@ then for each decoder layer: read its tensors from the folder, accumulate its st
 compress it, propagate the calibration activations through the compressed layer, write it into
 ``out/model.safetensors`` and free it (``sequential.run_layer_by_layer`` with a ``LayerSource``).
 The arithmetic is the in-memory path's, in the same order, so the saved weights are bit for bit
-those of ``apply`` on the loaded model + ``save_model`` (``tests/test_streaming.py``); the folder
+those of ``apply`` on the loaded model + ``save_model`` (``tests/methods/test_streaming.py``); the folder
 (``config.json`` with compressed-tensors' ``quantization_config`` for GPTQ, tokenizer,
 ``forgetless.json``) is written by the same code as ``save_model`` (``io.write_model_files``) and
 loads with ``forgetless.load_model`` and stock ``from_pretrained`` alike. With ``device="cuda"`` each

@@ -2,7 +2,7 @@
 Child-Tuning_D, ROSE). Nothing here knows about models, data or the Trainer; the glue lives in
 ``rdrop.py``, ``smart.py``, ``freelb.py``, ``child_tuning.py`` and ``rose.py`` (``glue.py``: model
 and Trainer helpers), and every formula
-is tested on hand-computed values (``tests/test_robust_objectives.py``).
+is tested on hand-computed values (``tests/objectives/test_robust_objectives.py``).
 """
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ from forgetless.data.glue import advglue_table, qnli_task, qqp_task, rte_task, s
 from forgetless.data.tasks import TASKS, load_task
 from forgetless.errors import DataError
 
-REAL = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+REAL = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 
 
 def write(path: Path, text: str) -> None:
@@ -115,7 +115,7 @@ def test_real_data_sizes():
 def test_table1_script_from_report_cards(tmp_path):
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("rahp_table1", Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("rahp_table1", Path(__file__).resolve().parents[2]
                                                   / "benchmarks" / "rahp_table1.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -19,7 +19,7 @@ from forgetless.tree import to_recipe
 from llm_data import write_llm_data
 
 torch.set_num_threads(1)
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RECIPES = sorted(builtin_folder().glob("*.yaml"))
 LLM_TASKS = ("llm-zero-shot", "lm-eval")
 REAL_DATA = ("sst2", "rte", "qnli", "qqp", "mnli-small", "fever", "tweetqa", "samsum", "xsum")

@@ -12,7 +12,7 @@ from forgetless.errors import ConfigError, DataError
 from forgetless.kinds import check_compatible, kind_for
 from forgetless.registry import METHODS, OBJECTIVES
 
-PACKAGE = Path(__file__).resolve().parents[1] / "forgetless"
+PACKAGE = Path(__file__).resolve().parents[2] / "forgetless"
 
 
 class _Task:

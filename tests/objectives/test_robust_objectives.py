@@ -14,7 +14,7 @@ from forgetless.registry import OBJECTIVES
 from forgetless.objectives.robust import formulas as rm
 from forgetless.objectives.robust.glue import layer_parameters
 from forgetless.training.trainer import TrainConfig, fine_tune
-from tests.test_objectives_prepare import tiny_tokenizer
+from tiny_bert import tiny_tokenizer
 
 torch.set_num_threads(1)
 ROBUST = ["rdrop", "smart", "freelb", "child-tuning", "rose-first", "rose-second", "rose-ensemble"]

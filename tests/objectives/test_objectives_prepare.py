@@ -1,38 +1,17 @@
 """Objectives end to end on a tiny BERT: prepare() columns, disk caches, and training a student
 with every objective through the shared Trainer (``fine_tune``)."""
-from pathlib import Path
-
 import numpy as np
 import pytest
 import torch
-from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
+from transformers import BertConfig, BertForSequenceClassification
 
-from forgetless.data import synthetic
 from forgetless.data.synthetic import synthetic_shortcut_task
 from forgetless.objectives.rmc.config import DifficultyConfig
 from forgetless.objectives.rmc.difficulty import compute_difficulty
 from forgetless.methods.base import CompressionContext
 from forgetless.registry import OBJECTIVES
 from forgetless.training.trainer import TrainConfig, fine_tune
-
-# every word the synthetic task's generator can emit
-WORDS = sorted(set(synthetic.NOUNS + synthetic.HYPERNYMS + synthetic.INTRANSITIVE + synthetic.ADJECTIVES
-                   + synthetic.CERTAIN + synthetic.UNCERTAIN + ["the", "was", "by", "who", "and", "if", ","]
-                   + [form for pair in synthetic.VERBS for form in pair]
-                   + [w for suffix in synthetic.SUFFIXES for w in suffix.split()]))
-
-
-def tiny_tokenizer(folder: Path | None = None) -> BertTokenizerFast:
-    """A word-level BERT tokenizer covering the synthetic task's vocabulary (no [UNK] there)."""
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + sorted(set(WORDS))
-    return BertTokenizerFast(vocab={word: i for i, word in enumerate(vocab)})
-
-
-def tiny_bert(tokenizer, seed: int = 0) -> BertForSequenceClassification:
-    torch.manual_seed(seed)
-    config = BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                        intermediate_size=64, max_position_embeddings=64, num_labels=2)
-    return BertForSequenceClassification(config).eval()
+from tiny_bert import tiny_bert, tiny_tokenizer
 
 
 @pytest.fixture(scope="module")

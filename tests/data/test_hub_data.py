@@ -20,7 +20,7 @@ from forgetless.data import hub  # noqa: E402
 from forgetless.data.tasks import load_task  # noqa: E402
 from forgetless.errors import DataError  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SET_FIELDS = ("name", "text_a", "labels", "label_names", "text_b", "hard", "groups", "prediction_map")
 
 

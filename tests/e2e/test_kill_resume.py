@@ -21,7 +21,7 @@ from forgetless.methods.sparsegpt.config import SparseGptConfig
 from forgetless.models.io import load_model
 from forgetless.models.tiny import tiny_llama_config
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from kill_resume import TEXTS  # noqa: E402  (the worker's calibration texts)
 

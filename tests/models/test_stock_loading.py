@@ -82,7 +82,7 @@ def test_stock_from_pretrained_loads_exactly_or_raises_for_every_kind_of_folder(
     kinds = folders_of_every_kind()
     for kind, (model, _) in kinds.items():
         save_model(model, tmp_path / kind)
-    tests = os.path.dirname(os.path.abspath(__file__))
+    tests = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # tests/, beside the repository
     env = {**os.environ, "PYTHONPATH": os.path.dirname(tests), "HF_HUB_OFFLINE": "1"}
     result = subprocess.run([sys.executable, "-c", FRESH, tests, *(str(tmp_path / k) for k in kinds)],
                             capture_output=True, text=True, env=env)
@@ -139,7 +139,7 @@ def test_stock_fit_tells_exact_from_refused_from_silent():
 def test_an_uncompressed_folder_of_every_architecture_stays_stock_loadable(tmp_path):
     """The check after saving never moves the weights of a folder stock loading reads exactly (tied
     embeddings, encoder-decoders, GPT-2's Conv1D included)."""
-    from test_contract import CLASSIFIER_CONFIGS
+    from architectures import CLASSIFIER_CONFIGS
 
     from forgetless.models.tiny import TINY_SEQ2SEQ, tiny_seq2seq
 

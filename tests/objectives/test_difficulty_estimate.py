@@ -17,7 +17,7 @@ from forgetless.pipeline import RunConfig, train_teacher
 from forgetless.report.plots import plt, save_figure
 from forgetless.report.rmc_plots import COLORS
 from forgetless.training.trainer import TrainConfig
-from test_objectives_prepare import tiny_bert, tiny_tokenizer
+from tiny_bert import tiny_bert, tiny_tokenizer
 
 
 def estimate_difficulty(task, out_dir: str | Path, model: str = "minilm", teacher: str | None = None,

@@ -77,7 +77,7 @@ def test_quantized_models_reload_in_a_fresh_process_with_identical_outputs(tmp_p
     assert tensors["bert.encoder.layer.0.output.dense.weight.scale"].shape == (32,)
     assert load_file(tmp_path / "bf16" / "model.safetensors")["classifier.weight"].dtype == torch.bfloat16
     assert not list(tmp_path.rglob("*.bin")) and not list(tmp_path.rglob("*.pt"))
-    tests = os.path.dirname(os.path.abspath(__file__))
+    tests = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # tests/, beside the repository
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.path.dirname(tests), tests])}
     subprocess.run([sys.executable, "-c", RELOAD, str(tmp_path), *models], check=True, env=env)
     reloaded = load_file(tmp_path / "reloaded.safetensors")

@@ -5,7 +5,7 @@ culprit (the flag as typed on the command line, the Python name from Python), be
 fixture folder byte-identical (sha256). Output-folder cases live in ``test_output_rule.py``.
 
 ``test_tally_of_the_cases_run`` prints and checks the tally of the command-line cases a session ran;
-``python tests/test_bad_inputs.py`` prints the tally of every case of this module, of
+``python tests/e2e/test_bad_inputs.py`` prints the tally of every case of this module, of
 ``test_output_rule.py`` and of the LLM surfaces (``test_bad_inputs_llm.py``, issue 43: cases whose
 right answer is to run are ``correct`` when what they gave is right): tried / clear / correct /
 traceback / silent / unclear / destructive, and how many were on the LLM surfaces.
@@ -655,7 +655,7 @@ def test_loaders_read_safetensors_only():
     file: a tensor container read by the gguf package, never unpickled)."""
     import ast
 
-    package = Path(__file__).resolve().parents[1] / "forgetless"
+    package = Path(__file__).resolve().parents[2] / "forgetless"
     calls = 0
     for path in package.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):

@@ -23,7 +23,7 @@ from forgetless.models.checks import tensor_header
 from forgetless.models.stock import stock_loadable
 from forgetless.registry import METHODS
 
-FIXTURE = json.loads((Path(__file__).parent / "fixtures" / "llmcompressor_w4.json").read_text())
+FIXTURE = json.loads((Path(__file__).resolve().parents[1] / "fixtures" / "llmcompressor_w4.json").read_text())
 ENV = {**os.environ, "PYTHONPATH": os.getcwd(), "HF_HUB_OFFLINE": "1"}
 VARIANTS = {  # fixture variant → the gptq options of the same scheme
     "w4_g32_symmetric": {"bits": 4},  # symmetric: the default

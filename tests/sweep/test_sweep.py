@@ -7,7 +7,7 @@ from forgetless.data.synthetic import synthetic_shortcut_task
 from forgetless.errors import ConfigError
 from forgetless.sweep import aggregate, render_markdown, run_sweep, table
 from forgetless.config import SpeedConfig, SweepConfig, TrainConfig
-from test_objectives_prepare import tiny_bert, tiny_tokenizer
+from tiny_bert import tiny_bert, tiny_tokenizer
 
 
 def _record(objective, seed, dev, challenge, f_bias, hard=None, easy=None):

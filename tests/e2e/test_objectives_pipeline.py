@@ -6,7 +6,7 @@ from forgetless.config import RunConfig
 from forgetless.pipeline import run_and_save
 from forgetless.registry import METHODS, OBJECTIVES
 from forgetless.training.trainer import TrainConfig
-from test_objectives_prepare import tiny_bert, tiny_tokenizer
+from tiny_bert import tiny_bert, tiny_tokenizer
 
 
 def test_rmc_distils_into_a_truncated_student(tmp_path):

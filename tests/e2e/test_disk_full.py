@@ -127,7 +127,7 @@ def test_cache_folder_checked_before_the_teacher_is_trained(setup, pattern, tmp_
 
 # ----- two processes ---------------------------------------------------------------------------------------
 def _start(argv, tmp_path, cache, name):
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), "HF_HUB_OFFLINE": "1",
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]), "HF_HUB_OFFLINE": "1",
            "FORGETLESS_CACHE": str(cache)}
     log = open(tmp_path / f"{name}.log", "w")
     return subprocess.Popen([sys.executable, "-m", "forgetless", *argv], stdout=log, stderr=subprocess.STDOUT,

@@ -21,7 +21,7 @@ from forgetless.models.checks import tensor_header
 from forgetless.models.io import save_model
 from forgetless.registry import METHODS
 
-FIXTURE = json.loads((Path(__file__).parent / "fixtures" / "llmcompressor_schemes.json").read_text())
+FIXTURE = json.loads((Path(__file__).resolve().parents[1] / "fixtures" / "llmcompressor_schemes.json").read_text())
 ENV = {**os.environ, "PYTHONPATH": os.getcwd(), "HF_HUB_OFFLINE": "1"}
 IDS = torch.randint(0, 128, (8, 12), generator=torch.Generator().manual_seed(0))
 BATCHES = [{"input_ids": IDS[i:i + 4], "attention_mask": torch.ones(4, 12, dtype=torch.long)} for i in (0, 4)]

@@ -8,7 +8,7 @@ from forgetless.objectives.rmc.config import DifficultyConfig
 from forgetless.objectives.rmc.difficulty import compute_difficulty
 from forgetless.training.trainer import TrainConfig
 from test_difficulty_estimate import estimate_difficulty
-from test_objectives_prepare import tiny_bert, tiny_tokenizer
+from tiny_bert import tiny_bert, tiny_tokenizer
 
 torch.set_num_threads(1)
 

@@ -190,7 +190,7 @@ def test_remote_code_never_runs_even_when_stdin_says_yes(tmp_path, tiny_model_di
 
     folder, marker = _remote_code_folder(tmp_path, tiny_model_dir)
     before = tree_hashes(folder)
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), "HF_HUB_OFFLINE": "1",
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]), "HF_HUB_OFFLINE": "1",
            "FORGETLESS_CACHE": str(tmp_path / "cache")}
     done = subprocess.run([sys.executable, "-m", "forgetless", "evaluate", str(folder), "--eval-size", "4"],
                           input="y\ny\n", capture_output=True, text=True, env=env, timeout=300)
@@ -211,7 +211,7 @@ def test_remote_code_never_runs_even_when_stdin_says_yes(tmp_path, tiny_model_di
 def test_every_load_passes_trust_remote_code():
     """Every ``from_pretrained`` of a config, tokenizer or model in the package passes
     ``trust_remote_code`` explicitly (continuation lines included: the AST sees whole calls)."""
-    package = Path(__file__).resolve().parents[1] / "forgetless"
+    package = Path(__file__).resolve().parents[2] / "forgetless"
     calls = 0
     for path in package.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):

@@ -24,7 +24,7 @@ from forgetless.models.stock import stock_loadable
 from forgetless.registry import METHODS
 from test_compressed_tensors import gptq
 
-FIXTURE = json.loads((Path(__file__).parent / "fixtures" / "llmcompressor_schemes.json").read_text())
+FIXTURE = json.loads((Path(__file__).resolve().parents[1] / "fixtures" / "llmcompressor_schemes.json").read_text())
 ENV = {**os.environ, "PYTHONPATH": os.getcwd(), "HF_HUB_OFFLINE": "1"}
 W8A8 = {"bits": 8, "group_size": -1, "activations": "int8-token"}
 FP8_DYNAMIC = {"bits": 8, "group_size": -1, "weight_type": "fp8", "activations": "fp8-token"}

@@ -12,7 +12,7 @@ object and streamed on a folder, ``evaluate`` and ``compress`` from Python, ``fo
 * otherwise ``unclear`` (refused, but not so), ``traceback``, ``silent`` (ran where it should have
   refused, or ran wrong) — and ``destructive`` whenever a file of the fixture changed.
 
-``python tests/test_bad_inputs.py`` prints the tally of these cases with the others.
+``python tests/e2e/test_bad_inputs.py`` prints the tally of these cases with the others.
 """
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ import pytest
 from forgetless.errors import ConfigError
 from forgetless.registry import Registry
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PLUGIN_DIR = ROOT / "tests" / "fixtures" / "plugin"
 
 
@@ -53,13 +53,13 @@ def test_plugin_method_is_listed_has_flags_recipe_keys_and_then_items(tmp_path):
 
 
 def test_plugin_method_runs_through_the_contract_test():
-    contract = "tests/test_contract.py::"
+    contract = "tests/e2e/test_contract.py::"
     cases = [f"{contract}test_method_on_architecture[drop-last-{arch}]"
              for arch in ("bert", "tiny-t5", "tiny-llama (causal-lm)")]
     cases += [contract + name for name in ("test_every_method_declares_a_valid_smoke_config",
                                            "test_configs_import_no_torch_and_document_every_option",
                                            "test_every_saved_model_reloads_in_a_fresh_process")]
-    cases.append("tests/test_determinism.py::test_same_seed_same_weights[drop-last]")
+    cases.append("tests/e2e/test_determinism.py::test_same_seed_same_weights[drop-last]")
     result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *cases], env=_env(),
                             capture_output=True, text=True, cwd=ROOT)
     assert result.returncode == 0, result.stdout[-3000:]
