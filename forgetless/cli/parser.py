@@ -232,7 +232,8 @@ def _page_commands(sub) -> None:
                    formatter_class=argparse.RawDescriptionHelpFormatter)
     sub.add_parser("schema", help="print the JSON Schema of report.json (the report card), draft 2020-12",
                    epilog="example:\n  forgetless schema > report.schema.json\n"
-                          "  python -m jsonschema -i runs/heads/report.json report.schema.json",
+                          "  python -c \"import json, jsonschema; jsonschema.validate(json.load(open("
+                          "'runs/heads/report.json')), json.load(open('report.schema.json')))\"",
                    formatter_class=argparse.RawDescriptionHelpFormatter)
 
 
