@@ -352,8 +352,8 @@ class Scores:
     the card's ``sets``), the pooled challenge accuracy (classification), its parameter counts, and for a causal
     LM how it was prompted (``zero_shot``) and its held-out perplexity (``language_model``)."""
     sets: dict[str, JSON]
-    challenge_pooled: float | None
     params: JSON
+    challenge_pooled: float | None = _optional()
     pooled_sets: list[str] | None = _optional()
     zero_shot: JSON | None = _optional()
     language_model: JSON | None = _optional()

@@ -232,7 +232,7 @@ def cases() -> list[tuple]:
         ("apply-calibration-folder", apply_object(WandaConfig(**SMALL), calibration="{root}"), r"not a text file"),
         ("apply-calibration-blank", apply_object(WandaConfig(**SMALL), calibration=["  ", ""]), r"no text to calibrate"),
         ("apply-calibration-not-read", apply_object(RtnConfig(group_size=16)), r"^calibration: no method of rtn calibrates on text"),
-        ("apply-overwrite-text", apply_object(WandaConfig(**SMALL), overwrite="yes"), r"^overwrite='yes': expected"),
+        ("apply-overwrite-text", streamed("llama", overwrite="yes"), r"^overwrite='yes': expected"),
         ("apply-wanda-then-gptq", apply_object([WandaConfig(**SMALL), GptqConfig(group_size=16, **SMALL)]),
          lambda result, p, out: None),
         # ----- apply streamed from a folder
