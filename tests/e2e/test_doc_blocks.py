@@ -204,7 +204,7 @@ def validate_only(monkeypatch, stand_ins):
     return stopping
 
 
-@pytest.mark.timeout(900)  # every page's commands in one test: ~2 min idle, past 300 s at load 7 (2 cores)
+@pytest.mark.timeout(900)  # every page's commands in one test: passed at load 4-5, past 300 s at load 7 (2 cores)
 def test_every_shell_command_runs_or_is_validated(tmp_path, stand_ins, validate_only, capsys):
     if shared_data() is None:
         pytest.skip("shared/data (the offline data folder) is not beside the repository")
