@@ -107,6 +107,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--out", default="runs/schemes")
     parser.add_argument("--sensitivity-of", default="W4A16", help="the scheme whose blocks are ranked ('' : none)")
+    parser.add_argument("--schemes", help="the schemes to run, comma-separated (default: every --scheme preset)")
+    parser.add_argument("--no-int8", dest="int8", action="store_false", help="skip the base and int8 variants")
     args = parser.parse_args()
 
     import torch
@@ -134,13 +136,14 @@ def main() -> None:
                           "load": os.getloadavg()[0], **extra}), flush=True)
 
     ctx = SimpleNamespace(notes=[], calibration=texts, tokenizer=tokenizer, kind=None, task=None, seed=0)
-    for name, quantized in int8_variants(model, ctx, args.calibration):
+    for name, quantized in int8_variants(model, ctx, args.calibration) if args.int8 else ():
         report(name, quantized)
-    for scheme in SCHEMES:
+    for scheme in args.schemes.split(",") if args.schemes else SCHEMES:
         start = time.perf_counter()
-        quantized = forgetless.apply(copy.deepcopy(model), scheme_stack(scheme, args.calibration,
-                                                                         args.calibration_length),
-                                     calibration=texts, tokenizer=tokenizer)
+        stack = scheme_stack(scheme, args.calibration, args.calibration_length)
+        reads = any(config.calibration == "text" for config in stack)  # FP8-DYNAMIC (rtn) reads none
+        quantized = forgetless.apply(copy.deepcopy(model), stack, calibration=texts if reads else None,
+                                     tokenizer=tokenizer)
         seconds = time.perf_counter() - start
         folder = Path(args.out) / scheme
         save_model(quantized, folder, tokenizer)
