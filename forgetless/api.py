@@ -58,7 +58,6 @@ from .recipes.catalog import recipe_names
 from .registry import METHODS, OBJECTIVES
 from .report.card import comparison
 from .report.card_types import Comparison, Scores
-from .report.json_types import from_json
 from .report.honest import evaluated_texts
 from .report.trust import calibration_leak
 from .validate import check_chain, model_dims
@@ -225,7 +224,7 @@ def evaluate(model, data, *, base=None, tokenizer=None, batch_size: int = 64, ma
     _check_model(model)
     task = evaluated_task(data, columns, seed, data_dir, eval_size, lm_eval_tasks, lm_eval_include)
     if base is None:
-        return from_json(Scores, _scores(model, task, tokenizer, batch_size, max_length, model_kind), "scores")
+        return Scores.from_json(_scores(model, task, tokenizer, batch_size, max_length, model_kind))
     _check_model(base)
     results = {role: _scores(m, task, tokenizer, batch_size, max_length, model_kind, keep_predictions=True)
                for role, m in (("base", base), ("compressed", model))}
@@ -233,8 +232,8 @@ def evaluate(model, data, *, base=None, tokenizer=None, batch_size: int = 64, ma
     compared = comparison(task, results, predictions, seed, calibration_section(task, predictions), agreement(predictions))
     leak = None if calibration is None else calibration_leak(calibration_texts(calibration, data_dir),
                                                              evaluated_texts(task))
-    return from_json(Comparison, {**compared, "warnings": compared["warnings"] + ([leak] if leak else []),
-                                  "params": {role: results[role].pop("params") for role in results}}, "comparison")
+    return Comparison.from_json({**compared, "warnings": compared["warnings"] + ([leak] if leak else []),
+                                 "params": {role: results[role].pop("params") for role in results}})
 
 
 def evaluated_task(data, columns: dict | None, seed: int, data_dir=None, eval_size: int | None = None,

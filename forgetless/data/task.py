@@ -131,8 +131,6 @@ class PairSet:
         return digest.hexdigest()[:16]
 
 
-
-
 @dataclass
 class Task:
     """A task with its in-distribution sets and challenge (or extra evaluation) sets.

@@ -30,8 +30,9 @@ def kind_for(task, method=None, model_kind: str = "auto"):
         raise ConfigError(f"unknown model kind {model_kind!r}; choose from {', '.join(MODEL_KINDS)}")
     if model_kind != "auto":
         return KINDS[model_kind]
-    if task_kind(task).model_kind is not None:  # generation: seq2seq; an LLM suite (llm/): a causal LM as it is
-        return KINDS[task_kind(task).model_kind]
+    needed = task_kind(task).model_kind  # generation: seq2seq; an LLM suite (llm/): a causal LM as it is
+    if needed is not None:
+        return KINDS[needed]
     if method is not None and method.seq2seq_only:
         return KINDS["seq2seq"]
     return KINDS["classifier"]

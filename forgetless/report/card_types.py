@@ -26,6 +26,19 @@ def _optional():
     return field(default=None, metadata=OMIT)
 
 
+class Document:
+    """A whole JSON document of these types (a card, an evaluation): to and from plain JSON values."""
+
+    def to_json(self) -> dict:
+        """Plain JSON values (a card: what ``report.json`` holds)."""
+        return to_json(self)
+
+    @classmethod
+    def from_json(cls, data: dict):
+        """The document from plain JSON values; ``json_types.CardTypeError`` naming the first misfit."""
+        return from_json(cls, data)
+
+
 @dataclass(frozen=True)
 class Kind:
     """What was compared: the task's kind (``lm-eval``: an LLM suite) and the model's kind."""
@@ -237,7 +250,7 @@ class LlmSuite:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Paired:
+class Paired(Document):
     """Two models compared on the same items (``report.card.comparison``): the sections a card and
     ``forgetless.evaluate(model, data, base=...)`` share."""
     task: TaskInfo
@@ -252,10 +265,6 @@ class Paired:
     llm: LlmSuite | None = _optional()
     zero_shot: JSON | None = _optional()
     language_model: LanguageModel | None = _optional()
-
-    def to_json(self) -> dict:
-        """Plain JSON values (a card: what ``report.json`` holds)."""
-        return to_json(self)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -285,11 +294,6 @@ class Card(Paired):
         _check_values(self)
 
     @classmethod
-    def from_json(cls, data: dict) -> "Card":
-        """A card from ``report.json``'s content; ``json_types.CardTypeError`` naming the first misfit."""
-        return from_json(cls, data)
-
-    @classmethod
     def json_schema(cls) -> dict:
         """The JSON Schema of ``report.json`` (draft 2020-12)."""
         return json_schema(cls, SCHEMA_ID, "forgetless report card")
@@ -297,7 +301,7 @@ class Card(Paired):
 
 def _check_kinds(card: Card) -> None:
     """Which sections each kind of task and model has."""
-    labelled = card.kind.task == "classification"
+    labelled = task_kind(card.kind.task).labelled
     for name in ("challenge", "bias", "hard_easy"):
         if labelled != (getattr(card, name) is not None):
             raise ValueError(f"section {name} must be present exactly for classification tasks")
@@ -340,14 +344,11 @@ class Comparison(Paired):
     the card's sections, with their prediction agreement and both models' parameter counts."""
     agreement: Agreement | None
     params: dict[str, JSON]
-
-    def to_dict(self) -> dict:
-        """The comparison as plain JSON values."""
-        return to_json(self)
+    to_dict = Document.to_json  # the name an evaluation result answers to
 
 
 @dataclass(frozen=True)
-class Scores:
+class Scores(Document):
     """``forgetless.evaluate(model, data)``: one model's scores on every set of the task (a set's metrics as in
     the card's ``sets``), the pooled challenge accuracy (classification), its parameter counts, and for a causal
     LM how it was prompted (``zero_shot``) and its held-out perplexity (``language_model``)."""
@@ -357,7 +358,4 @@ class Scores:
     pooled_sets: list[str] | None = _optional()
     zero_shot: JSON | None = _optional()
     language_model: JSON | None = _optional()
-
-    def to_dict(self) -> dict:
-        """The scores as plain JSON values."""
-        return to_json(self)
+    to_dict = Document.to_json

@@ -38,10 +38,11 @@ def to_json(value):
     return value
 
 
-def from_json(cls, data, path: str = "card"):
+def from_json(cls, data, path: str | None = None):
     """``cls`` (a dataclass) built from ``data``; a ``CardTypeError`` naming the first key or value that
-    does not fit (an unknown key, a missing one, a wrong type)."""
-    return _read(cls, data, path)
+    does not fit (an unknown key, a missing one, a wrong type), its path rooted at ``path`` (default: the
+    class name in lower case, ``card.seed``)."""
+    return _read(cls, data, path or cls.__name__.lower())
 
 
 def _read(hint, data, path: str):
