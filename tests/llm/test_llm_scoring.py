@@ -104,3 +104,19 @@ def test_near_ties_are_the_picks_a_small_change_could_flip():
     records = {"primary": "acc_norm", "items": [{**item, "ll": [-10.0, -10.00005, -12.0]}, {**item, "ll": [-1.0, -5.0, -9.0]}]}
     assert near_ties(records) == {"acc": 1, "acc_norm": 0}  # the default: records.TOLERANCE, 5e-5 per token
     assert near_tie({**item, "ll": [-10.0, -10.00011, -12.0]}, "acc") is False  # 1.1e-4 ≥ 2 × 5e-5
+
+
+def test_chunks_end_where_the_lengths_drop():
+    """Rows of 10, 10, 2 and 2 tokens, 8 tokens a forward: one chunk runs 8 + 4 × 10 = 48 tokens, two
+    run 8 + 2 × 10 + 8 + 2 × 2 = 40 (hand-computed): two; four rows of 5 stay one chunk (8 + 20 < 2 × 8 + 20)."""
+    def chunked(lengths, batch_size=4):
+        groups = [[Row(tuple(range(n + 1)), 1)] for n in lengths]
+        pairs = [(i, 0) for i in range(len(groups))]
+        return [[groups[i][0].length for i, _ in chunk]
+                for chunk in scoring._chunks(pairs, groups, [0] * len(groups), batch_size, 100, 0)]
+
+    assert scoring.FORWARD_COST == 8
+    assert chunked([2, 10, 2, 10]) == [[10, 10], [2, 2]]
+    assert chunked([5, 5, 5, 5]) == [[5, 5, 5, 5]]
+    assert sorted(map(len, chunked([5] * 6))) in ([2, 4], [3, 3])  # at most 4 a chunk: two, 46 tokens either way
+    assert all(len(c) <= 3 for c in chunked([9, 8, 7, 6, 5, 4, 3], batch_size=3))
