@@ -167,9 +167,10 @@ def grouped_modules(model: nn.Module) -> dict[str, GroupedInts]:
     return found
 
 
-def unpacked_modules(model: nn.Module) -> list[str]:
-    """Modules that were quantized but are saved as float32 (see ``grouped_modules``)."""
-    packed = grouped_modules(model)
+def unpacked_modules(model: nn.Module, packed: dict | None = None) -> list[str]:
+    """Modules that were quantized but are saved as float32 (see ``grouped_modules``; ``packed``: its
+    answer when the caller has it)."""
+    packed = grouped_modules(model) if packed is None else packed
     return [name for name, module in model.named_modules() if hasattr(module, GROUPED_ATTR) and name not in packed]
 
 

@@ -234,7 +234,7 @@ def storage_notes(method: str, model: nn.Module) -> tuple[dict, list[str], str |
     forms = {scheme["format"] for scheme in schemes.values()}
     form = (forms.pop() if len(forms) == 1 else "mixed-precision") if forms else None
     notes = [storage_note(method, storage, form or FORMAT)]
-    dense = unpacked_modules(model)
+    dense = unpacked_modules(model, packed)
     if dense:  # GPT-2's Conv1D
         notes.append(f"{method}: {len(dense)} quantized layers (e.g. {dense[0]}) are not nn.Linear and are saved as "
                      "float32 (their values on the int grid): compressed-tensors packs nn.Linear only")

@@ -61,12 +61,9 @@ class Rtn(CompressionMethod):
     def _round(self, module) -> float:
         """Round ``module``'s weight to the format's grid; its relative weight error ‖W − Ŵ‖_F / ‖W‖_F."""
         c = self.config
-        weight = weight_matrix(module)
-        quantized = round_weight(weight, c)
-        error = float((weight.double() - quantized.dequantize().double()).norm() / weight.double().norm()
-                      ) if weight.any() else 0.0
-        set_quantized(module, quantized, input_quant(c), c)
-        return error
+        original = weight_matrix(module).double()  # a copy: the weight becomes Ŵ in place
+        set_quantized(module, round_weight(weight_matrix(module), c), input_quant(c), c)
+        return float((original - weight_matrix(module).double()).norm() / original.norm()) if original.any() else 0.0
 
     def artifacts(self) -> dict:
         return quantized_artifacts(self)
