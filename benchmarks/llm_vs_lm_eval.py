@@ -82,7 +82,7 @@ def forgetless_side(model, tokenizer, items: dict, args) -> dict:
     from forgetless.llm.suite import build_suite, evaluate_tasks
 
     suite = build_suite(list(items), TASKS_DIR, args.data_dir, False, None, WINDOW)
-    suite = suite.restricted(items, perplexity=False)
+    suite = suite.restricted(items, perplexity=False).capped(None, 0)  # the items checked, as load_task checks them
     result = evaluate_tasks(model, tokenizer, suite, WINDOW, args.batch_size, progress=False)
     return {name: result["predictions"][name]["items"] for name in items}
 

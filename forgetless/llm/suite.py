@@ -84,17 +84,18 @@ class LMEvalSuite:
         return {**self.sets, **({self.perplexity.name: self.perplexity} if self.perplexity else {})}
 
     def capped(self, size: int | None, seed: int) -> "LMEvalSuite":
-        """The same suite with a seeded sample of ``size`` items per task (sorted doc ids; a task's own
-        stream of the seed, so adding a task does not change another's items)."""
-        if size is None:
-            return self
+        """The same suite with a seeded sample of ``size`` items per task (None: all; sorted doc ids; a
+        task's own stream of the seed, so adding a task does not change another's items), its items
+        checked (``task_checks.check_items``)."""
         sets = {}
         for name, s in self.sets.items():
-            items = list(range(s.size))
-            if size < s.size:
+            items = s.items if size is None else list(range(s.size))
+            if size is not None and size < s.size:
                 rng = np.random.default_rng([seed, zlib.crc32(name.encode())])
                 items = sorted(rng.choice(s.size, size=size, replace=False).tolist())
             sets[name] = dataclasses.replace(s, items=items)
+            if s.output_type == MULTIPLE_CHOICE:
+                task_checks.check_items(name, s.source, self.tasks[name], items)
         return dataclasses.replace(self, sets=sets)
 
     def restricted(self, items: dict[str, list[int]], perplexity: bool) -> "LMEvalSuite":

@@ -12,8 +12,12 @@ after 34 minutes on SmolLM2, two YAMLs of one task name used one of them silentl
    (before lm-eval's task manager is built);
 2. each requested task's YAML with its includes merged: its output type and its metrics;
 3. ``engine.load_tasks`` (lm-eval builds the tasks and reads their documents);
-4. the loaded tasks as lm-eval resolved them (Python-defined tasks, default metrics): output type,
-   metrics, and every item's choices (two or more) and gold answer (one of them).
+4. the loaded tasks as lm-eval resolved them (Python-defined tasks, default metrics): output type and
+   metrics.
+
+``check_items`` is how ``LMEvalSuite.capped`` checks the items a run will score, once they are chosen
+(still before any model is loaded): each has two or more choices and a gold answer among them. Only
+those: lm-eval renders every choice through its templates, 8 s for the six offline tasks' 15,000 items.
 
 forgetless scores lm-eval's per-item log-likelihoods (``records.py``): ``SCORED`` lists the output
 types and the per-item metrics it reads of each.
@@ -53,8 +57,6 @@ def load_checked(names: list[str], include, data_dir, defaults: bool | None) -> 
     for name, task in tasks.items():
         where = engine.yaml_path(manager, name)
         _check_scored(name, where, task.OUTPUT_TYPE, list(task.aggregation()))
-        if task.OUTPUT_TYPE == "multiple_choice":
-            _check_items(name, where, task)
     return manager, tasks
 
 
@@ -164,11 +166,14 @@ def _check_scored(name: str, where, output_type: str, metrics: list[str] | None)
                           f"forgetless compares models on; add - metric: {needed}")
 
 
-def _check_items(name: str, where, task) -> None:
-    """Every document of a multiple-choice task has two or more choices and a gold answer among them."""
+def check_items(name: str, where, task, items: list[int]) -> None:
+    """The documents ``items`` (indices) of a multiple-choice task have two or more choices and a gold
+    answer among them."""
     from .records import gold_choice
 
-    for index, doc in enumerate(task.eval_docs):
+    docs = task.eval_docs
+    for index in items:
+        doc = docs[index]
         item = f"lm-eval task {name} ({where}), item {index}"
         try:
             choices = task.doc_to_choice(doc)

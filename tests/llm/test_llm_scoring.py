@@ -106,7 +106,7 @@ def test_near_ties_are_the_picks_a_small_change_could_flip():
     assert near_tie({**item, "ll": [-10.0, -10.00011, -12.0]}, "acc") is False  # 1.1e-4 ≥ 2 × 5e-5
 
 
-def test_chunks_end_where_the_lengths_drop():
+def test_chunks_end_where_the_lengths_drop(monkeypatch):
     """Rows of 10, 10, 2 and 2 tokens, 8 tokens a forward: one chunk runs 8 + 4 × 10 = 48 tokens, two
     run 8 + 2 × 10 + 8 + 2 × 2 = 40 (hand-computed): two; four rows of 5 stay one chunk (8 + 20 < 2 × 8 + 20)."""
     def chunked(lengths, batch_size=4):
@@ -115,7 +115,7 @@ def test_chunks_end_where_the_lengths_drop():
         return [[groups[i][0].length for i, _ in chunk]
                 for chunk in scoring._chunks(pairs, groups, [0] * len(groups), batch_size, 100, 0)]
 
-    assert scoring.FORWARD_COST == 8
+    monkeypatch.setattr(scoring, "FORWARD_COST", 8)
     assert chunked([2, 10, 2, 10]) == [[10, 10], [2, 2]]
     assert chunked([5, 5, 5, 5]) == [[5, 5, 5, 5]]
     assert sorted(map(len, chunked([5] * 6))) in ([2, 4], [3, 3])  # at most 4 a chunk: two, 46 tokens either way
