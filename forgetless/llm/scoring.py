@@ -39,7 +39,9 @@ LOGITS_BUDGET = 256 * 2 ** 20  # bytes of fp32 logits one forward may produce
 ROW_TOKENS = 128  # a batch holds at most batch_size × ROW_TOKENS input tokens
 PAYS = 0.5  # share an item's prefix when it saves at least this share of its rows' own tokens
 SIMILAR = 0.8  # a prefix batch holds prefixes of at least this share of its longest (little padding)
-FORWARD_COST = 24  # one forward's fixed cost in tokens (SmolLM2, 2 threads, 100 items: 8 → 80.7 s, 24 → 73.8 s, 48 → 79.2 s; ±4 s noise)
+# one forward's fixed cost in tokens, chosen on SmolLM2 (2 threads, 100 items a task; ±4 s noise):
+# 8 → 80.7 s, 24 → 73.8 s, 48 → 79.2 s of scoring
+FORWARD_COST = 24
 
 
 @dataclass(frozen=True)
