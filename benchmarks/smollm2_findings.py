@@ -37,7 +37,14 @@ VARIANTS.update({f"gptq-{b}": ["--method", "gptq", "--bits", str(b), "--group-si
 VARIANTS.update({f"shortgpt-{k}": ["--method", "block-influence", "--remove", str(k), "--recovery", "none"]
                  for k in (3, 6, 9)})
 VARIANTS.update({f"heads-kv-{r}": ["--method", "heads", "--ratio", str(r / 100), "--recovery", "none"] for r in (25, 50)})
-VARIANTS.update({d: ["--method", "quantize", "--dtype", d] for d in ("int8", "bf16")})
+VARIANTS["rtn-4"] = ["--method", "rtn", "--bits", "4", "--group-size", "64"]
+VARIANTS.update({d: ["--method", "quantize", "--dtype", d] for d in ("int8", "int8-per-tensor", "bf16")})
+VARIANTS.update({s: ["--scheme", s] + (["--group-size", "64"] if s.startswith("W4A16") else [])  # issue 39's presets
+                 for s in ("W8A8-INT8", "FP8-DYNAMIC", "FP8", "W4A16-AWQ")})
+CALIBRATION = {"task": [], "xsum": ["--calibration-data", "xsum"], "wikitext2": ["--calibration-data", "wikitext2"]}
+VARIANTS.update({f"sparsegpt-50-{c}-seed{s}": ["--method", "sparsegpt", "--sparsity", "0.5", "--seed", str(s),
+                                              "--data-seed", "0", *CALIBRATION[c]]  # the same items, other texts
+                 for c in CALIBRATION for s in (0, 1, 2)})
 MULTIPLE_CHOICE = "arc_easy_offline,arc_challenge_offline,hellaswag_offline,piqa_offline,winogrande_offline,openbookqa_offline"
 SUITES = {"llm-zero-shot": ["--task", "llm-zero-shot"],  # the six tasks, lm-eval's wikitext and the papers' windows
           "multiple-choice": ["--task", "lm-eval", "--lm-eval-tasks", MULTIPLE_CHOICE]}  # the six + the papers' windows
@@ -52,7 +59,7 @@ def run(args) -> None:
         command = [sys.executable, "-m", "forgetless.cli", "compress", "--model", "smollm2", "--base", "as-is",
                    *SUITES[args.suite], "--data-dir", args.data_dir, "--eval-size", str(args.eval_size),
                    *(["--perplexity-window", str(args.window)] if args.window else []),
-                   "--bench-repeats", str(args.repeats), *args.extra, "--no-progress", "--out", str(folder), *VARIANTS[name]]
+                   *(["--bench-repeats", str(args.repeats)] if args.repeats else ["--speed", "none"]), *args.extra, "--no-progress", "--out", str(folder), *VARIANTS[name]]
         start, load = time.time(), os.getloadavg()
         print(f"[{time.strftime('%H:%M:%S')}] {name}: {' '.join(command[3:])}", flush=True)
         code = subprocess.run(command, env={**os.environ, "PYTHONPATH": str(ROOT)}).returncode
@@ -205,7 +212,7 @@ if __name__ == "__main__":
     parser.add_argument("--out", default="runs/smollm2-llm")
     parser.add_argument("--eval-size", type=int, default=500)
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
-    parser.add_argument("--repeats", type=int, default=3, help="speed-benchmark repeats per variant")
+    parser.add_argument("--repeats", type=int, default=0, help="speed-benchmark repeats per variant (default 0: --speed none)")
     parser.add_argument("--suite", choices=list(SUITES), default="llm-zero-shot", help=(
         "llm-zero-shot; or multiple-choice: the six tasks and the papers' WikiText-2 windows without lm-eval's "
         "wikitext documents (a third of the cost)"))
