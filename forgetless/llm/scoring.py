@@ -20,6 +20,9 @@ short of the first scored position, so no logit of the prefix is needed. Items a
 right-padded (their pads come after every real token, so no real token attends to one, and the
 choices' attention mask hides them), choices right-padded.
 
+Only the scored positions' logits are computed (``logits_to_keep`` as a mask: no pad's, no context
+token's) where the model slices its hidden states through transformers' helper.
+
 **Bounded memory**: no batch of full-vocabulary logits with a log-softmax copy is held. One forward
 feeds at most ``LOGITS_BUDGET`` bytes of fp32 logits (longer inputs go in segments through the KV
 cache), and of each position only ``logit[target] − logsumexp(logits)`` and the greedy flag are kept
@@ -32,8 +35,9 @@ import copy
 from dataclasses import dataclass
 
 import torch
+from transformers.cache_utils import DynamicLayer, DynamicSlidingWindowLayer
 
-from ..models.transformers_compat import CACHE_ARG, output_cache
+from ..models.transformers_compat import CACHE_ARG, keeps_logits_by_mask, output_cache
 
 LOGITS_BUDGET = 256 * 2 ** 20  # bytes of fp32 logits one forward may produce
 ROW_TOKENS = 128  # a batch holds at most batch_size × ROW_TOKENS input tokens
@@ -111,10 +115,8 @@ def score_groups(model, groups: list[list[Row]], batch_size: int, on_rows=None) 
         owner = {i: g for g, i in enumerate(batch)}
         rows = [(i, j) for i in batch for j in range(len(groups[i]))]
         for chunk in _chunks(rows, groups, prefixes, batch_size, vocab, valid.shape[1]):
-            selected = copy.deepcopy(cache)  # the suffix forward appends to it
             index = torch.tensor([owner[i] for i, _ in chunk])
-            selected.batch_select_indices(index.to(next(model.parameters()).device))
-            run(chunk, selected, valid[index])
+            run(chunk, _selected(cache, index.to(next(model.parameters()).device)), valid[index])
     plain = [(i, j) for i in range(len(groups)) if prefixes[i] == 0 for j in range(len(groups[i]))]
     for chunk in _chunks(plain, groups, prefixes, batch_size, vocab, 0):
         run(chunk, None, None)
@@ -177,6 +179,19 @@ def _chunks(rows: list[tuple[int, int]], groups, prefixes, batch_size: int, voca
     return chunks[::-1]
 
 
+def _selected(cache, index: torch.Tensor):
+    """The rows ``index`` of a prefix cache (each choice's copy of its item's prefix), ``cache`` left as
+    it is for the next chunk. Dynamic layers rebind their tensors when they select and when they grow
+    (``torch.cat``), so copying the layers, not their tensors, is enough; any other cache is copied whole."""
+    if all(type(layer) in (DynamicLayer, DynamicSlidingWindowLayer) for layer in getattr(cache, "layers", [None])):
+        selected = copy.copy(cache)
+        selected.layers = [copy.copy(layer) for layer in cache.layers]
+    else:
+        selected = copy.deepcopy(cache)
+    selected.batch_select_indices(index)
+    return selected
+
+
 def _prefix_forward(model, rows: list[Row], prefixes: list[int]):
     """One forward of each group's prefix (right-padded: the pads come after every real token, so no
     real token attends to one), no logits wanted; its KV cache and which slots are real."""
@@ -203,6 +218,7 @@ def _suffix_forward(model, rows: list[tuple[Row, int]], cache, prefix_valid) -> 
         targets[r, :n] = torch.tensor(row.full[q + 1:])
         scored[r, n - row.scored:n] = True
     positions = torch.tensor([q for _, q in rows])[:, None] + torch.arange(width)[None, :]
+    masked = keeps_logits_by_mask(model)  # logits of the scored positions only: no pad's, no context's
     step = max(1, LOGITS_BUDGET // (len(rows) * vocabulary(model) * 4))
     logprob = torch.zeros(len(rows), width, dtype=torch.float64)
     greedy = torch.ones(len(rows), width, dtype=torch.bool)
@@ -213,14 +229,17 @@ def _suffix_forward(model, rows: list[tuple[Row, int]], cache, prefix_valid) -> 
         if prefix_valid is not None:
             kwargs["attention_mask"] = torch.cat([prefix_valid, torch.ones(len(rows), end, dtype=torch.long)],
                                                  dim=1).to(device)
+        keep = scored[:, start:end] if masked else torch.ones(len(rows), end - start, dtype=torch.bool)
+        if masked:
+            kwargs["logits_to_keep"] = keep.to(device)
         out = model(input_ids=ids[:, start:end].to(device), use_cache=end < width, **kwargs)
         cache = output_cache(out) if end < width else None
-        logits = out.logits.float()
+        logits = out.logits.float().reshape(-1, out.logits.shape[-1])  # the kept positions, row by row
         del out
-        chunk = targets[:, start:end].to(device)
-        picked = logits.gather(-1, chunk[..., None]).squeeze(-1) - torch.logsumexp(logits, dim=-1)
-        logprob[:, start:end] = picked.double().cpu()
-        greedy[:, start:end] = (logits.argmax(dim=-1) == chunk).cpu()
+        chunk = targets[:, start:end][keep].to(device)
+        picked = logits.gather(-1, chunk[:, None]).squeeze(-1) - torch.logsumexp(logits, dim=-1)
+        logprob[:, start:end][keep] = picked.double().cpu()
+        greedy[:, start:end][keep] = (logits.argmax(dim=-1) == chunk).cpu()
         del logits, picked
     totals = (logprob * scored).sum(dim=1)
     exact = (greedy | ~scored).all(dim=1)

@@ -9,6 +9,8 @@ silently saw no cache. Outputs carry ``.cache`` (``.past_key_values`` is a depre
 """
 from __future__ import annotations
 
+import sys
+
 import transformers
 from packaging.version import Version
 
@@ -41,3 +43,10 @@ def untested_transformers(version: str = transformers.__version__) -> str | None
 def _next_minor(minor: str) -> str:
     major, rest = minor.split(".")
     return f"{major}.{int(rest) + 1}"
+
+
+def keeps_logits_by_mask(model) -> bool:
+    """Whether ``model(logits_to_keep=mask)`` takes a boolean (batch, positions) mask and returns the logits
+    of its True positions only, flattened: models whose module slices through transformers'
+    ``slice_logits_to_keep`` (5.24: every causal LM forgetless scores)."""
+    return hasattr(sys.modules.get(type(model).__module__), "slice_logits_to_keep")

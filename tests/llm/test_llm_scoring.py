@@ -1,7 +1,9 @@
 """Shared-context scoring (``llm/scoring.py``) gives every row's log-likelihood and greedy flag of the
-full forward, lm-eval's way (each row alone, log-softmax of all its logits); the shared prefix is what
-the choices have in common short of their first scored token; no forward produces more logits than the
-budget; near ties are the items a small change (here 2e-4 nats) could flip (hand-computed)."""
+full forward, lm-eval's way (each row alone, log-softmax of all its logits), whether the model returns
+the scored positions' logits only or all of them, every chunk of an item's choices selecting from one
+prefix cache that no chunk changes; the shared prefix is what the choices have in common short of their
+first scored token; no forward produces more logits than the budget; near ties are the items a small
+change (here 2e-4 nats) could flip (hand-computed)."""
 import random
 
 import pytest
@@ -49,9 +51,12 @@ def _groups(vocab: int, seed: int = 0) -> list[list[Row]]:
     return groups
 
 
+@pytest.mark.parametrize("masked", [True, False], ids=["scored-logits", "all-logits"])
 @pytest.mark.parametrize("budget", [scoring.LOGITS_BUDGET, 3 * 4 * 30522], ids=["one-forward", "segments"])
-def test_shared_context_equals_the_full_forward(tiny, monkeypatch, budget):
+def test_shared_context_equals_the_full_forward(tiny, monkeypatch, budget, masked):
+    assert scoring.keeps_logits_by_mask(tiny)  # a Llama of transformers 5.24 slices by mask
     monkeypatch.setattr(scoring, "LOGITS_BUDGET", budget)
+    monkeypatch.setattr(scoring, "keeps_logits_by_mask", lambda model: masked)
     groups = _groups(30522)
     assert sum(shared(g) > 0 for g in groups) >= 8 and sum(shared(g) == 0 for g in groups) >= 2  # both paths
     scored = score_groups(tiny, groups, batch_size=6)
