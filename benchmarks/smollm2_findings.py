@@ -162,13 +162,15 @@ def findings(runs: dict, mc: list[str]) -> list[str]:
         if have(f"{method}-50", f"{method}-2:4"):
             a, b = (runs[n]["llm"]["headline"]["delta"] for n in (f"{method}-50", f"{method}-2:4"))
             lines.append(f"- LLM-KICK (N:M worse), {method} at 50%: unstructured {pts(a)}, 2:4 {pts(b)} points.")
-    for quant, pruned in (("gptq-4", "sparsegpt-50"), ("int8", "magnitude-50")):  # quantization holds better
-        if have(quant, pruned):
+    for quant, pruned in (("gptq-4", "sparsegpt-50"), ("int8", "magnitude-50"), ("int8", "sparsegpt-50"),
+                          ("rtn-4", "sparsegpt-50")):  # quantization holds better
+        if have(quant, pruned) and not (pruned == "sparsegpt-50" and quant == "int8" and "magnitude-50" in runs):
             a, b = (runs[n]["llm"]["headline"]["delta"] for n in (quant, pruned))
             holds = "holds" if a["low"] > b["high"] else ("does not hold" if a["high"] < b["low"] else "intervals overlap")
             lines.append(f"- LLM-KICK / Decoding Compressed Trust (quantization holds better): {quant} {pts(a)} vs "
                          f"{pruned} {pts(b)} points: {holds}; {quant} "
                          + ("≈ base (interval includes 0)." if a["low"] <= 0 <= a["high"] else "differs from the base."))
+    lines += kurtic(runs) + int8_scales(runs) + calibration_spread(runs)
     ratios = [(n, r["llm"]["pooled"]["flips"]["flip_rate"], abs(r["llm"]["pooled"]["accuracy"]["delta"]["value"]))
               for n, r in runs.items() if r["llm"].get("pooled")]
     if ratios:
@@ -181,6 +183,51 @@ def findings(runs: dict, mc: list[str]) -> list[str]:
     return lines
 
 
+def delta(card: dict) -> dict:
+    return card["llm"]["headline"]["delta"]
+
+
+def kurtic(runs: dict) -> list[str]:
+    """"Give Me BF16 or Give Me Death" (Kurtic et al. 2025): FP8 lossless, INT8 −1 to −3%, W4A16 close to INT8."""
+    cells = [f"{n} {pts(delta(runs[n]))} (ppl ×{ppl_ratio(runs[n]):.2f})"
+             for n in ("FP8-DYNAMIC", "FP8", "W8A8-INT8", "int8", "gptq-4", "W4A16-AWQ", "rtn-4") if n in runs]
+    if not cells:
+        return []
+    fp8 = [n for n in ("FP8-DYNAMIC", "FP8") if n in runs]
+    lossless = [n for n in fp8 if delta(runs[n])["low"] <= 0 <= delta(runs[n])["high"]]
+    verdict = (f"FP8 lossless: {'holds' if len(lossless) == len(fp8) else 'does not hold'} for "
+               + ", ".join(fp8) + " (the interval " + ("includes" if lossless else "excludes") + " 0)") if fp8 else ""
+    return ["- Kurtic et al. 2025 (FP8 ≈ lossless; INT8 W8A8 −1 to −3%; W4A16 close to INT8): " + "; ".join(cells)
+            + (f". {verdict}." if verdict else ".")]
+
+
+def int8_scales(runs: dict) -> list[str]:
+    """What made the 40-item grid's dynamic int8 lose 12.5 points: one activation scale per tensor."""
+    if not all(n in runs for n in ("int8", "int8-per-tensor")):
+        return []
+    a, b = runs["int8-per-tensor"], runs["int8"]
+    return [f"- int8, one activation scale per tensor (PyTorch dynamic, `int8-per-tensor`): {pts(delta(a))} points, ppl "
+            f"×{ppl_ratio(a):.2f}; per token (`int8`, W8A8 as deployed): {pts(delta(b))} points, ppl ×{ppl_ratio(b):.2f}."]
+
+
+def calibration_spread(runs: dict) -> list[str]:
+    """Williams & Aletras 2024: the same method with three calibration sets × three seeds; the spread of its
+    effect beside the effect."""
+    names = [n for n in runs if n.startswith("sparsegpt-50-") and "-seed" in n]
+    if len(names) < 2:
+        return []
+    deltas = {n: 100 * delta(runs[n])["value"] for n in names}
+    ppls = {n: runs[n]["language_model"]["compressed"]["perplexity"] for n in names}
+    sets = sorted({n.split("-")[2] for n in names})
+    per_set = "; ".join(f"{c}: Δ " + ", ".join(f"{deltas[n]:+.1f}" for n in names if n.split("-")[2] == c)
+                        + " pts, ppl " + ", ".join(f"{ppls[n]:.1f}" for n in names if n.split("-")[2] == c) for c in sets)
+    mean = sum(deltas.values()) / len(deltas)
+    spread = max(deltas.values()) - min(deltas.values())
+    return [f"- Williams & Aletras 2024 (calibration data matters), SparseGPT 50%, {len(names)} runs (calibration set × "
+            f"seed) — {per_set}. Effect {mean:+.1f} points on average; spread (max − min) {spread:.1f} points "
+            f"= {spread / abs(mean):.0%} of the effect; perplexity {min(ppls.values()):.1f}–{max(ppls.values()):.1f}."]
+
+
 def curve(runs: dict, path: Path) -> None:
     import matplotlib
 
@@ -189,7 +236,7 @@ def curve(runs: dict, path: Path) -> None:
 
     fig, (acc, ppl) = plt.subplots(1, 2, figsize=(11, 4))
     for method in ("magnitude", "wanda", "sparsegpt"):
-        names = [n for n in runs if n.startswith(method + "-") and n.split("-")[1].isdigit()]
+        names = [n for n in runs if n.startswith(method + "-") and n.split("-")[1].isdigit() and n.count("-") == 1]
         xs = [int(n.split("-")[1]) for n in names]
         heads = [runs[n]["llm"]["headline"]["compressed"] for n in names]
         acc.errorbar(xs, [100 * h["value"] for h in heads], yerr=[[100 * (h["value"] - h["low"]) for h in heads],
