@@ -93,7 +93,7 @@ def vocabulary(model) -> int:
     return int(model.config.get_text_config().vocab_size)
 
 
-@torch.no_grad()
+@torch.inference_mode()  # no autograd bookkeeping: the small suffix forwards feel it
 def score_groups(model, groups: list[list[Row]], batch_size: int, on_rows=None) -> list[list[tuple[float, bool]]]:
     """``(log-likelihood, greedy)`` of every row of every group (an item's choices), in order. Groups
     that share a prefix run it in batches of similar prefix lengths (``_prefix_batches``); then their
