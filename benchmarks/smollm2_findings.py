@@ -41,7 +41,10 @@ VARIANTS["rtn-4"] = ["--method", "rtn", "--bits", "4", "--group-size", "64"]
 VARIANTS.update({d: ["--method", "quantize", "--dtype", d] for d in ("int8", "int8-per-tensor", "bf16")})
 VARIANTS.update({s: ["--scheme", s] + (["--group-size", "64"] if s.startswith("W4A16") else [])  # issue 39's presets
                  for s in ("W8A8-INT8", "FP8-DYNAMIC", "FP8", "W4A16-AWQ")})
-CALIBRATION = {"task": [], "xsum": ["--calibration-data", "xsum"], "wikitext2": ["--calibration-data", "wikitext2"]}
+TASK_TEXT = "arc-challenge-dev.jsonl"  # written into --out from the data folder (``task_text``)
+CALIBRATION = {"xsum": [],  # llm-zero-shot's default calibration texts: the data folder's XSum sample
+               "wikitext2": ["--calibration-data", "wikitext2"],  # its test text: the perplexity it calibrates on
+               "arc-dev": ["--calibration-data", TASK_TEXT]}  # the task's own text: a split the suite does not score
 VARIANTS.update({f"sparsegpt-50-{c}-seed{s}": ["--method", "sparsegpt", "--sparsity", "0.5", "--seed", str(s),
                                               "--data-seed", "0", *CALIBRATION[c]]  # the same items, other texts
                  for c in CALIBRATION for s in (0, 1, 2)})
@@ -50,8 +53,20 @@ SUITES = {"llm-zero-shot": ["--task", "llm-zero-shot"],  # the six tasks, lm-eva
           "multiple-choice": ["--task", "lm-eval", "--lm-eval-tasks", MULTIPLE_CHOICE]}  # the six + the papers' windows
 
 
+def task_text(data_dir: str, out: Path) -> None:
+    """Williams & Aletras's "the task's own text": ARC-Challenge's dev split (the suite scores its test split)
+    as lm-eval's ARC prompt with the right answer, one JSON line each."""
+    rows = [json.loads(line) for line in (Path(data_dir) / "llm/arc/ARC-Challenge-Dev.subset.jsonl").open()]
+    texts = [f"Question: {r['question']['stem']}\nAnswer: "
+             + next(c["text"] for c in r["question"]["choices"] if c["label"] == r["answerKey"]) for r in rows]
+    (out / TASK_TEXT).write_text("".join(json.dumps({"text": t}) + "\n" for t in texts))
+
+
 def run(args) -> None:
     out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    if any("arc-dev" in name for name in args.variants):
+        task_text(args.data_dir, out)
     for name in args.variants:
         folder = out / name
         if (folder / "report.json").is_file():
@@ -59,7 +74,8 @@ def run(args) -> None:
         command = [sys.executable, "-m", "forgetless.cli", "compress", "--model", "smollm2", "--base", "as-is",
                    *SUITES[args.suite], "--data-dir", args.data_dir, "--eval-size", str(args.eval_size),
                    *(["--perplexity-window", str(args.window)] if args.window else []),
-                   *(["--bench-repeats", str(args.repeats)] if args.repeats else ["--speed", "none"]), *args.extra, "--no-progress", "--out", str(folder), *VARIANTS[name]]
+                   *(["--bench-repeats", str(args.repeats)] if args.repeats else ["--speed", "none"]), *args.extra, "--no-progress", "--out", str(folder),
+                   *[str(out / a) if a == TASK_TEXT else a for a in VARIANTS[name]]]
         start, load = time.time(), os.getloadavg()
         print(f"[{time.strftime('%H:%M:%S')}] {name}: {' '.join(command[3:])}", flush=True)
         code = subprocess.run(command, env={**os.environ, "PYTHONPATH": str(ROOT)}).returncode
@@ -218,9 +234,10 @@ def calibration_spread(runs: dict) -> list[str]:
         return []
     deltas = {n: 100 * delta(runs[n])["value"] for n in names}
     ppls = {n: runs[n]["language_model"]["compressed"]["perplexity"] for n in names}
-    sets = sorted({n.split("-")[2] for n in names})
-    per_set = "; ".join(f"{c}: Δ " + ", ".join(f"{deltas[n]:+.1f}" for n in names if n.split("-")[2] == c)
-                        + " pts, ppl " + ", ".join(f"{ppls[n]:.1f}" for n in names if n.split("-")[2] == c) for c in sets)
+    source = {n: n[len("sparsegpt-50-"):].rsplit("-seed", 1)[0] for n in names}
+    per_set = "; ".join(f"{c}: Δ " + ", ".join(f"{deltas[n]:+.1f}" for n in names if source[n] == c)
+                        + " pts, ppl " + ", ".join(f"{ppls[n]:.1f}" for n in names if source[n] == c)
+                        for c in sorted(set(source.values())))
     mean = sum(deltas.values()) / len(deltas)
     spread = max(deltas.values()) - min(deltas.values())
     return [f"- Williams & Aletras 2024 (calibration data matters), SparseGPT 50%, {len(names)} runs (calibration set × "
