@@ -155,7 +155,7 @@ def table(args) -> None:
                      f"{hard[1]} / {hard[2]} of {hard[0]} | {easy[1]} / {easy[2]} of {easy[0]} | "
                      f"{lm['base']['perplexity']:.2f} → {lm['compressed']['perplexity']:.2f} | "
                      + ("–" if word is None else f"{word:.2f}") + " |")
-    lines += ["", *findings(runs, mc), "", "![curve.png](curve.png)"]
+    lines += ["", *findings(runs, mc), "", "## In short", "", *compact(runs), "", "![curve.png](curve.png)"]
     curve(runs, out / "curve.png")
     (out / "results.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
@@ -196,6 +196,18 @@ def findings(runs: dict, mc: list[str]) -> list[str]:
     if rmc:
         lines.append("- RMC (loses most on hard examples; thirds by the base's margin, flips c→w + w→c per item): " + "; ".join(
             f"{n} hard {(h[1] + h[2]) / max(1, h[0]):.2f}, easy {(e[1] + e[2]) / max(1, e[0]):.2f}" for n, h, e in rmc) + ".")
+    return lines
+
+
+def compact(runs: dict) -> list[str]:
+    """The README's table: per variant the headline change, the items that flipped, WikiText-2 perplexity."""
+    base = next(iter(runs.values()))["language_model"]["base"]["perplexity"]
+    lines = [f"| variant | accuracy Δ points [95%] | items flipped | WikiText-2 perplexity (base {base:.2f}) |",
+             "|---|---:|---:|---:|"]
+    for name, card in runs.items():
+        f = card["llm"]["pooled"]["flips"]
+        lines.append(f"| {name} | {pts(delta(card))} | {100 * f['flip_rate']:.1f}% | "
+                     f"{card['language_model']['compressed']['perplexity']:.2f} |")
     return lines
 
 
