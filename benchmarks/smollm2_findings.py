@@ -74,7 +74,8 @@ def run(args) -> None:
         command = [sys.executable, "-m", "forgetless.cli", "compress", "--model", "smollm2", "--base", "as-is",
                    *SUITES[args.suite], "--data-dir", args.data_dir, "--eval-size", str(args.eval_size),
                    *(["--perplexity-window", str(args.window)] if args.window else []),
-                   *(["--bench-repeats", str(args.repeats)] if args.repeats else ["--speed", "none"]), *args.extra, "--no-progress", "--out", str(folder),
+                   *(["--bench-repeats", str(args.repeats)] if args.repeats else ["--speed", "none"]), *args.extra,
+                   "--no-progress", "--out", str(folder),
                    *[str(out / a) if a == TASK_TEXT else a for a in VARIANTS[name]]]
         start, load = time.time(), os.getloadavg()
         print(f"[{time.strftime('%H:%M:%S')}] {name}: {' '.join(command[3:])}", flush=True)
@@ -176,12 +177,12 @@ def findings(runs: dict, mc: list[str]) -> list[str]:
             lines.append(f"- LLM-KICK (perplexity hides the loss; knowledge tasks first), {method}: {cells}.")
     for method in ("wanda", "sparsegpt"):  # LLM-KICK: N:M worse than unstructured at the same sparsity
         if have(f"{method}-50", f"{method}-2:4"):
-            a, b = (runs[n]["llm"]["headline"]["delta"] for n in (f"{method}-50", f"{method}-2:4"))
+            a, b = (delta(runs[n]) for n in (f"{method}-50", f"{method}-2:4"))
             lines.append(f"- LLM-KICK (N:M worse), {method} at 50%: unstructured {pts(a)}, 2:4 {pts(b)} points.")
     for quant, pruned in (("gptq-4", "sparsegpt-50"), ("int8", "magnitude-50"), ("int8", "sparsegpt-50"),
                           ("rtn-4", "sparsegpt-50")):  # quantization holds better
-        if have(quant, pruned) and not (pruned == "sparsegpt-50" and quant == "int8" and "magnitude-50" in runs):
-            a, b = (runs[n]["llm"]["headline"]["delta"] for n in (quant, pruned))
+        if have(quant, pruned):
+            a, b = (delta(runs[n]) for n in (quant, pruned))
             holds = "holds" if a["low"] > b["high"] else ("does not hold" if a["high"] < b["low"] else "intervals overlap")
             lines.append(f"- LLM-KICK / Decoding Compressed Trust (quantization holds better): {quant} {pts(a)} vs "
                          f"{pruned} {pts(b)} points: {holds}; {quant} "
