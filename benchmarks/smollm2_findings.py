@@ -1,8 +1,8 @@
-"""What post-training compression makes SmolLM2-135M-Instruct forget, on what an LLM can do: the
-zero-shot suite through lm-evaluation-harness (``--task llm-zero-shot``), base and compressed
-compared item by item (issue 29).
+"""What post-training compression makes an offline LLM forget (SmolLM2-135M-Instruct by default,
+``--model gemma3-270m`` the second), on what an LLM can do: the zero-shot suite through
+lm-evaluation-harness (``--task llm-zero-shot``), base and compressed compared item by item (issue 29).
 
-Each variant is one ``forgetless compress --model smollm2 --base as-is … --task llm-zero-shot
+Each variant is one ``forgetless compress --model M --base as-is … --task llm-zero-shot
 --data-dir D --eval-size N --out OUT/<variant>`` (the real pipeline and card); a finished variant is
 kept (resumable), and the base's evaluation is computed once and reused by every variant
 (``forgetless/llm/cache.py``). The grid (``VARIANTS``): magnitude, Wanda and SparseGPT at 10-60%
@@ -14,6 +14,7 @@ per variant and the published findings checked one by one (``findings``), and ``
 
     python benchmarks/smollm2_findings.py --data-dir ../shared/data --eval-size 500 --out runs/smollm2-llm
     python benchmarks/smollm2_findings.py --data-dir ../shared/data --variants sparsegpt-50 gptq-4 --out runs/x
+    python benchmarks/smollm2_findings.py --model gemma3-270m --variants sparsegpt-50 gptq-4 --out runs/gemma-500
     python benchmarks/smollm2_findings.py --out runs/smollm2-llm --table
 """
 from __future__ import annotations
@@ -28,6 +29,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from forgetless.offline_models import OFFLINE_MODELS  # noqa: E402
 KNOWLEDGE = ("arc_easy_offline", "arc_challenge_offline", "openbookqa_offline")  # LLM-KICK's knowledge-intensive side
 VARIANTS = {f"{method}-{level}": ["--method", method, "--sparsity", str(level / 100)]
             + (["--recovery", "none"] if method == "magnitude" else [])
@@ -48,9 +50,6 @@ CALIBRATION = {"xsum": [],  # llm-zero-shot's default calibration texts: the dat
 VARIANTS.update({f"sparsegpt-50-{c}-seed{s}": ["--method", "sparsegpt", "--sparsity", "0.5", "--seed", str(s),
                                               "--data-seed", "0", *CALIBRATION[c]]  # the same items, other texts
                  for c in CALIBRATION for s in (0, 1, 2)})
-MULTIPLE_CHOICE = "arc_easy_offline,arc_challenge_offline,hellaswag_offline,piqa_offline,winogrande_offline,openbookqa_offline"
-SUITES = {"llm-zero-shot": ["--task", "llm-zero-shot"],  # the six tasks, lm-eval's wikitext and the papers' windows
-          "multiple-choice": ["--task", "lm-eval", "--lm-eval-tasks", MULTIPLE_CHOICE]}  # the six + the papers' windows
 
 
 def task_text(data_dir: str, out: Path) -> None:
@@ -71,8 +70,8 @@ def run(args) -> None:
         folder = out / name
         if (folder / "report.json").is_file():
             continue
-        command = [sys.executable, "-m", "forgetless.cli", "compress", "--model", "smollm2", "--base", "as-is",
-                   *SUITES[args.suite], "--data-dir", args.data_dir, "--eval-size", str(args.eval_size),
+        command = [sys.executable, "-m", "forgetless.cli", "compress", "--model", args.model, "--base", "as-is",
+                   "--task", "llm-zero-shot", "--data-dir", args.data_dir, "--eval-size", str(args.eval_size),
                    *(["--perplexity-window", str(args.window)] if args.window else []),
                    *(["--bench-repeats", str(args.repeats)] if args.repeats else ["--speed", "none"]), *args.extra,
                    "--no-progress", "--out", str(folder),
@@ -132,7 +131,7 @@ def table(args) -> None:
         raise SystemExit(f"{out}: no finished variant")
     first = next(iter(runs.values()))
     mc = [n for n, t in first["llm"]["tasks"].items() if t["output_type"] == "multiple_choice"]
-    lines = [f"# SmolLM2-135M-Instruct: what post-training compression forgets (lm-eval zero-shot, n = "
+    lines = [f"# {first['provenance']['model']}: what post-training compression forgets (lm-eval zero-shot, n = "
              f"{first['llm']['tasks'][mc[0]]['n']} per task)", "",
              "Base: " + ", ".join(f"{n.replace('_offline', '')} {100 * score(first, n)['base']['value']:.1f}"
                                   + (" (at chance)" if first["llm"]["tasks"][n]["near_chance"] else "") for n in mc)
@@ -290,9 +289,7 @@ if __name__ == "__main__":
     parser.add_argument("--eval-size", type=int, default=500)
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     parser.add_argument("--repeats", type=int, default=0, help="speed-benchmark repeats per variant (default 0: --speed none)")
-    parser.add_argument("--suite", choices=list(SUITES), default="llm-zero-shot", help=(
-        "llm-zero-shot; or multiple-choice: the six tasks and the papers' WikiText-2 windows without lm-eval's "
-        "wikitext documents (a third of the cost)"))
+    parser.add_argument("--model", choices=list(OFFLINE_MODELS), default="smollm2", help="the offline LLM compressed")
     parser.add_argument("--window", type=int, help="--perplexity-window (default: the model's context, 2048)")
     parser.add_argument("--extra", nargs=argparse.REMAINDER, default=[], help="further compress options, last")
     parser.add_argument("--table", action="store_true", help="only render results.md and curve.png from the cards")
