@@ -42,8 +42,6 @@ SCHEMES: dict[str, dict] = {
             "method.activations": "fp8-tensor"},
     "W8A16": {"method": "gptq", "method.bits": 8, "method.group_size": 128},
 }
-LLM_COMPRESSOR = {"W4A16": "W4A16", "W4A16-AWQ": "W4A16_ASYM (AWQModifier)", "W8A8-INT8": "W8A8 (SmoothQuantModifier)",
-                  "FP8-DYNAMIC": "FP8_DYNAMIC", "FP8": "FP8", "W8A16": "W8A16"}
 SCHEME_HELP = ("a deployable quantization scheme, named as llm-compressor's preset it produces: W4A16 (gptq int4, "
                "groups of 128) | W4A16-AWQ (awq int4, groups of 128, asymmetric) | W8A8-INT8 (smoothquant α 0.8, "
                "then gptq int8 weights per row and int8 inputs per token) | FP8-DYNAMIC (rtn fp8 weights per row, "

@@ -42,7 +42,6 @@ from .sites import weight_matrix
 GROUPED_BITS = (2, 3, 4, 8)
 GROUPED_ATTR = "grouped_ints"  # the attribute holding a Linear's ``GroupedInts``
 FORMAT = "pack-quantized"
-STORED = ("weight_packed", "weight_scale", "weight_shape", "weight_zero_point")
 
 
 @dataclass
