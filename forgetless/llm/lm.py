@@ -29,7 +29,7 @@ from .records import EXACT, SHARED
 
 class ForgetlessLM(LM):
     """``model`` and ``tokenizer`` as an lm-eval model: requests of at most ``window`` tokens,
-    ``batch_size`` rows per forward, ``scoring`` one of ``SHARED`` / ``EXACT``."""
+    ``batch_size`` rows' worth of tokens per forward (``llm/scoring.py``), ``scoring`` one of ``SHARED`` / ``EXACT``."""
 
     def __init__(self, model, tokenizer, window: int, batch_size: int, scoring_path: str = SHARED,
                  progress: bool | None = None):

@@ -18,7 +18,11 @@ log-probability is the full forward's up to float rounding (checked against lm-e
 ``tests/llm/test_llm_scoring.py``; ``benchmarks/llm_vs_lm_eval.py`` on SmolLM2). The prefix stops one token
 short of the first scored position, so no logit of the prefix is needed. Items are batched: prefixes
 right-padded (their pads come after every real token, so no real token attends to one, and the
-choices' attention mask hides them), choices right-padded.
+choices' attention mask hides them), choices right-padded. ``batch_size`` bounds a forward's tokens
+(``batch_size × ROW_TOKENS``, a cached prefix counted once per row: what memory holds), not its rows: short
+rows (ARC's answers of a few tokens) go up to ``SHORT_ROWS × batch_size`` a forward, since many small
+forwards waste the CPU (SmolLM2, six tasks × 100 items, batch size 32, alternating runs: 56.9-64.7 s of
+scoring at ``batch_size`` rows a forward, 51.7-53.0 s at four times that, 51.0 s at eight times with 250 MiB more).
 
 Only the scored positions' logits are computed (``logits_to_keep`` as a mask: no pad's, no context
 token's) where the model slices its hidden states through transformers' helper.
@@ -40,7 +44,8 @@ from transformers.cache_utils import DynamicLayer, DynamicSlidingWindowLayer
 from ..models.transformers_compat import CACHE_ARG, keeps_logits_by_mask, output_cache
 
 LOGITS_BUDGET = 256 * 2 ** 20  # bytes of fp32 logits one forward may produce
-ROW_TOKENS = 128  # a batch holds at most batch_size × ROW_TOKENS input tokens
+ROW_TOKENS = 128  # a batch holds at most batch_size × ROW_TOKENS input tokens (a cached prefix counted per row)
+SHORT_ROWS = 4  # a chunk of short rows holds up to SHORT_ROWS × batch_size of them, within those tokens
 PAYS = 0.5  # share an item's prefix when it saves at least this share of its rows' own tokens
 SIMILAR = 0.8  # a prefix batch holds prefixes of at least this share of its longest (little padding)
 # one forward's fixed cost in tokens, chosen on SmolLM2 (2 threads, 100 items a task; ±4 s noise):
@@ -131,7 +136,7 @@ def score_rows(model, rows: list[Row], batch_size: int, on_rows=None) -> list[tu
 def _prefix_batches(groups, prefixes, batch_size: int, window: int | None) -> list[list[int]]:
     """The groups with a shared prefix in batches of similar prefix lengths (longest first; each at
     least ``SIMILAR`` of the batch's longest): at most ``batch_size × ROW_TOKENS`` prefix tokens
-    (padded) and ``4 × batch_size`` rows to chunk. With a
+    (padded) and ``SHORT_ROWS × batch_size`` rows to chunk. With a
     sliding-window model, a group longer than the window is a batch of its own (prefix pads would
     shift its window)."""
     def alone(i: int) -> bool:
@@ -142,7 +147,7 @@ def _prefix_batches(groups, prefixes, batch_size: int, window: int | None) -> li
         last = batches[-1] if batches else None
         if last and not alone(i) and not alone(last[0]) and prefixes[i] >= SIMILAR * prefixes[last[0]] \
                 and (len(last) + 1) * prefixes[last[0]] <= batch_size * ROW_TOKENS \
-                and sum(len(groups[k]) for k in last) + len(groups[i]) <= 4 * batch_size:
+                and sum(len(groups[k]) for k in last) + len(groups[i]) <= SHORT_ROWS * batch_size:
             last.append(i)
         else:
             batches.append([i])
@@ -152,7 +157,7 @@ def _prefix_batches(groups, prefixes, batch_size: int, window: int | None) -> li
 def _chunks(rows: list[tuple[int, int]], groups, prefixes, batch_size: int, vocab: int,
             cached: int) -> list[list[tuple[int, int]]]:
     """``(group, row)`` pairs in chunks of similar suffix lengths (longest first), each of at most
-    ``batch_size`` rows, ``batch_size × ROW_TOKENS`` tokens with the ``cached`` prefix and
+    ``SHORT_ROWS × batch_size`` rows, ``batch_size × ROW_TOKENS`` tokens with the ``cached`` prefix and
     ``LOGITS_BUDGET`` of logits (one row always fits: its logits then go in segments). Where the
     chunks end is chosen to run the fewest tokens, pads included, counting each forward as
     ``FORWARD_COST`` tokens more (a dynamic programme over the sorted lengths): a pad costs what a
@@ -165,7 +170,7 @@ def _chunks(rows: list[tuple[int, int]], groups, prefixes, batch_size: int, voca
     best, cut = [0.0] + [float("inf")] * n, [0] * (n + 1)  # best[j]: the cost of the first j rows
     for i in range(n):
         longest = length(order[i])
-        for count in range(1, min(batch_size, n - i) + 1):
+        for count in range(1, min(SHORT_ROWS * batch_size, n - i) + 1):
             if count > 1 and (count * (cached + longest) > batch_size * ROW_TOKENS
                               or count * longest * vocab * 4 > LOGITS_BUDGET):
                 break

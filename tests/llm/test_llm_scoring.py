@@ -123,5 +123,6 @@ def test_chunks_end_where_the_lengths_drop(monkeypatch):
     monkeypatch.setattr(scoring, "FORWARD_COST", 8)
     assert chunked([2, 10, 2, 10]) == [[10, 10], [2, 2]]
     assert chunked([5, 5, 5, 5]) == [[5, 5, 5, 5]]
-    assert sorted(map(len, chunked([5] * 6))) in ([2, 4], [3, 3])  # at most 4 a chunk: two, 46 tokens either way
-    assert all(len(c) <= 3 for c in chunked([9, 8, 7, 6, 5, 4, 3], batch_size=3))
+    monkeypatch.setattr(scoring, "ROW_TOKENS", 10)  # a chunk: at most 4 × batch_size rows and 10 × batch_size tokens
+    assert sorted(map(len, chunked([1] * 14, batch_size=3))) in ([2, 12], [7, 7])  # at most 12 a chunk: 30 tokens
+    assert all(len(c) * c[0] <= 30 for c in chunked([9, 8, 7, 6, 5, 4, 3], batch_size=3))
