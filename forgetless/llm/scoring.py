@@ -22,7 +22,8 @@ choices' attention mask hides them), choices right-padded. ``batch_size`` bounds
 (``batch_size × ROW_TOKENS``, a cached prefix counted once per row: what memory holds), not its rows: short
 rows (ARC's answers of a few tokens) go up to ``SHORT_ROWS × batch_size`` a forward, since many small
 forwards waste the CPU (SmolLM2, six tasks × 100 items, batch size 32, alternating runs: 56.9-64.7 s of
-scoring at ``batch_size`` rows a forward, 51.7-53.0 s at four times that, 51.0 s at eight times with 250 MiB more).
+scoring at ``batch_size`` rows a forward, 51.7-53.0 s at four times that, 51.0 s at eight times with 250 MiB more;
+at 500 items 317.8 → 312.9 s, ``benchmarks/llm_vs_lm_eval_results.md``).
 
 Only the scored positions' logits are computed (``logits_to_keep`` as a mask: no pad's, no context
 token's) where the model slices its hidden states through transformers' helper.
