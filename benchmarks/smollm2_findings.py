@@ -155,7 +155,8 @@ def table(args) -> None:
                      f"{hard[1]} / {hard[2]} of {hard[0]} | {easy[1]} / {easy[2]} of {easy[0]} | "
                      f"{lm['base']['perplexity']:.2f} → {lm['compressed']['perplexity']:.2f} | "
                      + ("–" if word is None else f"{word:.2f}") + " |")
-    lines += ["", *findings(runs, mc), "", "## In short", "", *compact(runs), "", "![curve.png](curve.png)"]
+    lines += ["", *findings(runs, mc), "", *head_to_head(out, runs), "## In short", "", *compact(runs), "",
+              "![curve.png](curve.png)"]
     curve(runs, out / "curve.png")
     (out / "results.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
@@ -197,6 +198,45 @@ def findings(runs: dict, mc: list[str]) -> list[str]:
         lines.append("- RMC (loses most on hard examples; thirds by the base's margin, flips c→w + w→c per item): " + "; ".join(
             f"{n} hard {(h[1] + h[2]) / max(1, h[0]):.2f}, easy {(e[1] + e[2]) / max(1, e[0]):.2f}" for n, h, e in rmc) + ".")
     return lines
+
+
+# the findings that compare two variants: (a, b, the finding); b − a on the same items
+PAIRS = (("wanda-50", "wanda-2:4", "LLM-KICK: N:M worse than unstructured"),
+         ("sparsegpt-50", "sparsegpt-2:4", "LLM-KICK: N:M worse than unstructured"),
+         ("wanda-50", "sparsegpt-50", "SparseGPT's weight update against Wanda's plain mask"),
+         ("sparsegpt-50", "gptq-4", "LLM-KICK / Decoding Compressed Trust: quantization holds better than pruning"),
+         ("rtn-4", "gptq-4", "GPTQ against round-to-nearest (4-bit, groups of 64)"),
+         ("gptq-4", "W4A16-AWQ", "AWQ against GPTQ (4-bit)"),
+         ("int8-per-tensor", "int8", "int8 activation scales: per token against per tensor"),
+         ("W8A8-INT8", "gptq-4", "Kurtic et al.: W4A16 close to INT8"),
+         ("W8A8-INT8", "W4A16-AWQ", "Kurtic et al.: W4A16 close to INT8"),
+         ("FP8-DYNAMIC", "W8A8-INT8", "Kurtic et al.: FP8 against INT8"))
+
+
+def head_to_head(out: Path, runs: dict) -> list[str]:
+    """Variants against each other on the same items (``PAIRS``): the headline tasks' mean accuracy of b − a
+    with a paired, stratified bootstrap interval (``metrics.paired.macro_intervals``; each card's own interval
+    is against the base, so two cards' intervals overlapping says little)."""
+    from forgetless.metrics.paired import macro_intervals
+
+    pairs = [(a, b, what) for a, b, what in PAIRS if a in runs and b in runs]
+    if not pairs:
+        return []
+    lines = ["## Variants against each other (paired, the same items)", "",
+             "| finding | a | b | b − a points [95%] | decided |", "|---|---|---|---:|---|"]
+    for a, b, what in pairs:
+        correct = {name: _correct(out / name, runs[name]["llm"]["headline_tasks"]) for name in (a, b)}
+        d = macro_intervals([(correct[a][t], correct[b][t]) for t in runs[a]["llm"]["headline_tasks"]])["delta"]
+        decided = "b better" if d["low"] > 0 else "b worse" if d["high"] < 0 else "not distinguishable"
+        lines.append(f"| {what} | {a} | {b} | {pts(d)} | {decided} |")
+    return lines + [""]
+
+
+def _correct(folder: Path, tasks: list[str]) -> dict:
+    """Per headline task, the compressed model's correctness item by item (ordered by item id)."""
+    rows = [json.loads(line) for line in (folder / "predictions.jsonl").read_text().splitlines()]
+    return {t: [r["predicted"] == r["gold"] for r in sorted((r for r in rows if r["set"] == t and r["role"] == "compressed"),
+                                                            key=lambda r: r["id"])] for t in tasks}
 
 
 def compact(runs: dict) -> list[str]:
