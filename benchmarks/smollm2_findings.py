@@ -224,8 +224,9 @@ def head_to_head(out: Path, runs: dict) -> list[str]:
         return []
     lines = ["## Variants against each other (paired, the same items)", "",
              "| finding | a | b | b − a points [95%] | decided |", "|---|---|---|---:|---|"]
+    correct = {name: _correct(out / name, runs[name]["llm"]["headline_tasks"])  # each variant read once
+               for name in {n for a, b, _ in pairs for n in (a, b)}}
     for a, b, what in pairs:
-        correct = {name: _correct(out / name, runs[name]["llm"]["headline_tasks"]) for name in (a, b)}
         d = macro_intervals([(correct[a][t], correct[b][t]) for t in runs[a]["llm"]["headline_tasks"]])["delta"]
         decided = "b better" if d["low"] > 0 else "b worse" if d["high"] < 0 else "not distinguishable"
         lines.append(f"| {what} | {a} | {b} | {pts(d)} | {decided} |")
@@ -234,7 +235,9 @@ def head_to_head(out: Path, runs: dict) -> list[str]:
 
 def _correct(folder: Path, tasks: list[str]) -> dict:
     """Per headline task, the compressed model's correctness item by item (ordered by item id)."""
-    rows = [json.loads(line) for line in (folder / "predictions.jsonl").read_text().splitlines()]
+    from forgetless.report.predictions import read_predictions
+
+    rows = read_predictions(folder / "predictions.jsonl")
     return {t: [r["predicted"] == r["gold"] for r in sorted((r for r in rows if r["set"] == t and r["role"] == "compressed"),
                                                             key=lambda r: r["id"])] for t in tasks}
 
