@@ -1,6 +1,8 @@
 """MkDocs hook: the measured results of ``benchmarks/*_results.md`` (beside their scripts, outside
-``docs/``) become pages under ``results/``, and the pages' links to them (``../benchmarks/X_results.md``,
-which GitHub follows as they are) are pointed there, so ``mkdocs build --strict`` checks them."""
+``docs/``) become pages under ``results/``. Links are written the way GitHub follows them in the
+repository and pointed to where the site has their target, so ``mkdocs build --strict`` checks them:
+a page's ``../benchmarks/X_results.md`` becomes ``results/X_results.md``, and a results file's
+``../docs/page.md`` becomes ``../page.md``."""
 from __future__ import annotations
 
 import re
@@ -9,7 +11,8 @@ from pathlib import Path
 from mkdocs.structure.files import File
 
 RESULTS = Path(__file__).resolve().parents[1] / "benchmarks"
-LINK = re.compile(r"\]\(\.\./benchmarks/(\w+_results\.md)")
+LINK = re.compile(r"\]\(\.\./benchmarks/(\w+_results\.md)")  # a page's link to a results file
+PAGE_LINK = re.compile(r"\]\(\.\./docs/")  # a results file's link to a page
 
 
 def on_files(files, config):
@@ -19,6 +22,8 @@ def on_files(files, config):
 
 
 def on_page_markdown(markdown, page, config, files):
+    if page.file.src_uri.startswith("results/"):
+        return PAGE_LINK.sub("](../", markdown)
     if "/" in page.file.src_uri:  # only pages at the top of docs/ link the results
         return markdown
     return LINK.sub(r"](results/\1", markdown)
