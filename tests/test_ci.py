@@ -1,10 +1,10 @@
 """``.ci/run`` can fail (issue 54): under ``set -e`` bash ignores a failing command that is not the last of an
 ``a && b && c`` list, so a check written inside one (the docs build was) passes CI whatever it gives."""
-import os
 import re
-import stat
 import subprocess
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 CI = ROOT / ".ci" / "run"
@@ -22,17 +22,27 @@ def test_every_ci_step_can_fail():
     assert not lists, f"an `a && b` list in .ci/run hides a failing check from set -e: {lists}"
 
 
-def test_the_docs_step_fails_ci_when_the_build_fails(tmp_path):
-    """The docs lines of ``.ci/run``, run under its own ``set -euo pipefail`` with a ``python3`` that fails as a
-    broken ``mkdocs build --strict`` does: the script stops there, non-zero, before the test command."""
+def _docs_step(folder: Path, link: str) -> subprocess.CompletedProcess:
+    """The docs lines of ``.ci/run``, run as the script runs them (``set -euo pipefail``), on a one-page site in
+    ``folder`` whose page links ``link``; ``REACHED-THE-TESTS`` is printed only if the script goes on."""
     lines = CI.read_text().splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("site="))
     end = next(i for i, line in enumerate(lines) if "pytest" in line)
-    fake = tmp_path / "bin" / "python3"
-    fake.parent.mkdir()
-    fake.write_text("#!/bin/sh\necho 'Aborted with 1 warnings in strict mode!' >&2\nexit 1\n")
-    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    (folder / "docs").mkdir()
+    (folder / "docs" / "index.md").write_text(f"# A page\n\n[another page]({link})\n")
+    (folder / "docs" / "other.md").write_text("# Another page\n")
+    (folder / "mkdocs.yml").write_text("site_name: t\nnav:\n  - index.md\n  - other.md\n")
     script = "set -euo pipefail\n" + "\n".join(lines[start:end]) + "\necho REACHED-THE-TESTS\n"
-    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "PATH": f"{fake.parent}:{os.environ['PATH']}"})
-    assert done.returncode != 0 and "REACHED-THE-TESTS" not in done.stdout, (done.returncode, done.stdout)
+    return subprocess.run(["bash", "-c", script], cwd=folder, capture_output=True, text=True, timeout=120)
+
+
+def test_the_docs_step_fails_ci_when_the_build_fails(tmp_path):
+    """The real build with the flags of ``.ci/run``: a broken link stops the script before the test command (it did
+    not: ``--quiet`` hid the warning ``--strict`` counts, and the ``&&`` list hid the failure), a good one does not."""
+    pytest.importorskip("mkdocs")
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "good").mkdir()
+    broken, fine = _docs_step(tmp_path / "bad", "no-such-page.md"), _docs_step(tmp_path / "good", "other.md")
+    assert broken.returncode != 0 and "REACHED-THE-TESTS" not in broken.stdout, (broken.returncode, broken.stderr[-500:])
+    assert "no-such-page.md" in broken.stderr, broken.stderr[-500:]
+    assert fine.returncode == 0 and "REACHED-THE-TESTS" in fine.stdout, fine.stderr[-500:]
