@@ -16,7 +16,7 @@ def sensitivity_markdown(card: dict) -> list[str]:
     what = "block" if section["units"] == "blocks" else "kind of linear layer (every block's)"
     per = section.get("per", "token")
     predictions = "next-token predictions" if per == "token" else "predicted classes"
-    cost = f" Measured in {section['seconds']:.1f} s." if "seconds" in section else ""
+    cost = f" Measured in {section['seconds']:g} s." if "seconds" in section else ""
     lines = ["", f"## Sensitivity: which {what} causes the loss", "",
              f"Each unit quantized alone in the base model; KL(base ‖ that model) in nats per {per} and the share of "
              f"{predictions} it flips, on {section['texts']} calibration texts ({section['tokens']} tokens; the "

@@ -238,6 +238,6 @@ def run_sensitivity(model: nn.Module, ctx, config) -> dict | None:
     section["mixed_ignore"] = advice.get("modules", [])
     top = ", ".join(f"{r['unit']} ({r['kl_share']:.0%})" for r in section["ranking"][:3])
     ctx.notes.append(f"{config.name} sensitivity ({config.sensitivity}, each unit quantized alone in the base, KL on "
-                     f"{section['tokens']} calibration tokens, {section['seconds']:.1f} s): the most sensitive {top}; "
+                     f"{section['tokens']} calibration tokens, {section['seconds']:g} s): the most sensitive {top}; "
                      f"the whole model's KL {section['whole_model']['kl']:.3g} nats per {section['per']}")
     return section
