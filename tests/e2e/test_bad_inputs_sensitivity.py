@@ -12,9 +12,11 @@ import pytest
 import torch
 import transformers
 
+from forgetless.methods.gptq.config import GptqConfig
 from forgetless.methods.rtn.config import RtnConfig
 
-from test_bad_inputs_llm import apply_object, cli, exit_zero, judge, llm_paths, lm_eval, protocol_names
+from bad_llm_files import SMALL
+from test_bad_inputs_llm import apply_object, cli, exit_zero, judge, llm_paths, lm_eval, protocol_names, streamed
 
 RTN = ("--method", "rtn", "--group-size", "16")
 
@@ -143,6 +145,13 @@ def cases() -> list[tuple]:
          r"--sensitivity does not apply to method wanda"),
         ("sensitivity-apply-without-base", apply_object(RtnConfig(group_size=16, sensitivity="blocks"), calibration=None),
          r"^sensitivity=blocks: compares each quantized unit with the base model"),
+        ("sensitivity-apply-gptq-with-texts", apply_object(GptqConfig(group_size=16, sensitivity="linear-types", **SMALL)),
+         r"^sensitivity=linear-types: compares each quantized unit with the base model.*forgetless.apply has none"),
+        ("sensitivity-streamed-gptq", streamed("llama", GptqConfig(group_size=16, sensitivity="blocks", **SMALL)),
+         r"^sensitivity=blocks: compares each quantized unit .*forgetless.apply_streamed has none"),
+        ("sensitivity-scheme-w4a16-names-texts", lm_eval("t_ok", "--calibration-data", "{texts}", method=(
+            "--scheme", "W4A16", "--group-size", "16", "--calibration-examples", "4", "--sensitivity", "blocks")),
+         ranked_with_texts("{texts}", units=4)),
         ("sensitivity-two-blocks-no-advice", on_model(small_llama(2), "--calibration-data", "{texts}", *RTN,
                                                       "--sensitivity", "blocks"), two_blocks_no_advice),
         ("sensitivity-advice-is-accepted", advice_accepted, lambda result, p, out: None),

@@ -209,11 +209,12 @@ def mixed_advice(section: dict, model: nn.Module, ignore: list[str]) -> dict:
             "modules": mixed_ignore(section, model, keep)}
 
 
-def check_sensitivity(config, ctx) -> None:
-    """``--sensitivity`` needs the run's base model (``ctx.teacher``): one error before any work."""
+def check_sensitivity(config, ctx, where: str = "forgetless.apply") -> None:
+    """``--sensitivity`` needs the run's base model (``ctx.teacher``): one error before any work (``where``:
+    what runs the method without one)."""
     if getattr(config, "sensitivity", "none") != "none" and (ctx is None or getattr(ctx, "teacher", None) is None):
         raise ConfigError(f"--sensitivity {config.sensitivity}: compares each quantized unit with the base model, "
-                          "which only a compress run holds (forgetless compress / run); forgetless.apply has none")
+                          f"which only a compress run holds (forgetless compress / run); {where} has none")
 
 
 def sensitivity_section(method) -> dict:
