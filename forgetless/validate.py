@@ -269,7 +269,8 @@ def _reads_text(method) -> str:
     if type(method).calibration != method.calibration:  # rtn reads text only to rank its units
         return f"--sensitivity {method.sensitivity}: ranks {method.name}'s quantized units on calibration text; "
     if method.calibration == "task":
-        return f"--method {method.name}: scores the model on the task's training split, an LLM task's calibration text; "
+        return (f"--method {method.name}: scores the model on the task's training split, an LLM task's calibration "
+                "text; ")
     return ""
 
 

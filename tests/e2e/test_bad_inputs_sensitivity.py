@@ -128,7 +128,8 @@ def cases() -> list[tuple]:
     heads = ("--method", "heads", "--recovery", "none")
     influence = ("--method", "block-influence", "--remove", "1", "--recovery", "none")
     return [
-        ("sensitivity-fp8-dynamic-without-text", lm_eval("t_ok", method=("--scheme", "FP8-DYNAMIC", "--sensitivity", "blocks")),
+        ("sensitivity-fp8-dynamic-without-text",
+         lm_eval("t_ok", method=("--scheme", "FP8-DYNAMIC", "--sensitivity", "blocks")),
          r"--sensitivity blocks: ranks rtn's quantized units on calibration text; .*--calibration-data"),
         ("sensitivity-rtn-without-text", lm_eval("t_ok", method=(*RTN, "--sensitivity", "linear-types")),
          r"--sensitivity linear-types: ranks rtn's quantized units on calibration text; .*--calibration-data"),
@@ -143,9 +144,11 @@ def cases() -> list[tuple]:
         ("sensitivity-on-wanda", lm_eval("t_ok", "--calibration-data", "{texts}",
                                          method=("--method", "wanda", "--sensitivity", "blocks")),
          r"--sensitivity does not apply to method wanda"),
-        ("sensitivity-apply-without-base", apply_object(RtnConfig(group_size=16, sensitivity="blocks"), calibration=None),
+        ("sensitivity-apply-without-base",
+         apply_object(RtnConfig(group_size=16, sensitivity="blocks"), calibration=None),
          r"^sensitivity=blocks: compares each quantized unit with the base model"),
-        ("sensitivity-apply-gptq-with-texts", apply_object(GptqConfig(group_size=16, sensitivity="linear-types", **SMALL)),
+        ("sensitivity-apply-gptq-with-texts",
+         apply_object(GptqConfig(group_size=16, sensitivity="linear-types", **SMALL)),
          r"^sensitivity=linear-types: compares each quantized unit with the base model.*forgetless.apply has none"),
         ("sensitivity-streamed-gptq", streamed("llama", GptqConfig(group_size=16, sensitivity="blocks", **SMALL)),
          r"^sensitivity=blocks: compares each quantized unit .*forgetless.apply_streamed has none"),

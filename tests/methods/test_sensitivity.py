@@ -129,7 +129,8 @@ def test_the_advice_is_a_strict_minority_forgetless_accepts(kind, kept):
     assert section["mixed"]["keep"] == [row["unit"] for row in section["ranking"][:kept]]
     patterns = advised_ignore(section)
     mixed = forgetless.apply(copy.deepcopy(base), METHODS.make_config("rtn", {"group_size": 16, "ignore": patterns}))
-    everything = quantized_names(base, forgetless.apply(copy.deepcopy(base), METHODS.make_config("rtn", {"group_size": 16})))
+    whole = forgetless.apply(copy.deepcopy(base), METHODS.make_config("rtn", {"group_size": 16}))
+    everything = quantized_names(base, whole)
     left = everything - quantized_names(base, mixed)
     assert sorted(left) == section["mixed_ignore"] and 0 < len(left) < len(everything) / 2
 
