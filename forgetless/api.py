@@ -43,6 +43,7 @@ from .kinds.in_memory import (check_model_object, check_tokenizer_object, find_t
                                label)
 from .methods._shared.calibration import calibration_texts
 from .methods.base import CompressionContext
+from .methods.quantize.sensitivity import check_sensitivity
 from .offline import check_offline_tasks
 from .metrics.calibration import calibration_section
 from .metrics.runtime import agreement
@@ -140,6 +141,7 @@ def _check_stack(stack: list[MethodConfig], kind: str, dims: dict | None) -> Non
         if config.calibration == "task":
             raise ConfigError(f"method {config.name!r} scores the model on a labelled task; apply has none: use "
                               "forgetless.compress with a task")
+        check_sensitivity(config, None)  # the ranking needs the run's base model: before asking for texts
         if config.recovers:
             raise ConfigError(f"method {config.name!r} trains after compressing (recovery: fine-tune); apply trains "
                               "nothing: give it recovery='none', or use forgetless.compress with a task")

@@ -244,22 +244,34 @@ def _check_kind_options(config, kind) -> None:
 
 
 def _check_calibration_data(task, config) -> None:
-    """``--calibration-data`` is read by a method that calibrates on text, holds text, and is the one
-    source of an LLM task's calibration texts (not beside ``--train``); an LLM task without
-    calibration texts runs only methods that read none."""
+    """``--calibration-data`` is read by a method that calibrates on text (on an LLM task, whose training
+    split is text, also by one that scores the model on the task: heads, block-influence), holds text,
+    and is the one source of an LLM task's calibration texts (not beside ``--train``); an LLM task
+    without calibration texts runs only methods that read none."""
     chain = (config.method, *config.then)
+    llm = task_kind(task).calibration_only  # an LLM task: its training split is calibration text
     if not config.calibration_data:
-        if task_kind(task).calibration_only and not len(task.train) and any(item.calibration != "none"
-                                                                              for item in chain):
-            raise OptionError(missing_calibration(task))
+        readers = [item for item in chain if item.calibration != "none"]
+        if llm and not len(task.train) and readers:
+            raise OptionError(_reads_text(readers[0]) + missing_calibration(task))
         return
-    if not any(item.calibration == "text" for item in chain):
+    if not any(item.calibration == "text" or (llm and item.calibration == "task") for item in chain):
         raise OptionError(f"--calibration-data: no method of this run calibrates on text "
                           f"({', '.join(item.name for item in chain)}); forgetless list names those that do")
     if task_kind(task).calibration_only and config.task.train_file:
         raise OptionError(f"--calibration-data {config.calibration_data} and --train {config.task.train_file}: both "
                           f"name the calibration texts of task {task.name}; give one")
     calibration_texts(config.calibration_data, config.task.data_dir, "--calibration-data")
+
+
+def _reads_text(method) -> str:
+    """Why ``method`` reads an LLM task's calibration text, where its name alone does not say it."""
+    if type(method).calibration != method.calibration:  # rtn reads text only to rank its units
+        return f"--sensitivity {method.sensitivity}: ranks {method.name}'s quantized units on calibration text; "
+    if method.calibration == "task":
+        return (f"--method {method.name}: scores the model on the task's training split, an LLM task's calibration "
+                "text; ")
+    return ""
 
 
 def _check_device(train) -> None:

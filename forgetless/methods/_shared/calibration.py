@@ -18,6 +18,7 @@ import torch
 
 from ...data.registry import DATA_DIR_ENV, data_root
 from ...data.task import ExampleSet
+from ...data.task_kinds import task_kind
 from ...errors import ConfigError, DataError
 from ...data.texts import read_texts
 from ...training.encode import clip_texts, collate, encode
@@ -55,6 +56,16 @@ def scoring_batches(tokenizer, examples: ExampleSet, batch_size: int, max_length
     rows.sort(key=lambda r: len(r["input_ids"]))
     pad = tokenizer.pad_token_id or 0
     return [collate(rows[i:i + batch_size], pad) for i in range(0, len(rows), batch_size)]
+
+
+def scored_train(ctx) -> ExampleSet:
+    """The training split a method scoring the model on its task reads (heads, block-influence): the
+    task's; on an LLM task, whose training split is calibration text, the ``--calibration-data`` texts
+    (``ctx.calibration``) when given."""
+    if ctx.calibration is not None and task_kind(ctx.task).calibration_only:
+        texts = list(ctx.calibration)
+        return ExampleSet("train", texts, [0] * len(texts), ["text"], source="--calibration-data")
+    return ctx.task.train
 
 
 # ----- generic calibration text ---------------------------------------------------------------------

@@ -17,7 +17,7 @@ from ...models.surgery import prune_heads
 from ..base import CompressionContext, CompressionMethod
 from ..rahp.model_scoring import head_layout
 from ..rahp.scores import HeadLayout
-from .calibration import scoring_subset
+from .calibration import scored_train, scoring_subset
 
 
 class HeadPruningMethod(CompressionMethod, ABC):
@@ -86,7 +86,7 @@ class HeadPruningMethod(CompressionMethod, ABC):
         return model
 
     def scoring_set(self, ctx: CompressionContext):
-        return scoring_subset(ctx.task.train, self.config.scoring_examples, ctx.seed)
+        return scoring_subset(scored_train(ctx), self.config.scoring_examples, ctx.seed)
 
     def artifacts(self) -> dict:
         """JSON-able scores, decisions and timings (saved with the model and in work_dir)."""

@@ -28,6 +28,7 @@ from ...models.loading import _pad_token, resolve_model_path
 from ...models.quantized_io import keep_from_stock_if_wrong, write_compressed_config
 from ...models.streaming import LayerStream
 from ..base import CompressionContext
+from ..quantize.sensitivity import check_sensitivity
 from .calibration import calibration_batches
 from .oneshot_config import OneShotConfig
 
@@ -42,6 +43,7 @@ def check_streamable(stack: list, out_dir) -> None:
     if not isinstance(config, OneShotConfig):
         raise ConfigError(f"method {config.name!r} does not calibrate layer by layer; streamed calibration runs "
                           "the one-shot methods (wanda, sparsegpt, gptq): pass a model object instead of a folder")
+    check_sensitivity(config, None, "forgetless.apply_streamed")
     if config.recovers:
         raise ConfigError(f"method {config.name!r} with recovery: fine-tune trains the whole model; streamed "
                           "calibration trains nothing (recovery='none')")

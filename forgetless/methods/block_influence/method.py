@@ -8,7 +8,7 @@ from torch import nn
 from ...errors import ConfigError
 from ...models.adapters import get_adapter
 from ...models.surgery import drop_layers
-from .._shared.calibration import scoring_batches, scoring_subset
+from .._shared.calibration import scored_train, scoring_batches, scoring_subset
 from ..base import CompressionContext, CompressionMethod
 from .influence import layer_block_influence, lowest_influence
 
@@ -28,7 +28,7 @@ class BlockInfluenceRemoval(CompressionMethod):
             raise ConfigError(f"block-influence: stack {stack!r} does not exist; stacks: {', '.join(stacks)}")
         total = len(stacks[stack])
         count = cfg.removed_count(total)
-        examples = scoring_subset(ctx.task.train, cfg.calibration_examples, ctx.seed)
+        examples = scoring_subset(scored_train(ctx), cfg.calibration_examples, ctx.seed)
         batches = scoring_batches(ctx.tokenizer, examples, cfg.calibration_batch, cfg.calibration_length)
         scores = layer_block_influence(model, batches, stack)
         removed = lowest_influence(scores, count)

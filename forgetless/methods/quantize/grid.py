@@ -47,9 +47,9 @@ class WeightFormat(Config):
     activations: str = option("none", choices=ACTIVATIONS, help=ACTIVATIONS_HELP)
     sensitivity: str = option("none", choices=("none", "blocks", "linear-types"), help=(
         "after quantizing, put each decoder block (blocks) or each kind of linear layer (linear-types: q_proj, …, "
-        "down_proj of every block) quantized alone into the base model and rank them by their KL divergence to the "
-        "base on 8 calibration texts (and the next-token predictions they flip); the card shows the ranking and an "
-        "ignore: list for a mixed-precision recipe"))
+        "down_proj, the experts' projections of every block) quantized alone into the base model and rank them by "
+        "their KL divergence to the base on 8 calibration texts (and the predictions they flip); the card shows the "
+        "ranking, its cost and an --ignore option for a mixed-precision run"))
 
     def check_format(self, calibrates: bool) -> None:
         """The options fit together (one ``OptionError`` naming the flag); ``calibrates``: the method sees

@@ -3,11 +3,14 @@
 the base on calibration text and its share of the sum (the layer-wise sensitivity of Dong et al. 2019,
 "HAWQ", measured directly as in Kurtic et al. 2025's per-layer ablations).
 
-Units: each decoder block (``blocks``: the quantized block replaces the base's, with its folded norms
-and quantized inputs, exact since SmoothQuant / AWQ fold scales within a block), or each kind of linear
-layer named by its path inside the block (``linear-types``: q_proj, k_proj, …, down_proj of every block;
-a linear whose input was divided by ``c`` and whose outputs by ``r`` when scales were folded
-(``folding.fold`` records both) runs as ``r ⊙ L(x / c)``, the quantized layer in the base's basis).
+Units: each block of the model's stacks (``blocks``: the quantized block replaces the base's, with its
+folded norms and quantized inputs, exact since SmoothQuant / AWQ fold scales within a block), or each kind
+of linear layer named by its path inside the block (``linear-types``: q_proj, k_proj, …, down_proj of every
+block; a linear whose input was divided by ``c`` and whose outputs by ``r`` when scales were folded
+(``folding.fold`` records both) runs as ``r ⊙ L(x / c)``, the quantized layer in the base's basis). The
+experts of a mixture-of-experts block are linear kinds too: each fused 3-D expert parameter
+(``mlp.experts.gate_up_proj``, ``mlp.experts.down_proj``: every expert's projection, ``models/experts.py``)
+is swapped whole, as the quantized model runs it.
 
 For unit ``u`` the model ``M_u`` is the base with ``u`` quantized; on ``TEXTS`` calibration texts of at most
 ``TOKENS`` tokens, over the real tokens ``t``:
@@ -15,13 +18,22 @@ For unit ``u`` the model ``M_u`` is the base with ``u`` quantized; on ``TEXTS`` 
     KL_u = mean_t Σ_v p_base(v | t) · (log p_base(v | t) − log p_u(v | t))     (nats per token)
     flips_u = share of tokens whose most likely next token differs from the base's
 
+(a classifier: over the texts ``t``, the class probabilities, the predicted class).
 ``share_u = KL_u / Σ_w KL_w`` (the units' effects need not add up: the whole quantized model's KL is
-reported beside them). ``mixed_ignore`` names the modules of the ``keep`` most sensitive units, an
-``ignore:`` list in llm-compressor's spelling (module names) for a mixed-precision recipe.
+reported beside them). The ranking is by KL rounded to ``DIGITS`` significant digits, ties in the model's
+order, so the same texts (the run's seed) give the same order whatever the float summation did.
+
+The mixed-precision advice (``mixed_advice``) keeps the most sensitive units unquantized, at most ``KEEP``
+and always a strict minority of the units, only units whose KL is above 0: a 2-block model gets none
+(keeping one block of two is no mixed precision). It is an ``--ignore`` option forgetless accepts for the
+same run (the run's own ``ignore`` patterns and one ``re:`` pattern per kept unit), and ``mixed_ignore``
+the module names it leaves unquantized (an ``ignore:`` list in llm-compressor's spelling).
 """
 from __future__ import annotations
 
 import copy
+import re
+import time
 import types
 
 import torch
@@ -29,9 +41,11 @@ from torch import nn
 
 from ...errors import ConfigError
 from ...models.adapters import get_adapter
+from ...models.experts import first_projection, is_fused_experts
 from ...models.sites import is_linear
 
 TEXTS, TOKENS, BATCH = 8, 128, 4
+KEEP, DIGITS = 3, 4  # units the mixed-precision advice keeps at most; significant digits of the ranking's KL
 UNITS = ("none", "blocks", "linear-types")
 FOLD_IN, FOLD_OUT = "input_fold", "output_fold"
 
@@ -58,7 +72,8 @@ def record_fold(modules: list[nn.Module], producer: nn.Module, scales: torch.Ten
 
 
 def units(model: nn.Module, kind: str) -> dict[str, list[str]]:
-    """``{unit label: [module names swapped]}``: blocks (``decoder.3``) or linear kinds (``mlp.down_proj``)."""
+    """``{unit label: [names swapped]}``: blocks (``decoder.3``) or linear kinds (``mlp.down_proj``; a fused
+    experts parameter ``mlp.experts.down_proj``, named as the model's parameter)."""
     found: dict[str, list[str]] = {}
     prefix = {id(m): n for n, m in model.named_modules()}
     for stack, layers in get_adapter(model).stacks(model).items():
@@ -70,6 +85,9 @@ def units(model: nn.Module, kind: str) -> dict[str, list[str]]:
             for inner, module in layer.named_modules():
                 if is_linear(module):
                     found.setdefault(inner, []).append(f"{base}.{inner}")
+                elif is_fused_experts(module):
+                    for parameter in (first_projection(module), "down_proj"):
+                        found.setdefault(f"{inner}.{parameter}", []).append(f"{base}.{inner}.{parameter}")
     return found
 
 
@@ -86,50 +104,117 @@ def _log_probs(model: nn.Module, batches: list[dict]) -> list[torch.Tensor]:
         return [torch.log_softmax(model(**b).logits.float(), dim=-1) for b in batches]
 
 
+def _positions(log_probs: torch.Tensor, batch: dict) -> torch.Tensor:
+    """The predictions compared: a causal LM's real tokens (batch × tokens × vocabulary), a classifier's
+    texts (batch × classes)."""
+    if log_probs.dim() == 2:
+        return torch.ones(len(log_probs), dtype=torch.bool)
+    return batch["attention_mask"].bool()
+
+
 def _compare(base: list[torch.Tensor], other: list[torch.Tensor], batches: list[dict]) -> dict:
     kl = flips = tokens = 0.0
     for p, q, batch in zip(base, other, batches):
-        mask = batch["attention_mask"].bool()
+        mask = _positions(p, batch)
         kl += float(((p.exp() * (p - q)).sum(-1))[mask].sum())
         flips += float((p.argmax(-1) != q.argmax(-1))[mask].sum())
         tokens += float(mask.sum())
     return {"kl": kl / tokens, "flips": flips / tokens}
 
 
+def _quantized_part(quantized: nn.Module, name: str, kind: str):
+    """What replaces the base's ``name``: the quantized block, a quantized linear in the base's basis
+    (``Unfolded``), or a fused experts parameter as it is."""
+    parent, _, child = name.rpartition(".")
+    part = getattr(quantized.get_submodule(parent) if parent else quantized, child)
+    return part if kind == "blocks" or isinstance(part, nn.Parameter) else Unfolded(part)
+
+
 def measure(base: nn.Module, quantized: nn.Module, batches: list[dict], kind: str) -> dict:
     """The card's ``sensitivity`` section (module docstring) for the quantized model against its base."""
     if kind not in UNITS[1:]:
         raise ConfigError(f"--sensitivity {kind}: one of {', '.join(UNITS)}")
+    start = time.perf_counter()
     reference = _log_probs(base, batches)
     work = copy.deepcopy(base).eval()
     rows = []
     for label, names in units(quantized, kind).items():
-        originals = [_swap(work, n, quantized.get_submodule(n) if kind == "blocks" else
-                           Unfolded(quantized.get_submodule(n))) for n in names]
+        originals = [_swap(work, n, _quantized_part(quantized, n, kind)) for n in names]
         rows.append({"unit": label, "modules": names, **_compare(reference, _log_probs(work, batches), batches)})
         for name, original in zip(names, originals):
             _swap(work, name, original)
     total = sum(r["kl"] for r in rows) or 1.0
     for row in rows:
         row["kl_share"] = row["kl"] / total
-    rows.sort(key=lambda r: -r["kl"])
+    order = {row["unit"]: i for i, row in enumerate(rows)}  # the model's order breaks ties
+    rows.sort(key=lambda r: (-float(f"{r['kl']:.{DIGITS}g}"), order[r["unit"]]))
+    per = "text" if reference and reference[0].dim() == 2 else "token"
     return {"units": kind, "ranking": rows, "whole_model": _compare(reference, _log_probs(quantized, batches), batches),
-            "texts": sum(len(b["input_ids"]) for b in batches),
-            "tokens": int(sum(int(b["attention_mask"].sum()) for b in batches))}
+            "per": per, "texts": sum(len(b["input_ids"]) for b in batches),
+            "tokens": int(sum(int(b["attention_mask"].sum()) for b in batches)),
+            "seconds": round(time.perf_counter() - start, 2)}
 
 
-def mixed_ignore(section: dict, model: nn.Module, keep: int = 3) -> list[str]:
-    """Module names (every linear) of the ``keep`` most sensitive units: ``ignore:`` of a mixed recipe."""
-    names = [n for row in section["ranking"][:keep] for n in row["modules"]]
-    linears = [n for n, m in model.named_modules() if is_linear(m)]
-    return sorted(l for l in linears if any(l == n or l.startswith(n + ".") for n in names))
+def _pattern(row: dict, section: dict, model: nn.Module) -> str:
+    """A ``--ignore`` pattern for one unit: its block's module path, or its kind of linear in every block
+    (a fused experts parameter: each expert's linear, ``mlp.experts.3.down_proj``, as ``--ignore`` names it)."""
+    if section["units"] == "blocks":
+        return "re:" + re.escape(row["modules"][0] + ".")
+    inner = re.escape(row["unit"])
+    parent, _, parameter = row["modules"][0].rpartition(".")
+    if isinstance(getattr(model.get_submodule(parent), parameter, None), nn.Parameter):
+        inner = re.escape(row["unit"].rpartition(".")[0]) + r"\.\d+\." + re.escape(parameter)
+    return f"re:.*\\.{inner}$"
 
 
-def check_sensitivity(config, ctx) -> None:
-    """``--sensitivity`` needs the run's base model (``ctx.teacher``): one error before any work."""
+def _expert_linears(model: nn.Module, name: str) -> list[str]:
+    """The per-expert linear names of a fused experts parameter ``name`` (others: ``[name]``)."""
+    parent, _, parameter = name.rpartition(".")
+    owner = model.get_submodule(parent) if parent else model
+    if not isinstance(getattr(owner, parameter, None), nn.Parameter):
+        return [name]
+    return [f"{parent}.{e}.{parameter}" for e in range(getattr(owner, parameter).shape[0])]
+
+
+def _ignorable(model: nn.Module) -> list[str]:
+    """Every linear of ``model`` and every expert's linear of its fused experts, named as ``--ignore`` sees them."""
+    names = []
+    for name, module in model.named_modules():
+        if is_linear(module):
+            names.append(name)
+        elif is_fused_experts(module):
+            names += [n for p in (first_projection(module), "down_proj") for n in _expert_linears(model, f"{name}.{p}")]
+    return names
+
+
+def mixed_ignore(section: dict, model: nn.Module, keep: int = KEEP) -> list[str]:
+    """Module names (every linear; every expert's) of the ``keep`` most sensitive units: ``ignore:`` of a
+    mixed recipe."""
+    names = [e for row in section["ranking"][:keep] for n in row["modules"] for e in _expert_linears(model, n)]
+    return sorted(l for l in _ignorable(model) if any(l == n or l.startswith(n + ".") for n in names))
+
+
+def mixed_advice(section: dict, model: nn.Module, ignore: list[str]) -> dict:
+    """The mixed-precision advice of the module docstring: ``{"keep": [units], "ignore": "--ignore …",
+    "modules": [names]}``, or ``{"none": why}`` when no unit can be kept (``ignore``: the run's own patterns)."""
+    ranking = section["ranking"]
+    keep = min(KEEP, (len(ranking) - 1) // 2, sum(1 for row in ranking if row["kl"] > 0))
+    if keep < 1:
+        why = (f"{len(ranking)} units: keeping one unquantized would leave no strict majority quantized"
+               if len(ranking) < 3 else "no unit changed the base's predictions (KL 0)")
+        return {"none": why}
+    kept = ranking[:keep]
+    patterns = list(ignore) + [_pattern(row, section, model) for row in kept]
+    return {"keep": [row["unit"] for row in kept], "ignore": "--ignore " + ",".join(patterns),
+            "modules": mixed_ignore(section, model, keep)}
+
+
+def check_sensitivity(config, ctx, where: str = "forgetless.apply") -> None:
+    """``--sensitivity`` needs the run's base model (``ctx.teacher``): one error before any work (``where``:
+    what runs the method without one)."""
     if getattr(config, "sensitivity", "none") != "none" and (ctx is None or getattr(ctx, "teacher", None) is None):
         raise ConfigError(f"--sensitivity {config.sensitivity}: compares each quantized unit with the base model, "
-                          "which only a compress run holds (forgetless compress / run); forgetless.apply has none")
+                          f"which only a compress run holds (forgetless compress / run); {where} has none")
 
 
 def sensitivity_section(method) -> dict:
@@ -149,9 +234,11 @@ def run_sensitivity(model: nn.Module, ctx, config) -> dict | None:
     texts = types.SimpleNamespace(name=config.name, calibration_examples=TEXTS, calibration_length=TOKENS,
                                   calibration_batch=BATCH)
     section = measure(ctx.teacher.eval(), model, calibration_batches(ctx, texts), config.sensitivity)
-    section["mixed_ignore"] = mixed_ignore(section, model)
+    advice = mixed_advice(section, model, list(getattr(config, "ignore", [])))
+    section["mixed"] = advice
+    section["mixed_ignore"] = advice.get("modules", [])
     top = ", ".join(f"{r['unit']} ({r['kl_share']:.0%})" for r in section["ranking"][:3])
     ctx.notes.append(f"{config.name} sensitivity ({config.sensitivity}, each unit quantized alone in the base, KL on "
-                     f"{section['tokens']} calibration tokens): the most sensitive {top}; the whole model's KL "
-                     f"{section['whole_model']['kl']:.3g} nats per token")
+                     f"{section['tokens']} calibration tokens, {section['seconds']:g} s): the most sensitive {top}; "
+                     f"the whole model's KL {section['whole_model']['kl']:.3g} nats per {section['per']}")
     return section

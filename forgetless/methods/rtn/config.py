@@ -14,6 +14,16 @@ from .._shared.oneshot_config import TargetsConfig
 from ..quantize.grid import WeightFormat
 
 
+class ReadsTextToRank:
+    """RTN's ``calibration``: ``none``, but ``text`` with ``--sensitivity`` (the ranking's KL is measured on
+    calibration texts: ``quantize/sensitivity.py``); on the class, as ``forgetless list`` shows it."""
+
+    def __get__(self, config, owner) -> str:
+        if config is None:
+            return "none (text with --sensitivity)"
+        return "none" if config.sensitivity == "none" else "text"
+
+
 @METHODS.register("rtn", implementation=".method:Rtn")
 @dataclass
 class RtnConfig(TargetsConfig, WeightFormat):
@@ -25,6 +35,7 @@ class RtnConfig(TargetsConfig, WeightFormat):
     task_types: ClassVar[tuple[str, ...]] = ("classification",)
     model_kinds: ClassVar[tuple[str, ...]] = ("classifier", "causal-lm")
     smoke: ClassVar[dict] = {"group_size": 16}
+    calibration = ReadsTextToRank()
 
     @property
     def recovers(self) -> bool:
