@@ -52,7 +52,7 @@ from .models.loading import resolve_model_path
 from .models.checks import check_model_folder, weight_files
 from .models.io import check_saved_model, is_forgetless_folder
 from .models.weights_fit import check_finite_model, check_finite_weights
-from .outputs import check_output
+from .outputs import check_output, model_folder_lock
 from .recipes import load_recipe
 from .recipes.catalog import recipe_names
 from .registry import METHODS, OBJECTIVES
@@ -107,7 +107,9 @@ def apply_streamed(model, methods, calibration=None, *, out_dir, tokenizer=None,
     is read, calibrated, compressed on ``device`` and written to the model folder ``out_dir`` in turn
     (``methods/_shared/streamed.py``); returns ``out_dir`` (a new or empty folder, or, with
     ``overwrite=True``, the model of an earlier ``apply_streamed``). ``methods`` and ``calibration`` as
-    for ``apply``; the folder's weights and the output folder are checked before any work."""
+    for ``apply``; the folder's weights and the output folder are checked before any work. Two calls into
+    one ``out_dir``: the second (while the first runs, or after it, without ``overwrite=True``) is refused
+    and the first's model stays (``outputs.model_folder_lock``)."""
     from .methods._shared.streamed import check_streamable, compress_streamed
 
     check_arguments(seed=seed, overwrite=overwrite)
@@ -127,7 +129,9 @@ def apply_streamed(model, methods, calibration=None, *, out_dir, tokenizer=None,
     if is_forgetless_folder(folder):
         check_saved_model(folder)
     check_finite_weights(weight_files(folder))  # every weight finite (reads them once, one tensor at a time)
-    return compress_streamed(folder, stack[0], texts, out_dir, tokenizer=tokenizer, device=device, seed=seed)
+    with model_folder_lock(out_dir):  # a second call into out_dir, at once or while this one runs: refused
+        check_output(out_dir, "--out", command="apply", inputs=given, overwrite=overwrite)  # one finished meanwhile
+        return compress_streamed(folder, stack[0], texts, out_dir, tokenizer=tokenizer, device=device, seed=seed)
 
 
 def _check_stack(stack: list[MethodConfig], kind: str, dims: dict | None) -> None:
