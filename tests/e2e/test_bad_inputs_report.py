@@ -287,6 +287,22 @@ def cases() -> list[tuple]:
     ]
 
 
+def tally(root: Path) -> dict:
+    """Every case of this module: ``{outcome: count}`` (printing the cases that are not clear / correct), as
+    ``test_bad_inputs_llm.tally`` counts its own (``test_bad_inputs.tally`` can add them)."""
+    os.environ["FORGETLESS_CACHE"] = str(root / "cache")
+    os.environ.pop("FORGETLESS_DATA_DIR", None)
+    p = llm_paths(root / "in")
+    counts = dict(tried=0, clear=0, correct=0, traceback=0, silent=0, unclear=0, destructive=0)
+    for i, (name, call, expected) in enumerate(cases()):
+        outcome, detail = judge(name, call, expected, p, root / f"out-{i}" / "out")
+        counts["tried"] += 1
+        counts[outcome] += 1
+        if outcome not in ("clear", "correct"):
+            print(f"{outcome.upper()} {name}: {detail}")
+    return counts
+
+
 # ----- pytest ----------------------------------------------------------------------------------------------
 CASES = cases()
 TALLY: dict[str, str] = {}
