@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import copy
 import difflib
+import os
 from dataclasses import fields
 from pathlib import Path
 
@@ -53,7 +54,7 @@ from .models.loading import resolve_model_path
 from .models.checks import check_model_folder, weight_files
 from .models.io import check_saved_model, is_forgetless_folder
 from .models.weights_fit import check_finite_model, check_finite_weights
-from .outputs import check_output
+from .outputs import check_output, model_folder_lock
 from .recipes import load_recipe
 from .recipes.catalog import recipe_names
 from .registry import METHODS, OBJECTIVES
@@ -108,7 +109,9 @@ def apply_streamed(model, methods, calibration=None, *, out_dir, tokenizer=None,
     is read, calibrated, compressed on ``device`` and written to the model folder ``out_dir`` in turn
     (``methods/_shared/streamed.py``); returns ``out_dir`` (a new or empty folder, or, with
     ``overwrite=True``, the model of an earlier ``apply_streamed``). ``methods`` and ``calibration`` as
-    for ``apply``; the folder's weights and the output folder are checked before any work."""
+    for ``apply``; the folder's weights and the output folder are checked before any work. Two calls into
+    one ``out_dir``: the second (while the first runs, or after it, without ``overwrite=True``) is refused
+    and the first's model stays (``outputs.model_folder_lock``)."""
     from .methods._shared.streamed import check_streamable, compress_streamed
 
     check_arguments(seed=seed, overwrite=overwrite)
@@ -128,7 +131,9 @@ def apply_streamed(model, methods, calibration=None, *, out_dir, tokenizer=None,
     if is_forgetless_folder(folder):
         check_saved_model(folder)
     check_finite_weights(weight_files(folder))  # every weight finite (reads them once, one tensor at a time)
-    return compress_streamed(folder, stack[0], texts, out_dir, tokenizer=tokenizer, device=device, seed=seed)
+    with model_folder_lock(out_dir):  # a second call into out_dir, at once or while this one runs: refused
+        check_output(out_dir, "--out", command="apply", inputs=given, overwrite=overwrite)  # one finished meanwhile
+        return compress_streamed(folder, stack[0], texts, out_dir, tokenizer=tokenizer, device=device, seed=seed)
 
 
 def _check_stack(stack: list[MethodConfig], kind: str, dims: dict | None) -> None:
@@ -207,7 +212,7 @@ def compress(model, data, method=None, *, tokenizer=None, objective=None, out_di
 def evaluate(model, data, *, base=None, tokenizer=None, batch_size: int = 64, max_length: int = 128,
              columns: dict | None = None, model_kind: str = "auto", seed: int = 0, data_dir=None,
              eval_size: int | None = None, lm_eval_tasks=None, lm_eval_include=None,
-             calibration=None) -> Scores | Comparison:
+             calibration=None, perplexity_windows: int | None = None) -> Scores | Comparison:
     """``Scores`` of ``model`` (a folder, or a model object with its tokenizer) on every set of ``data``
     (``.sets``, ``.challenge_pooled``, ``.params`` …). With ``base`` (another folder or model object: the
     model before compression), the paired ``Comparison`` of the two models on the same examples
@@ -217,34 +222,68 @@ def evaluate(model, data, *, base=None, tokenizer=None, batch_size: int = 64, ma
     give plain JSON with ``.to_dict()``. Nothing is written.
 
     A task name takes the options of ``forgetless compress --task``: ``data_dir`` (``--data-dir``),
-    ``eval_size`` (``--eval-size``: N items of each lm-eval task, N examples of each set; the perplexity
-    windows are ``--perplexity-windows``' default), and for ``"lm-eval"`` ``lm_eval_tasks`` (names, or one comma-separated string) and
-    ``lm_eval_include`` (a folder of task YAMLs). ``calibration``: the texts ``model`` was calibrated on
-    (what ``apply`` was given): a warning when they are in what is evaluated (WikiText-2 calibration,
-    then WikiText-2 perplexity)."""
+    ``eval_size`` (``--eval-size``: N items of each lm-eval task, N examples of each set), ``perplexity_windows``
+    (``--perplexity-windows``: the WikiText-2 windows of an LLM task, default 40; 0: none), and for ``"lm-eval"``
+    ``lm_eval_tasks`` (names, or one comma-separated string) and ``lm_eval_include`` (a folder of task YAMLs).
+    ``calibration`` (with ``base``): the texts ``model`` was calibrated on (what ``apply`` was given): a warning
+    when they are in what is evaluated (WikiText-2 calibration, then WikiText-2 perplexity). Every argument is
+    checked before any work; what lm-eval's child processes print (``git``) stays off the terminal."""
+    from .cli import quiet_children
+
     check_arguments(seed=seed, batch_size=batch_size, max_length=max_length, model_kind=model_kind)
-    _check_model(model)
-    task = evaluated_task(data, columns, seed, data_dir, eval_size, lm_eval_tasks, lm_eval_include)
-    if base is None:
-        return Scores.from_json(_scores(model, task, tokenizer, batch_size, max_length, model_kind))
-    _check_model(base)
-    results = {role: _scores(m, task, tokenizer, batch_size, max_length, model_kind, keep_predictions=True)
-               for role, m in (("base", base), ("compressed", model))}
+    _check_evaluate_arguments(model, base, tokenizer, data, columns, data_dir, eval_size, lm_eval_tasks,
+                              lm_eval_include, calibration, perplexity_windows)
+    texts = None if calibration is None else calibration_texts(calibration, data_dir)
+    task = evaluated_task(data, columns, seed, data_dir, eval_size, lm_eval_tasks, lm_eval_include, perplexity_windows)
+    with quiet_children():
+        if base is None:
+            return Scores.from_json(_scores(model, task, tokenizer, batch_size, max_length, model_kind))
+        results = {role: _scores(m, task, tokenizer, batch_size, max_length, model_kind, keep_predictions=True)
+                   for role, m in (("base", base), ("compressed", model))}
     predictions = {role: results[role].pop("predictions") for role in results}
     compared = comparison(task, results, predictions, seed, calibration_section(task, predictions), agreement(predictions))
-    leak = None if calibration is None else calibration_leak(calibration_texts(calibration, data_dir),
-                                                             evaluated_texts(task))
+    leak = None if texts is None else calibration_leak(texts, evaluated_texts(task))
     return Comparison.from_json({**compared, "warnings": compared["warnings"] + ([leak] if leak else []),
                                  "params": {role: results[role].pop("params") for role in results}})
 
 
+def _check_evaluate_arguments(model, base, tokenizer, data, columns, data_dir, eval_size, lm_eval_tasks,
+                              lm_eval_include, calibration, perplexity_windows) -> None:
+    """``evaluate``'s arguments that ``check_arguments`` does not know, each of its type (a whole number, a path,
+    task names), and the ones that only apply with another: one ``ConfigError`` naming it, before any work."""
+    _check_model(model)
+    if base is not None:
+        _check_model(base)
+    if tokenizer is not None:
+        check_tokenizer_object(tokenizer)
+        saved = next((m for m in (model, base) if m is not None and not is_in_memory(m)), None)
+        if saved is not None:
+            raise ConfigError("tokenizer: a saved model is evaluated with the tokenizer saved beside it; drop tokenizer=")
+    for name, value in (("eval_size", eval_size), ("perplexity_windows", perplexity_windows)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise ConfigError(f"{name}={value!r}: expected a whole number, got {type(value).__name__}")
+    for name, value in (("data_dir", data_dir), ("lm_eval_include", lm_eval_include)):
+        if value is not None and not isinstance(value, (str, os.PathLike)):
+            raise ConfigError(f"{name}={value!r}: expected a folder (a path), got {type(value).__name__}")
+    names = [lm_eval_tasks] if isinstance(lm_eval_tasks, str) else lm_eval_tasks
+    if names is not None and (not isinstance(names, (list, tuple)) or not all(isinstance(n, str) for n in names)):
+        raise ConfigError(f"lm_eval_tasks={lm_eval_tasks!r}: expected task names (a list of strings, or one "
+                          f"comma-separated string), got {type(lm_eval_tasks).__name__}")
+    if isinstance(data, str) and columns is not None:
+        raise ConfigError(f"columns: names the columns of datasets; data is the task name {data!r}")
+    if calibration is not None and base is None:
+        raise ConfigError("calibration: warns when the calibration texts are in what a comparison evaluates; it "
+                          "needs base= (one model's scores have no comparison)")
+
+
 def evaluated_task(data, columns: dict | None, seed: int, data_dir=None, eval_size: int | None = None,
-                   lm_eval_tasks=None, lm_eval_include=None) -> Task:
+                   lm_eval_tasks=None, lm_eval_include=None, perplexity_windows: int | None = None) -> Task:
     """``evaluate``'s task: a task name built as ``forgetless compress --task`` builds it
     (``TaskConfig``, ``data.tasks.task_from_config``: the same items for the same seed), else
     ``as_task``'s (a ``Task``, datasets)."""
     if not isinstance(data, str):
-        named = {"data_dir": data_dir, "lm_eval_tasks": lm_eval_tasks, "lm_eval_include": lm_eval_include}
+        named = {"data_dir": data_dir, "lm_eval_tasks": lm_eval_tasks, "lm_eval_include": lm_eval_include,
+                 "perplexity_windows": perplexity_windows}
         given = [name for name, value in named.items() if value is not None]
         if given:
             raise ConfigError(f"{', '.join(given)}: options of a task given by name; data is a "
@@ -254,7 +293,8 @@ def evaluated_task(data, columns: dict | None, seed: int, data_dir=None, eval_si
     if isinstance(lm_eval_tasks, str):
         lm_eval_tasks = lm_eval_tasks.split(",")
     config = build(TaskConfig, {"name": data, "data_dir": None if data_dir is None else str(data_dir),
-                                "eval_size": eval_size, "lm_eval_include": lm_eval_include,
+                                "eval_size": eval_size, "perplexity_windows": perplexity_windows,
+                                "lm_eval_include": None if lm_eval_include is None else str(lm_eval_include),
                                 "lm_eval_tasks": None if lm_eval_tasks is None else list(lm_eval_tasks)}, "task")
     check_offline_tasks(config)  # before any data or model is read
     return task_from_config(config, seed)
@@ -262,9 +302,7 @@ def evaluated_task(data, columns: dict | None, seed: int, data_dir=None, eval_si
 
 def _scores(model, task: Task, tokenizer, batch_size: int, max_length: int, model_kind: str,
             keep_predictions: bool = False) -> dict:
-    if not is_in_memory(model):
-        if tokenizer is not None:
-            raise ConfigError("tokenizer: a saved model is evaluated with the tokenizer saved beside it; drop tokenizer=")
+    if not is_in_memory(model):  # its tokenizer is the one saved beside it (_check_evaluate_arguments)
         return evaluate_saved(str(model), task, batch_size=batch_size, max_length=max_length,
                               keep_predictions=keep_predictions, model_kind=model_kind)
     kind = KINDS[kind_name_of(model)] if model_kind == "auto" else kind_for(task, None, model_kind)

@@ -136,9 +136,9 @@ class TaskConfig(Config):
     perplexity_window: int | None = option(None, low=2, high=MAX_TOKENS, help=(
         "LLM tasks: tokens per window of the WikiText-2 perplexity and of lm-eval's requests (non-overlapping "
         "windows; default: the model's context, capped at 2048)"))
-    perplexity_windows: int | None = option(None, low=1, help=(
+    perplexity_windows: int | None = option(None, low=0, help=(
         "LLM tasks: score WikiText-2 perplexity on at most N seeded windows, apart from --eval-size (default 40: "
-        "81,920 tokens of SmolLM2's 148 windows of 2048; all when N is at least their number)"))
+        "81,920 tokens of SmolLM2's 148 windows of 2048; all when N is at least their number; 0: none)"))
     exact_lm_eval: bool = option(False, switch=True, help=(
         "LLM tasks: lm-eval's own scoring (its HFLM runs every choice in full) instead of forgetless's shared-context "
         "scoring (each item's context once, its KV cache per choice; log-likelihoods within 5e-5 nats per token of lm-eval's)"))

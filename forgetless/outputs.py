@@ -11,7 +11,8 @@ output moves it aside first (``fsutil.atomic_directory``); nothing forgetless di
 ever deleted.
 
 ``output_lock`` holds a lock per output folder for the whole command: a second run on the same
-folder stops with a clear error instead of training into the same ``work/`` at once;
+folder stops with a clear error instead of training into the same ``work/`` at once (``model_folder_lock``:
+the same for a model folder written whole, ``forgetless.apply_streamed``'s);
 ``claim_output`` also removes a folder the command created when it stops on a bad input.
 """
 from __future__ import annotations
@@ -235,6 +236,27 @@ def output_lock(folder, flag: str = "--out") -> Iterator[Path]:
 
     with _file_lock(folder / LOCK_FILE, busy):
         yield folder
+
+
+@contextlib.contextmanager
+def model_folder_lock(folder, flag: str = "--out") -> Iterator[Path]:
+    """Hold a lock beside the model folder ``folder`` (``.NAME.forgetless-lock`` in its parent) while it is
+    written: the folder is replaced whole when done (``fsutil.atomic_directory``), so its lock cannot live
+    inside it. A second process (or thread) gets an ``OutputFolderError`` at once; the lock file is removed
+    on release (one a kill left is taken over by the next run)."""
+    folder = Path(folder).expanduser()
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    lock = folder.parent / f".{folder.name}.forgetless-lock"
+
+    def busy(exc):
+        raise OutputFolderError(f"{flag} {folder}: another forgetless run is writing this model folder (it holds "
+                                f"{lock}); wait for it to finish or choose another folder") from exc
+
+    with _file_lock(lock, busy):
+        try:
+            yield folder
+        finally:
+            lock.unlink(missing_ok=True)  # while held: a waiting run finds no file, or a new one, never a stale lock
 
 
 @contextlib.contextmanager

@@ -48,10 +48,14 @@ CONFIGS = {"compress": RunConfig, "compress-seq2seq": RunConfig, "demo": RunConf
            "evaluate": RunConfig, "sweep": SweepConfig, "profile": ProfileConfig}  # commands built from the tree
 KEEP = {"finetune": ("model", "seed", "progress", "task.", "train."),  # the only options of these commands
         "evaluate": ("seed", "task.", "train.max_length", "eval.batch_size")}
+DROP = {"evaluate": ("task.until_interval",)}  # kept above, but not for this command: it stops on the change
+# between two models scored together, and evaluate scores one
 
 
 def _keep(command: str, leaf) -> bool:
     paths = KEEP.get(command)
+    if leaf.dotted in DROP.get(command, ()):
+        return False
     return paths is None or any(leaf.dotted == p or (p.endswith(".") and leaf.dotted.startswith(p)) for p in paths)
 
 

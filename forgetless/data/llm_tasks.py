@@ -94,7 +94,7 @@ def _zero_shot(data_dir=None, seed: int = 0, train: str | None = None, perplexit
     require_lm_eval()
     root = resolve_data_dir(data_dir, "task llm-zero-shot")
     wikitext = _llm_folder(root) / WIKITEXT
-    if not wikitext.is_file():
+    if not wikitext.is_file() and perplexity_windows != 0:
         raise ConfigError(f"task llm-zero-shot: {wikitext} is missing (WikiText-2 test; layout in "
                           "../shared/data/llm/README.md)")
     suite = build_suite(list(ZERO_SHOT), TASKS_DIR, root, False, wikitext, perplexity_window,
@@ -119,6 +119,11 @@ def _lm_eval(data_dir=None, seed: int = 0, train: str | None = None, lm_eval_tas
         raise ConfigError(f"--lm-eval-tasks {','.join(names)}: a task is named twice")
     root = data_root(data_dir)
     wikitext = _llm_folder(root) / WIKITEXT if root is not None else None
+    if perplexity_windows and not (wikitext and wikitext.is_file()):  # asked for, and it would not run
+        where = f"{wikitext} is missing" if wikitext else "no --data-dir is given (nor $FORGETLESS_DATA_DIR)"
+        raise ConfigError(f"--perplexity-windows {perplexity_windows}: task lm-eval scores WikiText-2 perplexity from "
+                          f"the data folder's {WIKITEXT}, and {where}; give --data-dir with it, or drop "
+                          "--perplexity-windows")
     include = [TASKS_DIR] + ([Path(lm_eval_include)] if lm_eval_include else [])
     suite = build_suite(names, include, root, None, wikitext if wikitext and wikitext.is_file() else None,
                         perplexity_window,  # lm-eval's own tasks indexed only when a name is not in include

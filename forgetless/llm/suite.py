@@ -112,7 +112,7 @@ def build_suite(names: list[str], include, data_dir, defaults: bool | None, perp
     """Load ``names`` (``engine.load_tasks``) from ``include`` (and lm-eval's own tasks with
     ``defaults``; None: when a name is not in ``include``), every item; read the perplexity file
     (WikiText-2 test, CRLF read as LF, its rows joined as the papers' scripts join them), to be scored
-    in at most ``perplexity_windows`` windows (seeded; default ``PERPLEXITY_WINDOWS``). ``exact``:
+    in at most ``perplexity_windows`` windows (seeded; default ``PERPLEXITY_WINDOWS``; 0: none). ``exact``:
     lm-eval's own scoring."""
     manager, tasks = task_checks.load_checked(names, include, data_dir, defaults)  # what forgetless cannot score: refused
     sets = {}
@@ -121,7 +121,7 @@ def build_suite(names: list[str], include, data_dir, defaults: bool | None, perp
         sets[name] = LMEvalSet(name, task.OUTPUT_TYPE, len(docs), list(range(len(docs))),
                                engine.yaml_path(manager, name), _digest(docs))
     ppl = None
-    if perplexity_file is not None:
+    if perplexity_file is not None and perplexity_windows != 0:  # 0: no perplexity asked for
         rows = Path(perplexity_file).read_text(encoding="utf-8").replace("\r\n", "\n").splitlines(keepends=True)
         ppl = PerplexitySet("wikitext2", str(perplexity_file), "\n\n".join(rows), len(rows), window,
                             perplexity_windows or PERPLEXITY_WINDOWS, seed)

@@ -2,24 +2,32 @@
 (``forgetless schema``; shipped as ``report/report.schema.json``) is generated from these classes
 (``report/json_types.py``), and every ``report.json`` is checked against them before it is written.
 
-Fractions in [0, 1] for accuracies, ROUGE / METEOR in %. Sections whose inner shape is the task's or the
-method's own (a set's metrics, a method's config and section, the LLM suite's per-task numbers) are typed
-as JSON objects; what every reader relies on is typed field by field. ``Card.__post_init__`` holds what a
+Fractions in [0, 1] for accuracies, ROUGE / METEOR in %, counts >= 0, every number finite (``json_types``:
+``Fraction``, ``Percent``, ``Count``, ``NonNegative``; the schema states the same bounds). Sections whose inner
+shape is the task's or the method's own (a set's metrics, a method's config and section, the LLM suite's
+per-task numbers) are typed as JSON objects, a set's common metrics (``n``, accuracies, ROUGE) key by key;
+what every reader relies on is typed field by field. ``Card.__post_init__`` holds what a
 type cannot say: which sections each task kind has, and that an interval contains its value.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from ..data.task_kinds import task_kind
-from .json_types import OMIT, from_json, json_schema, to_json
+from .json_types import OMIT, Count, Fraction, Keys, NonNegative, Percent, from_json, json_schema, to_json
 
 SCHEMA = "forgetless-report-2"
 SCHEMA_ID = "urn:forgetless:schema:forgetless-report-2"
 SCHEMA_FILE = Path(__file__).with_name("report.schema.json")  # Card.json_schema(), shipped (a test keeps them equal)
 JSON = dict[str, Any]
+PART = Annotated[JSON, Keys((("accuracy", Fraction | None), ("n", Count)))]  # a set's hard / easy part
+SET_METRICS = Annotated[JSON, Keys((
+    ("n", Count), ("accuracy", Fraction | None), ("acc", Fraction | None), ("acc_norm", Fraction | None),
+    ("rouge1", Percent | None), ("rouge2", Percent | None), ("rougeL", Percent | None), ("meteor", Percent | None),
+    ("predicted_share", dict[str, Fraction | None]), ("per_label", dict[str, Fraction | None]),
+    ("hard", PART | None), ("easy", PART | None)))]  # one model's metrics on one set
 
 
 def _optional():
@@ -53,7 +61,7 @@ class TaskInfo:
     protocol: str
     metric: str
     pooled_challenges: list[str]
-    sizes: dict[str, int]
+    sizes: dict[str, Count]
 
 
 @dataclass(frozen=True)
@@ -85,25 +93,25 @@ class ModelOrigin:
 class Headline:
     """The task's metric on dev (an LLM suite: the mean accuracy of the tasks above chance); kept = compressed / base."""
     metric: str
-    base: float | None
-    compressed: float | None
-    kept: float | None
+    base: Percent | None
+    compressed: Percent | None
+    kept: NonNegative | None
 
 
 @dataclass(frozen=True)
 class RolePair:
     """One set's metrics for each model (classification: accuracy, n, hard / easy, groups …; generation:
     ROUGE, METEOR, n …; an LLM task: n, metric, accuracy, acc, acc_norm; rolling: perplexities)."""
-    base: JSON
-    compressed: JSON
+    base: SET_METRICS
+    compressed: SET_METRICS
 
 
 @dataclass(frozen=True)
 class Challenge:
     """Pooled challenge accuracy of both models (classification)."""
     sets: list[str]
-    base: float | None
-    compressed: float | None
+    base: Fraction | None
+    compressed: Fraction | None
 
 
 @dataclass(frozen=True)
@@ -127,7 +135,7 @@ class HardEasy:
 @dataclass(frozen=True)
 class Calibration:
     """Expected calibration error and overconfidence per set and model (``metrics/calibration.py``)."""
-    bins: int
+    bins: Count
     sets: dict[str, JSON]
 
 
@@ -136,8 +144,8 @@ class Params:
     """Parameter counts and sizes on disk of both models; ``stored``: the saved folder's bits per weight."""
     base: JSON
     compressed: JSON
-    ratio: float
-    nonzero_ratio: float
+    ratio: NonNegative
+    nonzero_ratio: NonNegative
     stored: JSON | None
 
 
@@ -152,11 +160,11 @@ class Speed:
     why_not_timed: str | None = _optional()
     mode: str | None = _optional()
     config: JSON | None = _optional()
-    threads: int | None = _optional()
+    threads: Count | None = _optional()
     device: str | None = _optional()
     times_s: JSON | None = _optional()
-    latency_ms: dict[str, float] | None = _optional()
-    throughput_per_s: dict[str, float] | None = _optional()
+    latency_ms: dict[str, NonNegative] | None = _optional()
+    throughput_per_s: dict[str, NonNegative] | None = _optional()
     load_average: JSON | None = _optional()
     timing: JSON | None = _optional()
     decode_ms_per_token: JSON | None = _optional()
@@ -167,9 +175,9 @@ class Speed:
 @dataclass(frozen=True)
 class Agreement:
     """Share of examples where the compressed model (as deployed) predicts what the base predicts."""
-    sets: dict[str, float | None]
-    pooled: float | None
-    n: int
+    sets: dict[str, Fraction | None]
+    pooled: Fraction | None
+    n: Count
 
 
 @dataclass(frozen=True)
@@ -184,10 +192,10 @@ class Deployment:
 @dataclass(frozen=True)
 class Interval:
     """A seeded percentile-bootstrap interval of an accuracy (n = 0: accuracy, low, high null)."""
-    accuracy: float | None
-    low: float | None
-    high: float | None
-    n: int
+    accuracy: Fraction | None
+    low: Fraction | None
+    high: Fraction | None
+    n: Count
 
 
 @dataclass(frozen=True)
@@ -195,9 +203,9 @@ class Intervals:
     """Bootstrap intervals: per set and model, hard / easy, challenge, F_bias (paired), and the paired
     compressed − base difference (``delta``)."""
     method: str
-    confidence: float
-    n_resamples: int
-    seed: int
+    confidence: Fraction
+    n_resamples: Count
+    seed: Count
     sets: dict[str, dict[str, Interval]]
     hard_easy: dict[str, dict[str, Interval]] | None
     challenge: dict[str, Interval] | None
@@ -208,11 +216,11 @@ class Intervals:
 @dataclass(frozen=True)
 class Training:
     """Epochs each model saw (null: unknown, e.g. a given teacher)."""
-    base_epochs: float | None
+    base_epochs: NonNegative | None
     student_init: str
     fine_tunes: list[JSON]
-    compressed_extra_epochs: float | None
-    compressed_epochs: float | None
+    compressed_extra_epochs: NonNegative | None
+    compressed_epochs: NonNegative | None
     base: str
 
 
@@ -280,7 +288,7 @@ class Card(Paired):
     training: Training | None
     notes: list[str]
     run: JSON
-    seed: int
+    seed: Count
     command: str
     environment: Environment
     robustness: JSON | None = _optional()
@@ -317,13 +325,17 @@ def _check_kinds(card: Card) -> None:
 
 
 def _check_values(card: Card) -> None:
-    """Each set's n and metric, the speed's figures or reason, the deployment's runtime, the intervals."""
+    """Each set's n and metric (a number: a JSON integer, ``1`` as jq writes it, is one), the headline's
+    accuracy a fraction, the speed's figures or reason, the deployment's runtime, the intervals."""
     metric = card.task.metric
     for name, pair in card.sets.items():
         for role, metrics in (("base", pair.base), ("compressed", pair.compressed)):
-            value = metrics.get(metric)
-            if not isinstance(metrics.get("n"), int) or (value is not None and not isinstance(value, float)):
+            if not _is_number(metrics.get("n")) or not (metrics.get(metric) is None or _is_number(metrics[metric])):
                 raise ValueError(f"set {name} / {role} lacks n or a numeric {metric}")
+    for role in ("base", "compressed"):
+        value = getattr(card.headline, role)
+        if card.headline.metric == "accuracy" and value is not None and value > 1:
+            raise ValueError(f"headline.{role}: {value!r} is out of range; expected an accuracy in [0, 1]")
     speed = card.speed
     if not speed.timed and (speed.why_not_timed is None or speed.latency_ms is not None or speed.timing is not None):
         raise ValueError("a speed not timed says why (why_not_timed) and holds no figures")
@@ -336,6 +348,10 @@ def _check_values(card: Card) -> None:
         for role, interval in roles.items():
             if interval.n and not interval.low <= interval.accuracy <= interval.high:
                 raise ValueError(f"the interval of {name} / {role} does not contain its accuracy")
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -354,7 +370,7 @@ class Scores(Document):
     LM how it was prompted (``zero_shot``) and its held-out perplexity (``language_model``)."""
     sets: dict[str, JSON]
     params: JSON
-    challenge_pooled: float | None = _optional()
+    challenge_pooled: Fraction | None = _optional()
     pooled_sets: list[str] | None = _optional()
     zero_shot: JSON | None = _optional()
     language_model: JSON | None = _optional()

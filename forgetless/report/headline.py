@@ -159,7 +159,9 @@ def scale_of(metric: str) -> float:
 def verdict(card: dict, numbers: dict | None = None) -> str:
     """One short line: ``lost 3.1 points [-5.0, -1.2] on dev, lost 9.4 points [-14.9, -4.1] on advglue-sst2
     — loses more on the challenge set``. A change whose paired interval includes 0 is "not measurable"; without paired
-    intervals (older cards), a difference of the two losses within one point is "about as much"."""
+    intervals (older cards), a difference of the two losses within one point is "about as much". "Unchanged" only
+    where no item changed (a paired interval of [0, 0]); equal accuracies with items changed both ways are stated
+    with their interval, and without paired intervals as "no net change"."""
     n = numbers or headline_numbers(card)
     scale = scale_of(n["metric"])
     unit = "points"
@@ -174,8 +176,10 @@ def verdict(card: dict, numbers: dict | None = None) -> str:
     if d_ch is not None:
         name = " + ".join(n["challenge_sets"]) or "the challenge sets"
         unmeasured = [d for d in (deltas.get("dev"), deltas.get("challenge")) if d and includes_zero(d)]
-        if abs(d_dev) < 0.05 and abs(d_ch) < 0.05:
-            return f"unchanged on dev and on {name}" + _warned(n)
+        if all(d and d.get("low") == d.get("high") == 0 for d in (deltas.get("dev"), deltas.get("challenge"))):
+            return f"unchanged on dev and on {name}" + _warned(n)  # no item changed, on either
+        if abs(d_dev) < 0.05 and abs(d_ch) < 0.05 and not deltas.get("dev") and not deltas.get("challenge"):
+            return f"no net change on dev and on {name}" + _warned(n)  # no paired intervals: flips not known
         same_way = abs(d_dev) >= 0.05 and abs(d_ch) >= 0.05 and (d_ch < 0) == (d_dev < 0) and not deltas.get("challenge")
         text += ", " + (f"{abs(d_ch):.1f} on {name}" if same_way else
                         _change(d_ch, unit, f"on {name}", deltas.get("challenge"), scale))
@@ -217,9 +221,10 @@ def _warned(numbers: dict) -> str:
 
 
 def _change(points: float, unit: str, where: str, interval: dict | None = None, scale: float = 100.0) -> str:
-    """``lost 3.1 points on dev`` / ``gained …`` / ``unchanged on dev`` (below 0.05 points); with the
-    paired ``interval``: ``lost 3.1 points [-5.0, -1.2] on dev``, or ``-3.1 points [-6.5, +0.4] on dev:
-    not measurable (the interval includes 0)``."""
+    """``lost 3.1 points on dev`` / ``gained …``; with the paired ``interval``: ``lost 3.1 points [-5.0, -1.2]
+    on dev``, ``-3.1 points [-6.5, +0.4] on dev: not measurable (the interval includes 0)``, or ``unchanged on
+    dev`` (an interval of [0, 0]: no item changed). Without an interval a change below 0.05 points is ``no net
+    change on dev`` (items may have changed both ways)."""
     span = ""
     if interval and interval.get("low") is not None:
         span = f" [{scale * interval['low']:+.1f}, {scale * interval['high']:+.1f}]"
@@ -228,5 +233,5 @@ def _change(points: float, unit: str, where: str, interval: dict | None = None, 
         if includes_zero(interval):
             return f"{points:+.1f} {unit}{span} {where}: not measurable (the interval includes 0)"
     if abs(points) < 0.05:
-        return f"unchanged {where}"
+        return f"no net change {where}"
     return f"{'lost' if points < 0 else 'gained'} {abs(points):.1f} {unit}{span} {where}"

@@ -3,22 +3,69 @@
 draft 2020-12, that ``from_json`` enforces). The report card's sections (``report/card_types.py``) are such
 dataclasses; the schema shipped beside them (``report/report.schema.json``) is generated here.
 
-Types understood: ``str``, ``int``, ``float`` (an ``int`` is a valid ``float``, as in JSON), ``bool``,
-``Any``, ``Literal[...]``, ``X | None``, ``list[X]``, ``dict[str, X]`` and nested dataclasses. A field whose
-metadata says ``omit`` is left out of the JSON when it is ``None`` (and may be absent when read).
+Types understood: ``str``, ``int``, ``float`` (an ``int`` is a valid ``float``, as in JSON; a float is
+finite: ``NaN`` / ``Infinity``, which Python's ``json`` reads, are refused), ``bool``, ``Any``,
+``Literal[...]``, ``X | None``, ``list[X]``, ``dict[str, X]``, nested dataclasses, and ``Annotated[X, ...]``
+with a ``Bounds`` (a number's range: ``Fraction`` in [0, 1], ``Percent`` in [0, 100], ``Count`` ≥ 0,
+``NonNegative``) or a ``Keys`` (an open JSON object whose named keys, when present, have the given types).
+A field whose metadata says ``omit`` is left out of the JSON when it is ``None`` (and may be absent when read).
 """
 from __future__ import annotations
 
 import dataclasses
+import math
 import types
 import typing
-from typing import Any, Literal, get_args, get_origin
+from typing import Annotated, Any, Literal, get_args, get_origin
+
+from ..errors import DataError
 
 OMIT = {"omit": True}  # field(default=None, metadata=OMIT): absent from the JSON when None
 
 
-class CardTypeError(ValueError):
-    """A JSON value that does not fit its dataclass: the path of the first wrong value and why."""
+class CardTypeError(DataError, ValueError):
+    """A JSON value that does not fit its dataclass: the path of the first wrong value and why (a
+    ``ForgetlessError``, and a ``ValueError`` as before)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Bounds:
+    """The range of a number (``low`` / ``high`` included; None: unbounded on that side)."""
+    low: float | None = None
+    high: float | None = None
+
+    def check(self, value, path: str) -> None:
+        if (self.low is not None and value < self.low) or (self.high is not None and value > self.high):
+            raise CardTypeError(f"{path}: {value!r} is out of range; expected {self.describe()}")
+
+    def describe(self) -> str:
+        if self.high is None:
+            return f"a number >= {self.low:g}"
+        return f"a number in [{self.low:g}, {self.high:g}]"
+
+    def schema(self) -> dict:
+        return {key: bound for key, bound in (("minimum", self.low), ("maximum", self.high)) if bound is not None}
+
+
+@dataclasses.dataclass(frozen=True)
+class Keys:
+    """An open JSON object (any other key, any value) whose keys named here, when present, have these
+    types (``(("n", Count), ("accuracy", Fraction | None))``)."""
+    known: tuple
+
+    def check(self, value: dict, path: str) -> None:
+        for key, hint in self.known:
+            if key in value:
+                _read(hint, value[key], f"{path}.{key}")
+
+    def schema(self, defs: dict) -> dict:
+        return {"properties": {key: _schema(hint, defs) for key, hint in self.known}}
+
+
+Fraction = Annotated[float, Bounds(0, 1)]        # an accuracy, a share, a confidence
+Percent = Annotated[float, Bounds(0, 100)]       # ROUGE, METEOR
+NonNegative = Annotated[float, Bounds(0)]        # a ratio, epochs, a time
+Count = Annotated[int, Bounds(0)]                # n, a size, a seed
 
 
 def to_json(value):
@@ -49,6 +96,11 @@ def _read(hint, data, path: str):
     origin, args = get_origin(hint), get_args(hint)
     if hint is Any:
         return data
+    if origin is Annotated:
+        value = _read(args[0], data, path)
+        for rule in args[1:]:
+            rule.check(value, path)
+        return value
     if origin in (typing.Union, types.UnionType):
         if data is None and type(None) in args:
             return None
@@ -77,12 +129,15 @@ def _read(hint, data, path: str):
               int: lambda v: isinstance(v, int) and not isinstance(v, bool),
               float: lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)}
     _expect(checks[hint](data), path, data, _name(hint))
-    return float(data) if hint is float else data
+    if hint is float:
+        _expect(math.isfinite(data), path, data, "a finite number")
+        return float(data)
+    return data
 
 
 def _read_dataclass(cls, data, path: str):
     _expect(isinstance(data, dict), path, data, "an object")
-    hints = typing.get_type_hints(cls)
+    hints = typing.get_type_hints(cls, include_extras=True)
     fields = {f.name: f for f in dataclasses.fields(cls)}
     unknown = sorted(set(data) - set(fields))
     if unknown:
@@ -131,6 +186,11 @@ def _schema(hint, defs: dict) -> dict:
     origin, args = get_origin(hint), get_args(hint)
     if hint is Any:
         return {}
+    if origin is Annotated:
+        schema = _schema(args[0], defs)
+        for rule in args[1:]:
+            schema.update(rule.schema(defs) if isinstance(rule, Keys) else rule.schema())
+        return schema
     if origin in (typing.Union, types.UnionType):
         return {"anyOf": [_schema(a, defs) for a in args]}
     if origin is Literal:
@@ -144,7 +204,7 @@ def _schema(hint, defs: dict) -> dict:
     if dataclasses.is_dataclass(hint):
         if hint.__name__ not in defs:
             defs[hint.__name__] = {}  # placeholder: a dataclass may hold itself
-            hints = typing.get_type_hints(hint)
+            hints = typing.get_type_hints(hint, include_extras=True)
             fields = dataclasses.fields(hint)
             defs[hint.__name__] = {
                 "type": "object", "description": " ".join((hint.__doc__ or "").split()),

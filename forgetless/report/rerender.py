@@ -21,6 +21,7 @@ from .card_types import Card
 from .predictions import read_predictions, recompute_accuracy
 
 MAX_CARD_BYTES = 50_000_000
+MAX_CARD_DEPTH = 64  # objects and lists within each other (a card written by forgetless: about 8)
 
 
 def read_card(folder, flag: str = "OUT") -> dict:
@@ -36,17 +37,43 @@ def read_card(folder, flag: str = "OUT") -> dict:
                         "`forgetless compress` run")
     if path.stat().st_size > MAX_CARD_BYTES:
         raise DataError(f"{flag} {path}: is {path.stat().st_size:,} bytes, larger than any report card")
-    try:
-        card = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise DataError(f"{flag} {path}: is not readable JSON ({exc})") from exc
+    card = _parsed(path, flag)
     if not isinstance(card, dict):
         raise DataError(f"{flag} {path}: is not a report card (a JSON object)")
+    deepest = _depth(card)
+    if deepest > MAX_CARD_DEPTH:
+        raise DataError(f"{flag} {path}: is nested {deepest} levels deep; a report card is at most {MAX_CARD_DEPTH}")
     try:
         Card.from_json(card)  # the schema of report/card_types.py
     except ValueError as exc:
         raise DataError(f"{flag} {path}: is not a valid report card ({exc})") from exc
     return card
+
+
+def _parsed(path: Path, flag: str):
+    """The JSON value of ``path``; a ``DataError`` naming the line and column where it stops being JSON
+    (or that it nests deeper than Python's reader goes)."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{flag} {path}: is not readable JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") \
+            from None
+    except RecursionError:
+        raise DataError(f"{flag} {path}: is not a report card (JSON nested thousands of levels deep; a report card "
+                        f"is at most {MAX_CARD_DEPTH})") from None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise DataError(f"{flag} {path}: is not readable JSON ({exc})") from exc
+
+
+def _depth(value) -> int:
+    """How many objects and lists ``value`` holds within each other (without recursion: any depth)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, (dict, list)):
+            deepest = max(deepest, level)
+            stack.extend((child, level + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
 
 
 def check_predictions(card: dict, folder: Path, flag: str = "OUT") -> None:

@@ -90,6 +90,16 @@ def test_sweep_profile_and_alias_help(capsys):
     assert "--objectives" in out and "--seq-lengths" in out and "--decoder-layers" in out
 
 
+def test_evaluate_offers_only_options_it_honours(capsys):
+    """--until-interval stops on the change between two models scored together: evaluate scores one model, so
+    its help does not offer it (compress's does); the LLM options evaluate honours stay."""
+    for command in ("evaluate", "compress"):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        text = capsys.readouterr().out
+        assert ("--until-interval" in text) == (command == "compress") and "--perplexity-windows" in text, command
+
+
 def test_one_vocabulary_and_strict_booleans(capsys, tmp_path):
     code, _, err = run(capsys, "compress", "--method", "heads", "--freeze-embeddings", "ture", "--out", str(tmp_path / "o"))
     assert code == 2 and "--freeze-embeddings: expected true or false, got 'ture'" in err

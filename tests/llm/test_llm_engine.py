@@ -111,6 +111,22 @@ def test_items_are_seeded_and_the_tasks_not_the_models(data):
     # the WikiText-2 windows are capped apart from the items: 40 by default, --perplexity-windows N
     assert first.suite.perplexity.cap == every.suite.perplexity.cap == 40
     assert load_task("llm-zero-shot", data_dir=str(data), eval_size=3, perplexity_windows=7).suite.perplexity.cap == 7
+    assert load_task("llm-zero-shot", data_dir=str(data), eval_size=3, perplexity_windows=0).suite.perplexity is None
+
+
+def test_perplexity_windows_where_no_wikitext_would_be_scored_is_one_error(data, tmp_path, monkeypatch):
+    """lm-eval tasks without the data folder's WikiText-2: --perplexity-windows N would be ignored, so it is refused
+    (0 asks for nothing and is taken)."""
+    from forgetless.errors import ConfigError
+
+    monkeypatch.delenv("FORGETLESS_DATA_DIR", raising=False)
+    with pytest.raises(ConfigError, match=r"^perplexity_windows=5: task lm-eval scores WikiText-2 perplexity .* no "
+                                          r"data_dir is given"):
+        load_task("lm-eval", lm_eval_tasks=["piqa_offline"], perplexity_windows=5)
+    with pytest.raises(ConfigError, match=rf"{tmp_path}/wikitext2/wiki.test.raw is missing"):
+        load_task("lm-eval", data_dir=str(tmp_path), lm_eval_tasks=["piqa_offline"], perplexity_windows=5)
+    assert load_task("lm-eval", data_dir=str(data), lm_eval_tasks=["piqa_offline"], perplexity_windows=0).suite.perplexity \
+        is None
 
 
 def test_wikitext_perplexity_is_the_sparsegpt_wanda_loop(tiny):

@@ -6,6 +6,7 @@ in a fresh process with ``forgetless.load_model`` and plain transformers; what i
 one error before any work; the incremental safetensors writer writes what ``save_file`` reads."""
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -215,3 +216,52 @@ def test_streamed_on_a_gpu_writes_the_same_tensors_and_reloads(llama_dir, tmp_pa
     configs = [json.loads((folder / "config.json").read_text())["quantization_config"] for folder in (cpu, gpu)]
     assert configs[0] == configs[1]
     load_model(gpu)
+
+
+RACER = """import json, sys
+import forgetless
+from forgetless.errors import ForgetlessError
+from forgetless.methods.sparsegpt.config import SparseGptConfig
+from forgetless.methods.wanda.config import WandaConfig
+config = {"wanda": WandaConfig, "sparsegpt": SparseGptConfig}[sys.argv[3]](sparsity=0.5, calibration_examples=8,
+                                                                          calibration_length=24, calibration_batch=3)
+texts = json.loads(sys.argv[4])
+try:
+    forgetless.apply_streamed(sys.argv[1], config, calibration=texts, out_dir=sys.argv[2])
+    print("ok")
+except ForgetlessError as exc:
+    print("refused:", exc)
+"""
+
+
+def test_two_calls_into_one_out_dir_one_wins_the_other_is_refused(llama_dir, tmp_path):
+    """Two processes stream into one ``out_dir`` at once (wanda and sparsegpt): one writes its model, the other
+    is refused (the lock while the first runs, or the output rule once it is done); the folder holds the
+    winner's model and no lock file is left."""
+    out = tmp_path / "out"
+    racers = {name: subprocess.Popen([sys.executable, "-c", RACER, str(llama_dir), str(out), name, json.dumps(TEXTS)],
+                                     env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+              for name in ("wanda", "sparsegpt")}
+    said = {name: racer.communicate(timeout=600) for name, racer in racers.items()}
+    assert all(racer.returncode == 0 for racer in racers.values()), {n: err[-2000:] for n, (_, err) in said.items()}
+    lines = {name: out_text.strip().splitlines()[-1] for name, (out_text, _) in said.items()}
+    winners = [name for name, line in lines.items() if line == "ok"]
+    assert len(winners) == 1, lines
+    loser = next(name for name in lines if name not in winners)
+    assert re.match(rf"refused: out_dir={re.escape(str(out))}: (another forgetless run is writing this model folder|"
+                    r"holds the model of an earlier `forgetless.apply`; pass overwrite=True)", lines[loser]), lines
+    manifest = json.loads((out / "forgetless.json").read_text())
+    assert manifest["metadata"]["method"]["name"] == winners[0], manifest["metadata"]["method"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # no lock, no temporary folder
+
+
+def test_a_call_into_a_folder_being_written_is_refused_before_any_work(llama_dir, tmp_path):
+    """While another call holds ``out_dir`` (its lock beside the folder), a second one is refused and writes nothing."""
+    from forgetless.outputs import model_folder_lock
+
+    out = tmp_path / "out"
+    with model_folder_lock(out):
+        with pytest.raises(ForgetlessError, match=r"another forgetless run is writing this model folder"):
+            forgetless.apply_streamed(str(llama_dir), CONFIGS["wanda"](), calibration=TEXTS, out_dir=out)
+        assert not out.exists()
+    assert not list(tmp_path.iterdir())  # the lock is removed with its release

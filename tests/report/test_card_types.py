@@ -68,7 +68,7 @@ def test_the_shipped_schema_is_the_types_schema_and_forgetless_schema_prints_it(
     (lambda c: c["headline"].pop("kept"), "card.headline: missing 'kept'"),
     (lambda c: c.update(seed="0"), "card.seed: expected int, got str '0'"),
     (lambda c: c["kind"].update(task="regression"), "card.kind.task: str 'regression' is not one of"),
-    (lambda c: c["sets"]["dev"]["base"].update(rougeL="high"), "set dev / base lacks n or a numeric rougeL"),
+    (lambda c: c["sets"]["dev"]["base"].update(rougeL="high"), "card.sets.dev.base.rougeL: expected float, got str"),
     (lambda c: c.update(bias={"gap_base": 0.1, "gap_compressed": 0.2, "f_bias": 2.0}),
      "section bias must be present exactly for classification tasks"),
     (lambda c: c["speed"].update(timed=True), "a timed speed holds latency_ms and throughput_per_s"),

@@ -42,7 +42,7 @@ def test_verdict_line_hand_computed():
         "lost 3.1 points on dev, gained 2.0 points on advglue — loses less on the challenge set (1 warning: read them first)"
     assert verdict(_card(comp_dev=0.78, comp_ch=0.585)) == \
         "lost 2.0 points on dev, 1.5 on advglue — changes about as much on both"
-    assert verdict(_card(comp_dev=0.80, comp_ch=0.60)) == "unchanged on dev and on advglue"
+    assert verdict(_card(comp_dev=0.80, comp_ch=0.60)) == "no net change on dev and on advglue"  # no paired intervals
     n = headline_numbers(_card())
     assert n["dev"]["compressed"] == {"value": 0.769, "low": pytest.approx(0.719), "high": pytest.approx(0.819)}
     assert n["f_bias"] == {"value": 1.5, "low": 1.2, "high": 1.9, "meaningful": True}
@@ -65,6 +65,20 @@ def test_the_verdict_states_paired_intervals_and_not_measurable():
         "delta": delta(-0.06, -0.125, 0.01)}}}
     assert verdict(llm) == "-6.0 points [-12.5, +1.0] on the mean of the 4 LLM tasks above chance: not measurable (the interval includes 0)"
     assert headline_numbers(llm)["deltas"]["dev"]["low"] == -0.125
+
+
+def test_the_verdict_says_unchanged_only_when_no_item_changed():
+    """Equal accuracies on dev and on the challenge set with items flipped both ways are not "unchanged": each
+    change is stated with its paired interval (not measurable); "unchanged" is for an interval of [0, 0]."""
+    delta = lambda v, low, high: {"value": v, "low": low, "high": high, "n": 200}  # noqa: E731
+    card = _card(comp_dev=0.80, comp_ch=0.60)
+    card["intervals"]["delta"] = {"sets": {"dev": delta(0.0, -0.04, 0.04)}, "challenge": delta(0.0, -0.065, 0.06)}
+    assert verdict(card) == ("+0.0 points [-4.0, +4.0] on dev: not measurable (the interval includes 0), +0.0 points "
+                             "[-6.5, +6.0] on advglue: not measurable (the interval includes 0)")
+    card["intervals"]["delta"] = {"sets": {"dev": delta(0.0, 0.0, 0.0)}, "challenge": delta(0.0, 0.0, 0.0)}
+    assert verdict(card) == "unchanged on dev and on advglue"
+    card["intervals"]["delta"]["challenge"] = delta(0.0, -0.01, 0.01)
+    assert verdict(card) == "unchanged on dev, +0.0 points [-1.0, +1.0] on advglue: not measurable (the interval includes 0)"
 
 
 def test_summary_panel_colours_deltas_and_greys_what_cannot_be_trusted():
@@ -150,6 +164,44 @@ def test_report_bad_inputs_are_one_line_exit_2_and_write_nothing(two_runs, tmp_p
     after = {p.name: p.stat().st_mtime_ns for p in run.iterdir() if p.name not in ("report.json",)}
     assert {k: v for k, v in before.items() if k in after and k != "predictions.jsonl"} == \
         {k: v for k, v in after.items() if k != "predictions.jsonl"}  # nothing re-rendered
+
+
+def test_report_and_compare_read_a_json_integer_where_a_number_is_expected(two_runs, tmp_path, capsys):
+    """jq writes 1.0 as 1: a card whose accuracy is the JSON integer 1 is a valid card (the schema says so)."""
+    runs = []
+    for i, source in enumerate(two_runs):
+        run = tmp_path / f"run{i}"
+        shutil.copytree(source, run, ignore=shutil.ignore_patterns("model", "work", "predictions.jsonl"))
+        card = json.loads((run / "report.json").read_text())
+        del card["predictions"]  # no per-example rows to recompute the changed accuracy from
+        card["sets"]["dev"]["compressed"]["accuracy"] = card["headline"]["compressed"] = 1
+        card["intervals"]["sets"]["dev"]["compressed"].update(accuracy=1, low=1, high=1)
+        (run / "report.json").write_text(json.dumps(card))
+        runs.append(str(run))
+    assert main(["report", runs[0]]) == 0, capsys.readouterr().err
+    assert "100.0" in (tmp_path / "run0" / "report.md").read_text()  # the accuracy read as 1.0
+    assert main(["compare", *runs, "--out", str(tmp_path / "cmp")]) == 0, capsys.readouterr().err
+
+
+def test_a_card_out_of_bounds_nested_too_deep_or_not_json_is_one_line(two_runs, tmp_path, capsys):
+    """Bounds of the schema (an accuracy in [0, 1], n >= 0), a card nested deeper than any card (a RecursionError
+    in Python's JSON reader) and a syntax error (its line and column): one line naming the file, exit 2."""
+    run = tmp_path / "run"
+    shutil.copytree(two_runs[1], run, ignore=shutil.ignore_patterns("model", "work"))
+    card = json.loads((run / "report.json").read_text())
+    cases = [(json.dumps({**card, "challenge": {**card["challenge"], "base": 7.0}}),
+              "(card.challenge.base: 7.0 is out of range; expected a number in [0, 1])"),
+             (json.dumps({**card, "intervals": {**card["intervals"], "n_resamples": -3}}),
+              "(card.intervals.n_resamples: -3 is out of range; expected a number >= 0)"),
+             ("[" * 100_000 + "]" * 100_000, "report.json: is not a report card (JSON nested thousands of levels deep"),
+             (json.dumps({**card, "notes": [json.loads("[" * 200 + "]" * 200)]}), "report.json: is nested 202 levels deep"),
+             ('{"schema": "forgetless-report-2",\n  "seed": [1,, 2]}', "report.json: is not readable JSON (line 2, "
+                                                                       "column 14: Expecting value)")]
+    for text, culprit in cases:
+        (run / "report.json").write_text(text)
+        _one_line_exit_2(capsys, ["report", str(run)], culprit)
+        _one_line_exit_2(capsys, ["compare", str(run), str(two_runs[0]), "--out", str(tmp_path / "cmp")], culprit)
+    assert not (tmp_path / "cmp").exists()
 
 
 def test_compare_two_runs_side_by_side_and_the_output_rule(two_runs, tmp_path, capsys):
