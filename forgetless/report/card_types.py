@@ -362,6 +362,14 @@ class Comparison(Paired):
     params: dict[str, JSON]
     to_dict = Document.to_json  # the name an evaluation result answers to
 
+    def summary(self) -> str:
+        """The comparison in a few lines a person reads (``print(compared)``): ``report/comparison_text.py``."""
+        from .comparison_text import comparison_text
+
+        return comparison_text(self.to_dict())
+
+    __str__ = summary
+
 
 @dataclass(frozen=True)
 class Scores(Document):

@@ -73,7 +73,8 @@ CHECKS = {  # after a page's Python blocks ran: what they must have done
     "docs/any-architecture.md": "assert sum(int((w == 0).sum()) for w in pruned.parameters()) > 0 and "
                                 "Path('phi3-gptq', 'config.json').is_file() and reloaded.config.model_type == 'llama'",
     "README.md": "assert sum(int((w == 0).sum()) for w in pruned.parameters()) > 0 and "
-                 "set(compared.llm.tasks) == {'arc_easy_offline', 'piqa_offline'}",
+                 "set(compared.llm.tasks) == {'arc_easy_offline', 'piqa_offline'} and "
+                 "str(compared).splitlines()[-1].endswith('compared.to_dict()')",
     "docs/errors.md": "assert not Path('pruned').exists()  # every call refused before any write",
     "docs/llm-quickstart.md": "import json\nassert compared.llm.tasks == json.loads(Path("
                               "\"runs/quick-gptq/model\").parent.joinpath('report.json').read_text())['llm']['tasks']",

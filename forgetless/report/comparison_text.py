@@ -1,0 +1,72 @@
+"""What ``print(compared)`` shows for ``compared = forgetless.evaluate(model, data, base=...)``: the comparison in
+a few lines a person reads (issue 54: the README's quickstart printed a dict of 6,000 characters) — the headline
+change with its paired 95% interval, one row a task (LLM suites) or a set (classification) with both models, the
+paired change and the flips, the perplexity of both, how many warnings there are — and where the rest is
+(``compared.to_dict()``). Every number is one of the comparison's own; nothing is computed here."""
+from __future__ import annotations
+
+from .headline import delta_text
+
+
+def comparison_text(comparison: dict) -> str:
+    """The few lines of ``Comparison.summary()``."""
+    llm = comparison.get("llm")
+    rows = _task_rows(llm) if llm else _set_rows(comparison)
+    lines = [_headline(comparison), "", *_table(["", "metric", "base", "compressed", "change [95%]", "flips"], rows)]
+    perplexity = comparison.get("language_model") or {}
+    if (perplexity.get("base") or {}).get("perplexity") is not None:
+        base, compressed = perplexity["base"], perplexity.get("compressed") or {}
+        lines.append(f"WikiText-2 perplexity ({base.get('windows')} windows of {base.get('window')} tokens): "
+                     f"{base['perplexity']:.2f} → {compressed.get('perplexity', float('nan')):.2f}")
+    warnings = comparison.get("warnings") or []
+    if warnings:
+        lines.append(f"{len(warnings)} warning{'s' if len(warnings) > 1 else ''}, read them first: compared.warnings")
+    lines.append("Everything else (intervals of both models, hard / easy, KL, calibration): compared.to_dict()")
+    return "\n".join(lines)
+
+
+def _headline(comparison: dict) -> str:
+    llm = comparison.get("llm")
+    if llm:
+        tasks = llm.get("headline_tasks") or []
+        delta = (llm.get("headline") or {}).get("delta")
+        if not tasks or not delta:
+            return "No headline: no task is above chance for the base (the warnings say which)."
+        return (f"Mean accuracy of the {len(tasks)} task{'s' if len(tasks) > 1 else ''} above chance, compressed − "
+                f"base: {delta_text(delta)} points")
+    metric = comparison["task"]["metric"]
+    delta = (((comparison.get("intervals") or {}).get("delta") or {}).get("sets") or {}).get("dev")
+    return f"Dev {metric}, compressed − base: {delta_text(delta)} points"
+
+
+def _task_rows(llm: dict) -> list[list[str]]:
+    rows = []
+    for name, task in llm["tasks"].items():
+        scores = task.get(task["metric"]) or {}
+        rows.append([name + ("" if task.get("in_headline", True) else " (at chance)"), task["metric"],
+                     _points((scores.get("base") or {}).get("value")), _points((scores.get("compressed") or {}).get("value")),
+                     delta_text(scores.get("delta")), _flips(task.get("flips"))])
+    return rows
+
+
+def _set_rows(comparison: dict) -> list[list[str]]:
+    metric = comparison["task"]["metric"]
+    deltas = ((comparison.get("intervals") or {}).get("delta") or {}).get("sets") or {}
+    return [[name, metric, _points(entry["base"].get(metric)), _points(entry["compressed"].get(metric)),
+             delta_text(deltas.get(name)), _flips((entry.get("flips") or None))]
+            for name, entry in comparison["sets"].items()]
+
+
+def _points(value) -> str:
+    return "–" if value is None else f"{100 * value:.1f}"
+
+
+def _flips(flips: dict | None) -> str:
+    if not flips:
+        return "–"
+    return f"{flips['correct_to_wrong']} c→w, {flips['wrong_to_correct']} w→c"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    return ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in [header, *rows]]
