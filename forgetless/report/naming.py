@@ -60,3 +60,14 @@ def zeroes_weights(card: dict) -> bool:
     """Whether a method of the chain prunes by zeroing weights (neither removes them, ``structured``,
     nor quantizes them): only then are the zeros of the weights its sparsity."""
     return any(not m.get("structured", True) and not method_quantizes(m) for m in card_methods(card))
+
+
+def quantized_layer_count(card: dict) -> int | None:
+    """How many linear layers the run quantized, as the quantizing method ran them (its card section's
+    ``layers``: an expert's projection counted once, as in its coverage note), the one count every page
+    gives. A card without that section (an older one): the compressed-tensors modules of the weights file
+    (``params.stored``; a Mixtral expert's ``gate_up_proj`` is stored there as two, ``w1`` and ``w3``)."""
+    section = ((card["method"].get("sections") or {}).get("quantization") or {})
+    if isinstance(section.get("layers"), int):
+        return section["layers"]
+    return (((card["params"].get("stored") or {}).get("quantized")) or {}).get("layers")
