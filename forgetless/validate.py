@@ -206,8 +206,10 @@ def check_modules(chain: list, model, listed: bool = False, scheme: str | None =
         try:
             METHODS.build(item).check_fits(model)
         except OptionError as exc:
-            message = exc.args[0] if i == 0 or listed else then_flags(item.name, exc.args[0])
-            raise OptionError(f"--scheme {scheme}: {message}" if scheme else message) from None
+            if scheme:  # the scheme's methods, their options as a recipe spells them: gptq:activations=int8-token
+                raise OptionError(f"--scheme {scheme}: {then_flags(item.name, exc.args[0]).removeprefix('--then ')}") \
+                    from None
+            raise OptionError(exc.args[0] if i == 0 or listed else then_flags(item.name, exc.args[0])) from None
         if item.structured:
             return
 
