@@ -27,7 +27,8 @@ GROUP_SIZE_HELP = ("input columns sharing one scale (and zero point) per output 
                    "for the whole matrix (fp8 only)")
 ASYMMETRIC_HELP = ("a zero point per group (min-max grid); default symmetric, centred on 0 (zero point 2^(bits−1)): "
                    "symmetric folders load in plain transformers, asymmetric ones need "
-                   "CompressedTensorsConfig(dequantize=True) with transformers 5.24 + compressed-tensors 0.20")
+                   "CompressedTensorsConfig(dequantize=True) with transformers 5.24 + compressed-tensors 0.20 (a "
+                   "mixture-of-experts model's experts: forgetless.load_model only)")
 ACTIVATIONS_HELP = ("quantize every quantized layer's inputs too: none (weight-only) | int8-token (int8, one scale per "
                     "token computed at run time: W8A8-INT8; needs --bits 8, symmetric) | fp8-token (float8_e4m3fn per "
                     "token: FP8-DYNAMIC) | fp8-tensor (float8, one scale per layer fixed from the calibration inputs: "
