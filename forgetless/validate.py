@@ -218,8 +218,8 @@ def meta_model_of(name_or_config):
     """The causal LM a decoder-only model's config describes (a name, a folder or a config), built on the meta
     device (shapes, no memory, no weights), for ``check_modules``; None for any other model or where
     transformers cannot build it from the config alone (the methods then check when they run)."""
-    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
     import transformers
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
     config = model_config(name_or_config) if isinstance(name_or_config, str) else name_or_config
     if config is None or not is_decoder_only(config):
