@@ -32,7 +32,7 @@ import torch
 from .arguments import check_device
 from .data.llm_tasks import SUITES, missing_calibration
 from .data.task_kinds import task_kind
-from .errors import ModelFileError, OptionError, OutputFolderError
+from .errors import ForgetlessError, ModelFileError, OptionError, OutputFolderError
 from .kinds import check_compatible, kind_for
 from .kinds.in_memory import check_model_object
 from .methods._shared.calibration import calibration_texts
@@ -202,16 +202,29 @@ def check_modules(chain: list, model, listed: bool = False, scheme: str | None =
 
     if model is None:
         return
+    meta = any(p.is_meta for p in model.parameters())
     for i, item in enumerate(chain):
         try:
             METHODS.build(item).check_fits(model)
         except OptionError as exc:
-            if scheme:  # the scheme's methods, their options as a recipe spells them: gptq:activations=int8-token
-                raise OptionError(f"--scheme {scheme}: {then_flags(item.name, exc.args[0]).removeprefix('--then ')}") \
-                    from None
-            raise OptionError(exc.args[0] if i == 0 or listed else then_flags(item.name, exc.args[0])) from None
+            raise OptionError(_as_given(item.name, exc.args[0], i == 0 or listed, scheme)) from None
+        except ForgetlessError:
+            raise
+        except Exception:  # noqa: BLE001 - a family whose meta build the checks cannot walk: they run on the weights
+            if not meta:
+                raise
+            return
         if item.structured:
             return
+
+
+def _as_given(name: str, message: str, first: bool, scheme: str | None) -> str:
+    """A method's error named as the user gave its options: its own flags (the first method, or a list),
+    ``--then name:option=value``, or under the ``--scheme`` that chose it (``--scheme W8A8-INT8:
+    gptq:activations=int8-token: …``)."""
+    if scheme:
+        return f"--scheme {scheme}: {then_flags(name, message).removeprefix('--then ')}"
+    return message if first else then_flags(name, message)
 
 
 def meta_model_of(name_or_config):
