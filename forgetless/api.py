@@ -62,7 +62,7 @@ from .report.card import comparison
 from .report.card_types import Comparison, Scores
 from .report.honest import evaluated_texts
 from .report.trust import calibration_leak
-from .validate import check_chain, model_dims
+from .validate import check_chain, check_modules, model_dims
 
 SECTIONS = {"train": TrainConfig, "speed": SpeedConfig, "eval": EvalConfig, "clever": CleverConfig}
 COLUMNS = ("text", "text_pair", "label", "target", "labels", "name", "train_size", "eval_size")
@@ -89,7 +89,8 @@ def apply(model, methods, calibration=None, tokenizer=None, *, seed: int = 0):
                           "out_dir=...), or load it first (forgetless.load_model, transformers)")
     check_model_object(model, "any")
     kind = KINDS[kind_name_of(model)]
-    _check_stack(stack, kind.name, model_dims(model))
+    _check_stack(stack, kind.name, {**model_dims(model), "widths": None})  # the widths: from the modules
+    check_modules(stack, model, listed=True)  # every method's options against the modules, before the first runs
     readers = [config.name for config in stack if config.calibration == "text"]
     _check_calibration(stack, readers, calibration)
     texts = calibration_texts(calibration) if calibration is not None else None

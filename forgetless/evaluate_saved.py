@@ -38,10 +38,12 @@ def saved_kind(model_path: str, task: Task, model_kind: str = "auto"):
     """The model kind that scores a saved model on ``task``: ``model_kind`` when given, else what the
     folder holds: an encoder-decoder (``seq2seq``), a causal language model (``causal-lm``: a
     classification task scored zero-shot by label likelihood, as ``compress --model-kind causal-lm``
-    scores it), else the task's (a classifier). A model trained on another kind of task is one
+    scores it), else the task's (a classifier). A model trained on another kind of task (fine-tuned, or a
+    method's recovery: ``save.trained_on_task``; one compressed without training is still its base) is one
     ``ConfigError`` (a kind that cannot score the task: ``check_kind_fits``)."""
     metadata = read_manifest(model_path)["metadata"] if is_forgetless_folder(model_path) else {}
-    if metadata.get("task_kind") not in (None, task.kind):
+    trained = metadata.get("trained_on_task", True)  # folders saved before it was recorded: as if trained
+    if trained and metadata.get("task_kind") not in (None, task.kind):
         raise ConfigError(f"MODEL_PATH {model_path}: trained on the {metadata['task_kind']} task "
                           f"{metadata.get('task')!r}; its scores on the {task.kind} task {task.name!r} would mean "
                           "nothing (choose a task of the same kind)")

@@ -18,6 +18,13 @@ from .report.honest import prediction_rows
 from .report.model_card import model_card_summary, write_model_card
 from .tree import to_recipe
 
+def trained_on_task(training: dict) -> bool:
+    """Whether the saved model was trained on the run's task (a fine-tuned base it starts from, a method's
+    recovery, a distillation): epochs the compressed model saw (``pipeline._training``; unknown counts as
+    trained). rtn, gptq, wanda … on a base taken as it is train nothing: the model is still the base."""
+    return training.get("compressed_epochs") != 0.0
+
+
 def save_run(run, out_dir, meta: dict | None = None) -> Card:
     """Write the outputs of ``run`` (a ``pipeline.Run``) into ``out_dir`` (module docstring); returns
     the card written. The card reports the saved model folder's sizes, measured here and passed to
@@ -28,6 +35,7 @@ def save_run(run, out_dir, meta: dict | None = None) -> Card:
     model_dir = save_model(run.model, out / "model", run.tokenizer, metadata={
         "method": measured.method.describe(), "objective": measured.objective.config.name,
         "task": measured.task.name, "task_kind": measured.task.kind, "kind": measured.kind.name,
+        "trained_on_task": trained_on_task(measured.training),
         "artifacts": measured.method.artifacts(), "then": [m.describe() for m in measured.then]})
     saved = {"disk_bytes": disk_size(model_dir), "path": str(model_dir),
              "bits_per_parameter": bits_per_parameter(model_dir, measured.sizes["compressed"]["total"])}

@@ -32,7 +32,7 @@ import torch
 from .arguments import check_device
 from .data.llm_tasks import SUITES, missing_calibration
 from .data.task_kinds import task_kind
-from .errors import ModelFileError, OptionError, OutputFolderError
+from .errors import ForgetlessError, ModelFileError, OptionError, OutputFolderError
 from .kinds import check_compatible, kind_for
 from .kinds.in_memory import check_model_object
 from .methods._shared.calibration import calibration_texts
@@ -109,7 +109,7 @@ def check_before_loading(config) -> None:
     check_offline_tasks(config.task)
     source = config.teacher if (config.teacher and config.student_init == "teacher") else config.model
     seq2seq = config.method.seq2seq_only or config.model_kind == "seq2seq"
-    _check_chain(config, model_dims(source, seq2seq), source)
+    _check_chain(config, model_dims(source, seq2seq), source, meta_model_of(source))
 
 
 # ----- the whole run ----------------------------------------------------------------------------------
@@ -139,7 +139,9 @@ def validate_run(task, config, model=None) -> None:
     if config.base == "as-is" and kind.name == "classifier" and model is None:
         _check_trained_head(config.model)
     dims = model_dims(model if model is not None and source == config.model else source, kind.name == "seq2seq")
-    _check_chain(config, dims, source)
+    given = model if model is not None and source == config.model else None
+    modules = None if dims is None or kind.name != "causal-lm" else given if given is not None else meta_model_of(source)
+    _check_chain(config, dims, source, modules)
     if dims is not None:
         limit = min(MAX_TOKENS, dims["max_positions"] or MAX_TOKENS)
         for flag, value in (("--max-length", config.train.max_length), ("--bench-seq-len", config.speed.seq_len)):
@@ -157,9 +159,12 @@ def check_run_output(task, config, out_dir, overwrite: bool = False) -> str:
     return key
 
 
-def _check_chain(config, dims: dict | None, source) -> None:
-    """``--method`` and each ``--then`` method in turn (``check_chain``)."""
-    check_chain([config.method, *config.then], dims, f"model {source!r}")
+def _check_chain(config, dims: dict | None, source, modules=None) -> None:
+    """``--method`` and each ``--then`` method in turn (``check_chain``), against ``modules`` where the model is
+    known module by module (``check_modules``: its widths replace the config's, which miss the experts')."""
+    chain = [config.method, *config.then]
+    check_chain(chain, dims if modules is None or dims is None else {**dims, "widths": None}, f"model {source!r}")
+    check_modules(chain, modules, scheme=config.scheme)
 
 
 def check_chain(chain: list, dims: dict | None, model: str, listed: bool = False) -> None:
@@ -183,6 +188,61 @@ def check_chain(chain: list, dims: dict | None, model: str, listed: bool = False
         except OptionError as exc:
             raise OptionError(exc.args[0] if i == 0 or listed else then_flags(item.name, exc.args[0])) from None
         dims = item.shape_after(dims)
+
+
+def check_modules(chain: list, model, listed: bool = False, scheme: str | None = None) -> None:
+    """Each method of ``chain`` checks its options against the modules of ``model`` (``check_fits``:
+    ``targets`` / ``ignore``, every chosen linear's width, the experts of a mixture-of-experts included, the
+    format against their kinds) before any work, in ``--then``'s order up to the first method that removes
+    weights (the model it leaves is not ``model``). ``model``: the model object, or ``meta_model_of`` a
+    name or folder (None: nothing to check before loading; each method checks again when it runs).
+    ``listed``: the chain is one list (``forgetless.apply``), its methods' options named as given;
+    ``scheme``: the ``--scheme`` that chose the methods, named first in the error."""
+    from .registry import METHODS
+
+    if model is None:
+        return
+    meta = any(p.is_meta for p in model.parameters())
+    for i, item in enumerate(chain):
+        try:
+            METHODS.build(item).check_fits(model)
+        except OptionError as exc:
+            raise OptionError(_as_given(item.name, exc.args[0], i == 0 or listed, scheme)) from None
+        except ForgetlessError:
+            raise
+        except Exception:  # noqa: BLE001 - a family whose meta build the checks cannot walk: they run on the weights
+            if not meta:
+                raise
+            return
+        if item.structured:
+            return
+
+
+def _as_given(name: str, message: str, first: bool, scheme: str | None) -> str:
+    """A method's error named as the user gave its options: its own flags (the first method, or a list),
+    ``--then name:option=value``, or under the ``--scheme`` that chose it (``--scheme W8A8-INT8:
+    gptq:activations=int8-token: …``)."""
+    if scheme:
+        return f"--scheme {scheme}: {then_flags(name, message).removeprefix('--then ')}"
+    return message if first else then_flags(name, message)
+
+
+def meta_model_of(name_or_config):
+    """The causal LM a decoder-only model's config describes (a name, a folder or a config), built on the meta
+    device (shapes, no memory, no weights), for ``check_modules``; None for any other model or where
+    transformers cannot build it from the config alone (the methods then check when they run)."""
+    import transformers
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    config = model_config(name_or_config) if isinstance(name_or_config, str) else name_or_config
+    if config is None or not is_decoder_only(config):
+        return None
+    model_class = getattr(transformers, MODEL_FOR_CAUSAL_LM_MAPPING_NAMES[config.model_type], None)
+    try:
+        with torch.device("meta"):
+            return model_class(config)
+    except Exception:  # noqa: BLE001 - a config stock transformers cannot build: the runtime checks apply
+        return None
 
 
 def then_flags(name: str, message: str) -> str:

@@ -101,6 +101,10 @@ class CompressionMethod:
         self.config = config
 
     # ----- stages --------------------------------------------------------------------------------
+    def check_fits(self, model: nn.Module) -> None:
+        """The options against the model's modules, before any work (``targets`` / ``ignore``, widths, formats);
+        shapes only, so a meta-device build of the model will do (``validate.check_modules``). Nothing by default."""
+
     def prepare(self, model: nn.Module, ctx: CompressionContext) -> nn.Module:
         """Before training: score, install masks, or cut (returns the model to train)."""
         return model

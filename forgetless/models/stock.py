@@ -124,6 +124,10 @@ def tied_names(model_class: type, config: dict) -> list[set[str]]:
 
 
 # Measured with transformers 5.24 + compressed-tensors 0.20 (5.17 + 0.19 load the same folders exactly).
+ASYMMETRIC_EXPERTS_BUG = ("transformers 5.24's converter that merges per-expert layers into the fused expert weights "
+                          "(CompressedTensorsDequantize) drops their zero points, so stock from_pretrained raises "
+                          "'Asymmetric quant requires zero-point values', with or without "
+                          "CompressedTensorsConfig(dequantize=True)")
 ASYMMETRIC_BUG = ("plain from_pretrained of asymmetric (zero-point) layers raises a size mismatch on "
                   "weight_zero_point with transformers 5.24 and compressed-tensors 0.20, as for llm-compressor's own "
                   "asymmetric output (the packed zero points are expected unpacked)")
@@ -197,6 +201,23 @@ def compressed_init_failure(model_class: type, model_dir: Path) -> str | None:
     return None
 
 
+def asymmetric_experts_failure(model_class: type, config: dict, header: dict) -> str | None:
+    """Why stock ``from_pretrained`` of a compressed-tensors folder (``config.json`` ``config``, safetensors
+    ``header``) fails on its experts: they are stored as asymmetric (zero-point) packed per-expert linears
+    (``expert_checkpoint.stock_pieces``), which transformers' expert converter decompresses without their
+    zero points (``ASYMMETRIC_EXPERTS_BUG``); None when the folder has no such experts."""
+    quantization = config.get("quantization_config") or {}
+    if (experts_scheme(quantization) or {}).get("symmetric", True):
+        return None
+    plain = {k: v for k, v in config.items() if k != "quantization_config"}
+    pieces = stock_pieces(meta_model(model_class, model_class.config_class.from_dict(plain)), header)
+    if not pieces:
+        return None
+    example = next(iter(pieces.values()))[0][0]
+    return (f"its experts are stored as asymmetric (zero-point) int{experts_scheme(quantization)['num_bits']} layers, "
+            f"one per expert (e.g. {example}), and {ASYMMETRIC_EXPERTS_BUG}")
+
+
 def stock_loadable(model_dir: str | Path) -> tuple[bool, str]:
     """Whether stock ``from_pretrained`` rebuilds the saved model in ``model_dir`` exactly, and why
     not; a folder forgetless saved is never loaded silently wrong (``quantized_io.save_weights``), so
@@ -241,7 +262,8 @@ def stock_loadable(model_dir: str | Path) -> tuple[bool, str]:
 
 def _compressed_loadable(model_class: type, model_dir: Path, config: dict, scheme: str, why: str) -> tuple[bool, str]:
     """``stock_loadable`` of a compressed-tensors folder whose tensors fit (``why``)."""
-    failure = compressed_init_failure(model_class, model_dir)
+    failure = compressed_init_failure(model_class, model_dir) or \
+        asymmetric_experts_failure(model_class, config, tensor_header(model_dir / WEIGHTS))
     if failure:
         return False, failure
     why = f"{why}; its {scheme} layers load with the compressed-tensors package installed (pip install compressed-tensors)"

@@ -269,7 +269,8 @@ def model_card_summary(card: dict) -> dict:
     methods = card_methods(card)
     chain = card_chain(card)
     base = str(card["run"].get("model") or "model").rstrip("/").split("/")[-1]
-    return {"model_name": f"{base}-{'-'.join(m['name'] for m in methods)}-{card['task']['name']}",
+    recipe = card["run"].get("scheme") or "-".join(m["name"] for m in methods)
+    return {"model_name": f"{base}-{recipe}-{card['task']['name']}",
             "base_model": card["run"].get("model"), "method": chain, "methods": [m["name"] for m in methods],
             "method_options": methods[0]["config"] if len(methods) == 1 else {m["name"]: m["config"] for m in methods},
             "objective": card["method"]["objective"], "task": card["task"]["name"], "task_kind": card["kind"]["task"],

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from .headline import includes_zero, megabytes as mb, speedup_text
 from .llm_markdown import kl_text
-from .naming import card_methods, method_label
+from .naming import card_methods, method_label, quantized_layer_count
 
 
 # ----- the results table -------------------------------------------------------------------------------
@@ -148,7 +148,7 @@ def size_summary(card: dict) -> dict:
     stored = params.get("stored") or {}
     if (stored.get("quantized") or {}).get("bits_per_weight"):
         q = stored["quantized"]
-        size["bits per weight in the quantized layers"] = f"{q['bits_per_weight']:.3f} ({q['layers']} layers)"
+        size["bits per weight in the quantized layers"] = f"{q['bits_per_weight']:.3f} ({quantized_layer_count(card)} layers)"
     if (stored.get("overall") or {}).get("bits_per_parameter"):
         size["bits per parameter stored (whole file)"] = f"{stored['overall']['bits_per_parameter']:.2f}"
     bias, f_bias = card.get("bias") or {}, intervals.get("f_bias") or {}

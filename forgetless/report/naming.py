@@ -3,8 +3,9 @@ named: the title of ``report.md`` / ``report.html``, the model card's name, tags
 speed stage's line (``metrics/speed.untimed_reason``) and ``forgetless compare``.
 
 A method is named by its registered name and the option that says what it did: an N:M pattern
-(``wanda 2:4``), a sparsity (``magnitude 40%``), bits (``gptq 4-bit``) or a dtype (``quantize
-int8``); a chain joins them with `` + `` (``wanda 2:4 + gptq 4-bit``).
+(``wanda 2:4``), a sparsity (``magnitude 40%``), fp8 weights (``rtn fp8``), bits (``gptq 4-bit``) or a
+dtype (``quantize int8``); a chain joins them with `` + `` (``wanda 2:4 + gptq 4-bit``). A run of a
+``--scheme`` is named by the scheme and the format its methods ran (``card_chain``).
 """
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ def method_label(name: str, config: dict) -> str:
         return f"{name} {config['pattern']}"
     if isinstance(config.get("sparsity"), float):
         return f"{name} {100 * config['sparsity']:g}%"
+    if config.get("weight_type") == "fp8":
+        return f"{name} fp8"
     if isinstance(config.get("bits"), int):
         return f"{name} {config['bits']}-bit"
     if isinstance(config.get("dtype"), str):
@@ -33,9 +36,33 @@ def card_methods(card: dict) -> list[dict]:
     return [method, *(method.get("then") or [])]
 
 
+INPUTS = {"int8-token": "int8 inputs per token", "fp8-token": "fp8 inputs per token",
+          "fp8-tensor": "fp8 inputs per tensor"}
+
+
+def format_label(config: dict) -> str | None:
+    """A quantizing method's format in words (``fp8 weights per row, fp8 inputs per token``, ``int4 weights,
+    groups of 128, asymmetric``); None for a config without one."""
+    if "weight_type" not in config:
+        return None
+    per = "per row" if config.get("group_size") == -1 else "per tensor" if config.get("group_size") == 0 else \
+        f"groups of {config.get('group_size')}"
+    weights = f"fp8 weights {per}" if config["weight_type"] == "fp8" else \
+        f"int{config.get('bits')} weights, {per}{', asymmetric' if config.get('asymmetric') else ''}"
+    inputs = INPUTS.get(config.get("activations"))
+    return f"{weights}, {inputs}" if inputs else weights
+
+
 def card_chain(card: dict) -> str:
-    """``chain_name`` of a report card's methods."""
-    return chain_name(card_methods(card))
+    """``chain_name`` of a report card's methods; a run of a ``--scheme`` (recorded in the card's ``run``)
+    is named by it, with what its methods ran: ``FP8-DYNAMIC (rtn fp8 weights per row, fp8 inputs per token)``."""
+    methods = card_methods(card)
+    scheme = (card.get("run") or {}).get("scheme")
+    if not scheme:
+        return chain_name(methods)
+    ran = [f"{m['name']} {format_label(m.get('config') or {})}" if format_label(m.get("config") or {})
+           else method_label(m["name"], m.get("config") or {}) for m in methods]
+    return f"{scheme} ({' + '.join(ran)})"
 
 
 def card_title(card: dict) -> str:
@@ -60,3 +87,14 @@ def zeroes_weights(card: dict) -> bool:
     """Whether a method of the chain prunes by zeroing weights (neither removes them, ``structured``,
     nor quantizes them): only then are the zeros of the weights its sparsity."""
     return any(not m.get("structured", True) and not method_quantizes(m) for m in card_methods(card))
+
+
+def quantized_layer_count(card: dict) -> int | None:
+    """How many linear layers the run quantized, as the quantizing method ran them (its card section's
+    ``layers``: an expert's projection counted once, as in its coverage note), the one count every page
+    gives. A card without that section (an older one): the compressed-tensors modules of the weights file
+    (``params.stored``; a Mixtral expert's ``gate_up_proj`` is stored there as two, ``w1`` and ``w3``)."""
+    section = ((card["method"].get("sections") or {}).get("quantization") or {})
+    if isinstance(section.get("layers"), int):
+        return section["layers"]
+    return (((card["params"].get("stored") or {}).get("quantized")) or {}).get("layers")

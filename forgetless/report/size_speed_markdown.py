@@ -5,7 +5,7 @@ speed was not timed (``--speed``)."""
 from __future__ import annotations
 
 from .headline import megabytes as mb, sparsity, speedup_text
-from .naming import quantizes, zeroes_weights
+from .naming import quantized_layer_count, quantizes, zeroes_weights
 
 
 def size_markdown(card: dict) -> list[str]:
@@ -30,7 +30,8 @@ def size_markdown(card: dict) -> list[str]:
         lines.append(f"| bits per parameter stored (whole weights file) | {bits(b.get('bits_per_parameter'))} | "
                      f"{bits(overall['bits_per_parameter'])} | |")
         if q["bits_per_weight"] is not None:
-            lines.append(f"| bits per weight in the {q['layers']} quantized layers (every tensor stored for them) | "
+            lines.append(f"| bits per weight in the {quantized_layer_count(card)} quantized layers (every tensor stored "
+                         "for them) | "
                          f"32.00 | {bits(q['bits_per_weight'])} | {q['bits_per_weight'] / 32:.3f} |")
     else:
         lines.append(f"| bits per parameter in the weights file | {bits(b.get('bits_per_parameter'))} | "

@@ -235,8 +235,8 @@ SMALL = ["compress", "--model", "tiny-llama", "--base", "as-is", "--model-kind",
 
 
 @pytest.mark.parametrize("flag, value, message", [
-    ("--group-size", "48", "--group-size 48: model 'tiny-llama' has linear layers with 32 inputs, fewer than one"),
-    ("--group-size", "24", "--group-size 24: model 'tiny-llama' has linear layers with 32 inputs, not a multiple of "
+    ("--group-size", "48", "--group-size 48: model.layers.0.self_attn.q_proj has 32 inputs, fewer than one"),
+    ("--group-size", "24", "--group-size 24: model.layers.0.self_attn.q_proj has 32 inputs, not a multiple of "
                            "24 (the saved compressed-tensors format has no partial last group); use 16, or -1"),
     ("--bits", "5", "--bits"), ("--recovery", "fine-tune", "--recovery fine-tune")])
 def test_bad_options_exit_2_before_any_work(tmp_path, flag, value, message):

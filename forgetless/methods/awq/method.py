@@ -20,10 +20,11 @@ import torch
 
 from ...models.sites import weight_matrix
 from .._shared.hessian import relative_reconstruction_error
+from .._shared.oneshot import chosen_linears
 from ..quantize.folding import FoldingMethod, Group, fold
 from ..quantize.formats import (NO_SPEEDUP, describe_format, finish_quantized, quantization_section,
                                 quantized_artifacts, round_weight, set_quantized)
-from ..quantize.grid import check_group_fits
+from ..quantize.grid import check_groups_fit
 from ..quantize.sensitivity import check_sensitivity
 from .config import AwqConfig
 from .search import clip_search, search_scales
@@ -32,8 +33,11 @@ from .search import clip_search, search_scales
 class Awq(FoldingMethod):
     config: AwqConfig
 
-    def check_width(self, name: str, width: int) -> None:
-        check_group_fits(self.config.group_size, width, f"{name} has")
+    def check_fits(self, model) -> None:
+        """``targets`` / ``ignore`` and the group size against every chosen linear's width (experts included:
+        one error naming what fits them all)."""
+        chosen = chosen_linears(model, self.config)[0]
+        check_groups_fit(self.config.group_size, [(f"{name} has", width) for name, width in chosen])
 
     def transform_layer(self, where: str, groups: list[Group], producers: list) -> list[dict]:
         c = self.config

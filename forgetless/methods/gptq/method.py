@@ -32,10 +32,10 @@ from ...models.sites import weight_matrix
 from ..quantize.formats import (check_linears, describe_format, finish_quantized, fp8_strategy, gptq_fp8_many,
                                 input_quant, quantization_section, quantized_artifacts, set_quantized, short_label,
                                 why_no_speedup)
-from ..quantize.grid import check_group_fits
+from ..quantize.grid import check_groups_fit
 from ..quantize.sensitivity import check_sensitivity
 from .._shared.hessian import HessianAccumulator
-from .._shared.oneshot import OneShotMethod
+from .._shared.oneshot import OneShotMethod, chosen_linears
 from .config import GptqConfig
 from .solver import gptq_quantize_many
 
@@ -51,12 +51,12 @@ class Gptq(OneShotMethod):
     fallback = "round-to-nearest"  # GPTQ on identity statistics (``solver.py``)
 
     def check_fits(self, model: nn.Module) -> None:
-        super().check_fits(model)
+        """The group size against every chosen linear's width (experts included: one error naming what fits
+        them all) and the format against their kinds (``formats.check_linears``)."""
+        chosen = chosen_linears(model, self.config)[0]
+        check_groups_fit(self.config.group_size, [(f"{name} has", width) for name, width in chosen])
         with linearized(model):
             check_linears(select_linears(model, Selection.of(self.config)), self.config)
-
-    def check_width(self, name: str, width: int) -> None:
-        check_group_fits(self.config.group_size, width, f"{name} has")
 
     def prepare(self, model, ctx):
         check_sensitivity(self.config, ctx)

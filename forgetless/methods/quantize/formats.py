@@ -17,6 +17,7 @@ from torch import nn
 from ...errors import OptionError
 from ...models.activation_quant import FP8, InputQuant, quantize_inputs
 from ...models.compressed_tensors import GroupedInts, set_grouped
+from ...models.experts import ExpertLinear
 from ...models.float_codes import FloatCodes, fp8_codes, fp8_scales
 from .._shared.hessian import inverse_cholesky_upper, one_thread, prepare_hessian
 from .._shared.obs_sweep import obs_sweep, row_segments
@@ -98,9 +99,13 @@ def check_linears(linears: list[tuple[str, nn.Module]], fmt: WeightFormat) -> No
     if other is not None:
         flag = "--weight-type fp8" if fmt.weight_type == "fp8" else f"--activations {fmt.activations}"
         kind = type(dict(linears)[other]).__name__
+        if isinstance(dict(linears)[other], ExpertLinear):
+            raise OptionError(f"{flag}: {other} is one expert of a fused mixture-of-experts ({kind}), not an "
+                              "nn.Linear; compressed-tensors stores this format for nn.Linear only: leave the experts "
+                              "out with --ignore 're:.*experts.*', or quantize them weight-only (int, no quantized "
+                              "inputs)")
         raise OptionError(f"{flag}: {other} is a {kind}, not an nn.Linear; compressed-tensors stores these schemes "
-                          "for nn.Linear only (not GPT-2's Conv1D, nor one expert of a fused mixture-of-experts: "
-                          "leave those out with --ignore)")
+                          "for nn.Linear only (not GPT-2's Conv1D): leave those out with --ignore")
 
 
 def round_weight(weight: torch.Tensor, fmt: WeightFormat) -> GroupedInts | FloatCodes:

@@ -12,6 +12,7 @@ as transformers and vLLM load it) has no partial last group, and llm-compressor 
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from ...errors import OptionError
@@ -26,7 +27,8 @@ GROUP_SIZE_HELP = ("input columns sharing one scale (and zero point) per output 
                    "for the whole matrix (fp8 only)")
 ASYMMETRIC_HELP = ("a zero point per group (min-max grid); default symmetric, centred on 0 (zero point 2^(bits−1)): "
                    "symmetric folders load in plain transformers, asymmetric ones need "
-                   "CompressedTensorsConfig(dequantize=True) with transformers 5.24 + compressed-tensors 0.20")
+                   "CompressedTensorsConfig(dequantize=True) with transformers 5.24 + compressed-tensors 0.20 (a "
+                   "mixture-of-experts model's experts: forgetless.load_model only)")
 ACTIVATIONS_HELP = ("quantize every quantized layer's inputs too: none (weight-only) | int8-token (int8, one scale per "
                     "token computed at run time: W8A8-INT8; needs --bits 8, symmetric) | fp8-token (float8_e4m3fn per "
                     "token: FP8-DYNAMIC) | fp8-tensor (float8, one scale per layer fixed from the calibration inputs: "
@@ -78,8 +80,8 @@ class WeightFormat(Config):
         of every linear; another ``targets`` / ``ignore`` is checked on the chosen modules (``check_width``)."""
         if not getattr(self, "every_linear", True):
             return
-        for width in sorted(set(dims.get("widths") or ())):
-            check_group_fits(self.group_size, width, f"{where} has linear layers with")
+        check_groups_fit(self.group_size, [(f"{where} has linear layers with", width)
+                                           for width in sorted(set(dims.get("widths") or ()))])
 
 
 def check_group_size(group_size: int, tensor: bool = False) -> None:
@@ -90,15 +92,22 @@ def check_group_size(group_size: int, tensor: bool = False) -> None:
                           f"per output row{' (0: one scale per matrix, fp8 weights only)' if group_size == 0 else ''}")
 
 
-def check_group_fits(group_size: int, width: int, where: str) -> None:
-    """``group_size`` divides a layer's ``width`` inputs (one line naming the flag and what fits)."""
-    if group_size in (-1, 0) or width % group_size == 0:
+def check_groups_fit(group_size: int, layers: list[tuple[str, int]]) -> None:
+    """``group_size`` divides the input width of every quantized layer (``[(where, width)]``: where reads
+    "<module> has" or "<model> has linear layers with"); otherwise ONE line naming the flag, the narrowest
+    layer that does not fit and the group sizes that fit every layer at once (the experts of a
+    mixture-of-experts included), so the next run is not refused on another layer."""
+    failing = [(where, width) for where, width in layers if group_size not in (-1, 0) and width % group_size]
+    if not failing:
         return
+    where, width = min(failing, key=lambda layer: layer[1])
+    common = math.gcd(*(w for _, w in layers))
+    fits = [g for g in reversed(VLLM_GROUPS) if g < group_size and common % g == 0] or \
+        [g for g in range(min(group_size, common + 1) - 1, 0, -1) if common % g == 0][:1]
+    every = f" ({fits[0]} fits every quantized layer)" if len(layers) > 1 else ""
     if group_size > width:
         raise OptionError(f"--group-size {group_size}: {where} {width} inputs, fewer than one group; use at most "
-                          f"{width}, or -1 for one group per output row")
-    fits = [g for g in reversed(VLLM_GROUPS) if g < group_size and width % g == 0] or \
-        [g for g in range(group_size - 1, 0, -1) if width % g == 0][:1]
+                          f"{fits[0]}, or -1 for one group per output row{every}")
     raise OptionError(f"--group-size {group_size}: {where} {width} inputs, not a multiple of {group_size} (the saved "
                       f"compressed-tensors format has no partial last group); use {' or '.join(map(str, fits))}, "
-                      "or -1 for one group per output row")
+                      f"or -1 for one group per output row{every}")

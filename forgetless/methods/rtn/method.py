@@ -31,7 +31,7 @@ from .._shared.oneshot import coverage_note
 from ..base import CompressionMethod
 from ..quantize.formats import (check_linears, describe_format, finish_quantized, input_quant, quantization_section,
                                 quantized_artifacts, round_weight, set_quantized, why_no_speedup)
-from ..quantize.grid import check_group_fits
+from ..quantize.grid import check_groups_fit
 from ..quantize.sensitivity import check_sensitivity
 from .config import RtnConfig
 
@@ -42,14 +42,21 @@ class Rtn(CompressionMethod):
 
     config: RtnConfig
 
+    def check_fits(self, model) -> None:
+        """``targets`` / ``ignore``, the format against the chosen linears' kinds and the group size against
+        every one's width (experts included: one error naming what fits them all)."""
+        with linearized(model):
+            linears = select_linears(model, Selection.of(self.config))
+            check_linears(linears, self.config)
+            check_groups_fit(self.config.group_size, [(f"{name} has", weight_matrix(module).shape[1])
+                                                      for name, module in linears])
+
     def finalize(self, model, ctx):
         c = self.config
         check_sensitivity(c, ctx)
+        self.check_fits(model)
         with linearized(model), torch.no_grad():
             linears = select_linears(model, Selection.of(c))
-            check_linears(linears, c)
-            for name, module in linears:
-                check_group_fits(c.group_size, weight_matrix(module).shape[1], f"{name} has")
             self.coverage = coverage(model, linears, Selection.of(c))
             self.layers = [{"module": name, "weight_error": self._round(module)} for name, module in linears]
         if ctx is not None:
