@@ -22,14 +22,23 @@ static input scales need calibration, which ``rtn`` does not run); ``FP8-DYNAMIC
 its example (``QuantizationModifier``, no data). The group of 128 does not divide every width
 (SmolLM2's 576 inputs): add ``--group-size 64`` (an error says so before any work).
 
-``with_scheme`` puts a scheme's keys under the ones given (``--scheme W4A16 --group-size 64``: the
-user's group size wins; a recipe's ``then: [{name: gptq, calibration_examples: 32}]`` adds options to the
-scheme's then-method); a different ``--method`` or ``--then`` beside ``--scheme`` is an error.
-Standard library only.
+``with_scheme`` puts a scheme's keys under the ones given. An option given beside a scheme reaches every
+method of the scheme that has it (``--scheme W8A8-INT8 --ignore 're:.*down_proj'``: smoothquant and the
+int8 quantizer both leave down_proj alone; ``--calibration-examples 32``: both read 32 texts), and it may
+*refine* the scheme (``--scheme W4A16 --group-size 64``: the user's group size wins; a recipe's ``then:
+[{name: gptq, calibration_examples: 32}]`` adds options to the scheme's then-method). An option that
+*contradicts* what the scheme's name says (``DEFINING``: bits, weight type, inputs, symmetry — ``--scheme
+W4A16 --bits 8``) is an error naming both, as is a different ``--method`` or ``--then`` beside ``--scheme``,
+and an option no method of the scheme has. ``--recovery none`` asks for nothing and passes (``tree``'s rule
+for methods without a recovery step). Standard library only.
 """
 from __future__ import annotations
 
+import dataclasses
+
 from .errors import ConfigError
+from .options import coerce
+from .registry import METHODS
 
 SCHEMES: dict[str, dict] = {
     "W4A16": {"method": "gptq", "method.bits": 4, "method.group_size": 128},
@@ -50,29 +59,115 @@ SCHEME_HELP = ("a deployable quantization scheme, named as llm-compressor's pres
                "64 for 576-wide layers)")
 
 
+DEFINING = ("bits", "weight_type", "activations", "asymmetric")  # what a scheme's name says (W4A16: 4-bit int
+# weights, 16-bit inputs, symmetric); the other options (group size, α, calibration, targets) refine it
+
+
 def _names(value) -> list[str]:
     items = value if isinstance(value, (list, tuple)) else [value]
     return [str(item.get("name") if isinstance(item, dict) else getattr(item, "name", item)).split(":")[0]
             for item in items]
 
 
-def with_scheme(flat: dict, source: str) -> dict:
-    """``flat`` (flat / dotted recipe keys) with the keys of its ``scheme`` under the ones it gives."""
+def scheme_chain(name: str) -> list[tuple[str, dict]]:
+    """The methods the scheme ``name`` runs, in order, each with the options its preset gives."""
+    preset = SCHEMES[name]
+    first = {key.split(".", 1)[1]: value for key, value in preset.items() if key.startswith("method.")}
+    return [(preset["method"], first), *((item["name"], {k: v for k, v in item.items() if k != "name"})
+                                         for item in preset.get("then", []))]
+
+
+def scheme_methods(name) -> list:
+    """The method configs of the scheme ``name``, in order (``forgetless.apply(model, "W4A16")``,
+    ``forgetless.compress(..., scheme="W4A16")``)."""
+    if name not in SCHEMES:
+        raise ConfigError(f"--scheme {name}: not one of {', '.join(SCHEMES)}")
+    return [METHODS.make_config(method, options) for method, options in scheme_chain(name)]
+
+
+def with_scheme(flat: dict, source: str, options: dict[str, str]) -> dict:
+    """``flat`` (flat / dotted recipe keys) with the keys of its ``scheme`` under the ones it gives;
+    ``options``: the keys of ``flat`` that are method options, each with its field name (``ignore`` →
+    ``ignore``, ``method.bits`` → ``bits``). Each goes to every method of the scheme that has it."""
     name = flat.get("scheme")
     if name is None:
         return flat
     if name not in SCHEMES:
-        raise ConfigError(f"{'--scheme' if source == 'the command line' else source + ': key scheme'} {name}: not one "
-                          f"of {', '.join(SCHEMES)}")
-    preset = SCHEMES[name]
+        raise ConfigError(f"{_typed('scheme', source)} {name}: not one of {', '.join(SCHEMES)}")
+    preset, chain = SCHEMES[name], scheme_chain(name)
+    runs = " then ".join(method for method, _ in chain)
     for key in ("method", "then"):
         given = flat.get(key)
         if given is not None and given != [] and _names(given) != _names(preset.get(key, [])):
-            runs = " then ".join(_names(preset["method"]) + _names(preset.get("then", [])))
             raise ConfigError(f"--scheme {name} runs {runs}; --{key} {', '.join(_names(given))} names other methods: "
                               "give --scheme alone, or name the methods (--method, --then) without it")
-    merged = {**preset, **flat}
-    if isinstance(flat.get("then"), list) and "then" in preset:  # the scheme's then-methods, their options given
-        merged["then"] = [{**base, **item} if isinstance(item, dict) else item
-                          for base, item in zip(preset["then"], flat["then"])]
+    merged = {**preset, **{key: value for key, value in flat.items() if key not in options}}
+    then = [dict(preset_options) for _, preset_options in chain[1:]]
+    for key, field in options.items():
+        owners = [i for i, (method, _) in enumerate(chain) if field in _fields(method)]
+        if not owners and field != "recovery":  # recovery none: tree.py's rule for methods that train nothing
+            others = ", ".join(n for n in METHODS.names() if field in _fields(n))
+            raise ConfigError(f"{_typed(key, source)} does not apply to --scheme {name} (it runs {runs}; "
+                              f"{_typed(key, source, bare=True)} is an option of {others})")
+        for i in owners:
+            _check_refines(name, chain[i], field, flat[key], _typed(key, source, bare=True), source)
+            if i:
+                then[i - 1][field] = flat[key]
+        if not owners or 0 in owners:
+            merged[key] = flat[key]
+    given = list(flat.get("then") or []) if isinstance(flat.get("then"), list) else []
+    for link, item in zip(chain[1:], given):  # a recipe's or --then's options for the scheme's then-methods
+        for field, value in (item.items() if isinstance(item, dict) else ()):
+            _check_refines(name, link, field, value, f"{_typed('then', source, bare=True)} {link[0]}:{field}", source)
+    if then:
+        given += [{}] * (len(then) - len(given))
+        merged["then"] = [{"name": method, **base, **item} if isinstance(item, dict) else item
+                          for (method, _), base, item in zip(chain[1:], then, given)]
     return merged
+
+
+def _check_refines(scheme: str, link: tuple[str, dict], field: str, value, typed: str, source: str) -> None:
+    """A value the user gave (``typed``: as they typed the option) for ``field`` of a method of ``scheme``
+    (``link``: the method, its preset options) does not contradict what the scheme's name says
+    (``DEFINING``): one error naming both."""
+    if field not in DEFINING:
+        return
+    method, preset = link
+    cls = METHODS.config_class(method)
+    wanted = preset.get(field, next(f.default for f in dataclasses.fields(cls) if f.name == field))
+    got = coerce(cls, field, value, typed)
+    if got == wanted:
+        return
+    item = ":" in typed  # --then METHOD:OPTION=VALUE
+    shown = f"{typed}={value}" if item else typed if value is True and source == "the command line" else \
+        f"{typed} {value}"
+    fits = [other for other in SCHEMES if other != scheme and _defines(other) == {**_defines(scheme), field: got}]
+    instead = f"--scheme {fits[0]} means {field} {_said(got)}; or " if fits else ""
+    first, *rest = [name for name, _ in scheme_chain(scheme)]
+    methods = f"--method {first}" + "".join(f" --then {name}" for name in rest)
+    raise ConfigError(f"{_typed('scheme', source)} {scheme} {shown}: {scheme} means {field} {_said(wanted)}; "
+                      f"{instead}give {methods} with your options, without --scheme")
+
+
+def _defines(scheme: str) -> dict:
+    """What the name of ``scheme`` says: the ``DEFINING`` options of its last (quantizing) method."""
+    method, preset = scheme_chain(scheme)[-1]
+    defaults = {f.name: f.default for f in dataclasses.fields(METHODS.config_class(method)) if f.name in DEFINING}
+    return {**defaults, **{k: v for k, v in preset.items() if k in DEFINING}}
+
+
+def _said(value) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _fields(method: str) -> set[str]:
+    cls = METHODS.config_class(method)
+    return {f.name for f in dataclasses.fields(cls)} if cls is not None else set()
+
+
+def _typed(key: str, source: str, bare: bool = False) -> str:
+    """``key`` as the user typed it: a flag (``--bits``, ``method.bits``) or a recipe's key (prefixed by
+    the recipe unless ``bare``)."""
+    if source == "the command line":
+        return key if "." in key else "--" + key.replace("_", "-")
+    return f"key {key!r}" if bare else f"{source}: key {key!r}"
