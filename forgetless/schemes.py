@@ -55,10 +55,12 @@ SCHEME_HELP = ("a deployable quantization scheme, named as llm-compressor's pres
                "groups of 128) | W4A16-AWQ (awq int4, groups of 128, asymmetric) | W8A8-INT8 (smoothquant α 0.8, "
                "then gptq int8 weights per row and int8 inputs per token) | FP8-DYNAMIC (rtn fp8 weights per row, "
                "fp8 inputs per token) | FP8 (gptq fp8 weights and inputs per tensor, static) | W8A16 (gptq int8, "
-               "groups of 128); sets --method (and --then); method options given beside it win (e.g. --group-size "
-               "64 for 576-wide layers)")
+               "groups of 128); sets --method (and --then); a method option given beside it reaches every method "
+               "of the scheme that has it and refines it (e.g. --group-size 64 for 576-wide layers, --ignore); one "
+               "that contradicts the scheme's name (--bits, --weight-type, --activations, --asymmetric) is an error")
 
 
+COMMAND_LINE = "the command line"  # the source of flags (``tree.build``'s default)
 DEFINING = ("bits", "weight_type", "activations", "asymmetric")  # what a scheme's name says (W4A16: 4-bit int
 # weights, 16-bit inputs, symmetric); the other options (group size, α, calibration, targets) refine it
 
@@ -92,33 +94,24 @@ def with_scheme(flat: dict, source: str, options: dict[str, str]) -> dict:
     name = flat.get("scheme")
     if name is None:
         return flat
-    if name not in SCHEMES:
-        raise ConfigError(f"{_typed('scheme', source)} {name}: not one of {', '.join(SCHEMES)}")
-    preset, chain = SCHEMES[name], scheme_chain(name)
-    runs = " then ".join(method for method, _ in chain)
-    for key in ("method", "then"):
-        given = flat.get(key)
-        if given is not None and given != [] and _names(given) != _names(preset.get(key, [])):
-            raise ConfigError(f"--scheme {name} runs {runs}; --{key} {', '.join(_names(given))} names other methods: "
-                              "give --scheme alone, or name the methods (--method, --then) without it")
-    merged = {**preset, **{key: value for key, value in flat.items() if key not in options}}
-    then = [dict(preset_options) for _, preset_options in chain[1:]]
+    chain = _chain_named(flat, name, source)
+    merged = {**SCHEMES[name], **{key: value for key, value in flat.items() if key not in options}}
+    then = [dict(preset) for _, preset in chain[1:]]
     for key, field in options.items():
-        owners = [i for i, (method, _) in enumerate(chain) if field in _fields(method)]
-        if not owners and field != "recovery":  # recovery none: tree.py's rule for methods that train nothing
-            others = ", ".join(n for n in METHODS.names() if field in _fields(n))
-            raise ConfigError(f"{_typed(key, source)} does not apply to --scheme {name} (it runs {runs}; "
-                              f"{_typed(key, source, bare=True)} is an option of {others})")
+        where, value = _typed(key, source, bare=True), flat[key]
+        shown = where if value is True and source == COMMAND_LINE else f"{where} {value}"  # a switch: --asymmetric
+        owners = _owners(name, chain, field, key, source)
         for i in owners:
-            _check_refines(name, chain[i], field, flat[key], _typed(key, source, bare=True), source)
+            _check_refines(name, chain[i], field, value, (where, shown), source)
             if i:
-                then[i - 1][field] = flat[key]
+                then[i - 1][field] = value
         if not owners or 0 in owners:
-            merged[key] = flat[key]
-    given = list(flat.get("then") or []) if isinstance(flat.get("then"), list) else []
+            merged[key] = value
+    given = list(flat["then"]) if isinstance(flat.get("then"), list) else []
     for link, item in zip(chain[1:], given):  # a recipe's or --then's options for the scheme's then-methods
         for field, value in (item.items() if isinstance(item, dict) else ()):
-            _check_refines(name, link, field, value, f"{_typed('then', source, bare=True)} {link[0]}:{field}", source)
+            where = f"{_typed('then', source, bare=True)} {link[0]}:{field}"
+            _check_refines(name, link, field, value, (where, f"{where}={value}"), source)
     if then:
         given += [{}] * (len(then) - len(given))
         merged["then"] = [{"name": method, **base, **item} if isinstance(item, dict) else item
@@ -126,27 +119,53 @@ def with_scheme(flat: dict, source: str, options: dict[str, str]) -> dict:
     return merged
 
 
-def _check_refines(scheme: str, link: tuple[str, dict], field: str, value, typed: str, source: str) -> None:
-    """A value the user gave (``typed``: as they typed the option) for ``field`` of a method of ``scheme``
-    (``link``: the method, its preset options) does not contradict what the scheme's name says
-    (``DEFINING``): one error naming both."""
+def _chain_named(flat: dict, name: str, source: str) -> list[tuple[str, dict]]:
+    """The scheme's methods (``scheme_chain``), after checking the name and any ``method`` / ``then`` given
+    beside it (the same methods, or an error)."""
+    if name not in SCHEMES:
+        raise ConfigError(f"{_typed('scheme', source)} {name}: not one of {', '.join(SCHEMES)}")
+    chain = scheme_chain(name)
+    runs = " then ".join(method for method, _ in chain)
+    for key in ("method", "then"):
+        given = flat.get(key)
+        if given is not None and given != [] and _names(given) != _names(SCHEMES[name].get(key, [])):
+            raise ConfigError(f"--scheme {name} runs {runs}; --{key} {', '.join(_names(given))} names other methods: "
+                              "give --scheme alone, or name the methods (--method, --then) without it")
+    return chain
+
+
+def _owners(scheme: str, chain: list[tuple[str, dict]], field: str, key: str, source: str) -> list[int]:
+    """Which methods of ``chain`` have the option ``field`` (given as ``key``); none is an error (but
+    ``recovery``: none of them trains, and ``tree``'s rule takes ``none`` and refuses the rest)."""
+    owners = [i for i, (method, _) in enumerate(chain) if field in _fields(method)]
+    if not owners and field != "recovery":
+        runs = " then ".join(method for method, _ in chain)
+        others = ", ".join(n for n in METHODS.names() if field in _fields(n))
+        raise ConfigError(f"{_typed(key, source)} does not apply to --scheme {scheme} (it runs {runs}; "
+                          f"{_typed(key, source, bare=True)} is an option of {others})")
+    return owners
+
+
+def _check_refines(scheme: str, link: tuple[str, dict], field: str, value, typed: tuple[str, str],
+                   source: str) -> None:
+    """A value the user gave for ``field`` of a method of ``scheme`` (``link``: the method, its preset
+    options; ``typed``: the option as the user typed it, without and with its value) does not contradict
+    what the scheme's name says (``DEFINING``): one error naming both."""
     if field not in DEFINING:
         return
-    method, preset = link
+    (method, preset), (where, shown) = link, typed
     cls = METHODS.config_class(method)
     wanted = preset.get(field, next(f.default for f in dataclasses.fields(cls) if f.name == field))
-    got = coerce(cls, field, value, typed)
+    got = coerce(cls, field, value, where)
     if got == wanted:
         return
-    item = ":" in typed  # --then METHOD:OPTION=VALUE
-    shown = f"{typed}={value}" if item else typed if value is True and source == "the command line" else \
-        f"{typed} {value}"
     fits = [other for other in SCHEMES if other != scheme and _defines(other) == {**_defines(scheme), field: got}]
     instead = f"--scheme {fits[0]} means {field} {_said(got)}; or " if fits else ""
     first, *rest = [name for name, _ in scheme_chain(scheme)]
     methods = f"--method {first}" + "".join(f" --then {name}" for name in rest)
-    raise ConfigError(f"{_typed('scheme', source)} {scheme} {shown}: {scheme} means {field} {_said(wanted)}; "
-                      f"{instead}give {methods} with your options, without --scheme")
+    raise ConfigError(f"{_typed('scheme', source)} {scheme} {shown}: "
+                      f"{scheme} means {field} {_said(wanted)}; {instead}give {methods} with your options, without "
+                      "--scheme")
 
 
 def _defines(scheme: str) -> dict:
@@ -168,6 +187,6 @@ def _fields(method: str) -> set[str]:
 def _typed(key: str, source: str, bare: bool = False) -> str:
     """``key`` as the user typed it: a flag (``--bits``, ``method.bits``) or a recipe's key (prefixed by
     the recipe unless ``bare``)."""
-    if source == "the command line":
+    if source == COMMAND_LINE:
         return key if "." in key else "--" + key.replace("_", "-")
     return f"key {key!r}" if bare else f"{source}: key {key!r}"
