@@ -35,6 +35,7 @@ for methods without a recovery step). Standard library only.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 
 from .errors import ConfigError
 from .options import coerce
@@ -82,9 +83,19 @@ def scheme_chain(name: str) -> list[tuple[str, dict]]:
 def scheme_methods(name) -> list:
     """The method configs of the scheme ``name``, in order (``forgetless.apply(model, "W4A16")``,
     ``forgetless.compress(..., scheme="W4A16")``)."""
-    if name not in SCHEMES:
-        raise ConfigError(f"--scheme {name}: not one of {', '.join(SCHEMES)}")
+    check_scheme_name(name, "--scheme")
     return [METHODS.make_config(method, options) for method, options in scheme_chain(name)]
+
+
+def check_scheme_name(name, typed: str) -> None:
+    """``name`` is a scheme (``typed``: the option as the user typed it); else one error with the closest
+    (``fp8-dynamic`` → FP8-DYNAMIC, the spelling of llm-compressor's presets)."""
+    if name in SCHEMES:
+        return
+    close = [s for s in SCHEMES if s.lower() == str(name).lower()] or \
+        difflib.get_close_matches(str(name).upper(), list(SCHEMES), n=1)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    raise ConfigError(f"{typed} {name}: not one of {', '.join(SCHEMES)}{hint}")
 
 
 def with_scheme(flat: dict, source: str, options: dict[str, str]) -> dict:
@@ -122,8 +133,7 @@ def with_scheme(flat: dict, source: str, options: dict[str, str]) -> dict:
 def _chain_named(flat: dict, name: str, source: str) -> list[tuple[str, dict]]:
     """The scheme's methods (``scheme_chain``), after checking the name and any ``method`` / ``then`` given
     beside it (the same methods, or an error)."""
-    if name not in SCHEMES:
-        raise ConfigError(f"{_typed('scheme', source)} {name}: not one of {', '.join(SCHEMES)}")
+    check_scheme_name(name, _typed("scheme", source))
     chain = scheme_chain(name)
     runs = " then ".join(method for method, _ in chain)
     for key in ("method", "then"):

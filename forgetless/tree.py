@@ -16,7 +16,7 @@ import difflib
 from dataclasses import dataclass
 
 from .errors import ConfigError
-from .schemes import with_scheme
+from .schemes import SCHEMES, with_scheme
 from .options import as_dict, coerce, default_of, flag_name, hint_of, leaves
 from .registry import METHODS, OBJECTIVES
 
@@ -188,6 +188,9 @@ def _chosen(cls: type, f: dataclasses.Field, given: dict, source: str):
     name = given.get((role,), (None,))[0]
     if name is not None and not isinstance(name, str):
         return name  # a config instance (Python)
+    if role == "method" and name in SCHEMES:
+        raise ConfigError(f"{_where(given[(role,)][1], source)} {name}: a quantization scheme, not a method; give "
+                          f"--scheme {name}")
     if name is None and role == "objective":
         method = given.get(("method",), (None,))[0] or default_of(next(x for x in dataclasses.fields(cls)
                                                                           if x.name == "method"))

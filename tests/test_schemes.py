@@ -156,3 +156,12 @@ def test_compress_with_a_scheme_runs_its_methods():
         run_config("tiny-llama", "gptq", None, as_task("synthetic"), {"scheme": "W4A16"})
     with pytest.raises(ConfigError, match=r"^scheme=W9: not one of W4A16"):
         run_config("tiny-llama", None, None, as_task("synthetic"), {"scheme": "W9"})
+
+
+@pytest.mark.parametrize("given, message", [
+    ({"method": "FP8-DYNAMIC"}, r"^--method FP8-DYNAMIC: a quantization scheme, not a method; give --scheme FP8-DYNAMIC$"),
+    ({"scheme": "fp8-dynamic"}, r"^--scheme fp8-dynamic: not one of W4A16, .*\(did you mean FP8-DYNAMIC\?\)$"),
+    ({"scheme": "W4A61"}, r"^--scheme W4A61: not one of .*\(did you mean W4A16\?\)$"),
+])
+def test_a_scheme_named_where_a_method_is_or_misspelt_gets_a_pointer(given, message):
+    assert re.search(message, refusal(**given)), refusal(**given)

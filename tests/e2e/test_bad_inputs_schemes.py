@@ -114,6 +114,9 @@ def cases() -> list[tuple]:
         ("scheme-sparsity", scheme("--scheme", "W4A16", "--sparsity", "0.5"),
          r"error: --sparsity does not apply to --scheme W4A16 \(it runs gptq; --sparsity is an option of"),
         ("scheme-w8a8-group-size-refines", scheme("--scheme", "W8A8-INT8", "--group-size", "16"), card_says(["smoothquant", "gptq"])),
+        ("scheme-as-method", lm_eval("t_ok", method=("--method", "W4A16")),
+         r"error: --method W4A16: a quantization scheme, not a method; give --scheme W4A16"),
+        ("scheme-lower-case", lm_eval("t_ok", method=("--scheme", "w8a8-int8")), r"\(did you mean W8A8-INT8\?\)"),
         # ----- --recovery none where nothing trains; a real recovery where it cannot run
         ("scheme-w8a8-recovery-none", scheme("--scheme", "W8A8-INT8", "--recovery", "none"), card_says(["smoothquant", "gptq"])),
         ("scheme-fp8-dynamic-recovery-none", lm_eval("t_ok", method=("--scheme", "FP8-DYNAMIC", "--recovery", "none")),
