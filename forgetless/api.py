@@ -73,10 +73,10 @@ def apply(model, methods, calibration=None, tokenizer=None, *, seed: int = 0):
     model is changed in place where the method can (keep a copy to compare with). ``methods``: a
     method config (``WandaConfig(pattern="2:4")``), a name, a list of them applied in order
     (``[SparseGPTConfig(...), GptqConfig(...)]``), a scheme (``"W8A8-INT8"``, as ``--scheme``: its
-    methods) or a recipe (file or built-in name: its ``method`` and ``then``). ``calibration``: the texts of methods that calibrate on text — a
-    ``datasets.Dataset`` with a text column, a list of strings, a text file, or a set of the data
-    folder by name (``xsum``, ``wikitext2``, ``samsum``; ``$FORGETLESS_DATA_DIR``); given once, every method
-    of the stack that calibrates reads it. ``tokenizer``: the model's (default: the one saved beside
+    methods) or a recipe (file or built-in name: its ``method`` and ``then``). ``calibration``: the
+    texts of methods that calibrate on text — a ``datasets.Dataset`` with a text column, a list of
+    strings, a text file, or a set of the data folder by name (``xsum``, ``wikitext2``, ``samsum``;
+    ``$FORGETLESS_DATA_DIR``); given once, every method of the stack that calibrates reads it. ``tokenizer``: the model's (default: the one saved beside
     ``model.name_or_path``). Only methods that train nothing and read no labelled task apply here
     (``forgetless.compress`` runs the others); a model on disk: ``apply_streamed``. Every argument is
     checked before any work as the command line checks its flags (``arguments.py``)."""

@@ -122,8 +122,7 @@ def build(cls: type, values: dict, source: str = "the command line"):
         if isinstance(flat.get("then"), list):
             flat["then"] = [then_mapping(item, _where("then", source)) if isinstance(item, str) else item
                             for item in flat["then"]]
-        flat = with_scheme(flat, source, {key: known[key].path[1] for key in flat if key in known
-                                          and len(known[key].path) == 2 and known[key].path[0] == "method"})
+        flat = with_scheme(flat, source, _method_options(flat, known))
     for key, value in flat.items():
         if key in LEGACY and LEGACY[key] in known:
             value, key = _legacy_recovery(value, source), LEGACY[key]
@@ -141,6 +140,12 @@ def build(cls: type, values: dict, source: str = "the command line"):
         if source == "the command line" or exc.args[0].startswith(source):
             raise
         raise type(exc)(f"{source}: {exc.args[0]}") from None
+
+
+def _method_options(flat: dict, known: dict[str, Leaf]) -> dict[str, str]:
+    """The keys of ``flat`` that are method options (``ignore``, ``method.bits``), each with its field name."""
+    return {key: known[key].path[1] for key in flat
+            if key in known and len(known[key].path) == 2 and known[key].path[0] == "method"}
 
 
 def _legacy_recovery(value, source: str) -> str:
