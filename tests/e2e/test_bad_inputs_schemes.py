@@ -104,7 +104,7 @@ def cases() -> list[tuple]:
          r"error: --scheme W4A16 --asymmetric: .*--scheme W4A16-AWQ means asymmetric true"),
         ("scheme-w8a16-int8-inputs", scheme("--scheme", "W8A16", "--activations", "int8-token"),
          r"error: --scheme W8A16 --activations int8-token: .*--scheme W8A8-INT8 means activations int8-token"),
-        ("scheme-fp8-dynamic-int-weights", scheme("--scheme", "FP8-DYNAMIC", "--weight-type", "int"),
+        ("scheme-fp8-dynamic-int-weights", lm_eval("t_ok", method=("--scheme", "FP8-DYNAMIC", "--weight-type", "int")),
          r"error: --scheme FP8-DYNAMIC --weight-type int: FP8-DYNAMIC means weight_type fp8"),
         ("scheme-w8a8-then-4-bits", scheme("--scheme", "W8A8-INT8", "--then", "gptq:bits=4"),
          r"error: --scheme W8A8-INT8 --then gptq:bits=4: W8A8-INT8 means bits 8; give --method smoothquant --then gptq"),
@@ -133,8 +133,8 @@ def cases() -> list[tuple]:
         ("method-nash-recovery-none", lm_eval("t_ok", method=("--method", "nash", "--recovery", "none")),
          r"error: --recovery none: nash always trains as it compresses"),
         # ----- a recipe's scheme with a contradicting option
-        ("recipe-scheme-contradicted", recipe("scheme: W4A16\nbase: as-is\nmodel: tiny-llama\ntask: lm-eval\n"
-                                              "method:\n  bits: 8\n"),
+        ("recipe-scheme-contradicted", recipe("scheme: W4A16\nbase: as-is\nmodel: tiny-llama\nmodel_kind: causal-lm\n"
+                                              "task: synthetic\nmethod:\n  bits: 8\n  group_size: 16\n"),
          r"error: .*recipe.yaml: key 'scheme' W4A16 key 'method.bits' 8: W4A16 means bits 4"),
         # ----- configs built in Python
         ("config-bits-text", lambda p, out: GptqConfig(bits="4"), r"^bits='4': expected a whole number, got str '4'$"),
