@@ -62,6 +62,7 @@ from .report.card import comparison
 from .report.card_types import Comparison, Scores
 from .report.honest import evaluated_texts
 from .report.trust import calibration_leak
+from .schemes import SCHEMES, scheme_methods
 from .validate import check_chain, check_modules, model_dims
 
 SECTIONS = {"train": TrainConfig, "speed": SpeedConfig, "eval": EvalConfig, "clever": CleverConfig}
@@ -73,11 +74,11 @@ def apply(model, methods, calibration=None, tokenizer=None, *, seed: int = 0):
     """Apply ``methods`` to ``model`` (a ``PreTrainedModel``) and return the compressed model; the
     model is changed in place where the method can (keep a copy to compare with). ``methods``: a
     method config (``WandaConfig(pattern="2:4")``), a name, a list of them applied in order
-    (``[SparseGPTConfig(...), GptqConfig(...)]``), or a recipe (file or built-in name: its
-    ``method`` and ``then``). ``calibration``: the texts of methods that calibrate on text — a
-    ``datasets.Dataset`` with a text column, a list of strings, a text file, or a set of the data
-    folder by name (``xsum``, ``wikitext2``, ``samsum``; ``$FORGETLESS_DATA_DIR``); given once, every method
-    of the stack that calibrates reads it. ``tokenizer``: the model's (default: the one saved beside
+    (``[SparseGPTConfig(...), GptqConfig(...)]``), a scheme (``"W8A8-INT8"``, as ``--scheme``: its
+    methods) or a recipe (file or built-in name: its ``method`` and ``then``). ``calibration``: the
+    texts of methods that calibrate on text — a ``datasets.Dataset`` with a text column, a list of
+    strings, a text file, or a set of the data folder by name (``xsum``, ``wikitext2``, ``samsum``;
+    ``$FORGETLESS_DATA_DIR``); given once, every method of the stack that calibrates reads it. ``tokenizer``: the model's (default: the one saved beside
     ``model.name_or_path``). Only methods that train nothing and read no labelled task apply here
     (``forgetless.compress`` runs the others); a model on disk: ``apply_streamed``. Every argument is
     checked before any work as the command line checks its flags (``arguments.py``)."""
@@ -169,6 +170,8 @@ def method_stack(methods) -> list[MethodConfig]:
         if not methods:
             raise ConfigError("methods: an empty list; give at least one method config")
         return [METHODS.config(item) for item in methods]
+    if isinstance(methods, str) and methods in SCHEMES:
+        return scheme_methods(methods)
     if isinstance(methods, (str, Path)) and str(methods) not in METHODS.names():
         if isinstance(methods, str) and not Path(methods).expanduser().exists() and methods not in recipe_names():
             _unknown_method(methods)
@@ -180,14 +183,16 @@ def method_stack(methods) -> list[MethodConfig]:
 
 
 def _unknown_method(name: str) -> None:
-    """The registry's error for an unknown method (the methods, the closest one), saying it is no recipe either."""
+    """The registry's error for an unknown method (the methods, the closest one), saying it is no recipe or
+    scheme either (the closest of those)."""
     try:
         METHODS.config(name)
     except ConfigError as exc:
-        close = difflib.get_close_matches(name, recipe_names(), n=1)
-        recipe = f"did you mean the recipe {close[0]!r}?" if close else \
-            "a recipe is a file or a built-in name: `forgetless recipes`"
-        raise ConfigError(f"{exc.args[0]} Not a recipe either ({recipe})") from None
+        close = difflib.get_close_matches(name, [*recipe_names(), *SCHEMES], n=1)
+        what = "scheme" if close and close[0] in SCHEMES else "recipe"
+        recipe = f"did you mean the {what} {close[0]!r}?" if close else \
+            f"a recipe is a file or a built-in name: `forgetless recipes`; a scheme: {', '.join(SCHEMES)}"
+        raise ConfigError(f"{exc.args[0]} Not a recipe or scheme either ({recipe})") from None
 
 
 def compress(model, data, method=None, *, tokenizer=None, objective=None, out_dir=None,
@@ -322,6 +327,11 @@ def run_config(model, method, objective, task: Task, run_options: dict) -> RunCo
     for name, cls in SECTIONS.items():  # train={"epochs": 1} as well as train=TrainConfig(epochs=1)
         if isinstance(options.get(name), dict):
             options[name] = build(cls, options[name], name)
+    if options.get("scheme") is not None:  # the scheme's methods, as --scheme sets them
+        if method is not None or options.get("then"):
+            raise ConfigError(f"scheme={options['scheme']}: a scheme names its methods; give scheme alone, or "
+                              "method= (and then=) without it")
+        method, *options["then"] = scheme_methods(options["scheme"])
     if method is not None:
         options["method"] = METHODS.config(method)
     return RunConfig(model=label(model) if is_in_memory(model) else str(model),

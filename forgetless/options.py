@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import numbers
 import types
 import typing
 from dataclasses import MISSING, dataclass, field
@@ -61,7 +62,11 @@ class Config:
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
-            check_field(type(self), f, getattr(self, f.name))
+            value = getattr(self, f.name)
+            if f.metadata and isinstance(value, str) and hint_of(type(self), f.name)[1]:
+                value = [value]  # one name where a list is expected: a list of one (as --targets re:.*q_proj)
+                setattr(self, f.name, value)
+            check_field(type(self), f, value)
         self.check()
 
     def check(self) -> None:
@@ -99,18 +104,43 @@ def _type_hints(cls: type) -> dict:
 def check_field(cls: type, f: dataclasses.Field, value, flag: str | None = None) -> None:
     """``value`` in the field's choices and range; errors name ``flag`` (default: the field's own)."""
     meta = f.metadata
-    if value is None or not meta:
+    if not meta or (value is None and type(None) in typing.get_args(_type_hints(cls)[f.name])):
         return
     flag = flag or "--" + flag_name(cls, f)
+    if meta.get("switch"):
+        flag = f.name + "="  # a flag that takes no value: Python names the field (asymmetric='yes': …)
     choices = meta.get("choices")
     hint, is_list = hint_of(cls, f.name)
     for item in (value if is_list and isinstance(value, (list, tuple)) else [value]):
+        check_type(hint, item, flag)
         if choices and item not in choices:
             raise ConfigError(f"{flag} {item}: not one of {', '.join(map(str, choices))}")
         if (meta.get("low") is not None or meta.get("high") is not None) and hint in (int, float):
             check_number(flag, item, meta.get("low"), meta.get("high"),
                          integer=hint is int, low_open=meta.get("low_open", False),
                          high_open=meta.get("high_open", False))
+
+
+EXPECTED = {int: "a whole number", float: "a number", bool: "True or False", str: "text"}
+
+
+def check_type(hint, value, flag: str) -> None:
+    """``value`` is of the field's type ``hint`` (a config built in Python: ``GptqConfig(bits='4')``); the
+    command line and recipes read text into that type first (``coerce``). One ``ConfigError`` naming the
+    flag, the value and its type; other hints (``Any``, unions, nested configs) are taken as given."""
+    if hint is int:
+        fits = isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    elif hint is float:
+        fits = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    elif hint is bool:
+        fits = isinstance(value, bool)
+    elif hint is str:
+        fits = value is not None and not isinstance(value, (bool, numbers.Number, list, tuple, dict, set))
+    else:
+        return
+    if not fits:
+        got = "None" if value is None else f"{type(value).__name__} {value!r}"
+        raise ConfigError(f"{flag}{'' if flag.endswith('=') else ' '}{value!r}: expected {EXPECTED[hint]}, got {got}")
 
 
 # ----- reading values ------------------------------------------------------------------------------

@@ -22,14 +22,24 @@ static input scales need calibration, which ``rtn`` does not run); ``FP8-DYNAMIC
 its example (``QuantizationModifier``, no data). The group of 128 does not divide every width
 (SmolLM2's 576 inputs): add ``--group-size 64`` (an error says so before any work).
 
-``with_scheme`` puts a scheme's keys under the ones given (``--scheme W4A16 --group-size 64``: the
-user's group size wins; a recipe's ``then: [{name: gptq, calibration_examples: 32}]`` adds options to the
-scheme's then-method); a different ``--method`` or ``--then`` beside ``--scheme`` is an error.
-Standard library only.
+``with_scheme`` puts a scheme's keys under the ones given. An option given beside a scheme reaches every
+method of the scheme that has it (``--scheme W8A8-INT8 --ignore 're:.*down_proj'``: smoothquant and the
+int8 quantizer both leave down_proj alone; ``--calibration-examples 32``: both read 32 texts), and it may
+*refine* the scheme (``--scheme W4A16 --group-size 64``: the user's group size wins; a recipe's ``then:
+[{name: gptq, calibration_examples: 32}]`` adds options to the scheme's then-method). An option that
+*contradicts* what the scheme's name says (``DEFINING``: bits, weight type, inputs, symmetry — ``--scheme
+W4A16 --bits 8``) is an error naming both, as is a different ``--method`` or ``--then`` beside ``--scheme``,
+and an option no method of the scheme has. ``--recovery none`` asks for nothing and passes (``tree``'s rule
+for methods without a recovery step). Standard library only.
 """
 from __future__ import annotations
 
+import dataclasses
+import difflib
+
 from .errors import ConfigError
+from .options import coerce
+from .registry import METHODS
 
 SCHEMES: dict[str, dict] = {
     "W4A16": {"method": "gptq", "method.bits": 4, "method.group_size": 128},
@@ -46,8 +56,14 @@ SCHEME_HELP = ("a deployable quantization scheme, named as llm-compressor's pres
                "groups of 128) | W4A16-AWQ (awq int4, groups of 128, asymmetric) | W8A8-INT8 (smoothquant α 0.8, "
                "then gptq int8 weights per row and int8 inputs per token) | FP8-DYNAMIC (rtn fp8 weights per row, "
                "fp8 inputs per token) | FP8 (gptq fp8 weights and inputs per tensor, static) | W8A16 (gptq int8, "
-               "groups of 128); sets --method (and --then); method options given beside it win (e.g. --group-size "
-               "64 for 576-wide layers)")
+               "groups of 128); sets --method (and --then); a method option given beside it reaches every method "
+               "of the scheme that has it and refines it (e.g. --group-size 64 for 576-wide layers, --ignore); one "
+               "that contradicts the scheme's name (--bits, --weight-type, --activations, --asymmetric) is an error")
+
+
+COMMAND_LINE = "the command line"  # the source of flags (``tree.build``'s default)
+DEFINING = ("bits", "weight_type", "activations", "asymmetric")  # what a scheme's name says (W4A16: 4-bit int
+# weights, 16-bit inputs, symmetric); the other options (group size, α, calibration, targets) refine it
 
 
 def _names(value) -> list[str]:
@@ -56,23 +72,131 @@ def _names(value) -> list[str]:
             for item in items]
 
 
-def with_scheme(flat: dict, source: str) -> dict:
-    """``flat`` (flat / dotted recipe keys) with the keys of its ``scheme`` under the ones it gives."""
+def scheme_chain(name: str) -> list[tuple[str, dict]]:
+    """The methods the scheme ``name`` runs, in order, each with the options its preset gives."""
+    preset = SCHEMES[name]
+    first = {key.split(".", 1)[1]: value for key, value in preset.items() if key.startswith("method.")}
+    return [(preset["method"], first), *((item["name"], {k: v for k, v in item.items() if k != "name"})
+                                         for item in preset.get("then", []))]
+
+
+def scheme_methods(name) -> list:
+    """The method configs of the scheme ``name``, in order (``forgetless.apply(model, "W4A16")``,
+    ``forgetless.compress(..., scheme="W4A16")``)."""
+    check_scheme_name(name, "--scheme")
+    return [METHODS.make_config(method, options) for method, options in scheme_chain(name)]
+
+
+def check_scheme_name(name, typed: str) -> None:
+    """``name`` is a scheme (``typed``: the option as the user typed it); else one error with the closest
+    (``fp8-dynamic`` → FP8-DYNAMIC, the spelling of llm-compressor's presets)."""
+    if name in SCHEMES:
+        return
+    close = [s for s in SCHEMES if s.lower() == str(name).lower()] or \
+        difflib.get_close_matches(str(name).upper(), list(SCHEMES), n=1)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    raise ConfigError(f"{typed} {name}: not one of {', '.join(SCHEMES)}{hint}")
+
+
+def with_scheme(flat: dict, source: str, options: dict[str, str]) -> dict:
+    """``flat`` (flat / dotted recipe keys) with the keys of its ``scheme`` under the ones it gives;
+    ``options``: the keys of ``flat`` that are method options, each with its field name (``ignore`` →
+    ``ignore``, ``method.bits`` → ``bits``). Each goes to every method of the scheme that has it."""
     name = flat.get("scheme")
     if name is None:
         return flat
-    if name not in SCHEMES:
-        raise ConfigError(f"{'--scheme' if source == 'the command line' else source + ': key scheme'} {name}: not one "
-                          f"of {', '.join(SCHEMES)}")
-    preset = SCHEMES[name]
+    chain = _chain_named(flat, name, source)
+    merged = {**SCHEMES[name], **{key: value for key, value in flat.items() if key not in options}}
+    then = [dict(preset) for _, preset in chain[1:]]
+    for key, field in options.items():
+        where, value = _typed(key, source, bare=True), flat[key]
+        shown = where if value is True and source == COMMAND_LINE else f"{where} {value}"  # a switch: --asymmetric
+        owners = _owners(name, chain, field, key, source)
+        for i in owners:
+            _check_refines(name, chain[i], field, value, (where, shown), source)
+            if i:
+                then[i - 1][field] = value
+        if not owners or 0 in owners:
+            merged[key] = value
+    given = list(flat["then"]) if isinstance(flat.get("then"), list) else []
+    for link, item in zip(chain[1:], given):  # a recipe's or --then's options for the scheme's then-methods
+        for field, value in (item.items() if isinstance(item, dict) else ()):
+            where = f"{_typed('then', source, bare=True)} {link[0]}:{field}"
+            _check_refines(name, link, field, value, (where, f"{where}={value}"), source)
+    if then:
+        given += [{}] * (len(then) - len(given))
+        merged["then"] = [{"name": method, **base, **item} if isinstance(item, dict) else item
+                          for (method, _), base, item in zip(chain[1:], then, given)]
+    return merged
+
+
+def _chain_named(flat: dict, name: str, source: str) -> list[tuple[str, dict]]:
+    """The scheme's methods (``scheme_chain``), after checking the name and any ``method`` / ``then`` given
+    beside it (the same methods, or an error)."""
+    check_scheme_name(name, _typed("scheme", source))
+    chain = scheme_chain(name)
+    runs = " then ".join(method for method, _ in chain)
     for key in ("method", "then"):
         given = flat.get(key)
-        if given is not None and given != [] and _names(given) != _names(preset.get(key, [])):
-            runs = " then ".join(_names(preset["method"]) + _names(preset.get("then", [])))
+        if given is not None and given != [] and _names(given) != _names(SCHEMES[name].get(key, [])):
             raise ConfigError(f"--scheme {name} runs {runs}; --{key} {', '.join(_names(given))} names other methods: "
                               "give --scheme alone, or name the methods (--method, --then) without it")
-    merged = {**preset, **flat}
-    if isinstance(flat.get("then"), list) and "then" in preset:  # the scheme's then-methods, their options given
-        merged["then"] = [{**base, **item} if isinstance(item, dict) else item
-                          for base, item in zip(preset["then"], flat["then"])]
-    return merged
+    return chain
+
+
+def _owners(scheme: str, chain: list[tuple[str, dict]], field: str, key: str, source: str) -> list[int]:
+    """Which methods of ``chain`` have the option ``field`` (given as ``key``); none is an error (but
+    ``recovery``: none of them trains, and ``tree``'s rule takes ``none`` and refuses the rest)."""
+    owners = [i for i, (method, _) in enumerate(chain) if field in _fields(method)]
+    if not owners and field != "recovery":
+        runs = " then ".join(method for method, _ in chain)
+        others = ", ".join(n for n in METHODS.names() if field in _fields(n))
+        raise ConfigError(f"{_typed(key, source)} does not apply to --scheme {scheme} (it runs {runs}; "
+                          f"{_typed(key, source, bare=True)} is an option of {others})")
+    return owners
+
+
+def _check_refines(scheme: str, link: tuple[str, dict], field: str, value, typed: tuple[str, str],
+                   source: str) -> None:
+    """A value the user gave for ``field`` of a method of ``scheme`` (``link``: the method, its preset
+    options; ``typed``: the option as the user typed it, without and with its value) does not contradict
+    what the scheme's name says (``DEFINING``): one error naming both."""
+    if field not in DEFINING:
+        return
+    (method, preset), (where, shown) = link, typed
+    cls = METHODS.config_class(method)
+    wanted = preset.get(field, next(f.default for f in dataclasses.fields(cls) if f.name == field))
+    got = coerce(cls, field, value, where)
+    if got == wanted:
+        return
+    fits = [other for other in SCHEMES if other != scheme and _defines(other) == {**_defines(scheme), field: got}]
+    instead = f"--scheme {fits[0]} means {field} {_said(got)}; or " if fits else ""
+    first, *rest = [name for name, _ in scheme_chain(scheme)]
+    methods = f"--method {first}" + "".join(f" --then {name}" for name in rest)
+    raise ConfigError(f"{_typed('scheme', source)} {scheme} {shown}: "
+                      f"{scheme} means {field} {_said(wanted)}; {instead}give {methods} with your options, without "
+                      "--scheme")
+
+
+def _defines(scheme: str) -> dict:
+    """What the name of ``scheme`` says: the ``DEFINING`` options of its last (quantizing) method."""
+    method, preset = scheme_chain(scheme)[-1]
+    defaults = {f.name: f.default for f in dataclasses.fields(METHODS.config_class(method)) if f.name in DEFINING}
+    return {**defaults, **{k: v for k, v in preset.items() if k in DEFINING}}
+
+
+def _said(value) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _fields(method: str) -> set[str]:
+    cls = METHODS.config_class(method)
+    return {f.name for f in dataclasses.fields(cls)} if cls is not None else set()
+
+
+def _typed(key: str, source: str, bare: bool = False) -> str:
+    """``key`` as the user typed it: a flag (``--bits``, ``method.bits``) or a recipe's key (prefixed by
+    the recipe unless ``bare``)."""
+    if source == COMMAND_LINE:
+        return key if "." in key else "--" + key.replace("_", "-")
+    return f"key {key!r}" if bare else f"{source}: key {key!r}"

@@ -16,7 +16,7 @@ import difflib
 from dataclasses import dataclass
 
 from .errors import ConfigError
-from .schemes import with_scheme
+from .schemes import SCHEMES, with_scheme
 from .options import as_dict, coerce, default_of, flag_name, hint_of, leaves
 from .registry import METHODS, OBJECTIVES
 
@@ -122,7 +122,7 @@ def build(cls: type, values: dict, source: str = "the command line"):
         if isinstance(flat.get("then"), list):
             flat["then"] = [then_mapping(item, _where("then", source)) if isinstance(item, str) else item
                             for item in flat["then"]]
-        flat = with_scheme(flat, source)
+        flat = with_scheme(flat, source, _method_options(flat, known))
     for key, value in flat.items():
         if key in LEGACY and LEGACY[key] in known:
             value, key = _legacy_recovery(value, source), LEGACY[key]
@@ -140,6 +140,12 @@ def build(cls: type, values: dict, source: str = "the command line"):
         if source == "the command line" or exc.args[0].startswith(source):
             raise
         raise type(exc)(f"{source}: {exc.args[0]}") from None
+
+
+def _method_options(flat: dict, known: dict[str, Leaf]) -> dict[str, str]:
+    """The keys of ``flat`` that are method options (``ignore``, ``method.bits``), each with its field name."""
+    return {key: known[key].path[1] for key in flat
+            if key in known and len(known[key].path) == 2 and known[key].path[0] == "method"}
 
 
 def _legacy_recovery(value, source: str) -> str:
@@ -187,6 +193,9 @@ def _chosen(cls: type, f: dataclasses.Field, given: dict, source: str):
     name = given.get((role,), (None,))[0]
     if name is not None and not isinstance(name, str):
         return name  # a config instance (Python)
+    if role == "method" and name in SCHEMES:
+        raise ConfigError(f"{_where(given[(role,)][1], source)} {name}: a quantization scheme, not a method; give "
+                          f"--scheme {name}")
     if name is None and role == "objective":
         method = given.get(("method",), (None,))[0] or default_of(next(x for x in dataclasses.fields(cls)
                                                                           if x.name == "method"))
@@ -194,13 +203,30 @@ def _chosen(cls: type, f: dataclasses.Field, given: dict, source: str):
     name = name if name is not None else default_of(f)
     options = {path[1]: value for path, value in given.items() if len(path) == 2 and path[0] == role}
     owned = _fields(registry, name)
+    recovery = options.pop("recovery", None) if role == "method" and "recovery" not in owned else None
     for option, (value, key) in options.items():
         if option not in owned:
             owners = ", ".join(n for n in registry.names() if option in _fields(registry, n))
             raise ConfigError(f"{_where(key, source)} does not apply to {role} {name} (it belongs to {owners})")
     config_cls = registry.config_class(name)
     typed = {option: coerce(config_cls, option, value, _where(key, source)) for option, (value, key) in options.items()}
-    return registry.make_config(name, typed)
+    config = registry.make_config(name, typed)
+    if recovery is not None:
+        _without_recovery_step(config, recovery[0], f"{_where(recovery[1], source)} {recovery[0]}")
+    return config
+
+
+def _without_recovery_step(config, value, shown: str) -> None:
+    """``recovery`` (``shown``: as the user typed it) given to a method that has no such option: ``none`` asks
+    for nothing and passes when the method trains nothing (rtn, awq, smoothquant: the README's ``--recovery
+    none`` works beside any one-shot method or ``--scheme``); anything else is one error."""
+    if value == "none" and not config.recovers:
+        return
+    if config.recovers:
+        raise ConfigError(f"{shown}: {config.name} always trains as it compresses (it has no recovery option); "
+                          "leave recovery out")
+    raise ConfigError(f"{shown}: {config.name} trains nothing after compressing (it has no recovery step); only "
+                      "recovery none applies, or leave it out")
 
 
 def _fields(registry, name: str) -> set[str]:
@@ -230,11 +256,17 @@ def parse_then(item, where: str = "--then"):
         name = options.pop("name", None)
         if not isinstance(name, str):
             raise ConfigError(f"{where}: each item needs a method name ({item!r})")
-        return METHODS.make_config(name, options)
-    if not isinstance(item, str):
+    elif isinstance(item, str):
+        options = then_mapping(item, where)
+        name = options.pop("name")
+    else:
         return METHODS.config(item)
-    options = then_mapping(item, where)
-    return METHODS.make_config(options.pop("name"), options)
+    recovery = options.pop("recovery", None) if METHODS.config_class(name) and "recovery" not in \
+        _fields(METHODS, name) else None
+    config = METHODS.make_config(name, options)
+    if recovery is not None:
+        _without_recovery_step(config, recovery, f"{where} {name}:recovery={recovery}")
+    return config
 
 
 def then_mapping(item: str, where: str = "--then") -> dict:

@@ -99,6 +99,15 @@ def test_format_options_refused_when_they_do_not_fit():
             METHODS.make_config("rtn", options)
 
 
+def test_fp8_with_asymmetric_names_only_what_is_wrong():
+    """``--weight-type fp8 --bits 8 --asymmetric`` said "give --bits 8 (got 8) without --asymmetric" (issue 54)."""
+    options = {"bits": 8, "weight_type": "fp8", "group_size": -1, "asymmetric": True}
+    with pytest.raises(OptionError, match=r"8-bit symmetric format; drop asymmetric=True$"):
+        METHODS.make_config("rtn", options)
+    with pytest.raises(OptionError, match=r"8-bit symmetric format; give bits=8 \(got 4\) and drop asymmetric=True$"):
+        METHODS.make_config("rtn", {**options, "bits": 4})
+
+
 def tiny_llama():
     torch.manual_seed(0)
     return transformers.LlamaForCausalLM(transformers.LlamaConfig(**FIXTURE["model_config"])).eval()

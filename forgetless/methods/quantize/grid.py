@@ -59,8 +59,8 @@ class WeightFormat(Config):
         fp8 = self.weight_type == "fp8"
         check_group_size(self.group_size, fp8)
         if fp8 and (self.bits != 8 or self.asymmetric):
-            raise OptionError(f"--weight-type fp8: float8_e4m3fn is an 8-bit symmetric format; give --bits 8 (got "
-                              f"{self.bits}){' without --asymmetric' if self.asymmetric else ''}")
+            fixes = [f"give --bits 8 (got {self.bits})"] * (self.bits != 8) + ["drop --asymmetric"] * self.asymmetric
+            raise OptionError(f"--weight-type fp8: float8_e4m3fn is an 8-bit symmetric format; {' and '.join(fixes)}")
         if fp8 and self.group_size not in (-1, 0):
             raise OptionError(f"--group-size {self.group_size}: fp8 weights take one scale per output row (-1) or per "
                               "matrix (0), as compressed-tensors' FP8 schemes")
