@@ -760,14 +760,22 @@ def test_card_model_is_what_was_compressed(paths, tmp_path, monkeypatch, capsys)
 
 
 def tally(root: Path) -> dict:
-    """Every bad input of this module, of ``test_output_rule.py`` and of ``test_bad_inputs_llm.py``:
+    """Every bad input of this module, of ``test_output_rule.py`` and of the LLM surfaces' modules
+    (``test_bad_inputs_llm.py``, ``_schemes``, ``_sensitivity``, ``_moe``, ``_report``):
     tried / clear / correct / traceback / silent / unclear / destructive (a file under the fixture
     folder changed), and ``llm_surface``: how many of them were on the LLM surfaces."""
     import os
     import tempfile
 
     import test_bad_inputs_llm
+    import test_bad_inputs_moe
+    import test_bad_inputs_report
+    import test_bad_inputs_schemes
+    import test_bad_inputs_sensitivity
     import test_output_rule as rule
+
+    LLM_SURFACES = (test_bad_inputs_llm, test_bad_inputs_schemes, test_bad_inputs_sensitivity, test_bad_inputs_moe,
+                    test_bad_inputs_report)
 
     from forgetless.models.loading import resolve_model_path
 
@@ -815,7 +823,11 @@ def tally(root: Path) -> dict:
         else:
             counts["silent"] += 1
             print(f"SILENT {name}")
-    llm = test_bad_inputs_llm.tally(root / "llm")
+    llm = dict.fromkeys(counts, 0)
+    for module in LLM_SURFACES:
+        done = module.tally(root / module.__name__) if module is test_bad_inputs_llm else \
+            test_bad_inputs_llm.tally(root / module.__name__, module.cases, getattr(module, "moe_paths", None))
+        llm = {kind: llm[kind] + done[kind] for kind in llm}
     counts = {kind: counts[kind] + llm[kind] for kind in counts}
     counts["llm_surface"] = llm["tried"]
     return counts

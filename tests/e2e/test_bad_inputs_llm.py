@@ -441,13 +441,15 @@ def llm_paths(root: Path) -> dict:
     return {**build_llm_files(root, tokenizer), "tokenizer": tokenizer, "vocab": tokenizer.vocab_size}
 
 
-def tally(root: Path) -> dict:
-    """Every case of this module: ``{outcome: count}`` (printing the cases that are not clear / correct)."""
+def tally(root: Path, cases_of=None, paths_of=None) -> dict:
+    """Every case of ``cases_of()`` (this module's ``cases`` by default; the other LLM-surface modules pass
+    theirs, with the fixture builder they use): ``{outcome: count}``, printing the cases that are not clear /
+    correct."""
     os.environ["FORGETLESS_CACHE"] = str(root / "cache")
     os.environ.pop("FORGETLESS_DATA_DIR", None)
-    p = llm_paths(root / "in")
+    p = (paths_of or llm_paths)(root / "in")
     counts = dict(tried=0, clear=0, correct=0, traceback=0, silent=0, unclear=0, destructive=0)
-    for i, (name, call, expected) in enumerate(cases()):
+    for i, (name, call, expected) in enumerate((cases_of or cases)()):
         outcome, detail = judge(name, call, expected, p, root / f"out-{i}" / "out")
         counts["tried"] += 1
         counts[outcome] += 1
@@ -466,15 +468,21 @@ def paths(tmp_path_factory, one_thread):
     return llm_paths(tmp_path_factory.mktemp("bad-llm"))
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
-def test_llm_bad_input(case, paths, tmp_path, monkeypatch, record_property):
+def run_case(case, paths, tmp_path, monkeypatch, record_property) -> str:
+    """One case of an LLM-surface module (this one, ``_schemes``, ``_sensitivity``, ``_moe``, ``_report``), judged
+    in its own cache and recorded for the tally conftest prints: clear where a refusal is expected, else correct."""
     name, call, expected = case
     monkeypatch.setenv("FORGETLESS_CACHE", str(tmp_path / "cache"))
     monkeypatch.delenv("FORGETLESS_DATA_DIR", raising=False)
     outcome, detail = judge(name, call, expected, paths, tmp_path / "run" / "out")
-    TALLY[name] = outcome
-    record_property("bad_input", f"llm {outcome}")  # conftest prints the tally
+    record_property("bad_input", f"llm {outcome}")
     assert outcome == ("clear" if isinstance(expected, str) else "correct"), detail
+    return outcome
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_llm_bad_input(case, paths, tmp_path, monkeypatch, record_property):
+    TALLY[case[0]] = run_case(case, paths, tmp_path, monkeypatch, record_property)
 
 
 def test_llm_tally_of_the_cases_run():

@@ -27,7 +27,7 @@ from forgetless.report.model_card import write_model_card
 
 from any_decoder import char_tokenizer, tiny_model
 from bad_llm_files import SMALL
-from test_bad_inputs_llm import Cli, apply_object, cli, judge, llm_paths, lm_eval, streamed
+from test_bad_inputs_llm import Cli, apply_object, cli, llm_paths, lm_eval, run_case, streamed
 
 FILES_TASK = ("--task", "files", "--train", "{tsv}", "--dev", "{tsv}", "--text-a", "sentence", "--text-b", "",
               "--labels", "neg,pos")
@@ -159,7 +159,6 @@ def moe_paths(root: Path) -> dict:
 
 # ----- pytest ----------------------------------------------------------------------------------------------
 CASES = cases()
-TALLY: dict[str, str] = {}
 
 
 @pytest.fixture(scope="module")
@@ -169,20 +168,4 @@ def paths(tmp_path_factory, one_thread):
 
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_moe_bad_input(case, paths, tmp_path, monkeypatch, record_property):
-    name, call, expected = case
-    monkeypatch.setenv("FORGETLESS_CACHE", str(tmp_path / "cache"))
-    monkeypatch.delenv("FORGETLESS_DATA_DIR", raising=False)
-    outcome, detail = judge(name, call, expected, paths, tmp_path / "run" / "out")
-    TALLY[name] = outcome
-    record_property("bad_input", f"llm {outcome}")  # conftest prints the tally
-    assert outcome == ("clear" if isinstance(expected, str) else "correct"), detail
-
-
-def test_moe_tally_of_the_cases_run():
-    """The cases this session ran: every one clear or correct."""
-    counts = {kind: sum(1 for result in TALLY.values() if result == kind)
-              for kind in ("clear", "correct", "traceback", "silent", "unclear", "destructive")}
-    print(f"\nMoE and quantized-card bad inputs: tried {len(TALLY)}, " + ", ".join(f"{k} {n}" for k, n in counts.items()))
-    assert counts["clear"] + counts["correct"] == len(TALLY), \
-        {name: result for name, result in TALLY.items() if result not in ("clear", "correct")}
-    assert len(CASES) >= 8
+    run_case(case, paths, tmp_path, monkeypatch, record_property)

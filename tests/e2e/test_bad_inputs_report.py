@@ -31,7 +31,7 @@ from forgetless.methods.sparsegpt.config import SparseGptConfig
 from forgetless.methods.wanda.config import WandaConfig
 
 from bad_llm_files import SMALL, TEXTS
-from test_bad_inputs_llm import cli, exit_zero, judge, lm_eval, llm_paths
+from test_bad_inputs_llm import cli, exit_zero, llm_paths, lm_eval, run_case
 
 RUNS: dict[str, Path] = {}  # the fixture's root → its finished lm-eval run (made once)
 
@@ -287,25 +287,8 @@ def cases() -> list[tuple]:
     ]
 
 
-def tally(root: Path) -> dict:
-    """Every case of this module: ``{outcome: count}`` (printing the cases that are not clear / correct), as
-    ``test_bad_inputs_llm.tally`` counts its own (``test_bad_inputs.tally`` can add them)."""
-    os.environ["FORGETLESS_CACHE"] = str(root / "cache")
-    os.environ.pop("FORGETLESS_DATA_DIR", None)
-    p = llm_paths(root / "in")
-    counts = dict(tried=0, clear=0, correct=0, traceback=0, silent=0, unclear=0, destructive=0)
-    for i, (name, call, expected) in enumerate(cases()):
-        outcome, detail = judge(name, call, expected, p, root / f"out-{i}" / "out")
-        counts["tried"] += 1
-        counts[outcome] += 1
-        if outcome not in ("clear", "correct"):
-            print(f"{outcome.upper()} {name}: {detail}")
-    return counts
-
-
 # ----- pytest ----------------------------------------------------------------------------------------------
 CASES = cases()
-TALLY: dict[str, str] = {}
 
 
 @pytest.fixture(scope="module")
@@ -315,20 +298,4 @@ def paths(tmp_path_factory, one_thread):
 
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_report_bad_input(case, paths, tmp_path, monkeypatch, record_property):
-    name, call, expected = case
-    monkeypatch.setenv("FORGETLESS_CACHE", str(tmp_path / "cache"))
-    monkeypatch.delenv("FORGETLESS_DATA_DIR", raising=False)
-    outcome, detail = judge(name, call, expected, paths, tmp_path / "run" / "out")
-    TALLY[name] = outcome
-    record_property("bad_input", f"llm {outcome}")  # conftest prints the tally
-    assert outcome == ("clear" if isinstance(expected, str) else "correct"), detail
-
-
-def test_report_tally_of_the_cases_run():
-    """The cases of this module this session ran: every one clear or correct."""
-    counts = {kind: sum(1 for result in TALLY.values() if result == kind)
-              for kind in ("clear", "correct", "traceback", "silent", "unclear", "destructive")}
-    print(f"\nreport / evaluate / streamed bad inputs: tried {len(TALLY)}, " + ", ".join(f"{k} {n}" for k, n in counts.items()))
-    assert counts["clear"] + counts["correct"] == len(TALLY), \
-        {name: result for name, result in TALLY.items() if result not in ("clear", "correct")}
-    assert len(CASES) >= 12
+    run_case(case, paths, tmp_path, monkeypatch, record_property)

@@ -19,7 +19,7 @@ from forgetless.methods.wanda.config import WandaConfig
 from forgetless.models.ct_schemes import quantized_linears
 
 from bad_llm_files import SMALL
-from test_bad_inputs_llm import apply_object, cli, exit_zero, files_task, judge, llama, llm_paths, lm_eval
+from test_bad_inputs_llm import apply_object, cli, exit_zero, files_task, llama, llm_paths, lm_eval, run_case
 
 LAYERS = 4  # the fixture's tiny Llama: 4 blocks of 7 linears
 CALIBRATED = ("--model", "{llama}", "--model-kind", "causal-lm", "--calibration-data", "{texts}",
@@ -159,7 +159,6 @@ def cases() -> list[tuple]:
 
 # ----- pytest ----------------------------------------------------------------------------------------------
 CASES = cases()
-TALLY: dict[str, str] = {}
 
 
 @pytest.fixture(scope="module")
@@ -169,20 +168,4 @@ def paths(tmp_path_factory, one_thread):
 
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_scheme_bad_input(case, paths, tmp_path, monkeypatch, record_property):
-    name, call, expected = case
-    monkeypatch.setenv("FORGETLESS_CACHE", str(tmp_path / "cache"))
-    monkeypatch.delenv("FORGETLESS_DATA_DIR", raising=False)
-    outcome, detail = judge(name, call, expected, paths, tmp_path / "run" / "out")
-    TALLY[name] = outcome
-    record_property("bad_input", f"llm {outcome}")  # conftest prints the tally
-    assert outcome == ("clear" if isinstance(expected, str) else "correct"), detail
-
-
-def test_scheme_tally_of_the_cases_run():
-    """The scheme and method-option cases this session ran: every one clear or correct."""
-    counts = {kind: sum(1 for result in TALLY.values() if result == kind)
-              for kind in ("clear", "correct", "traceback", "silent", "unclear", "destructive")}
-    print(f"\nscheme / method-option bad inputs: tried {len(TALLY)}, " + ", ".join(f"{k} {n}" for k, n in counts.items()))
-    assert counts["clear"] + counts["correct"] == len(TALLY), \
-        {name: result for name, result in TALLY.items() if result not in ("clear", "correct")}
-    assert len(CASES) >= 12
+    run_case(case, paths, tmp_path, monkeypatch, record_property)

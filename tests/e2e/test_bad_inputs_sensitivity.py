@@ -16,7 +16,7 @@ from forgetless.methods.gptq.config import GptqConfig
 from forgetless.methods.rtn.config import RtnConfig
 
 from bad_llm_files import SMALL
-from test_bad_inputs_llm import apply_object, cli, exit_zero, judge, llm_paths, lm_eval, protocol_names, streamed
+from test_bad_inputs_llm import apply_object, cli, exit_zero, llm_paths, lm_eval, protocol_names, run_case, streamed
 
 RTN = ("--method", "rtn", "--group-size", "16")
 
@@ -189,9 +189,4 @@ def paths(tmp_path_factory, one_thread):
 
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_sensitivity_bad_input(case, paths, tmp_path, monkeypatch, record_property):
-    name, call, expected = case
-    monkeypatch.setenv("FORGETLESS_CACHE", str(tmp_path / "cache"))
-    monkeypatch.delenv("FORGETLESS_DATA_DIR", raising=False)
-    outcome, detail = judge(name, call, expected, paths, tmp_path / "run" / "out")
-    record_property("bad_input", f"llm {outcome}")  # conftest prints the tally
-    assert outcome == ("clear" if isinstance(expected, str) else "correct"), detail
+    run_case(case, paths, tmp_path, monkeypatch, record_property)
