@@ -2,7 +2,6 @@
 still say how far they got, in labelled lines (``progress.Lines``): the perplexity windows and the layers
 of a one-shot calibration (Wanda); none with progress off (``--no-progress``, ``progress.enabled = False``)."""
 import pytest
-import torch
 
 import forgetless
 from forgetless import progress
