@@ -104,6 +104,10 @@ def _main(argv: list[str] | None) -> int:
     stdin = sys.stdin
     previous = signal.signal(signal.SIGTERM, _interrupt)  # a scheduler's kill stops like Ctrl-C
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # no fork warning from the tokenizers library
+    # torch's OpenMP threads sleep at the end of a parallel region instead of spinning (libgomp spins ~300,000
+    # rounds first): where other jobs share the cores, a spinning thread burns the core its partner waits for;
+    # a SmolLM2 forward took 2× the CPU and the wall time (docs/speed.md). Read when torch loads: set before.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     # nothing may prompt (transformers' "run the custom code? [y/N]"), nor a child process print to the terminal
     with open(os.devnull) as sys.stdin, quiet_children(not getattr(args, "verbose", False)):
         try:

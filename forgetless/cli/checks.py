@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import re
 
-from transformers.integrations import get_available_reporting_integrations
-from transformers.integrations.integration_utils import INTEGRATION_TO_CALLBACK
-
 from ..data.hub import hub_offline
 from ..errors import ConfigError, ForgetlessError
 
@@ -29,6 +26,10 @@ def check_report_to(value: str | None) -> None:
     names = [x.strip() for x in (value or "none").split(",") if x.strip()]
     if names in ([], ["none"]):
         return
+    # transformers' integrations import its Trainer stack (peft: seconds): only when a name is to be checked
+    from transformers.integrations import get_available_reporting_integrations
+    from transformers.integrations.integration_utils import INTEGRATION_TO_CALLBACK
+
     for name in names:
         if name not in INTEGRATION_TO_CALLBACK:
             raise ConfigError(f"--report-to {name!r}: unknown; known: none, {', '.join(sorted(INTEGRATION_TO_CALLBACK))}")

@@ -1,6 +1,7 @@
 """The commands on a model: ``finetune`` (train and save one), ``evaluate`` (its scores on a task),
 ``bench`` (its speed against its base) and ``export`` (ONNX, the hub). Heavy at import time
-(torch, transformers): the command line imports this module only when one of them runs."""
+(torch, transformers): the command line imports this module only when one of them runs; the Trainer
+stack (``transformers.trainer_callback``, which imports peft) only ``finetune`` imports."""
 from __future__ import annotations
 
 import json
@@ -23,7 +24,6 @@ from ..offline import check_offline_tasks
 from ..models.loading import load_classifier, load_seq2seq
 from ..outputs import check_output, claim_output, mark_output
 from ..report.model_card import write_model_card
-from ..training.trainer import fine_tune
 from ..validate import model_dims, model_type_of
 from .checks import check_push_target
 
@@ -40,6 +40,8 @@ def cli_inputs(args) -> dict:
 
 
 def cmd_finetune(args, config) -> int:
+    from ..training.trainer import fine_tune  # the Trainer stack (peft: ~10 s of CPU) only for a command that trains
+
     out = check_output(args.out, command="finetune", inputs=cli_inputs(args))
     task = task_from_config(config.task, config.seed)
     kind = kind_for(task)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import torch
 from safetensors import safe_open
 from torch import nn
 
@@ -15,14 +16,16 @@ from ..models.quantized_io import quantized_weight_counts
 
 
 def parameter_counts(model: nn.Module) -> dict:
-    """Counts read from the modules: every distinct tensor once (tied weights are not doubled)."""
-    seen, total, nonzero = set(), 0, 0
+    """Counts read from the modules: every distinct tensor once (tied weights are not doubled), and
+    read once: the prunable weights' zeros come from the same count (``count_nonzero``, no boolean
+    copy of the weights)."""
+    nonzeros: dict[int, int] = {}  # id of a tensor → its non-zero elements
+    total = 0
     for p in model.parameters():
-        if id(p) in seen:
-            continue
-        seen.add(id(p))
-        total += p.numel()
-        nonzero += int((p != 0).sum())
+        if id(p) not in nonzeros:
+            nonzeros[id(p)] = int(torch.count_nonzero(p))
+            total += p.numel()
+    nonzero = sum(nonzeros.values())
     quantized, quantized_nonzero = quantized_weight_counts(model)  # int8 Linears hold no nn.Parameter
     total, nonzero = total + quantized, nonzero + quantized_nonzero
     adapter = get_adapter(model)
@@ -30,7 +33,8 @@ def parameter_counts(model: nn.Module) -> dict:
                                                    for stack in adapter.stacks(model).values())
     prunable = [lin.weight for _, lin in adapter.prunable_linears(model)]
     prunable_total = sum(w.numel() for w in prunable)
-    prunable_zero = sum(int((w == 0).sum()) for w in prunable)
+    prunable_zero = sum(w.numel() - (nonzeros[id(w)] if id(w) in nonzeros else int(torch.count_nonzero(w)))
+                        for w in prunable)
     return {
         "total": total,
         "quantized": quantized,

@@ -39,7 +39,8 @@ from ..errors import ConfigError
 from ..fsutil import atomic_write_text, disk_full_guard
 from .objective import Objective
 from .encode import collate, encode_for_training, split_batch
-from .logs import library_logs_to, route_logs
+from .log_callbacks import route_logs
+from .logs import library_logs_to
 from .timing import StepTimeEstimate, TimedCheckpoints
 from ..config import TrainConfig
 
