@@ -144,3 +144,11 @@ def test_answers_past_the_models_window_are_refused_before_loading(data, tmp_pat
     err = capsys.readouterr().err
     assert code == 2 and "--divergence-max-new-tokens 600: model 'tiny-llama' takes at most 512 tokens" in err, err
     assert "[1/" not in err and not (tmp_path / "o").exists()
+
+
+def test_the_evaluate_command_refuses_a_comparison_it_cannot_make(data, tmp_path, capsys):
+    """``forgetless evaluate`` scores one model: --divergence-prompts would be silently ignored there."""
+    code = main(["evaluate", str(tmp_path / "any-model"), "--task", "lm-eval", "--lm-eval-tasks", "piqa_offline",
+                 "--data-dir", str(data), "--divergence-prompts", "2"])
+    err = capsys.readouterr().err
+    assert code == 2 and "error: --divergence-prompts 2: compares a compressed model with its base" in err, err
