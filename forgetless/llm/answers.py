@@ -213,13 +213,16 @@ def answer_logits(model, rows: list[tuple[list[int], list[int]]], pad: int) -> l
 
 def score_pairs(base, compressed, prompt_ids: list[list[int]], answers: list[list[int]], pad: int,
                 batch_size: int = SCORE_BATCH) -> list:
-    """``divergence.AnswerScores`` per prompt: base and compressed teacher-forced on prompt + answer."""
-    scored = []
-    for start in range(0, len(prompt_ids), batch_size):
-        rows = list(zip(prompt_ids[start:start + batch_size], answers[start:start + batch_size]))
-        pairs = zip(answer_logits(base, rows, pad), answer_logits(compressed, rows, pad), rows)
-        scored += [score_answer(b, c, torch.tensor(a)) for b, c, (_, a) in pairs]
-    return scored
+    """``divergence.AnswerScores`` per prompt: base and compressed teacher-forced on prompt + answer, in batches of
+    prompts of similar length (the logits kept span the batch's answers only)."""
+    order = sorted(range(len(prompt_ids)), key=lambda i: len(prompt_ids[i]))
+    scored = {}
+    for start in range(0, len(order), batch_size):
+        chosen = order[start:start + batch_size]
+        rows = [(prompt_ids[i], answers[i]) for i in chosen]
+        pairs = zip(answer_logits(base, rows, pad), answer_logits(compressed, rows, pad), rows, chosen)
+        scored.update({i: score_answer(b, c, torch.tensor(a)) for b, c, (_, a), i in pairs})
+    return [scored[i] for i in range(len(prompt_ids))]
 
 
 def compare_answers(base, compressed, tokenizer, prompts: PromptSet, batch_size: int, seed: int = 0) -> dict:
