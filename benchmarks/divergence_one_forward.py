@@ -3,9 +3,9 @@ teacher-forced forward per prompt, against generating with the compressed model 
 
 Both start from the base's greedy answers (generated once, as the cache keeps them; not timed). A: the
 compressed model run teacher-forced on prompt + the base's answer (``answers.answer_logits``, batches of
-``answers.SCORE_BATCH``), the first divergence read from its argmax. B: the compressed model generates its own
-greedy answers (``answers.generate_answers``: batches left-padded, KV cache, the same end tokens and
-``max_new_tokens``), compared with the base's token by token. Interleaved A, B, A, B … in one process (the
+``answers.SCORE_BATCH`` of prompts of similar length), the first divergence read from its argmax. B: the
+compressed model generates its own greedy answers (``answers.generate_answers``: batches of similar length,
+left-padded, KV cache, the same end tokens and ``max_new_tokens``), compared with the base's token by token. Interleaved A, B, A, B … in one process (the
 models loaded once), each timing with the load average; the median ratio B / A is printed, and whether the
 two give the same first divergence (and so the same identical answers) on every prompt. A third line times the
 whole ``compare_answers`` once (base and compressed forwards, KL, thirds, the examples' generation; the base's
@@ -31,24 +31,34 @@ def load() -> str:
     return ", ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
+def by_length(prompt_ids: list) -> list[int]:
+    """Prompt indices shortest first: batches of similar length, as ``answers.score_pairs`` forms them."""
+    return sorted(range(len(prompt_ids)), key=lambda i: len(prompt_ids[i]))
+
+
 def one_forward(compressed, answered: dict, pad: int) -> list:
     """A: first divergence per prompt from one teacher-forced forward of the compressed model."""
     from forgetless.llm.answers import SCORE_BATCH, answer_logits
 
-    ids, answers, out = answered["prompt_ids"], answered["answers"], []
-    for start in range(0, len(ids), SCORE_BATCH):
-        rows = list(zip(ids[start:start + SCORE_BATCH], answers[start:start + SCORE_BATCH]))
-        for logits, (_, answer) in zip(answer_logits(compressed, rows, pad), rows):
+    ids, answers, out, order = answered["prompt_ids"], answered["answers"], {}, by_length(answered["prompt_ids"])
+    for start in range(0, len(order), SCORE_BATCH):
+        chosen = order[start:start + SCORE_BATCH]
+        rows = [(ids[i], answers[i]) for i in chosen]
+        for logits, (_, answer), i in zip(answer_logits(compressed, rows, pad), rows, chosen):
             parted = (logits.argmax(-1) != torch.tensor(answer)).nonzero()
-            out.append(int(parted[0]) if parted.numel() else None)
-    return out
+            out[i] = int(parted[0]) if parted.numel() else None
+    return [out[i] for i in range(len(ids))]
 
 
 def generate_and_compare(compressed, answered: dict, max_new_tokens: int, batch: int, pad: int) -> list:
-    """B: the compressed model's own greedy answers, compared with the base's token by token."""
+    """B: the compressed model's own greedy answers (batches of similar length too), compared with the base's
+    token by token."""
     from forgetless.llm.answers import generate_answers
 
-    own = generate_answers(compressed, answered["prompt_ids"], max_new_tokens, batch, answered["ends"], pad)
+    order = by_length(answered["prompt_ids"])
+    generated = generate_answers(compressed, [answered["prompt_ids"][i] for i in order], max_new_tokens, batch,
+                                 answered["ends"], pad)
+    own = [mine for _, mine in sorted(zip(order, generated))]
     out = []
     for mine, answer in zip(own, answered["answers"]):
         differ = [i for i, (a, b) in enumerate(zip(answer, mine)) if a != b]
@@ -63,6 +73,8 @@ def main() -> int:
     parser.add_argument("--max-new-tokens", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--generate-batch", type=int, default=16, help="rows per generate call (B)")
+    parser.add_argument("--answers-cache", help="a cache folder holding the base's answers of an earlier run "
+                                                "(default: a new one: the base answers afresh)")
     parser.add_argument("--method", default="rtn:bits=4,group_size=64", help="the compressed variant (forgetless.apply)")
     args = parser.parse_args()
     import transformers
@@ -73,7 +85,7 @@ def main() -> int:
 
     print(f"load average before: {load()}; torch threads {torch.get_num_threads()}", flush=True)
     folder = offline_folder("smollm2")  # converted once into the shared cache
-    os.environ["FORGETLESS_CACHE"] = tempfile.mkdtemp(prefix="divergence-bench-")  # the base answers afresh
+    os.environ["FORGETLESS_CACHE"] = args.answers_cache or tempfile.mkdtemp(prefix="divergence-bench-")
     tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
     base = transformers.AutoModelForCausalLM.from_pretrained(folder, use_safetensors=True).eval()
     name, _, options = args.method.partition(":")
