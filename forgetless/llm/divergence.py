@@ -26,9 +26,22 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ..metrics.intervals import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, percentile_interval, resampled_means
-
 THIRDS = ("low", "middle", "high")  # the base's token entropy, lowest third first
+DEFAULT_RESAMPLES, DEFAULT_CONFIDENCE = 1000, 0.95  # metrics/intervals.py's (llm sits below metrics: not imported)
+
+
+def resampled_means(columns: np.ndarray, n_resamples: int, seed: int) -> np.ndarray:
+    """Means of the columns of ``columns`` (``(n, k)``) over ``n_resamples`` seeded bootstrap resamples of its
+    rows, the same rows for every column: ``(n_resamples, k)``."""
+    index = np.random.default_rng(seed).integers(0, columns.shape[0], size=(n_resamples, columns.shape[0]))
+    return columns[index].mean(axis=1)
+
+
+def percentile_interval(samples: np.ndarray, confidence: float) -> tuple[float, float]:
+    """The central ``confidence`` share of ``samples``."""
+    tail = (1 - confidence) / 2 * 100
+    low, high = np.percentile(samples, [tail, 100 - tail])
+    return float(low), float(high)
 
 
 @dataclass
@@ -83,7 +96,7 @@ def token_mean(values: list[np.ndarray], n_resamples: int = DEFAULT_RESAMPLES, s
     counts = np.array([v.size for v in kept], dtype=float)
     if counts.sum() == 0:
         return {"value": None, "low": None, "high": None, "n": len(kept), "tokens": 0}
-    means = resampled_means(np.stack([sums, counts], axis=1), n_resamples, np.random.default_rng(seed))
+    means = resampled_means(np.stack([sums, counts], axis=1), n_resamples, seed)
     ratios = means[:, 0] / np.where(means[:, 1] > 0, means[:, 1], np.nan)
     low, high = percentile_interval(ratios[np.isfinite(ratios)], confidence)
     return {"value": float(sums.sum() / counts.sum()), "low": low, "high": high, "n": len(kept),
@@ -96,7 +109,7 @@ def share(flags: np.ndarray, n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0
     flags = np.asarray(flags, dtype=float)
     if flags.size == 0:
         return {"value": None, "low": None, "high": None, "n": 0}
-    means = resampled_means(flags[:, None], n_resamples, np.random.default_rng(seed))[:, 0]
+    means = resampled_means(flags[:, None], n_resamples, seed)[:, 0]
     low, high = percentile_interval(means, confidence)
     return {"value": float(flags.mean()), "low": low, "high": high, "n": int(flags.size)}
 
