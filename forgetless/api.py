@@ -218,7 +218,8 @@ def compress(model, data, method=None, *, tokenizer=None, objective=None, out_di
 def evaluate(model, data, *, base=None, tokenizer=None, batch_size: int = 64, max_length: int = 128,
              columns: dict | None = None, model_kind: str = "auto", seed: int = 0, data_dir=None,
              eval_size: int | None = None, lm_eval_tasks=None, lm_eval_include=None,
-             calibration=None, perplexity_windows: int | None = None) -> Scores | Comparison:
+             calibration=None, perplexity_windows: int | None = None, divergence_prompts: int = 0,
+             divergence_file=None, divergence_max_new_tokens: int | None = None) -> Scores | Comparison:
     """``Scores`` of ``model`` (a folder, or a model object with its tokenizer) on every set of ``data``
     (``.sets``, ``.challenge_pooled``, ``.params`` …). With ``base`` (another folder or model object: the
     model before compression), the paired ``Comparison`` of the two models on the same examples
@@ -230,7 +231,9 @@ def evaluate(model, data, *, base=None, tokenizer=None, batch_size: int = 64, ma
     A task name takes the options of ``forgetless compress --task``: ``data_dir`` (``--data-dir``),
     ``eval_size`` (``--eval-size``: N items of each lm-eval task, N examples of each set), ``perplexity_windows``
     (``--perplexity-windows``: the WikiText-2 windows of an LLM task, default 40; 0: none), and for ``"lm-eval"``
-    ``lm_eval_tasks`` (names, or one comma-separated string) and ``lm_eval_include`` (a folder of task YAMLs).
+    ``lm_eval_tasks`` (names, or one comma-separated string) and ``lm_eval_include`` (a folder of task YAMLs); an
+    LLM suite with ``base`` also ``divergence_prompts`` (``--divergence-prompts``: the compressed model scored along
+    the base's own greedy answers, ``llm/answers.py``), ``divergence_file`` and ``divergence_max_new_tokens``.
     ``calibration`` (with ``base``): the texts ``model`` was calibrated on (what ``apply`` was given): a warning
     when they are in what is evaluated (WikiText-2 calibration, then WikiText-2 perplexity). Every argument is
     checked before any work; what lm-eval's child processes print (``git``) stays off the terminal."""
@@ -239,14 +242,22 @@ def evaluate(model, data, *, base=None, tokenizer=None, batch_size: int = 64, ma
     check_arguments(seed=seed, batch_size=batch_size, max_length=max_length, model_kind=model_kind)
     _check_evaluate_arguments(model, base, tokenizer, data, columns, data_dir, eval_size, lm_eval_tasks,
                               lm_eval_include, calibration, perplexity_windows)
+    divergence = {"divergence_prompts": divergence_prompts,
+                  "divergence_file": None if divergence_file is None else str(divergence_file),
+                  "divergence_max_new_tokens": divergence_max_new_tokens}
+    if base is None and (divergence_prompts or divergence_file or divergence_max_new_tokens):
+        raise ConfigError("divergence_prompts: compares the model with its base along the base's answers; give base=")
     texts = None if calibration is None else calibration_texts(calibration, data_dir)
-    task = evaluated_task(data, columns, seed, data_dir, eval_size, lm_eval_tasks, lm_eval_include, perplexity_windows)
+    task = evaluated_task(data, columns, seed, data_dir, eval_size, lm_eval_tasks, lm_eval_include, perplexity_windows,
+                          divergence)
     with quiet_children():
         if base is None:
             return Scores.from_json(_scores(model, task, tokenizer, batch_size, max_length, model_kind))
         results = {role: _scores(m, task, tokenizer, batch_size, max_length, model_kind, keep_predictions=True)
                    for role, m in (("base", base), ("compressed", model))}
     predictions = {role: results[role].pop("predictions") for role in results}
+    if getattr(task.suite, "divergence", None) is not None:
+        results["compressed"]["divergence"] = _answers_compared(base, model, task, tokenizer, batch_size, seed)
     compared = comparison(task, results, predictions, seed, calibration_section(task, predictions), agreement(predictions))
     leak = None if texts is None else calibration_leak(texts, evaluated_texts(task))
     return Comparison.from_json({**compared, "warnings": compared["warnings"] + ([leak] if leak else []),
@@ -282,8 +293,19 @@ def _check_evaluate_arguments(model, base, tokenizer, data, columns, data_dir, e
                           "needs base= (one model's scores have no comparison)")
 
 
+def _answers_compared(base, model, task: Task, tokenizer, batch_size: int, seed: int) -> dict:
+    """The divergence along the base's own answers (``llm/answers.compare_answers``), both models loaded as
+    ``evaluate`` loads them (the base's tokenizer)."""
+    from .llm.answers import compare_answers
+
+    kind = KINDS["causal-lm"]
+    (loaded_base, tok), (loaded, _) = (kind.load_model(m, task, tokenizer=tokenizer) for m in (base, model))
+    return compare_answers(loaded_base.eval(), loaded.eval(), tok, task.suite.divergence, batch_size, seed)
+
+
 def evaluated_task(data, columns: dict | None, seed: int, data_dir=None, eval_size: int | None = None,
-                   lm_eval_tasks=None, lm_eval_include=None, perplexity_windows: int | None = None) -> Task:
+                   lm_eval_tasks=None, lm_eval_include=None, perplexity_windows: int | None = None,
+                   divergence: dict | None = None) -> Task:
     """``evaluate``'s task: a task name built as ``forgetless compress --task`` builds it
     (``TaskConfig``, ``data.tasks.task_from_config``: the same items for the same seed), else
     ``as_task``'s (a ``Task``, datasets)."""
@@ -291,6 +313,7 @@ def evaluated_task(data, columns: dict | None, seed: int, data_dir=None, eval_si
         named = {"data_dir": data_dir, "lm_eval_tasks": lm_eval_tasks, "lm_eval_include": lm_eval_include,
                  "perplexity_windows": perplexity_windows}
         given = [name for name, value in named.items() if value is not None]
+        given += [name for name, value in (divergence or {}).items() if value not in (None, 0)]
         if given:
             raise ConfigError(f"{', '.join(given)}: options of a task given by name; data is a "
                               f"{type(data).__name__}")
@@ -301,7 +324,8 @@ def evaluated_task(data, columns: dict | None, seed: int, data_dir=None, eval_si
     config = build(TaskConfig, {"name": data, "data_dir": None if data_dir is None else str(data_dir),
                                 "eval_size": eval_size, "perplexity_windows": perplexity_windows,
                                 "lm_eval_include": None if lm_eval_include is None else str(lm_eval_include),
-                                "lm_eval_tasks": None if lm_eval_tasks is None else list(lm_eval_tasks)}, "task")
+                                "lm_eval_tasks": None if lm_eval_tasks is None else list(lm_eval_tasks),
+                                **(divergence or {})}, "task")
     check_offline_tasks(config)  # before any data or model is read
     return task_from_config(config, seed)
 

@@ -142,6 +142,16 @@ class TaskConfig(Config):
     exact_lm_eval: bool = option(False, switch=True, help=(
         "LLM tasks: lm-eval's own scoring (its HFLM runs every choice in full) instead of forgetless's shared-context "
         "scoring (each item's context once, its KV cache per choice; log-likelihoods within 5e-5 nats per token of lm-eval's)"))
+    divergence_prompts: int = option(0, low=0, high=1_000_000, help=(
+        "LLM tasks: the base answers N prompts greedily (cached) and the compressed model is scored teacher-forced "
+        "on its answers: KL per answer token, top-1 agreement, identical answers, first divergence (default prompts: "
+        "the data folder's IFEval prompts, a seeded sample; 0: off)"))
+    divergence_file: str | None = option(None, help=(
+        "LLM tasks: the prompts of --divergence-prompts (.jsonl with a prompt / text / question field, or text "
+        "lines; default: DATA_DIR/llm/ifeval/input_data.jsonl)"))
+    divergence_max_new_tokens: int | None = option(None, low=1, high=MAX_TOKENS, help=(
+        "LLM tasks: tokens the base answers each --divergence-prompts prompt with at most (it stops at its end "
+        "token; default 64)"))
     until_interval: float | None = option(None, low=0, low_open=True, high=200, help=(
         "LLM tasks: score items in a seeded random order and stop once the headline change's anytime-valid 95% "
         "interval (a confidence sequence) is narrower than W accuracy points"))

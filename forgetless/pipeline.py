@@ -213,6 +213,7 @@ def measure(ctx: CompressionContext, config: RunConfig, teacher, compressed, met
     eval_config = config.eval if config.eval.perplexity_file else replace(
         config.eval, perplexity_file=default_perplexity_file(config.task.data_dir))
     models = {"base": teacher, "compressed": deployed}
+    divergence = compare_answers_of(task, models, tokenizer, config.eval.batch_size, config.seed)
     if getattr(task.suite, "until_interval", None) is not None:  # both together, round by round (kinds/stopping.py)
         stage(f"base and compressed, round by round: {evaluation_words(task)}")
         results = kind.evaluate_pair(models, tokenizer, task, eval_config, config.progress)
@@ -224,6 +225,8 @@ def measure(ctx: CompressionContext, config: RunConfig, teacher, compressed, met
                 results[role] = kind.evaluate(m, tokenizer, task, eval_config, config.train.max_length,
                                               config.progress)
     predictions = {role: results[role].pop("predictions") for role in results}
+    if divergence is not None:
+        results["compressed"]["divergence"] = divergence
     robustness = None
     if config.robustness:  # a classifier's (validate.py)
         step(f"CLEVER robustness estimates ({config.clever.examples} dev examples per model)")
@@ -247,6 +250,19 @@ def measure(ctx: CompressionContext, config: RunConfig, teacher, compressed, met
         agreement=agreement(predictions), recipe=drop_empty({"command": "compress", **to_recipe(config)}),
         calibration_texts=ctx.calibration,
         model={"compressed": started, "model_type": getattr(compressed.config, "model_type", None)})
+
+
+def compare_answers_of(task: Task, models: dict, tokenizer, batch_size: int, seed: int) -> dict | None:
+    """With ``--divergence-prompts``: the compressed model scored along the base's own greedy answers
+    (``llm/answers.compare_answers``), before the suite, so that a prompt too long for the model stops the
+    run early; None without."""
+    prompts = getattr(task.suite, "divergence", None)
+    if prompts is None:
+        return None
+    from .llm.answers import compare_answers
+
+    stage(f"divergence along the base's answers to {len(prompts.prompts)} prompts of {prompts.source}")
+    return compare_answers(models["base"], models["compressed"], tokenizer, prompts, batch_size, seed)
 
 
 def evaluation_words(task: Task) -> str:

@@ -147,6 +147,10 @@ def validate_run(task, config, model=None) -> None:
         for flag, value in (("--max-length", config.train.max_length), ("--bench-seq-len", config.speed.seq_len)):
             if value > limit:
                 raise OptionError(f"{flag} {value}: model {source!r} takes at most {limit} tokens; valid 8..{limit}")
+        prompts = getattr(task.suite, "divergence", None)  # --divergence-prompts: prompt + answer in the context
+        if prompts is not None and dims["max_positions"] and prompts.max_new_tokens >= dims["max_positions"]:
+            raise OptionError(f"--divergence-max-new-tokens {prompts.max_new_tokens}: model {source!r} takes at most "
+                              f"{dims['max_positions']} tokens, its prompt included; give fewer")
 
 
 def check_run_output(task, config, out_dir, overwrite: bool = False) -> str:

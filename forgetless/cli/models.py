@@ -61,6 +61,10 @@ def cmd_finetune(args, config) -> int:
 
 
 def cmd_evaluate(args, config) -> int:
+    if config.task.divergence_prompts:  # a comparison along the base's answers: two models, this scores one
+        raise OptionError(f"--divergence-prompts {config.task.divergence_prompts}: compares a compressed model with "
+                          "its base along the base's own answers; evaluate scores one model (forgetless compress, or "
+                          "forgetless.evaluate(model, task, base=...) in Python)")
     if args.json:
         check_output(args.json, "--json", command="evaluate", inputs=cli_inputs(args), overwrite=args.overwrite,
                      is_file=True)

@@ -73,8 +73,11 @@ def _task(name: str, suite, train: ExampleSet, what: str) -> Task:
     tasks = ", ".join(f"{n} ({s.size} items)" for n, s in suite.sets.items())
     ppl = f"; {suite.perplexity.name} perplexity of {suite.perplexity.source} in at most {suite.perplexity.cap} " \
           f"non-overlapping windows (the SparseGPT / Wanda protocol)" if suite.perplexity else ""
+    prompts = suite.divergence
+    divergence = f"; divergence along the base's greedy answers to {len(prompts.prompts)} of the {prompts.size} " \
+                 f"prompts of {prompts.source} (at most {prompts.max_new_tokens} new tokens)" if prompts else ""
     protocol = (f"{what}: lm-evaluation-harness {suite.describe.get('version')}, zero-shot, no chat template, "
-                f"log-likelihoods by {suite.scoring} scoring: {tasks}{ppl}")
+                f"log-likelihoods by {suite.scoring} scoring: {tasks}{ppl}{divergence}")
     return Task(name, None, train, None, kind="lm-eval", metric="accuracy", suite=suite, protocol=protocol)
 
 
@@ -84,22 +87,47 @@ def _evaluation(seed: int, perplexity_windows: int | None, exact_lm_eval: bool, 
             "until_interval": until_interval}
 
 
+def prompts_to_answer(root: Path | None, n: int, file: str | None, max_new_tokens: int | None, seed: int):
+    """The prompts the base answers (``llm/answers.PromptSet``): ``n`` of ``file``, default the data folder's
+    IFEval prompts; None when ``n`` is 0 (off). Read now, before any model is loaded."""
+    from ..llm.answers import IFEVAL_PROMPTS, prompt_set
+
+    if not n:
+        given = [flag for flag, value in (("--divergence-file", file),
+                                          ("--divergence-max-new-tokens", max_new_tokens)) if value is not None]
+        if given:
+            raise ConfigError(f"{' and '.join(given)}: settings of the divergence along the base's answers, which is "
+                              "off; give --divergence-prompts N (the number of prompts)")
+        return None
+    if file is None:
+        if root is None:
+            raise ConfigError(f"--divergence-prompts {n}: its default prompts are the data folder's IFEval prompts; "
+                              f"give --divergence-file FILE, or --data-dir DIR holding llm/{IFEVAL_PROMPTS}")
+        file = _llm_folder(root) / IFEVAL_PROMPTS
+        if not file.is_file():
+            raise ConfigError(f"--divergence-prompts {n}: {file} is missing (IFEval's prompts); give "
+                              "--divergence-file FILE")
+    return prompt_set(file, n, max_new_tokens, seed)
+
+
 @TASKS.register(SUITES[0])
 def _zero_shot(data_dir=None, seed: int = 0, train: str | None = None, perplexity_window: int | None = None,
                perplexity_windows: int | None = None, exact_lm_eval: bool = False,
-               until_interval: float | None = None) -> Task:
+               until_interval: float | None = None, divergence_prompts: int = 0, divergence_file: str | None = None,
+               divergence_max_new_tokens: int | None = None) -> Task:
     from ..llm.engine import TASKS_DIR, require_lm_eval
     from ..llm.suite import build_suite
 
     require_lm_eval()
     root = resolve_data_dir(data_dir, "task llm-zero-shot")
+    prompts = prompts_to_answer(root, divergence_prompts, divergence_file, divergence_max_new_tokens, seed)
     wikitext = _llm_folder(root) / WIKITEXT
     if not wikitext.is_file() and perplexity_windows != 0:
         raise ConfigError(f"task llm-zero-shot: {wikitext} is missing (WikiText-2 test; layout in "
                           "../shared/data/llm/README.md)")
     suite = build_suite(list(ZERO_SHOT), TASKS_DIR, root, False, wikitext, perplexity_window,
                         **_evaluation(seed, perplexity_windows, exact_lm_eval, until_interval))
-    return _task("llm-zero-shot", suite, calibration_set(train, root),
+    return _task("llm-zero-shot", dataclasses.replace(suite, divergence=prompts), calibration_set(train, root),
                  "the LLM zero-shot suite on the data folder's offline copies")
 
 
@@ -107,7 +135,8 @@ def _zero_shot(data_dir=None, seed: int = 0, train: str | None = None, perplexit
 def _lm_eval(data_dir=None, seed: int = 0, train: str | None = None, lm_eval_tasks: list[str] | None = None,
              lm_eval_include: str | None = None, perplexity_window: int | None = None,
              perplexity_windows: int | None = None, exact_lm_eval: bool = False,
-             until_interval: float | None = None) -> Task:
+             until_interval: float | None = None, divergence_prompts: int = 0, divergence_file: str | None = None,
+             divergence_max_new_tokens: int | None = None) -> Task:
     from ..llm.engine import TASKS_DIR, require_lm_eval
     from ..llm.suite import build_suite
 
@@ -118,6 +147,7 @@ def _lm_eval(data_dir=None, seed: int = 0, train: str | None = None, lm_eval_tas
     if len(set(names)) != len(names):
         raise ConfigError(f"--lm-eval-tasks {','.join(names)}: a task is named twice")
     root = data_root(data_dir)
+    prompts = prompts_to_answer(root, divergence_prompts, divergence_file, divergence_max_new_tokens, seed)
     wikitext = _llm_folder(root) / WIKITEXT if root is not None else None
     if perplexity_windows and not (wikitext and wikitext.is_file()):  # asked for, and it would not run
         where = f"{wikitext} is missing" if wikitext else "no --data-dir is given (nor $FORGETLESS_DATA_DIR)"
@@ -128,4 +158,4 @@ def _lm_eval(data_dir=None, seed: int = 0, train: str | None = None, lm_eval_tas
     suite = build_suite(names, include, root, None, wikitext if wikitext and wikitext.is_file() else None,
                         perplexity_window,  # lm-eval's own tasks indexed only when a name is not in include
                         **_evaluation(seed, perplexity_windows, exact_lm_eval, until_interval))
-    return _task("lm-eval", suite, calibration_set(train, root), "lm-eval tasks")
+    return _task("lm-eval", dataclasses.replace(suite, divergence=prompts), calibration_set(train, root), "lm-eval tasks")

@@ -8,8 +8,13 @@
 * ``stopping`` (``--until-interval``, ``kinds/stopping.py``): the rule, the confidence sequence, the items
   needed; the headline change then carries that sequence's interval, not a bootstrap interval (which
   does not hold at a data-dependent stopping time).
+* ``divergence`` (``--divergence-prompts``, ``llm/answers.py``): the compressed model along the base's own
+  greedy answers: KL, top-1 agreement, identical answers, first divergence, KL by the base's entropy thirds,
+  and prompts where the answers part (their text escaped: a model's words stay text on every page).
 """
 from __future__ import annotations
+
+import re
 
 from .records import EXACT, SHARED, TOLERANCE
 
@@ -61,3 +66,77 @@ def scoring_lines(llm: dict) -> list[str]:
                      f"({verdict}); its interval is a {stopping['confidence']:.0%} {stopping['method']}, valid "
                      "whenever the run stops (a bootstrap interval is not).")
     return lines
+
+
+# ----- divergence along the base's own answers (--divergence-prompts, llm/answers.py) ------------------
+SHOWN_CHARACTERS = 240  # of a prompt or an answer in the card's examples
+MARKDOWN_PUNCTUATION = re.compile(r"([!-/:;=-@\[-`{-~])")  # ASCII punctuation but <: CommonMark escapes each
+
+
+def add_divergence(section: dict, results: dict) -> None:
+    """``section["divergence"]``: the compressed model along the base's own answers, when it was measured."""
+    divergence = results["compressed"].get("divergence")
+    if divergence is not None:
+        section["divergence"] = divergence
+
+
+def cell(text: str, limit: int = SHOWN_CHARACTERS) -> str:
+    """``text`` as literal Markdown table text: at most ``limit`` characters (… after), line breaks shown as ⏎,
+    every ASCII punctuation backslash-escaped and ``<`` written ``&lt;`` (no emphasis, link, tag or cell border
+    from a model's words)."""
+    text = text if len(text) <= limit else text[:limit] + "…"
+    text = MARKDOWN_PUNCTUATION.sub(r"\\\1", text.replace("\r\n", "\n")).replace("<", "&lt;")
+    return text.replace("\n", " ⏎ ") or "(nothing)"
+
+
+def divergence_lines(llm: dict) -> list[str]:
+    """The card's "what it says" lines: KL, agreement, identical answers, first divergence, the entropy thirds
+    and the prompts where the answers part."""
+    d = llm.get("divergence")
+    if not d:
+        return []
+    p, n = d["prompt_set"], d["prompt_set"]["n"]
+    kl, top1, same, first = d["kl"], d["top1_agreement"], d["identical"], d["first_divergence"]
+    median = "–" if first["median"] is None else f"{first['median']:g}"
+    prefixes = " / ".join(d["identical_first"])
+    lines = ["", "### What it says: the compressed model along the base's own answers", "",
+             f"The base answered {n} of the {p['size']} prompts of {cell(p['source'], 200)} greedily ("
+             f"{'in its chat template' if p['chat_template'] else 'no chat template'}, at most {p['max_new_tokens']} "
+             f"new tokens, {d['answer_tokens']:,} answer tokens); the compressed model was run teacher-forced on each "
+             "prompt + the base's answer, one forward: where its argmax differs from the base's token first, its own "
+             "greedy answer parts (Dutta et al. 2024).", "",
+             "| measure | value |", "|---|---:|",
+             f"| KL(base‖compressed) per answer token, nats | {_kl(kl)} |",
+             f"| top-1 agreement (the compressed model's argmax is the base's token) | {_pct(top1)} |",
+             f"| identical answers | {round(same['value'] * n)} of {n}: {_pct(same)} |",
+             f"| first divergence: median answer position of the {first['parted']} that part | {median} |",
+             f"| identical for the first {prefixes} tokens | "
+             f"{' / '.join(str(v) for v in d['identical_first'].values())} of {n} |",
+             "", f"Intervals: 95% bootstrap over prompts (the tokens of one answer are not independent). KL and top-1 "
+             "agreement by the base's token entropy, in thirds of all answer tokens (Kirichenko et al. 2026 find the "
+             "divergence of quantized models concentrated where the base is uncertain):", "",
+             "| base's entropy | nats | tokens | KL | top-1 agreement |", "|---|---|---:|---:|---:|"]
+    low, high = d["entropy_thirds"]["cuts_nats"]
+    for name, span in (("low", f"≤ {low:.3f}"), ("middle", f"{low:.3f} … {high:.3f}"), ("high", f"> {high:.3f}")):
+        t = d["entropy_thirds"][name]
+        lines.append(f"| {name} | {span} | {t['kl']['tokens']:,} | {_kl(t['kl'])} | {_pct(t['top1_agreement'])} |")
+    lines += [f"⚠ {w}" for w in d.get("warnings", [])]
+    if d.get("examples"):
+        lines += ["", "Where the answers part (from the first differing token; the compressed model's own greedy "
+                      "answer, generated for these prompts only):", "",
+                  "| prompt | position | both say | base goes on | compressed goes on |", "|---|---:|---|---|---|"]
+        lines += [f"| {cell(e['prompt'])} | {e['position']} | {cell(e['shared'][-SHOWN_CHARACTERS:])} | "
+                  f"{cell(e['base'])} | {cell(e['compressed'])} |" for e in d["examples"]]
+    return lines
+
+
+def _kl(entry: dict) -> str:
+    if entry.get("value") is None:
+        return "–"
+    return f"{entry['value']:.4f} [{entry['low']:.4f}, {entry['high']:.4f}]"
+
+
+def _pct(entry: dict) -> str:
+    if entry.get("value") is None:
+        return "–"
+    return f"{100 * entry['value']:.1f}% [{100 * entry['low']:.1f}, {100 * entry['high']:.1f}]"

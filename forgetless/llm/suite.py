@@ -79,6 +79,7 @@ class LMEvalSuite:
     until_interval: float | None = None  # --until-interval: points (kinds/stopping.py)
     seed: int = 0  # of the items' order under --until-interval
     manager: object = field(default=None, repr=False, compare=False)  # the lm-eval TaskManager of the tasks
+    divergence: object = None  # --divergence-prompts: the prompts the base answers (llm/answers.PromptSet)
 
     def eval_sets(self) -> dict:
         return {**self.sets, **({self.perplexity.name: self.perplexity} if self.perplexity else {})}

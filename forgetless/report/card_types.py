@@ -255,6 +255,7 @@ class LlmSuite:
     kl_basis: str | None = _optional()
     scoring: JSON | None = _optional()
     stopping: JSON | None = _optional()
+    divergence: JSON | None = _optional()  # along the base's own answers (llm/card.add_divergence)
 
 
 @dataclass(frozen=True, kw_only=True)

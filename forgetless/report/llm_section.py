@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..llm.card import add_scoring
+from ..llm.card import add_divergence, add_scoring
 from ..llm.records import MULTIPLE_CHOICE, ROLLING, scores
 from ..metrics.intervals import DEFAULT_RESAMPLES
 from ..metrics.paired import (TERCILES, choice_kl, difference_of_deltas, flips, interval, macro_intervals, margin,
@@ -57,6 +57,7 @@ def llm_section(task, results: dict, predictions: dict, seed: int = 0, n_resampl
                "pooled": _pooled(records, headline_tasks, seed, n_resamples) if headline_tasks else None,
                "pairs": _pairs(tasks, records, seed, n_resamples)}
     add_scoring(section, results)  # the scoring path, near ties, --until-interval (llm/card.py)
+    add_divergence(section, results)  # --divergence-prompts: along the base's own answers (llm/card.py)
     return section
 
 
