@@ -464,8 +464,8 @@ TALLY: dict[str, str] = {}
 
 
 @pytest.fixture(scope="module")
-def paths(tmp_path_factory, one_thread):
-    return llm_paths(tmp_path_factory.mktemp("bad-llm"))
+def paths(llm_files, one_thread):
+    return llm_files
 
 
 def run_case(case, paths, tmp_path, monkeypatch, record_property) -> str:

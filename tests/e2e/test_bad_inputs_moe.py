@@ -162,8 +162,8 @@ CASES = cases()
 
 
 @pytest.fixture(scope="module")
-def paths(tmp_path_factory, one_thread):
-    return moe_paths(tmp_path_factory.mktemp("bad-moe"))
+def paths(llm_files, one_thread):
+    return {**llm_files, **moe_folders(Path(llm_files["root"]) / "moe")}
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])

@@ -31,7 +31,7 @@ from forgetless.methods.sparsegpt.config import SparseGptConfig
 from forgetless.methods.wanda.config import WandaConfig
 
 from bad_llm_files import SMALL, TEXTS
-from test_bad_inputs_llm import cli, exit_zero, llm_paths, lm_eval, run_case
+from test_bad_inputs_llm import cli, exit_zero, lm_eval, run_case
 
 RUNS: dict[str, Path] = {}  # the fixture's root → its finished lm-eval run (made once)
 
@@ -292,8 +292,8 @@ CASES = cases()
 
 
 @pytest.fixture(scope="module")
-def paths(tmp_path_factory, one_thread):
-    return llm_paths(tmp_path_factory.mktemp("bad-report") / "in")
+def paths(llm_files, one_thread):
+    return llm_files
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])

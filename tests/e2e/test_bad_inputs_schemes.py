@@ -19,7 +19,7 @@ from forgetless.methods.wanda.config import WandaConfig
 from forgetless.models.ct_schemes import quantized_linears
 
 from bad_llm_files import SMALL
-from test_bad_inputs_llm import apply_object, cli, exit_zero, files_task, llama, llm_paths, lm_eval, run_case
+from test_bad_inputs_llm import apply_object, cli, exit_zero, files_task, llama, lm_eval, run_case
 
 LAYERS = 4  # the fixture's tiny Llama: 4 blocks of 7 linears
 CALIBRATED = ("--model", "{llama}", "--model-kind", "causal-lm", "--calibration-data", "{texts}",
@@ -162,8 +162,8 @@ CASES = cases()
 
 
 @pytest.fixture(scope="module")
-def paths(tmp_path_factory, one_thread):
-    return llm_paths(tmp_path_factory.mktemp("bad-schemes"))
+def paths(llm_files, one_thread):
+    return llm_files
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])

@@ -16,7 +16,7 @@ from forgetless.methods.gptq.config import GptqConfig
 from forgetless.methods.rtn.config import RtnConfig
 
 from bad_llm_files import SMALL
-from test_bad_inputs_llm import apply_object, cli, exit_zero, llm_paths, lm_eval, protocol_names, run_case, streamed
+from test_bad_inputs_llm import apply_object, cli, exit_zero, lm_eval, protocol_names, run_case, streamed
 
 RTN = ("--method", "rtn", "--group-size", "16")
 
@@ -183,8 +183,8 @@ CASES = cases()
 
 
 @pytest.fixture(scope="module")
-def paths(tmp_path_factory, one_thread):
-    return llm_paths(tmp_path_factory.mktemp("bad-sensitivity"))
+def paths(llm_files, one_thread):
+    return llm_files
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
