@@ -25,6 +25,7 @@ import numpy as np
 import torch
 
 from ..errors import ConfigError, DataError
+from ..fsutil import json_lines
 from ..outputs import cache_root
 from . import cache
 from .divergence import score_answer, summarize
@@ -57,25 +58,23 @@ def read_prompts(path: str | Path, flag: str = "--divergence-file") -> list[str]
     if not path.is_file():
         raise DataError(f"{flag} {path}: not a file (prompts: a .jsonl file with a prompt field, or text lines)")
     try:
-        lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise DataError(f"{flag} {path}: cannot read the prompts ({exc})") from exc
-    prompts = [_record_prompt(line, path, flag) for line in lines] if path.suffix == ".jsonl" else lines
+    where = f"{flag} {path}"
+    prompts = [_prompt_of(row, f"{where} line {number}") for number, row in json_lines(text, where)] \
+        if path.suffix == ".jsonl" else text.splitlines()
     prompts = [p for p in prompts if p.strip()]
     if not prompts:
-        raise DataError(f"{flag} {path}: the file holds no prompt (a .jsonl file with a non-empty "
+        raise DataError(f"{where}: the file holds no prompt (a .jsonl file with a non-empty "
                         f"{' / '.join(PROMPT_FIELDS)} field per record, or text lines)")
     return prompts
 
 
-def _record_prompt(line: str, path: Path, flag: str) -> str:
-    try:
-        record = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise DataError(f"{flag} {path}: a line is not JSON ({exc})") from exc
-    field = next((f for f in PROMPT_FIELDS if isinstance(record, dict) and isinstance(record.get(f), str)), None)
+def _prompt_of(record: dict, where: str) -> str:
+    field = next((f for f in PROMPT_FIELDS if isinstance(record.get(f), str)), None)
     if field is None:
-        raise DataError(f"{flag} {path}: a record has none of the prompt fields {', '.join(PROMPT_FIELDS)}")
+        raise DataError(f"{where}: a record has none of the prompt fields {', '.join(PROMPT_FIELDS)}")
     return record[field]
 
 
