@@ -63,7 +63,7 @@ from .report.card_types import Comparison, Scores
 from .report.honest import evaluated_texts
 from .report.trust import calibration_leak
 from .schemes import SCHEMES, scheme_methods
-from .validate import check_chain, check_modules, model_dims
+from .validate import check_chain, check_modules, model_dims, module_checked
 
 SECTIONS = {"train": TrainConfig, "speed": SpeedConfig, "eval": EvalConfig, "clever": CleverConfig}
 COLUMNS = ("text", "text_pair", "label", "target", "labels", "name", "train_size", "eval_size")
@@ -90,7 +90,7 @@ def apply(model, methods, calibration=None, tokenizer=None, *, seed: int = 0):
                           "out_dir=...), or load it first (forgetless.load_model, transformers)")
     check_model_object(model, "any")
     kind = KINDS[kind_name_of(model)]
-    _check_stack(stack, kind.name, {**model_dims(model), "widths": None})  # the widths: from the modules
+    _check_stack(stack, kind.name, model_dims(model))
     check_modules(stack, model, listed=True)  # every method's options against the modules, before the first runs
     readers = [config.name for config in stack if config.calibration == "text"]
     _check_calibration(stack, readers, calibration)
@@ -152,7 +152,7 @@ def _check_stack(stack: list[MethodConfig], kind: str, dims: dict | None) -> Non
         if config.recovers:
             raise ConfigError(f"method {config.name!r} trains after compressing (recovery: fine-tune); apply trains "
                               "nothing: give it recovery='none', or use forgetless.compress with a task")
-    check_chain(stack, dims, "model", listed=True)
+    check_chain(stack, dims, "model", listed=True, module_checked=module_checked(stack))  # the rest: check_modules
 
 
 def _check_calibration(stack: list[MethodConfig], readers: list[str], calibration) -> None:

@@ -30,7 +30,7 @@ int8 quantizer both leave down_proj alone; ``--calibration-examples 32``: both r
 *contradicts* what the scheme's name says (``DEFINING``: bits, weight type, inputs, symmetry — ``--scheme
 W4A16 --bits 8``) is an error naming both, as is a different ``--method`` or ``--then`` beside ``--scheme``,
 and an option no method of the scheme has. ``--recovery none`` asks for nothing and passes (``tree``'s rule
-for methods without a recovery step). Standard library only.
+for methods without a recovery step).
 """
 from __future__ import annotations
 

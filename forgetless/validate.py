@@ -167,16 +167,24 @@ def _check_chain(config, dims: dict | None, source, modules=None) -> None:
     """``--method`` and each ``--then`` method in turn (``check_chain``), against ``modules`` where the model is
     known module by module (``check_modules``: its widths replace the config's, which miss the experts')."""
     chain = [config.method, *config.then]
-    check_chain(chain, dims if modules is None or dims is None else {**dims, "widths": None}, f"model {source!r}")
+    check_chain(chain, dims, f"model {source!r}", module_checked=0 if modules is None else module_checked(chain))
     check_modules(chain, modules, scheme=config.scheme)
 
 
-def check_chain(chain: list, dims: dict | None, model: str, listed: bool = False) -> None:
+def module_checked(chain: list) -> int:
+    """How many methods of ``chain`` ``check_modules`` checks against the model's modules: up to and including
+    the first that removes weights (the model it leaves is not the one whose modules are known)."""
+    return next((i + 1 for i, item in enumerate(chain) if item.structured), len(chain))
+
+
+def check_chain(chain: list, dims: dict | None, model: str, listed: bool = False, module_checked: int = 0) -> None:
     """Each method of ``chain`` in turn against the model the previous ones leave
     (``MethodConfig.shape_after``): ``--then truncate:layers=2`` after ``--layers 2`` is an error now,
     not after training; nothing follows a method that leaves quantized weights. ``model`` names the
     model the first method gets; ``listed``: the chain is one list (``forgetless.apply(model, [...])``),
-    named as ``methods``."""
+    named as ``methods``; the first ``module_checked`` methods check their widths against the modules
+    (``check_modules``: the config's widths miss a mixture-of-experts model's experts), the others against
+    the widths the config gives, as the methods before them leave them."""
     names = ",".join(c.name for c in chain)
     for i, item in enumerate(chain):
         where = model if i == 0 else f"the model after {' and '.join(c.name for c in chain[:i])}"
@@ -188,7 +196,7 @@ def check_chain(chain: list, dims: dict | None, model: str, listed: bool = False
         if dims is None:
             continue
         try:
-            item.check_model(dims, where)
+            item.check_model(dims if i >= module_checked else {**dims, "widths": None}, where)
         except OptionError as exc:
             raise OptionError(exc.args[0] if i == 0 or listed else then_flags(item.name, exc.args[0])) from None
         dims = item.shape_after(dims)

@@ -61,9 +61,11 @@ def cmd_finetune(args, config) -> int:
 
 
 def cmd_evaluate(args, config) -> int:
-    if config.task.divergence_prompts:  # a comparison along the base's answers: two models, this scores one
-        raise OptionError(f"--divergence-prompts {config.task.divergence_prompts}: compares a compressed model with "
-                          "its base along the base's own answers; evaluate scores one model (forgetless compress, or "
+    given = next(((name, value) for name in ("divergence_prompts", "divergence_file", "divergence_max_new_tokens")
+                  if (value := getattr(config.task, name)) not in (None, 0)), None)
+    if given:  # a comparison along the base's answers: two models, this scores one
+        raise OptionError(f"--{given[0].replace('_', '-')} {given[1]}: compares a compressed model with its base "
+                          "along the base's own answers; evaluate scores one model (forgetless compress, or "
                           "forgetless.evaluate(model, task, base=...) in Python)")
     if args.json:
         check_output(args.json, "--json", command="evaluate", inputs=cli_inputs(args), overwrite=args.overwrite,

@@ -185,7 +185,7 @@ def base_answers(model, tokenizer, prompts: PromptSet, batch_size: int) -> dict:
     ends = end_tokens(model, tokenizer)
     entry = answers_entry(model, tokenizer, prompts, batch_size)
     kept = cache.load(entry)
-    if kept is not None and kept.get("prompt_ids") == prompt_ids:
+    if isinstance(kept, dict) and kept.get("prompt_ids") == prompt_ids:
         _say(f"the base's answers to {len(prompt_ids)} prompts are reused from {entry}")
         return {**kept, "cache": {"path": str(entry), "reused": True}}
     _say(f"the base answers {len(prompt_ids)} prompts greedily (at most {prompts.max_new_tokens} new tokens)")

@@ -66,3 +66,18 @@ def test_the_group_size_that_fits_every_width_at_once():
     with pytest.raises(OptionError, match=r"group_size=72: experts.0.down_proj has 768 inputs.*use 64 or 32"):
         check_groups_fit(72, [("q_proj has", 576), ("experts.0.down_proj has", 768)])  # 576 = 8·72 fits; 768 does not
     check_groups_fit(64, layers)
+
+
+def test_a_method_after_one_that_removes_layers_keeps_its_width_check_before_any_work():
+    """The modules answer for the methods up to the first that removes weights; after it, the config's widths
+    (review of issue 54: with the widths blanked, ``--method truncate --then gptq:group_size=24`` on 32-wide
+    layers was no longer refused before the run)."""
+    from forgetless.registry import METHODS
+    from forgetless.validate import check_chain, model_dims, module_checked
+
+    model = tiny_model("llama")
+    chain = [METHODS.make_config("truncate", {"layers": 1}), METHODS.make_config("gptq", {"group_size": 24})]
+    assert module_checked(chain) == 1
+    with pytest.raises(OptionError, match=r"gptq:group_size=24: the model after truncate .*not a multiple of 24"):
+        check_chain(chain, model_dims(model), "model", module_checked=module_checked(chain))
+    check_chain(chain[1:], model_dims(model), "model", module_checked=1)  # gptq first: the modules' check answers
