@@ -155,3 +155,14 @@ def pytest_terminal_summary(terminalreporter):
     llm = sum(1 for record in records if record[0] == "llm")
     terminalreporter.write_line(f"bad-input harness: {len(records)} cases ({llm} on the LLM surfaces): "
                                 + ", ".join(f"{kind} {n}" for kind, n in counts.items()))
+
+
+@pytest.fixture(scope="session")
+def llm_files(tmp_path_factory) -> dict:
+    """The fixture folder of the LLM-surface bad-input modules (``tests/e2e/test_bad_inputs_llm.py``, ``_schemes``,
+    ``_sensitivity``, ``_moe``, ``_report``), built once per test process: its files are only read (a case that
+    changed one is judged destructive); ``test_bad_inputs_llm.llm_paths`` under a folder of its own (a finished
+    run may sit beside it)."""
+    from test_bad_inputs_llm import llm_paths  # tests/e2e: on the path once one of those modules is collected
+
+    return llm_paths(tmp_path_factory.mktemp("bad-llm") / "in")
