@@ -116,6 +116,13 @@ class Registry:
         self._check(name)
         return self._configs[name]
 
+    def option_names(self, name: str) -> set[str]:
+        """The options of entry ``name``: its config's field names (none for an entry without a config)."""
+        import dataclasses
+
+        cls = self.config_class(name)
+        return {f.name for f in dataclasses.fields(cls)} if cls is not None else set()
+
     def config_classes(self) -> dict[str, type]:
         """Every config class by its class name (``{"WandaConfig": WandaConfig, ...}``; a method without options:
         none): what ``forgetless.<ClassName>`` finds."""

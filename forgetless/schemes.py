@@ -109,7 +109,7 @@ def with_scheme(flat: dict, source: str, options: dict[str, str]) -> dict:
     merged = {**SCHEMES[name], **{key: value for key, value in flat.items() if key not in options}}
     then = [dict(preset) for _, preset in chain[1:]]
     for key, field in options.items():
-        where, value = _typed(key, source, bare=True), flat[key]
+        where, value = typed_key(key, source, bare=True), flat[key]
         shown = where if value is True and source == COMMAND_LINE else f"{where} {value}"  # a switch: --asymmetric
         owners = _owners(name, chain, field, key, source)
         for i in owners:
@@ -121,7 +121,7 @@ def with_scheme(flat: dict, source: str, options: dict[str, str]) -> dict:
     given = list(flat["then"]) if isinstance(flat.get("then"), list) else []
     for link, item in zip(chain[1:], given):  # a recipe's or --then's options for the scheme's then-methods
         for field, value in (item.items() if isinstance(item, dict) else ()):
-            where = f"{_typed('then', source, bare=True)} {link[0]}:{field}"
+            where = f"{typed_key('then', source, bare=True)} {link[0]}:{field}"
             _check_refines(name, link, field, value, (where, f"{where}={value}"), source)
     if then:
         given += [{}] * (len(then) - len(given))
@@ -133,7 +133,7 @@ def with_scheme(flat: dict, source: str, options: dict[str, str]) -> dict:
 def _chain_named(flat: dict, name: str, source: str) -> list[tuple[str, dict]]:
     """The scheme's methods (``scheme_chain``), after checking the name and any ``method`` / ``then`` given
     beside it (the same methods, or an error)."""
-    check_scheme_name(name, _typed("scheme", source))
+    check_scheme_name(name, typed_key("scheme", source))
     chain = scheme_chain(name)
     runs = " then ".join(method for method, _ in chain)
     for key in ("method", "then"):
@@ -147,12 +147,12 @@ def _chain_named(flat: dict, name: str, source: str) -> list[tuple[str, dict]]:
 def _owners(scheme: str, chain: list[tuple[str, dict]], field: str, key: str, source: str) -> list[int]:
     """Which methods of ``chain`` have the option ``field`` (given as ``key``); none is an error (but
     ``recovery``: none of them trains, and ``tree``'s rule takes ``none`` and refuses the rest)."""
-    owners = [i for i, (method, _) in enumerate(chain) if field in _fields(method)]
+    owners = [i for i, (method, _) in enumerate(chain) if field in METHODS.option_names(method)]
     if not owners and field != "recovery":
         runs = " then ".join(method for method, _ in chain)
-        others = ", ".join(n for n in METHODS.names() if field in _fields(n))
-        raise ConfigError(f"{_typed(key, source)} does not apply to --scheme {scheme} (it runs {runs}; "
-                          f"{_typed(key, source, bare=True)} is an option of {others})")
+        others = ", ".join(n for n in METHODS.names() if field in METHODS.option_names(n))
+        raise ConfigError(f"{typed_key(key, source)} does not apply to --scheme {scheme} (it runs {runs}; "
+                          f"{typed_key(key, source, bare=True)} is an option of {others})")
     return owners
 
 
@@ -173,7 +173,7 @@ def _check_refines(scheme: str, link: tuple[str, dict], field: str, value, typed
     instead = f"--scheme {fits[0]} means {field} {_said(got)}; or " if fits else ""
     first, *rest = [name for name, _ in scheme_chain(scheme)]
     methods = f"--method {first}" + "".join(f" --then {name}" for name in rest)
-    raise ConfigError(f"{_typed('scheme', source)} {scheme} {shown}: "
+    raise ConfigError(f"{typed_key('scheme', source)} {scheme} {shown}: "
                       f"{scheme} means {field} {_said(wanted)}; {instead}give {methods} with your options, without "
                       "--scheme")
 
@@ -189,12 +189,7 @@ def _said(value) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def _fields(method: str) -> set[str]:
-    cls = METHODS.config_class(method)
-    return {f.name for f in dataclasses.fields(cls)} if cls is not None else set()
-
-
-def _typed(key: str, source: str, bare: bool = False) -> str:
+def typed_key(key: str, source: str, bare: bool = False) -> str:
     """``key`` as the user typed it: a flag (``--bits``, ``method.bits``) or a recipe's key (prefixed by
     the recipe unless ``bare``)."""
     if source == COMMAND_LINE:

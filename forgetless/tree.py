@@ -16,7 +16,7 @@ import difflib
 from dataclasses import dataclass
 
 from .errors import ConfigError
-from .schemes import SCHEMES, with_scheme
+from .schemes import COMMAND_LINE, SCHEMES, typed_key, with_scheme
 from .options import as_dict, coerce, default_of, flag_name, hint_of, leaves
 from .registry import METHODS, OBJECTIVES
 
@@ -111,7 +111,7 @@ def flatten(values: dict, prefix: str = "") -> dict:
     return flat
 
 
-def build(cls: type, values: dict, source: str = "the command line"):
+def build(cls: type, values: dict, source: str = COMMAND_LINE):
     """A config of type ``cls`` (``RunConfig``, ``SweepConfig``, ``ProfileConfig`` …) from flat keys,
     dotted keys or nested mappings; unknown keys and options of another method are errors naming
     the key and ``source``."""
@@ -120,7 +120,7 @@ def build(cls: type, values: dict, source: str = "the command line"):
     flat = flatten(values)
     if "scheme" in known and flat.get("scheme") is not None:  # a scheme's methods under the options given
         if isinstance(flat.get("then"), list):
-            flat["then"] = [then_mapping(item, _where("then", source)) if isinstance(item, str) else item
+            flat["then"] = [then_mapping(item, typed_key("then", source)) if isinstance(item, str) else item
                             for item in flat["then"]]
         flat = with_scheme(flat, source, _method_options(flat, known))
     for key, value in flat.items():
@@ -132,12 +132,12 @@ def build(cls: type, values: dict, source: str = "the command line"):
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             raise ConfigError(f"{source}: unknown key {key!r}{hint}")
         if leaf.field.metadata.get("negate") and key == leaf.key:
-            value = not coerce(leaf.cls, leaf.field.name, value, _where(key, source))
+            value = not coerce(leaf.cls, leaf.field.name, value, typed_key(key, source))
         given[leaf.path] = (value, key)
     try:
         return _assemble(cls, given, (), source)
     except ConfigError as exc:  # a range or choice of a built config: name the recipe file too
-        if source == "the command line" or exc.args[0].startswith(source):
+        if source == COMMAND_LINE or exc.args[0].startswith(source):
             raise
         raise type(exc)(f"{source}: {exc.args[0]}") from None
 
@@ -156,11 +156,6 @@ def _legacy_recovery(value, source: str) -> str:
     return "fine-tune" if text in ("true", "1", "yes") else "none"
 
 
-def _where(key: str, source: str) -> str:
-    flag = key if "." in key else "--" + key.replace("_", "-")
-    return flag if source == "the command line" else f"{source}: key {key!r}"
-
-
 def _assemble(cls: type, given: dict, prefix: tuple, source: str):
     kwargs: dict = {}
     for f in dataclasses.fields(cls):
@@ -173,12 +168,12 @@ def _assemble(cls: type, given: dict, prefix: tuple, source: str):
         if f.name in CHOSEN and not prefix:
             kwargs[f.name] = _chosen(cls, f, given, source)
         elif f.name == "then" and not prefix and path in given:
-            kwargs[f.name] = [parse_then(item, _where(given[path][1], source)) for item in given[path][0] or []]
+            kwargs[f.name] = [parse_then(item, typed_key(given[path][1], source)) for item in given[path][0] or []]
         elif f.name == "objective_options" and path in given:
             kwargs[f.name] = dict(given[path][0])
         elif path in given:
             value, key = given[path]
-            kwargs[f.name] = coerce(cls, f.name, value, _where(key, source)) if f.metadata else value
+            kwargs[f.name] = coerce(cls, f.name, value, typed_key(key, source)) if f.metadata else value
     config = cls(**kwargs)
     if hasattr(config, "objectives"):  # a sweep: objective options belong to the listed objectives
         config.objective_options = _sweep_objective_options(config, given, source)
@@ -194,7 +189,7 @@ def _chosen(cls: type, f: dataclasses.Field, given: dict, source: str):
     if name is not None and not isinstance(name, str):
         return name  # a config instance (Python)
     if role == "method" and name in SCHEMES:
-        raise ConfigError(f"{_where(given[(role,)][1], source)} {name}: a quantization scheme, not a method; give "
+        raise ConfigError(f"{typed_key(given[(role,)][1], source)} {name}: a quantization scheme, not a method; give "
                           f"--scheme {name}")
     if name is None and role == "objective":
         method = given.get(("method",), (None,))[0] or default_of(next(x for x in dataclasses.fields(cls)
@@ -202,17 +197,17 @@ def _chosen(cls: type, f: dataclasses.Field, given: dict, source: str):
         name = (METHODS.config_class(method) if isinstance(method, str) else type(method)).default_objective
     name = name if name is not None else default_of(f)
     options = {path[1]: value for path, value in given.items() if len(path) == 2 and path[0] == role}
-    owned = _fields(registry, name)
+    owned = registry.option_names(name)
     recovery = options.pop("recovery", None) if role == "method" and "recovery" not in owned else None
     for option, (value, key) in options.items():
         if option not in owned:
-            owners = ", ".join(n for n in registry.names() if option in _fields(registry, n))
-            raise ConfigError(f"{_where(key, source)} does not apply to {role} {name} (it belongs to {owners})")
+            owners = ", ".join(n for n in registry.names() if option in registry.option_names(n))
+            raise ConfigError(f"{typed_key(key, source)} does not apply to {role} {name} (it belongs to {owners})")
     config_cls = registry.config_class(name)
-    typed = {option: coerce(config_cls, option, value, _where(key, source)) for option, (value, key) in options.items()}
+    typed = {option: coerce(config_cls, option, value, typed_key(key, source)) for option, (value, key) in options.items()}
     config = registry.make_config(name, typed)
     if recovery is not None:
-        _without_recovery_step(config, recovery[0], f"{_where(recovery[1], source)} {recovery[0]}")
+        _without_recovery_step(config, recovery[0], f"{typed_key(recovery[1], source)} {recovery[0]}")
     return config
 
 
@@ -229,22 +224,17 @@ def _without_recovery_step(config, value, shown: str) -> None:
                       "recovery none applies, or leave it out")
 
 
-def _fields(registry, name: str) -> set[str]:
-    cls = registry.config_class(name)
-    return {x.name for x in dataclasses.fields(cls)} if cls else set()
-
-
 def _sweep_objective_options(config, given: dict, source: str) -> dict:
     options = dict(config.objective_options)
     for path, (value, key) in given.items():
         if len(path) == 2 and path[0] == "objective":
-            owners = [n for n in config.objectives if path[1] in _fields(OBJECTIVES, n)]
+            owners = [n for n in config.objectives if path[1] in OBJECTIVES.option_names(n)]
             if not owners:
-                raise ConfigError(f"{_where(key, source)} does not apply to objective(s) "
+                raise ConfigError(f"{typed_key(key, source)} does not apply to objective(s) "
                                   f"{', '.join(config.objectives)}")
-            options[path[1]] = coerce(OBJECTIVES.config_class(owners[0]), path[1], value, _where(key, source))
+            options[path[1]] = coerce(OBJECTIVES.config_class(owners[0]), path[1], value, typed_key(key, source))
     for name in config.objectives:  # every objective's config builds with the options it takes
-        OBJECTIVES.make_config(name, {k: v for k, v in options.items() if k in _fields(OBJECTIVES, name)})
+        OBJECTIVES.make_config(name, {k: v for k, v in options.items() if k in OBJECTIVES.option_names(name)})
     return options
 
 
@@ -262,7 +252,7 @@ def parse_then(item, where: str = "--then"):
     else:
         return METHODS.config(item)
     recovery = options.pop("recovery", None) if METHODS.config_class(name) and "recovery" not in \
-        _fields(METHODS, name) else None
+        METHODS.option_names(name) else None
     config = METHODS.make_config(name, options)
     if recovery is not None:
         _without_recovery_step(config, recovery, f"{where} {name}:recovery={recovery}")
