@@ -22,8 +22,9 @@ from ..errors import ForgetlessError
 from .activation_quant import INPUT_ATTR, InputQuant, quantize_inputs
 from .compressed_tensors import FORMAT, GROUPED_BITS, GroupedInts, grouped_modules, set_grouped
 from .float_codes import FloatCodes
+from .transformers_compat import FOLDER_FORMAT_VERSION
 
-FORMAT_VERSION = "0.19.0"  # the compressed-tensors release whose output (llm-compressor 0.14) the tests compare
+FORMAT_VERSION = FOLDER_FORMAT_VERSION  # the oldest compressed-tensors release that reads the folder: transformers_compat
 INT, FLOAT = "int-quantized", "float-quantized"
 FORMATS = (FORMAT, INT, FLOAT)
 

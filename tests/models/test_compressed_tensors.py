@@ -106,7 +106,8 @@ def test_config_and_tensors_are_what_llm_compressor_writes(folders):
     for name in [*VARIANTS, "rtn_w4_g32_symmetric"]:
         expected = FIXTURE["variants"][name.removeprefix("rtn_")]
         config = json.loads((root / name / "config.json").read_text())
-        assert config["quantization_config"] == expected["quantization_config"], name
+        # llm-compressor wrote its compressed-tensors release (0.19); forgetless the oldest that reads the folder
+        assert config["quantization_config"] == {**expected["quantization_config"], "version": "0.17.0"}, name
         assert config.get("dtype", "float32") == expected["torch_dtype"] == "float32"  # unset: float32 weights
         header = {n: {"shape": list(shape), "dtype": dtype} for n, (shape, dtype) in
                   tensor_header(root / name / "model.safetensors").items()}
