@@ -3,6 +3,7 @@ ranges), and the check names the version and the fix when they are not."""
 import re
 from pathlib import Path
 
+from forgetless.models import transformers_compat as compat
 from forgetless.models.transformers_compat import (TESTED_COMPRESSED_TENSORS, TESTED_TRANSFORMERS,
                                                    untested_compressed_tensors, untested_transformers)
 
@@ -32,3 +33,19 @@ def test_pyproject_pins_the_tested_ranges():
             re.findall(r'"(transformers|compressed-tensors)>=([\d.]+),<([\d.]+)"', PYPROJECT)}
     assert pins == {"transformers": ("5.17", "5.25"), "compressed-tensors": ("0.17", "0.21")}
     assert TESTED_TRANSFORMERS == ("5.17", "5.24") and TESTED_COMPRESSED_TENSORS == ("0.17", "0.20")
+
+
+def test_a_folder_names_the_oldest_compressed_tensors_that_reads_it(monkeypatch):
+    """0.18 packs 3-bit codes across 32-bit words as forgetless does; 0.17 pads every word (a wrong width)."""
+    four = {"group_0": {"format": "pack-quantized", "weights": {"num_bits": 4}}}
+    three = {"group_0": {"format": "pack-quantized", "weights": {"num_bits": 3}},
+             "group_1": {"format": "int-quantized", "weights": {"num_bits": 8}}}
+    assert compat.folder_format_version(four) == "0.17.0" and compat.folder_format_version(three) == "0.18.0"
+    monkeypatch.setattr(compat, "installed_version", lambda name: "0.17.0")
+    assert compat.compressed_tensors_misreads(four) is None
+    assert compat.compressed_tensors_misreads(three) == (
+        "its layers pack 3-bit codes densely across 32-bit words, as compressed-tensors >= 0.18.0 reads them; the "
+        "installed compressed-tensors 0.17.0 expects padded words and reads them with the wrong width (a shape error "
+        "at the first forward): pip install 'compressed-tensors>=0.18.0'")
+    monkeypatch.setattr(compat, "installed_version", lambda name: "0.20.1")
+    assert compat.compressed_tensors_misreads(three) is None
