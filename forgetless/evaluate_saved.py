@@ -19,16 +19,16 @@ from .validate import check_decoder_only
 
 def evaluate_saved(model_path: str, task: Task, out: str | Path | None = None, batch_size: int = 64,
                    max_length: int = 128, overwrite: bool = False, keep_predictions: bool = False,
-                   model_kind: str = "auto") -> dict:
+                   model_kind: str = "auto", device: str | None = None) -> dict:
     """Scores of a saved model (forgetless folder or HF folder) on every set of ``task``, run as the
     model kind ``saved_kind`` picks; with ``out`` also written there as JSON (a new file, or one an
     earlier evaluate wrote with ``overwrite``); ``keep_predictions``: also the per-example
-    ``predictions`` (a paired comparison needs them)."""
+    ``predictions`` (a paired comparison needs them); ``device``: where the model runs (None: the CPU)."""
     if out is not None:
         check_output(out, "--json", command="evaluate", inputs={"MODEL_PATH": model_path}, overwrite=overwrite,
                      is_file=True)
     kind = saved_kind(model_path, task, model_kind)
-    result = evaluate_model(model_path, task, kind, None, batch_size, max_length, keep_predictions)
+    result = evaluate_model(model_path, task, kind, None, batch_size, max_length, keep_predictions, device)
     if out:
         atomic_write_json(out, {WRITTEN_BY: "forgetless evaluate", **result})
     return result
@@ -84,11 +84,13 @@ def _holds_causal_lm(model_path: str) -> bool:
 
 
 def evaluate_model(model, task: Task, kind, tokenizer=None, batch_size: int = 64, max_length: int = 128,
-                   keep_predictions: bool = False) -> dict:
+                   keep_predictions: bool = False, device: str | None = None) -> dict:
     """Scores of ``model`` (a name, a folder or a model object: ``kind.load_model``) on every set of
-    ``task`` and its parameter counts (``params``); the per-example ``predictions`` when kept."""
+    ``task`` and its parameter counts (``params``); the per-example ``predictions`` when kept. ``device``: where
+    it runs (None: where it was loaded or given)."""
     check_kind_fits(kind, task, model)
     model, tokenizer = kind.load_model(model, task, tokenizer=tokenizer)
+    model = model.to(device) if device else model
     result = kind.evaluate(model, tokenizer, task, EvalConfig(batch_size=batch_size), max_length)
     if not keep_predictions:
         result.pop("predictions")

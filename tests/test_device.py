@@ -34,6 +34,8 @@ def test_device_cuda_without_a_gpu_is_one_error_before_any_work(tmp_path, capsys
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and err[0].startswith("forgetless: error: --device cuda: "), err
     assert not out.exists()
+    assert main(["evaluate", str(tmp_path / "none"), "--task", "synthetic", "--device", "cuda"]) == 2
+    assert capsys.readouterr().err.strip().startswith("forgetless: error: --device cuda: ")
 
 
 def test_every_model_a_step_runs_was_moved_to_the_runs_device(tmp_path, monkeypatch, capsys):
@@ -59,18 +61,21 @@ def test_every_model_a_step_runs_was_moved_to_the_runs_device(tmp_path, monkeypa
     handle = torch.nn.modules.module.register_module_forward_pre_hook(record_forward)
     prompts = tmp_path / "prompts.txt"
     prompts.write_text("Name a colour.\nCount to three.\n", encoding="utf-8")
-    out = tmp_path / "out"
+    out, data = tmp_path / "out", write_llm_data(tmp_path / "data")
+    suite = ["--task", "lm-eval", "--lm-eval-tasks", "piqa_offline", "--data-dir", str(data), "--eval-size", "2"]
     try:
         code = main(["compress", "--model", "tiny-llama", "--base", "as-is", "--method", "gptq", "--group-size", "32",
-                     "--calibration-examples", "2", "--recovery", "none", "--task", "lm-eval", "--lm-eval-tasks",
-                     "piqa_offline", "--data-dir", str(write_llm_data(tmp_path / "data")), "--eval-size", "2",
+                     "--calibration-examples", "2", "--recovery", "none", *suite,
                      "--divergence-prompts", "2", "--divergence-file", str(prompts), "--divergence-max-new-tokens",
                      "3", "--bench-repeats", "1", "--bench-seq-len", "8", "--bench-new-tokens", "2", "--device",
                      "cuda", "--no-progress", "--out", str(out)])
+        assert code == 0, capsys.readouterr().err[-2000:]
+        assert len(ran) >= 2 and ran <= moved, f"{len(ran - moved)} of the {len(ran)} models that ran stayed on the CPU"
+        ran.clear()
+        assert main(["evaluate", str(out / "model"), *suite, "--device", "cuda"]) == 0
+        assert len(ran) == 1 and ran <= moved  # the saved model, scored where --device says
     finally:
         handle.remove()
-    assert code == 0, capsys.readouterr().err[-2000:]
-    assert len(ran) >= 2 and ran <= moved, f"{len(ran - moved)} of the {len(ran)} models that ran stayed on the CPU"
     card = json.loads((out / "report.json").read_text())
     assert card["environment"]["hardware"]["device"] == "cuda" and card["run"]["train"]["device"] == "cuda"
     assert "; ran on cuda" in (out / "report.md").read_text()

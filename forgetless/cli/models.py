@@ -11,6 +11,7 @@ from pathlib import Path
 import transformers
 from accelerate import PartialState
 
+from ..arguments import run_device
 from ..data.tasks import task_from_config
 from ..errors import ConfigError, OptionError
 from ..evaluate_saved import evaluate_saved
@@ -67,6 +68,7 @@ def cmd_evaluate(args, config) -> int:
         raise OptionError(f"--{given[0].replace('_', '-')} {given[1]}: compares a compressed model with its base "
                           "along the base's own answers; evaluate scores one model (forgetless compress, or "
                           "forgetless.evaluate(model, task, base=...) in Python)")
+    device = run_device(config.train.device)  # --device cuda without a GPU: one line before any work
     if args.json:
         check_output(args.json, "--json", command="evaluate", inputs=cli_inputs(args), overwrite=args.overwrite,
                      is_file=True)
@@ -76,7 +78,7 @@ def cmd_evaluate(args, config) -> int:
     check_offline_tasks(task_config)  # a hub-only LLM task while the hub is off: one line now, not minutes later
     task = task_from_config(task_config, config.seed)
     result = evaluate_saved(args.model_path, task, args.json, batch_size=config.eval.batch_size,
-                            max_length=config.train.max_length, overwrite=args.overwrite)
+                            max_length=config.train.max_length, overwrite=args.overwrite, device=device)
     for line in score_lines(result):
         print(line)
     return 0

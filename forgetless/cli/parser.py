@@ -47,7 +47,7 @@ EXAMPLES = {
 CONFIGS = {"compress": RunConfig, "compress-seq2seq": RunConfig, "demo": RunConfig, "finetune": RunConfig,
            "evaluate": RunConfig, "sweep": SweepConfig, "profile": ProfileConfig}  # commands built from the tree
 KEEP = {"finetune": ("model", "seed", "progress", "task.", "train."),  # the only options of these commands
-        "evaluate": ("seed", "task.", "train.max_length", "eval.batch_size")}
+        "evaluate": ("seed", "task.", "train.max_length", "train.device", "eval.batch_size")}
 DROP = {"evaluate": ("task.until_interval",)}  # kept above, but not for this command: it stops on the change
 # between two models scored together, and evaluate scores one
 
