@@ -50,30 +50,34 @@ def output_cache(output):
 def folder_format_version(config_groups: dict) -> str:
     """The oldest compressed-tensors release that reads a folder whose ``quantization_config`` has these
     ``config_groups``: 0.18.0 when a packed group's codes do not divide 32 bits, else 0.17.0."""
-    uneven = any(group.get("format") == PACKED and 32 % int((group.get("weights") or {}).get("num_bits") or 32)
-                 for group in config_groups.values())
-    return DENSE_PACKING if uneven else OLDEST_READER
+    return DENSE_PACKING if _uneven_bits(config_groups) else OLDEST_READER
 
 
 def compressed_tensors_misreads(config_groups: dict) -> str | None:
     """Why the installed compressed-tensors reads a folder with these ``config_groups`` wrongly (it is older
     than ``folder_format_version``); None when it reads it or is not installed."""
-    needed = folder_format_version(config_groups)
+    needed, have = folder_format_version(config_groups), installed_compressed_tensors()
+    if have is None or Version(have) >= Version(needed):
+        return None
+    bits = ", ".join(str(b) for b in sorted(_uneven_bits(config_groups)))
+    return (f"its layers pack {bits}-bit codes densely across 32-bit words, as compressed-tensors >= {needed} reads "
+            f"them; the installed compressed-tensors {have} expects padded words and reads them with the wrong width "
+            f"(a shape error at the first forward): pip install 'compressed-tensors>={needed}'")
+
+
+def _uneven_bits(config_groups: dict) -> set[int]:
+    """The code widths of the packed groups that do not divide 32 bits (3)."""
+    widths = {int((group.get("weights") or {}).get("num_bits") or 32) for group in config_groups.values()
+              if group.get("format") == PACKED}
+    return {bits for bits in widths if 32 % bits}
+
+
+def installed_compressed_tensors() -> str | None:
+    """The installed compressed-tensors release, None when it is not installed."""
     try:
-        have = installed_version("compressed-tensors")
+        return installed_version("compressed-tensors")
     except PackageNotFoundError:
         return None
-    if Version(have) >= Version(needed):
-        return None
-    return (f"its layers pack {_uneven_bits(config_groups)}-bit codes densely across 32-bit words, as compressed-tensors "
-            f">= {needed} reads them; the installed compressed-tensors {have} expects padded words and reads them "
-            f"with the wrong width (a shape error at the first forward): pip install 'compressed-tensors>={needed}'")
-
-
-def _uneven_bits(config_groups: dict) -> str:
-    bits = {int(group["weights"]["num_bits"]) for group in config_groups.values()
-            if group.get("format") == PACKED and 32 % int(group["weights"]["num_bits"])}
-    return ", ".join(str(b) for b in sorted(bits))
 
 
 def untested_transformers(version: str = transformers.__version__) -> str | None:
@@ -82,14 +86,10 @@ def untested_transformers(version: str = transformers.__version__) -> str | None
 
 
 def untested_compressed_tensors(version: str | None = None) -> str | None:
-    """A one-line message when ``version`` (default: the installed one; None when it is not installed) is outside
+    """A one-line message when ``version`` (default: the installed one; None when none is installed) is outside
     the compressed-tensors releases forgetless is tested with."""
-    if version is None:
-        try:
-            version = installed_version("compressed-tensors")
-        except PackageNotFoundError:
-            return None
-    return untested("compressed-tensors", version, TESTED_COMPRESSED_TENSORS)
+    version = version or installed_compressed_tensors()
+    return None if version is None else untested("compressed-tensors", version, TESTED_COMPRESSED_TENSORS)
 
 
 def untested(package: str, version: str, tested: tuple[str, str]) -> str | None:
