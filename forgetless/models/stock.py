@@ -31,7 +31,7 @@ from .ct_schemes import read_schemes, stored_layout
 from .expert_checkpoint import experts_scheme, stock_pieces
 from .manifest import read_manifest, transformers_model_class
 from .surgery import model_shape
-from .transformers_compat import compressed_tensors_misreads
+from .transformers_compat import compressed_tensors_misreads, folder_format_version
 
 
 def _set_dotted(config, dotted: str, value) -> None:
@@ -263,14 +263,15 @@ def stock_loadable(model_dir: str | Path) -> tuple[bool, str]:
 
 def _compressed_loadable(model_class: type, model_dir: Path, config: dict, scheme: str, why: str) -> tuple[bool, str]:
     """``stock_loadable`` of a compressed-tensors folder whose tensors fit (``why``)."""
-    failure = compressed_tensors_misreads(config["quantization_config"]["config_groups"]) or \
+    groups = config["quantization_config"]["config_groups"]
+    failure = compressed_tensors_misreads(groups) or \
         compressed_init_failure(model_class, model_dir) or \
         asymmetric_experts_failure(model_class, config, tensor_header(model_dir / WEIGHTS))
     if failure:
         return False, failure
-    why = f"{why}; its {scheme} layers load with the compressed-tensors package installed (pip install compressed-tensors)"
-    groups = config["quantization_config"]["config_groups"].values()
-    if any(not group["weights"]["symmetric"] and group["format"] == FORMAT for group in groups):
+    why = (f"{why}; its {scheme} layers load with the compressed-tensors package installed "
+           f"(pip install 'compressed-tensors>={folder_format_version(groups)}')")
+    if any(not group["weights"]["symmetric"] and group["format"] == FORMAT for group in groups.values()):
         why += (f"; {ASYMMETRIC_BUG}: load it with from_pretrained(path, "
                 "quantization_config=transformers.CompressedTensorsConfig(dequantize=True))")
     return True, why
