@@ -15,6 +15,7 @@ Every problem is one ``ForgetlessError`` naming the argument (``errors.py``).
 from __future__ import annotations
 
 import dataclasses
+import os
 
 from .config import EvalConfig, RunConfig, TrainConfig
 from .errors import OptionError
@@ -52,12 +53,16 @@ def _kind(field) -> str:
 def run_device(device: str, flag: str = "--device") -> str:
     """The device a run works on for ``--device device``: ``auto`` is a CUDA GPU when torch has one, else the
     CPU; any other name is checked (``check_device``) and kept. Training, calibration, scoring, generation and
-    the speed check all run there (the models are moved to it; every input follows its model)."""
+    the speed check all run there (the models are moved to it; every input follows its model). Under a launcher
+    of several processes (``LOCAL_RANK``), ``cuda`` is the process's own GPU, as the Trainer's."""
     import torch
 
     if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    check_device(device, flag)
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    else:
+        check_device(device, flag)
+    if device == "cuda" and os.environ.get("LOCAL_RANK"):
+        return f"cuda:{int(os.environ['LOCAL_RANK'])}"
     return str(device)
 
 

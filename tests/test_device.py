@@ -20,6 +20,9 @@ from llm_data import write_llm_data
 def test_auto_is_cuda_when_there_is_one_else_the_cpu(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     assert run_device("auto") == "cuda"
+    monkeypatch.setenv("LOCAL_RANK", "1")  # the second process of `accelerate launch`: its own GPU
+    assert run_device("auto") == "cuda:1"
+    monkeypatch.delenv("LOCAL_RANK")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     assert run_device("auto") == "cpu" and run_device("cpu") == "cpu"
     with pytest.raises(OptionError, match=r"device.cuda: .*(without CUDA|no cuda device).*; use cpu$"):
