@@ -31,7 +31,8 @@ from .ct_schemes import read_schemes, stored_layout
 from .expert_checkpoint import experts_scheme, stock_pieces
 from .manifest import read_manifest, transformers_model_class
 from .surgery import model_shape
-from .transformers_compat import compressed_tensors_misreads, folder_format_version
+from .transformers_compat import (ZERO_POINT_MISMATCH, compressed_tensors_misreads, config_from_dict,
+                                  folder_format_version)
 
 
 def _set_dotted(config, dotted: str, value) -> None:
@@ -95,7 +96,7 @@ def stock_tensors(model_class: type, config: dict, header: dict | None = None) -
     what the format stores for it, and a fused expert weight by the packed per-expert pieces stock
     loading merges into it, where the file (``header``) holds them (``expert_checkpoint.py``)."""
     plain = {k: v for k, v in config.items() if k != "quantization_config"}
-    stock = meta_model(model_class, model_class.config_class.from_dict(plain))
+    stock = meta_model(model_class, config_from_dict(model_class.config_class, plain))
     dtype = getattr(torch, str(plain.get("dtype") or plain.get("torch_dtype") or "float32").replace("torch.", ""))
     persistent = set(stock.state_dict())
     tensors = [*stock.named_parameters(remove_duplicate=False), *stock.named_buffers(remove_duplicate=False)]
@@ -117,21 +118,22 @@ def stock_tensors(model_class: type, config: dict, header: dict | None = None) -
 def tied_names(model_class: type, config: dict) -> list[set[str]]:
     """Groups of parameter names that are one tensor in the stock model (tied embeddings)."""
     plain = {k: v for k, v in config.items() if k != "quantization_config"}
-    stock = meta_model(model_class, model_class.config_class.from_dict(plain))
+    stock = meta_model(model_class, config_from_dict(model_class.config_class, plain))
     groups: dict[int, set[str]] = {}
     for name, tensor in stock.named_parameters(remove_duplicate=False):
         groups.setdefault(id(tensor), set()).add(name)
     return [names for names in groups.values() if len(names) > 1]
 
 
-# Measured with transformers 5.24 + compressed-tensors 0.20 (5.17 + 0.19 load the same folders exactly).
+# Measured with transformers 5.24 + compressed-tensors 0.20 (the experts bug); ASYMMETRIC_BUG: transformers_compat.
 ASYMMETRIC_EXPERTS_BUG = ("transformers 5.24's converter that merges per-expert layers into the fused expert weights "
                           "(CompressedTensorsDequantize) drops their zero points, so stock from_pretrained raises "
                           "'Asymmetric quant requires zero-point values', with or without "
                           "CompressedTensorsConfig(dequantize=True)")
 ASYMMETRIC_BUG = ("plain from_pretrained of asymmetric (zero-point) layers raises a size mismatch on "
-                  "weight_zero_point with transformers 5.24 and compressed-tensors 0.20, as for llm-compressor's own "
-                  "asymmetric output (the packed zero points are expected unpacked)")
+                  f"weight_zero_point with transformers >= {ZERO_POINT_MISMATCH[0]} and compressed-tensors >= "
+                  f"{ZERO_POINT_MISMATCH[1]} (older pairs load it), as for llm-compressor's own asymmetric output (the "
+                  "packed zero points are expected unpacked)")
 SAFETENSORS_DTYPES = {torch.float64: "F64", torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16",
                       torch.int64: "I64", torch.int32: "I32", torch.int16: "I16", torch.int8: "I8", torch.uint8: "U8",
                       torch.bool: "BOOL"}
@@ -211,7 +213,7 @@ def asymmetric_experts_failure(model_class: type, config: dict, header: dict) ->
     if (experts_scheme(quantization) or {}).get("symmetric", True):
         return None
     plain = {k: v for k, v in config.items() if k != "quantization_config"}
-    pieces = stock_pieces(meta_model(model_class, model_class.config_class.from_dict(plain)), header)
+    pieces = stock_pieces(meta_model(model_class, config_from_dict(model_class.config_class, plain)), header)
     if not pieces:
         return None
     example = next(iter(pieces.values()))[0][0]

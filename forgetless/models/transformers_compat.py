@@ -18,9 +18,19 @@ installed, so it names the oldest release that reads the folder (``folder_format
 whatever is installed. That is 0.17.0, except for integer codes whose width does not divide 32 bits (3-bit
 weights): compressed-tensors 0.18 packs them densely, across word boundaries, as forgetless does; 0.17 padded
 every word (ten 3-bit codes a word) and reads such a folder with the wrong width.
+
+Plain ``from_pretrained`` of asymmetric (zero-point) packed layers raises a size mismatch on
+``weight_zero_point`` (it expects the zero points unpacked) with transformers >= 5.23 and compressed-tensors
+>= 0.18 together; older pairs load such a folder exactly (measured: 5.17 + 0.17, 5.17 + 0.20, 5.20 + 0.20,
+5.22 + 0.18, 5.23 + 0.17 load it; 5.23 + 0.18 and 5.24 + 0.20 raise). ``CompressedTensorsConfig(dequantize=True)``
+loads it with every pair.
+
+transformers 5.17's ``EncoderDecoderConfig`` pops ``model_type`` out of the ``encoder`` / ``decoder`` dicts it
+is built from, so building a second config from the same ``config.json`` dict failed (``config_from_dict``).
 """
 from __future__ import annotations
 
+import copy
 import sys
 from importlib.metadata import PackageNotFoundError, version as installed_version
 
@@ -33,6 +43,7 @@ TESTED_TRANSFORMERS = ("5.17", "5.24")
 TESTED_COMPRESSED_TENSORS = ("0.17", "0.20")
 OLDEST_READER, DENSE_PACKING = f"{TESTED_COMPRESSED_TENSORS[0]}.0", "0.18.0"
 PACKED = "pack-quantized"  # compressed-tensors' format of packed integer codes (``compressed_tensors.FORMAT``)
+ZERO_POINT_MISMATCH = ("5.23", "0.18")  # transformers, compressed-tensors from which plain loading of zero points fails
 
 CACHE_ARG = "cache" if Version(transformers.__version__).release[:2] >= (5, 24) else "past_key_values"
 
@@ -78,6 +89,23 @@ def installed_compressed_tensors() -> str | None:
         return installed_version("compressed-tensors")
     except PackageNotFoundError:
         return None
+
+
+def zero_points_refused(transformers_version: str = transformers.__version__,
+                        compressed_tensors_version: str | None = None) -> bool:
+    """Whether plain ``from_pretrained`` of asymmetric packed layers raises with these releases (default: the
+    installed ones): transformers and compressed-tensors both from ``ZERO_POINT_MISMATCH`` on."""
+    compressed_tensors_version = compressed_tensors_version or installed_compressed_tensors()
+    if compressed_tensors_version is None:
+        return False
+    return all(Version(have) >= Version(since) for have, since in
+               zip((transformers_version, compressed_tensors_version), ZERO_POINT_MISMATCH))
+
+
+def config_from_dict(config_class: type, config: dict):
+    """``config_class.from_dict`` of a copy of ``config``: 5.17's ``EncoderDecoderConfig`` changes the nested
+    dicts it is given."""
+    return config_class.from_dict(copy.deepcopy(config))
 
 
 def untested_transformers(version: str = transformers.__version__) -> str | None:

@@ -49,3 +49,22 @@ def test_a_folder_names_the_oldest_compressed_tensors_that_reads_it(monkeypatch)
         "at the first forward): pip install 'compressed-tensors>=0.18.0'")
     monkeypatch.setattr(compat, "installed_version", lambda name: "0.20.1")
     assert compat.compressed_tensors_misreads(three) is None
+
+
+def test_plain_loading_of_zero_points_fails_only_with_both_newer_releases():
+    """Measured (transformers + compressed-tensors): 5.23 + 0.18 and 5.24 + 0.20 raise a size mismatch on
+    weight_zero_point; 5.17 + 0.17, 5.17 + 0.20, 5.20 + 0.20, 5.22 + 0.18 and 5.23 + 0.17 load the folder exactly."""
+    assert compat.zero_points_refused("5.23.0", "0.18.0") and compat.zero_points_refused("5.24.0", "0.20.1")
+    loads = [("5.17.0", "0.17.0"), ("5.17.0", "0.20.1"), ("5.20.0", "0.20.1"), ("5.22.0", "0.18.0"), ("5.23.0", "0.17.0")]
+    assert not any(compat.zero_points_refused(*pair) for pair in loads)
+
+
+def test_a_config_dict_builds_twice():
+    """transformers 5.17's EncoderDecoderConfig popped model_type out of the nested dicts it was built from."""
+    import transformers
+
+    sizes = dict(hidden_size=32, num_hidden_layers=1, num_attention_heads=4)
+    config = transformers.EncoderDecoderConfig.from_encoder_decoder_configs(
+        transformers.BertConfig(**sizes), transformers.BertConfig(**sizes, is_decoder=True)).to_dict()
+    first, second = (compat.config_from_dict(transformers.EncoderDecoderConfig, config) for _ in range(2))
+    assert first.encoder.model_type == second.decoder.model_type == "bert" and config["encoder"]["model_type"] == "bert"
