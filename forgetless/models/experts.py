@@ -28,6 +28,7 @@ from torch import nn
 
 from ..errors import UnsupportedModelError
 from .compressed_tensors import GROUPED_ATTR
+from .transformers_compat import post_expert_norm
 
 EXPERT_CODES = "grouped_experts"  # on a fused experts module: {(parameter, expert): GroupedInts}
 
@@ -135,7 +136,8 @@ class _ExpertLoop:
             projected = getattr(linears, first_projection(experts))(hidden_states[token])
             projected = experts._apply_gate(projected) if experts.has_gate else experts.act_fn(projected)
             projected = linears.down_proj(projected)
-            if experts.has_post_expert_norm:
-                projected = experts.post_expert_norm(projected)
+            norm = post_expert_norm(experts)
+            if norm is not None:
+                projected = norm(projected)
             out.index_add_(0, token, projected.to(out.dtype) * top_k_weights[token, slot, None].to(out.dtype))
         return out.to(hidden_states.dtype)

@@ -25,6 +25,9 @@ Plain ``from_pretrained`` of asymmetric (zero-point) packed layers raises a size
 5.22 + 0.18, 5.23 + 0.17 load it; 5.23 + 0.18 and 5.24 + 0.20 raise). ``CompressedTensorsConfig(dequantize=True)``
 loads it with every pair.
 
+A fused experts module says whether a norm follows each expert's down projection (``has_post_expert_norm``)
+from transformers 5.20 on; before, none did (``post_expert_norm``).
+
 transformers 5.17's ``EncoderDecoderConfig`` pops ``model_type`` out of the ``encoder`` / ``decoder`` dicts it
 is built from, so building a second config from the same ``config.json`` dict failed (``config_from_dict``).
 """
@@ -100,6 +103,12 @@ def zero_points_refused(transformers_version: str = transformers.__version__,
         return False
     return all(Version(have) >= Version(since) for have, since in
                zip((transformers_version, compressed_tensors_version), ZERO_POINT_MISMATCH))
+
+
+def post_expert_norm(experts):
+    """The norm a fused experts module applies after each expert's down projection, None when it has none
+    (transformers before 5.20: no ``has_post_expert_norm``, no such norm)."""
+    return experts.post_expert_norm if getattr(experts, "has_post_expert_norm", False) else None
 
 
 def config_from_dict(config_class: type, config: dict):

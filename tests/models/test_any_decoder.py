@@ -20,6 +20,7 @@ import shutil
 import pytest
 import torch
 import transformers
+from packaging.version import Version
 
 import forgetless
 from forgetless.errors import ForgetlessError, UnsupportedModelError
@@ -32,6 +33,7 @@ from forgetless.models.experts import linearized
 from forgetless.models.gates import Gates
 from forgetless.models.sites import weight_matrix
 from forgetless.models.stock import stock_loadable
+from forgetless.models.transformers_compat import TESTED_TRANSFORMERS
 
 from any_decoder import TEXTS, char_tokenizer, decoder_types, left_padded, tiny_model
 
@@ -73,6 +75,9 @@ REFUSED = {  # family: (check, the error's words); every other check of the fami
     "beam": ("removal", "cannot describe kept block"),
     "jamba": ("removal", "cannot describe kept block"),  # attention / expert blocks alternate by depth
     "minicpm3": ("removal", "cannot describe kept block"),  # residual_scale depends on the depth
+    # transformers 5.17's Aria kept its experts in its own grouped GEMM (a transformers experts module from 5.18)
+    **({"aria_text": ("all", "keeps its experts in fused 3-D weights")}
+       if Version(transformers.__version__) < Version("5.18") else {}),
 }
 # plain from_pretrained of their GPTQ folder raises, as the stock-loading check says; forgetless.load_model reloads
 STOCK_RAISES = {**{t: "raises before reading the weights" for t in (  # _init_weights reads a quantized Linear's weight
@@ -91,9 +96,11 @@ MATRIX = [t for t in decoder_types() if t not in SKIPPED]
 
 
 def test_the_matrix_is_transformers_registry():
-    """Every decoder-only type is tested or skipped with a reason; no stale entries."""
-    assert set(SKIPPED) | set(REFUSED) | set(STOCK_RAISES) | set(NO_GENERATE) <= set(decoder_types())
-    assert len(MATRIX) + len(SKIPPED) == len(decoder_types()) > 100
+    """Every decoder-only type is tested or skipped with a reason; no stale entries (on the newest tested
+    transformers: an older one lacks the families added since)."""
+    if Version(transformers.__version__).release[:2] >= Version(TESTED_TRANSFORMERS[1]).release:
+        assert set(SKIPPED) | set(REFUSED) | set(STOCK_RAISES) | set(NO_GENERATE) <= set(decoder_types())
+    assert len(MATRIX) + len(set(SKIPPED) & set(decoder_types())) == len(decoder_types()) > 100
 
 
 def _model(family: str):
