@@ -29,7 +29,9 @@ from ..metrics.accuracy import pooled_task_accuracy, set_metrics
 from ..data.texts import read_texts
 from ..metrics.perplexity import default_window, join, perplexity
 from ..metrics.speed import SpeedConfig, compare_speed, flop_limit, llm_speed_config
+from ..llm.scoring import ROW_TOKENS
 from ..models.loading import load_causal_lm
+from ..models.memory_fit import eval_batch_size
 from ..training.encode import encode_causal_pairs
 from .in_memory import adopt, is_in_memory
 
@@ -88,10 +90,11 @@ class CausalLMKind:
     def evaluate(self, model, tokenizer, task: Task, eval_config, max_length: int, progress: bool = False) -> dict:
         if task_kind(task).suite:  # lm-evaluation-harness runs the suite (llm/suite.py)
             return self.evaluate_suite(model, tokenizer, task.suite, eval_config.batch_size, progress)
+        batch_size, why = eval_batch_size(model, eval_config.batch_size, max_length)  # rows of max_length tokens
         sets, predictions, truncated = {}, {}, {}
         for name, examples in task.eval_sets().items():
             scored = zero_shot.score_set(model, tokenizer, task, examples, eval_config, max_length,
-                                         eval_config.batch_size, f"zero-shot {name}")
+                                         batch_size, f"zero-shot {name}")
             sets[name] = set_metrics(examples, scored["predicted"])
             truncated[name] = scored["truncated"]
             predictions[name] = {"predicted": scored["predicted"].tolist(),
@@ -99,6 +102,7 @@ class CausalLMKind:
                                  "label_log_likelihoods": scored["label_log_likelihoods"].round(4).tolist()}
         result = {"sets": sets, **pooled_task_accuracy(task, sets), "predictions": predictions,
                   "zero_shot": {**zero_shot.describe(task, tokenizer, eval_config), "max_length": max_length,
+                                "batch_size": batch_size, "batch_size_from_memory": why,
                                 "truncated_prompts": truncated}}
         if getattr(eval_config, "perplexity_file", None):
             texts = read_texts(eval_config.perplexity_file, eval_config.perplexity_texts)
@@ -113,11 +117,12 @@ class CausalLMKind:
         if suite.until_interval is not None:
             raise ConfigError("--until-interval scores base and compressed together, round by round: evaluate the "
                               "two models as a pair (evaluate_pair), not one alone")
+        batch_size, why = eval_batch_size(model, batch_size, ROW_TOKENS)  # memory decides, up to the requested
         entry = cache.entry_path(model, tokenizer, suite, batch_size)
         kept = cache.load(entry)
         if kept is not None:
             say(f"this model's evaluation on the suite is reused from {entry}")
-            kept["zero_shot"]["cache"] = {"path": str(entry), "reused": True}
+            kept["zero_shot"].update(cache={"path": str(entry), "reused": True}, batch_size_from_memory=why)
             return kept
         result = evaluate_tasks(model, tokenizer, suite, default_window(model, suite.window), batch_size, progress)
         if suite.perplexity is not None:
@@ -127,7 +132,8 @@ class CausalLMKind:
             result["language_model"] = {"file": p.source, "protocol": "non-overlapping windows of the joined text",
                                         **perplexity(model, tokenizer, p.text, window, batch_size, p.cap, p.seed)}
         cache.store(entry, result)
-        result["zero_shot"]["cache"] = {"path": str(entry) if entry else None, "reused": False}
+        result["zero_shot"].update(cache={"path": str(entry) if entry else None, "reused": False},
+                                   batch_size_from_memory=why)
         return result
 
     def evaluate_pair(self, models: dict, tokenizer, task: Task, eval_config, progress: bool | None = None) -> dict:
