@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import statistics
-from dataclasses import asdict
+from dataclasses import asdict, is_dataclass
 
 from ..data.task import PairSet, Task
 from ..data.task_kinds import task_kind
@@ -91,6 +91,27 @@ class CausalLMKind:
         if task_kind(task).suite:  # lm-evaluation-harness runs the suite (llm/suite.py)
             return self.evaluate_suite(model, tokenizer, task.suite, eval_config.batch_size, progress)
         batch_size, why = eval_batch_size(model, eval_config.batch_size, max_length)  # rows of max_length tokens
+        options = {**(asdict(eval_config) if is_dataclass(eval_config) else vars(eval_config)),
+                   "batch_size": batch_size, "max_length": max_length,
+                   "prompt": zero_shot.describe(task, tokenizer, eval_config)}
+        if getattr(eval_config, "perplexity_file", None) and os.path.isfile(eval_config.perplexity_file):
+            stat = os.stat(eval_config.perplexity_file)  # the text scored, not only its name
+            options["perplexity_file_stat"] = [stat.st_size, stat.st_mtime_ns]
+        entry = cache.zero_shot_entry_path(model, tokenizer, task, options)
+        kept = cache.load(entry)
+        if kept is not None:
+            say(f"this model's zero-shot scores on {task.name} are reused from {entry}")
+            kept["zero_shot"].update(cache={"path": str(entry), "reused": True}, batch_size_from_memory=why)
+            return kept
+        result = self._score_sets(model, tokenizer, task, eval_config, max_length, batch_size)
+        cache.store(entry, result)
+        result["zero_shot"].update(cache={"path": str(entry) if entry else None, "reused": False},
+                                   batch_size_from_memory=why)
+        return result
+
+    def _score_sets(self, model, tokenizer, task: Task, eval_config, max_length: int, batch_size: int) -> dict:
+        """Every evaluation set of a classification task scored zero-shot (``metrics/zero_shot.py``), and
+        the held-out perplexity when ``--perplexity-file`` asks for it."""
         sets, predictions, truncated = {}, {}, {}
         for name, examples in task.eval_sets().items():
             scored = zero_shot.score_set(model, tokenizer, task, examples, eval_config, max_length,
@@ -102,8 +123,7 @@ class CausalLMKind:
                                  "label_log_likelihoods": scored["label_log_likelihoods"].round(4).tolist()}
         result = {"sets": sets, **pooled_task_accuracy(task, sets), "predictions": predictions,
                   "zero_shot": {**zero_shot.describe(task, tokenizer, eval_config), "max_length": max_length,
-                                "batch_size": batch_size, "batch_size_from_memory": why,
-                                "truncated_prompts": truncated}}
+                                "batch_size": batch_size, "truncated_prompts": truncated}}
         if getattr(eval_config, "perplexity_file", None):
             texts = read_texts(eval_config.perplexity_file, eval_config.perplexity_texts)
             result["language_model"] = {"file": str(eval_config.perplexity_file), "texts": len(texts),

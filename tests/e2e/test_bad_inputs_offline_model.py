@@ -38,7 +38,10 @@ from tiny_gguf import write_tiny_gguf
 
 NAME = "tiny-parts"
 COUNT = 3
-DISK = "shutil.disk_usage"
+# tiny-llama scored zero-shot on a two-label classification task (the path of the seeds' GLUE-style tasks)
+FILES_RUN = ("compress", "--model", "tiny-llama", "--model-kind", "causal-lm", "--base", "as-is", "--method", "magnitude",
+             "--recovery", "none", "--task", "files", "--train", "{tsv}", "--dev", "{tsv}", "--text-a", "sentence",
+             "--text-b", "", "--labels", "neg,pos", "--no-progress", "--speed", "none", "--out", "{out}")
 
 
 @functools.lru_cache(maxsize=1)
@@ -151,7 +154,7 @@ def compress_parts(p, out):
 
 def low_memory(action, available: int | None = None, rows: int | None = None):
     """``action`` with ``available`` bytes of memory available; or with memory for ``rows`` evaluation
-    rows of tiny-llama (its apply fits)."""
+    rows of tiny-llama of 128 tokens (``--max-length``'s default; its apply fits)."""
     def call(p, out):
         from forgetless.models.tiny import tiny_llama_config
 
@@ -196,7 +199,7 @@ def cases() -> list[tuple]:
          low_memory(lm_eval("t_ok", "--model", "{llama}", "--model-kind", "causal-lm"), available=10 ** 5),
          r"error: --model .*llama: compressing in memory needs about 0\.\d GiB .* 0\.0 GiB available; "
          r"stream it layer by layer instead: forgetless\.apply_streamed\("),
-        ("eval-batch-size-from-memory", low_memory(lm_eval("t_ok", "--eval-batch-size", "16"), rows=3),
+        ("eval-batch-size-from-memory", low_memory(cli(*FILES_RUN, "--eval-batch-size", "16"), rows=3),
          batch_from_memory),
     ]
 
@@ -213,3 +216,42 @@ def paths(llm_files, one_thread):
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_offline_model_bad_input(case, paths, tmp_path, monkeypatch, record_property):
     run_case(case, paths, tmp_path, monkeypatch, record_property)
+
+
+# ----- a long zero-shot run killed and rerun -------------------------------------------------------------------
+
+
+def card_numbers(out: Path) -> dict:
+    """What a card measured (the scores, the intervals, the comparison), not how long it took."""
+    card = json.loads((out / "report.json").read_text())
+    return {key: card[key] for key in ("base", "compressed", "comparison", "intervals", "bias") if key in card}
+
+
+def test_a_zero_shot_run_killed_while_scoring_the_compressed_model_reruns_to_the_same_card(paths, tmp_path,
+                                                                                        monkeypatch):
+    """A causal LM scored zero-shot on a classification task (the seeds' tasks): the base's scores are kept in
+    the cache as soon as they are computed, so a run killed while the compressed model is scored (hours for a
+    1.5B model here) reruns from there, to the card an uninterrupted run writes."""
+    from forgetless.kinds.causal_lm import CausalLMKind
+
+    run = cli(*FILES_RUN)
+    monkeypatch.setenv("FORGETLESS_CACHE", str(tmp_path / "cache-uninterrupted"))
+    exit_zero(run(paths, tmp_path / "uninterrupted"), paths, None)
+    monkeypatch.setenv("FORGETLESS_CACHE", str(tmp_path / "cache"))
+    scored, score_sets = [], CausalLMKind._score_sets
+
+    def killed_on_the_second(self, *args):
+        scored.append(args[0])
+        if len(scored) == 2:
+            raise KeyboardInterrupt  # the kill, while the compressed model is scored
+        return score_sets(self, *args)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(CausalLMKind, "_score_sets", killed_on_the_second)
+        killed = run(paths, tmp_path / "killed")
+    assert killed.code == 130 and len(scored) == 2, killed.err[-300:]  # interrupted, as a kill's SIGTERM stops it
+    rerun = run(paths, tmp_path / "killed")
+    exit_zero(rerun, paths, None)
+    assert "zero-shot scores on files are reused" in rerun.err  # the base's, kept before the kill
+    assert card_numbers(tmp_path / "killed") == card_numbers(tmp_path / "uninterrupted")
+    assert len(list((tmp_path / "cache" / "llm-eval").glob("zero-shot-*.json"))) == 2  # base and compressed
