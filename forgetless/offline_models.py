@@ -285,11 +285,19 @@ def load_gguf(path: Path):
 
 def plain_copy(model):
     """A model of the same class built from ``model.config`` without ``quantization_config``,
-    holding exactly ``model``'s tensors (so ``save_pretrained`` accepts it)."""
+    holding ``model``'s own tensors (so ``save_pretrained`` accepts it). Built on the meta device and
+    given the tensors themselves (``assign=True``), not copies: the conversion holds the weights once
+    (the 1.5B model: 7.1 GB, not 14.2)."""
+    import torch
+
     config = model.config.__class__.from_dict({k: v for k, v in model.config.to_dict().items()
                                                if k != "quantization_config"})
-    fresh = type(model)(config)
-    fresh.load_state_dict(model.state_dict(), strict=True)
+    with torch.device("meta"):
+        fresh = type(model)(config)
+    fresh.load_state_dict(model.state_dict(), strict=True, assign=True)
+    for name, buffer in model.named_buffers():  # buffers kept out of the state dict (rotary frequencies)
+        owner, _, leaf = name.rpartition(".")
+        fresh.get_submodule(owner)._buffers[leaf] = buffer
     return fresh.eval()
 
 
