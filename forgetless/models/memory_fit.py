@@ -4,9 +4,9 @@ any work of a ``compress`` run) and how many rows one evaluation forward may hol
 (``eval_batch_size``).
 
 In memory, ``compress`` holds the base (kept to compare with) and the student it compresses: two
-copies of the weights, plus the method's working set (calibration activations, a layer's Hessians).
-Measured on Qwen2.5-Coder-1.5B (7.1 GB of fp32 weights, ``docs/offline-models.md``): GPTQ in memory
-peaked at about ``IN_MEMORY_COPIES`` × the weights. Streamed calibration (``forgetless.apply_streamed``)
+copies of the weights, plus the method's working set (calibration activations, a layer's Hessians),
+counted as half a copy more (``IN_MEMORY_COPIES``; on Qwen2.5-Coder-1.5B, 7.1 GB of fp32 weights, the
+measured figures are in ``docs/offline-models.md``). Streamed calibration (``forgetless.apply_streamed``)
 holds one decoder layer at a time, so a model that does not fit is refused with that advice.
 
 An evaluation forward of ``batch_size`` rows holds ``batch_size × ROW_TOKENS`` tokens
@@ -23,7 +23,7 @@ from pathlib import Path
 from ..errors import MemoryTooSmallError
 
 GIB = 2 ** 30
-IN_MEMORY_COPIES = 2.5  # base + student + the method's working set, in weights' worth (measured: module docstring)
+IN_MEMORY_COPIES = 2.5  # base + student + the method's working set, in weights' worth (module docstring)
 HEADROOM = 2  # the per-token activation estimate doubled: allocator slack, attention scores
 EVAL_SHARE = 0.5  # the share of the available memory evaluation activations may use
 
