@@ -59,6 +59,10 @@ VARIANTS = {
     "sparsegpt-2:4": ("sparsegpt", {"sparsity": 0.5, "pattern": "2:4"}),
     "heads-kv-50": ("heads", {"ratio": 0.5, "recovery": "none", "scoring_examples": 64}),
     "gptq-w4g128": ("gptq", {"bits": 4, "group_size": 128}),
+    # the deployable schemes (``forgetless.schemes.SCHEMES``): W8A8-INT8 is a stack, applied in order
+    "w8a8-int8": [("smoothquant", {"alpha": 0.8}),
+                  ("gptq", {"bits": 8, "group_size": -1, "activations": "int8-token"})],
+    "fp8": ("gptq", {"bits": 8, "group_size": 0, "weight_type": "fp8", "activations": "fp8-tensor"}),
 }
 TASKS = ("sst2", "mnli-small", "qqp")
 # Zeros in dense weights (unstructured, 2:4) and GPTQ's weights (dequantized to fp32 on load) run the
@@ -116,13 +120,16 @@ def run(args) -> None:
             path = out / task_name / f"{name}.json"
             if path.exists():
                 continue
-            method, options = VARIANTS[name]
+            stack = VARIANTS[name] if isinstance(VARIANTS[name], list) else [VARIANTS[name]]
             log(f"{task_name}: {name}")
             ctx = CompressionContext(task=task, tokenizer=tokenizer, teacher=base_model, work_dir=out / "work" / task_name / name,
                                      train_config=TrainConfig(max_length=args.max_length, progress=False), kind=kind,
                                      seed=args.seed, base_model=args.model)
-            model = METHODS.get(method)(METHODS.make_config(method, options)).compress(copy.deepcopy(base_model), ctx).eval()
-            result = {"variant": name, "method": method, "options": options, "notes": ctx.notes,
+            model = copy.deepcopy(base_model)
+            for method, options in stack:
+                model = METHODS.get(method)(METHODS.make_config(method, options)).compress(model, ctx).eval()
+            result = {"variant": name, "method": "+".join(m for m, _ in stack), "options": [o for _, o in stack],
+                      "notes": ctx.notes,
                       **compare(task, base, evaluate(model, tokenizer, task, args), args.seed)}
             if task_name == TASKS[0]:  # speed and perplexity do not depend on the task's scoring: measured with sst2
                 if method in TIMED_METHODS:
