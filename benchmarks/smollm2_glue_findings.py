@@ -2,7 +2,7 @@
 SmolLM2-135M-Instruct at CPU scale (the first findings; the base is at chance on most of these sets,
 so ``benchmarks/smollm2_findings.py`` measures the LLM zero-shot suite instead).
 
-The base is ``--model smollm2`` as it is (the Q4_1 GGUF dequantized to fp32; no fine-tuning). Each
+The base is ``--model smollm2`` (or another offline LLM: ``--model qwen2.5-coder-1.5b``) as it is (the Q4_1 GGUF dequantized to fp32; no fine-tuning). Each
 variant compresses it without recovery training (``--recovery none``): ShortGPT Block Influence
 removal of 3 / 6 / 9 of the 30 layers (Men et al. 2024; calibration on the task's training split),
 magnitude pruning to 50% unstructured sparsity in one shot, int8 dynamic quantization and bf16,
@@ -20,6 +20,8 @@ The base is evaluated once per task and each variant once per task (one result f
 ``--out``, so an interrupted run resumes); ``--table`` only renders ``results.md``. Usage:
 
     python benchmarks/smollm2_glue_findings.py --data-dir ../shared/data --eval-size 200 --out runs/smollm2-findings
+    nice -n 10 python benchmarks/smollm2_glue_findings.py --model qwen2.5-coder-1.5b --data-dir ../shared/data \
+        --eval-size 200 --tasks sst2 --variants --out runs/qwen-findings     # the base alone (no variant)
 """
 from __future__ import annotations
 
@@ -57,6 +59,10 @@ VARIANTS = {
     "sparsegpt-2:4": ("sparsegpt", {"sparsity": 0.5, "pattern": "2:4"}),
     "heads-kv-50": ("heads", {"ratio": 0.5, "recovery": "none", "scoring_examples": 64}),
     "gptq-w4g128": ("gptq", {"bits": 4, "group_size": 128}),
+    # the deployable schemes (``forgetless.schemes.SCHEMES``): W8A8-INT8 is a stack, applied in order
+    "w8a8-int8": [("smoothquant", {"alpha": 0.8}),
+                  ("gptq", {"bits": 8, "group_size": -1, "activations": "int8-token"})],
+    "fp8": ("gptq", {"bits": 8, "group_size": 0, "weight_type": "fp8", "activations": "fp8-tensor"}),
 }
 TASKS = ("sst2", "mnli-small", "qqp")
 # Zeros in dense weights (unstructured, 2:4) and GPTQ's weights (dequantized to fp32 on load) run the
@@ -100,25 +106,30 @@ def run(args) -> None:
     texts = read_texts(default_perplexity_file(args.data_dir), args.perplexity_texts)
     for task_name in args.tasks:
         task = load_task(task_name, data_dir=args.data_dir, seed=args.seed, train_size=512, eval_size=args.eval_size)
-        base_model, tokenizer = kind.load_model("smollm2", task, args.seed)
+        base_model, tokenizer = kind.load_model(args.model, task, args.seed)
         base_file = out / task_name / "base.json"
         if base_file.exists():
             base = json.loads(base_file.read_text())
         else:
             log(f"{task_name}: base")
+            started = time.perf_counter()
             base = evaluate(base_model, tokenizer, task, args)
+            base["timing"] = {"seconds": time.perf_counter() - started, "load_average": os.getloadavg()}
             atomic_write_json(base_file, base)
         for name in args.variants:
             path = out / task_name / f"{name}.json"
             if path.exists():
                 continue
-            method, options = VARIANTS[name]
+            stack = VARIANTS[name] if isinstance(VARIANTS[name], list) else [VARIANTS[name]]
             log(f"{task_name}: {name}")
             ctx = CompressionContext(task=task, tokenizer=tokenizer, teacher=base_model, work_dir=out / "work" / task_name / name,
                                      train_config=TrainConfig(max_length=args.max_length, progress=False), kind=kind,
-                                     seed=args.seed, base_model="smollm2")
-            model = METHODS.get(method)(METHODS.make_config(method, options)).compress(copy.deepcopy(base_model), ctx).eval()
-            result = {"variant": name, "method": method, "options": options, "notes": ctx.notes,
+                                     seed=args.seed, base_model=args.model)
+            model = copy.deepcopy(base_model)
+            for method, options in stack:
+                model = METHODS.get(method)(METHODS.make_config(method, options)).compress(model, ctx).eval()
+            result = {"variant": name, "method": "+".join(m for m, _ in stack), "options": [o for _, o in stack],
+                      "notes": ctx.notes,
                       **compare(task, base, evaluate(model, tokenizer, task, args), args.seed)}
             if task_name == TASKS[0]:  # speed and perplexity do not depend on the task's scoring: measured with sst2
                 if method in TIMED_METHODS:
@@ -199,7 +210,8 @@ if __name__ == "__main__":
     parser.add_argument("--out", default="runs/smollm2-findings")
     parser.add_argument("--eval-size", type=int, default=200)
     parser.add_argument("--tasks", nargs="+", default=list(TASKS))
-    parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
+    parser.add_argument("--model", default="smollm2", help="the offline LLM to start from")
+    parser.add_argument("--variants", nargs="*", default=list(VARIANTS), choices=list(VARIANTS))
     parser.add_argument("--max-length", type=int, default=160)
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--perplexity-texts", type=int, default=20)

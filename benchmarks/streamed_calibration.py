@@ -1,5 +1,6 @@
-"""Streamed vs fully loaded one-shot compression of SmolLM2-135M (SparseGPT, 50% unstructured):
-the same weights, the peak memory of each, the wall-time ratio.
+"""Streamed vs fully loaded one-shot compression of an LLM (``--model``, default SmolLM2-135M;
+``--method`` SparseGPT 50% unstructured, default, or GPTQ 4-bit in groups of 128): the same weights, the
+peak memory of each, the wall-time ratio.
 
 Protocol:
 - Every compression runs in a fresh process (``--worker loaded|streamed``), started by this small
@@ -21,6 +22,7 @@ Protocol:
   characters), cut to ``--seq-len`` tokens, batches of ``--batch``; ``--threads`` torch threads.
 
     python benchmarks/streamed_calibration.py --data-dir ../shared/data --pairs 2
+    nice -n 10 python benchmarks/streamed_calibration.py --model qwen2.5-coder-1.5b --method gptq --pairs 1 --threads 2
 
 Every run (JSON) and the table (markdown) are printed; ``--out FILE`` writes the table there too.
 ``benchmarks/streamed_calibration_results.md`` holds the runs of record and their reading.
@@ -68,6 +70,7 @@ def worker(args) -> None:
     import forgetless
     import forgetless.api  # every module both paths use, imported before the step (not part of its peak)
     import forgetless.methods._shared.streamed  # noqa: F401
+    from forgetless.methods.gptq.config import GptqConfig
     from forgetless.methods.sparsegpt.config import SparseGptConfig
     from forgetless.metrics.memory import PeakMemory, status_bytes
     from forgetless.models.io import save_model
@@ -76,8 +79,10 @@ def worker(args) -> None:
     torch.set_num_threads(args.threads)
     folder = resolve_model_path(args.model)
     calibration = texts(Path(args.data_dir), args.calibration)
-    config = SparseGptConfig(sparsity=0.5, calibration_examples=args.calibration, calibration_length=args.seq_len,
-                             calibration_batch=args.batch)
+    calibration_options = dict(calibration_examples=args.calibration, calibration_length=args.seq_len,
+                               calibration_batch=args.batch)
+    config = (SparseGptConfig(sparsity=0.5, **calibration_options) if args.method == "sparsegpt" else
+              GptqConfig(bits=4, group_size=128, **calibration_options))
     out = Path(args.out_dir) / args.worker
     forgetless.METHODS.build(config)  # the method's modules imported
     cpu, start = os.times(), time.perf_counter()
@@ -90,7 +95,7 @@ def worker(args) -> None:
         else:
             forgetless.apply_streamed(folder, config, calibration=calibration, out_dir=out)
     seconds, after = time.perf_counter() - start, os.times()
-    print(json.dumps({"mode": args.worker, "seconds": seconds,
+    print(json.dumps({"mode": args.worker, "model": args.model, "method": args.method, "seconds": seconds,
                       "cpu_seconds": (after.user - cpu.user) + (after.system - cpu.system),
                       **peak.result, "process_vmhwm_mib": round(status_bytes("VmHWM") / 2 ** 20, 1),
                       "weights_sha256": digest(out), "threads": torch.get_num_threads()}))
@@ -115,6 +120,7 @@ def run_worker(args, mode: str, out_dir: Path) -> dict:
 
     shutil.rmtree(out_dir / mode, ignore_errors=True)
     command = [sys.executable, __file__, "--worker", mode, "--out-dir", str(out_dir), "--model", args.model,
+               "--method", args.method,
                "--data-dir", args.data_dir, "--calibration", str(args.calibration), "--seq-len", str(args.seq_len),
                "--batch", str(args.batch), "--threads", str(args.threads)]
     sampler = LoadSampler()
@@ -163,6 +169,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--worker", choices=MODES)
     parser.add_argument("--model", default="smollm2")
+    parser.add_argument("--method", choices=("sparsegpt", "gptq"), default="sparsegpt")
     parser.add_argument("--data-dir", default=str(ROOT.parent / "shared" / "data"))
     parser.add_argument("--calibration", type=int, default=16)
     parser.add_argument("--seq-len", type=int, default=128)

@@ -104,3 +104,7 @@ class ModelFileError(ForgetlessError):
 class DiskFullError(ForgetlessError):
     """The disk filled up while writing (a checkpoint, the model, the report); rerun after freeing
     space: training resumes from the last complete checkpoint."""
+
+
+class MemoryTooSmallError(ForgetlessError):
+    """A model that cannot be compressed in this machine's memory (``models/memory_fit.py``): stream it."""

@@ -42,6 +42,7 @@ from .models.loading import check_label_order, resolve_model_path
 from .models.blocks import is_decoder_only
 from .models.io import check_saved_model
 from .models.manifest import is_forgetless_folder, read_manifest
+from .models.memory_fit import check_in_memory_fits
 from .models.tiny import TINY_MODELS, tiny_model_config
 from .models.weights_fit import check_finite_weights
 from .offline import check_offline_tasks
@@ -151,6 +152,8 @@ def validate_run(task, config, model=None) -> None:
         if prompts is not None and dims["max_positions"] and prompts.max_new_tokens >= dims["max_positions"]:
             raise OptionError(f"--divergence-max-new-tokens {prompts.max_new_tokens}: model {source!r} takes at most "
                               f"{dims['max_positions']} tokens, its prompt included; give fewer")
+    if model is None and kind.name == "causal-lm":  # too large to compress in memory: say to stream (issue 51)
+        check_in_memory_fits(source, config.method.name)
 
 
 def check_run_output(task, config, out_dir, overwrite: bool = False) -> str:

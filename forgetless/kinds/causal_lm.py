@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import statistics
-from dataclasses import asdict
+from dataclasses import asdict, is_dataclass
 
 from ..data.task import PairSet, Task
 from ..data.task_kinds import task_kind
@@ -29,7 +29,9 @@ from ..metrics.accuracy import pooled_task_accuracy, set_metrics
 from ..data.texts import read_texts
 from ..metrics.perplexity import default_window, join, perplexity
 from ..metrics.speed import SpeedConfig, compare_speed, flop_limit, llm_speed_config
+from ..llm.scoring import ROW_TOKENS
 from ..models.loading import load_causal_lm
+from ..models.memory_fit import eval_batch_size
 from ..training.encode import encode_causal_pairs
 from .in_memory import adopt, is_in_memory
 
@@ -88,10 +90,32 @@ class CausalLMKind:
     def evaluate(self, model, tokenizer, task: Task, eval_config, max_length: int, progress: bool = False) -> dict:
         if task_kind(task).suite:  # lm-evaluation-harness runs the suite (llm/suite.py)
             return self.evaluate_suite(model, tokenizer, task.suite, eval_config.batch_size, progress)
+        batch_size, why = eval_batch_size(model, eval_config.batch_size, max_length)  # rows of max_length tokens
+        options = {**(asdict(eval_config) if is_dataclass(eval_config) else vars(eval_config)),
+                   "batch_size": batch_size, "max_length": max_length,
+                   "prompt": zero_shot.describe(task, tokenizer, eval_config)}
+        if getattr(eval_config, "perplexity_file", None) and os.path.isfile(eval_config.perplexity_file):
+            stat = os.stat(eval_config.perplexity_file)  # the text scored, not only its name
+            options["perplexity_file_stat"] = [stat.st_size, stat.st_mtime_ns]
+        entry = cache.zero_shot_entry_path(model, tokenizer, task, options)
+        kept = cache.load(entry)
+        if kept is not None:
+            say(f"this model's zero-shot scores on {task.name} are reused from {entry}")
+            kept["zero_shot"].update(cache={"path": str(entry), "reused": True}, batch_size_from_memory=why)
+            return kept
+        result = self._score_sets(model, tokenizer, task, eval_config, max_length, batch_size)
+        cache.store(entry, result)
+        result["zero_shot"].update(cache={"path": str(entry) if entry else None, "reused": False},
+                                   batch_size_from_memory=why)
+        return result
+
+    def _score_sets(self, model, tokenizer, task: Task, eval_config, max_length: int, batch_size: int) -> dict:
+        """Every evaluation set of a classification task scored zero-shot (``metrics/zero_shot.py``), and
+        the held-out perplexity when ``--perplexity-file`` asks for it."""
         sets, predictions, truncated = {}, {}, {}
         for name, examples in task.eval_sets().items():
             scored = zero_shot.score_set(model, tokenizer, task, examples, eval_config, max_length,
-                                         eval_config.batch_size, f"zero-shot {name}")
+                                         batch_size, f"zero-shot {name}")
             sets[name] = set_metrics(examples, scored["predicted"])
             truncated[name] = scored["truncated"]
             predictions[name] = {"predicted": scored["predicted"].tolist(),
@@ -99,7 +123,7 @@ class CausalLMKind:
                                  "label_log_likelihoods": scored["label_log_likelihoods"].round(4).tolist()}
         result = {"sets": sets, **pooled_task_accuracy(task, sets), "predictions": predictions,
                   "zero_shot": {**zero_shot.describe(task, tokenizer, eval_config), "max_length": max_length,
-                                "truncated_prompts": truncated}}
+                                "batch_size": batch_size, "truncated_prompts": truncated}}
         if getattr(eval_config, "perplexity_file", None):
             texts = read_texts(eval_config.perplexity_file, eval_config.perplexity_texts)
             result["language_model"] = {"file": str(eval_config.perplexity_file), "texts": len(texts),
@@ -113,11 +137,12 @@ class CausalLMKind:
         if suite.until_interval is not None:
             raise ConfigError("--until-interval scores base and compressed together, round by round: evaluate the "
                               "two models as a pair (evaluate_pair), not one alone")
+        batch_size, why = eval_batch_size(model, batch_size, ROW_TOKENS)  # memory decides, up to the requested
         entry = cache.entry_path(model, tokenizer, suite, batch_size)
         kept = cache.load(entry)
         if kept is not None:
             say(f"this model's evaluation on the suite is reused from {entry}")
-            kept["zero_shot"]["cache"] = {"path": str(entry), "reused": True}
+            kept["zero_shot"].update(cache={"path": str(entry), "reused": True}, batch_size_from_memory=why)
             return kept
         result = evaluate_tasks(model, tokenizer, suite, default_window(model, suite.window), batch_size, progress)
         if suite.perplexity is not None:
@@ -127,7 +152,8 @@ class CausalLMKind:
             result["language_model"] = {"file": p.source, "protocol": "non-overlapping windows of the joined text",
                                         **perplexity(model, tokenizer, p.text, window, batch_size, p.cap, p.seed)}
         cache.store(entry, result)
-        result["zero_shot"]["cache"] = {"path": str(entry) if entry else None, "reused": False}
+        result["zero_shot"].update(cache={"path": str(entry) if entry else None, "reused": False},
+                                   batch_size_from_memory=why)
         return result
 
     def evaluate_pair(self, models: dict, tokenizer, task: Task, eval_config, progress: bool | None = None) -> dict:

