@@ -25,7 +25,7 @@ from ..quantize.folding import FoldingMethod, Group, fold
 from ..quantize.formats import (NO_SPEEDUP, describe_format, finish_quantized, quantization_section,
                                 quantized_artifacts, round_weight, set_quantized)
 from ..quantize.grid import check_groups_fit
-from ..quantize.budget import check_budget_fits, formatted
+from ..quantize.budget import budget_plots, check_budget_fits, formatted
 from ..quantize.sensitivity import check_sensitivity
 from .config import AwqConfig
 from .search import clip_search, search_scales
@@ -85,6 +85,9 @@ class Awq(FoldingMethod):
 
     def artifacts(self) -> dict:
         return quantized_artifacts(self)
+
+    def plots(self, out_dir) -> list:
+        return budget_plots(self, out_dir)
 
     def report_section(self) -> dict | None:
         entries = getattr(self, "layers", None) or [{"reconstruction_error": 0, "error_ratio": None}]

@@ -33,7 +33,7 @@ from ..quantize.formats import (check_linears, describe_format, finish_quantized
                                 input_quant, quantization_section, quantized_artifacts, set_quantized, short_label,
                                 why_no_speedup)
 from ..quantize.grid import check_groups_fit
-from ..quantize.budget import check_budget_fits
+from ..quantize.budget import budget_plots, check_budget_fits
 from ..quantize.sensitivity import check_sensitivity
 from .._shared.hessian import HessianAccumulator
 from .._shared.oneshot import OneShotMethod, chosen_linears
@@ -110,6 +110,9 @@ class Gptq(OneShotMethod):
 
     def artifacts(self) -> dict:
         return quantized_artifacts(self)
+
+    def plots(self, out_dir) -> list:
+        return budget_plots(self, out_dir)
 
     def report_section(self) -> dict | None:
         errors = [e["reconstruction_error"] for e in getattr(self, "layers", None) or [{"reconstruction_error": 0}]]

@@ -272,6 +272,16 @@ def check_budget_fits(method, model: nn.Module) -> None:
         sized(method.config, model)
 
 
+def budget_plots(method, out_dir) -> list:
+    """The bits-per-unit plot of a method that spent a budget (``report/budget.py``)."""
+    from pathlib import Path
+
+    from ...report.budget import PLOT, budget_plot
+
+    plan = getattr(method, "plan", None)
+    return [budget_plot(plan.section, Path(out_dir) / PLOT)] if plan is not None else []
+
+
 def budget_section(method) -> dict:
     """``{"budget": …}`` of a method's card section when it spent a budget."""
     plan = getattr(method, "plan", None)

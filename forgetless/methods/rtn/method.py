@@ -32,7 +32,7 @@ from ..base import CompressionMethod
 from ..quantize.formats import (check_linears, describe_format, finish_quantized, input_quant, quantization_section,
                                 quantized_artifacts, round_weight, set_quantized, why_no_speedup)
 from ..quantize.grid import check_groups_fit
-from ..quantize.budget import check_budget_fits, formatted, selection_of, start_budget
+from ..quantize.budget import budget_plots, check_budget_fits, formatted, selection_of, start_budget
 from ..quantize.sensitivity import check_sensitivity
 from .config import RtnConfig
 
@@ -81,6 +81,9 @@ class Rtn(CompressionMethod):
 
     def artifacts(self) -> dict:
         return quantized_artifacts(self)
+
+    def plots(self, out_dir) -> list:
+        return budget_plots(self, out_dir)
 
     def report_section(self) -> dict | None:
         errors = [e["weight_error"] for e in getattr(self, "layers", None) or [{"weight_error": 0}]]
