@@ -48,6 +48,38 @@ def budget_markdown(card: dict) -> list[str]:
                      " |" * len(section["formats"]))
     if PLOT in (card.get("plots") or []):
         lines += ["", f"The bits of each unit: `{PLOT}` (method plots, below)."]
+    return lines + uniform_markdown(section)
+
+
+def _pct(entry: dict | None) -> str:
+    if not entry or entry.get("value") is None:
+        return "–"
+    return f"{100 * entry['value']:+.1f} points [{100 * entry['low']:+.1f}, {100 * entry['high']:+.1f}]"
+
+
+def uniform_markdown(section: dict) -> list[str]:
+    """The uniform check's lines: the mix against one format of the same or larger size, item by item."""
+    check = section.get("uniform_check")
+    if not check:
+        return ["", "No uniform check (--no-uniform-check)."] if "uniform_check" in section else []
+    if "skipped" in check:
+        return ["", f"No uniform check: {check['skipped']}."]
+    accuracy, flips, kl = check.get("accuracy") or {}, check.get("flips") or {}, check.get("kl") or {}
+    uniform, mixed = (accuracy.get(role) or {} for role in ("base", "compressed"))
+    lines = ["", f"### Against uniform {check['format']}: {check['verdict']}", "",
+             f"The base quantized in {check['format']} alone by {check['method']} ({check['bits_per_weight']:.3f} bits per "
+             f"weight, {check['bytes']:,} bytes, against the mix's {section['bits_per_weight']:.3f} and "
+             f"{section['bytes']:,}) and evaluated on the same items; paired item by item over "
+             + (f"every multiple-choice task, none being above chance ({', '.join(check.get('tasks') or [])}): the "
+                "verdict compares two models that guess" if check.get("near_chance") else
+                f"the headline tasks ({', '.join(check.get('tasks') or [])})") + "."]
+    if uniform.get("value") is None:
+        return lines + ["", "No multiple-choice task: nothing to pair."]
+    lines += ["", "| | uniform | mixed | mixed − uniform (95% paired interval) | flips correct → wrong / wrong → "
+                  "correct (McNemar p) | KL(uniform ‖ mixed), nats |", "|---|---:|---:|---|---|---|",
+              f"| pooled accuracy | {100 * uniform['value']:.1f}% | {100 * mixed['value']:.1f}% | "
+              f"{_pct(check['difference'])} | {flips.get('correct_to_wrong')} / {flips.get('wrong_to_correct')} "
+              f"(p = {flips.get('mcnemar_p', float('nan')):.3g}) | {kl.get('value', float('nan')):.3g} |"]
     return lines
 
 

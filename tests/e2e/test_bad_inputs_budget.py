@@ -32,6 +32,14 @@ def spent(result, p, out: Path):
     text = (out / "report.md").read_text()
     assert "## Bit budget: 6 bits per weight" in text and "![budget_bits.png](budget_bits.png)" in text
     assert (out / "budget_bits.png").stat().st_size > 0
+    check = section["uniform_check"]  # the uniform format of the same or larger size, paired on the same items
+    assert check["bits_per_weight"] >= section["bits_per_weight"] and check["format"] in TINY[1].split(",")
+    assert check["verdict"] in ("better", "worse", "not measurably different"), check["verdict"]
+    assert check["near_chance"] and check["tasks"] == ["t_ok"]  # tiny-llama guesses: every task, flagged
+    assert check["flips"]["n"] == check["accuracy"]["base"]["n"] == card["llm"]["tasks"]["t_ok"]["n"]
+    assert check["difference"]["value"] == pytest.approx(check["accuracy"]["compressed"]["value"]
+                                                         - check["accuracy"]["base"]["value"])
+    assert f"### Against uniform {check['format']}: {check['verdict']}" in text
     config = json.loads((out / "model" / "config.json").read_text())["quantization_config"]
     used = {row["format"] for row in section["assignment"]} - {"kept"}
     assert len(config["config_groups"]) == len(used), (config["config_groups"].keys(), used)

@@ -138,3 +138,18 @@ def test_budget_outside_the_range_is_one_error_before_any_work(budgeted):
     with pytest.raises(ConfigError, match=r"^bits_budget=4.3: below the least this model's 2 units can store "
                                           r".*feasible: 4.5 to 32 bits per weight"):
         method.check_fits(model)  # blocks: q_proj's 64 inputs take no group of 128
+
+
+def test_compare_plot_puts_the_uniform_check_beside_its_mix():
+    from forgetless.report.plots import _uniform_points, plt
+
+    section = {"bytes": 2_000_000, "uniform_check": {"format": "W4A16-g64", "bytes": 3_000_000,
+                                                     "headline": {"uniform": {"value": 0.5, "low": 0.4, "high": 0.6}}}}
+    cards = {"mixed": {"method": {"sections": {"budget": section}}}, "plain": {"method": {"sections": {}}}}
+    fig, ax = plt.subplots()
+    _uniform_points(ax, cards, lambda card, role: 10.0)  # the mix: 10 MB
+    (bar,) = ax.containers  # one error bar: the uniform point
+    line = bar.lines[0]
+    assert list(line.get_xdata()) == [11.0] and list(line.get_ydata()) == [50.0]  # 10 MB + 1 MB more, 50%
+    assert [t.get_text() for t in ax.texts] == ["mixed: uniform W4A16-g64"]
+    plt.close(fig)
