@@ -81,6 +81,8 @@ def cases() -> list[tuple]:
          r"--budget-formats W8A16: a budget chooses among at least two formats"),
         ("budget-formats-without-budget", lm_eval("t_ok", *texts, method=(*RTN, *TINY)),
          r"--budget-formats W4A16-g16,W4A16-g32,W8A16,kept: chooses among formats for --bits-budget"),
+        ("no-uniform-check-without-budget", lm_eval("t_ok", *texts, method=(*RTN, "--no-uniform-check")),
+         r"--no-uniform-check: skips the check of a bit budget's mix; give --bits-budget or drop it"),
         ("budget-asymmetric", lm_eval("t_ok", *texts, method=(*RTN, "--asymmetric", "--bits-budget", "6", *TINY)),
          r"--bits-budget 6 with --asymmetric: .*drop --asymmetric"),
         ("budget-on-wanda", lm_eval("t_ok", *texts, method=("--method", "wanda", "--bits-budget", "5")),

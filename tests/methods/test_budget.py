@@ -140,6 +140,15 @@ def test_budget_outside_the_range_is_one_error_before_any_work(budgeted):
         method.check_fits(model)  # blocks: q_proj's 64 inputs take no group of 128
 
 
+def test_verdict_reads_the_paired_interval():
+    from forgetless.methods.quantize.uniform_check import verdict
+
+    assert verdict({"value": 0.02, "low": 0.001, "high": 0.04}) == "better"
+    assert verdict({"value": -0.02, "low": -0.04, "high": -0.001}) == "worse"
+    assert verdict({"value": 0.01, "low": -0.01, "high": 0.03}) == "not measurably different"
+    assert verdict({"value": None, "low": None, "high": None}) == "not measured"
+
+
 def test_compare_plot_puts_the_uniform_check_beside_its_mix():
     from forgetless.report.plots import _uniform_points, plt
 

@@ -52,7 +52,7 @@ def candidate_config(config, candidate: Candidate):
     """The run's config in ``candidate``'s format (the budget's own options cleared)."""
     return dataclasses.replace(config, bits=candidate.bits, group_size=candidate.group_size,
                                weight_type=candidate.weight_type, sensitivity="none", bits_budget=0.0,
-                               budget_formats=[], uniform_check=True)
+                               budget_formats=[], no_uniform_check=False)
 
 
 def linear_bytes(rows: int, columns: int, candidate: Candidate, config) -> int | None:
@@ -212,7 +212,7 @@ def plan_budget(model: nn.Module, ctx, config) -> BudgetPlan:
                "kl_sum": sum(r["kl"] for r in rows), "assignment": rows, "measured_with": "round-to-nearest",
                "texts": sum(len(b["input_ids"]) for b in batches), "tokens": tokens,
                "seconds_sensitivity": round(measured, 2), "seconds_allocation": round(allocated, 4),
-               **({} if config.uniform_check else {"uniform_check": None})}  # filled by ``uniform_check.py``
+               **({"uniform_check": None} if config.no_uniform_check else {})}  # filled by ``uniform_check.py``
     return BudgetPlan(formats, {c.name: candidate_config(config, c) for c in chosen if not c.kept}, prefixes, section)
 
 

@@ -95,7 +95,7 @@ def check_budget(config) -> None:
     """``--bits-budget`` and ``--budget-formats`` fit the run (one ``OptionError`` before any work): formats of
     the run's scheme family, at least two, a budget within the nominal range they span."""
     if not config.bits_budget:
-        if not config.uniform_check:
+        if config.no_uniform_check:
             raise OptionError("--no-uniform-check: skips the check of a bit budget's mix; give --bits-budget or drop it")
         if config.budget_formats:
             raise OptionError(f"--budget-formats {','.join(config.budget_formats)}: chooses among formats for "

@@ -64,10 +64,10 @@ class WeightFormat(Config):
         "the formats --bits-budget chooses among, of the run's scheme family: W<bits>A16-g<group>, W<bits>A16 (one "
         "scale per row), kept (default W4A16-g128,W4A16-g64,W8A16,kept); --activations int8-token: W8A8,kept; "
         "--weight-type fp8: FP8,kept"))
-    uniform_check: bool = option(True, negate="no-uniform-check", help=(
-        "with --bits-budget: also quantize the base in the smallest single format of the mix's size or larger, "
-        "evaluate it on the same items and pair it with the mix (difference, interval, flips, KL, a verdict on "
-        "the card); --no-uniform-check skips it"))
+    no_uniform_check: bool = option(False, switch=True, help=(
+        "with --bits-budget: skip the uniform check (by default the base is also quantized in the smallest single "
+        "format of the mix's size or larger, evaluated on the same items and paired with the mix: difference, "
+        "interval, flips, KL and a verdict on the card)"))
 
     def check_format(self, calibrates: bool) -> None:
         """The options fit together (one ``OptionError`` naming the flag); ``calibrates``: the method sees

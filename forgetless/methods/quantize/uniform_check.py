@@ -40,7 +40,7 @@ def verdict(delta: dict) -> str:
 
 def budgeted_method(methods: list):
     """The method of a chain that spent a budget with the uniform check on (None: none did)."""
-    return next((m for m in methods if getattr(m, "plan", None) is not None and m.config.uniform_check), None)
+    return next((m for m in methods if getattr(m, "plan", None) is not None and not m.config.no_uniform_check), None)
 
 
 def run_uniform_check(ctx, method, teacher, evaluate, compressed_results: dict, compressed_predictions: dict,
