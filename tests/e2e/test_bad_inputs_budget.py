@@ -57,14 +57,15 @@ def cases() -> list[tuple]:
     texts = ("--calibration-data", "{texts}")
     return [
         ("budget-below-the-smallest-format", lm_eval("t_ok", *texts, method=(*RTN, "--bits-budget", "3")),
-         r"--bits-budget 3: below the smallest candidate; feasible: 4.25 \(W4A16-g128\) to 32 \(kept\) bits per "
-         r"weight with --budget-formats W4A16-g128,W4A16-g64,W8A16,kept"),
+         r"--bits-budget 3: below the smallest candidate; feasible: 4.25 \(W4A16-g128\) to below 32 \(kept: "
+         r"everything in it leaves nothing to choose\) bits per weight with --budget-formats W4A16-g128,W4A16-g64,"
+         r"W8A16,kept"),
         ("budget-above-the-largest-format", lm_eval("t_ok", *texts, method=(*RTN, "--bits-budget", "40", *TINY)),
-         r"--bits-budget 40: above the largest candidate; feasible: 5 \(W4A16-g32\) to 32 \(kept\)"),
+         r"--bits-budget 40: at or above the largest candidate; feasible: 5 \(W4A16-g32\) to below 32 \(kept"),
         ("budget-below-what-the-model-reaches",  # tiny-llama's 32 inputs take no group of 128 or 64
          lm_eval("t_ok", *texts, method=(*RTN, "--bits-budget", "4.5")),
          r"--bits-budget 4.5: below the least this model's 4 units can store with --budget-formats "
-         r"W4A16-g128,W4A16-g64,W8A16,kept; feasible: 8.\d+ to 32 bits per weight"),
+         r"W4A16-g128,W4A16-g64,W8A16,kept; feasible: 8.\d+ to below 32 bits per weight"),
         ("budget-format-of-another-family", lm_eval("t_ok", *texts, method=(
             "--scheme", "FP8-DYNAMIC", "--bits-budget", "9", "--budget-formats", "W4A16-g16,FP8,kept")),
          r"--budget-formats W4A16-g16: one folder mixes the formats of the run's scheme family \(--weight-type fp8: "

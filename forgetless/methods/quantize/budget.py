@@ -138,12 +138,13 @@ def feasible(units_: list[Unit], chosen: list[Candidate], config) -> tuple[list[
 def check_range(config, low: float, high: float, units_: list[Unit]) -> None:
     """The budget within what the units reach on this model: one error naming the range before any work."""
     budget = config.bits_budget
-    if low - 1e-9 <= budget <= high + 1e-9:
+    if low - 1e-9 <= budget < high:
         return
-    side = "below the least" if budget < low else "above the most"
+    side = "below the least" if budget < low else "at or above the most"
     raise ConfigError(f"--bits-budget {budget:g}: {side} this model's {len(units_)} units can store with "
-                      f"--budget-formats {','.join(c.name for c in candidates(config))}; feasible: {low:.4g} to "
-                      f"{high:.4g} bits per weight (codes, scales and zero points)")
+                      f"--budget-formats {','.join(c.name for c in candidates(config))}; feasible: {low:.4g} to below "
+                      f"{high:.4g} bits per weight (codes, scales and zero points; at the top every unit takes the "
+                      "largest format: nothing to choose)")
 
 
 def candidate_kl(base: nn.Module, units_: list[Unit], chosen: list[Candidate], costs, batches, config) -> tuple:

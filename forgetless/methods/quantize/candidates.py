@@ -118,11 +118,11 @@ def check_budget(config) -> None:
         raise OptionError(f"--budget-formats {','.join(c.name for c in chosen)}: a budget chooses among at least two "
                           f"formats (e.g. {','.join(FAMILY_DEFAULTS[kind])})")
     low, high = nominal_range(chosen)
-    if not low[1] <= config.bits_budget <= high[1]:
-        side = "below the smallest" if config.bits_budget < low[1] else "above the largest"
+    if not low[1] <= config.bits_budget < high[1]:
+        side = "below the smallest" if config.bits_budget < low[1] else "at or above the largest"
         raise OptionError(f"--bits-budget {config.bits_budget:g}: {side} candidate; feasible: {low[1]:g} ({low[0]}) to "
-                          f"{high[1]:g} ({high[0]}) bits per weight with --budget-formats "
-                          f"{','.join(c.name for c in chosen)}")
+                          f"below {high[1]:g} ({high[0]}: everything in it leaves nothing to choose) bits per weight "
+                          f"with --budget-formats {','.join(c.name for c in chosen)}")
 
 
 def nominal_range(chosen: list[Candidate]) -> tuple[tuple[str, float], tuple[str, float]]:
