@@ -16,6 +16,7 @@ from forgetless.methods.rtn.config import RtnConfig
 
 from bad_llm_files import SMALL
 from test_bad_inputs_llm import apply_object, exit_zero, lm_eval, run_case, streamed
+from test_bad_inputs_sensitivity import mixtral_folder, on_model
 
 RTN = ("--method", "rtn")
 TINY = ("--budget-formats", "W4A16-g16,W4A16-g32,W8A16,kept")  # tiny-llama's widths: 32 and 64
@@ -84,6 +85,9 @@ def cases() -> list[tuple]:
          r"--budget-formats W4A16-g16,W4A16-g32,W8A16,kept: chooses among formats for --bits-budget"),
         ("no-uniform-check-without-budget", lm_eval("t_ok", *texts, method=(*RTN, "--no-uniform-check")),
          r"--no-uniform-check: skips the check of a bit budget's mix; give --bits-budget or drop it"),
+        ("budget-moe-experts", on_model(mixtral_folder, *texts, *RTN, "--bits-budget", "6", *TINY),
+         r"--bits-budget 6: model.layers.0.mlp.experts.0.gate_up_proj is one expert of a fused mixture-of-experts; "
+         r".*--ignore 're:.\*experts.\*'"),
         ("budget-asymmetric", lm_eval("t_ok", *texts, method=(*RTN, "--asymmetric", "--bits-budget", "6", *TINY)),
          r"--bits-budget 6 with --asymmetric: .*drop --asymmetric"),
         ("budget-on-wanda", lm_eval("t_ok", *texts, method=("--method", "wanda", "--bits-budget", "5")),

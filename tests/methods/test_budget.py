@@ -140,6 +140,15 @@ def test_budget_outside_the_range_is_one_error_before_any_work(budgeted):
         method.check_fits(model)  # blocks: q_proj's 64 inputs take no group of 128
 
 
+def test_card_says_when_the_uniform_check_was_skipped(budgeted):
+    from forgetless.report.budget import budget_markdown
+
+    section = {**budgeted[1].report_section()["budget"], "uniform_check": None}
+    lines = budget_markdown({"method": {"sections": {"budget": section}}})
+    assert lines[1] == "## Bit budget: 6 bits per weight" and lines[-1] == "No uniform check (--no-uniform-check)."
+    assert sum(line.startswith("| model.layers.") for line in lines) == 14  # every unit's row
+
+
 def test_verdict_reads_the_paired_interval():
     from forgetless.methods.quantize.uniform_check import verdict
 

@@ -1,6 +1,8 @@
 """A bit budget spent where it matters (``--bits-budget B`` of ``rtn``, ``gptq``, ``awq``): each unit of the
-model (``--sensitivity``'s units: blocks, the default, linear kinds, or single linears; experts counted)
-takes one of the candidate formats (``candidates.py``), chosen from its measured sensitivity.
+model (``--sensitivity``'s units: blocks, the default, linear kinds, or single linears) takes one of the
+candidate formats (``candidates.py``), chosen from its measured sensitivity. The experts of a fused
+mixture-of-experts are refused (a folder packs them only under one scheme for all its layers: a mix would
+store them float32, off budget); ``--ignore`` them, and the budget spends itself on the other linears.
 
 1. Sizes, before any work: the bytes each unit stores in each format (``ct_schemes.stored_layout``: codes,
    scales, zero points; a kept layer float32); a format whose group does not divide one of the unit's
@@ -96,8 +98,15 @@ def budget_units(model: nn.Module, config) -> list[Unit]:
     """The units of ``--sensitivity`` (blocks when none) holding the linears ``targets`` / ``ignore`` choose."""
     kind = config.sensitivity if config.sensitivity != "none" else "blocks"
     with linearized(model):
-        chosen = [(name, *weight_matrix(m).shape, type(m) is nn.Linear and not isinstance(m, ExpertLinear))
-                  for name, m in select_linears(model, Selection.of(config))]
+        selected = select_linears(model, Selection.of(config))
+        chosen = [(name, *weight_matrix(m).shape, type(m) is nn.Linear) for name, m in selected]
+        experts = [name for name, m in selected if isinstance(m, ExpertLinear)]
+    if experts:
+        raise ConfigError(f"--bits-budget {config.bits_budget:g}: {experts[0]} is one expert of a fused "
+                          "mixture-of-experts; a folder stores fused experts packed only when every quantized layer "
+                          "shares one scheme (stock loading decompresses them with the first config group's), so a "
+                          "mix would store them float32, off budget: leave them out with --ignore 're:.*experts.*' "
+                          "or quantize uniformly")
     found = []
     for label, names in units(model, kind).items():
         expanded = [e for n in names for e in _expert_linears(model, n)]
