@@ -291,9 +291,3 @@ def budget_plots(method, out_dir) -> list:
 
     plan = getattr(method, "plan", None)
     return [budget_plot(plan.section, Path(out_dir) / PLOT)] if plan is not None else []
-
-
-def budget_section(method) -> dict:
-    """``{"budget": …}`` of a method's card section when it spent a budget."""
-    plan = getattr(method, "plan", None)
-    return {"budget": plan.section} if plan is not None else {}

@@ -46,7 +46,6 @@ def quantized_artifacts(method) -> dict:
 def quantization_section(method, errors: dict, **extra) -> dict | None:
     """A quantizing method's card section (``rtn``, ``gptq``, ``awq``): its format, storage, ``errors``
     (``{name: {mean, max}}``), ``extra`` keys, the speed note, and its sensitivity ranking if measured."""
-    from .budget import budget_section
     from .sensitivity import sensitivity_section
 
     if not getattr(method, "layers", None):
@@ -60,6 +59,12 @@ def quantization_section(method, errors: dict, **extra) -> dict | None:
         "layers": len(method.layers), **getattr(method, "storage", {}),
         **({"modules": method.coverage} if getattr(method, "coverage", None) else {}), **errors, **extra, "expected": False,
         "why": why_no_speedup(c)}, **sensitivity_section(method), **budget_section(method)}
+
+
+def budget_section(method) -> dict:
+    """``{"budget": …}`` of a method's card section when it spent a bit budget (``budget.py``)."""
+    plan = getattr(method, "plan", None)
+    return {"budget": plan.section} if plan is not None else {}
 
 
 def finish_quantized(method, model: nn.Module, ctx) -> nn.Module:
