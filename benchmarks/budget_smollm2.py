@@ -69,7 +69,8 @@ def main() -> None:
     budget = int(args.budget * sum(u.weights for u in units) / 8)
     start = time.perf_counter()
     allocate(costs, values, budget)
-    record(args.out, step="allocation alone (linears)", units=len(units), allocation_ms=1000 * (time.perf_counter() - start))
+    record(args.out, step="allocation alone (linears)", units=len(units),
+           allocation_ms=1000 * (time.perf_counter() - start))
 
     if args.skip_gptq:
         return
@@ -78,7 +79,8 @@ def main() -> None:
     start = time.perf_counter()
     batches = calibration_batches(ctx, gptq.config)
     gptq.calibrate(quantized, batches)
-    record(args.out, step="one gptq run (W4A16 g64, 128 texts x 128 tokens)", seconds=round(time.perf_counter() - start, 2))
+    record(args.out, step="one gptq run (W4A16 g64, 128 texts x 128 tokens)",
+           seconds=round(time.perf_counter() - start, 2))
 
 
 if __name__ == "__main__":

@@ -27,11 +27,11 @@ def budget_markdown(card: dict) -> list[str]:
         counts[row["format"]] = counts.get(row["format"], 0) + 1
     lines = ["", f"## Bit budget: {section['bits_budget']:g} bits per weight", "",
              f"Each of {len(section['assignment'])} units ({section['units']}) took one of "
-             f"{', '.join(section['formats'])}: the assignment with the least summed KL within the budget (exact; the "
-             f"units could reach {low:.3f} to {high:.3f} bits per weight). Reached: **{section['bits_per_weight']:.3f} "
-             f"bits per weight**, {section['bytes']:,} bytes for {section['weights']:,} weights (codes, scales and zero "
-             f"points as the folder stores them, a kept layer float32; the 16-byte shape record of each packed layer not "
-             f"counted). Chosen: "
+             f"{', '.join(section['formats'])}: the assignment with the least summed KL within the budget (exact; "
+             f"the units could reach {low:.3f} to {high:.3f} bits per weight). Reached: "
+             f"**{section['bits_per_weight']:.3f} bits per weight**, {section['bytes']:,} bytes for "
+             f"{section['weights']:,} weights (codes, scales and zero points as the folder stores them, a kept layer "
+             f"float32; the 16-byte shape record of each packed layer not counted). Chosen: "
              f"{', '.join(f'{n} × {name}' for name, n in counts.items())}; summed KL {section['kl_sum']:.3g} nats per "
              f"token. KL of each unit at each format measured with {section['measured_with']} on {section['texts']} "
              f"calibration texts ({section['tokens']} tokens) in {section['seconds_sensitivity']:g} s; the allocation "
@@ -67,8 +67,8 @@ def uniform_markdown(section: dict) -> list[str]:
     accuracy, flips, kl = check.get("accuracy") or {}, check.get("flips") or {}, check.get("kl") or {}
     uniform, mixed = (accuracy.get(role) or {} for role in ("base", "compressed"))
     lines = ["", f"### Against uniform {check['format']}: {check['verdict']}", "",
-             f"The base quantized in {check['format']} alone by {check['method']} ({check['bits_per_weight']:.3f} bits per "
-             f"weight, {check['bytes']:,} bytes, against the mix's {section['bits_per_weight']:.3f} and "
+             f"The base quantized in {check['format']} alone by {check['method']} "
+             f"({check['bits_per_weight']:.3f} bits per weight, {check['bytes']:,} bytes, against the mix's {section['bits_per_weight']:.3f} and "
              f"{section['bytes']:,}) and evaluated on the same items; paired item by item over "
              + (f"every multiple-choice task, none being above chance ({', '.join(check.get('tasks') or [])}): the "
                 "verdict compares two models that guess" if check.get("near_chance") else

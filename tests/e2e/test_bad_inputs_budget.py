@@ -12,7 +12,6 @@ import pytest
 import torch
 
 from forgetless.methods.gptq.config import GptqConfig
-from forgetless.methods.rtn.config import RtnConfig
 
 from bad_llm_files import SMALL
 from test_bad_inputs_llm import apply_object, exit_zero, lm_eval, run_case, streamed

@@ -210,8 +210,8 @@ def plan_budget(model: nn.Module, ctx, config) -> BudgetPlan:
     stored = sum(costs[u][p] for u, p in enumerate(picks))
     weights = sum(u.weights for u in units_)
     names = {id(m): n for n, m in model.named_modules()}
-    prefixes = {f"{stack}.{i}": f"{names[id(layers)]}.{i}." for stack, layers in get_adapter(model).stacks(model).items()
-                for i in range(len(layers))}
+    stacks = get_adapter(model).stacks(model).items()
+    prefixes = {f"{stack}.{i}": f"{names[id(layers)]}.{i}." for stack, layers in stacks for i in range(len(layers))}
     rows = [{"unit": unit.label, "format": chosen[p].name, "bits": 8 * costs[u][p] / unit.weights,
              "weights": unit.weights, "kl": kl[u][p],
              "kl_by_format": {c.name: kl[u][i] for i, c in enumerate(chosen) if kl[u][i] is not None}}
@@ -227,6 +227,7 @@ def plan_budget(model: nn.Module, ctx, config) -> BudgetPlan:
 
 
 def budget_note(plan: BudgetPlan) -> str:
+    """The card's note on the allocation: the mix, the bits reached, what the pass and the allocation cost."""
     s = plan.section
     counts: dict[str, int] = {}
     for row in s["assignment"]:
@@ -234,8 +235,8 @@ def budget_note(plan: BudgetPlan) -> str:
     mix = ", ".join(f"{n} {name}" for name, n in counts.items())
     return (f"bit budget {s['bits_budget']:g} bits per weight over {len(s['assignment'])} units ({s['units']}): {mix}; "
             f"{s['bits_per_weight']:.3f} bits per weight reached ({s['bytes']:,} bytes stored); sensitivity at each "
-            f"format measured with round-to-nearest on {s['tokens']} calibration tokens in {s['seconds_sensitivity']:g} s, "
-            f"allocation (exact) in {1000 * s['seconds_allocation']:.1f} ms")
+            f"format measured with round-to-nearest on {s['tokens']} calibration tokens in "
+            f"{s['seconds_sensitivity']:g} s, allocation (exact) in {1000 * s['seconds_allocation']:.1f} ms")
 
 
 def start_budget(method, model: nn.Module, ctx) -> None:

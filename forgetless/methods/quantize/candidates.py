@@ -96,7 +96,8 @@ def check_budget(config) -> None:
     the run's scheme family, at least two, a budget within the nominal range they span."""
     if not config.bits_budget:
         if config.no_uniform_check:
-            raise OptionError("--no-uniform-check: skips the check of a bit budget's mix; give --bits-budget or drop it")
+            raise OptionError("--no-uniform-check: skips the check of a bit budget's mix; give --bits-budget or drop "
+                              "it")
         if config.budget_formats:
             raise OptionError(f"--budget-formats {','.join(config.budget_formats)}: chooses among formats for "
                               "--bits-budget; give a budget (e.g. --bits-budget 4.5) or drop it")

@@ -31,7 +31,6 @@ from ...errors import ConfigError
 from ...models.adapters import get_adapter
 from ...models.gates import HookSet
 from ...models.sites import in_features, weight_matrix
-from ...models.targets import Selection
 from ..base import CompressionMethod
 from .._shared.calibration import calibration_batches
 from .._shared.hessian import HessianAccumulator

@@ -8,9 +8,9 @@ folded norms and quantized inputs, exact since SmoothQuant / AWQ fold scales wit
 of linear layer named by its path inside the block (``linear-types``: q_proj, k_proj, …, down_proj of every
 block), or each linear layer alone (``linears``). A linear whose input was divided by ``c`` and whose outputs
 by ``r`` when scales were folded (``folding.fold`` records both) runs as ``r ⊙ L(x / c)``, the quantized
-layer in the base's basis. The experts of a mixture-of-experts block are linear kinds too: each fused 3-D expert parameter
-(``mlp.experts.gate_up_proj``, ``mlp.experts.down_proj``: every expert's projection, ``models/experts.py``)
-is swapped whole, as the quantized model runs it.
+layer in the base's basis. The experts of a mixture-of-experts block are linear kinds too: each fused 3-D
+expert parameter (``mlp.experts.gate_up_proj``, ``mlp.experts.down_proj``: every expert's projection,
+``models/experts.py``) is swapped whole, as the quantized model runs it.
 
 For unit ``u`` the model ``M_u`` is the base with ``u`` quantized; on ``TEXTS`` calibration texts of at most
 ``TOKENS`` tokens, over the real tokens ``t``:
@@ -85,7 +85,8 @@ def units(model: nn.Module, kind: str) -> dict[str, list[str]]:
                 continue
             for inner, module in layer.named_modules():
                 if is_linear(module):
-                    found.setdefault(inner if kind == "linear-types" else f"{base}.{inner}", []).append(f"{base}.{inner}")
+                    label = inner if kind == "linear-types" else f"{base}.{inner}"
+                    found.setdefault(label, []).append(f"{base}.{inner}")
                 elif is_fused_experts(module):
                     for parameter in (first_projection(module), "down_proj"):
                         label = f"{inner}.{parameter}" if kind == "linear-types" else f"{base}.{inner}.{parameter}"
