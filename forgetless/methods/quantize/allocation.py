@@ -9,8 +9,8 @@ the totals a smaller one already beats. A state dropped is dominated by one kept
 value), and every completion of the dropped state is then dominated by the same completion of the kept
 one, so the optimum survives: the answer is exact (no rounding of bytes, unlike a DP over byte bins, and
 unlike a greedy by value per byte, which can stop at a worse corner: ``tests/methods/test_budget.py``).
-A choice ``None`` (a format that does not fit the unit) is never taken. Ties: fewer bytes, then the
-choices of the earliest units in the order given. numpy only.
+A choice ``None`` (a format that does not fit the unit) is never taken. Among equal sums the fewest bytes
+win; the same input gives the same choice (stable sorts). numpy only.
 """
 from __future__ import annotations
 
