@@ -38,6 +38,7 @@ from .fsutil import atomic_write_json, disk_full_guard, remove_leftovers
 from .kinds import kind_for
 from .methods._shared.calibration import calibration_texts
 from .methods.base import CompressionContext
+from .methods.quantize.uniform_check import budgeted_method, run_uniform_check
 from .metrics.calibration import calibration_section
 from .metrics.clever import clever_evaluate
 from .metrics.memory import PeakMemory
@@ -228,6 +229,12 @@ def measure(ctx: CompressionContext, config: RunConfig, teacher, compressed, met
                 results[role] = kind.evaluate(m, tokenizer, task, eval_config, config.train.max_length,
                                               config.progress)
     predictions = {role: results[role].pop("predictions") for role in results}
+    budgeted = budgeted_method([method, *then])
+    if budgeted is not None:  # a bit budget's mix against the uniform format of its size, on the same items
+        stage(f"uniform check: {budgeted.config.name}'s mix against one format of the same or larger size")
+        run_uniform_check(ctx, budgeted, teacher, lambda m: kind.evaluate(
+            m, tokenizer, task, eval_config, config.train.max_length, config.progress),
+            copy.deepcopy(results["compressed"]), predictions["compressed"], config.seed)
     if divergence is not None:
         results["compressed"]["divergence"] = divergence
     robustness = None

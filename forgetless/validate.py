@@ -341,6 +341,8 @@ def _check_calibration_data(task, config) -> None:
 
 def _reads_text(method) -> str:
     """Why ``method`` reads an LLM task's calibration text, where its name alone does not say it."""
+    if type(method).calibration != method.calibration and getattr(method, "bits_budget", 0):
+        return f"--bits-budget {method.bits_budget:g}: measures {method.name}'s units on calibration text; "
     if type(method).calibration != method.calibration:  # rtn reads text only to rank its units
         return f"--sensitivity {method.sensitivity}: ranks {method.name}'s quantized units on calibration text; "
     if method.calibration == "task":

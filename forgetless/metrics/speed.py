@@ -132,10 +132,17 @@ def unchanged_reason(methods: list, compressed, runtime: str, chain: str) -> str
     kept = []
     if any(not getattr(m.config, "quantizes", False) for m in methods):
         kept.append("zeros")
-    kept += [f"dequantized {'fp8' if getattr(m.config, 'weight_type', 'int') == 'fp8' else f'int{m.config.bits}'} "
-             "codes" for m in methods if getattr(m.config, "quantizes", False) and hasattr(m.config, "bits")]
+    kept += [f"dequantized {_codes(m.config)} codes" for m in methods
+             if getattr(m.config, "quantizes", False) and hasattr(m.config, "bits")]
     return (f"speed not timed: {chain} {verb} the dense fp32 computation unchanged ({' and '.join(kept)} run the "
             "same kernels as the base); --speed full times it anyway")
+
+
+def _codes(config) -> str:
+    """A quantizing method's codes in words: fp8, int4, or mixed (a bit budget's formats)."""
+    if getattr(config, "weight_type", "int") == "fp8":
+        return "fp8"
+    return "mixed" if getattr(config, "bits_budget", 0) else f"int{config.bits}"
 
 
 def untimed_reason(mode: str, unchanged: str | None) -> str | None:

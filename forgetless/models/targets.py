@@ -39,18 +39,20 @@ def matches(pattern: str, name: str, module: nn.Module) -> bool:
 
 @dataclass(frozen=True)
 class Selection:
-    """The linears ``targets`` / ``ignore`` choose, as a predicate on (name, module)."""
+    """The linears ``targets`` / ``ignore`` choose, as a predicate on (name, module); ``left``: module names a
+    bit budget keeps in float (``methods/quantize/budget.py``), out of the selection but not of ``ignore``."""
 
     targets: tuple[str, ...]
     ignore: tuple[str, ...]
+    left: frozenset[str] = frozenset()
 
     @classmethod
-    def of(cls, config) -> "Selection":
+    def of(cls, config, left: frozenset[str] = frozenset()) -> "Selection":
         """The selection of a method config with ``targets`` / ``ignore`` (``TargetsConfig``)."""
-        return cls(tuple(config.targets), tuple(config.ignore))
+        return cls(tuple(config.targets), tuple(config.ignore), left)
 
     def __call__(self, name: str, module: nn.Module) -> bool:
-        return (is_linear(module) and any(matches(p, name, module) for p in self.targets)
+        return (is_linear(module) and name not in self.left and any(matches(p, name, module) for p in self.targets)
                 and not any(matches(p, name, module) for p in self.ignore))
 
 

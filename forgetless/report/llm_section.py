@@ -54,7 +54,7 @@ def llm_section(task, results: dict, predictions: dict, seed: int = 0, n_resampl
     engine["cache"] = {role: results[role]["zero_shot"].get("cache") for role in ROLES}
     section = {"engine": engine, "tasks": tasks, "headline_tasks": headline_tasks, "kl_basis": KL_BASIS,
                "headline": macro_intervals(list(pairs_of.values()), n_resamples, seed) if headline_tasks else None,
-               "pooled": _pooled(records, headline_tasks, seed, n_resamples) if headline_tasks else None,
+               "pooled": pooled_items(records, headline_tasks, seed, n_resamples) if headline_tasks else None,
                "pairs": _pairs(tasks, records, seed, n_resamples)}
     add_scoring(section, results)  # the scoring path, near ties, --until-interval (llm/card.py)
     add_divergence(section, results)  # --divergence-prompts: along the base's own answers (llm/card.py)
@@ -134,8 +134,8 @@ def _scored_task(base: dict, comp: dict, seed: int, n_resamples: int) -> dict:
             "in_headline": False}
 
 
-def _pooled(records: dict, names: list[str], seed: int, n_resamples: int) -> dict:
-    """All items of the headline tasks together: item-weighted accuracy, flips, KL."""
+def pooled_items(records: dict, names: list[str], seed: int, n_resamples: int = DEFAULT_RESAMPLES) -> dict:
+    """All items of the tasks ``names`` (the headline's) together: item-weighted accuracy, flips, KL."""
     pairs = [_correct_pair(records, n) for n in names]
     base, comp = (np.concatenate([p[i] for p in pairs]) for i in (0, 1))
     kl = np.concatenate([[choice_kl(b["ll"], c["ll"]) for b, c in zip(records["base"][n]["items"],

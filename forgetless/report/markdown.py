@@ -5,6 +5,7 @@ from .inert import inert
 from .headline import megabytes as mb, size_numbers, speedup, speedup_text, verdict
 from .size_speed_markdown import size_markdown, speed_markdown
 from .layers import layers_markdown
+from .budget import budget_markdown
 from .sensitivity import sensitivity_markdown
 from .llm_markdown import llm_markdown
 from .naming import card_methods, card_title, quantizes, zeroes_weights
@@ -70,6 +71,7 @@ def render_markdown(card: dict, summary: bool = True) -> str:
     lines += _deployment(card)
     lines += layers_markdown(card)
     lines += sensitivity_markdown(card)
+    lines += budget_markdown(card)
     lines += _robustness(card)
     lines += calibration_markdown(card)
     if card["notes"]:

@@ -16,6 +16,8 @@ def method_label(name: str, config: dict) -> str:
         return f"{name} {config['pattern']}"
     if isinstance(config.get("sparsity"), float):
         return f"{name} {100 * config['sparsity']:g}%"
+    if config.get("bits_budget"):
+        return f"{name} {config['bits_budget']:g}-bit budget"
     if config.get("weight_type") == "fp8":
         return f"{name} fp8"
     if isinstance(config.get("bits"), int):
@@ -45,6 +47,8 @@ def format_label(config: dict) -> str | None:
     groups of 128, asymmetric``); None for a config without one."""
     if "weight_type" not in config:
         return None
+    if config.get("bits_budget"):
+        return f"formats of a {config['bits_budget']:g}-bit budget"
     per = "per row" if config.get("group_size") == -1 else "per tensor" if config.get("group_size") == 0 else \
         f"groups of {config.get('group_size')}"
     weights = f"fp8 weights {per}" if config["weight_type"] == "fp8" else \

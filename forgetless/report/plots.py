@@ -139,12 +139,31 @@ def llm_compare_plot(cards: dict[str, dict], path: str | Path) -> Path:
                 ax.errorbar([x], [y], yerr=[[y - low], [high - y]] if low is not None else None, capsize=3,
                             linestyle="none", **style)
                 ax.annotate(name, (x, y), fontsize=7, xytext=(3, 3), textcoords="offset points")
+            if column == 0 and part == "accuracy":
+                _uniform_points(ax, cards, size)
             ax.set_xlabel(label, fontsize=8)
             ax.set_ylabel("mean accuracy (%), 95% interval" if part == "accuracy" else "WikiText-2 perplexity",
                           fontsize=8)
     fig.suptitle(f"{first['task']['name']}: accuracy and perplexity against size, bits and sparsity")
     fig.tight_layout()
     return save_figure(fig, path)
+
+
+def _uniform_points(ax, cards: dict[str, dict], size) -> None:
+    """A bit budget's uniform check (``methods/quantize/uniform_check.py``) as a square beside its mix: the
+    uniform format's mean accuracy on the same items against its size (the mix's, with the uniform format's
+    bytes in place of the mix's)."""
+    for name, card in cards.items():
+        section = ((card.get("method") or {}).get("sections") or {}).get("budget") or {}
+        check = section.get("uniform_check") or {}
+        entry = (check.get("headline") or {}).get("uniform") or {}
+        mixed = size(card, "compressed")
+        if entry.get("value") is None or mixed is None:
+            continue
+        x, y = mixed + (check["bytes"] - section["bytes"]) / 1e6, 100 * entry["value"]
+        ax.errorbar([x], [y], yerr=[[y - 100 * entry["low"]], [100 * entry["high"] - y]], capsize=3,
+                    linestyle="none", marker="s", color="#8c8c8c")
+        ax.annotate(f"{name}: uniform {check['format']}", (x, y), fontsize=7, xytext=(3, -9), textcoords="offset points")
 
 
 def _llm_point(card: dict, part: str, role: str) -> tuple:

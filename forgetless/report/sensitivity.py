@@ -13,7 +13,7 @@ def sensitivity_markdown(card: dict) -> list[str]:
     if not section:
         return []
     whole = section["whole_model"]
-    what = "block" if section["units"] == "blocks" else "kind of linear layer (every block's)"
+    what = {"blocks": "block", "linears": "linear layer"}.get(section["units"], "kind of linear layer (every block's)")
     per = section.get("per", "token")
     predictions = "next-token predictions" if per == "token" else "predicted classes"
     cost = f" Measured in {section['seconds']:g} s." if "seconds" in section else ""

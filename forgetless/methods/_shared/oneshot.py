@@ -26,6 +26,7 @@ from ...models.experts import linearized
 from ...models.sites import in_features, weight_matrix
 from ...models.targets import Selection, coverage, select_linears
 from ..base import CompressionContext, CompressionMethod
+from ..quantize.budget import formatted, selection_of, split_by_format, start_budget
 from .calibration import calibration_batches
 from .hessian import HessianAccumulator
 from .masks import NmCheck, nm_check, nm_nonzeros
@@ -36,11 +37,11 @@ NM_COUNTS = ("groups", "exactly_n", "fewer_than_n", "fewer_base_zero", "more_tha
 NO_SPEEDUP = "no speedup on CPU: unstructured and N:M sparsity need sparse kernels / sparse tensor cores"
 
 
-def chosen_linears(model: nn.Module, config) -> tuple[list[tuple[str, int]], dict]:
+def chosen_linears(model: nn.Module, config, selection: Selection | None = None) -> tuple[list[tuple[str, int]], dict]:
     """``[(name, input width)]`` of the linears ``config``'s ``targets`` / ``ignore`` choose (checked
     against the model: ``models/targets.py``; experts one per expert and projection) and the card's
-    ``coverage`` of them."""
-    selection = Selection.of(config)
+    ``coverage`` of them (``selection``: another, e.g. less the linears a bit budget keeps)."""
+    selection = selection or Selection.of(config)
     with linearized(model):
         chosen = select_linears(model, selection)
         return [(name, in_features(module)) for name, module in chosen], coverage(model, chosen, selection)
@@ -98,6 +99,7 @@ class OneShotMethod(CompressionMethod, ABC):
 
     def prepare(self, model, ctx: CompressionContext):
         self.check_fits(model)
+        start_budget(self, model, ctx)
         batches = calibration_batches(ctx, self.config)
         self.calibrate(model, batches)
         ctx.notes.append(self.note(sum(len(b["input_ids"]) for b in batches)))
@@ -116,14 +118,14 @@ class OneShotMethod(CompressionMethod, ABC):
         device = next(p for p in model.parameters() if not p.is_meta).device
         batches = [{k: v.to(device) for k, v in b.items()} for b in batches]
         self.layers: list[dict] = []
-        self.coverage = chosen_linears(model, self.config)[1]
+        self.coverage = chosen_linears(model, self.config, selection_of(self))[1]
         self.unreached = 0
         training = model.training
         model.eval()
         try:
             with torch.no_grad():
                 run_layer_by_layer(model, batches, self._compress_layer, label=self.config.name,
-                                   hessian_every=self.hessian_every, source=source, select=Selection.of(self.config))
+                                   hessian_every=self.hessian_every, source=source, select=selection_of(self))
         finally:
             model.train(training)
 
@@ -136,13 +138,14 @@ class OneShotMethod(CompressionMethod, ABC):
         for name, (_, accumulator) in stats.items():
             shared.setdefault(id(accumulator), []).append(name)
         entries = {}
-        for names in shared.values():
+        for names in (part for same in shared.values() for part in split_by_format(self, f"{stack}.{index}", same)):
             modules, accumulator = [stats[n][0] for n in names], stats[names[0]][1]
             unreached = accumulator.reached == 0  # an expert no calibration token was routed to
             if unreached:
                 accumulator = HessianAccumulator.identity(in_features(modules[0]), weight_matrix(modules[0]).device)
                 self.unreached += len(names)
-            reports = self.compress_linears(modules, accumulator)
+            with formatted(self, names[0], f"{stack}.{index}"):
+                reports = self.compress_linears(modules, accumulator)
             entries.update(zip(names, ({**r, "no_calibration_tokens": True} if unreached else r for r in reports)))
         for name in stats:  # in module order
             self.layers.append({"stack": stack, "layer": index, "module": name, **entries[name]})

@@ -44,6 +44,9 @@ def check_streamable(stack: list, out_dir) -> None:
         raise ConfigError(f"method {config.name!r} does not calibrate layer by layer; streamed calibration runs "
                           "the one-shot methods (wanda, sparsegpt, gptq): pass a model object instead of a folder")
     check_sensitivity(config, None, "forgetless.apply_streamed")
+    if getattr(config, "bits_budget", 0):
+        raise ConfigError(f"bits_budget={config.bits_budget:g}: measures each unit of the whole model at every "
+                          "candidate format, and streamed calibration holds one layer at a time; pass a model object")
     if config.recovers:
         raise ConfigError(f"method {config.name!r} with recovery: fine-tune trains the whole model; streamed "
                           "calibration trains nothing (recovery='none')")

@@ -25,6 +25,7 @@ from ..quantize.folding import FoldingMethod, Group, fold
 from ..quantize.formats import (NO_SPEEDUP, describe_format, finish_quantized, quantization_section,
                                 quantized_artifacts, round_weight, set_quantized)
 from ..quantize.grid import check_groups_fit
+from ..quantize.budget import budget_plots, check_budget_fits, formatted
 from ..quantize.sensitivity import check_sensitivity
 from .config import AwqConfig
 from .search import clip_search, search_scales
@@ -37,17 +38,20 @@ class Awq(FoldingMethod):
         """``targets`` / ``ignore`` and the group size against every chosen linear's width (experts included:
         one error naming what fits them all)."""
         chosen = chosen_linears(model, self.config)[0]
+        if self.config.bits_budget:
+            check_budget_fits(self, model)  # each unit is offered the formats whose groups fit it
+            return
         check_groups_fit(self.config.group_size, [(f"{name} has", width) for name, width in chosen])
 
     def transform_layer(self, where: str, groups: list[Group], producers: list) -> list[dict]:
-        c = self.config
         searched = []
         for (names, modules, stats), producer in zip(groups, producers):
             hessian = stats.hessian.float()
             alpha, errors = None, None
             if producer is not None:
-                scales, alpha, errors = search_scales([weight_matrix(m) for m in modules], hessian, stats.abs_mean,
-                                                      c, c.grid, c.duo_scaling)
+                with formatted(self, names[0], where) as c:  # a bit budget: the group's first linear's format
+                    scales, alpha, errors = search_scales([weight_matrix(m) for m in modules], hessian,
+                                                          stats.abs_mean, c, c.grid, c.duo_scaling)
                 fold(producer[1], modules, scales)
                 hessian = hessian / torch.outer(scales, scales)  # the Hessian of the scaled inputs X diag(s)⁻¹
             searched.append((names, modules, hessian, producer, alpha, errors))
@@ -55,9 +59,10 @@ class Awq(FoldingMethod):
         for names, modules, hessian, producer, alpha, errors in searched:  # every fold of the layer done (v → o)
             for name, module in zip(names, modules):
                 weight = weight_matrix(module)
-                codes = round_weight(clip_search(weight, hessian, c) if c.clip else weight, c)
-                error = relative_reconstruction_error(weight, codes.dequantize(), hessian)
-                set_quantized(module, codes, None, c)
+                with formatted(self, name, where) as c:
+                    codes = round_weight(clip_search(weight, hessian, c) if c.clip else weight, c)
+                    error = relative_reconstruction_error(weight, codes.dequantize(), hessian)
+                    set_quantized(module, codes, None, c)
                 entries.append({"module": name, "producer": producer[0] if producer else None, "alpha": alpha,
                                 "error_ratio": errors["best"] / errors["initial"] if errors and errors["initial"]
                                 else None, "reconstruction_error": error})
@@ -80,6 +85,9 @@ class Awq(FoldingMethod):
 
     def artifacts(self) -> dict:
         return quantized_artifacts(self)
+
+    def plots(self, out_dir) -> list:
+        return budget_plots(self, out_dir)
 
     def report_section(self) -> dict | None:
         entries = getattr(self, "layers", None) or [{"reconstruction_error": 0, "error_ratio": None}]

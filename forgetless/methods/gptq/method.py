@@ -33,6 +33,7 @@ from ..quantize.formats import (check_linears, describe_format, finish_quantized
                                 input_quant, quantization_section, quantized_artifacts, set_quantized, short_label,
                                 why_no_speedup)
 from ..quantize.grid import check_groups_fit
+from ..quantize.budget import budget_plots, check_budget_fits
 from ..quantize.sensitivity import check_sensitivity
 from .._shared.hessian import HessianAccumulator
 from .._shared.oneshot import OneShotMethod, chosen_linears
@@ -54,7 +55,10 @@ class Gptq(OneShotMethod):
         """The group size against every chosen linear's width (experts included: one error naming what fits
         them all) and the format against their kinds (``formats.check_linears``)."""
         chosen = chosen_linears(model, self.config)[0]
-        check_groups_fit(self.config.group_size, [(f"{name} has", width) for name, width in chosen])
+        if self.config.bits_budget:
+            check_budget_fits(self, model)  # each unit is offered the formats whose groups fit it
+        else:
+            check_groups_fit(self.config.group_size, [(f"{name} has", width) for name, width in chosen])
         with linearized(model):
             check_linears(select_linears(model, Selection.of(self.config)), self.config)
 
@@ -106,6 +110,9 @@ class Gptq(OneShotMethod):
 
     def artifacts(self) -> dict:
         return quantized_artifacts(self)
+
+    def plots(self, out_dir) -> list:
+        return budget_plots(self, out_dir)
 
     def report_section(self) -> dict | None:
         errors = [e["reconstruction_error"] for e in getattr(self, "layers", None) or [{"reconstruction_error": 0}]]

@@ -31,12 +31,12 @@ from ...errors import ConfigError
 from ...models.adapters import get_adapter
 from ...models.gates import HookSet
 from ...models.sites import in_features, weight_matrix
-from ...models.targets import Selection
 from ..base import CompressionMethod
 from .._shared.calibration import calibration_batches
 from .._shared.hessian import HessianAccumulator
 from .._shared.oneshot import chosen_linears
 from .._shared.sequential import run_layer_by_layer
+from .budget import selection_of, start_budget
 from .sensitivity import record_fold
 
 Group = tuple[list[str], list[nn.Module], HessianAccumulator]  # linears fed one tensor, their statistics
@@ -150,6 +150,7 @@ class FoldingMethod(CompressionMethod, ABC):
 
     def prepare(self, model, ctx):
         self.check_fits(model)
+        start_budget(self, model, ctx)
         batches = calibration_batches(ctx, self.config)
         self.calibrate(model, batches)
         ctx.notes.append(self.note(sum(len(b["input_ids"]) for b in batches)))
@@ -170,7 +171,7 @@ class FoldingMethod(CompressionMethod, ABC):
                     for layer in layers:
                         hooks.add(layer.register_forward_pre_hook(self._keep_probe, with_kwargs=True))
                 run_layer_by_layer(model, batches, self._layer, label=self.config.name,
-                                   hessian_every=self.hessian_every, select=Selection.of(self.config))
+                                   hessian_every=self.hessian_every, select=selection_of(self))
         finally:
             self.probes = {}
             model.train(training)

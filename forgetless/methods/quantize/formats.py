@@ -36,8 +36,10 @@ def why_no_speedup(fmt: WeightFormat) -> str:
 
 
 def quantized_artifacts(method) -> dict:
-    """What a quantizing method saves with the model: bits, group size and its per-layer entries."""
-    return {"bits": method.config.bits, "group_size": method.config.group_size,
+    """What a quantizing method saves with the model: bits, group size (None for a bit budget's mix) and its
+    per-layer entries."""
+    mixed = bool(method.config.bits_budget)
+    return {"bits": None if mixed else method.config.bits, "group_size": None if mixed else method.config.group_size,
             "layers": getattr(method, "layers", [])}
 
 
@@ -49,12 +51,20 @@ def quantization_section(method, errors: dict, **extra) -> dict | None:
     if not getattr(method, "layers", None):
         return None
     c = method.config
+    mixed = bool(c.bits_budget)  # a bit budget's mix: bits and groups per unit, in the budget section
     return {"quantization": {
-        "dtype": f"{c.name} {short_label(c)}", "bits": c.bits, "group_size": c.group_size, "asymmetric": c.asymmetric,
+        "dtype": f"{c.name} {short_label(c)}", "bits": None if mixed else c.bits,
+        "group_size": None if mixed else c.group_size, "asymmetric": c.asymmetric,
         "weight_type": c.weight_type, "activations": c.activations, "format": getattr(method, "format", None),
         "layers": len(method.layers), **getattr(method, "storage", {}),
         **({"modules": method.coverage} if getattr(method, "coverage", None) else {}), **errors, **extra, "expected": False,
-        "why": why_no_speedup(c)}, **sensitivity_section(method)}
+        "why": why_no_speedup(c)}, **sensitivity_section(method), **budget_section(method)}
+
+
+def budget_section(method) -> dict:
+    """``{"budget": …}`` of a method's card section when it spent a bit budget (``budget.py``)."""
+    plan = getattr(method, "plan", None)
+    return {"budget": plan.section} if plan is not None else {}
 
 
 def finish_quantized(method, model: nn.Module, ctx) -> nn.Module:
@@ -75,7 +85,10 @@ def fp8_strategy(fmt: WeightFormat) -> str:
 
 
 def short_label(fmt: WeightFormat) -> str:
-    """"int4", "fp8", "W8A8 int8", "W8A8 fp8 dynamic", "W8A8 fp8 static": the card's quantization dtype."""
+    """"int4", "fp8", "W8A8 int8", "W8A8 fp8 dynamic", "W8A8 fp8 static", "mixed (4.5-bit budget)": the card's
+    quantization dtype."""
+    if fmt.bits_budget:
+        return f"mixed ({fmt.bits_budget:g}-bit budget)"
     if fmt.activations == "none":
         return "fp8" if fmt.weight_type == "fp8" else f"int{fmt.bits}"
     return {"int8-token": "W8A8 int8", "fp8-token": "W8A8 fp8 dynamic", "fp8-tensor": "W8A8 fp8 static"}[fmt.activations]
@@ -83,6 +96,8 @@ def short_label(fmt: WeightFormat) -> str:
 
 def describe_format(fmt: WeightFormat) -> str:
     """"int4 weights, groups of 128, symmetric, weight-only" and the like, for the card's notes."""
+    if fmt.bits_budget:
+        return f"the formats a {fmt.bits_budget:g}-bit budget chose per unit (bit budget note), {WHAT[fmt.activations]}"
     if fmt.weight_type == "fp8":
         weights = f"fp8 (e4m3) weights, one scale per {'output row' if fmt.group_size == -1 else 'matrix'}"
     else:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from ...errors import OptionError
 from ...options import Config, option
+from .candidates import check_budget
 
 BITS = (2, 3, 4, 8)  # models.compressed_tensors.GROUPED_BITS (that module imports torch)
 VLLM_GROUPS = (32, 64, 128)  # the group sizes vLLM's int4 / int8 GPU kernels take (and -1)
@@ -47,11 +48,26 @@ class WeightFormat(Config):
         "int: integer codes (round-to-nearest min-max grid) | fp8: float8_e4m3fn codes with one float32 scale per "
         "output row (--group-size -1) or per matrix (0), compressed-tensors float-quantized"))
     activations: str = option("none", choices=ACTIVATIONS, help=ACTIVATIONS_HELP)
-    sensitivity: str = option("none", choices=("none", "blocks", "linear-types"), help=(
-        "after quantizing, put each decoder block (blocks) or each kind of linear layer (linear-types: q_proj, …, "
-        "down_proj, the experts' projections of every block) quantized alone into the base model and rank them by "
-        "their KL divergence to the base on 8 calibration texts (and the predictions they flip); the card shows the "
-        "ranking, its cost and an --ignore option for a mixed-precision run"))
+    sensitivity: str = option("none", choices=("none", "blocks", "linear-types", "linears"), help=(
+        "after quantizing, put each decoder block (blocks), each kind of linear layer (linear-types: q_proj, …, "
+        "down_proj, the experts' projections of every block) or each linear layer (linears) quantized alone into the "
+        "base model and rank them by their KL divergence to the base on 8 calibration texts (and the predictions "
+        "they flip); the card shows the ranking, its cost and an --ignore option for a mixed-precision run. With "
+        "--bits-budget: the units the budget assigns formats to (default blocks), measured before quantizing at "
+        "each format (the card's budget section) instead"))
+    bits_budget: float = option(0.0, low=0, help=(
+        "average bits per quantized weight as the folder stores them (codes, scales, zero points; a kept layer "
+        "float32, 32 bits): each unit (--sensitivity: blocks by default, linear-types, linears) takes one of "
+        "--budget-formats, chosen from its measured KL at each (round-to-nearest, 8 calibration texts) to minimise "
+        "the summed KL within the budget (exact); then the method quantizes each unit in its format. 0: off"))
+    budget_formats: list[str] = option(factory=list, help=(
+        "the formats --bits-budget chooses among, of the run's scheme family: W<bits>A16-g<group>, W<bits>A16 (one "
+        "scale per row), kept (default W4A16-g128,W4A16-g64,W8A16,kept); --activations int8-token: W8A8,kept; "
+        "--weight-type fp8: FP8,kept"))
+    no_uniform_check: bool = option(False, switch=True, help=(
+        "with --bits-budget: skip the uniform check (by default the base is also quantized in the smallest single "
+        "format of the mix's size or larger, evaluated on the same items and paired with the mix: difference, "
+        "interval, flips, KL and a verdict on the card)"))
 
     def check_format(self, calibrates: bool) -> None:
         """The options fit together (one ``OptionError`` naming the flag); ``calibrates``: the method sees
@@ -74,12 +90,13 @@ class WeightFormat(Config):
             raise OptionError(f"--activations fp8-tensor: a static input scale is fixed from calibration inputs, and "
                               f"{getattr(self, 'name', 'this method')} calibrates on none; use gptq (the FP8 scheme) "
                               "or fp8-token (dynamic)")
+        check_budget(self)
 
     def check_widths(self, dims: dict, where: str) -> None:
         """The group size against the config's linear widths (``dims["widths"]``), for the default selection
         of every linear; another ``targets`` / ``ignore`` is checked on the chosen modules (``check_width``)."""
-        if not getattr(self, "every_linear", True):
-            return
+        if not getattr(self, "every_linear", True) or self.bits_budget:
+            return  # a budget offers each unit the formats whose groups fit it (``budget.py``)
         check_groups_fit(self.group_size, [(f"{where} has linear layers with", width)
                                            for width in sorted(set(dims.get("widths") or ()))])
 

@@ -6,11 +6,11 @@ the base on calibration text and its share of the sum (the layer-wise sensitivit
 Units: each block of the model's stacks (``blocks``: the quantized block replaces the base's, with its
 folded norms and quantized inputs, exact since SmoothQuant / AWQ fold scales within a block), or each kind
 of linear layer named by its path inside the block (``linear-types``: q_proj, k_proj, …, down_proj of every
-block; a linear whose input was divided by ``c`` and whose outputs by ``r`` when scales were folded
-(``folding.fold`` records both) runs as ``r ⊙ L(x / c)``, the quantized layer in the base's basis). The
-experts of a mixture-of-experts block are linear kinds too: each fused 3-D expert parameter
-(``mlp.experts.gate_up_proj``, ``mlp.experts.down_proj``: every expert's projection, ``models/experts.py``)
-is swapped whole, as the quantized model runs it.
+block), or each linear layer alone (``linears``). A linear whose input was divided by ``c`` and whose outputs
+by ``r`` when scales were folded (``folding.fold`` records both) runs as ``r ⊙ L(x / c)``, the quantized
+layer in the base's basis. The experts of a mixture-of-experts block are linear kinds too: each fused 3-D
+expert parameter (``mlp.experts.gate_up_proj``, ``mlp.experts.down_proj``: every expert's projection,
+``models/experts.py``) is swapped whole, as the quantized model runs it.
 
 For unit ``u`` the model ``M_u`` is the base with ``u`` quantized; on ``TEXTS`` calibration texts of at most
 ``TOKENS`` tokens, over the real tokens ``t``:
@@ -46,7 +46,7 @@ from ...models.sites import is_linear
 
 TEXTS, TOKENS, BATCH = 8, 128, 4
 KEEP, DIGITS = 3, 4  # units the mixed-precision advice keeps at most; significant digits of the ranking's KL
-UNITS = ("none", "blocks", "linear-types")
+UNITS = ("none", "blocks", "linear-types", "linears")
 FOLD_IN, FOLD_OUT = "input_fold", "output_fold"
 
 
@@ -72,8 +72,9 @@ def record_fold(modules: list[nn.Module], producer: nn.Module, scales: torch.Ten
 
 
 def units(model: nn.Module, kind: str) -> dict[str, list[str]]:
-    """``{unit label: [names swapped]}``: blocks (``decoder.3``) or linear kinds (``mlp.down_proj``; a fused
-    experts parameter ``mlp.experts.down_proj``, named as the model's parameter)."""
+    """``{unit label: [names swapped]}``: blocks (``decoder.3``), linear kinds (``mlp.down_proj``; a fused
+    experts parameter ``mlp.experts.down_proj``, named as the model's parameter) or single linears (``linears``:
+    ``model.layers.3.mlp.down_proj``; a fused experts parameter whole)."""
     found: dict[str, list[str]] = {}
     prefix = {id(m): n for n, m in model.named_modules()}
     for stack, layers in get_adapter(model).stacks(model).items():
@@ -84,10 +85,12 @@ def units(model: nn.Module, kind: str) -> dict[str, list[str]]:
                 continue
             for inner, module in layer.named_modules():
                 if is_linear(module):
-                    found.setdefault(inner, []).append(f"{base}.{inner}")
+                    label = inner if kind == "linear-types" else f"{base}.{inner}"
+                    found.setdefault(label, []).append(f"{base}.{inner}")
                 elif is_fused_experts(module):
                     for parameter in (first_projection(module), "down_proj"):
-                        found.setdefault(f"{inner}.{parameter}", []).append(f"{base}.{inner}.{parameter}")
+                        label = f"{inner}.{parameter}" if kind == "linear-types" else f"{base}.{inner}.{parameter}"
+                        found.setdefault(label, []).append(f"{base}.{inner}.{parameter}")
     return found
 
 
@@ -160,6 +163,11 @@ def _pattern(row: dict, section: dict, model: nn.Module) -> str:
     (a fused experts parameter: each expert's linear, ``mlp.experts.3.down_proj``, as ``--ignore`` names it)."""
     if section["units"] == "blocks":
         return "re:" + re.escape(row["modules"][0] + ".")
+    if section["units"] == "linears":
+        parent, _, parameter = row["modules"][0].rpartition(".")
+        if isinstance(getattr(model.get_submodule(parent), parameter, None), nn.Parameter):
+            return "re:" + re.escape(parent) + r"\.\d+\." + re.escape(parameter) + "$"
+        return row["modules"][0]
     inner = re.escape(row["unit"])
     parent, _, parameter = row["modules"][0].rpartition(".")
     if isinstance(getattr(model.get_submodule(parent), parameter, None), nn.Parameter):
@@ -212,7 +220,8 @@ def mixed_advice(section: dict, model: nn.Module, ignore: list[str]) -> dict:
 def check_sensitivity(config, ctx, where: str = "forgetless.apply") -> None:
     """``--sensitivity`` needs the run's base model (``ctx.teacher``): one error before any work (``where``:
     what runs the method without one)."""
-    if getattr(config, "sensitivity", "none") != "none" and (ctx is None or getattr(ctx, "teacher", None) is None):
+    if getattr(config, "sensitivity", "none") != "none" and not getattr(config, "bits_budget", 0) and (
+            ctx is None or getattr(ctx, "teacher", None) is None):
         raise ConfigError(f"--sensitivity {config.sensitivity}: compares each quantized unit with the base model, "
                           f"which only a compress run holds (forgetless compress / run); {where} has none")
 
@@ -228,7 +237,7 @@ def run_sensitivity(model: nn.Module, ctx, config) -> dict | None:
     ``model``: the base is the run's (``ctx.teacher``), the texts its calibration texts; a note for the card."""
     from .._shared.calibration import calibration_batches
 
-    if config.sensitivity == "none":
+    if config.sensitivity == "none" or config.bits_budget:  # a budget measured its units before (``budget.py``)
         return None
     check_sensitivity(config, ctx)
     texts = types.SimpleNamespace(name=config.name, calibration_examples=TEXTS, calibration_length=TOKENS,

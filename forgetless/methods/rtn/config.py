@@ -15,13 +15,14 @@ from ..quantize.grid import WeightFormat
 
 
 class ReadsTextToRank:
-    """RTN's ``calibration``: ``none``, but ``text`` with ``--sensitivity`` (the ranking's KL is measured on
-    calibration texts: ``quantize/sensitivity.py``); on the class, as ``forgetless list`` shows it."""
+    """RTN's ``calibration``: ``none``, but ``text`` with ``--sensitivity`` or ``--bits-budget`` (the KL is measured
+    on calibration texts: ``quantize/sensitivity.py``, ``quantize/budget.py``); on the class, as ``forgetless
+    list`` shows it."""
 
     def __get__(self, config, owner) -> str:
         if config is None:
-            return "none (text with --sensitivity)"
-        return "none" if config.sensitivity == "none" else "text"
+            return "none (text with --sensitivity or --bits-budget)"
+        return "none" if config.sensitivity == "none" and not config.bits_budget else "text"
 
 
 @METHODS.register("rtn", implementation=".method:Rtn")

@@ -32,6 +32,7 @@ from ..base import CompressionMethod
 from ..quantize.formats import (check_linears, describe_format, finish_quantized, input_quant, quantization_section,
                                 quantized_artifacts, round_weight, set_quantized, why_no_speedup)
 from ..quantize.grid import check_groups_fit
+from ..quantize.budget import budget_plots, check_budget_fits, formatted, selection_of, start_budget
 from ..quantize.sensitivity import check_sensitivity
 from .config import RtnConfig
 
@@ -48,20 +49,26 @@ class Rtn(CompressionMethod):
         with linearized(model):
             linears = select_linears(model, Selection.of(self.config))
             check_linears(linears, self.config)
-            check_groups_fit(self.config.group_size, [(f"{name} has", weight_matrix(module).shape[1])
-                                                      for name, module in linears])
+            if not self.config.bits_budget:  # a budget offers each unit the formats whose groups fit it
+                check_groups_fit(self.config.group_size, [(f"{name} has", weight_matrix(module).shape[1])
+                                                          for name, module in linears])
+        check_budget_fits(self, model)
 
     def finalize(self, model, ctx):
         c = self.config
         check_sensitivity(c, ctx)
         self.check_fits(model)
+        start_budget(self, model, ctx)
         with linearized(model), torch.no_grad():
-            linears = select_linears(model, Selection.of(c))
-            self.coverage = coverage(model, linears, Selection.of(c))
-            self.layers = [{"module": name, "weight_error": self._round(module)} for name, module in linears]
+            linears = select_linears(model, selection_of(self))
+            self.coverage = coverage(model, linears, selection_of(self))
+            self.layers = []
+            for name, module in linears:
+                with formatted(self, name):
+                    self.layers.append({"module": name, "weight_error": self._round(module)})
         if ctx is not None:
-            ctx.notes.append(f"rtn: {describe_format(c)}, round-to-nearest in {len(self.layers)} linear layers; "
-                             f"{why_no_speedup(c)}")
+            what = "the budget's formats" if self.plan is not None else describe_format(c)
+            ctx.notes.append(f"rtn: {what}, round-to-nearest in {len(self.layers)} linear layers; {why_no_speedup(c)}")
             ctx.notes.append(coverage_note("rtn", self.coverage))
         return finish_quantized(self, model, ctx)
 
@@ -74,6 +81,9 @@ class Rtn(CompressionMethod):
 
     def artifacts(self) -> dict:
         return quantized_artifacts(self)
+
+    def plots(self, out_dir) -> list:
+        return budget_plots(self, out_dir)
 
     def report_section(self) -> dict | None:
         errors = [e["weight_error"] for e in getattr(self, "layers", None) or [{"weight_error": 0}]]
