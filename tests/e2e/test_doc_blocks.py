@@ -206,35 +206,49 @@ def validate_only(monkeypatch, stand_ins):
     return stopping
 
 
-@pytest.mark.timeout(900)  # every page's commands in one test: passed at load 4-5, past 300 s at load 7 (2 cores)
-def test_every_shell_command_runs_or_is_validated(tmp_path, stand_ins, validate_only, capsys):
+def _shell_pages() -> list[str]:
+    """The pages with a shell command or a file block (the test below runs each page on its own: one page's
+    commands are ~1/20 of the suite's longest test, so two workers share them)."""
+    return sorted({block.page for block in all_blocks() if block.file or block.lang in SHELL})
+
+
+@pytest.mark.timeout(900)  # the quickstart pages run for real: passed at load 4-5, past 300 s at load 7 (2 cores)
+@pytest.mark.parametrize("page", _shell_pages())
+def test_every_shell_command_runs_or_is_validated(page, tmp_path, stand_ins, validate_only, capsys):
     if shared_data() is None:
         pytest.skip("shared/data (the offline data folder) is not beside the repository")
-    failures, seen, cwd = [], set(), os.getcwd()
+    failures, cwd = [], os.getcwd()
     try:
-        for page, page_blocks in _by_page(all_blocks()).items():
-            work = page_folder(tmp_path, page, stand_ins["run"])
-            os.chdir(work)
-            for block in page_blocks:
-                if block.file:  # a recipe, a task YAML, data: written before the page's commands run
-                    (work / block.file).parent.mkdir(parents=True, exist_ok=True)
-                    (work / block.file).write_text(block.text, encoding="utf-8")
-                for command in commands(block.text) if block.lang in SHELL else []:
-                    problem = _one_command(command, block, stand_ins, validate_only, capsys)
-                    seen.add(" ".join(words(command)[:2]))
-                    if problem:
-                        failures.append(f"{block.where}: {command}\n    {problem}")
+        work = page_folder(tmp_path, page, stand_ins["run"])
+        os.chdir(work)
+        for block in _by_page(all_blocks())[page]:
+            if block.file:  # a recipe, a task YAML, data: written before the page's commands run
+                (work / block.file).parent.mkdir(parents=True, exist_ok=True)
+                (work / block.file).write_text(block.text, encoding="utf-8")
+            for command in commands(block.text) if block.lang in SHELL else []:
+                problem = _one_command(command, block, stand_ins, validate_only, capsys)
+                if problem:
+                    failures.append(f"{block.where}: {command}\n    {problem}")
     finally:
         os.chdir(cwd)
     assert not failures, "\n".join(failures)
+    if page == "README.md":  # its quickstarts ran for real
+        readme = tmp_path / "README.md" / "work"
+        assert json.loads((readme / "forgetless-out/demo/report.json").read_text())["kind"]["task"] == "classification"
+        assert json.loads((readme / "runs/sgpt50/report.json").read_text())["kind"] == {"task": "lm-eval",
+                                                                                       "model": "causal-lm"}
+    if page == "docs/llm-quickstart.md":  # its three commands, the last two run
+        quick = tmp_path / "docs-llm-quickstart.md" / "work" / "runs/quick-gptq"
+        assert len(json.loads((quick / "report.json").read_text())["llm"]["tasks"]) == 6
+        assert (quick / "model/README.md").is_file() and (quick / "report.html").is_file()
+
+
+def test_the_pages_show_the_main_commands():
+    """What the command test runs, page by page, includes a demo, a compress, a recipe run and a report."""
+    seen = {" ".join(words(command)[:2]) for block in all_blocks() if block.lang in SHELL
+            for command in commands(block.text)}
     assert {"forgetless demo", "forgetless compress", "forgetless run", "forgetless report"} <= seen
-    readme = tmp_path / "README.md" / "work"  # the quickstarts ran for real
-    assert json.loads((readme / "forgetless-out/demo/report.json").read_text())["kind"]["task"] == "classification"
-    assert json.loads((readme / "runs/sgpt50/report.json").read_text())["kind"] == {"task": "lm-eval",
-                                                                                   "model": "causal-lm"}
-    quick = tmp_path / "docs-llm-quickstart.md" / "work" / "runs/quick-gptq"  # its three commands, the last two run
-    assert len(json.loads((quick / "report.json").read_text())["llm"]["tasks"]) == 6
-    assert (quick / "model/README.md").is_file() and (quick / "report.html").is_file()
+    assert {"README.md", "docs/llm-quickstart.md"} <= set(_shell_pages())
 
 
 def _by_page(found) -> dict:

@@ -2,7 +2,9 @@
 causal-lm, synthetic task): the reached sparsity of every prunable layer equals the solver's exact
 zero count (checked on the saved weights reloaded in a fresh process; 2:4 = exactly 2 of every 4
 kept), the card validates and claims no meaningful speedup, the CLI runs ``--method wanda
---pattern 2:4``, bad options exit 2 before any work, and a seed makes the weights reproducible."""
+--pattern 2:4``, bad options exit 2 before any work, and a seed makes the weights reproducible. Whole runs of
+the command line run in this process (``cli.main``: the import of the stack is paid once); the saved weights are
+read back in a fresh process, and the refusals go through ``python -m forgetless``."""
 import json
 import os
 import subprocess
@@ -12,6 +14,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from forgetless.cli import main
 from forgetless.config import EvalConfig
 from forgetless.data.tasks import load_task
 from forgetless.metrics.speed import SpeedConfig
@@ -43,6 +46,13 @@ def reload_fresh(folder) -> dict:
     result = subprocess.run([sys.executable, "-c", FRESH, str(folder / "model.safetensors")], capture_output=True,
                             text=True, check=True, env=ENV)
     return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def run_cli(argv: list[str], capsys) -> tuple[int, str]:
+    """``forgetless ARGV`` run in this process: (exit code, what it wrote to stderr)."""
+    capsys.readouterr()
+    code = main(argv)
+    return code, capsys.readouterr().err
 
 
 def run_python(method: str, out, seed: int = 0, **options) -> dict:
@@ -86,12 +96,11 @@ def test_same_seed_gives_the_same_weights(sparsegpt_run, tmp_path):
     assert first.keys() == second.keys() and all(torch.equal(first[k], second[k]) for k in first)
 
 
-def test_wanda_2_4_from_the_cli_keeps_exactly_2_of_every_4(tmp_path):
+def test_wanda_2_4_from_the_cli_keeps_exactly_2_of_every_4(tmp_path, capsys):
     out = tmp_path / "wanda"
-    result = subprocess.run([sys.executable, "-m", "forgetless", "compress", "--model", "tiny-llama", "--base",
-                             "as-is", "--model-kind", "causal-lm", "--method", "wanda", "--pattern", "2:4", *SMALL,
-                             "--out", str(out)], capture_output=True, text=True, env=ENV)
-    assert result.returncode == 0, result.stderr[-2000:]
+    code, err = run_cli(["compress", "--model", "tiny-llama", "--base", "as-is", "--model-kind", "causal-lm", "--method",
+                         "wanda", "--pattern", "2:4", *SMALL, "--out", str(out)], capsys)
+    assert code == 0, err[-2000:]
     saved = reload_fresh(out / "model")
     assert len(saved) == 28 and all(e["kept_per_4"] == [2] for e in saved.values())
     assert all(e["zeros"] * 2 == e["shape"][0] * e["shape"][1] for e in saved.values())
@@ -180,22 +189,21 @@ def test_recovery_fine_tune_holds_the_zeros(tmp_path):
             assert bool((kept == 2).all())
 
 
-def test_stacked_wanda_gptq_is_named_by_both_sized_in_stored_bits_and_not_timed(tmp_path):
+def test_stacked_wanda_gptq_is_named_by_both_sized_in_stored_bits_and_not_timed(tmp_path, capsys):
     """``--speed auto`` (the default) skips timing a model whose dense computation is the base's, with
     the reason on stderr and in the card; the title, model card name, tags and options name both
     methods; the size section states bits per weight; the N:M check and per-layer errors are in
     report.md; the model card has the perplexity, the deployment notes and how stock loads it."""
     out, text = tmp_path / "stacked", tmp_path / "ppl.txt"
     text.write_text("the doctor saw the lawyer\nthe judge helped the senator in the park\n")
-    result = subprocess.run([sys.executable, "-m", "forgetless", "compress", "--model", "tiny-llama", "--base",
-                             "as-is", "--model-kind", "causal-lm", "--method", "wanda", "--pattern", "2:4", "--then",
-                             "gptq:bits=4,group_size=16,calibration_examples=8,calibration_batch=4",
-                             "--perplexity-file", str(text), *SMALL, "--out", str(out)],
-                            capture_output=True, text=True, env=ENV)
-    assert result.returncode == 0, result.stderr[-2000:]
+    code, err = run_cli(["compress", "--model", "tiny-llama", "--base", "as-is", "--model-kind", "causal-lm", "--method",
+                         "wanda", "--pattern", "2:4", "--then",
+                         "gptq:bits=4,group_size=16,calibration_examples=8,calibration_batch=4",
+                         "--perplexity-file", str(text), *SMALL, "--out", str(out)], capsys)
+    assert code == 0, err[-2000:]
     why = ("speed not timed: wanda 2:4 + gptq 4-bit leave the dense fp32 computation unchanged (zeros and dequantized "
            "int4 codes run the same kernels as the base); --speed full times it anyway")
-    assert f"[5/5] {why}" in result.stderr  # no objective step: nothing trains
+    assert f"[5/5] {why}" in err  # no objective step: nothing trains
     card = json.loads((out / "report.json").read_text())
     Card.from_json(card)
     assert card["speed"] == {"timed": False, "why_not_timed": why, "setting": "auto", "runtime": "torch",
@@ -235,14 +243,12 @@ def test_stacked_wanda_gptq_is_named_by_both_sized_in_stored_bits_and_not_timed(
     assert "quantization_config=transformers.CompressedTensorsConfig" not in model_card  # symmetric: plain loading
 
 
-def test_speed_auto_times_a_layer_drop_with_the_load_average_and_none_times_nothing(tmp_path):
+def test_speed_auto_times_a_layer_drop_with_the_load_average_and_none_times_nothing(tmp_path, capsys):
     for setting, out in (("auto", tmp_path / "auto"), ("none", tmp_path / "none")):
-        result = subprocess.run([sys.executable, "-m", "forgetless", "compress", "--model", "tiny-llama", "--base",
-                                 "as-is", "--model-kind", "causal-lm", "--method", "truncate", "--layers", "2",
-                                 "--recovery", "none", "--speed", setting, *SMALL[:6], *SMALL[10:],
-                                 "--bench-new-tokens", "2", "--out", str(out)],
-                                capture_output=True, text=True, env=ENV)
-        assert result.returncode == 0, result.stderr[-2000:]
+        code, err = run_cli(["compress", "--model", "tiny-llama", "--base", "as-is", "--model-kind", "causal-lm",
+                             "--method", "truncate", "--layers", "2", "--recovery", "none", "--speed", setting,
+                             *SMALL[:6], *SMALL[10:], "--bench-new-tokens", "2", "--out", str(out)], capsys)
+        assert code == 0, err[-2000:]
         card = json.loads((out / "report.json").read_text())
         Card.from_json(card)
     auto = json.loads((tmp_path / "auto" / "report.json").read_text())["speed"]

@@ -239,20 +239,27 @@ SMALL = ["compress", "--model", "tiny-llama", "--base", "as-is", "--model-kind",
     ("--group-size", "24", "--group-size 24: model.layers.0.self_attn.q_proj has 32 inputs, not a multiple of "
                            "24 (the saved compressed-tensors format has no partial last group); use 16, or -1"),
     ("--bits", "5", "--bits"), ("--recovery", "fine-tune", "--recovery fine-tune")])
-def test_bad_options_exit_2_before_any_work(tmp_path, flag, value, message):
+def test_bad_options_exit_2_before_any_work(tmp_path, flag, value, message, capsys):
+    """The command line in this process (``python -m forgetless`` refusing: ``test_oneshot_methods.py``)."""
+    from forgetless.cli import main
+
     out = tmp_path / "never"
-    result = subprocess.run([sys.executable, "-m", "forgetless", *SMALL, flag, value, "--out", str(out)],
-                            capture_output=True, text=True, env=ENV)
-    assert result.returncode == 2 and message in result.stderr and not out.exists(), result.stderr
-    assert len([line for line in result.stderr.splitlines() if line.strip()]) == 1, result.stderr
+    try:
+        code = main([*SMALL, flag, value, "--out", str(out)])
+    except SystemExit as exc:  # argparse's refusals
+        code = exc.code
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and not out.exists(), err
+    assert len([line for line in err.splitlines() if line.strip()]) == 1, err
 
 
-def test_sparsegpt_2_4_then_gptq_from_the_cli_card_and_packed_reload(tmp_path):
+def test_sparsegpt_2_4_then_gptq_from_the_cli_card_and_packed_reload(tmp_path, capsys):
+    from forgetless.cli import main  # the whole run in this process
+
     out = tmp_path / "run"
     args = [a if a != "gptq" else "sparsegpt" for a in SMALL]
-    result = subprocess.run([sys.executable, "-m", "forgetless", *args, "--pattern", "2:4", "--block-size", "16",
-                             "--then", "gptq:group_size=16", "--out", str(out)], capture_output=True, text=True, env=ENV)
-    assert result.returncode == 0, result.stderr[-2000:]
+    code = main([*args, "--pattern", "2:4", "--block-size", "16", "--then", "gptq:group_size=16", "--out", str(out)])
+    assert code == 0, capsys.readouterr().err[-2000:]
     card = json.loads((out / "report.json").read_text())
     section = card["method"]["sections"]["quantization"]
     assert section["bits"] == 4 and section["group_size"] == 16
