@@ -88,7 +88,8 @@ class ForgetlessLM(LM):
         return totals
 
     def generate_until(self, requests, disable_tqdm: bool = False) -> list[str]:
-        if self.path == EXACT:
+        if self.path == EXACT:  # lm-eval's own generation, in its window; a prompt it would cut is refused first
+            generation.plan(self.hf, requests, self.hf.max_length)
             return self.hf.generate_until(requests, disable_tqdm=not self.progress)
         label = f"lm-eval: {len(requests):,} answers generated (greedy)"
         with meter(label, len(requests), self.progress) as progress:

@@ -122,7 +122,7 @@ def build_suite(names: list[str], include, data_dir, defaults: bool | None, perp
     for name, task in tasks.items():
         docs = task.eval_docs
         sets[name] = LMEvalSet(name, task.OUTPUT_TYPE, len(docs), list(range(len(docs))),
-                               engine.yaml_path(manager, name), _digest(docs))
+                               engine.yaml_path(manager, name), _digest(docs, task))
     ppl = None
     if perplexity_file is not None and perplexity_windows != 0:  # 0: no perplexity asked for
         rows = Path(perplexity_file).read_text(encoding="utf-8").replace("\r\n", "\n").splitlines(keepends=True)
@@ -137,9 +137,13 @@ def build_suite(names: list[str], include, data_dir, defaults: bool | None, perp
     return LMEvalSuite(tasks, sets, ppl, window, describe, scoring, until_interval, seed, manager)
 
 
-def _digest(docs) -> str:
-    """A content hash of a task's documents (its Arrow table; a list: its JSON)."""
+def _digest(docs, task=None) -> str:
+    """A content hash of a task's documents (its Arrow table; a list: its JSON) and of ``task``'s settings
+    (lm-eval's ``TaskConfig.to_dict``: templates, generation kwargs, metrics, its functions' source), so
+    an edited YAML is not answered from the cache."""
     digest = hashlib.sha256()
+    if task is not None:
+        digest.update(json.dumps(task.config.to_dict(), sort_keys=True, default=_named).encode())
     if getattr(docs, "_indices", None) is not None:  # a filtered / selected view: hash what it shows
         docs = docs.flatten_indices()
     table = getattr(getattr(docs, "data", None), "table", None)
@@ -153,6 +157,11 @@ def _digest(docs) -> str:
     else:
         digest.update("\n".join(json.dumps(d, sort_keys=True, default=str) for d in docs).encode())
     return digest.hexdigest()[:16]
+
+
+def _named(value) -> str:
+    """A function (or another object JSON cannot hold) by its qualified name: the same in every process."""
+    return f"{getattr(value, '__module__', '')}.{getattr(value, '__qualname__', type(value).__qualname__)}"
 
 
 def evaluate_tasks(model, tokenizer, suite: LMEvalSuite, window: int, batch_size: int,
