@@ -33,8 +33,9 @@ SHARED, EXACT = "shared-context", "lm-eval"  # who computes the log-likelihoods:
 TOLERANCE = 5e-5  # nats per scored token between a log-likelihood of scoring.py and lm-eval's own (measured: ≤ 1.1e-5)
 
 
-def task_records(task, samples: list[dict]) -> dict:
-    """``{"output_type", "primary", "items": [record]}`` of one task, items in doc order."""
+def task_records(task, samples: list[dict], ends: list[int] = ()) -> dict:
+    """``{"output_type", "primary", "items": [record]}`` of one task, items in doc order; ``ends``: the
+    model's end-of-sequence ids (a generated answer that starts with one is empty)."""
     kind = task.OUTPUT_TYPE
     if kind == MULTIPLE_CHOICE:
         metrics = set(samples[0]["metrics"]) if samples else set()
@@ -43,7 +44,7 @@ def task_records(task, samples: list[dict]) -> dict:
     if kind == ROLLING:
         return {"output_type": kind, "primary": "word_perplexity", "items": [_rolling_record(s) for s in samples]}
     if kind == GENERATE:
-        return generation_records(task, samples)
+        return generation_records(task, samples, ends)
     metric = samples[0]["metrics"][0] if samples and samples[0].get("metrics") else None
     if metric is None:
         raise ConfigError(f"lm-eval task {task.config.task}: logs no per-item metric to compare models on")
@@ -51,8 +52,9 @@ def task_records(task, samples: list[dict]) -> dict:
             "items": [{"doc": int(s["doc_id"]), "score": float(s[metric])} for s in samples]}
 
 
-def generation_records(task, samples: list[dict]) -> dict:
-    """A ``generate_until`` task's records: per item the answer, its tokens, the prompt's tail and each metric's value."""
+def generation_records(task, samples: list[dict], ends: list[int] = ()) -> dict:
+    """A ``generate_until`` task's records: per item the answer, its tokens, the prompt's tail, each metric's
+    value and whether the answer is empty (blank, or its first token one of ``ends``: the model said nothing)."""
     name = task.config.task
     metrics = list(samples[0].get("metrics") or []) if samples else []
     if not metrics:
@@ -66,6 +68,8 @@ def generation_records(task, samples: list[dict]) -> dict:
                       "tokens": list(sample.get("generated_tokens") or []),
                       "metrics": {m: item_value(name, m, sample[m]) for m in metrics}})
         items[-1]["score"] = unit_mean(items[-1]["metrics"][metrics[0]])
+        tokens = items[-1]["tokens"]
+        items[-1]["empty"] = not items[-1]["response"].strip() or (bool(tokens) and tokens[0] in ends)
     return {"output_type": GENERATE, "primary": metrics[0], "metrics": metrics, "items": items}
 
 

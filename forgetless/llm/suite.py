@@ -23,6 +23,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from . import engine, task_checks
+from .answers import end_tokens
 from .records import EXACT, GENERATE, MULTIPLE_CHOICE, ROLLING, SHARED, near_ties, scores, task_records, unit_values
 
 PERPLEXITY_WINDOWS = 40  # --perplexity-windows' default: 81,920 of WikiText-2 test's 148 windows of 2048 tokens
@@ -177,7 +178,7 @@ def evaluate_tasks(model, tokenizer, suite: LMEvalSuite, window: int, batch_size
                               batch_size, suite.scoring, progress, suite.manager)
     sets, predictions = {}, {}
     for name, task in suite.tasks.items():
-        records = task_records(task, samples[name])
+        records = task_records(task, samples[name], end_tokens(model, tokenizer))
         if [r["doc"] for r in records["items"]] != suite.sets[name].items:
             raise ConfigError(f"lm-eval task {name}: lm-eval evaluated other items than those asked for")
         if records["output_type"] == MULTIPLE_CHOICE:  # the choice each model picks (deployment agreement)
@@ -216,7 +217,7 @@ def summarize(records: dict) -> dict:
     if records["output_type"] == GENERATE:  # lm-eval's aggregate: the mean over each metric's units
         means = {m: float(unit_values(items, m).mean()) for m in records["metrics"]}
         return {"n": n, "metric": primary, primary: means[primary], "metrics": means,
-                "empty_answers": sum(not r["response"].strip() for r in items)}
+                "empty_answers": sum(r["empty"] for r in items)}
     return {"n": n, "metric": primary, primary: float(np.mean([r["score"] for r in items]))}
 
 

@@ -11,7 +11,8 @@ after 34 minutes on SmolLM2, two YAMLs of one task name used one of them silentl
    names): an ``include:`` that names no file, and a requested task name that two YAMLs define
    (before lm-eval's task manager is built);
 2. each requested task's YAML with its includes merged: its output type, its metrics and, for a
-   generation task, its prompt (``doc_to_text``: lm-eval fails on a YAML without one with a bare ``TypeError``);
+   generation task, its prompt (``doc_to_text``: lm-eval fails on a YAML without one with a bare ``TypeError``)
+   and no ``doc_to_choice`` (a multiple-choice YAML that forgot its ``output_type`` would be generated);
 3. ``engine.load_tasks`` (lm-eval builds the tasks and reads their documents);
 4. the loaded tasks as lm-eval resolved them (Python-defined tasks, default metrics): output type and
    metrics.
@@ -149,6 +150,11 @@ def _check_yaml(name: str, path: Path) -> None:
         raise DataError(f"lm-eval task {name}: {exc}") from None
     output_type = config.get("output_type", DEFAULT_OUTPUT)
     _check_scored(name, path, output_type, _yaml_metrics(config))
+    if output_type == GENERATE and config.get("doc_to_choice") not in (None, ""):
+        default = "" if "output_type" in config else " (lm-eval's default: the YAML names none)"
+        raise ConfigError(f"lm-eval task {name} ({path}): output_type generate_until{default} with doc_to_choice: the "
+                          "model would write free answers and its choices be ignored; set output_type: "
+                          "multiple_choice to score the choices, or drop doc_to_choice")
     if output_type == GENERATE and "class" not in config and config.get("doc_to_text") in (None, ""):
         # lm-eval fails on it with a bare TypeError
         raise ConfigError(f"lm-eval task {name} ({path}): has no prompt (doc_to_text); add doc_to_text: the template "

@@ -32,7 +32,7 @@ def generation_task(name: str, base: dict, comp: dict, seed: int, n_resamples: i
                            "score": paired_intervals(b, c, n_resamples, seed + number),
                            "flips": flips(b, c) if binary else None}
     primary = metrics[base["primary"]]
-    empty = {role: sum(not r["response"].strip() for r in records["items"])
+    empty = {role: sum(bool(r.get("empty")) for r in records["items"])
              for role, records in (("base", base), ("compressed", comp))}
     n = len(base["items"])
     warnings = [f"lm-eval task {name}: the base's answer to {empty['base']} of {n} items is empty "

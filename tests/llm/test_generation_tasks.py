@@ -76,6 +76,7 @@ def test_answers_and_per_item_metrics_equal_lm_evals_own(tiny):
 
 def _records(responses: list[str], metrics: dict, tokens: list[list[int]] | None = None) -> dict:
     items = [{"doc": i, "response": r, "prompt": f"prompt {i}", "tokens": (tokens or [[]] * len(responses))[i],
+              "empty": not r.strip(),
               "metrics": {m: values[i] for m, values in metrics.items()}} for i, r in enumerate(responses)]
     return {"output_type": "generate_until", "primary": next(iter(metrics)), "metrics": list(metrics), "items": items}
 
