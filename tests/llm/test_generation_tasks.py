@@ -122,3 +122,36 @@ def test_what_it_says_keeps_a_models_words_as_text(tmp_path):
     assert r"| &lt;script\>alert\( | 1\)&lt;\/script\> yes | 2\)&lt;\/script\> \*no\* |" in text
     page = render_html("\n".join(["# card", *generation_lines(llm)]), tmp_path, "card")
     assert "<script>" not in page and "&lt;script&gt;alert(" in page
+
+
+def test_evaluate_with_divergence_loads_and_hashes_each_model_once(tiny, tmp_path, monkeypatch):
+    """``forgetless.evaluate(..., base=, divergence_prompts=)``: each model is loaded (copied) once and its weights
+    hashed once, for its evaluation's cache key and the base's answers' alike."""
+    import sys
+
+    import forgetless
+    from forgetless.kinds.causal_lm import CausalLMKind
+
+    model, tok = tiny
+    compressed = tiny_model("llama", seed=1)
+    prompts = tmp_path / "prompts.txt"
+    prompts.write_text("Say yes.\nCount to three.\n", encoding="utf-8")
+    loads, hashed = [], []
+    load, state_dict = CausalLMKind.load_model, torch.nn.Module.state_dict
+
+    def counted_load(self, *args, **kwargs):
+        loads.append(args[0])
+        return load(self, *args, **kwargs)
+
+    def counted_state_dict(self, *args, **kwargs):
+        if sys._getframe(1).f_code.co_filename.endswith("llm/cache.py"):
+            hashed.append(id(self))
+        return state_dict(self, *args, **kwargs)
+
+    monkeypatch.setattr(CausalLMKind, "load_model", counted_load)
+    monkeypatch.setattr(torch.nn.Module, "state_dict", counted_state_dict)
+    compared = forgetless.evaluate(compressed, "lm-eval", base=model, tokenizer=tok, lm_eval_tasks=["gen_exact_test"],
+                                   lm_eval_include=str(YAMLS), divergence_prompts=2, divergence_file=str(prompts),
+                                   divergence_max_new_tokens=4)
+    assert compared.llm.divergence["prompt_set"]["n"] == 2 and compared.llm.tasks["gen_exact_test"]["n"] == 6
+    assert len(loads) == 2 and len(hashed) == len(set(hashed)) == 2
