@@ -13,8 +13,9 @@ lm-eval's ``HFLM.generate_until`` is followed step for step, through lm-eval's o
   retrieval prompt must not lose its start), not the 2,048 tokens the log-likelihood requests are capped at;
 * greedy generation of at most ``max_gen_toks`` tokens by ``answers.generate_answers`` (the one greedy
   generator of forgetless, shared with the divergence of ``llm/answers.py``): contexts of similar
-  length batched together, left-padded, a batch stopping once every row has ended (an end token, or
-  one of ``until`` by lm-eval's ``stop_sequences_criteria``);
+  length batched together (``batches``: at most ``batch_size`` rows and ``batch_size × ROW_TOKENS``
+  tokens of prompt and answer, the memory of a batch's KV cache), left-padded, a batch stopping once
+  every row has ended (an end token, or one of ``until`` by lm-eval's ``stop_sequences_criteria``);
 * the answer decoded as ``HFLM.tok_decode`` decodes it and cut at the first ``until`` string
   (``postprocess_generated_text``).
 
@@ -28,6 +29,7 @@ import json
 
 from ..errors import ConfigError
 from . import answers
+from .scoring import ROW_TOKENS
 
 
 def _lm_eval_helpers():
@@ -80,14 +82,29 @@ def generate_until(hf, model, tokenizer, requests, batch_size: int, on_rows=None
     texts: list = [None] * len(requests)
     tokens: list = [None] * len(requests)
     for numbers, until, max_gen_toks, contexts in plan(hf, requests, answers.model_window(model) or hf.max_length):
-        order = sorted(numbers, key=lambda n: -len(contexts[n]))  # little padding in a batch (lm-eval: longest first)
-        generated = answers.generate_answers(
-            model, [contexts[n] for n in order], max_gen_toks, batch_size, ends, pad,
-            stopping=lambda width, rows: stop_criteria(tokenizer, until, width, rows), on_batch=on_rows)
-        for n, ids in zip(order, generated):
-            texts[n] = postprocess(hf.tok_decode(ids), until, None)
-            tokens[n] = ids
+        for batch in batches(numbers, contexts, max_gen_toks, batch_size):
+            generated = answers.generate_answers(
+                model, [contexts[n] for n in batch], max_gen_toks, len(batch), ends, pad,
+                stopping=lambda width, rows: stop_criteria(tokenizer, until, width, rows), on_batch=on_rows)
+            for n, ids in zip(batch, generated):
+                texts[n] = postprocess(hf.tok_decode(ids), until, None)
+                tokens[n] = ids
     return texts, tokens
+
+
+def batches(numbers: list[int], contexts: dict[int, list[int]], max_gen_toks: int, batch_size: int) -> list[list[int]]:
+    """The requests in batches, longest prompt first (little padding; lm-eval's order), each at most
+    ``batch_size`` rows and ``batch_size × scoring.ROW_TOKENS`` tokens of prompt and answer (its KV cache:
+    memory stays bounded for long prompts, e.g. a passkey hidden in 4,096 tokens); one row at least."""
+    budget = batch_size * ROW_TOKENS
+    out: list[list[int]] = []
+    for n in sorted(numbers, key=lambda n: -len(contexts[n])):
+        last = out[-1] if out else None
+        if last and len(last) < batch_size and (len(last) + 1) * (len(contexts[last[0]]) + max_gen_toks) <= budget:
+            last.append(n)
+        else:
+            out.append([n])
+    return out
 
 
 def plan(hf, requests, window: int) -> list[tuple]:

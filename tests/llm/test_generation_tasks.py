@@ -162,3 +162,14 @@ def test_evaluate_with_divergence_loads_and_hashes_each_model_once(tiny, tmp_pat
                                    divergence_max_new_tokens=4)
     assert compared.llm.divergence["prompt_set"]["n"] == 2 and compared.llm.tasks["gen_exact_test"]["n"] == 6
     assert len(loads) == 2 and len(hashed) == len(set(hashed)) == 2
+
+
+def test_batches_are_bounded_in_rows_and_tokens():
+    """Longest prompt first; at most ``batch_size`` rows and ``batch_size × ROW_TOKENS`` tokens of prompt and answer."""
+    from forgetless.llm.generation import batches
+    from forgetless.llm.scoring import ROW_TOKENS
+
+    contexts = {0: [1] * 40, 1: [1] * 200, 2: [1] * 50, 3: [1] * 100, 4: [1] * 3000}
+    assert ROW_TOKENS == 128  # budget 256 tokens at batch size 2
+    assert batches(list(contexts), contexts, 20, 2) == [[4], [1], [3, 2], [0]]  # 2 × (100 + 20) ≤ 256 < 2 × 220
+    assert batches(list(contexts), contexts, 20, 64) == [[4, 1], [3, 2, 0]]  # 3 × (3000 + 20) > 64 × 128
