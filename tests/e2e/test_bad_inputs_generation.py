@@ -94,6 +94,9 @@ def generation_card(result, p, out):
     entry = card["llm"]["tasks"]["g_script"]
     assert entry["output_type"] == "generate_until" and entry["n"] == 4, entry
     assert set(entry["metrics"]) == {"exact_match"} and entry["metrics"]["exact_match"]["flips"]["n"] == 4
+    rows = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
+    answers = [r for r in rows if r["set"] == "g_script"]
+    assert len(answers) == 8 and all(isinstance(r["generated"], str) for r in answers)  # each model's answers
     page = (out / "report.md").read_text()
     assert "### What it says: generation tasks, answer by answer" in page
     assert "<script>" not in page and "<script>" not in (out / "report.html").read_text()
