@@ -162,7 +162,7 @@ def _check_generation_room(task, dims: dict, source) -> None:
     suite = getattr(task, "suite", None)
     for name, s in (getattr(suite, "sets", None) or {}).items():
         if s.output_type == GENERATE and dims["max_positions"]:
-            new = task_max_new_tokens(suite.tasks[name])
+            new = task_max_new_tokens(suite.tasks[name], s.source)
             if new >= dims["max_positions"]:
                 raise OptionError(f"lm-eval task {name} ({s.source}): max_gen_toks {new} leaves no room for a prompt in "
                                   f"model {source!r}, which takes at most {dims['max_positions']} tokens; give fewer "

@@ -62,9 +62,10 @@ def normalized(name: str, where, generation_kwargs: dict | None, default_max_gen
     return kwargs
 
 
-def task_max_new_tokens(task) -> int:
-    """The new tokens a loaded generation task's answers may have (lm-eval's default 256 when it names none)."""
-    return int(normalized(task.config.task, "", task.config.generation_kwargs)["max_gen_toks"])
+def task_max_new_tokens(task, where) -> int:
+    """The new tokens a loaded generation task's answers may have (lm-eval's default 256 when it names none);
+    ``where``: its YAML file."""
+    return int(normalized(task.config.task, where, task.config.generation_kwargs)["max_gen_toks"])
 
 
 def settings(request, default_max_gen_toks: int, eos: str | None) -> tuple[list[str], int]:
