@@ -44,7 +44,9 @@ class ForgetlessLM(LM):
                        prefix_token_id=prefix_token(tokenizer))
         self.tokenizer = tokenizer
         self.scored: dict[tuple, int] = {}  # (task, request arguments) → tokens it scored (records.py)
-        self.generated: dict[tuple, list[int]] = {}  # (task, doc id) → the token ids it generated (generation.py)
+        # (task, prompt) → the token ids generated (generation.py; a request's doc_id counts the items asked for,
+        # not the task's documents)
+        self.generated: dict[tuple, list[int]] = {}
 
     def loglikelihood(self, requests, disable_tqdm: bool = False) -> list[tuple[float, bool]]:
         if self.path == EXACT:
@@ -95,7 +97,7 @@ class ForgetlessLM(LM):
         with meter(label, len(requests), self.progress) as progress:
             texts, tokens = generation.generate_until(self.hf, self.model, self.tokenizer, requests, self.batch_size,
                                                       progress.update)
-        self.generated.update({(r.task_name, r.doc_id): ids for r, ids in zip(requests, tokens)})
+        self.generated.update({(r.task_name, r.args[0]): ids for r, ids in zip(requests, tokens)})
         return texts
 
     def row(self, context: str, continuation: str) -> scoring.Row:
