@@ -112,7 +112,7 @@ def generation_compare(cards: dict[str, dict], sets: list[str]) -> list[str]:
     if columns:
         tasks = list(dict.fromkeys(t for t, _ in columns))
         lines += ["", "## What it says: generation tasks, change vs the run's base (points, [95% paired interval])", "",
-                  "| run | " + " | ".join(f"{t} {m}" for t, m in columns) + " | identical answers |",
+                  "| run | " + " | ".join(f"{cell(t)} {cell(m)}" for t, m in columns) + " | identical answers |",
                   "|:---|" + "---:|" * (len(columns) + 1)]
         for name, card in cards.items():
             entries = card["llm"]["tasks"]

@@ -4,6 +4,7 @@ per-item metric value equals what ``lm_eval.simple_evaluate`` gives with lm-eval
 model (the tests' YAMLs in ``generation_tasks/``: lm-eval's exact_match, a task's own process_results with
 a list-valued metric); the base's generations are cached; the card's paired numbers are checked by hand
 on a small example and its "what it says" lines keep a model's words as text."""
+import re
 from pathlib import Path
 
 import numpy as np
@@ -174,3 +175,25 @@ def test_batches_are_bounded_in_rows_and_tokens():
     assert ROW_TOKENS == 128  # budget 256 tokens at batch size 2
     assert batches(list(contexts), contexts, 20, 2) == [[4], [1], [3, 2], [0]]  # 2 × (100 + 20) ≤ 256 < 2 × 220
     assert batches(list(contexts), contexts, 20, 64) == [[4, 1], [3, 2, 0]]  # 3 × (3000 + 20) > 64 × 128
+
+
+def test_compare_puts_generation_metrics_and_divergence_side_by_side():
+    from forgetless.report.llm_generation import generation_compare
+
+    def card(comp_scores: list[int], kl: float | None) -> dict:
+        base = _records(["a", "b", "c", "d"], {"exact_match": [1, 1, 0, 0]})
+        comp = _records(["a", "x", "c", "y"], {"exact_match": comp_scores})
+        entry = {"output_type": "generate_until", "n": 4, **generation_task("qa", base, comp, seed=0, n_resamples=100)}
+        value = {"value": kl, "low": kl, "high": kl}
+        divergence = None if kl is None else {
+            "prompt_set": {"n": 5}, "kl": value, "top1_agreement": {"value": 0.9, "low": 0.8, "high": 1.0},
+            "identical": {"value": 0.4, "low": 0.2, "high": 0.6}, "first_divergence": {"median": 3.0},
+            "entropy_thirds": {"high": {"kl": value}}}
+        return {"llm": {"tasks": {"qa": entry}, "divergence": divergence}}
+
+    text = "\n".join(generation_compare({"rtn8": card([1, 1, 0, 0], 0.01), "rtn4": card([0, 1, 0, 1], None)}, ["qa"]))
+    assert "| run | qa exact\\_match | identical answers |" in text
+    assert "| rtn8 | +0.0 [+0.0, +0.0] no change | 2/4 |" in text
+    assert re.search(r"\| rtn4 \| \+0\.0 \[-\d+\.\d, \+\d+\.\d\] not measurable \| 2/4 \|", text)
+    assert "| rtn8 | 5 | 0.0100 [0.0100, 0.0100] | 90.0% [80.0, 100.0] | 40.0% [20.0, 60.0] | 3 | 0.0100 [0.0100, 0.0100] |" \
+        in text and "| rtn4 | – | – | – | – | – | – |" in text
