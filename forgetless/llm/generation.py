@@ -9,7 +9,7 @@ lm-eval's ``HFLM.generate_until`` is followed step for step, through lm-eval's o
   models needs their deterministic (greedy) answers;
 * each context encoded as ``HFLM.tok_batch_encode`` encodes it (its special-token rule); where lm-eval
   would cut a prompt from the left to fit ``max_gen_toks`` new tokens in its window, without a word,
-  forgetless refuses the run naming the item: the window is the model's whole context (a long-context
+  forgetless refuses the run naming the prompt: the window is the model's whole context (a long-context
   retrieval prompt must not lose its start), not the 2,048 tokens the log-likelihood requests are capped at;
 * greedy generation of at most ``max_gen_toks`` tokens by ``answers.generate_answers`` (the one greedy
   generator of forgetless, shared with the divergence of ``llm/answers.py``): contexts of similar
@@ -111,7 +111,7 @@ def batches(numbers: list[int], contexts: dict[int, list[int]], max_gen_toks: in
 def plan(hf, requests, window: int) -> list[tuple]:
     """``(request numbers, until, max_gen_toks, {number: context ids})`` per group of requests with the same
     generation kwargs (a batch never mixes them, as lm-eval's); every prompt checked to fit ``window`` with
-    its new tokens before anything is generated (one ``ConfigError`` naming the item)."""
+    its new tokens before anything is generated (one ``ConfigError`` naming the prompt)."""
     eos = None if hf.eot_token_id is None else hf.tok_decode(hf.eot_token_id, skip_special_tokens=False)
     groups: dict[str, list[int]] = {}
     for number, request in enumerate(requests):
@@ -121,12 +121,12 @@ def plan(hf, requests, window: int) -> list[tuple]:
         until, max_gen_toks = settings(requests[numbers[0]], DEFAULT_MAX_GEN_TOKS, eos)
         contexts = {n: hf.tok_batch_encode([requests[n].args[0]])[0][0].tolist() for n in numbers}
         longest = max(numbers, key=lambda n: len(contexts[n]))
-        if len(contexts[longest]) + max_gen_toks > window:
+        need = len(contexts[longest]) + max_gen_toks
+        if need > window:  # named by its prompt: a request's doc_id counts the items asked for, not the documents
             request = requests[longest]
-            raise ConfigError(f"lm-eval task {request.task_name}, item {request.doc_id}: its prompt has "
-                              f"{len(contexts[longest])} tokens, so with max_gen_toks {max_gen_toks} it needs "
-                              f"{len(contexts[longest]) + max_gen_toks} > the model's context of {window} tokens (lm-eval "
-                              "would cut the prompt from the left without a word); give shorter prompts or fewer "
-                              "max_gen_toks")
+            raise ConfigError(f"lm-eval task {request.task_name}: the prompt {request.args[0][:48]!r}… has "
+                              f"{len(contexts[longest])} tokens, so with max_gen_toks {max_gen_toks} it needs {need} > "
+                              f"the model's context of {window} tokens (lm-eval would cut the prompt from the left "
+                              "without a word); give shorter prompts or fewer max_gen_toks")
         planned.append((numbers, until, max_gen_toks, contexts))
     return planned

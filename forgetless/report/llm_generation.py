@@ -45,19 +45,24 @@ def generation_task(name: str, base: dict, comp: dict, seed: int, n_resamples: i
 
 def parting_examples(base_items: list[dict], comp_items: list[dict], limit: int = EXAMPLES) -> list[dict]:
     """Up to ``limit`` items whose answers differ, the earliest parting first: ``{doc, prompt, position,
-    shared, base, compressed}`` (position: the first differing generated token; texts from the first
-    differing character)."""
+    shared, base, compressed}`` (position: the first differing generated token, None where the tokens were
+    not kept: lm-eval's own generation under ``--exact-lm-eval``; texts from the first differing character)."""
     parted = []
     for b, c in zip(base_items, comp_items):
         if b["response"] == c["response"]:
             continue
         tokens = list(zip(b.get("tokens") or [], c.get("tokens") or []))
-        position = next((i for i, (x, y) in enumerate(tokens) if x != y), len(tokens))
+        position = next((i for i, (x, y) in enumerate(tokens) if x != y), len(tokens)) if tokens else None
         common = _common_prefix(b["response"], c["response"])
         parted.append({"doc": b["doc"], "prompt": b["prompt"], "position": position,
                        "shared": b["response"][:common], "base": b["response"][common:],
                        "compressed": c["response"][common:]})
-    return sorted(parted, key=lambda e: (e["position"], e["doc"]))[:limit]
+    return sorted(parted, key=lambda e: (e["position"] if e["position"] is not None else len(e["shared"]),
+                                         e["doc"]))[:limit]
+
+
+def _position(example: dict) -> str:
+    return "–" if example["position"] is None else str(example["position"])
 
 
 def _common_prefix(a: str, b: str) -> int:
@@ -98,7 +103,7 @@ def generation_lines(llm: dict) -> list[str]:
                       "first differing generated token):", "",
                   "| task | item | prompt | position | both say | base goes on | compressed goes on |",
                   "|---|---:|---|---:|---|---|---|"]
-        lines += [f"| {cell(name)} | {e['doc']} | {cell(e['prompt'])} | {e['position']} | {cell(e['shared'])} | "
+        lines += [f"| {cell(name)} | {e['doc']} | {cell(e['prompt'])} | {_position(e)} | {cell(e['shared'])} | "
                   f"{cell(e['base'])} | {cell(e['compressed'])} |" for name, e in examples]
     return lines
 

@@ -130,8 +130,8 @@ def cases() -> list[tuple]:
         ("gen-max-gen-toks-past-the-context", generation("g_toolong"),
          r"g_toolong \(.*\): max_gen_toks 600 leaves no room for a prompt in model 'tiny-llama', which takes at most 512"),
         ("gen-prompt-past-the-context", evaluated("g_longprompt"),
-         r"^lm-eval task g_longprompt, item 2: its prompt has \d+ tokens, so with max_gen_toks 16 it needs \d+ > the "
-         r"model's context of 512 tokens"),
+         r"^lm-eval task g_longprompt: the prompt 'word word .*'… has \d+ tokens, so with max_gen_toks 16 it needs "
+         r"\d+ > the model's context of 512 tokens"),
     ]
 
 

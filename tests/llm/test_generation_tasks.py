@@ -15,7 +15,7 @@ from forgetless.config import EvalConfig
 from forgetless.data.tasks import load_task
 from forgetless.kinds.causal_lm import CausalLMKind
 from forgetless.metrics.paired import mcnemar_exact
-from forgetless.report.llm_generation import generation_lines, generation_task
+from forgetless.report.llm_generation import generation_lines, generation_task, parting_examples
 
 from any_decoder import char_tokenizer, tiny_model
 
@@ -116,6 +116,9 @@ def test_the_paired_numbers_by_hand():
     # where the answers part, earliest first: item 1 at token 0, item 4 at token 1, item 3 at token 2
     assert [(e["doc"], e["position"], e["shared"], e["base"], e["compressed"]) for e in entry["examples"]] == [
         (1, 0, "", "b", "x"), (4, 1, "c", "at", "ow"), (3, 2, "do", "g", "t")]
+    untokenized = [{**r, "tokens": []} for r in base["items"]]  # --exact-lm-eval: lm-eval generated, no tokens kept
+    assert [(e["doc"], e["position"]) for e in parting_examples(untokenized, comp["items"])] == [(1, None), (4, None),
+                                                                                                (3, None)]
 
 
 def test_what_it_says_keeps_a_models_words_as_text(tmp_path):
