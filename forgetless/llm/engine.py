@@ -217,9 +217,10 @@ def evaluate(model, tokenizer, tasks: dict, items: dict[str, list[int]], window:
     samples = {n: sorted(out["samples"][n], key=lambda s: s["doc_id"]) for n in tasks}
     for name, logged in samples.items():  # the tokens each choice scored (shared-context: near ties, records.py)
         for sample in logged:
-            prompt = (name, sample["arguments"][0][0]) if sample.get("arguments") else None
-            if prompt in lm.generated:  # a generated answer's token ids (generation.py)
-                sample["generated_tokens"] = lm.generated[prompt]
+            if tasks[name].OUTPUT_TYPE == "generate_until":  # its answer's token ids (generation.py; not --exact-lm-eval)
+                prompt = (name, sample["arguments"][0][0]) if sample.get("arguments") else None
+                if prompt in lm.generated:
+                    sample["generated_tokens"] = lm.generated[prompt]
                 continue
             counts = [lm.scored.get((name, tuple(arguments))) for arguments in sample.get("arguments") or []]
             if counts and None not in counts:

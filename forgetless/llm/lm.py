@@ -91,6 +91,10 @@ class ForgetlessLM(LM):
 
     def generate_until(self, requests, disable_tqdm: bool = False) -> list[str]:
         if self.path == EXACT:  # lm-eval's own generation, in its window; a prompt it would cut is refused first
+            if self.hf.eot_token_id is None:  # HFLM decodes it as a stop string: a TypeError deep inside lm-eval
+                raise ConfigError("--exact-lm-eval: lm-eval's own generation needs a tokenizer with an end-of-sequence "
+                                  "token, and this model's has none; drop --exact-lm-eval (forgetless generates as "
+                                  "lm-eval does, through its own helpers)")
             generation.plan(self.hf, requests, self.hf.max_length)
             return self.hf.generate_until(requests, disable_tqdm=not self.progress)
         label = f"lm-eval: {len(requests):,} answers generated (greedy)"

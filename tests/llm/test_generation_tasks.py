@@ -81,6 +81,11 @@ def test_answers_and_per_item_metrics_equal_lm_evals_own(tiny):
     assert ended and cut and any(v > 0 for v in values)  # the fixture covers end tokens, stop strings, scores > 0
     again = CausalLMKind().evaluate(model, tok, task, EvalConfig(batch_size=4), 128, False)
     assert again["zero_shot"]["cache"]["reused"] and again["predictions"] == ours["predictions"]
+    exact = load_task("lm-eval", lm_eval_tasks=TASKS, lm_eval_include=str(YAMLS), eval_size=5, seed=2, exact_lm_eval=True)
+    by_lm_eval = CausalLMKind().evaluate(model, tok, exact, EvalConfig(batch_size=4), 128, False)  # its HFLM generates
+    for name in TASKS:
+        assert [(r["response"], r["metrics"]) for r in by_lm_eval["predictions"][name]["items"]] == \
+            [(r["response"], r["metrics"]) for r in ours["predictions"][name]["items"]]
 
 
 def _records(responses: list[str], metrics: dict, tokens: list[list[int]] | None = None) -> dict:
