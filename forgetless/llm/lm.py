@@ -13,7 +13,9 @@ log-likelihoods are forgetless's.
 * **lm-eval** (``--exact-lm-eval``): lm-eval's own ``HFLM`` scores every request, as ``lm_eval run
   --model hf`` does (its own progress bars; rolling windows one per batch).
 
-Either way the answers are ``(log-likelihood, greedy)`` per request, in lm-eval's order.
+Either way the answers are ``(log-likelihood, greedy)`` per request, in lm-eval's order. A
+``generate_until`` request is answered greedily by ``generation.py`` (lm-eval's own rules, forgetless's
+batched generator), or by lm-eval's ``HFLM`` with ``--exact-lm-eval``.
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ from lm_eval.api.model import LM
 
 from ..errors import ConfigError
 from ..progress import bar
-from . import scoring
+from . import generation, scoring
 from .records import EXACT, SHARED
 
 
@@ -42,6 +44,9 @@ class ForgetlessLM(LM):
                        prefix_token_id=prefix_token(tokenizer))
         self.tokenizer = tokenizer
         self.scored: dict[tuple, int] = {}  # (task, request arguments) → tokens it scored (records.py)
+        # (task, prompt) → the token ids generated (generation.py; a request's doc_id counts the items asked for,
+        # not the task's documents)
+        self.generated: dict[tuple, list[int]] = {}
 
     def loglikelihood(self, requests, disable_tqdm: bool = False) -> list[tuple[float, bool]]:
         if self.path == EXACT:
@@ -85,7 +90,19 @@ class ForgetlessLM(LM):
         return totals
 
     def generate_until(self, requests, disable_tqdm: bool = False) -> list[str]:
-        return self.hf.generate_until(requests, disable_tqdm=not self.progress)
+        if self.path == EXACT:  # lm-eval's own generation, in its window; a prompt it would cut is refused first
+            if self.hf.eot_token_id is None:  # HFLM decodes it as a stop string: a TypeError deep inside lm-eval
+                raise ConfigError("--exact-lm-eval: lm-eval's own generation needs a tokenizer with an end-of-sequence "
+                                  "token, and this model's has none; drop --exact-lm-eval (forgetless generates as "
+                                  "lm-eval does, through its own helpers)")
+            generation.plan(self.hf, requests, self.hf.max_length)
+            return self.hf.generate_until(requests, disable_tqdm=not self.progress)
+        label = f"lm-eval: {len(requests):,} answers generated (greedy)"
+        with meter(label, len(requests), self.progress) as progress:
+            texts, tokens = generation.generate_until(self.hf, self.model, self.tokenizer, requests, self.batch_size,
+                                                      progress.update)
+        self.generated.update({(r.task_name, r.args[0]): ids for r, ids in zip(requests, tokens)})
+        return texts
 
     def row(self, context: str, continuation: str) -> scoring.Row:
         """One request as lm-eval's causal models tokenize it (module docstring)."""

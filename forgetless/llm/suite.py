@@ -23,7 +23,8 @@ import numpy as np
 
 from ..errors import ConfigError
 from . import engine, task_checks
-from .records import EXACT, MULTIPLE_CHOICE, ROLLING, SHARED, near_ties, scores, task_records
+from .answers import end_tokens
+from .records import EXACT, GENERATE, MULTIPLE_CHOICE, ROLLING, SHARED, near_ties, scores, task_records, unit_values
 
 PERPLEXITY_WINDOWS = 40  # --perplexity-windows' default: 81,920 of WikiText-2 test's 148 windows of 2048 tokens
 
@@ -97,6 +98,8 @@ class LMEvalSuite:
             sets[name] = dataclasses.replace(s, items=items)
             if s.output_type == MULTIPLE_CHOICE:
                 task_checks.check_items(name, s.source, self.tasks[name], items)
+            elif s.output_type == GENERATE:
+                task_checks.check_generation_items(name, s.source, self.tasks[name], items)
         return dataclasses.replace(self, sets=sets)
 
     def restricted(self, items: dict[str, list[int]], perplexity: bool) -> "LMEvalSuite":
@@ -120,7 +123,7 @@ def build_suite(names: list[str], include, data_dir, defaults: bool | None, perp
     for name, task in tasks.items():
         docs = task.eval_docs
         sets[name] = LMEvalSet(name, task.OUTPUT_TYPE, len(docs), list(range(len(docs))),
-                               engine.yaml_path(manager, name), _digest(docs))
+                               engine.yaml_path(manager, name), _digest(docs, task))
     ppl = None
     if perplexity_file is not None and perplexity_windows != 0:  # 0: no perplexity asked for
         rows = Path(perplexity_file).read_text(encoding="utf-8").replace("\r\n", "\n").splitlines(keepends=True)
@@ -135,9 +138,13 @@ def build_suite(names: list[str], include, data_dir, defaults: bool | None, perp
     return LMEvalSuite(tasks, sets, ppl, window, describe, scoring, until_interval, seed, manager)
 
 
-def _digest(docs) -> str:
-    """A content hash of a task's documents (its Arrow table; a list: its JSON)."""
+def _digest(docs, task=None) -> str:
+    """A content hash of a task's documents (its Arrow table; a list: its JSON) and of ``task``'s settings
+    (lm-eval's ``TaskConfig.to_dict``: templates, generation kwargs, metrics, its functions' source), so
+    an edited YAML is not answered from the cache."""
     digest = hashlib.sha256()
+    if task is not None:
+        digest.update(json.dumps(task.config.to_dict(), sort_keys=True, default=_named).encode())
     if getattr(docs, "_indices", None) is not None:  # a filtered / selected view: hash what it shows
         docs = docs.flatten_indices()
     table = getattr(getattr(docs, "data", None), "table", None)
@@ -153,6 +160,11 @@ def _digest(docs) -> str:
     return digest.hexdigest()[:16]
 
 
+def _named(value) -> str:
+    """A function (or another object JSON cannot hold) by its qualified name: the same in every process."""
+    return f"{getattr(value, '__module__', '')}.{getattr(value, '__qualname__', type(value).__qualname__)}"
+
+
 def evaluate_tasks(model, tokenizer, suite: LMEvalSuite, window: int, batch_size: int,
                    progress: bool | None = None) -> dict:
     """One model on the suite's lm-eval tasks, requests of at most ``window`` tokens: ``{sets,
@@ -166,7 +178,7 @@ def evaluate_tasks(model, tokenizer, suite: LMEvalSuite, window: int, batch_size
                               batch_size, suite.scoring, progress, suite.manager)
     sets, predictions = {}, {}
     for name, task in suite.tasks.items():
-        records = task_records(task, samples[name])
+        records = task_records(task, samples[name], end_tokens(model, tokenizer))
         if [r["doc"] for r in records["items"]] != suite.sets[name].items:
             raise ConfigError(f"lm-eval task {name}: lm-eval evaluated other items than those asked for")
         if records["output_type"] == MULTIPLE_CHOICE:  # the choice each model picks (deployment agreement)
@@ -185,7 +197,7 @@ def say(line: str) -> None:
 def summarize(records: dict) -> dict:
     """A task's numbers for the card's ``sets``: accuracy (the primary metric), acc, acc_norm, n for
     multiple choice; word / byte perplexity and bits per byte (lm-eval's aggregation) for rolling;
-    the first metric's mean otherwise."""
+    every metric's mean over its units and the empty answers for generation; the first metric's mean otherwise."""
     items, primary = records["items"], records["primary"]
     n = len(items)
     if records["output_type"] == MULTIPLE_CHOICE:
@@ -202,6 +214,10 @@ def summarize(records: dict) -> dict:
             out.update(words=words, bytes=nbytes, word_perplexity=float(np.exp(-ll / words)),
                        byte_perplexity=float(np.exp(-ll / nbytes)), bits_per_byte=float(-ll / nbytes / np.log(2)))
         return out
+    if records["output_type"] == GENERATE:  # lm-eval's aggregate: the mean over each metric's units
+        means = {m: float(unit_values(items, m).mean()) for m in records["metrics"]}
+        return {"n": n, "metric": primary, primary: means[primary], "metrics": means,
+                "empty_answers": sum(r["empty"] for r in items)}
     return {"n": n, "metric": primary, primary: float(np.mean([r["score"] for r in items]))}
 
 

@@ -30,6 +30,8 @@ def _headline(comparison: dict) -> str:
     if llm:
         tasks = llm.get("headline_tasks") or []
         delta = (llm.get("headline") or {}).get("delta")
+        if all(t.get("output_type") not in (None, "multiple_choice") for t in llm["tasks"].values()):
+            return "No headline: the suite has no multiple-choice task (each task's change is below)."
         if not tasks or not delta:
             return "No headline: no task is above chance for the base (the warnings say which)."
         return (f"Mean accuracy of the {len(tasks)} task{'s' if len(tasks) > 1 else ''} above chance, compressed − "
@@ -42,8 +44,9 @@ def _headline(comparison: dict) -> str:
 def _task_rows(llm: dict) -> list[list[str]]:
     rows = []
     for name, task in llm["tasks"].items():
-        scores = task.get(task["metric"]) or {}
-        rows.append([name + ("" if task.get("in_headline", True) else " (at chance)"), task["metric"],
+        generation = task.get("output_type") == "generate_until"  # its first metric's paired change: "score"
+        scores = task.get("score" if generation else task["metric"]) or {}
+        rows.append([name + ("" if generation or task.get("in_headline", True) else " (at chance)"), task["metric"],
                      _points((scores.get("base") or {}).get("value")), _points((scores.get("compressed") or {}).get("value")),
                      delta_text(scores.get("delta")), _flips(task.get("flips"))])
     return rows

@@ -48,3 +48,16 @@ def test_a_classification_comparison_gives_a_row_a_set():
 
 def test_print_shows_the_summary():
     assert Comparison.__str__ is Comparison.summary
+
+
+def test_a_generation_task_is_a_row_not_at_chance():
+    generation = {"task": {"metric": "acc"}, "warnings": [],
+                  "llm": {"headline_tasks": [], "headline": None,
+                          "tasks": {"qa": {"output_type": "generate_until", "metric": "exact_match", "in_headline": False,
+                                           "score": {"base": {"value": 0.4}, "compressed": {"value": 0.3},
+                                                     "delta": {"value": -0.1, "low": -0.2, "high": -0.01}},
+                                           "flips": {"correct_to_wrong": 3, "wrong_to_correct": 1}}}}}
+    lines = comparison_text(generation).splitlines()
+    assert lines[0] == "No headline: the suite has no multiple-choice task (each task's change is below)."
+    qa = next(line for line in lines if line.startswith("qa"))
+    assert qa.split() == ["qa", "exact_match", "40.0", "30.0", "-10.0", "[-20.0,", "-1.0]", "3", "c→w,", "1", "w→c"]
