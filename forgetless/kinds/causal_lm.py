@@ -20,6 +20,7 @@ import statistics
 from dataclasses import asdict
 
 from ..data.task import PairSet, Task
+from ..data.llm_tasks import within_window
 from ..data.task_kinds import task_kind
 from ..errors import ConfigError
 from ..llm import cache
@@ -113,6 +114,7 @@ class CausalLMKind:
         if suite.until_interval is not None:
             raise ConfigError("--until-interval scores base and compressed together, round by round: evaluate the "
                               "two models as a pair (evaluate_pair), not one alone")
+        suite = within_window(suite, default_window(model, suite.window))  # llm-generation's passkey sweep
         entry = cache.entry_path(model, tokenizer, suite, batch_size)
         kept = cache.load(entry)
         if kept is not None:
