@@ -140,8 +140,10 @@ def device_of(model) -> torch.device:
 
 @torch.no_grad()
 def generate_answers(model, prompt_ids: list[list[int]], max_new_tokens: int, batch_size: int, ends: list[int],
-                     pad: int) -> list[list[int]]:
-    """Greedy answers, batches left-padded, KV cache; each answer up to and including its first end token."""
+                     pad: int, stopping=None, on_batch=None) -> list[list[int]]:
+    """Greedy answers, batches left-padded, KV cache; each answer up to and including its first end token.
+    ``stopping(width, rows)``: the stopping criteria of a batch of ``rows`` prompts padded to ``width``
+    tokens (lm-eval's ``until`` strings, ``llm/generation.py``); ``on_batch(n)`` after each batch."""
     import transformers
 
     config = transformers.GenerationConfig(max_new_tokens=max_new_tokens, do_sample=False, num_beams=1,
@@ -152,10 +154,13 @@ def generate_answers(model, prompt_ids: list[list[int]], max_new_tokens: int, ba
         width = max(len(r) for r in rows)
         ids = torch.tensor([[pad] * (width - len(r)) + r for r in rows], device=device)
         mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows], device=device)
-        out = model.generate(input_ids=ids, attention_mask=mask, generation_config=config)
+        criteria = {"stopping_criteria": stopping(width, len(rows))} if stopping is not None else {}
+        out = model.generate(input_ids=ids, attention_mask=mask, generation_config=config, **criteria)
         for row in out[:, width:].tolist():
             stop = next((i for i, t in enumerate(row) if t in ends), None)
             answers.append(row if stop is None else row[:stop + 1])
+        if on_batch is not None:
+            on_batch(len(rows))
     return answers
 
 

@@ -199,6 +199,9 @@ def evaluate(model, tokenizer, tasks: dict, items: dict[str, list[int]], window:
     samples = {n: sorted(out["samples"][n], key=lambda s: s["doc_id"]) for n in tasks}
     for name, logged in samples.items():  # the tokens each choice scored (shared-context: near ties, records.py)
         for sample in logged:
+            if (name, sample["doc_id"]) in lm.generated:  # a generated answer's token ids (generation.py)
+                sample["generated_tokens"] = lm.generated[(name, sample["doc_id"])]
+                continue
             counts = [lm.scored.get((name, tuple(arguments))) for arguments in sample.get("arguments") or []]
             if counts and None not in counts:
                 sample["scored_tokens"] = counts

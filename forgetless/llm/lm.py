@@ -13,7 +13,9 @@ log-likelihoods are forgetless's.
 * **lm-eval** (``--exact-lm-eval``): lm-eval's own ``HFLM`` scores every request, as ``lm_eval run
   --model hf`` does (its own progress bars; rolling windows one per batch).
 
-Either way the answers are ``(log-likelihood, greedy)`` per request, in lm-eval's order.
+Either way the answers are ``(log-likelihood, greedy)`` per request, in lm-eval's order. A
+``generate_until`` request is answered greedily by ``generation.py`` (lm-eval's own rules, forgetless's
+batched generator), or by lm-eval's ``HFLM`` with ``--exact-lm-eval``.
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ from lm_eval.api.model import LM
 
 from ..errors import ConfigError
 from ..progress import bar
-from . import scoring
+from . import generation, scoring
 from .records import EXACT, SHARED
 
 
@@ -42,6 +44,7 @@ class ForgetlessLM(LM):
                        prefix_token_id=prefix_token(tokenizer))
         self.tokenizer = tokenizer
         self.scored: dict[tuple, int] = {}  # (task, request arguments) → tokens it scored (records.py)
+        self.generated: dict[tuple, list[int]] = {}  # (task, doc id) → the token ids it generated (generation.py)
 
     def loglikelihood(self, requests, disable_tqdm: bool = False) -> list[tuple[float, bool]]:
         if self.path == EXACT:
@@ -85,7 +88,14 @@ class ForgetlessLM(LM):
         return totals
 
     def generate_until(self, requests, disable_tqdm: bool = False) -> list[str]:
-        return self.hf.generate_until(requests, disable_tqdm=not self.progress)
+        if self.path == EXACT:
+            return self.hf.generate_until(requests, disable_tqdm=not self.progress)
+        label = f"lm-eval: {len(requests):,} answers generated (greedy)"
+        with meter(label, len(requests), self.progress) as progress:
+            texts, tokens = generation.generate_until(self.hf, self.model, self.tokenizer, requests, self.batch_size,
+                                                      progress.update)
+        self.generated.update({(r.task_name, r.doc_id): ids for r, ids in zip(requests, tokens)})
+        return texts
 
     def row(self, context: str, continuation: str) -> scoring.Row:
         """One request as lm-eval's causal models tokenize it (module docstring)."""

@@ -8,7 +8,12 @@ never recomputed (the numbers equal lm-eval's, tested in ``tests/llm/test_llm_en
   ``argmax`` of the log-likelihoods must give lm-eval's ``acc``: a mismatch is an error, not a number.
 * ``loglikelihood_rolling`` (perplexity): the document's log-likelihood and its word and byte counts
   (lm-eval's ``word_perplexity`` / ``byte_perplexity`` pairs).
-* any other output type (``generate_until``, ``loglikelihood``): the value of the task's first metric.
+* ``generate_until``: lm-eval's answer string, its generated token ids (``llm/generation.py``), the
+  prompt's last ``PROMPT_TAIL`` characters and every per-item metric value lm-eval computed (the task's
+  ``process_results``: exact_match, F1, ROUGE …); a metric whose per-item value is a list (IFEval's
+  instruction-level accuracy: one value per instruction) keeps the list, and lm-eval's aggregate is
+  the mean over all of them. ``primary`` is the task's first metric.
+* any other output type (``loglikelihood``): the value of the task's first metric.
 
 A multiple-choice item scored by forgetless (shared-context) is a **near tie** under a metric when
 moving each choice's log-likelihood by at most ``TOLERANCE`` per scored token (what it may
@@ -22,7 +27,8 @@ import numpy as np
 
 from ..errors import ConfigError, DataError
 
-MULTIPLE_CHOICE, ROLLING = "multiple_choice", "loglikelihood_rolling"
+MULTIPLE_CHOICE, ROLLING, GENERATE = "multiple_choice", "loglikelihood_rolling", "generate_until"
+PROMPT_TAIL = 400  # characters of a generation prompt kept with its item (the card shows where answers part)
 SHARED, EXACT = "shared-context", "lm-eval"  # who computes the log-likelihoods: scoring.py or lm-eval (llm/lm.py)
 TOLERANCE = 5e-5  # nats per scored token between a log-likelihood of scoring.py and lm-eval's own (measured: ≤ 1.1e-5)
 
@@ -36,11 +42,62 @@ def task_records(task, samples: list[dict]) -> dict:
         return {"output_type": kind, "primary": primary, "items": [_choice_record(task, s) for s in samples]}
     if kind == ROLLING:
         return {"output_type": kind, "primary": "word_perplexity", "items": [_rolling_record(s) for s in samples]}
+    if kind == GENERATE:
+        return generation_records(task, samples)
     metric = samples[0]["metrics"][0] if samples and samples[0].get("metrics") else None
     if metric is None:
         raise ConfigError(f"lm-eval task {task.config.task}: logs no per-item metric to compare models on")
     return {"output_type": kind, "primary": metric,
             "items": [{"doc": int(s["doc_id"]), "score": float(s[metric])} for s in samples]}
+
+
+def generation_records(task, samples: list[dict]) -> dict:
+    """A ``generate_until`` task's records: per item the answer, its tokens, the prompt's tail and each metric's value."""
+    name = task.config.task
+    metrics = list(samples[0].get("metrics") or []) if samples else []
+    if not metrics:
+        raise ConfigError(f"lm-eval task {name}: logs no per-item metric to compare models on")
+    items = []
+    for sample in samples:
+        prompt = str(sample["arguments"][0][0]) if sample.get("arguments") else ""
+        response = sample["filtered_resps"][0] if isinstance(sample["filtered_resps"], list) else sample["filtered_resps"]
+        items.append({"doc": int(sample["doc_id"]), "response": str(response),
+                      "prompt": prompt if len(prompt) <= PROMPT_TAIL else "…" + prompt[-PROMPT_TAIL:],
+                      "tokens": list(sample.get("generated_tokens") or []),
+                      "metrics": {m: item_value(name, m, sample[m]) for m in metrics}})
+        items[-1]["score"] = unit_mean(items[-1]["metrics"][metrics[0]])
+    return {"output_type": GENERATE, "primary": metrics[0], "metrics": metrics, "items": items}
+
+
+def item_value(task: str, metric: str, value):
+    """One item's value of a generation metric as a number (a bool as 0 / 1), or a list of numbers (one
+    per unit: IFEval's instructions); one ``ConfigError`` for anything else (a corpus-level metric's
+    per-item tuple, e.g. BLEU's references and prediction, cannot be compared item by item)."""
+    def number(v):
+        if isinstance(v, (bool, int, float, np.integer, np.floating, np.bool_)) and np.isfinite(float(v)):
+            return float(v)
+        raise ConfigError(f"lm-eval task {task}: metric {metric} gives per-item values like {str(value)[:60]!r}, "
+                          "not numbers; forgetless pairs models on per-item numbers (a corpus-level metric such as "
+                          "BLEU is not one): remove it from metric_list")
+    if isinstance(value, (list, tuple)) and not isinstance(value, str):
+        return [number(v) for v in value]
+    return number(value)
+
+
+def unit_values(items: list[dict], metric: str) -> np.ndarray:
+    """A generation metric's values over its units, items in order (a list value's units one by one)."""
+    values = []
+    for record in items:
+        value = record["metrics"][metric]
+        values.extend(value if isinstance(value, list) else [value])
+    return np.asarray(values, dtype=float)
+
+
+def unit_mean(value) -> float:
+    """An item's value as one number: the mean of a list value's units (NaN for an empty list)."""
+    if isinstance(value, list):
+        return float(np.mean(value)) if value else float("nan")
+    return float(value)
 
 
 def gold_choice(task, doc, choices: list[str]) -> int:

@@ -23,7 +23,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from . import engine, task_checks
-from .records import EXACT, MULTIPLE_CHOICE, ROLLING, SHARED, near_ties, scores, task_records
+from .records import EXACT, GENERATE, MULTIPLE_CHOICE, ROLLING, SHARED, near_ties, scores, task_records, unit_values
 
 PERPLEXITY_WINDOWS = 40  # --perplexity-windows' default: 81,920 of WikiText-2 test's 148 windows of 2048 tokens
 
@@ -97,6 +97,8 @@ class LMEvalSuite:
             sets[name] = dataclasses.replace(s, items=items)
             if s.output_type == MULTIPLE_CHOICE:
                 task_checks.check_items(name, s.source, self.tasks[name], items)
+            elif s.output_type == GENERATE:
+                task_checks.check_generation_items(name, s.source, self.tasks[name], items)
         return dataclasses.replace(self, sets=sets)
 
     def restricted(self, items: dict[str, list[int]], perplexity: bool) -> "LMEvalSuite":
@@ -185,7 +187,7 @@ def say(line: str) -> None:
 def summarize(records: dict) -> dict:
     """A task's numbers for the card's ``sets``: accuracy (the primary metric), acc, acc_norm, n for
     multiple choice; word / byte perplexity and bits per byte (lm-eval's aggregation) for rolling;
-    the first metric's mean otherwise."""
+    every metric's mean over its units and the empty answers for generation; the first metric's mean otherwise."""
     items, primary = records["items"], records["primary"]
     n = len(items)
     if records["output_type"] == MULTIPLE_CHOICE:
@@ -202,6 +204,10 @@ def summarize(records: dict) -> dict:
             out.update(words=words, bytes=nbytes, word_perplexity=float(np.exp(-ll / words)),
                        byte_perplexity=float(np.exp(-ll / nbytes)), bits_per_byte=float(-ll / nbytes / np.log(2)))
         return out
+    if records["output_type"] == GENERATE:  # lm-eval's aggregate: the mean over each metric's units
+        means = {m: float(unit_values(items, m).mean()) for m in records["metrics"]}
+        return {"n": n, "metric": primary, primary: means[primary], "metrics": means,
+                "empty_answers": sum(not r["response"].strip() for r in items)}
     return {"n": n, "metric": primary, primary: float(np.mean([r["score"] for r in items]))}
 
 

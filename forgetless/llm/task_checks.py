@@ -18,9 +18,12 @@ after 34 minutes on SmolLM2, two YAMLs of one task name used one of them silentl
 ``check_items`` is how ``LMEvalSuite.capped`` checks the items a run will score, once they are chosen
 (still before any model is loaded): each has two or more choices and a gold answer among them. Only
 those: lm-eval renders every choice through its templates, 8 s for the six offline tasks' 15,000 items.
+``check_generation_items`` checks a generation task's chosen items the same way: a prompt and a
+target, neither empty.
 
-forgetless scores lm-eval's per-item log-likelihoods (``records.py``): ``SCORED`` lists the output
-types and the per-item metrics it reads of each.
+forgetless scores lm-eval's per-item log-likelihoods and generation metrics (``records.py``): ``SCORED``
+lists the output types and the per-item metrics it reads of each (a generation task: any metric with a
+per-item number, not one of lm-eval's corpus-level aggregations, ``CORPUS_LEVEL``).
 """
 from __future__ import annotations
 
@@ -30,9 +33,13 @@ from ..errors import ConfigError, DataError, ForgetlessError
 from . import engine
 
 SCORED = {"multiple_choice": ("acc", "acc_norm"), "loglikelihood": ("acc",),
-          "loglikelihood_rolling": ("word_perplexity", "byte_perplexity", "bits_per_byte")}
+          "loglikelihood_rolling": ("word_perplexity", "byte_perplexity", "bits_per_byte"),
+          "generate_until": None}  # None: any metric with a per-item number (records.item_value)
+# lm-eval's corpus-level aggregations: a task's metric aggregated by one of them has no per-item value to pair
+CORPUS_LEVEL = ("bleu", "chrf", "ter", "f1_score", "matthews_corrcoef", "perplexity", "weighted_perplexity",
+                "bits_per_byte", "brier_score")
 REQUIRED = {"multiple_choice": "acc"}  # the metric whose per-item value the paired analysis reads
-DEFAULT_OUTPUT = "generate_until"  # lm-eval's TaskConfig default
+DEFAULT_OUTPUT = GENERATE = "generate_until"  # lm-eval's TaskConfig default
 
 
 def load_checked(names: list[str], include, data_dir, defaults: bool | None) -> tuple:
@@ -57,6 +64,8 @@ def load_checked(names: list[str], include, data_dir, defaults: bool | None) -> 
     for name, task in tasks.items():
         where = engine.yaml_path(manager, name)
         _check_scored(name, where, task.OUTPUT_TYPE, list(task.aggregation()))
+        if task.OUTPUT_TYPE == GENERATE:
+            _check_aggregations(name, where, task)
     return manager, tasks
 
 
@@ -150,11 +159,12 @@ def _yaml_metrics(config: dict) -> list[str] | None:
 # ----- what forgetless scores --------------------------------------------------------------------------
 def _check_scored(name: str, where, output_type: str, metrics: list[str] | None) -> None:
     """``output_type`` is one forgetless scores and ``metrics`` (None: lm-eval's defaults) are those it reads."""
-    supported = "; ".join(f"{kind} ({', '.join(read)})" for kind, read in SCORED.items())
+    supported = "; ".join(f"{kind} ({', '.join(read) if read else 'its per-item metrics'})"
+                          for kind, read in SCORED.items())
     if output_type not in SCORED:
         raise ConfigError(f"lm-eval task {name} ({where}): output_type {output_type} is not scored by forgetless, "
-                          f"which pairs models item by item on log-likelihoods: {supported}")
-    if metrics is None:
+                          f"which pairs models item by item: {supported}")
+    if metrics is None or SCORED[output_type] is None:
         return
     unread = [m for m in metrics if m not in SCORED[output_type]]
     if unread:
@@ -164,6 +174,45 @@ def _check_scored(name: str, where, output_type: str, metrics: list[str] | None)
     if needed and needed not in metrics:
         raise ConfigError(f"lm-eval task {name} ({where}): its metric_list lacks {needed}, the per-item value "
                           f"forgetless compares models on; add - metric: {needed}")
+
+
+def _check_aggregations(name: str, where, task) -> None:
+    """A generation task's metrics are aggregated over items (lm-eval's mean, or the task's own function
+    such as IFEval's instruction-level mean), not corpus-level (BLEU: no per-item value to pair)."""
+    for metric, aggregate in task.aggregation().items():
+        if getattr(aggregate, "__name__", "") in CORPUS_LEVEL:
+            raise ConfigError(f"lm-eval task {name} ({where}): metric {metric} is aggregated over the whole corpus "
+                              f"({aggregate.__name__}), so it has no per-item value to compare models on; remove it "
+                              "from metric_list (exact_match, F1, ROUGE … per item are paired)")
+
+
+def check_generation_items(name: str, where, task, items: list[int]) -> None:
+    """The documents ``items`` of a generation task have a prompt (``doc_to_text``) and an answer to score
+    against (``doc_to_target``): neither empty."""
+    docs = task.eval_docs
+    for index in items:
+        doc = docs[index]
+        item = f"lm-eval task {name} ({where}), item {index}"
+        for part, read in (("prompt", task.doc_to_text), ("target", task.doc_to_target)):
+            key = "doc_to_text" if part == "prompt" else "doc_to_target"
+            try:
+                value = read(doc)
+            except Exception as exc:  # noqa: BLE001 - a template lm-eval cannot render: one line naming the item
+                raise DataError(f"{item}: its {part} cannot be read ({key}: {type(exc).__name__}: {exc})") from exc
+            if _empty(value):
+                raise DataError(f"{item}: its {part} is empty ({key} gives {value!r}); every generation item needs "
+                                f"a prompt to answer and a target to score the answer against")
+
+
+def _empty(value) -> bool:
+    """None, a blank string, or a list of nothing but those."""
+    if value is None:
+        return True
+    if isinstance(value, str):
+        return not value.strip()
+    if isinstance(value, (list, tuple)):
+        return all(_empty(v) for v in value)
+    return False
 
 
 def check_items(name: str, where, task, items: list[int]) -> None:

@@ -71,6 +71,7 @@ def comparison(task, results: dict, predictions: dict | None, seed: int = 0, cal
     if llm is not None:
         compared["llm"] = llm
         compared["warnings"] += (llm.get("divergence") or {}).get("warnings", [])  # a base that answers nothing
+        compared["warnings"] += [w for t in llm["tasks"].values() for w in t.get("warnings", [])]  # generation tasks
     if "zero_shot" in results["base"]:  # causal-lm: the prompt and scoring both models were evaluated with
         compared["zero_shot"] = {**results["base"]["zero_shot"], "truncated_prompts": {
             role: results[role]["zero_shot"]["truncated_prompts"] for role in ("base", "compressed")}}

@@ -6,6 +6,7 @@ from __future__ import annotations
 from ..llm.card import divergence_lines, scoring_lines
 from ..llm.records import MULTIPLE_CHOICE, ROLLING
 from .headline import delta_text
+from .llm_generation import generation_lines
 
 
 def pts(entry: dict | None, signed: bool = False) -> str:
@@ -77,7 +78,8 @@ def llm_markdown(card: dict, plot: list[str]) -> list[str]:
               "wrong on its hard third and right on its easy one, so there the compressed model can mostly only gain, "
               "resp. only lose (regression toward the mean): a positive Δ hard is not robustness; compare the flips "
               "and KL across the thirds below.", *scoring_lines(llm), *plot]
-    lines += _acc_table(choice) + _thirds(choice) + _pairs(llm) + _perplexity(card, tasks) + divergence_lines(llm)
+    lines += _acc_table(choice) + _thirds(choice) + _pairs(llm) + _perplexity(card, tasks) + generation_lines(llm)
+    lines += divergence_lines(llm)
     return lines
 
 

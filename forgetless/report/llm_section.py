@@ -9,7 +9,9 @@ task's metric: log-likelihood per character for acc_norm) with accuracy, flips a
 task whose base is at most ``CHANCE_MARGIN`` above chance (the mean of 1 / choices over its items) is
 flagged and left out of the headline (the mean over the other tasks) and the pooled numbers. Task
 pairs of one benchmark at two difficulties (ARC-Easy / ARC-Challenge) get the difference of their
-changes. Rolling log-likelihood tasks (lm-eval's ``wikitext``) give word / byte perplexity.
+changes. Rolling log-likelihood tasks (lm-eval's ``wikitext``) give word / byte perplexity. Generation
+tasks (``generate_until``) give each lm-eval metric of both models with the paired interval of the
+change, flips and McNemar for a 0 / 1 metric, and where the answers part (``llm/card.generation_task``).
 
 Terciles are defined by the base's margin, so the base is mostly wrong in the hard third and right in
 the easy one: there the compressed model can mostly only gain, resp. only lose (regression toward
@@ -20,10 +22,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..llm.card import add_divergence, add_scoring
-from ..llm.records import MULTIPLE_CHOICE, ROLLING, scores
+from ..llm.records import GENERATE, MULTIPLE_CHOICE, ROLLING, scores
 from ..metrics.intervals import DEFAULT_RESAMPLES
 from ..metrics.paired import (TERCILES, choice_kl, difference_of_deltas, flips, interval, macro_intervals, margin,
                               paired_intervals, terciles)
+from .llm_generation import generation_task
 from .llm_markdown import KL_BASIS
 from .trust import CHANCE_MARGIN, not_above
 
@@ -45,6 +48,8 @@ def llm_section(task, results: dict, predictions: dict, seed: int = 0, n_resampl
             entry.update(_choice_task(base, comp, seed + number, n_resamples))
         elif base["output_type"] == ROLLING:
             entry.update(_rolling_task(results, name))
+        elif base["output_type"] == GENERATE:
+            entry.update(generation_task(name, base, comp, seed + number, n_resamples))
         else:
             entry.update(_scored_task(base, comp, seed + number, n_resamples))
         tasks[name] = entry

@@ -1,0 +1,103 @@
+"""The card's generation tasks (lm-eval ``generate_until``): base and compressed compared item by item on
+lm-eval's own per-item metric values (``llm/records.generation_records``), with ``metrics/paired.py``.
+
+Per task and metric: both models' means with the paired bootstrap interval of the change (compressed −
+base; the same units resampled for both), and for a 0 / 1 metric the flips and the exact McNemar test,
+as for multiple choice. A metric with one value per unit of an item (IFEval's instruction-level accuracy)
+is compared over its units, as lm-eval aggregates it. Then, per task, the identical answers, the empty
+ones (a base that generates nothing: a warning) and up to ``EXAMPLES`` items where the answers part,
+earliest first: the prompt, what both say, and each model's answer from the first character where they
+differ (the position is the first differing generated token).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..llm.card import cell
+from ..llm.records import GENERATE, unit_values
+from ..metrics.paired import flips, paired_intervals
+from .headline import delta_text
+
+EXAMPLES = 3  # items where the answers part, per task
+
+
+def generation_task(name: str, base: dict, comp: dict, seed: int, n_resamples: int) -> dict:
+    """A generation task's card entry: per metric the paired change (and flips), the primary metric's as
+    ``score`` / ``flips`` (the main table), identical / empty answers, examples and warnings."""
+    metrics = {}
+    for number, metric in enumerate(base["metrics"]):
+        b, c = unit_values(base["items"], metric), unit_values(comp["items"], metric)
+        binary = bool(np.isin(b, (0, 1)).all() and np.isin(c, (0, 1)).all())
+        metrics[metric] = {"units": int(b.size), "per_item": b.size == len(base["items"]),
+                           "score": paired_intervals(b, c, n_resamples, seed + number),
+                           "flips": flips(b, c) if binary else None}
+    primary = metrics[base["primary"]]
+    empty = {role: sum(not r["response"].strip() for r in records["items"])
+             for role, records in (("base", base), ("compressed", comp))}
+    n = len(base["items"])
+    warnings = [f"lm-eval task {name}: the base's answer to {empty['base']} of {n} items is empty "
+                "(it ends at once: an end-of-sequence token or a stop string first); those items compare "
+                "nothing the base said"] if empty["base"] else []
+    return {"score": primary["score"], "flips": primary["flips"], "in_headline": False, "metrics": metrics,
+            "identical_answers": sum(b["response"] == c["response"] for b, c in zip(base["items"], comp["items"])),
+            "empty_answers": empty, "examples": parting_examples(base["items"], comp["items"]), "warnings": warnings}
+
+
+def parting_examples(base_items: list[dict], comp_items: list[dict], limit: int = EXAMPLES) -> list[dict]:
+    """Up to ``limit`` items whose answers differ, the earliest parting first: ``{doc, prompt, position,
+    shared, base, compressed}`` (position: the first differing generated token; texts from the first
+    differing character)."""
+    parted = []
+    for b, c in zip(base_items, comp_items):
+        if b["response"] == c["response"]:
+            continue
+        tokens = list(zip(b.get("tokens") or [], c.get("tokens") or []))
+        position = next((i for i, (x, y) in enumerate(tokens) if x != y), len(tokens))
+        common = _common_prefix(b["response"], c["response"])
+        parted.append({"doc": b["doc"], "prompt": b["prompt"], "position": position,
+                       "shared": b["response"][:common], "base": b["response"][common:],
+                       "compressed": c["response"][common:]})
+    return sorted(parted, key=lambda e: (e["position"], e["doc"]))[:limit]
+
+
+def _common_prefix(a: str, b: str) -> int:
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return n
+
+
+def generation_lines(llm: dict) -> list[str]:
+    """The card's "what it says" lines of the generation tasks: every metric with its interval, flips and
+    McNemar, and where the answers part (escaped: a model's words stay text on every page)."""
+    from .llm_markdown import p_text, pts
+
+    tasks = {n: t for n, t in llm["tasks"].items() if t["output_type"] == GENERATE}
+    if not tasks:
+        return []
+    lines = ["", "### What it says: generation tasks, answer by answer", "",
+             "Both models answer every item greedily (lm-eval's prompt, `until` and `max_gen_toks`); lm-eval scores "
+             "each answer with the task's own metrics. Δ: compressed − base with its paired 95% bootstrap interval "
+             "(the same items resampled for both; a metric with one value per instruction over its instructions, as "
+             "lm-eval aggregates it); flips and the exact McNemar test for 0 / 1 metrics.", "",
+             "| task | metric | units | base | compressed | Δ | correct→wrong | wrong→correct | McNemar p |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for name, t in tasks.items():
+        for metric, m in t["metrics"].items():
+            s, f = m["score"], m.get("flips") or {}
+            units = f"{m['units']}" + ("" if m["per_item"] else f" (of {t['n']} items)")
+            lines.append(f"| {name} | {metric} | {units} | {pts(s['base'])} | {pts(s['compressed'])} | "
+                         f"{delta_text(s['delta'])} | {f.get('correct_to_wrong', '–')} | "
+                         f"{f.get('wrong_to_correct', '–')} | {p_text(f.get('mcnemar_p'))} |")
+    lines += [""] + [f"{name}: identical answers {t['identical_answers']} of {t['n']}; empty answers base "
+                     f"{t['empty_answers']['base']}, compressed {t['empty_answers']['compressed']}."
+                     for name, t in tasks.items()]
+    examples = [(name, e) for name, t in tasks.items() for e in t.get("examples") or []]
+    if examples:
+        lines += ["", "Where the answers part (each answer from the first character where they differ; position: the "
+                      "first differing generated token):", "",
+                  "| task | item | prompt | position | both say | base goes on | compressed goes on |",
+                  "|---|---:|---|---:|---|---|---|"]
+        lines += [f"| {name} | {e['doc']} | {cell(e['prompt'])} | {e['position']} | {cell(e['shared'])} | "
+                  f"{cell(e['base'])} | {cell(e['compressed'])} |" for name, e in examples]
+    return lines
