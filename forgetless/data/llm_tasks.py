@@ -254,3 +254,18 @@ def within_window(suite, window: int):
     kept = [n for n in suite.sets if n not in dropped]
     return dataclasses.replace(suite, tasks={n: suite.tasks[n] for n in kept}, sets={n: suite.sets[n] for n in kept},
                                describe={**suite.describe, "passkey_left_out": dropped})
+
+
+def within_model_window(task: Task, max_positions: int | None) -> Task:
+    """``task`` for a model of ``max_positions`` tokens (None: not known, 2048): its passkey sweep cut to the
+    lengths that fit the request window (``within_window``), its protocol naming those left out; the card
+    then shows what ran. Other tasks as they are."""
+    if task.suite is None or not task.suite.describe.get("passkey_sweep"):
+        return task
+    window = request_window(task.suite.window, max_positions)
+    suite = within_window(task.suite, window)
+    if suite is task.suite:
+        return task
+    left = ", ".join(suite.describe["passkey_left_out"])
+    return dataclasses.replace(task, suite=suite, protocol=f"{task.protocol}; passkey tasks left out: {left} (past "
+                                                             f"the request window of {window} tokens)")
