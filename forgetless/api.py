@@ -39,7 +39,7 @@ from .data.llm_tasks import within_model_window
 from .data.task import Task, cap_task
 from .data.tasks import load_task, task_from_config
 from .errors import ConfigError
-from .evaluate_saved import evaluate_model, evaluate_saved
+from .evaluate_saved import check_kind_fits, evaluate_loaded, evaluate_model, evaluate_saved, saved_kind
 from .kinds import KINDS, kind_for
 from .kinds.in_memory import (check_model_object, check_tokenizer_object, find_tokenizer, is_in_memory, kind_name_of,
                                label)
@@ -255,11 +255,12 @@ def evaluate(model, data, *, base=None, tokenizer=None, batch_size: int = 64, ma
     with quiet_children():
         if base is None:
             return Scores.from_json(_scores(model, task, tokenizer, batch_size, max_length, model_kind))
-        results = {role: _scores(m, task, tokenizer, batch_size, max_length, model_kind, keep_predictions=True)
-                   for role, m in (("base", base), ("compressed", model))}
+        if getattr(task.suite, "divergence", None) is not None:
+            results = _scored_with_answers(base, model, task, tokenizer, batch_size, max_length, model_kind, seed)
+        else:
+            results = {role: _scores(m, task, tokenizer, batch_size, max_length, model_kind, keep_predictions=True)
+                       for role, m in (("base", base), ("compressed", model))}
     predictions = {role: results[role].pop("predictions") for role in results}
-    if getattr(task.suite, "divergence", None) is not None:
-        results["compressed"]["divergence"] = _answers_compared(base, model, task, tokenizer, batch_size, seed)
     compared = comparison(task, results, predictions, seed, calibration_section(task, predictions), agreement(predictions))
     leak = None if texts is None else calibration_leak(texts, evaluated_texts(task))
     return Comparison.from_json({**compared, "warnings": compared["warnings"] + ([leak] if leak else []),
@@ -295,14 +296,27 @@ def _check_evaluate_arguments(model, base, tokenizer, data, columns, data_dir, e
                           "needs base= (one model's scores have no comparison)")
 
 
-def _answers_compared(base, model, task: Task, tokenizer, batch_size: int, seed: int) -> dict:
-    """The divergence along the base's own answers (``llm/answers.compare_answers``), both models loaded as
-    ``evaluate`` loads them (the base's tokenizer)."""
+def _scored_with_answers(base, model, task: Task, tokenizer, batch_size: int, max_length: int, model_kind: str,
+                         seed: int) -> dict:
+    """Both models' scores (as ``_scores`` gives them, predictions kept) and the divergence along the base's
+    own answers (``llm/answers.compare_answers``, the base's tokenizer), each model loaded once and its weights
+    hashed once for both caches (``llm/cache.digests_kept``)."""
     from .llm.answers import compare_answers
+    from .llm.cache import digests_kept
 
-    kind = KINDS["causal-lm"]
-    (loaded_base, tok), (loaded, _) = (kind.load_model(m, task, tokenizer=tokenizer) for m in (base, model))
-    return compare_answers(loaded_base.eval(), loaded.eval(), tok, task.suite.divergence, batch_size, seed)
+    loaded = {}
+    for role, m in (("base", base), ("compressed", model)):
+        kind = saved_kind(str(m), task, model_kind) if not is_in_memory(m) else \
+            KINDS[kind_name_of(m)] if model_kind == "auto" else kind_for(task, None, model_kind)
+        check_kind_fits(kind, task, m)
+        loaded[role] = (kind, *kind.load_model(m, task, tokenizer=tokenizer))
+    with digests_kept():
+        results = {role: evaluate_loaded(m, tok, task, kind, batch_size, max_length, keep_predictions=True)
+                   for role, (kind, m, tok) in loaded.items()}
+        (_, base_model, tok), (_, compressed, _) = loaded["base"], loaded["compressed"]
+        results["compressed"]["divergence"] = compare_answers(base_model.eval(), compressed.eval(), tok,
+                                                              task.suite.divergence, batch_size, seed)
+    return results
 
 
 def evaluated_task(data, columns: dict | None, seed: int, data_dir=None, eval_size: int | None = None,

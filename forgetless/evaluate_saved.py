@@ -89,6 +89,12 @@ def evaluate_model(model, task: Task, kind, tokenizer=None, batch_size: int = 64
     ``task`` and its parameter counts (``params``); the per-example ``predictions`` when kept."""
     check_kind_fits(kind, task, model)
     model, tokenizer = kind.load_model(model, task, tokenizer=tokenizer)
+    return evaluate_loaded(model, tokenizer, task, kind, batch_size, max_length, keep_predictions)
+
+
+def evaluate_loaded(model, tokenizer, task: Task, kind, batch_size: int = 64, max_length: int = 128,
+                    keep_predictions: bool = False) -> dict:
+    """``evaluate_model`` of a model ``kind.load_model`` loaded already (scored as it is, not copied)."""
     result = kind.evaluate(model, tokenizer, task, EvalConfig(batch_size=batch_size), max_length)
     if not keep_predictions:
         result.pop("predictions")

@@ -35,6 +35,7 @@ from .data.task import Task
 from .errors import OutputFolderError
 from .fsutil import atomic_write_json, disk_full_guard, remove_leftovers
 from .kinds import kind_for
+from .llm.cache import digests_kept
 from .methods._shared.calibration import calibration_texts
 from .methods.base import CompressionContext
 from .metrics.calibration import calibration_section
@@ -214,17 +215,18 @@ def measure(ctx: CompressionContext, config: RunConfig, teacher, compressed, met
     eval_config = config.eval if config.eval.perplexity_file else replace(
         config.eval, perplexity_file=default_perplexity_file(config.task.data_dir))
     models = {"base": teacher, "compressed": deployed}
-    divergence = compare_answers_of(task, models, tokenizer, config.eval.batch_size, config.seed)
-    if getattr(task.suite, "until_interval", None) is not None:  # both together, round by round (kinds/stopping.py)
-        stage(f"base and compressed, round by round: {evaluation_words(task)}")
-        results = kind.evaluate_pair(models, tokenizer, task, eval_config, config.progress)
-    else:
-        results = {}
-        for role, m in models.items():
-            with progress.scope(role):  # "base: lm-eval …", "compressed: lm-eval …" (progress.py)
-                stage(f"{role}: {evaluation_words(task)}")
-                results[role] = kind.evaluate(m, tokenizer, task, eval_config, config.train.max_length,
-                                              config.progress)
+    with digests_kept():  # the cache keys of the answers, the rounds and the evaluations: each model hashed once
+        divergence = compare_answers_of(task, models, tokenizer, config.eval.batch_size, config.seed)
+        if getattr(task.suite, "until_interval", None) is not None:  # both together, round by round (stopping.py)
+            stage(f"base and compressed, round by round: {evaluation_words(task)}")
+            results = kind.evaluate_pair(models, tokenizer, task, eval_config, config.progress)
+        else:
+            results = {}
+            for role, m in models.items():
+                with progress.scope(role):  # "base: lm-eval …", "compressed: lm-eval …" (progress.py)
+                    stage(f"{role}: {evaluation_words(task)}")
+                    results[role] = kind.evaluate(m, tokenizer, task, eval_config, config.train.max_length,
+                                                  config.progress)
     predictions = {role: results[role].pop("predictions") for role in results}
     if divergence is not None:
         results["compressed"]["divergence"] = divergence

@@ -153,6 +153,22 @@ def validate_run(task, config, model=None) -> None:
         if prompts is not None and dims["max_positions"] and prompts.max_new_tokens >= dims["max_positions"]:
             raise OptionError(f"--divergence-max-new-tokens {prompts.max_new_tokens}: model {source!r} takes at most "
                               f"{dims['max_positions']} tokens, its prompt included; give fewer")
+        _check_generation_room(task, dims, source)
+
+
+def _check_generation_room(task, dims: dict, source) -> None:
+    """Each generation task's ``max_gen_toks`` leaves room for a prompt in the model's context (``llm/generation.py``)."""
+    from .llm.generation import task_max_new_tokens
+    from .llm.records import GENERATE
+
+    suite = getattr(task, "suite", None)
+    for name, s in (getattr(suite, "sets", None) or {}).items():
+        if s.output_type == GENERATE and dims["max_positions"]:
+            new = task_max_new_tokens(suite.tasks[name], s.source)
+            if new >= dims["max_positions"]:
+                raise OptionError(f"lm-eval task {name} ({s.source}): max_gen_toks {new} leaves no room for a prompt in "
+                                  f"model {source!r}, which takes at most {dims['max_positions']} tokens; give fewer "
+                                  "max_gen_toks in its generation_kwargs")
 
 
 def check_run_output(task, config, out_dir, overwrite: bool = False) -> str:

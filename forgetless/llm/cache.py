@@ -6,11 +6,12 @@ The key is everything the numbers depend on: the model's class, config and every
 hashed), the tokenizer's vocabulary and special tokens, the suite (each task's documents, items and
 YAML, the perplexity text, window and cap, who scores: shared-context or lm-eval), the batch size, the number of torch threads and the
 versions of torch, transformers and lm-eval. A model whose weights cannot be hashed (quantized
-tensors) is not cached. Entries live in ``$FORGETLESS_CACHE/llm-eval/<key>.json``, written
+tensors) is not cached. Within ``digests_kept`` a model's weights are hashed once for every key. Entries live in ``$FORGETLESS_CACHE/llm-eval/<key>.json``, written
 atomically; delete the folder to drop them.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from pathlib import Path
@@ -21,8 +22,33 @@ from ..fsutil import atomic_write_json
 from ..outputs import cache_root
 
 
+_KEPT: dict | None = None  # inside ``digests_kept``: id(model) → (model, digest)
+
+
+@contextlib.contextmanager
+def digests_kept():
+    """Within the block each model object's weights are hashed once (its evaluation and its answers are both
+    keyed on them: SmolLM2's 540 MB take seconds); the block must not change the weights it evaluates."""
+    global _KEPT
+    outer = _KEPT
+    _KEPT = {} if outer is None else outer
+    try:
+        yield
+    finally:
+        _KEPT = outer
+
+
 def model_digest(model) -> str | None:
     """A hash of the model's class, config and weights; None when a tensor cannot be read as bytes."""
+    if _KEPT is not None and id(model) in _KEPT:
+        return _KEPT[id(model)][1]
+    digest = _digest(model)
+    if _KEPT is not None:
+        _KEPT[id(model)] = (model, digest)  # the model kept alive: its id is not reused in the block
+    return digest
+
+
+def _digest(model) -> str | None:
     digest = hashlib.sha256(type(model).__name__.encode())
     digest.update(model.config.to_json_string(use_diff=False).encode())
     for name, value in model.state_dict().items():

@@ -106,9 +106,9 @@ def divergence_lines(llm: dict) -> list[str]:
              "prompt + the base's answer, one forward: where its argmax differs from the base's token first, its own "
              "greedy answer parts (Dutta et al. 2024).", "",
              "| measure | value |", "|---|---:|",
-             f"| KL(base‖compressed) per answer token, nats | {_kl(kl)} |",
-             f"| top-1 agreement (the compressed model's argmax is the base's token) | {_pct(top1)} |",
-             f"| identical answers | {round(same['value'] * n)} of {n}: {_pct(same)} |",
+             f"| KL(base‖compressed) per answer token, nats | {kl_cell(kl)} |",
+             f"| top-1 agreement (the compressed model's argmax is the base's token) | {pct_cell(top1)} |",
+             f"| identical answers | {round(same['value'] * n)} of {n}: {pct_cell(same)} |",
              f"| first divergence: median answer position of the {first['parted']} that part | {median} |",
              f"| identical for the first {prefixes} tokens | "
              f"{' / '.join(str(v) for v in d['identical_first'].values())} of {n} |",
@@ -119,7 +119,7 @@ def divergence_lines(llm: dict) -> list[str]:
     low, high = d["entropy_thirds"]["cuts_nats"]
     for name, span in (("low", f"≤ {low:.3f}"), ("middle", f"{low:.3f} … {high:.3f}"), ("high", f"> {high:.3f}")):
         t = d["entropy_thirds"][name]
-        lines.append(f"| {name} | {span} | {t['kl']['tokens']:,} | {_kl(t['kl'])} | {_pct(t['top1_agreement'])} |")
+        lines.append(f"| {name} | {span} | {t['kl']['tokens']:,} | {kl_cell(t['kl'])} | {pct_cell(t['top1_agreement'])} |")
     lines += [f"⚠ {w}" for w in d.get("warnings", [])]
     if d.get("examples"):
         lines += ["", "Where the answers part (from the first differing token; the compressed model's own greedy "
@@ -130,13 +130,13 @@ def divergence_lines(llm: dict) -> list[str]:
     return lines
 
 
-def _kl(entry: dict) -> str:
+def kl_cell(entry: dict) -> str:
     if entry.get("value") is None:
         return "–"
     return f"{entry['value']:.4f} [{entry['low']:.4f}, {entry['high']:.4f}]"
 
 
-def _pct(entry: dict) -> str:
+def pct_cell(entry: dict) -> str:
     if entry.get("value") is None:
         return "–"
     return f"{100 * entry['value']:.1f}% [{100 * entry['low']:.1f}, {100 * entry['high']:.1f}]"

@@ -49,6 +49,24 @@ def quiet():
         logger.setLevel(level)
 
 
+@contextlib.contextmanager
+def without_environment_report():
+    """lm-eval's ``simple_evaluate`` describes the environment into its results (torch's ``collect_env``:
+    ``pip list`` and other child processes, about 3 s of every evaluation on two cores); forgetless does not
+    read it (the card has its own environment section), so it is skipped while the block runs."""
+    import lm_eval.evaluator as evaluator
+
+    saved = getattr(evaluator, "add_env_info", None)
+    if saved is None:  # another lm-eval: nothing to skip
+        yield
+        return
+    evaluator.add_env_info = lambda storage: None
+    try:
+        yield
+    finally:
+        evaluator.add_env_info = saved
+
+
 def task_manager(include, data_dir: str | Path | None, defaults: bool | None, names=()):
     """An lm-eval ``TaskManager`` over ``include`` (folders of task YAMLs) and, with ``defaults``,
     lm-eval's own tasks (None: only when one of ``names`` is not in ``include``); ``data_dir`` reaches
@@ -188,7 +206,7 @@ def evaluate(model, tokenizer, tasks: dict, items: dict[str, list[int]], window:
     was_training = model.training
     model.eval()
     try:
-        with quiet():
+        with quiet(), without_environment_report():
             lm = ForgetlessLM(model, tokenizer, window, batch_size, scoring_path, progress)
             out = simple_evaluate(model=lm, tasks=list(tasks.values()), task_manager=manager or TaskManager(include_defaults=False),
                                   samples={n: list(items[n]) for n in tasks}, log_samples=True, bootstrap_iters=0,
@@ -199,8 +217,9 @@ def evaluate(model, tokenizer, tasks: dict, items: dict[str, list[int]], window:
     samples = {n: sorted(out["samples"][n], key=lambda s: s["doc_id"]) for n in tasks}
     for name, logged in samples.items():  # the tokens each choice scored (shared-context: near ties, records.py)
         for sample in logged:
-            if (name, sample["doc_id"]) in lm.generated:  # a generated answer's token ids (generation.py)
-                sample["generated_tokens"] = lm.generated[(name, sample["doc_id"])]
+            prompt = (name, sample["arguments"][0][0]) if sample.get("arguments") else None
+            if prompt in lm.generated:  # a generated answer's token ids (generation.py)
+                sample["generated_tokens"] = lm.generated[prompt]
                 continue
             counts = [lm.scored.get((name, tuple(arguments))) for arguments in sample.get("arguments") or []]
             if counts and None not in counts:

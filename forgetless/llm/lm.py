@@ -44,7 +44,9 @@ class ForgetlessLM(LM):
                        prefix_token_id=prefix_token(tokenizer))
         self.tokenizer = tokenizer
         self.scored: dict[tuple, int] = {}  # (task, request arguments) → tokens it scored (records.py)
-        self.generated: dict[tuple, list[int]] = {}  # (task, doc id) → the token ids it generated (generation.py)
+        # (task, prompt) → the token ids generated (generation.py; a request's doc_id counts the items asked for,
+        # not the task's documents)
+        self.generated: dict[tuple, list[int]] = {}
 
     def loglikelihood(self, requests, disable_tqdm: bool = False) -> list[tuple[float, bool]]:
         if self.path == EXACT:
@@ -88,13 +90,14 @@ class ForgetlessLM(LM):
         return totals
 
     def generate_until(self, requests, disable_tqdm: bool = False) -> list[str]:
-        if self.path == EXACT:
+        if self.path == EXACT:  # lm-eval's own generation, in its window; a prompt it would cut is refused first
+            generation.plan(self.hf, requests, self.hf.max_length)
             return self.hf.generate_until(requests, disable_tqdm=not self.progress)
         label = f"lm-eval: {len(requests):,} answers generated (greedy)"
         with meter(label, len(requests), self.progress) as progress:
             texts, tokens = generation.generate_until(self.hf, self.model, self.tokenizer, requests, self.batch_size,
                                                       progress.update)
-        self.generated.update({(r.task_name, r.doc_id): ids for r, ids in zip(requests, tokens)})
+        self.generated.update({(r.task_name, r.args[0]): ids for r, ids in zip(requests, tokens)})
         return texts
 
     def row(self, context: str, continuation: str) -> scoring.Row:

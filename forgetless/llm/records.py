@@ -33,8 +33,9 @@ SHARED, EXACT = "shared-context", "lm-eval"  # who computes the log-likelihoods:
 TOLERANCE = 5e-5  # nats per scored token between a log-likelihood of scoring.py and lm-eval's own (measured: ≤ 1.1e-5)
 
 
-def task_records(task, samples: list[dict]) -> dict:
-    """``{"output_type", "primary", "items": [record]}`` of one task, items in doc order."""
+def task_records(task, samples: list[dict], ends: list[int] = ()) -> dict:
+    """``{"output_type", "primary", "items": [record]}`` of one task, items in doc order; ``ends``: the
+    model's end-of-sequence ids (a generated answer that starts with one is empty)."""
     kind = task.OUTPUT_TYPE
     if kind == MULTIPLE_CHOICE:
         metrics = set(samples[0]["metrics"]) if samples else set()
@@ -43,7 +44,7 @@ def task_records(task, samples: list[dict]) -> dict:
     if kind == ROLLING:
         return {"output_type": kind, "primary": "word_perplexity", "items": [_rolling_record(s) for s in samples]}
     if kind == GENERATE:
-        return generation_records(task, samples)
+        return generation_records(task, samples, ends)
     metric = samples[0]["metrics"][0] if samples and samples[0].get("metrics") else None
     if metric is None:
         raise ConfigError(f"lm-eval task {task.config.task}: logs no per-item metric to compare models on")
@@ -51,21 +52,32 @@ def task_records(task, samples: list[dict]) -> dict:
             "items": [{"doc": int(s["doc_id"]), "score": float(s[metric])} for s in samples]}
 
 
-def generation_records(task, samples: list[dict]) -> dict:
-    """A ``generate_until`` task's records: per item the answer, its tokens, the prompt's tail and each metric's value."""
+def generation_records(task, samples: list[dict], ends: list[int] = ()) -> dict:
+    """A ``generate_until`` task's records: per item the answer (as generated, before lm-eval's filters), its
+    tokens, the prompt's tail, each metric's value and whether the answer is empty (blank, or its first token
+    one of ``ends``: the model said nothing). lm-eval logs an item once per filter of the task (GSM8K's
+    strict-match and flexible-extract): a metric is then named as lm-eval's results name it, ``metric,filter``."""
     name = task.config.task
-    metrics = list(samples[0].get("metrics") or []) if samples else []
+    by_doc: dict[int, list[dict]] = {}
+    for sample in samples:
+        by_doc.setdefault(int(sample["doc_id"]), []).append(sample)
+    filtered = any(sample.get("filter", "none") != "none" for sample in samples)
+    items, metrics = [], []
+    for doc, logged in by_doc.items():
+        first = logged[0]
+        values = {(f"{m},{s.get('filter', 'none')}" if filtered else m): item_value(name, m, s[m])
+                  for s in logged for m in s.get("metrics") or []}
+        metrics = metrics or list(values)
+        prompt = str(first["arguments"][0][0]) if first.get("arguments") else ""
+        raw = first.get("resps") or [first["filtered_resps"]]
+        response = raw[0][0] if isinstance(raw[0], list) else raw[0]
+        tokens = list(first.get("generated_tokens") or [])
+        items.append({"doc": doc, "response": str(response), "tokens": tokens, "metrics": values,
+                      "prompt": prompt if len(prompt) <= PROMPT_TAIL else "…" + prompt[-PROMPT_TAIL:],
+                      "score": unit_mean(values[metrics[0]]) if metrics else float("nan"),
+                      "empty": not str(response).strip() or (bool(tokens) and tokens[0] in ends)})
     if not metrics:
         raise ConfigError(f"lm-eval task {name}: logs no per-item metric to compare models on")
-    items = []
-    for sample in samples:
-        prompt = str(sample["arguments"][0][0]) if sample.get("arguments") else ""
-        response = sample["filtered_resps"][0] if isinstance(sample["filtered_resps"], list) else sample["filtered_resps"]
-        items.append({"doc": int(sample["doc_id"]), "response": str(response),
-                      "prompt": prompt if len(prompt) <= PROMPT_TAIL else "…" + prompt[-PROMPT_TAIL:],
-                      "tokens": list(sample.get("generated_tokens") or []),
-                      "metrics": {m: item_value(name, m, sample[m]) for m in metrics}})
-        items[-1]["score"] = unit_mean(items[-1]["metrics"][metrics[0]])
     return {"output_type": GENERATE, "primary": metrics[0], "metrics": metrics, "items": items}
 
 

@@ -23,6 +23,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from . import engine, task_checks
+from .answers import end_tokens
 from .records import EXACT, GENERATE, MULTIPLE_CHOICE, ROLLING, SHARED, near_ties, scores, task_records, unit_values
 
 PERPLEXITY_WINDOWS = 40  # --perplexity-windows' default: 81,920 of WikiText-2 test's 148 windows of 2048 tokens
@@ -122,7 +123,7 @@ def build_suite(names: list[str], include, data_dir, defaults: bool | None, perp
     for name, task in tasks.items():
         docs = task.eval_docs
         sets[name] = LMEvalSet(name, task.OUTPUT_TYPE, len(docs), list(range(len(docs))),
-                               engine.yaml_path(manager, name), _digest(docs))
+                               engine.yaml_path(manager, name), _digest(docs, task))
     ppl = None
     if perplexity_file is not None and perplexity_windows != 0:  # 0: no perplexity asked for
         rows = Path(perplexity_file).read_text(encoding="utf-8").replace("\r\n", "\n").splitlines(keepends=True)
@@ -137,9 +138,13 @@ def build_suite(names: list[str], include, data_dir, defaults: bool | None, perp
     return LMEvalSuite(tasks, sets, ppl, window, describe, scoring, until_interval, seed, manager)
 
 
-def _digest(docs) -> str:
-    """A content hash of a task's documents (its Arrow table; a list: its JSON)."""
+def _digest(docs, task=None) -> str:
+    """A content hash of a task's documents (its Arrow table; a list: its JSON) and of ``task``'s settings
+    (lm-eval's ``TaskConfig.to_dict``: templates, generation kwargs, metrics, its functions' source), so
+    an edited YAML is not answered from the cache."""
     digest = hashlib.sha256()
+    if task is not None:
+        digest.update(json.dumps(task.config.to_dict(), sort_keys=True, default=_named).encode())
     if getattr(docs, "_indices", None) is not None:  # a filtered / selected view: hash what it shows
         docs = docs.flatten_indices()
     table = getattr(getattr(docs, "data", None), "table", None)
@@ -155,6 +160,11 @@ def _digest(docs) -> str:
     return digest.hexdigest()[:16]
 
 
+def _named(value) -> str:
+    """A function (or another object JSON cannot hold) by its qualified name: the same in every process."""
+    return f"{getattr(value, '__module__', '')}.{getattr(value, '__qualname__', type(value).__qualname__)}"
+
+
 def evaluate_tasks(model, tokenizer, suite: LMEvalSuite, window: int, batch_size: int,
                    progress: bool | None = None) -> dict:
     """One model on the suite's lm-eval tasks, requests of at most ``window`` tokens: ``{sets,
@@ -168,7 +178,7 @@ def evaluate_tasks(model, tokenizer, suite: LMEvalSuite, window: int, batch_size
                               batch_size, suite.scoring, progress, suite.manager)
     sets, predictions = {}, {}
     for name, task in suite.tasks.items():
-        records = task_records(task, samples[name])
+        records = task_records(task, samples[name], end_tokens(model, tokenizer))
         if [r["doc"] for r in records["items"]] != suite.sets[name].items:
             raise ConfigError(f"lm-eval task {name}: lm-eval evaluated other items than those asked for")
         if records["output_type"] == MULTIPLE_CHOICE:  # the choice each model picks (deployment agreement)
@@ -207,7 +217,7 @@ def summarize(records: dict) -> dict:
     if records["output_type"] == GENERATE:  # lm-eval's aggregate: the mean over each metric's units
         means = {m: float(unit_values(items, m).mean()) for m in records["metrics"]}
         return {"n": n, "metric": primary, primary: means[primary], "metrics": means,
-                "empty_answers": sum(not r["response"].strip() for r in items)}
+                "empty_answers": sum(r["empty"] for r in items)}
     return {"n": n, "metric": primary, primary: float(np.mean([r["score"] for r in items]))}
 
 

@@ -10,7 +10,9 @@ after 34 minutes on SmolLM2, two YAMLs of one task name used one of them silentl
 1. the YAML files of the include folders (read as lm-eval reads them, ``!function`` tags kept as
    names): an ``include:`` that names no file, and a requested task name that two YAMLs define
    (before lm-eval's task manager is built);
-2. each requested task's YAML with its includes merged: its output type and its metrics;
+2. each requested task's YAML with its includes merged: its output type, its metrics and, for a
+   generation task, its prompt (``doc_to_text``: lm-eval fails on a YAML without one with a bare ``TypeError``)
+   and no ``doc_to_choice`` (a multiple-choice YAML that forgot its ``output_type`` would be generated);
 3. ``engine.load_tasks`` (lm-eval builds the tasks and reads their documents);
 4. the loaded tasks as lm-eval resolved them (Python-defined tasks, default metrics): output type and
    metrics.
@@ -30,7 +32,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import ConfigError, DataError, ForgetlessError
-from . import engine
+from . import engine, generation
 
 SCORED = {"multiple_choice": ("acc", "acc_norm"), "loglikelihood": ("acc",),
           "loglikelihood_rolling": ("word_perplexity", "byte_perplexity", "bits_per_byte"),
@@ -66,6 +68,7 @@ def load_checked(names: list[str], include, data_dir, defaults: bool | None) -> 
         _check_scored(name, where, task.OUTPUT_TYPE, list(task.aggregation()))
         if task.OUTPUT_TYPE == GENERATE:
             _check_aggregations(name, where, task)
+            generation.normalized(name, where, task.config.generation_kwargs)  # greedy, at least one new token
     return manager, tasks
 
 
@@ -145,7 +148,17 @@ def _check_yaml(name: str, path: Path) -> None:
         config = _resolved(path)
     except DataError as exc:
         raise DataError(f"lm-eval task {name}: {exc}") from None
-    _check_scored(name, path, config.get("output_type", DEFAULT_OUTPUT), _yaml_metrics(config))
+    output_type = config.get("output_type", DEFAULT_OUTPUT)
+    _check_scored(name, path, output_type, _yaml_metrics(config))
+    if output_type == GENERATE and config.get("doc_to_choice") not in (None, ""):
+        default = "" if "output_type" in config else " (lm-eval's default: the YAML names none)"
+        raise ConfigError(f"lm-eval task {name} ({path}): output_type generate_until{default} with doc_to_choice: the "
+                          "model would write free answers and its choices be ignored; set output_type: "
+                          "multiple_choice to score the choices, or drop doc_to_choice")
+    if output_type == GENERATE and "class" not in config and config.get("doc_to_text") in (None, ""):
+        # lm-eval fails on it with a bare TypeError
+        raise ConfigError(f"lm-eval task {name} ({path}): has no prompt (doc_to_text); add doc_to_text: the template "
+                          "(or function) that turns each item into the text the model answers")
 
 
 def _yaml_metrics(config: dict) -> list[str] | None:

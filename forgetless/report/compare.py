@@ -4,7 +4,8 @@ the options that set it apart, size, measured speedup (bootstrap interval), dev 
 accuracy (bootstrap intervals), F_bias (Du et al. 2023, eq. 1; paired bootstrap interval; marked
 meaningless where the run's warnings say so), hard / easy accuracy, and each run's warnings. Runs of
 an LLM suite (task kind ``lm-eval``) add a table of the change per lm-eval task, the pooled flips and
-KL, WikiText-2 perplexity, and ``llm.png``: mean accuracy and perplexity against size, stored bits
+KL, WikiText-2 perplexity, the generation tasks' metrics and the divergence along the base's own answers
+side by side (``llm_generation.generation_compare``), and ``llm.png``: mean accuracy and perplexity against size, stored bits
 per parameter and the sparsity pruning made. An LLM suite's runs have no classifier columns (dev,
 challenge, F_bias, hard / easy): their mean accuracy over the tasks above chance instead. Size is on
 disk against the base's float32 folder (``headline.size_numbers``: a quantized model keeps its
@@ -25,6 +26,7 @@ from ..fsutil import atomic_write_text
 from ..outputs import check_output, mark_output, output_lock
 from .headline import (delta_points, delta_text, estimate, estimate_text, headline_numbers, megabytes, scale_of,
                        speedup_text, verdict)
+from .llm_generation import generation_compare
 from .llm_markdown import kl_basis
 from .html import render_html
 from .inert import inert
@@ -221,9 +223,12 @@ def _llm_tables(cards: dict[str, dict], numbers: dict) -> list[str]:
 
 def llm_compare(cards: dict[str, dict], sets: list[str]) -> list[str]:
     """LLM suites: per run the change of each common multiple-choice task (its metric, paired
-    interval), the pooled flips and KL, and WikiText-2 perplexity; then ``llm.png``."""
+    interval), the pooled flips and KL, and WikiText-2 perplexity (when a run has any of them); the
+    generation tasks and the divergence side by side; then ``llm.png``."""
     first = next(iter(cards.values()))
     tasks = [n for n in sets if first["llm"]["tasks"].get(n, {}).get("output_type") == "multiple_choice"]
+    if not tasks and not any(card.get("language_model") for card in cards.values()):  # a generation suite
+        return [*generation_compare(cards, sets), "", "![llm.png](llm.png)"]
     lines = ["", "## LLM tasks: change vs the run's base (points, [95% paired interval])", "",
              "| run | " + " | ".join(t.replace("_offline", "") for t in tasks)
              + " | flips c→w / w→c | KL | WikiText-2 perplexity |", "|:---|" + "---:|" * (len(tasks) + 3)]
@@ -241,7 +246,7 @@ def llm_compare(cards: dict[str, dict], sets: list[str]) -> list[str]:
         ppl = f"{lm['base']['perplexity']:.2f} → {lm['compressed']['perplexity']:.2f}" if lm else "–"
         lines.append(f"| {name} | " + " | ".join(cells) + f" | {flips} | {kl} | {ppl} |")
     return lines + ["", f"Flips and KL pooled over each run's tasks above chance; {kl_basis(first['llm'])}.",
-                    "", "![llm.png](llm.png)"]
+                    *generation_compare(cards, sets), "", "![llm.png](llm.png)"]
 
 
 def run_names(folders: list[str]) -> list[str]:

@@ -64,7 +64,7 @@ def llm_rows(predictions: dict) -> list[dict]:
     softmax of the scores that metric compares (acc: the choices' log-likelihoods; acc_norm: per
     character), so the pick is the most probable choice, the log-likelihoods and the choices' lengths
     in characters (acc_norm's normaliser); per document of a rolling task its log-likelihood, words
-    and bytes."""
+    and bytes; per item of a generation task its first metric's value and the answer."""
     rows = []
     for role in ROLES:
         for name, records in predictions[role].items():
@@ -77,8 +77,10 @@ def llm_rows(predictions: dict) -> list[dict]:
                                log_likelihoods=r["ll"], choice_lengths=r["chars"])
                 elif "ll" in r:
                     row.update(log_likelihoods=[r["ll"]], words=r.get("words"), bytes=r.get("bytes"))
-                else:
+                else:  # a generation task: the first metric's value, and the answer itself
                     row["predicted"] = r["score"]
+                    if "response" in r:
+                        row["generated"] = r["response"]
                 rows.append(row)
     return rows
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..llm.card import cell
+from ..llm.card import cell, kl_cell, pct_cell
 from ..llm.records import GENERATE, unit_values
 from ..metrics.paired import flips, paired_intervals
 from .headline import delta_text
@@ -32,7 +32,7 @@ def generation_task(name: str, base: dict, comp: dict, seed: int, n_resamples: i
                            "score": paired_intervals(b, c, n_resamples, seed + number),
                            "flips": flips(b, c) if binary else None}
     primary = metrics[base["primary"]]
-    empty = {role: sum(not r["response"].strip() for r in records["items"])
+    empty = {role: sum(bool(r.get("empty")) for r in records["items"])
              for role, records in (("base", base), ("compressed", comp))}
     n = len(base["items"])
     warnings = [f"lm-eval task {name}: the base's answer to {empty['base']} of {n} items is empty "
@@ -86,10 +86,10 @@ def generation_lines(llm: dict) -> list[str]:
         for metric, m in t["metrics"].items():
             s, f = m["score"], m.get("flips") or {}
             units = f"{m['units']}" + ("" if m["per_item"] else f" (of {t['n']} items)")
-            lines.append(f"| {name} | {metric} | {units} | {pts(s['base'])} | {pts(s['compressed'])} | "
+            lines.append(f"| {cell(name)} | {cell(metric)} | {units} | {pts(s['base'])} | {pts(s['compressed'])} | "
                          f"{delta_text(s['delta'])} | {f.get('correct_to_wrong', '–')} | "
                          f"{f.get('wrong_to_correct', '–')} | {p_text(f.get('mcnemar_p'))} |")
-    lines += [""] + [f"{name}: identical answers {t['identical_answers']} of {t['n']}; empty answers base "
+    lines += [""] + [f"{cell(name)}: identical answers {t['identical_answers']} of {t['n']}; empty answers base "
                      f"{t['empty_answers']['base']}, compressed {t['empty_answers']['compressed']}."
                      for name, t in tasks.items()]
     examples = [(name, e) for name, t in tasks.items() for e in t.get("examples") or []]
@@ -98,6 +98,39 @@ def generation_lines(llm: dict) -> list[str]:
                       "first differing generated token):", "",
                   "| task | item | prompt | position | both say | base goes on | compressed goes on |",
                   "|---|---:|---|---:|---|---|---|"]
-        lines += [f"| {name} | {e['doc']} | {cell(e['prompt'])} | {e['position']} | {cell(e['shared'])} | "
+        lines += [f"| {cell(name)} | {e['doc']} | {cell(e['prompt'])} | {e['position']} | {cell(e['shared'])} | "
                   f"{cell(e['base'])} | {cell(e['compressed'])} |" for name, e in examples]
+    return lines
+
+
+def generation_compare(cards: dict[str, dict], sets: list[str]) -> list[str]:
+    """``compare``'s side-by-side tables: per run the change of every metric of the common generation tasks
+    (paired interval) with the identical answers, and the divergence along the base's own answers."""
+    first = next(iter(cards.values()))["llm"]["tasks"]
+    columns = [(t, m) for t in sets if first.get(t, {}).get("output_type") == GENERATE for m in first[t]["metrics"]]
+    lines = []
+    if columns:
+        tasks = list(dict.fromkeys(t for t, _ in columns))
+        lines += ["", "## What it says: generation tasks, change vs the run's base (points, [95% paired interval])", "",
+                  "| run | " + " | ".join(f"{t} {m}" for t, m in columns) + " | identical answers |",
+                  "|:---|" + "---:|" * (len(columns) + 1)]
+        for name, card in cards.items():
+            entries = card["llm"]["tasks"]
+            cells = [delta_text(entries[t]["metrics"][m]["score"]["delta"]) if m in entries[t].get("metrics", {})
+                     else "–" for t, m in columns]
+            same = ", ".join(f"{entries[t]['identical_answers']}/{entries[t]['n']}" for t in tasks)
+            lines.append(f"| {name} | " + " | ".join(cells) + f" | {same} |")
+    diverged = {name: card["llm"].get("divergence") for name, card in cards.items()}
+    if any(diverged.values()):
+        lines += ["", "## What it says: along the base's own answers (--divergence-prompts)", "",
+                  "| run | prompts | KL(base‖compressed) per token | top-1 agreement | identical answers | "
+                  "median first divergence | KL, high-entropy third |", "|:---|---:|---:|---:|---:|---:|---:|"]
+        for name, d in diverged.items():
+            if not d:
+                lines.append(f"| {name} | – | – | – | – | – | – |")
+                continue
+            median = d["first_divergence"]["median"]
+            lines.append(f"| {name} | {d['prompt_set']['n']} | {kl_cell(d['kl'])} | {pct_cell(d['top1_agreement'])} | "
+                         f"{pct_cell(d['identical'])} | {'–' if median is None else f'{median:g}'} | "
+                         f"{kl_cell(d['entropy_thirds']['high']['kl'])} |")
     return lines

@@ -11,7 +11,8 @@ Format: JSON Lines (one object per line, UTF-8), written atomically. Each row ha
     group        group name (HANS heuristic, template ...) or null
     hard         true / false (ground-truth hard example) or null when the task has no such labels
     generated    the generated text (seq2seq models; for generation tasks ``predicted`` is that text
-                 and ``gold`` the list of references); absent for classifiers
+                 and ``gold`` the list of references; an LLM generation task's answer, ``predicted``
+                 its first metric's value); absent for classifiers
     text         the input: the example's text (classification) or source (generation)
     text_pair    the second text of a pair task; absent for single texts
     log_likelihoods  an LLM suite's item: each choice's log-likelihood (lm-eval's); a rolling document:
