@@ -347,12 +347,12 @@ PASSKEY_FILLER = ("The grass is green.", "The sky is blue.", "The sun is yellow.
                   "There and back again.")
 PASSKEY_QUESTION = "\nWhat is the pass key? The pass key is"
 PASSKEY_ITEMS = 20  # prompts per length: depths 0, 1/19, ..., 1 of the filler
-PIECES = re.compile(r"\w+|[^\w\s]")
+PIECES = re.compile(r"\d|[^\W\d]+|[^\w\s]")
 
 
 def pieces(text: str) -> int:
-    """Words and punctuation marks: the token count of the passkey texts in the usual tokenizers, whose
-    vocabularies hold every filler word whole."""
+    """Words, digits and punctuation marks: the token count of the passkey texts in the usual tokenizers,
+    whose vocabularies hold every filler word whole (and many split numbers into digits)."""
     return len(PIECES.findall(text))
 
 
@@ -365,7 +365,7 @@ def passkey_prompt(length: int, depth: float, key: str) -> str:
         raise DataError(f"passkey length {length}: too short for the instructions, the key and one round of filler "
                         f"(at least {length - budget + pieces(' '.join(PASSKEY_FILLER))} tokens)")
     sentences, count = [], 0
-    while count < budget:
+    while count + pieces(PASSKEY_FILLER[len(sentences) % len(PASSKEY_FILLER)]) <= budget:
         sentence = PASSKEY_FILLER[len(sentences) % len(PASSKEY_FILLER)]
         sentences.append(sentence)
         count += pieces(sentence)
