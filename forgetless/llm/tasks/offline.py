@@ -255,8 +255,11 @@ def ifeval(data_dir=None, **_) -> datasets.DatasetDict:
         if unknown:
             raise DataError(f"{path} line {number}: instruction {unknown[0]!r} is not one lm-eval's IFEval checks")
         if not set(ids) & set(IFEVAL_NEEDS_PUNKT):
-            rows.append({"key": int(row.get("key", number)), "prompt": prompt, "instruction_id_list": ids,
+            rows.append({"key": _field(row, "key", int, path, number), "prompt": prompt, "instruction_id_list": ids,
                          "kwargs": [json.dumps(k, sort_keys=True) for k in kwargs]})
+    if not rows:
+        raise DataError(f"{path}: every prompt has an instruction whose checker needs NLTK's punkt_tab model "
+                        f"({', '.join(IFEVAL_NEEDS_PUNKT)}); none is left to score offline")
     return _split(rows)
 
 
