@@ -35,6 +35,7 @@ from pathlib import Path
 
 from .arguments import check_arguments, check_device
 from .config import CleverConfig, EvalConfig, MethodConfig, RunConfig, SpeedConfig, TaskConfig, TrainConfig
+from .data.llm_tasks import within_model_window
 from .data.task import Task, cap_task
 from .data.tasks import load_task, task_from_config
 from .errors import ConfigError
@@ -250,6 +251,7 @@ def evaluate(model, data, *, base=None, tokenizer=None, batch_size: int = 64, ma
     texts = None if calibration is None else calibration_texts(calibration, data_dir)
     task = evaluated_task(data, columns, seed, data_dir, eval_size, lm_eval_tasks, lm_eval_include, perplexity_windows,
                           divergence)
+    task = within_model_window(task, (model_dims(model) or {}).get("max_positions"))  # the passkey sweep that fits
     with quiet_children():
         if base is None:
             return Scores.from_json(_scores(model, task, tokenizer, batch_size, max_length, model_kind))

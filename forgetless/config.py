@@ -101,7 +101,8 @@ class TaskConfig(Config):
         "fever (→ FEVER-Symmetric) from --data-dir or the hub, files (local files), hub (a Hugging Face dataset "
         "id); generation: synthetic-lookup (built-in), tweetqa, samsum, xsum (need --data-dir); LLM suites through "
         "lm-evaluation-harness (pip install forgetless[llm]): llm-zero-shot (ARC-Easy, ARC-Challenge, HellaSwag, "
-        "PIQA, WinoGrande, OpenBookQA, WikiText-2; needs --data-dir), lm-eval (--lm-eval-tasks)"))
+        "PIQA, WinoGrande, OpenBookQA, WikiText-2; needs --data-dir), llm-generation (IFEval, GSM8K, SAMSum, TweetQA, "
+        "passkey retrieval; needs --data-dir), lm-eval (--lm-eval-tasks)"))
     data_dir: str | None = option(None, help="folder with the real evaluation data (e.g. ../shared/data); default: "
                                              "$FORGETLESS_DATA_DIR, else the named benchmarks load from the hub")
     train_size: int | None = option(None, low=1, help="cap the training set (seeded, stratified sample of exactly N)")

@@ -31,7 +31,7 @@ from . import progress
 from .arguments import run_device
 from .progress import stage
 from .config import CleverConfig, RunConfig
-from .data.llm_tasks import with_calibration
+from .data.llm_tasks import with_calibration, within_model_window
 from .data.task import Task
 from .errors import OutputFolderError
 from .fsutil import atomic_write_json, disk_full_guard, remove_leftovers
@@ -58,7 +58,7 @@ from .report.naming import chain_name
 from .save import save_run
 from .teacher import train_teacher
 from .tree import to_recipe
-from .validate import check_run_output, prepare_output, run_identity, run_inputs, run_key, validate_run
+from .validate import check_run_output, model_dims, prepare_output, run_identity, run_inputs, run_key, validate_run
 
 
 @dataclass
@@ -103,6 +103,7 @@ def run(task: Task, config: RunConfig, *, model=None, tokenizer=None, work_dir: 
     if not checked:
         validate_run(task, config, model)
     task = with_calibration(task, config)  # an LLM task's protocol names the calibration texts used
+    task = within_model_window(task, (model_dims(model if model is not None else config.model) or {}).get("max_positions"))
     given = Path(work_dir) if work_dir is not None else None
     with _work_folder(given, trains(config)) as work:
         return _steps(task, config, work, model, tokenizer)

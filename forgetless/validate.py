@@ -30,7 +30,7 @@ from pathlib import Path
 import torch
 
 from .arguments import check_device
-from .data.llm_tasks import SUITES, missing_calibration
+from .data.llm_tasks import SUITES, check_window, missing_calibration
 from .data.task_kinds import task_kind
 from .errors import ForgetlessError, ModelFileError, OptionError, OutputFolderError
 from .kinds import check_compatible, kind_for
@@ -148,6 +148,8 @@ def validate_run(task, config, model=None) -> None:
         for flag, value in (("--max-length", config.train.max_length), ("--bench-seq-len", config.speed.seq_len)):
             if value > limit:
                 raise OptionError(f"{flag} {value}: model {source!r} takes at most {limit} tokens; valid 8..{limit}")
+        if task.suite is not None:  # an LLM suite: its requests, the passkey prompts in them, within the context
+            check_window(task.suite, dims["max_positions"], source)
         prompts = getattr(task.suite, "divergence", None)  # --divergence-prompts: prompt + answer in the context
         if prompts is not None and dims["max_positions"] and prompts.max_new_tokens >= dims["max_positions"]:
             raise OptionError(f"--divergence-max-new-tokens {prompts.max_new_tokens}: model {source!r} takes at most "

@@ -63,3 +63,33 @@ def write_llm_data(root: Path) -> Path:
            [{"document": f"News item {i}: the council met on Tuesday and agreed a new budget for the town.",
              "summary": "budget", "id": str(i)} for i in range(6)])
     return root
+
+
+IFEVAL = [{"key": 1, "prompt": "Write two lines about rain, all in lowercase.",
+           "instruction_id_list": ["change_case:english_lowercase"], "kwargs": [{}]},
+          {"key": 2, "prompt": "Describe a cat without using any commas.", "instruction_id_list": ["punctuation:no_comma"],
+           "kwargs": [{}]},
+          {"key": 3, "prompt": "Name a fruit. End your answer with the phrase 'Is there anything else?'",
+           "instruction_id_list": ["startend:end_checker"], "kwargs": [{"end_phrase": "Is there anything else?"}]}]
+
+
+def write_generation_data(root: Path, **replace) -> Path:
+    """``root`` with the sets of the generation suite (``llm-generation``) in the data folder's layouts, three
+    items each; ``replace``: a set's rows swapped for others (``ifeval=[]``: a prompt file without prompts)."""
+    sets = {"ifeval": IFEVAL,
+            "gsm8k": [{"question": f"Tom has {n} apples and buys 2 more. How many apples does he have?",
+                       "answer": f"{n} + 2 = <<{n}+2={n + 2}>>{n + 2}\n#### {n + 2}"} for n in (3, 5, 7)],
+            "xsum": [{"document": f"The council met on {d} and agreed a new budget for the town.", "summary":
+                      f"A budget was agreed on {d}.", "id": d} for d in ("Monday", "Tuesday", "Friday")],
+            "samsum": [{"context": f"A: Shall we meet at {h}?\r\nB: Yes, see you then.", "response": f"They meet at {h}."}
+                       for h in ("noon", "six", "nine")],
+            "tweetqa": [{"Question": "who won the match?", "Answer": ["the reds", "reds"], "qid": str(i),
+                         "Tweet": f"What a game! The Reds won the match {i}-0 tonight."} for i in (1, 2, 3)]}
+    sets.update(replace)
+    _jsonl(root / "llm/ifeval/input_data.jsonl", sets["ifeval"])
+    _jsonl(root / "llm/gsm8k/test.jsonl", sets["gsm8k"])
+    _jsonl(root / "samsum/validation_context_response.jsonl", sets["samsum"])
+    _jsonl(root / "xsum/test_1000_llm_decoding.jsonl", sets["xsum"])
+    (root / "tweetqa").mkdir(parents=True, exist_ok=True)
+    (root / "tweetqa/dev.json").write_text(json.dumps(sets["tweetqa"]), encoding="utf-8")
+    return root

@@ -6,6 +6,11 @@
   ``forgetless/llm/tasks``) and WikiText-2 test perplexity as the SparseGPT / Wanda scripts measure it
   (``metrics/perplexity.py``): one perplexity protocol. lm-eval's document-level ``wikitext`` (word /
   byte perplexity, rolling windows) is opt-in: ``--task lm-eval --lm-eval-tasks ...,wikitext_offline``.
+* ``llm-generation``: what the model says, on the data folder's offline copies: instruction following
+  (IFEval's prompts, lm-eval's checkers), grade-school maths (GSM8K, the final number), dialogue
+  summaries (SAMSum, ROUGE-L), short answers (TweetQA, F1) and passkey retrieval swept over context
+  lengths (256 … 4,096 tokens, those that fit the request window): ``generate_until`` tasks, each
+  model answering greedily; ``GENERATION_ITEMS`` items per task unless ``--eval-size`` says otherwise.
 * ``lm-eval``: any lm-eval task names (``--lm-eval-tasks``): lm-eval's own (they download their
   data unless it is cached), the shipped offline ones, or a folder of your own YAMLs
   (``--lm-eval-include DIR``); WikiText-2 perplexity too when the data folder has it.
@@ -17,6 +22,8 @@ text like the papers' C4 and disjoint from every evaluated set).
 from __future__ import annotations
 
 import dataclasses
+import math
+import sys
 from pathlib import Path
 
 from ..errors import ConfigError
@@ -29,7 +36,14 @@ ZERO_SHOT = ("arc_easy_offline", "arc_challenge_offline", "hellaswag_offline", "
              "openbookqa_offline")
 WIKITEXT = "wikitext2/wiki.test.raw"
 CALIBRATION = "xsum/test_1000_llm_decoding.jsonl"
-SUITES = ("llm-zero-shot", "lm-eval")  # the LLM tasks: reading them (lm-eval's task index, every document) takes a while
+SUITES = ("llm-zero-shot", "lm-eval", "llm-generation")  # the LLM tasks: reading them takes a while
+PASSKEY = {f"passkey_{n}_offline": n for n in (256, 512, 1024, 2048, 4096)}  # task → its prompts' length in tokens
+GENERATION = ("ifeval_offline", "gsm8k_offline", "samsum_offline", "tweetqa_offline", *PASSKEY)
+GENERATION_ITEMS = 32  # items per task of llm-generation unless --eval-size (sized for SmolLM2 on 2 cores: docs)
+EVALUATED_CALIBRATION = "xsum_offline"  # the task whose documents are the default calibration texts
+PASSKEY_SLACK = 0.05  # a tokenizer may give a passkey prompt this share more tokens than its nominal length
+PASSKEY_ROOM = 32 + 12  # tokens of a chat template around the prompt, and the answer's (the YAMLs' max_gen_toks)
+CONTEXT_CAP = 2048  # the request window's default cap (metrics/perplexity.py)
 
 
 def _llm_folder(root: Path) -> Path:
@@ -50,6 +64,10 @@ def calibration_set(train: str | None, root: Path | None) -> ExampleSet:
 
 def missing_calibration(task: Task) -> str:
     """Why an LLM task has no calibration texts, for the error of a method that needs them."""
+    if task.suite is not None and EVALUATED_CALIBRATION in task.suite.sets:
+        return (f"task {task.name}: one-shot methods calibrate on text, and the default calibration texts ({CALIBRATION}) "
+                f"are the documents {EVALUATED_CALIBRATION} evaluates: give --train FILE (text lines or .jsonl) or "
+                "--calibration-data")
     return (f"task {task.name}: one-shot methods calibrate on its training split, text only: give --train FILE (text "
             f"lines or .jsonl), --calibration-data, or --data-dir with {CALIBRATION}")
 
@@ -69,15 +87,15 @@ def with_calibration(task: Task, config) -> Task:
     return dataclasses.replace(task, protocol=f"{task.protocol}; calibration texts: {used}")
 
 
-def _task(name: str, suite, train: ExampleSet, what: str) -> Task:
+def _task(name: str, suite, train: ExampleSet, what: str, how: str | None = None) -> Task:
     tasks = ", ".join(f"{n} ({s.size} items)" for n, s in suite.sets.items())
     ppl = f"; {suite.perplexity.name} perplexity of {suite.perplexity.source} in at most {suite.perplexity.cap} " \
           f"non-overlapping windows (the SparseGPT / Wanda protocol)" if suite.perplexity else ""
     prompts = suite.divergence
     divergence = f"; divergence along the base's greedy answers to {len(prompts.prompts)} of the {prompts.size} " \
                  f"prompts of {prompts.source} (at most {prompts.max_new_tokens} new tokens)" if prompts else ""
-    protocol = (f"{what}: lm-evaluation-harness {suite.describe.get('version')}, zero-shot, no chat template, "
-                f"log-likelihoods by {suite.scoring} scoring: {tasks}{ppl}{divergence}")
+    how = how or f"zero-shot, no chat template, log-likelihoods by {suite.scoring} scoring"
+    protocol = f"{what}: lm-evaluation-harness {suite.describe.get('version')}, {how}: {tasks}{ppl}{divergence}"
     return Task(name, None, train, None, kind="lm-eval", metric="accuracy", suite=suite, protocol=protocol)
 
 
@@ -155,7 +173,99 @@ def _lm_eval(data_dir=None, seed: int = 0, train: str | None = None, lm_eval_tas
                           f"the data folder's {WIKITEXT}, and {where}; give --data-dir with it, or drop "
                           "--perplexity-windows")
     include = [TASKS_DIR] + ([Path(lm_eval_include)] if lm_eval_include else [])
+    # xsum_offline evaluates the default calibration texts: none then, unless --train (missing_calibration)
+    calibration_root = None if EVALUATED_CALIBRATION in names else root
     suite = build_suite(names, include, root, None, wikitext if wikitext and wikitext.is_file() else None,
                         perplexity_window,  # lm-eval's own tasks indexed only when a name is not in include
                         **_evaluation(seed, perplexity_windows, exact_lm_eval, until_interval))
-    return _task("lm-eval", dataclasses.replace(suite, divergence=prompts), calibration_set(train, root), "lm-eval tasks")
+    return _task("lm-eval", dataclasses.replace(suite, divergence=prompts), calibration_set(train, calibration_root),
+                 "lm-eval tasks")
+
+
+@TASKS.register(SUITES[2])
+def _generation(data_dir=None, seed: int = 0, train: str | None = None, perplexity_window: int | None = None,
+                exact_lm_eval: bool = False, divergence_prompts: int = 0, divergence_file: str | None = None,
+                divergence_max_new_tokens: int | None = None) -> Task:
+    from ..llm.engine import TASKS_DIR, require_lm_eval
+    from ..llm.suite import build_suite
+
+    require_lm_eval()
+    root = resolve_data_dir(data_dir, "task llm-generation")
+    prompts = prompts_to_answer(root, divergence_prompts, divergence_file, divergence_max_new_tokens, seed)
+    suite = build_suite(list(GENERATION), TASKS_DIR, root, False, None, perplexity_window,
+                        **_evaluation(seed, 0, exact_lm_eval, None))
+    suite = suite.capped(GENERATION_ITEMS, seed + 1)  # load_task's seed for --eval-size, which replaces this default
+    suite = dataclasses.replace(suite, divergence=prompts,
+                                describe={**suite.describe, "passkey_sweep": "the lengths that fit the request window"})
+    return _task("llm-generation", suite, calibration_set(train, root),
+                 "the LLM generation suite on the data folder's offline copies",
+                 f"zero-shot, greedy answers scored by lm-eval's per-item metrics ({GENERATION_ITEMS} items per task "
+                 "unless --eval-size; passkey lengths up to the request window)")
+
+
+# ----- the passkey sweep and the request window ---------------------------------------------------------
+def request_window(window: int | None, max_positions: int | None) -> int:
+    """The tokens of an lm-eval request (``metrics.perplexity.default_window`` before the model is loaded):
+    ``window`` (--perplexity-window) when given, else the model's context capped at 2048."""
+    return int(window) if window else min(int(max_positions or CONTEXT_CAP), CONTEXT_CAP)
+
+
+def passkey_tokens(length: int) -> int:
+    """The window a passkey prompt of nominal ``length`` tokens needs: the prompt (a tokenizer's share more),
+    a chat template around it and the answer."""
+    return math.ceil(length * (1 + PASSKEY_SLACK)) + PASSKEY_ROOM
+
+
+def check_window(suite, max_positions: int | None, source) -> None:
+    """Before the model is loaded (``validate.validate_run``): a request window past the model's context, or
+    a passkey task named explicitly (``--lm-eval-tasks``) that does not fit the request window, is one
+    ``ConfigError``; the sweep of ``llm-generation`` drops those lengths instead (``within_window``)."""
+    generates = any(s.output_type == "generate_until" for s in suite.sets.values())
+    if generates and suite.window and max_positions and suite.window > max_positions:
+        raise ConfigError(f"--perplexity-window {suite.window}: model {source!r} takes at most {max_positions} tokens; "
+                          f"give at most {max_positions}")
+    if not suite.describe.get("passkey_sweep"):
+        _refuse_long_passkeys(suite, request_window(suite.window, max_positions), f"model {source!r}")
+
+
+def _refuse_long_passkeys(suite, window: int, model: str) -> None:
+    for name in suite.sets:
+        if name in PASSKEY and passkey_tokens(PASSKEY[name]) > window:
+            fits = [n for n, length in PASSKEY.items() if passkey_tokens(length) <= window]
+            raise ConfigError(f"--lm-eval-tasks {name}: its prompts of about {PASSKEY[name]:,} tokens need a window of "
+                              f"{passkey_tokens(PASSKEY[name]):,} (a tokenizer's 5% more, a chat template, the answer); "
+                              f"{model} is asked in requests of at most {window:,} tokens (--perplexity-window; "
+                              f"default: its context capped at {CONTEXT_CAP}): "
+                              f"{'name ' + ', '.join(fits) if fits else 'no passkey length fits'}")
+
+
+def within_window(suite, window: int):
+    """The suite its model can run in requests of ``window`` tokens: ``llm-generation``'s passkey lengths
+    that fit (a line says which are dropped); a passkey task named explicitly that does not is one
+    ``ConfigError`` (``check_window`` says so before the model loads on the command line)."""
+    if not suite.describe.get("passkey_sweep"):
+        _refuse_long_passkeys(suite, window, "the model")
+        return suite
+    dropped = [n for n in suite.sets if n in PASSKEY and passkey_tokens(PASSKEY[n]) > window]
+    if not dropped:
+        return suite
+    print(f"[forgetless]   passkey sweep: {', '.join(dropped)} left out (prompts longer than the request window of "
+          f"{window} tokens; --perplexity-window N widens it up to the model's context)", file=sys.stderr, flush=True)
+    kept = [n for n in suite.sets if n not in dropped]
+    return dataclasses.replace(suite, tasks={n: suite.tasks[n] for n in kept}, sets={n: suite.sets[n] for n in kept},
+                               describe={**suite.describe, "passkey_left_out": dropped})
+
+
+def within_model_window(task: Task, max_positions: int | None) -> Task:
+    """``task`` for a model of ``max_positions`` tokens (None: not known, 2048): its passkey sweep cut to the
+    lengths that fit the request window (``within_window``), its protocol naming those left out; the card
+    then shows what ran. Other tasks as they are."""
+    if task.suite is None or not task.suite.describe.get("passkey_sweep"):
+        return task
+    window = request_window(task.suite.window, max_positions)
+    suite = within_window(task.suite, window)
+    if suite is task.suite:
+        return task
+    left = ", ".join(suite.describe["passkey_left_out"])
+    return dataclasses.replace(task, suite=suite, protocol=f"{task.protocol}; passkey tasks left out: {left} (past "
+                                                             f"the request window of {window} tokens)")

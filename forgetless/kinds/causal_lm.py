@@ -20,6 +20,7 @@ import statistics
 from dataclasses import asdict, is_dataclass
 
 from ..data.task import PairSet, Task
+from ..data.llm_tasks import within_window
 from ..data.task_kinds import task_kind
 from ..errors import ConfigError
 from ..llm import cache
@@ -138,6 +139,7 @@ class CausalLMKind:
             raise ConfigError("--until-interval scores base and compressed together, round by round: evaluate the "
                               "two models as a pair (evaluate_pair), not one alone")
         batch_size, why = eval_batch_size(model, batch_size, ROW_TOKENS)  # memory decides, up to the requested
+        suite = within_window(suite, default_window(model, suite.window))  # llm-generation's passkey sweep
         entry = cache.entry_path(model, tokenizer, suite, batch_size)
         kept = cache.load(entry)
         if kept is not None:

@@ -45,6 +45,7 @@ NOT_RUN = sorted([
     "docs/llm-evaluation.md: SmolLM2 answers 200 prompts: tens of minutes on two shared cores",
     "docs/llm-tasks.md: installs packages", "docs/llm-tasks.md: needs the Hugging Face hub",
     "docs/llm-tasks.md: lm-eval's own command line, an outline (its model arguments are yours)",
+    "docs/llm-tasks.md: SmolLM2 answers the suite: minutes on two cores",
     "docs/models.md: installs packages", "docs/offline-models.md: installs packages",
     "docs/quantization-schemes.md: reads the folder the command above writes (minutes on SmolLM2)",
     "docs/recipes.md: the paper scale needs a GPU and the Hugging Face hub",

@@ -129,7 +129,7 @@ def test_bad_divergence_settings_are_one_clear_error(data, tmp_path):
 
 
 def test_a_divergence_option_on_another_task_or_without_base_is_refused(data, pair):
-    with pytest.raises(ConfigError, match="divergence.prompts: applies to task.llm-zero-shot, lm-eval, not synthetic"):
+    with pytest.raises(ConfigError, match="divergence.prompts: applies to task.llm-generation, llm-zero-shot, lm-eval, not synthetic"):
         task_from_config(build(TaskConfig, {"name": "synthetic", "divergence_prompts": 3}, "task"))
     base, compressed, tok = pair
     with pytest.raises(ConfigError, match="give base="):
