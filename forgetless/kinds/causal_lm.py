@@ -99,16 +99,8 @@ class CausalLMKind:
             stat = os.stat(eval_config.perplexity_file)  # the text scored, not only its name
             options["perplexity_file_stat"] = [stat.st_size, stat.st_mtime_ns]
         entry = cache.zero_shot_entry_path(model, tokenizer, task, options)
-        kept = cache.load(entry)
-        if kept is not None:
-            say(f"this model's zero-shot scores on {task.name} are reused from {entry}")
-            kept["zero_shot"].update(cache={"path": str(entry), "reused": True}, batch_size_from_memory=why)
-            return kept
-        result = self._score_sets(model, tokenizer, task, eval_config, max_length, batch_size)
-        cache.store(entry, result)
-        result["zero_shot"].update(cache={"path": str(entry) if entry else None, "reused": False},
-                                   batch_size_from_memory=why)
-        return result
+        return _cached(entry, f"this model's zero-shot scores on {task.name} are", why,
+                       lambda: self._score_sets(model, tokenizer, task, eval_config, max_length, batch_size))
 
     def _score_sets(self, model, tokenizer, task: Task, eval_config, max_length: int, batch_size: int) -> dict:
         """Every evaluation set of a classification task scored zero-shot (``metrics/zero_shot.py``), and
@@ -141,11 +133,11 @@ class CausalLMKind:
         batch_size, why = eval_batch_size(model, batch_size, ROW_TOKENS)  # memory decides, up to the requested
         suite = within_window(suite, default_window(model, suite.window))  # llm-generation's passkey sweep
         entry = cache.entry_path(model, tokenizer, suite, batch_size)
-        kept = cache.load(entry)
-        if kept is not None:
-            say(f"this model's evaluation on the suite is reused from {entry}")
-            kept["zero_shot"].update(cache={"path": str(entry), "reused": True}, batch_size_from_memory=why)
-            return kept
+        return _cached(entry, "this model's evaluation on the suite is", why,
+                       lambda: self._score_suite(model, tokenizer, suite, batch_size, progress))
+
+    def _score_suite(self, model, tokenizer, suite, batch_size: int, progress: bool | None) -> dict:
+        """The suite's lm-eval tasks, then its perplexity text (``evaluate_suite`` without the cache)."""
         result = evaluate_tasks(model, tokenizer, suite, default_window(model, suite.window), batch_size, progress)
         if suite.perplexity is not None:
             p, window = suite.perplexity, default_window(model, suite.perplexity.window)
@@ -153,9 +145,6 @@ class CausalLMKind:
                 + (f", at most {p.cap}" if p.cap else ""))
             result["language_model"] = {"file": p.source, "protocol": "non-overlapping windows of the joined text",
                                         **perplexity(model, tokenizer, p.text, window, batch_size, p.cap, p.seed)}
-        cache.store(entry, result)
-        result["zero_shot"].update(cache={"path": str(entry) if entry else None, "reused": False},
-                                   batch_size_from_memory=why)
         return result
 
     def evaluate_pair(self, models: dict, tokenizer, task: Task, eval_config, progress: bool | None = None) -> dict:
@@ -196,3 +185,17 @@ class CausalLMKind:
         return {**prefill, "config": asdict(config), "mode": "prefill+decode", "times_s": times,
                 "decode_ms_per_token": per_token["latency"], "decode_ms_per_token_batch": per_token["throughput"],
                 "flop_limit": flop_limit(base, compressed, config)}
+
+
+def _cached(entry, what: str, why, compute) -> dict:
+    """The evaluation kept at ``entry`` of the shared cache (``llm/cache.py``), else ``compute()``'s, stored
+    there; either way marked with where it lives, whether it was reused and why the batch size is what it is."""
+    kept = cache.load(entry)
+    if kept is not None:
+        say(f"{what} reused from {entry}")
+    result = kept if kept is not None else compute()
+    if kept is None:
+        cache.store(entry, result)
+    result["zero_shot"].update(cache={"path": str(entry) if entry else None, "reused": kept is not None},
+                               batch_size_from_memory=why)
+    return result
