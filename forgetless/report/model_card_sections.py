@@ -165,8 +165,9 @@ def speed_summary(card: dict) -> dict:
     or why the speed was not timed."""
     speed = card["speed"]
     if not speed.get("timed", True):
-        return {"timed": "no", "why": speed["why_not_timed"]}
-    out = {"mode": speed.get("mode"), "device": speed.get("device"), "threads": speed.get("threads")}
+        return {"timed": "no", "why": speed["why_not_timed"], **served_summary(speed.get("served"))}
+    out = {"mode": speed.get("mode"), **({"engine": speed["engine"]} if speed.get("engine") else {}),
+           "device": speed.get("device"), "threads": speed.get("threads")}
     timing = speed.get("timing") or {}
     if not timing:  # a card without raw times: the bare ratios
         out.update({"latency speedup": speedup_text(speed["latency_ms"]["speedup"], None, speed["meaningful"]),
@@ -177,6 +178,19 @@ def speed_summary(card: dict) -> dict:
     load = speed.get("load_average")
     if load:
         out["load average (1 min) before / after"] = f"{load['before'][0]:.1f} / {load['after'][0]:.1f}"
+    return {**out, **served_summary(speed.get("served"))}
+
+
+def served_summary(served: dict | None) -> dict:
+    """The served speed in vLLM (``serving/speed.py``): each row's speedup with its interval and the
+    engine, or why it was not measured; nothing when the run did not ask (``--speed none``, not an LLM)."""
+    if not served:
+        return {}
+    if not served.get("measured"):
+        return {"served in vLLM": f"not measured: {served['why']}"}
+    out = {"served in vLLM": f"{served['engine']}, dtype {served['dtype']}"}
+    for row in served["rows"]:
+        out[f"served {row['measure']}: speedup [95% interval]"] = speedup_text(None, row["speedup"])
     return out
 
 

@@ -1,0 +1,108 @@
+"""Every scheme's SmolLM2 folder served by vLLM (issue 55): the serving check and the served speed.
+
+    python benchmarks/serving_schemes.py OUT [SCHEME ...]     # in an environment with vLLM (docs/shipping.md)
+
+For each scheme (default: W4A16, W4A16-AWQ, W8A8-INT8, FP8-DYNAMIC, FP8, W8A16, and 2:4 — Wanda 2:4
+zeros, saved dense) the base (``--model smollm2``) is compressed with ``forgetless.apply`` on 64
+WikiText-2 texts and saved to ``OUT/<scheme>/model``; then ``serving.check.serve_check`` (vLLM's greedy
+answers against forgetless's) and ``serving.speed.served_speed`` (base and the folder in vLLM,
+interleaved). Each step's result is written to ``OUT/results.json`` as it comes, and a rerun skips
+what is there (resumable); the table is printed at the end (``--table`` prints it alone).
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+SCHEMES = ("W4A16", "W4A16-AWQ", "W8A8-INT8", "FP8-DYNAMIC", "FP8", "W8A16", "2:4")
+WIKITEXT = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "llm" / "wikitext2" / "wiki.test.raw"
+
+
+def calibration_texts(count: int = 64) -> list[str]:
+    """The first ``count`` WikiText-2 paragraphs of 200 characters or more (headings skipped)."""
+    lines = [line.strip() for line in WIKITEXT.read_text(encoding="utf-8").splitlines()]
+    return [line for line in lines if len(line) >= 200 and not line.startswith("=")][:count]
+
+
+def make_folder(scheme: str, folder: Path) -> None:
+    """SmolLM2 compressed with ``scheme`` (2:4: Wanda 2:4, no recovery) saved to ``folder``."""
+    import forgetless
+    from forgetless.models.loading import load_causal_lm
+
+    model, tokenizer = load_causal_lm("smollm2")
+    method = forgetless.WandaConfig(pattern="2:4") if scheme == "2:4" else scheme
+    model = forgetless.apply(model, method, calibration=calibration_texts(), tokenizer=tokenizer)
+    forgetless.save_model(model, folder, tokenizer, metadata={"scheme": scheme})
+
+
+def step(results: dict, key: str, out: Path, compute) -> dict:
+    """``results[key]``, computed by ``compute()`` once and saved with the others (atomic)."""
+    if key not in results:
+        start = time.time()
+        results[key] = {**compute(), "seconds": round(time.time() - start, 1),
+                        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "load": os.getloadavg()[0]}
+        part = out / "results.json.part"
+        part.write_text(json.dumps(results, indent=1))
+        part.replace(out / "results.json")
+    return results[key]
+
+
+def run(out: Path, schemes: list[str]) -> dict:
+    from forgetless.models.loading import resolve_model_path
+    from forgetless.serving.check import serve_check
+    from forgetless.serving.speed import served_speed
+
+    out.mkdir(parents=True, exist_ok=True)
+    results = json.loads((out / "results.json").read_text()) if (out / "results.json").is_file() else {}
+    base = resolve_model_path("smollm2")
+    step(results, "base check", out, lambda: serve_check(base))
+    for scheme in schemes:
+        folder = out / scheme.replace(":", "-") / "model"
+        made = step(results, f"{scheme} folder", out, lambda: _made(scheme, folder))
+        if not made.get("made"):
+            continue
+        step(results, f"{scheme} check", out, lambda: serve_check(folder))
+        step(results, f"{scheme} speed", out, lambda: served_speed(base, folder))
+    return results
+
+
+def _made(scheme: str, folder: Path) -> dict:
+    try:
+        make_folder(scheme, folder)
+    except Exception as exc:  # noqa: BLE001 - recorded in the table, the other schemes go on
+        return {"made": False, "why": f"{type(exc).__name__}: {exc}"[:300]}
+    return {"made": True, "path": str(folder)}
+
+
+def table(results: dict, schemes: list[str]) -> list[str]:
+    """One row per scheme: served or vLLM's reason, the check's verdict, tokens/s base vs scheme."""
+    from forgetless.serving.compare import verdict
+
+    lines = ["| scheme | vLLM check | tokens/s batch 1: base / scheme | tokens/s batch 16: base / scheme | "
+             "time to first token (ms): base / scheme |", "|---|---|---:|---:|---:|"]
+    for scheme in schemes:
+        made, check, speed = (results.get(f"{scheme} {k}") for k in ("folder", "check", "speed"))
+        if made and not made.get("made"):
+            lines.append(f"| {scheme} | not written: {made['why']} | | | |")
+            continue
+        cells = ["", "", ""]
+        if speed and speed.get("measured"):
+            rows = {r["measure"]: r for r in speed["rows"]}
+            names = ("generated tokens/s, batch 1", "generated tokens/s, batch 16", "time to first token, batch 1")
+            cells = [f"{rows[n]['base']['median']:.1f} / {rows[n]['compressed']['median']:.1f} "
+                     f"({rows[n]['speedup']['speedup']:.2f}×)" if n in rows else "" for n in names]
+        elif speed:
+            cells[0] = speed["why"][:200]
+        lines.append(f"| {scheme} | {verdict(check) if check else 'not run'} | " + " | ".join(cells) + " |")
+    return lines
+
+
+if __name__ == "__main__":
+    args = [a for a in sys.argv[1:] if a != "--table"]
+    chosen = args[1:] or list(SCHEMES)
+    done = run(Path(args[0]), chosen) if "--table" not in sys.argv else json.loads(
+        (Path(args[0]) / "results.json").read_text())
+    print("\n".join(table(done, chosen)))
