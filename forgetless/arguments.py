@@ -49,6 +49,18 @@ def _kind(field) -> str:
     return f"a whole number in {low}..{high}" if high is not None else f"a whole number >= {low}"
 
 
+def run_device(device: str, flag: str = "--device") -> str:
+    """The device a run works on for ``--device device``: ``auto`` is a CUDA GPU when torch has one, else the
+    CPU; any other name is checked (``check_device``) and kept. Training, calibration, scoring, generation and
+    the speed check all run there (the models are moved to it; every input follows its model)."""
+    import torch
+
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    check_device(device, flag)
+    return str(device)
+
+
 def check_device(device, flag: str = "--device") -> None:
     """``device`` is one torch knows and this machine has: ``cpu``, ``cuda`` / ``cuda:N`` with a CUDA
     GPU (N below the GPU count), ``mps`` / ``xpu`` where torch has them; one ``OptionError`` otherwise."""

@@ -184,8 +184,9 @@ class TrainConfig(Config):
                                                                          "(effective batch: batch size × N × processes)")
     bf16: bool = option(False, switch=True, help="train in bfloat16 mixed precision (CPU or a recent GPU)")
     fp16: bool = option(False, switch=True, help="train in float16 mixed precision (a CUDA GPU only)")
-    device: str = option("auto", choices=("auto", "cpu", "cuda"), help="train on: auto (a CUDA GPU when there is "
-                                                                        "one), cpu, or cuda")
+    device: str = option("auto", choices=("auto", "cpu", "cuda"),
+                         help="run on (training, calibration, scoring, generation, speed): auto (a CUDA GPU when "
+                              "there is one, else the CPU), cpu, or cuda")
     progress: bool = option(True, cli=False, help="progress bars (the run's --no-progress)")
     report_to: str = option("none", help="Trainer integrations for training logs: none, tensorboard, wandb, … "
                                          "(comma-separated)")

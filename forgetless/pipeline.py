@@ -28,6 +28,7 @@ import transformers
 from torch import nn
 
 from . import progress
+from .arguments import run_device
 from .progress import stage
 from .config import CleverConfig, RunConfig
 from .data.llm_tasks import with_calibration
@@ -167,9 +168,11 @@ def _steps(task: Task, config: RunConfig, work_dir: Path | None, model, given_to
         stage(f"[{next(numbers)}/{steps}] {name}")
 
     step("base" if config.base == "as-is" else "teacher")
+    device = run_device(config.train.device)  # one device for every step: each model is moved there
     teacher, tokenizer, teacher_info = train_teacher(task, config, work_dir, kind, model, given_tokenizer)
+    teacher = teacher.to(device)
     ctx = CompressionContext(task=task, tokenizer=tokenizer, teacher=teacher, work_dir=work_dir,
-                             train_config=config.train, objective=objective, seed=config.seed,
+                             train_config=config.train, objective=objective, seed=config.seed, device=device,
                              base_model=model if model is not None else config.model, kind=kind,
                              cache_dir=Path(config.cache_dir) if config.cache_dir else
                              work_dir / "cache" if work_dir is not None else None,
@@ -196,7 +199,7 @@ def compress_student(ctx: CompressionContext, config: RunConfig, method, then: l
     transformers.set_seed(config.seed)
     student = copy.deepcopy(ctx.teacher) if config.student_init == "teacher" else \
         ctx.kind.load_model(ctx.base_model, ctx.task, config.seed, ctx.tokenizer)[0]
-    compressed = method.compress(student, ctx).eval()
+    compressed = method.compress(student.to(ctx.device), ctx).eval()
     for extra in then:
         step(f"then {extra.config.name}")
         compressed = extra.compress(compressed, ctx).eval()
@@ -249,7 +252,7 @@ def measure(ctx: CompressionContext, config: RunConfig, teacher, compressed, met
         predictions=predictions, sizes={}, speed=speed, notes=ctx.notes, command=" ".join(sys.argv),
         robustness=robustness, calibration=calibration_section(task, predictions),  # ECE, confidence
         agreement=agreement(predictions), recipe=drop_empty({"command": "compress", **to_recipe(config)}),
-        calibration_texts=ctx.calibration,
+        calibration_texts=ctx.calibration, device=ctx.device,
         model={"compressed": started, "model_type": getattr(compressed.config, "model_type", None)})
 
 

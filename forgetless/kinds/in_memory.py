@@ -82,14 +82,15 @@ def check_tokenizer_object(tokenizer):
     return tokenizer
 
 
-def adopt(model: nn.Module, tokenizer, task, kind_name: str, device: str = "cpu"):
-    """``(copy of model, tokenizer)`` after the checks above; ``model`` itself is left untouched."""
+def adopt(model: nn.Module, tokenizer, task, kind_name: str):
+    """``(copy of model, tokenizer)`` after the checks above; ``model`` itself is left untouched (the run moves the
+    copy to its ``--device``: ``pipeline._steps``)."""
     check_model_object(model, kind_name, task)
     tokenizer = find_tokenizer(model, tokenizer, task)
     if tokenizer.pad_token_id is None:
         raise ConfigError(f"tokenizer: the tokenizer of the given {type(model).__name__} has no pad token; "
                           "set tokenizer.pad_token (e.g. to its end-of-sequence token)")
-    copied = copy.deepcopy(model).to(device)
+    copied = copy.deepcopy(model)
     if getattr(copied.config, "pad_token_id", None) is None:
         copied.config.pad_token_id = tokenizer.pad_token_id  # decoder classifiers pool the last non-pad token
     return copied, tokenizer

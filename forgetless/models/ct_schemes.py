@@ -22,8 +22,8 @@ from ..errors import ForgetlessError
 from .activation_quant import INPUT_ATTR, InputQuant, quantize_inputs
 from .compressed_tensors import FORMAT, GROUPED_BITS, GroupedInts, grouped_modules, set_grouped
 from .float_codes import FloatCodes
+from .transformers_compat import folder_format_version
 
-FORMAT_VERSION = "0.19.0"  # the compressed-tensors release whose output (llm-compressor 0.14) the tests compare
 INT, FLOAT = "int-quantized", "float-quantized"
 FORMATS = (FORMAT, INT, FLOAT)
 
@@ -101,7 +101,7 @@ def schemes_config(model: nn.Module, schemes: dict[str, dict]) -> dict:
     return {"config_groups": groups, "format": formats.pop() if len(formats) == 1 else "mixed-precision",
             "global_compression_ratio": None, "ignore": ignore, "kv_cache_scheme": None,
             "quant_method": "compressed-tensors", "quantization_status": "compressed", "sparsity_config": {},
-            "transform_config": {}, "version": FORMAT_VERSION}
+            "transform_config": {}, "version": folder_format_version(groups)}
 
 
 def _check_group(group: str, scheme: dict) -> None:

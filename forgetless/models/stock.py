@@ -31,6 +31,7 @@ from .ct_schemes import read_schemes, stored_layout
 from .expert_checkpoint import experts_scheme, stock_pieces
 from .manifest import read_manifest, transformers_model_class
 from .surgery import model_shape
+from .transformers_compat import compressed_tensors_misreads
 
 
 def _set_dotted(config, dotted: str, value) -> None:
@@ -262,7 +263,8 @@ def stock_loadable(model_dir: str | Path) -> tuple[bool, str]:
 
 def _compressed_loadable(model_class: type, model_dir: Path, config: dict, scheme: str, why: str) -> tuple[bool, str]:
     """``stock_loadable`` of a compressed-tensors folder whose tensors fit (``why``)."""
-    failure = compressed_init_failure(model_class, model_dir) or \
+    failure = compressed_tensors_misreads(config["quantization_config"]["config_groups"]) or \
+        compressed_init_failure(model_class, model_dir) or \
         asymmetric_experts_failure(model_class, config, tensor_header(model_dir / WEIGHTS))
     if failure:
         return False, failure

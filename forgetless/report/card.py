@@ -116,7 +116,7 @@ def build_card(measured: Measurements, saved_model: dict | None = None, recipe: 
         "run": to_recipe(run),
         "seed": run.seed,
         "command": measured.command,
-        "environment": {**environment(), "compress_memory": measured.compress_memory,
+        "environment": {**environment(measured.device), "compress_memory": measured.compress_memory,
                         "run_memory": run_peak()},  # the whole run's peak so far: load, compress, evaluate, time
     }
     _deployment(card, measured)

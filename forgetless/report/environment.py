@@ -6,7 +6,8 @@ import os
 import platform
 
 
-def environment() -> dict:
+def environment(device: str | None = None) -> dict:
+    """Versions, hardware (with ``device``: the one the run worked on, ``--device`` resolved) and the time."""
     import torch  # here, not at the top: re-rendering a saved card (`forgetless report`) imports no torch
     import transformers
     from importlib.metadata import PackageNotFoundError, version
@@ -24,5 +25,6 @@ def environment() -> dict:
                      "datasets": v("datasets")},
         "hardware": {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
                      "cpu_count": os.cpu_count(), "torch_threads": torch.get_num_threads(),
-                     "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None},
+                     "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
+                     **({"device": device} if device else {})},
     }

@@ -84,7 +84,8 @@ def render_markdown(card: dict, summary: bool = True) -> str:
               f"- seed {card['seed']}; command: `{card['command']}`",
               f"- versions: {', '.join(f'{k} {v}' for k, v in env['versions'].items() if v)}",
               f"- hardware: {env['hardware']['processor']}, {env['hardware']['cpu_count']} CPUs, "
-              f"{env['hardware']['torch_threads']} torch threads, GPU: {env['hardware']['gpu'] or 'none'}",
+              f"{env['hardware']['torch_threads']} torch threads, GPU: {env['hardware']['gpu'] or 'none'}"
+              + (f"; ran on {env['hardware']['device']}" if env['hardware'].get('device') else ""),
               f"- created {env['created']}"]
     memory = env.get("compress_memory")
     if memory:  # metrics/memory.py: the compression step's own high-water mark

@@ -22,7 +22,8 @@ class Measurements:
     (None for generation); ``agreement``: ``metrics.runtime.agreement`` of the deployed model
     with the base; ``model``: where the compressed model started from and its ``model_type``;
     ``provenance``: where a converted base's weights came from; ``recipe``: the resolved recipe;
-    ``compress_memory``: the compression step's peak memory (``metrics.memory.PeakMemory``);
+    ``compress_memory``: the compression step's peak memory (``metrics.memory.PeakMemory``); ``device``:
+    the device every step ran on (``--device`` resolved: ``arguments.run_device``);
     ``calibration_texts``: the ``--calibration-data`` texts the methods read (the card warns when they
     are in what it evaluates, ``honest.run_calibration_leak``)."""
 
@@ -45,5 +46,6 @@ class Measurements:
     provenance: dict | None = None
     recipe: dict | None = None
     compress_memory: dict | None = None
+    device: str | None = None
     calibration_texts: list | None = None
     command: str = ""

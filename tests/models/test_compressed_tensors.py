@@ -13,6 +13,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 import transformers
+from packaging.version import Version
 from safetensors.torch import load_file
 
 from forgetless.methods._shared.sequential import run_layer_by_layer
@@ -21,6 +22,7 @@ from forgetless.models.compressed_tensors import GROUPED_BITS, pack_int32, unpac
 from forgetless.models.io import load_model, save_model
 from forgetless.models.checks import tensor_header
 from forgetless.models.stock import stock_loadable
+from forgetless.models.transformers_compat import DENSE_PACKING, compressed_tensors_misreads
 from forgetless.registry import METHODS
 
 FIXTURE = json.loads((Path(__file__).resolve().parents[1] / "fixtures" / "llmcompressor_w4.json").read_text())
@@ -44,9 +46,10 @@ def test_packing_by_hand_and_against_compressed_tensors():
     assert pack_int32(straddling, 3).tolist() == [[-2 ** 31 + 2 ** 30, 1]]
     with pytest.raises(ValueError, match="outside"):
         pack_int32(torch.tensor([[16]]), 4)
-    pytest.importorskip("compressed_tensors", reason="the llm extra: pip install -e '.[llm]'")
+    compressed_tensors = pytest.importorskip("compressed_tensors", reason="the llm extra: pip install -e '.[llm]'")
     from compressed_tensors.compressors.pack_quantized.helpers import pack_to_int32, unpack_from_int32
 
+    dense = Version(compressed_tensors.__version__) >= Version(DENSE_PACKING)  # 0.17 pads every word
     for bits in GROUPED_BITS:
         for columns in (1, 7, 8, 11, 64, 96):
             codes = torch.randint(0, 2 ** bits, (5, columns), generator=torch.Generator().manual_seed(columns))
@@ -54,6 +57,9 @@ def test_packing_by_hand_and_against_compressed_tensors():
             assert packed.dtype == torch.int32 and packed.shape == (5, -(-columns * bits // 32))
             assert torch.equal(unpack_int32(packed, bits, columns), codes.to(torch.uint8))
             signed = (codes - 2 ** (bits - 1)).to(torch.int8)  # compressed-tensors' codes are signed
+            if 32 % bits and not dense:  # ten 3-bit codes a word, two bits unused: another layout
+                assert pack_to_int32(signed, bits).shape == (5, -(-columns // (32 // bits)))
+                continue
             assert torch.equal(packed, pack_to_int32(signed, bits))
             assert torch.equal(unpack_from_int32(packed, bits, torch.Size([5, columns])), signed)
             assert torch.equal(pack_int32(codes.T, bits).T, pack_to_int32(signed, bits, packed_dim=0))  # zero points
@@ -106,7 +112,8 @@ def test_config_and_tensors_are_what_llm_compressor_writes(folders):
     for name in [*VARIANTS, "rtn_w4_g32_symmetric"]:
         expected = FIXTURE["variants"][name.removeprefix("rtn_")]
         config = json.loads((root / name / "config.json").read_text())
-        assert config["quantization_config"] == expected["quantization_config"], name
+        # llm-compressor wrote its compressed-tensors release (0.19); forgetless the oldest that reads the folder
+        assert config["quantization_config"] == {**expected["quantization_config"], "version": "0.17.0"}, name
         assert config.get("dtype", "float32") == expected["torch_dtype"] == "float32"  # unset: float32 weights
         header = {n: {"shape": list(shape), "dtype": dtype} for n, (shape, dtype) in
                   tensor_header(root / name / "model.safetensors").items()}
@@ -121,6 +128,10 @@ def test_channel_strategy_and_storage(folders):
     tensors = load_file(root / "w4_channel_asymmetric" / "model.safetensors")
     assert tensors["model.layers.0.mlp.down_proj.weight_scale"].shape == (64, 1)
     assert tensors["model.layers.0.mlp.down_proj.weight_zero_point"].shape == (8, 1)  # 64 rows × 4 bits / 32
+    # the oldest compressed-tensors that reads each folder: 0.18 packs 3-bit codes across words as forgetless does
+    assert weights["version"] == "0.17.0"
+    assert json.loads((root / "w3_g32_symmetric" / "config.json").read_text())["quantization_config"]["version"] == \
+        "0.18.0"
     # 8 bits, groups of 32: 8 + 32/32 bits a weight plus each weight_shape; embeddings and lm_head stay float32
     size = stored_bits(root / "w8_g32_symmetric")
     assert size["quantized"]["layers"] == 14 and size["quantized"]["weights"] == 73728
@@ -153,9 +164,12 @@ for folder in sys.argv[1:]:
         entry["zeros"] = int((model.model.layers[0].mlp.down_proj.weight == 0).sum())
     except Exception as exc:
         entry["plain"] = f"{type(exc).__name__}: {exc}"
-    dense = transformers.AutoModelForCausalLM.from_pretrained(
-        folder, use_safetensors=True, quantization_config=CompressedTensorsConfig(dequantize=True))
-    entry["dequantize"] = run(dense)
+    try:
+        dense = transformers.AutoModelForCausalLM.from_pretrained(
+            folder, use_safetensors=True, quantization_config=CompressedTensorsConfig(dequantize=True))
+        entry["dequantize"] = run(dense)
+    except Exception as exc:
+        entry["dequantize"] = f"{type(exc).__name__}: {exc}"
     out[folder] = entry
 print(json.dumps(out))
 """
@@ -174,6 +188,12 @@ def test_plain_transformers_loads_every_scheme_in_a_fresh_process(folders):
             expected = [model(input_ids=ids).logits.numpy().tobytes().hex(),
                         model.generate(ids[:, :5], max_new_tokens=4, do_sample=False, pad_token_id=0).tolist()]
         entry = loaded[str(root / name)]
+        groups = json.loads((root / name / "config.json").read_text())["quantization_config"]["config_groups"]
+        if compressed_tensors_misreads(groups):  # 3 bits with compressed-tensors 0.17: refused on the card
+            loadable, why = stock_loadable(root / name)
+            assert not loadable and f"pip install 'compressed-tensors>={DENSE_PACKING}'" in why, why
+            assert entry["forgetless"] == expected and "shapes cannot be multiplied" in entry["dequantize"], name
+            continue
         assert entry["forgetless"] == expected and entry["dequantize"] == expected, name  # bit for bit
         symmetric = "asymmetric" not in name
         if symmetric:  # plain from_pretrained: decompressed to nn.Linear on the first forward, same bits
