@@ -3,10 +3,10 @@
     python benchmarks/serving_schemes.py OUT [SCHEME ...]     # in an environment with vLLM (docs/shipping.md)
 
 For each scheme (default: W4A16, W4A16-AWQ, W8A8-INT8, FP8-DYNAMIC, FP8, W8A16, and 2:4 — Wanda 2:4
-zeros, saved dense) the base (``--model smollm2``) is compressed with ``forgetless.apply`` on 64
-WikiText-2 texts and saved to ``OUT/<scheme>/model``; then ``serving.check.serve_check`` (vLLM's greedy
-answers against forgetless's) and ``serving.speed.served_speed`` (base and the folder in vLLM,
-interleaved). Each step's result is written to ``OUT/results.json`` as it comes, and a rerun skips
+zeros, saved dense; group size 64 where the scheme says 128) the base (``--model smollm2``) is compressed with ``forgetless.apply`` on 64
+WikiText-2 texts and saved to ``OUT/<scheme>/model``; then, scheme after scheme,
+``serving.check.serve_check`` (vLLM's greedy answers against forgetless's) and, for the folders vLLM
+served, ``serving.speed.served_speed`` (base and the folder in vLLM, interleaved). Each step's result is written to ``OUT/results.json`` as it comes, and a rerun skips
 what is there (resumable); the table is printed at the end (``--table`` prints it alone).
 """
 from __future__ import annotations
@@ -15,8 +15,10 @@ import json
 import os
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
+GROUP_SIZE = 64  # SmolLM2's widths (576 = 4·128 + 64) take no group of 128: the schemes' 128 becomes 64
 SCHEMES = ("W4A16", "W4A16-AWQ", "W8A8-INT8", "FP8-DYNAMIC", "FP8", "W8A16", "2:4")
 WIKITEXT = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "llm" / "wikitext2" / "wiki.test.raw"
 
@@ -32,9 +34,12 @@ def make_folder(scheme: str, folder: Path) -> None:
     import forgetless
     from forgetless.models.loading import load_causal_lm
 
+    from forgetless.schemes import scheme_methods
+
     model, tokenizer = load_causal_lm("smollm2")
-    method = forgetless.WandaConfig(pattern="2:4") if scheme == "2:4" else scheme
-    model = forgetless.apply(model, method, calibration=calibration_texts(), tokenizer=tokenizer)
+    methods = [forgetless.WandaConfig(pattern="2:4")] if scheme == "2:4" else [
+        replace(m, group_size=GROUP_SIZE) if getattr(m, "group_size", 0) == 128 else m for m in scheme_methods(scheme)]
+    model = forgetless.apply(model, methods, calibration=calibration_texts(), tokenizer=tokenizer)
     forgetless.save_model(model, folder, tokenizer, metadata={"scheme": scheme})
 
 
@@ -59,13 +64,15 @@ def run(out: Path, schemes: list[str]) -> dict:
     results = json.loads((out / "results.json").read_text()) if (out / "results.json").is_file() else {}
     base = resolve_model_path("smollm2")
     step(results, "base check", out, lambda: serve_check(base))
-    for scheme in schemes:
-        folder = out / scheme.replace(":", "-") / "model"
-        made = step(results, f"{scheme} folder", out, lambda: _made(scheme, folder))
-        if not made.get("made"):
-            continue
+    folders = {scheme: out / scheme.replace(":", "-") / "model" for scheme in schemes}
+    for scheme, folder in folders.items():  # every folder, then every check, then the speeds (the slowest)
+        step(results, f"{scheme} folder", out, lambda: _made(scheme, folder))
+    made = {scheme: folder for scheme, folder in folders.items() if results[f"{scheme} folder"].get("made")}
+    for scheme, folder in made.items():
         step(results, f"{scheme} check", out, lambda: serve_check(folder))
-        step(results, f"{scheme} speed", out, lambda: served_speed(base, folder))
+    for scheme, folder in made.items():
+        if results[f"{scheme} check"].get("served"):
+            step(results, f"{scheme} speed", out, lambda: served_speed(base, folder))
     return results
 
 
@@ -81,7 +88,7 @@ def table(results: dict, schemes: list[str]) -> list[str]:
     """One row per scheme: served or vLLM's reason, the check's verdict, tokens/s base vs scheme."""
     from forgetless.serving.compare import verdict
 
-    lines = ["| scheme | vLLM check | tokens/s batch 1: base / scheme | tokens/s batch 16: base / scheme | "
+    lines = ["| scheme | vLLM check (8 prompts, 32 tokens) | tokens/s batch 1: base / scheme | tokens/s batch 16: base / scheme | "
              "time to first token (ms): base / scheme |", "|---|---|---:|---:|---:|"]
     for scheme in schemes:
         made, check, speed = (results.get(f"{scheme} {k}") for k in ("folder", "check", "speed"))

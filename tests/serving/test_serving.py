@@ -162,3 +162,19 @@ def test_served_by_vllm(llama_folder):
     result = serve_check(llama_folder, prompts=["hello world"], max_new_tokens=4)
     assert result["served"], result.get("why")
     assert result["summary"]["prompts"] == 1 and len(result["answers"]) == 1
+
+
+def test_the_in_process_timing_says_it_ran_fake_quantized_weights(llama_folder):
+    """A scheme's model timed in forgetless's own forward is labelled fake-quantized (its speedup below 1 is
+    the emulation's cost, not the served speed); the base is labelled plain PyTorch."""
+    import forgetless
+    from forgetless.metrics.speed import in_process_engine
+    from forgetless.models.loading import load_causal_lm
+
+    model, _ = load_causal_lm(llama_folder)
+    assert in_process_engine(model, "torch") == "forgetless in-process, PyTorch on cpu"
+    quantized = forgetless.apply(model, "FP8-DYNAMIC")
+    label = in_process_engine(quantized, "torch")
+    assert label.startswith("forgetless in-process, PyTorch on cpu with the quantized weights dequantized to float32 "
+                            "(fake-quantized: no integer or fp8 kernel ran)"), label
+    assert "not its served speed" in label
