@@ -3,10 +3,11 @@
     python benchmarks/serving_schemes.py OUT [SCHEME ...]     # in an environment with vLLM (docs/shipping.md)
 
 For each scheme (default: W4A16, W4A16-AWQ, W8A8-INT8, FP8-DYNAMIC, FP8, W8A16, and 2:4 — Wanda 2:4
-zeros, saved dense; group size 64 where the scheme says 128) the base (``--model smollm2``) is compressed with ``forgetless.apply`` on 64
-WikiText-2 texts and saved to ``OUT/<scheme>/model``; then, scheme after scheme,
-``serving.check.serve_check`` (vLLM's greedy answers against forgetless's) and, for the folders vLLM
-served, ``serving.speed.served_speed`` (base and the folder in vLLM, interleaved). Each step's result is written to ``OUT/results.json`` as it comes, and a rerun skips
+zeros, saved dense; group size 64 where the scheme says 128) the base (``--model smollm2``) is
+compressed with ``forgetless.apply`` on 16 WikiText-2 texts and saved to ``OUT/<scheme>/model``; then,
+scheme after scheme, ``serving.check.serve_check`` (vLLM's greedy answers against forgetless's) and,
+for the folders vLLM served, ``serving.speed.served_speed`` (base and the folder in vLLM,
+interleaved). Each step's result is written to ``OUT/results.json`` as it comes, and a rerun skips
 what is there (resumable); the table is printed at the end (``--table`` prints it alone).
 """
 from __future__ import annotations
@@ -23,7 +24,7 @@ SCHEMES = ("W4A16", "W4A16-AWQ", "W8A8-INT8", "FP8-DYNAMIC", "FP8", "W8A16", "2:
 WIKITEXT = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "llm" / "wikitext2" / "wiki.test.raw"
 
 
-def calibration_texts(count: int = 64) -> list[str]:
+def calibration_texts(count: int = 16) -> list[str]:
     """The first ``count`` WikiText-2 paragraphs of 200 characters or more (headings skipped)."""
     lines = [line.strip() for line in WIKITEXT.read_text(encoding="utf-8").splitlines()]
     return [line for line in lines if len(line) >= 200 and not line.startswith("=")][:count]
@@ -88,8 +89,8 @@ def table(results: dict, schemes: list[str]) -> list[str]:
     """One row per scheme: served or vLLM's reason, the check's verdict, tokens/s base vs scheme."""
     from forgetless.serving.compare import verdict
 
-    lines = ["| scheme | vLLM check (8 prompts, 32 tokens) | tokens/s batch 1: base / scheme | tokens/s batch 16: base / scheme | "
-             "time to first token (ms): base / scheme |", "|---|---|---:|---:|---:|"]
+    lines = ["| scheme | vLLM check (8 prompts, 32 tokens) | tokens/s batch 1: base / scheme | "
+             "tokens/s batch 16: base / scheme | time to first token (ms): base / scheme |", "|---|---|---:|---:|---:|"]
     for scheme in schemes:
         made, check, speed = (results.get(f"{scheme} {k}") for k in ("folder", "check", "speed"))
         if made and not made.get("made"):
