@@ -3,7 +3,8 @@
     python benchmarks/serving_schemes.py OUT [SCHEME ...]     # in an environment with vLLM (docs/shipping.md)
 
 For each scheme (default: W4A16, W4A16-AWQ, W8A8-INT8, FP8-DYNAMIC, FP8, W8A16, and 2:4 — Wanda 2:4
-zeros, saved dense; group size 64 where the scheme says 128) the base (``--model smollm2``) is
+zeros, saved dense; group size 64 where the scheme says 128; rtn in place of awq / gptq for W4A16-AWQ,
+W8A8-INT8 and W8A16, the same format) the base (``--model smollm2``) is
 compressed with ``forgetless.apply`` on 16 WikiText-2 texts and saved to ``OUT/<scheme>/model``; then,
 scheme after scheme, ``serving.check.serve_check`` (vLLM's greedy answers against forgetless's) and,
 for the folders vLLM served, ``serving.speed.served_speed`` (base and the folder in vLLM,
@@ -20,6 +21,11 @@ from dataclasses import replace
 from pathlib import Path
 
 GROUP_SIZE = 64  # SmolLM2's widths (576 = 4·128 + 64) take no group of 128: the schemes' 128 becomes 64
+# rtn writes the very format of gptq / awq for these (integer codes per row or group, zero points where
+# asymmetric; no static input scale) in a fraction of their time on a shared 2-core machine: the serving
+# check reads the format, not how the grid was chosen
+RTN_INSTEAD = ("W4A16-AWQ", "W8A8-INT8", "W8A16")
+FORMAT_FIELDS = ("bits", "group_size", "asymmetric", "weight_type", "activations")
 SCHEMES = ("W4A16", "W4A16-AWQ", "W8A8-INT8", "FP8-DYNAMIC", "FP8", "W8A16", "2:4")
 WIKITEXT = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "llm" / "wikitext2" / "wiki.test.raw"
 
@@ -30,17 +36,31 @@ def calibration_texts(count: int = 16) -> list[str]:
     return [line for line in lines if len(line) >= 200 and not line.startswith("=")][:count]
 
 
+def scheme_stack(scheme: str) -> list:
+    """The methods that write ``scheme``'s folder: the scheme's own, group size 64 for 128, rtn in place of
+    gptq where the folder's format is the same (``RTN_INSTEAD``), Wanda 2:4 for ``2:4``."""
+    from forgetless.registry import METHODS
+    from forgetless.schemes import scheme_methods
+
+    if scheme == "2:4":
+        return [METHODS.make_config("wanda", {"pattern": "2:4"})]
+    methods = [replace(m, group_size=GROUP_SIZE) if getattr(m, "group_size", 0) == 128 else m
+               for m in scheme_methods(scheme)]
+    if scheme in RTN_INSTEAD:
+        methods = [METHODS.make_config("rtn", {f: getattr(m, f) for f in FORMAT_FIELDS})
+                   if m.name in ("gptq", "awq") else m for m in methods]
+    return methods
+
+
 def make_folder(scheme: str, folder: Path) -> None:
     """SmolLM2 compressed with ``scheme`` (2:4: Wanda 2:4, no recovery) saved to ``folder``."""
     import forgetless
     from forgetless.models.loading import load_causal_lm
 
-    from forgetless.schemes import scheme_methods
-
     model, tokenizer = load_causal_lm("smollm2")
-    methods = [forgetless.WandaConfig(pattern="2:4")] if scheme == "2:4" else [
-        replace(m, group_size=GROUP_SIZE) if getattr(m, "group_size", 0) == 128 else m for m in scheme_methods(scheme)]
-    model = forgetless.apply(model, methods, calibration=calibration_texts(), tokenizer=tokenizer)
+    stack = scheme_stack(scheme)
+    texts = calibration_texts() if any(m.name != "rtn" for m in stack) else None  # rtn reads no text
+    model = forgetless.apply(model, stack, calibration=texts, tokenizer=tokenizer)
     forgetless.save_model(model, folder, tokenizer, metadata={"scheme": scheme})
 
 

@@ -202,6 +202,16 @@ def provenance_line(card: dict) -> str | None:
             f"{str(p.get('source_sha256', '?'))[:12]}…): {p.get('note', '')}")
 
 
+def served_note(card: dict) -> str:
+    """Whether this card's folder was served in vLLM (``speed.served``, ``serving/speed.py``), and where to look."""
+    served = card["speed"].get("served")
+    if served and served.get("measured"):
+        return f"served here by {served['engine']}: Speed, Served in vLLM"
+    if served:
+        return f"not served here: {served['why']}"
+    return "check a folder with `forgetless serve-check`"
+
+
 def deployment_notes(card: dict) -> list[str]:
     """What a user gets from each method of the chain, and where (issue 30: structural removal is
     measured here; zeros give no speedup on CPU nor in current vLLM; int4 compressed-tensors saves disk
@@ -217,12 +227,12 @@ def deployment_notes(card: dict) -> list[str]:
         elif config.get("activations", "none") != "none" or config.get("weight_type") == "fp8":  # W8A8 / FP8
             notes.append(f"{method_label(name, config)} (compressed-tensors {config.get('weight_type', 'int')} weights, "
                          f"inputs {config.get('activations')}): vLLM serves it with its W8A8 int8 / FP8 kernels on GPU "
-                         "(not verified here, no GPU); on CPU the inputs' and weights' quantize-dequantize runs in "
+                         f"({served_note(card)}); in PyTorch on CPU the inputs' and weights' quantize-dequantize runs in "
                          "float32: the same numbers, no speedup.")
         elif "bits" in config and "group_size" in config:  # a weight-only integer grid, saved as compressed-tensors
             notes.append(f"{method_label(name, config)} (compressed-tensors, group size {config.get('group_size')}): "
                          "smaller on disk and in GPU memory; vLLM serves it with its W4A16 / W8A16 (Marlin) kernels on "
-                         "GPU (group sizes 32, 64, 128 or -1; not verified here, no GPU); transformers on CPU "
+                         f"GPU (group sizes 32, 64, 128 or -1; {served_note(card)}); transformers on CPU "
                          "dequantizes it to float32: no speedup there.")
         elif "dtype" in config:  # PyTorch kernels: dynamic int8 or bf16
             q = next((q for q in card["deployment"]["quantization"] if q.get("dtype") == config.get("dtype")), {})

