@@ -9,7 +9,8 @@ compressed with ``forgetless.apply`` on 16 WikiText-2 texts and saved to ``OUT/<
 scheme after scheme, ``serving.check.serve_check`` (vLLM's greedy answers against forgetless's) and,
 for the folders vLLM served, ``serving.speed.served_speed`` (base and the folder in vLLM,
 interleaved). Each step's result is written to ``OUT/results.json`` as it comes, and a rerun skips
-what is there (resumable); the table is printed at the end (``--table`` prints it alone).
+what is there (resumable); the table is printed at the end (``--table`` prints it alone;
+``--checks-only`` times nothing).
 """
 from __future__ import annotations
 
@@ -76,7 +77,7 @@ def step(results: dict, key: str, out: Path, compute) -> dict:
     return results[key]
 
 
-def run(out: Path, schemes: list[str]) -> dict:
+def run(out: Path, schemes: list[str], speeds: bool = True) -> dict:
     from forgetless.models.loading import resolve_model_path
     from forgetless.serving.check import serve_check
     from forgetless.serving.speed import served_speed
@@ -91,7 +92,7 @@ def run(out: Path, schemes: list[str]) -> dict:
     made = {scheme: folder for scheme, folder in folders.items() if results[f"{scheme} folder"].get("made")}
     for scheme, folder in made.items():
         step(results, f"{scheme} check", out, lambda: serve_check(folder))
-    for scheme, folder in made.items():
+    for scheme, folder in made.items() if speeds else ():
         if results[f"{scheme} check"].get("served"):
             step(results, f"{scheme} speed", out, lambda: served_speed(base, folder))
     return results
@@ -129,8 +130,9 @@ def table(results: dict, schemes: list[str]) -> list[str]:
 
 
 if __name__ == "__main__":
-    args = [a for a in sys.argv[1:] if a != "--table"]
+    flags = {"--table", "--checks-only"} & set(sys.argv)
+    args = [a for a in sys.argv[1:] if a not in flags]
     chosen = args[1:] or list(SCHEMES)
-    done = run(Path(args[0]), chosen) if "--table" not in sys.argv else json.loads(
-        (Path(args[0]) / "results.json").read_text())
+    done = json.loads((Path(args[0]) / "results.json").read_text()) if "--table" in flags else \
+        run(Path(args[0]), chosen, speeds="--checks-only" not in flags)
     print("\n".join(table(done, chosen)))
