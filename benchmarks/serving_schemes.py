@@ -129,10 +129,39 @@ def table(results: dict, schemes: list[str]) -> list[str]:
     return lines
 
 
+def kernels(results: dict, schemes: list[str]) -> list[str]:
+    """Per scheme, the kernels vLLM's log named when it loaded the folder (the check's)."""
+    lines = []
+    for scheme in ["base", *schemes]:
+        check = results.get(f"{scheme} check") or {}
+        if check.get("kernels"):
+            lines.append(f"- {scheme}: " + "; ".join(f"`{k}`" for k in check["kernels"]))
+    return lines
+
+
+def spread(results: dict, schemes: list[str]) -> list[str]:
+    """Every served timing in full: each row's medians with min–max and the speedup interval."""
+    lines = []
+    for scheme in schemes:
+        speed = results.get(f"{scheme} speed") or {}
+        if speed.get("measured"):
+            load = speed["load_average"]
+            lines += ["", f"{scheme} against the base ({speed['date']}, load average {load['before'][0]:.1f} "
+                          f"before, {load['after'][0]:.1f} after):", "", "| | base | scheme | speedup [95% interval] |",
+                      "|---|---:|---:|---:|"]
+            for row in speed["rows"]:
+                cells = [f"{row[r]['median']:.1f} ({row[r]['min']:.1f}–{row[r]['max']:.1f})" for r in ("base", "compressed")]
+                sp = row["speedup"]
+                lines.append(f"| {row['measure']} ({row['unit']}) | {cells[0]} | {cells[1]} | {sp['speedup']:.2f}× "
+                             f"[{sp['low']:.2f}, {sp['high']:.2f}] |")
+    return lines
+
+
 if __name__ == "__main__":
     flags = {"--table", "--checks-only"} & set(sys.argv)
     args = [a for a in sys.argv[1:] if a not in flags]
     chosen = args[1:] or list(SCHEMES)
     done = json.loads((Path(args[0]) / "results.json").read_text()) if "--table" in flags else \
         run(Path(args[0]), chosen, speeds="--checks-only" not in flags)
-    print("\n".join(table(done, chosen)))
+    print("\n".join(table(done, chosen) + ["", "Kernels vLLM named:", ""] + kernels(done, chosen)
+                    + spread(done, chosen)))

