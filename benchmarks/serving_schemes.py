@@ -125,6 +125,8 @@ def table(results: dict, schemes: list[str]) -> list[str]:
                      f"({rows[n]['speedup']['speedup']:.2f}×)" if n in rows else "" for n in names]
         elif speed:
             cells[0] = speed["why"][:200]
+        elif check and check.get("served"):
+            cells[0] = "not timed in this run"
         lines.append(f"| {scheme} | {verdict(check) if check else 'not run'} | " + " | ".join(cells) + " |")
     return lines
 
