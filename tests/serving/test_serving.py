@@ -155,11 +155,21 @@ def test_kernel_lines_keep_vllm_s_own_lines_once():
 
 
 @pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vLLM is not installed (CI has none)")
-def test_served_by_vllm(llama_folder):
-    """Where vLLM is installed: a tiny Llama folder served, every answer compared."""
+def test_served_by_vllm(tmp_path):
+    """Where vLLM is installed: a tiny Llama folder served (head_dim 64: vLLM's CPU attention refuses 8,
+    "Unsupported CPU attention configuration"), every answer compared."""
+    import transformers
+
+    from forgetless.models.loading import bundled_tokenizer
+    from forgetless.models.tiny import tiny_llama_config
     from forgetless.serving.check import serve_check
 
-    result = serve_check(llama_folder, prompts=["hello world"], max_new_tokens=4)
+    tokenizer = bundled_tokenizer()
+    config = tiny_llama_config(len(tokenizer), tokenizer.pad_token_id or 0, hidden_size=128, num_attention_heads=2,
+                               num_key_value_heads=1, num_hidden_layers=2)
+    transformers.LlamaForCausalLM(config).save_pretrained(tmp_path / "llama")
+    tokenizer.save_pretrained(tmp_path / "llama")
+    result = serve_check(tmp_path / "llama", prompts=["hello world"], max_new_tokens=4)
     assert result["served"], result.get("why")
     assert result["summary"]["prompts"] == 1 and len(result["answers"]) == 1
 
