@@ -46,7 +46,7 @@ from .metrics.memory import PeakMemory
 from .metrics.perplexity import default_perplexity_file
 from .metrics.runtime import agreement, deploy
 from .metrics.size import bits_per_parameter, disk_size, parameter_counts, started_from
-from .metrics.speed import not_timed, timed, unchanged_reason, untimed_reason
+from .metrics.speed import in_process_engine, not_timed, timed, unchanged_reason, untimed_reason
 from .outputs import check_output, claim_output, mark_output, output_lock
 from .recipes.dump import drop_empty
 from .registry import METHODS, OBJECTIVES
@@ -255,6 +255,7 @@ def measure(ctx: CompressionContext, config: RunConfig, teacher, compressed, met
         step(f"speed: base vs compressed, {config.speed.repeats} interleaved repeats (--speed {config.speed.mode})")
         speed = timed(config.speed.mode, kind.speed, teacher, deployed, config.speed)
     speed["meaningful"] = unchanged is None  # a speed difference can be real: the dense computation changed
+    speed["engine"] = in_process_engine(deployed, config.eval.runtime)
     started = config.teacher if (config.teacher and config.student_init == "teacher") else config.model
     return Measurements(
         task=task, run=config, method=method, then=then, objective=ctx.objective, kind=kind, results=results,

@@ -7,6 +7,7 @@ per-example ``predictions.jsonl``, the pages (``report.md``, ``report.html``, pl
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from .metrics.size import bits_per_parameter, disk_size
@@ -16,6 +17,7 @@ from .report.card import build_card, write_card
 from .report.card_types import Card
 from .report.honest import prediction_rows
 from .report.model_card import model_card_summary, write_model_card
+from .serving.speed import served_for_card
 from .tree import to_recipe
 
 def trained_on_task(training: dict) -> bool:
@@ -37,6 +39,10 @@ def save_run(run, out_dir, meta: dict | None = None) -> Card:
         "task": measured.task.name, "task_kind": measured.task.kind, "kind": measured.kind.name,
         "trained_on_task": trained_on_task(measured.training),
         "artifacts": measured.method.artifacts(), "then": [m.describe() for m in measured.then]})
+    served = served_for_card(measured.speed, measured.kind.name,
+                             ((measured.sizes.get("base") or {}).get("source") or {}).get("path"), model_dir)
+    if served is not None:  # the saved folders in vLLM (serving/speed.py), beside the in-process timing
+        measured = replace(measured, speed={**measured.speed, "served": served})
     saved = {"disk_bytes": disk_size(model_dir), "path": str(model_dir),
              "bits_per_parameter": bits_per_parameter(model_dir, measured.sizes["compressed"]["total"])}
     recipe = drop_empty({"command": "compress", **(meta or {}), **to_recipe(measured.run)})

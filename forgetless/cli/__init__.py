@@ -1,7 +1,7 @@
 """The ``forgetless`` command: one parser generated from the config tree (``parser.py``; a flag is a
 config field is a recipe key) and a table of subcommands, each a thin wrapper over Python functions
 of the package, grouped by what they import: ``info.py`` (list, recipes), ``pages.py`` (report,
-compare: plots), ``models.py`` (finetune, evaluate, bench, export), ``jobs.py`` (compress, demo,
+compare: plots), ``models.py`` (finetune, evaluate, bench, export), ``serving.py`` (serve-check), ``jobs.py`` (compress, demo,
 sweep, profile) and ``recipe.py`` (run). A command's module is imported when the command runs, so ``--help``, ``list``
 and a bad option answer without importing torch. Every method — encoder pruning, NASH and CoFi for
 encoder-decoders, one-shot LLM pruning and quantization — runs through ``forgetless compress``."""
@@ -25,7 +25,7 @@ from .parser import DEMO_OUT, build_parser, config_from_args  # noqa: F401  (DEM
 COMMANDS = {"compress": "jobs:cmd_compress", "compress-seq2seq": "jobs:cmd_compress", "demo": "jobs:cmd_compress",
             "sweep": "jobs:cmd_sweep", "profile": "jobs:cmd_profile", "run": "recipe:cmd_run",
             "finetune": "models:cmd_finetune", "evaluate": "models:cmd_evaluate", "bench": "models:cmd_bench",
-            "export": "models:cmd_export", "list": "info:cmd_list", "recipes": "info:cmd_recipes",
+            "export": "models:cmd_export", "serve-check": "serving:cmd_serve_check", "list": "info:cmd_list", "recipes": "info:cmd_recipes",
             "schema": "info:cmd_schema",
             "report": "pages:cmd_report", "compare": "pages:cmd_compare"}
 RESUMABLE = ("compress", "compress-seq2seq", "demo", "finetune", "sweep", "run")  # checkpoints: a rerun resumes

@@ -36,6 +36,7 @@ EXAMPLES = {
     "finetune": "example:\n  forgetless finetune --model minilm --task synthetic --epochs 2 --out runs/teacher",
     "evaluate": "example:\n  forgetless evaluate runs/heads/model --task synthetic --json runs/heads/eval.json",
     "bench": "example:\n  forgetless bench runs/heads/model --base minilm --repeats 9",
+    "serve-check": "example:\n  forgetless serve-check runs/w4a16/model",
     "profile": "example:\n  forgetless profile --model tiny-t5 --compressed runs/nash/model --seq-lengths 16,64",
     "list": "example:\n  forgetless list",
     "report": "example:\n  forgetless report runs/heads      # rewrites runs/heads/report.md, report.html, metrics.png",
@@ -192,6 +193,20 @@ def _model_commands(sub) -> None:
     p.add_argument("--repeats", type=int, default=5, help="interleaved repeats, median reported (default 5)")
     p.add_argument("--json", action="store_true", help="print the raw result as JSON (for scripts)")
     add_export_parser(sub)
+    _serve_check_command(sub)
+
+
+def _serve_check_command(sub) -> None:
+    """serve-check (``serving/check.py``)."""
+    p = _command(sub, "serve-check", "load a saved model folder in vLLM and compare its greedy answers with "
+                                     "forgetless's own model of the folder")
+    p.add_argument("model_path", help="a decoder-only model folder (e.g. OUT/model of a --scheme run)")
+    p.add_argument("--prompts", help="a text file, one prompt a line (default: forgetless's 8 fixed prompts)")
+    p.add_argument("--max-new-tokens", type=int, default=32, help="greedy tokens per answer (default 32)")
+    p.add_argument("--dtype", default="auto", choices=("auto", "float32", "bfloat16", "float16"),
+                   help="vLLM's activation dtype (default auto: the folder's)")
+    p.add_argument("--timeout", type=float, default=900, help="seconds vLLM may take (default 900)")
+    p.add_argument("--json", action="store_true", help="print the raw result as JSON (for scripts)")
 
 
 def _job_commands(sub) -> None:

@@ -145,6 +145,23 @@ def _codes(config) -> str:
     return "mixed" if getattr(config, "bits_budget", 0) else f"int{config.bits}"
 
 
+def in_process_engine(compressed, runtime: str) -> str:
+    """What runs forgetless's own timing of ``compressed`` (the card's ``speed.engine``): PyTorch (or
+    ``--runtime``) in this process; a model holding quantized codes (compressed-tensors schemes) runs
+    them dequantized to float32, its inputs quantize-dequantized: the cost of emulating the scheme, not
+    the speed of an engine with integer or fp8 kernels (``serving/speed.py`` times that in vLLM)."""
+    from ..models.activation_quant import INPUT_ATTR
+    from ..models.compressed_tensors import grouped_modules
+
+    first = next(compressed.parameters(), None)
+    device = first.device if first is not None else "cpu"
+    engine = f"forgetless in-process, {'PyTorch' if runtime == 'torch' else runtime} on {device}"
+    if grouped_modules(compressed) or any(getattr(m, INPUT_ATTR, None) is not None for m in compressed.modules()):
+        engine += (" with the quantized weights dequantized to float32 (fake-quantized: no integer or fp8 kernel "
+                   "ran), so a speedup below 1 here is the cost of emulating the scheme, not its served speed")
+    return engine
+
+
 def untimed_reason(mode: str, unchanged: str | None) -> str | None:
     """Why the speed is not timed under ``--speed mode``, or None to time it (``unchanged``: the
     ``unchanged_reason`` of the run)."""

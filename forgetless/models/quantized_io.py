@@ -39,7 +39,6 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file, save_file
 from safetensors.torch import load_model as load_safetensors
-from safetensors.torch import save_model as save_safetensors
 from torch import nn
 
 from ..errors import ForgetlessError, ModelFileError
@@ -155,7 +154,11 @@ def save_weights(model: nn.Module, folder: Path) -> dict | None:
     if packed:
         entry = _save_compressed(model, packed, folder, replaced, schemes)
     elif entry is None or entry["dtype"] == "bf16":
-        save_safetensors(model, path, metadata={"format": "pt"})
+        # tied weights under the input embedding's name (the first in the model's order): safetensors'
+        # save_model kept "lm_head.weight" (alphabetically first), which vLLM skips for a tied model,
+        # serving an embedding it never loaded
+        save_file({name: t.detach().contiguous() for name, t in _plain_tensors(model).items()}, path,
+                  metadata={"format": "pt"})
     else:
         _save_int8(model, entry["modules"], path)
     keep_from_stock_if_wrong(model, folder)

@@ -152,7 +152,8 @@ class Params:
 @dataclass(frozen=True)
 class Speed:
     """Base vs compressed speed, timed interleaved (``timed``), or the one sentence why not
-    (``why_not_timed``); ``meaningful``: the dense computation changed."""
+    (``why_not_timed``); ``meaningful``: the dense computation changed; ``engine``: what ran that timing;
+    ``served``: both folders timed in vLLM, or why not."""
     timed: bool
     setting: str
     runtime: str
@@ -170,6 +171,8 @@ class Speed:
     decode_ms_per_token: JSON | None = _optional()
     decode_ms_per_token_batch: JSON | None = _optional()
     flop_limit: JSON | None = _optional()
+    engine: str | None = _optional()  # what ran the timing above (metrics/speed.in_process_engine)
+    served: JSON | None = _optional()  # base and compressed folders timed in vLLM (serving/speed.py), or why not
 
 
 @dataclass(frozen=True)

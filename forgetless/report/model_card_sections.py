@@ -165,8 +165,9 @@ def speed_summary(card: dict) -> dict:
     or why the speed was not timed."""
     speed = card["speed"]
     if not speed.get("timed", True):
-        return {"timed": "no", "why": speed["why_not_timed"]}
-    out = {"mode": speed.get("mode"), "device": speed.get("device"), "threads": speed.get("threads")}
+        return {"timed": "no", "why": speed["why_not_timed"], **served_summary(speed.get("served"))}
+    out = {"mode": speed.get("mode"), **({"engine": speed["engine"]} if speed.get("engine") else {}),
+           "device": speed.get("device"), "threads": speed.get("threads")}
     timing = speed.get("timing") or {}
     if not timing:  # a card without raw times: the bare ratios
         out.update({"latency speedup": speedup_text(speed["latency_ms"]["speedup"], None, speed["meaningful"]),
@@ -177,6 +178,19 @@ def speed_summary(card: dict) -> dict:
     load = speed.get("load_average")
     if load:
         out["load average (1 min) before / after"] = f"{load['before'][0]:.1f} / {load['after'][0]:.1f}"
+    return {**out, **served_summary(speed.get("served"))}
+
+
+def served_summary(served: dict | None) -> dict:
+    """The served speed in vLLM (``serving/speed.py``): each row's speedup with its interval and the
+    engine, or why it was not measured; nothing when the run did not ask (``--speed none``, not an LLM)."""
+    if not served:
+        return {}
+    if not served.get("measured"):
+        return {"served in vLLM": f"not measured: {served['why']}"}
+    out = {"served in vLLM": f"{served['engine']}, dtype {served['dtype']}"}
+    for row in served["rows"]:
+        out[f"served {row['measure']}: speedup [95% interval]"] = speedup_text(None, row["speedup"])
     return out
 
 
@@ -186,6 +200,16 @@ def provenance_line(card: dict) -> str | None:
         return None
     return (f"{p.get('model', 'the base')} from `{Path(str(p.get('source_file', '?'))).name}` (sha256 "
             f"{str(p.get('source_sha256', '?'))[:12]}…): {p.get('note', '')}")
+
+
+def served_note(card: dict) -> str:
+    """Whether this card's folder was served in vLLM (``speed.served``, ``serving/speed.py``), and where to look."""
+    served = card["speed"].get("served")
+    if served and served.get("measured"):
+        return f"served here by {served['engine']}: Speed, Served in vLLM"
+    if served:
+        return f"not served here: {served['why']}"
+    return "check a folder with `forgetless serve-check`"
 
 
 def deployment_notes(card: dict) -> list[str]:
@@ -203,12 +227,12 @@ def deployment_notes(card: dict) -> list[str]:
         elif config.get("activations", "none") != "none" or config.get("weight_type") == "fp8":  # W8A8 / FP8
             notes.append(f"{method_label(name, config)} (compressed-tensors {config.get('weight_type', 'int')} weights, "
                          f"inputs {config.get('activations')}): vLLM serves it with its W8A8 int8 / FP8 kernels on GPU "
-                         "(not verified here, no GPU); on CPU the inputs' and weights' quantize-dequantize runs in "
+                         f"({served_note(card)}); in PyTorch on CPU the inputs' and weights' quantize-dequantize runs in "
                          "float32: the same numbers, no speedup.")
         elif "bits" in config and "group_size" in config:  # a weight-only integer grid, saved as compressed-tensors
             notes.append(f"{method_label(name, config)} (compressed-tensors, group size {config.get('group_size')}): "
                          "smaller on disk and in GPU memory; vLLM serves it with its W4A16 / W8A16 (Marlin) kernels on "
-                         "GPU (group sizes 32, 64, 128 or -1; not verified here, no GPU); transformers on CPU "
+                         f"GPU (group sizes 32, 64, 128 or -1; {served_note(card)}); transformers on CPU "
                          "dequantizes it to float32: no speedup there.")
         elif "dtype" in config:  # PyTorch kernels: dynamic int8 or bf16
             q = next((q for q in card["deployment"]["quantization"] if q.get("dtype") == config.get("dtype")), {})

@@ -4,6 +4,7 @@ speedup with its interval (``headline.speedup_text``), the spread, the load aver
 speed was not timed (``--speed``)."""
 from __future__ import annotations
 
+from ..serving.speed import served_markdown
 from .headline import megabytes as mb, sparsity, speedup_text
 from .naming import quantized_layer_count, quantizes, zeroes_weights
 
@@ -70,7 +71,8 @@ def _speed_row(label: str, values: dict | None, interval: dict | None, meaningfu
 def speed_markdown(card: dict) -> list[str]:
     s = card["speed"]
     if not s.get("timed", True):
-        return ["", "## Speed", "", f"{s['why_not_timed'][0].upper()}{s['why_not_timed'][1:]}."]
+        return ["", "## Speed", "", f"{s['why_not_timed'][0].upper()}{s['why_not_timed'][1:]}.",
+                *served_markdown(s.get("served"))]
     cfg = s["config"]
     timing = s.get("timing") or {}
     llm = s.get("mode") == "prefill+decode"
@@ -111,7 +113,9 @@ def speed_markdown(card: dict) -> list[str]:
     if not meaningful:
         lines.append("This method zeroes or dequantizes weights without removing them: a dense model runs no faster, "
                      "and any difference above is noise (no speedup expected).")
-    return lines
+    if s.get("engine"):
+        lines += ["", f"Timed by {s['engine']}."]
+    return lines + served_markdown(s.get("served"))
 
 
 def _load(speed: dict) -> str:

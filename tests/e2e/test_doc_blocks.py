@@ -49,7 +49,9 @@ NOT_RUN = sorted([
     "docs/models.md: installs packages", "docs/offline-models.md: installs packages",
     "docs/quantization-schemes.md: reads the folder the command above writes (minutes on SmolLM2)",
     "docs/recipes.md: the paper scale needs a GPU and the Hugging Face hub",
+    "docs/shipping.md: a 3 GB install of its own environment",
     "docs/shipping.md: needs the Hugging Face hub and a token",
+    "docs/shipping.md: needs vLLM (the install below) and a minute or more to start it",
     "docs/shipping.md: reads the folder the command above writes (minutes on SmolLM2)",
     "docs/training.md: several processes (and GPUs) through accelerate launch"])
 QUICK = ["--model", "tiny-bert", "--layers", "1", "--train-size", "64", "--eval-size", "32", "--epochs", "1",
