@@ -73,6 +73,7 @@ def entry_path(model, tokenizer, suite, batch_size: int) -> Path | None:
 
     vocabulary = hashlib.sha256(json.dumps(sorted(tokenizer.get_vocab().items())).encode()).hexdigest()
     key = {"weights": weights, "vocabulary": vocabulary, "special": tokenizer.special_tokens_map,
+           "chat_template": getattr(tokenizer, "chat_template", None),  # generation prompts: llm/lm.chat_turns
            "tasks": {n: [s.fingerprint(), s.source] for n, s in suite.sets.items()},
            "perplexity": suite.perplexity.fingerprint() if suite.perplexity else None, "window": suite.window,
            "scoring": suite.scoring, "batch_size": batch_size, "threads": torch.get_num_threads(),

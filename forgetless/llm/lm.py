@@ -15,10 +15,13 @@ log-likelihoods are forgetless's.
 
 Either way the answers are ``(log-likelihood, greedy)`` per request, in lm-eval's order. A
 ``generate_until`` request is answered greedily by ``generation.py`` (lm-eval's own rules, forgetless's
-batched generator), or by lm-eval's ``HFLM`` with ``--exact-lm-eval``.
+batched generator), or by lm-eval's ``HFLM`` with ``--exact-lm-eval``; its prompt is a user turn of the
+model's chat template where the tokenizer has one (``chat_turns``: an instruct model answers in the form it
+was tuned for, as the base's answers of ``answers.py`` are asked), else lm-eval's text as it is.
 """
 from __future__ import annotations
 
+import dataclasses
 import sys
 
 from lm_eval.api.model import LM
@@ -90,6 +93,7 @@ class ForgetlessLM(LM):
         return totals
 
     def generate_until(self, requests, disable_tqdm: bool = False) -> list[str]:
+        asked, requests = requests, chat_turns(self.tokenizer, requests)
         if self.path == EXACT:  # lm-eval's own generation, in its window; a prompt it would cut is refused first
             if self.hf.eot_token_id is None:  # HFLM decodes it as a stop string: a TypeError deep inside lm-eval
                 raise ConfigError("--exact-lm-eval: lm-eval's own generation needs a tokenizer with an end-of-sequence "
@@ -101,7 +105,7 @@ class ForgetlessLM(LM):
         with meter(label, len(requests), self.progress) as progress:
             texts, tokens = generation.generate_until(self.hf, self.model, self.tokenizer, requests, self.batch_size,
                                                       progress.update)
-        self.generated.update({(r.task_name, r.args[0]): ids for r, ids in zip(requests, tokens)})
+        self.generated.update({(r.task_name, r.args[0]): ids for r, ids in zip(asked, tokens)})
         return texts
 
     def row(self, context: str, continuation: str) -> scoring.Row:
@@ -139,3 +143,17 @@ def prefix_token(tokenizer) -> int | None:
     if tokenizer.bos_token_id is not None or tokenizer.eos_token_id is not None:
         return None
     return tokenizer.cls_token_id if tokenizer.cls_token_id is not None else tokenizer.pad_token_id
+
+
+def chat_turns(tokenizer, requests: list) -> list:
+    """``generate_until`` requests with each prompt as a user turn of the tokenizer's chat template (the
+    generation prompt added), as ``lm_eval --apply_chat_template`` asks a zero-shot prompt; unchanged when the
+    tokenizer has no chat template."""
+    if not getattr(tokenizer, "chat_template", None):
+        return requests
+    def turn(request):
+        context, *rest = request.args
+        text = tokenizer.apply_chat_template([{"role": "user", "content": context}], tokenize=False,
+                                             add_generation_prompt=True)
+        return dataclasses.replace(request, arguments=(text, *rest))
+    return [turn(r) for r in requests]

@@ -185,8 +185,11 @@ def evaluate_tasks(model, tokenizer, suite: LMEvalSuite, window: int, batch_size
             records["predicted"] = [int(np.argmax(scores(r, records["primary"]))) for r in records["items"]]
         predictions[name] = records
         sets[name] = summarize(records)
+    chat = {"generation_chat_template": bool(getattr(tokenizer, "chat_template", None))} \
+        if any(s.output_type == GENERATE for s in suite.sets.values()) else {}  # llm/lm.chat_turns
     return {"sets": sets, "predictions": predictions,
-            "zero_shot": {**suite.describe, "window": window, "batch_size": batch_size, "truncated_prompts": {}}}
+            "zero_shot": {**suite.describe, **chat, "window": window, "batch_size": batch_size,
+                          "truncated_prompts": {}}}
 
 
 def say(line: str) -> None:

@@ -46,7 +46,8 @@ def llm_markdown(card: dict, plot: list[str]) -> list[str]:
     tasks = llm["tasks"]
     choice = {n: t for n, t in tasks.items() if t["output_type"] == MULTIPLE_CHOICE}
     lines = [f"## LLM tasks: base vs compressed, item by item ({engine.get('engine')} {engine.get('version')}, "
-             f"{engine.get('shots', 0)}-shot, chat template {'on' if engine.get('chat_template') else 'off'}, "
+             f"{engine.get('shots', 0)}-shot, chat template {'on' if engine.get('chat_template') else 'off'}"
+             f"{', generation prompts in the chat template' if engine.get('generation_chat_template') else ''}, "
              f"requests of at most {engine.get('window')} tokens)", "",
              "| task | n | metric | base | compressed | Δ pts | correct→wrong | wrong→correct | McNemar p | "
              "KL(base‖compressed) | Δ hard | Δ easy |", "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]

@@ -205,3 +205,24 @@ def test_compare_puts_generation_metrics_and_divergence_side_by_side():
     assert re.search(r"\| rtn4 \| \+0\.0 \[-\d+\.\d, \+\d+\.\d\] not measurable \| 2/4 \|", text)
     assert "| rtn8 | 5 | 0.0100 [0.0100, 0.0100] | 90.0% [80.0, 100.0] | 40.0% [20.0, 60.0] | 3 | 0.0100 [0.0100, 0.0100] |" \
         in text and "| rtn4 | – | – | – | – | – | – |" in text
+
+
+def test_generation_prompts_are_user_turns_of_the_chat_template_where_there_is_one(tiny):
+    """``lm.chat_turns``: each prompt rendered as a user turn with the generation prompt (as ``lm_eval
+    --apply_chat_template`` renders a zero-shot prompt); the request's other arguments and identity kept;
+    a tokenizer without a template leaves the requests as they are."""
+    from lm_eval.api.instance import Instance
+
+    from forgetless.llm.lm import chat_turns
+
+    _, tok = tiny
+    asked = [Instance("generate_until", {}, ("2+2=", {"until": ["\n"]}), 0, ("t", 3, 1))]
+    assert chat_turns(tok, asked) is asked  # no template: lm-eval's text as it is
+    tok.chat_template = "{% for m in messages %}<{{ m['role'] }}>{{ m['content'] }}{% endfor %}" \
+                        "{% if add_generation_prompt %}<assistant>{% endif %}"
+    try:
+        [turned] = chat_turns(tok, asked)
+    finally:
+        tok.chat_template = None
+    assert turned.args == ("<user>2+2=<assistant>", {"until": ["\n"]})
+    assert (turned.task_name, turned.doc_id, turned.idx) == ("t", 3, 0) and asked[0].args[0] == "2+2="
