@@ -254,8 +254,8 @@ def measure(ctx: CompressionContext, config: RunConfig, teacher, compressed, met
     else:
         step(f"speed: base vs compressed, {config.speed.repeats} interleaved repeats (--speed {config.speed.mode})")
         speed = timed(config.speed.mode, kind.speed, teacher, deployed, config.speed)
+        speed["engine"] = in_process_engine(deployed, config.eval.runtime)  # what ran the timing above
     speed["meaningful"] = unchanged is None  # a speed difference can be real: the dense computation changed
-    speed["engine"] = in_process_engine(deployed, config.eval.runtime)
     started = config.teacher if (config.teacher and config.student_init == "teacher") else config.model
     return Measurements(
         task=task, run=config, method=method, then=then, objective=ctx.objective, kind=kind, results=results,

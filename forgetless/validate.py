@@ -30,7 +30,7 @@ from pathlib import Path
 import torch
 
 from .arguments import check_device
-from .data.llm_tasks import SUITES, check_window, missing_calibration
+from .data.llm_tasks import SUITES, check_generation_room, check_window, missing_calibration
 from .data.task_kinds import task_kind
 from .errors import ForgetlessError, ModelFileError, OptionError, OutputFolderError
 from .kinds import check_compatible, kind_for
@@ -74,7 +74,8 @@ def model_dims(name_or_path, seq2seq: bool = False) -> dict | None:
     """``{layers, decoder_layers, heads, max_positions, widths}`` of a model (``model_config``; an
     in-memory model: from its ``config``); None for a hub id. ``heads`` counts the prunable units:
     key/value groups under grouped-query attention (``models/decoder_only.py``)."""
-    config = model_config(name_or_path) if isinstance(name_or_path, str) else name_or_path.config
+    saved = isinstance(name_or_path, (str, os.PathLike))  # a name or folder; else a model object
+    config = model_config(os.fspath(name_or_path)) if saved else name_or_path.config
     return None if config is None else _config_dims(config, seq2seq)
 
 
@@ -154,24 +155,10 @@ def validate_run(task, config, model=None) -> None:
         if prompts is not None and dims["max_positions"] and prompts.max_new_tokens >= dims["max_positions"]:
             raise OptionError(f"--divergence-max-new-tokens {prompts.max_new_tokens}: model {source!r} takes at most "
                               f"{dims['max_positions']} tokens, its prompt included; give fewer")
-        _check_generation_room(task, dims, source)
+        if task.suite is not None:  # each generation task's max_gen_toks leaves room for a prompt
+            check_generation_room(task.suite, dims["max_positions"], source)
     if model is None and kind.name == "causal-lm":  # too large to compress in memory: say to stream (issue 51)
         check_in_memory_fits(source, config.method.name)
-
-
-def _check_generation_room(task, dims: dict, source) -> None:
-    """Each generation task's ``max_gen_toks`` leaves room for a prompt in the model's context (``llm/generation.py``)."""
-    from .llm.generation import task_max_new_tokens
-    from .llm.records import GENERATE
-
-    suite = getattr(task, "suite", None)
-    for name, s in (getattr(suite, "sets", None) or {}).items():
-        if s.output_type == GENERATE and dims["max_positions"]:
-            new = task_max_new_tokens(suite.tasks[name], s.source)
-            if new >= dims["max_positions"]:
-                raise OptionError(f"lm-eval task {name} ({s.source}): max_gen_toks {new} leaves no room for a prompt in "
-                                  f"model {source!r}, which takes at most {dims['max_positions']} tokens; give fewer "
-                                  "max_gen_toks in its generation_kwargs")
 
 
 def check_run_output(task, config, out_dir, overwrite: bool = False) -> str:

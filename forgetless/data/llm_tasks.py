@@ -26,7 +26,7 @@ import math
 import sys
 from pathlib import Path
 
-from ..errors import ConfigError
+from ..errors import ConfigError, OptionError
 from .registry import TASKS, data_root, resolve_data_dir
 from .task import ExampleSet, Task
 from .task_kinds import task_kind
@@ -269,3 +269,18 @@ def within_model_window(task: Task, max_positions: int | None) -> Task:
     left = ", ".join(suite.describe["passkey_left_out"])
     return dataclasses.replace(task, suite=suite, protocol=f"{task.protocol}; passkey tasks left out: {left} (past "
                                                              f"the request window of {window} tokens)")
+
+
+def check_generation_room(suite, max_positions: int | None, source) -> None:
+    """Each generation task's ``max_gen_toks`` leaves room for a prompt in the model's context of
+    ``max_positions`` tokens (``llm/generation.py``), before the model loads."""
+    from ..llm.generation import task_max_new_tokens
+    from ..llm.records import GENERATE
+
+    for name, s in (getattr(suite, "sets", None) or {}).items():
+        if s.output_type == GENERATE and max_positions:
+            new = task_max_new_tokens(suite.tasks[name], s.source)
+            if new >= max_positions:
+                raise OptionError(f"lm-eval task {name} ({s.source}): max_gen_toks {new} leaves no room for a prompt in "
+                                  f"model {source!r}, which takes at most {max_positions} tokens; give fewer "
+                                  "max_gen_toks in its generation_kwargs")

@@ -219,13 +219,12 @@ class LayerStream:
 
     def close(self) -> None:
         """Write the non-layer tensors and the file. A tensor tied to others (a head sharing the
-        embeddings) goes under the name the in-memory path gives it: ``safetensors.torch.save_model``'s
-        (the alphabetically first) in a dense file, the first module's in a compressed-tensors one."""
-        rename = {names[0]: (sorted(names)[0] if not self.quantized else names[0]) for names in self.tied}
+        embeddings) goes under the name the in-memory path gives it (``quantized_io.save_weights``): the
+        first module's in the model's order, the input embedding's, which vLLM loads for a tied model."""
         state = _plain_tensors(self.model)
         for name in self.names:
             if not name.startswith(self.prefix):
-                self.writer.add(rename.get(name, name), state[name])
+                self.writer.add(name, state[name])
         self.writer.close()
 
     def abort(self) -> None:

@@ -235,3 +235,16 @@ def _change(points: float, unit: str, where: str, interval: dict | None = None, 
     if abs(points) < 0.05:
         return f"no net change {where}"
     return f"{'lost' if points < 0 else 'gained'} {abs(points):.1f} {unit}{span} {where}"
+
+
+def pts(entry: dict | None, signed: bool = False) -> str:
+    """``45.2 [40.8, 49.6]`` (a fraction in points with its interval); "–" without a value."""
+    if not entry or entry.get("value") is None:
+        return "–"
+    fmt = "{:+.1f}" if signed else "{:.1f}"
+    span = "" if entry.get("low") is None else f" [{fmt.format(100 * entry['low'])}, {fmt.format(100 * entry['high'])}]"
+    return fmt.format(100 * entry["value"]) + span
+
+
+def p_text(p: float | None) -> str:
+    return "–" if p is None else ("< 0.001" if p < 0.001 else f"{p:.3f}")

@@ -16,7 +16,7 @@ import numpy as np
 from ..llm.card import cell, kl_cell, pct_cell
 from ..llm.records import GENERATE, unit_values
 from ..metrics.paired import flips, paired_intervals
-from .headline import delta_text
+from .headline import delta_text, p_text, pts
 
 EXAMPLES = 3  # items where the answers part, per task
 
@@ -75,8 +75,6 @@ def _common_prefix(a: str, b: str) -> int:
 def generation_lines(llm: dict) -> list[str]:
     """The card's "what it says" lines of the generation tasks: every metric with its interval, flips and
     McNemar, and where the answers part (escaped: a model's words stay text on every page)."""
-    from .llm_markdown import p_text, pts
-
     tasks = {n: t for n, t in llm["tasks"].items() if t["output_type"] == GENERATE}
     if not tasks:
         return []

@@ -5,27 +5,14 @@ from __future__ import annotations
 
 from ..llm.card import divergence_lines, scoring_lines
 from ..llm.records import MULTIPLE_CHOICE, ROLLING
-from .headline import delta_text
+from .headline import delta_text, p_text, pts
 from .llm_generation import generation_lines
-
-
-def pts(entry: dict | None, signed: bool = False) -> str:
-    """``45.2 [40.8, 49.6]`` (a fraction in points with its interval); "–" without a value."""
-    if not entry or entry.get("value") is None:
-        return "–"
-    fmt = "{:+.1f}" if signed else "{:.1f}"
-    span = "" if entry.get("low") is None else f" [{fmt.format(100 * entry['low'])}, {fmt.format(100 * entry['high'])}]"
-    return fmt.format(100 * entry["value"]) + span
 
 
 def kl_text(entry: dict | None) -> str:
     if not entry or entry.get("value") is None:
         return "–"
     return f"{entry['value']:.3f} [{entry['low']:.3f}, {entry['high']:.3f}]"
-
-
-def p_text(p: float | None) -> str:
-    return "–" if p is None else ("< 0.001" if p < 0.001 else f"{p:.3f}")
 
 
 def kl_basis(llm: dict) -> str:

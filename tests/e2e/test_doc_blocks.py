@@ -275,7 +275,8 @@ def _one_command(command: str, block, stand_ins, stopping, capsys) -> str | None
     if program in SIMPLE_SHELL and not block.not_run:
         done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=60)
         return None if done.returncode == 0 else done.stderr[-500:]
-    if block.not_run and (program in NEVER_RUN or words(command)[:3] == ["python3", "-m", "pytest"]):
+    if block.not_run and (program in NEVER_RUN or words(command)[:3] in (["python3", "-m", "pytest"],
+                                                                          ["python3", "-m", "venv"])):
         return None
     return f"{program}: a command these tests cannot run; mark its block <!-- not run: REASON -->"
 
