@@ -14,6 +14,7 @@ from pathlib import Path
 import torch
 
 from ..errors import ConfigError
+from ..llm.answers import device_of, generate_answers
 from ..models.checks import check_model_folder
 from ..ranges import check_number
 from .compare import compare_answers, summary
@@ -64,9 +65,10 @@ def serve_check(folder: str | Path, prompts=PROMPTS, max_new_tokens: int = MAX_N
                        "max_model_len": max(len(ids) for ids in prompt_ids) + max_new_tokens}, timeout_s)
     if "error" in served:
         return {**base, "served": False, "why": served["error"]}
+    eos = tokenizer.eos_token_id  # plain argmax up to the end token, as vLLM's temperature 0 (llm/answers.py)
+    mine = generate_answers(model, prompt_ids, max_new_tokens, 1, [] if eos is None else [eos], eos or 0)
     answers = []
-    for prompt, ids, answer in zip(prompts, prompt_ids, served["answers"]):
-        ours = greedy_answer(model, ids, max_new_tokens, tokenizer.eos_token_id)
+    for prompt, ids, answer, ours in zip(prompts, prompt_ids, served["answers"], mine):
         log_probs = [{int(k): v for k, v in position.items()} for position in answer["log_probs"]]
         answers.append(compare_answers(prompt, ours, answer["token_ids"],
                                        lambda i, ids=ids, ours=ours: next_log_probs(model, ids + ours[:i]),
@@ -76,23 +78,7 @@ def serve_check(folder: str | Path, prompts=PROMPTS, max_new_tokens: int = MAX_N
 
 
 @torch.inference_mode()
-def greedy_answer(model, prompt_ids: list[int], max_new_tokens: int, eos_token_id: int | None) -> list[int]:
-    """forgetless's greedy answer: token ids after the prompt, up to ``max_new_tokens``, the
-    end-of-sequence token included where it stopped (no repetition penalty or other default of the
-    folder's generation config: plain argmax, as vLLM's temperature 0)."""
-    from transformers import GenerationConfig
-
-    device = next(model.parameters()).device
-    ids = torch.tensor([prompt_ids], device=device)
-    config = GenerationConfig(max_new_tokens=max_new_tokens, do_sample=False, eos_token_id=eos_token_id,
-                              pad_token_id=eos_token_id)
-    out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), generation_config=config)
-    return out[0, len(prompt_ids):].tolist()
-
-
-@torch.inference_mode()
 def next_log_probs(model, ids: list[int]) -> dict[int, float]:
     """forgetless's log-probabilities of every next token after ``ids``."""
-    device = next(model.parameters()).device
-    logits = model(input_ids=torch.tensor([ids], device=device)).logits[0, -1].float()
+    logits = model(input_ids=torch.tensor([ids], device=device_of(model))).logits[0, -1].float()
     return dict(enumerate(torch.log_softmax(logits, dim=-1).tolist()))
