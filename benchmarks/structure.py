@@ -14,7 +14,11 @@ with ``ast``, nothing imported:
 * **longest functions**: the ten longest function bodies (lines), and how many are over 40 lines;
 * **card lookups**: ``card["`` in the package and in ``tests/`` (the report card read as an untyped dict);
 * **task-kind branches**: comparisons with the string ``"lm-eval"`` (``task.kind == "lm-eval"``, a card's
-  ``kind.task != "lm-eval"``): code that asks which kind of task it has instead of asking the kind.
+  ``kind.task != "lm-eval"``): code that asks which kind of task it has instead of asking the kind;
+* **kind-name branches**: comparisons with the name of any model or task kind (``kind.name == "causal-lm"``,
+  ``task.kind != "classification"``) outside the kinds' own modules (``kinds/``, ``data/task_kinds.py``);
+* **string hooks**: string constants naming a function of a forgetless module
+  (``"forgetless.report.honest:llm_rows"``), imports the import graph cannot see.
 
     python benchmarks/structure.py [--package forgetless] [--json]
 """
@@ -23,6 +27,7 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import re
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -158,6 +163,35 @@ def kind_branches(modules: dict) -> int:
     return count
 
 
+KIND_NAMES = ("classifier", "seq2seq", "causal-lm", "classification", "generation", "lm-eval")
+KINDS_OWN = ("kinds/", "data/task_kinds.py")
+HOOK_STRING = re.compile(r"forgetless(\.\w+)+:\w+")  # "module:function", imported when called
+
+
+def kind_name_branches(modules: dict, package: Path) -> list[str]:
+    """``file:line`` of each comparison (``==``, ``!=``, ``in``) with a kind's name outside ``KINDS_OWN``."""
+    found = []
+    for path in modules.values():
+        where = path.relative_to(package).as_posix()
+        if where.startswith(KINDS_OWN):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Compare):
+                values = [node.left, *node.comparators]
+                values += [e for v in values if isinstance(v, (ast.Tuple, ast.List, ast.Set)) for e in v.elts]
+                if any(isinstance(v, ast.Constant) and v.value in KIND_NAMES for v in values):
+                    found.append(f"{where}:{node.lineno}")
+    return sorted(found)
+
+
+def string_hooks(modules: dict, package: Path) -> list[str]:
+    """``file:line string`` of each string constant naming a function of a forgetless module (``HOOK_STRING``)."""
+    return sorted(f"{path.relative_to(package).as_posix()}:{node.lineno} {node.value}" for path in modules.values()
+                  for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+                  if isinstance(node, ast.Constant) and isinstance(node.value, str)
+                  and HOOK_STRING.fullmatch(node.value))
+
+
 def card_lookups(folder: Path) -> int:
     return sum(path.read_text(encoding="utf-8").count('card["') for path in folder.rglob("*.py"))
 
@@ -183,7 +217,9 @@ def measure(package: Path) -> dict:
             "functions_over_40_lines": sum(1 for n, _ in functions(modules, package) if n > 40),
             "card_lookups_package": card_lookups(package),
             "card_lookups_tests": card_lookups(package.parent / "tests") if (package.parent / "tests").is_dir() else None,
-            "lm_eval_branches": kind_branches(modules)}
+            "lm_eval_branches": kind_branches(modules),
+            "kind_name_branches": kind_name_branches(modules, package),
+            "string_hooks": string_hooks(modules, package)}
 
 
 def main() -> None:
@@ -202,6 +238,10 @@ def main() -> None:
     print(f"{'circles':31s} {len(result['circles'])}")
     for circle in result["circles"]:
         print(f"    {circle}")
+    for key in ("kind_name_branches", "string_hooks"):
+        print(f"{key:31s} {len(result[key])}")
+        for where in result[key]:
+            print(f"    {where}")
     print(f"{'imports that run back up':31s} {len(result['imports_back_up'])}")
     for edge in result["imports_back_up"]:
         print(f"    {edge}")
