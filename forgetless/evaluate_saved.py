@@ -14,7 +14,6 @@ from .models.checks import check_model_folder
 from .models.io import is_forgetless_folder, read_manifest
 from .models.loading import resolve_model_path
 from .outputs import WRITTEN_BY, check_output
-from .validate import check_decoder_only
 
 
 def evaluate_saved(model_path: str, task: Task, out: str | Path | None = None, batch_size: int = 64,
@@ -47,16 +46,17 @@ def saved_kind(model_path: str, task: Task, model_kind: str = "auto"):
         raise ConfigError(f"MODEL_PATH {model_path}: trained on the {metadata['task_kind']} task "
                           f"{metadata.get('task')!r}; its scores on the {task.kind} task {task.name!r} would mean "
                           "nothing (choose a task of the same kind)")
+    recorded = KINDS.get(metadata.get("kind"))  # the kind that saved a forgetless folder (None: not recorded)
     if model_kind != "auto":
         kind = kind_for(task, None, model_kind)
-    elif metadata.get("kind") == "seq2seq":
-        kind = KINDS["seq2seq"]
-    elif metadata.get("kind") in (None, "causal-lm") and _holds_causal_lm(model_path):
+    elif recorded is not None and recorded.seq2seq:
+        kind = recorded
+    elif _holds_causal_lm(model_path):  # a classifier's folder holds a …ForSequenceClassification
         kind = KINDS["causal-lm"]
     else:
         kind = kind_for(task)
-    if kind.name == "causal-lm":  # an LLM suite of a BERT folder: one line, not BERT scored as an LM
-        check_decoder_only(model_path, flag="--model-kind causal-lm" if model_kind != "auto" else f"--task {task.name}")
+    # an LLM suite of a BERT folder: one line, not BERT scored as an LM
+    kind.check_config(model_path, flag=f"--model-kind {kind.name}" if model_kind != "auto" else f"--task {task.name}")
     return kind
 
 
@@ -65,12 +65,9 @@ def check_kind_fits(kind, task: Task, model) -> None:
     encoder-decoder generation and classification tasks, a classifier classification tasks; one
     ``ConfigError`` naming the model otherwise (before it is loaded)."""
     what = f"MODEL_PATH {model}" if isinstance(model, (str, Path)) else f"model: the given {type(model).__name__}"
-    scores = {"causal-lm": ("classification", "lm-eval"), "seq2seq": ("classification", "generation"),
-              "classifier": ("classification",)}[kind.name]
-    if task.kind not in scores:
-        names = {"causal-lm": "a causal language model", "seq2seq": "an encoder-decoder", "classifier": "a classifier"}
-        raise ConfigError(f"{what}: {names[kind.name]}; forgetless scores one on {' and '.join(scores)} tasks, not on "
-                          f"the {task.kind} task {task.name!r}")
+    if task.kind not in kind.task_kinds:
+        raise ConfigError(f"{what}: {kind.described}; forgetless scores one on {' and '.join(kind.task_kinds)} tasks, "
+                          f"not on the {task.kind} task {task.name!r}")
 
 
 def _holds_causal_lm(model_path: str) -> bool:

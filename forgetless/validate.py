@@ -24,7 +24,7 @@ import json
 import os
 import re
 import shutil
-from dataclasses import asdict, fields, is_dataclass
+from dataclasses import asdict, is_dataclass
 from pathlib import Path
 
 import torch
@@ -32,21 +32,18 @@ import torch
 from .arguments import check_device
 from .data.llm_tasks import SUITES, check_generation_room, check_window, missing_calibration
 from .data.task_kinds import task_kind
-from .errors import ForgetlessError, ModelFileError, OptionError, OutputFolderError
-from .kinds import check_compatible, kind_for
+from .errors import ForgetlessError, OptionError, OutputFolderError
+from .kinds import KINDS, check_compatible, kind_for
+from .kinds.causal_lm import meta_model_of
 from .kinds.in_memory import check_model_object
 from .methods._shared.calibration import calibration_texts
-from .models.checks import (check_classifier_head, check_model_folder, check_tokenizer_files, is_trained_classifier,
-                            weight_files)
-from .models.loading import check_label_order, resolve_model_path
-from .models.blocks import is_decoder_only
+from .models.checks import check_tokenizer_files, is_trained_classifier, weight_files
+from .models.loading import check_label_order, model_config, resolve_model_path
 from .models.io import check_saved_model
 from .models.manifest import is_forgetless_folder, read_manifest
-from .models.memory_fit import check_in_memory_fits
-from .models.tiny import TINY_MODELS, tiny_model_config
+from .models.tiny import TINY_MODELS
 from .models.weights_fit import check_finite_weights
 from .offline import check_offline_tasks
-from .options import default_of
 from .outputs import check_cache, check_output, mark_output, read_mark
 from .ranges import MAX_TOKENS
 
@@ -54,22 +51,7 @@ PREVIOUS = "previous-report"      # where a rerun moves the old report before it
 REPORT_FILES = ("report.json", "report.md", "report.html")
 
 
-# ----- the model's shape, from its config only -----------------------------------------------------
-def model_config(name: str):
-    """The config of a model name or folder, read without loading weights (a tiny model by name:
-    the config it is built with); None for a hub id (not checkable offline). A local path that is
-    not a usable model is a ``ModelFileError`` (``models.checks.check_model_folder``)."""
-    tiny = tiny_model_config(name)
-    if tiny is not None:
-        return tiny
-    path = resolve_model_path(name)
-    if not Path(path).expanduser().exists():
-        if path.startswith((".", "/", "~")):
-            raise ModelFileError(f"model folder {path!r} does not exist")
-        return None  # a hub id: checked when it is loaded
-    return check_model_folder(path)
-
-
+# ----- the model's shape, from its config only (``models.loading.model_config``) ----------------------
 def model_dims(name_or_path, seq2seq: bool = False) -> dict | None:
     """``{layers, decoder_layers, heads, max_positions, widths}`` of a model (``model_config``; an
     in-memory model: from its ``config``); None for a hub id. ``heads`` counts the prunable units:
@@ -110,7 +92,7 @@ def check_before_loading(config) -> None:
         return
     check_offline_tasks(config.task)
     source = config.teacher if (config.teacher and config.student_init == "teacher") else config.model
-    seq2seq = config.method.seq2seq_only or config.model_kind == "seq2seq"
+    seq2seq = config.method.seq2seq_only or (config.model_kind != "auto" and KINDS[config.model_kind].seq2seq)
     _check_chain(config, model_dims(source, seq2seq), source, meta_model_of(source))
 
 
@@ -118,7 +100,8 @@ def check_before_loading(config) -> None:
 def validate_run(task, config, model=None) -> None:
     """Check a run (``method`` and ``objective`` resolved from ``config``) before any work: the
     model, teacher, options against the model's shape, calibration data, device. ``model``: a model
-    object given instead of ``config.model``. The output folder is ``check_run_output``'s."""
+    object given instead of ``config.model``. What differs between model kinds, the kind checks
+    (``kinds/base.py``); the output folder is ``check_run_output``'s."""
     if not config.teacher and model is None and config.base == "fine-tune":
         check_cache()  # the teacher is saved there: a file or a read-only folder fails now, not after training
     kind = kind_for(task, config.method, config.model_kind)
@@ -130,19 +113,17 @@ def validate_run(task, config, model=None) -> None:
         check_model_object(model, kind.name, task)
     source = config.teacher if (config.teacher and config.student_init == "teacher") else config.model
     if config.teacher:
-        model_dims(config.teacher, kind.name == "seq2seq")  # the teacher folder must be a readable model
+        model_dims(config.teacher, kind.seq2seq)  # the teacher folder must be a readable model
         _check_teacher_family(config.teacher, config.model)
         _check_teacher_labels(config.teacher, task, kind)
-    _check_kind_options(config, kind)
+    kind.check_options(config)
     _check_model_folders(config, model, kind)
     _check_some_training(task, config)
     _check_device(config.train)
     _check_calibration_data(task, config)
-    if config.base == "as-is" and kind.name == "classifier" and model is None:
-        _check_trained_head(config.model)
-    dims = model_dims(model if model is not None and source == config.model else source, kind.name == "seq2seq")
+    dims = model_dims(model if model is not None and source == config.model else source, kind.seq2seq)
     given = model if model is not None and source == config.model else None
-    modules = None if dims is None or kind.name != "causal-lm" else given if given is not None else meta_model_of(source)
+    modules = None if dims is None else kind.known_modules(source, given)
     _check_chain(config, dims, source, modules)
     if dims is not None:
         limit = min(MAX_TOKENS, dims["max_positions"] or MAX_TOKENS)
@@ -157,8 +138,7 @@ def validate_run(task, config, model=None) -> None:
                               f"{dims['max_positions']} tokens, its prompt included; give fewer")
         if task.suite is not None:  # each generation task's max_gen_toks leaves room for a prompt
             check_generation_room(task.suite, dims["max_positions"], source)
-    if model is None and kind.name == "causal-lm":  # too large to compress in memory: say to stream (issue 51)
-        check_in_memory_fits(source, config.method.name)
+    kind.check_run(task, config, model, source)  # the model kind's own (a classifier as-is: a trained head)
 
 
 def check_run_output(task, config, out_dir, overwrite: bool = False) -> str:
@@ -247,24 +227,6 @@ def _as_given(name: str, message: str, first: bool, scheme: str | None) -> str:
     return message if first else then_flags(name, message)
 
 
-def meta_model_of(name_or_config):
-    """The causal LM a decoder-only model's config describes (a name, a folder or a config), built on the meta
-    device (shapes, no memory, no weights), for ``check_modules``; None for any other model or where
-    transformers cannot build it from the config alone (the methods then check when they run)."""
-    import transformers
-    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
-
-    config = model_config(name_or_config) if isinstance(name_or_config, str) else name_or_config
-    if config is None or not is_decoder_only(config):
-        return None
-    model_class = getattr(transformers, MODEL_FOR_CAUSAL_LM_MAPPING_NAMES[config.model_type], None)
-    try:
-        with torch.device("meta"):
-            return model_class(config)
-    except Exception:  # noqa: BLE001 - a config stock transformers cannot build: the runtime checks apply
-        return None
-
-
 def then_flags(name: str, message: str) -> str:
     """A ``--then`` method's error names the option as it was given there: ``--layers 1: …`` →
     ``--then truncate:layers=1: …``."""
@@ -276,51 +238,24 @@ def then_flags(name: str, message: str) -> str:
 
 
 def _check_model_folders(config, model, kind) -> None:
-    """Every model the run loads fits its kind (``causal-lm``: a decoder-only LM), and a local folder
-    holds its tokenizer, finite weights and, saved from a trained classifier, its classification head."""
+    """Every model the run loads fits its kind (``kind.check_config``: a causal LM is decoder-only), and a
+    local folder holds its tokenizer, finite weights and what the kind needs (``kind.check_folder``: a trained
+    classifier's head)."""
     loaded = [config.teacher] if config.teacher else []
     if model is None and (not config.teacher or config.student_init == "pretrained"):
         loaded.append(config.model)
     for name in loaded:
         found = model_config(name)
-        if kind.name == "causal-lm":
-            check_decoder_only(name, found)
+        kind.check_config(name, found)
         path = Path(resolve_model_path(name)).expanduser() if name not in TINY_MODELS else None
         if path is None or not path.is_dir():
             continue  # a built-in tiny model or a hub id
         check_tokenizer_files(path)
         if is_forgetless_folder(path):
             check_saved_model(path)  # its manifest fits its config (meta device: nothing loaded)
-        elif kind.name == "classifier":
-            check_classifier_head(path, found)
+        else:
+            kind.check_folder(path, found)
         check_finite_weights(weight_files(path))  # NaN / inf weights: one line now, not after the first stage
-
-
-def check_decoder_only(name: str, found=None, flag: str = "--model-kind causal-lm") -> None:
-    """Model ``name`` (its config ``found``, default read) is a decoder-only LM, as the ``causal-lm``
-    kind needs (``flag``: what asked for that kind)."""
-    found = model_config(name) if found is None else found
-    if found is not None and not is_decoder_only(found):
-        raise OptionError(f"{flag}: model {name!r} is a {found.model_type} model, not a decoder-only "
-                          "language model (any …ForCausalLM of transformers; e.g. smollm2, tiny-llama)")
-
-
-def _check_kind_options(config, kind) -> None:
-    """An evaluation option of another model kind (``option(kinds=)``), a runtime the kind does not
-    run or CLEVER estimates of a model without class logits are an error naming what they apply to."""
-    eval_config = config.eval
-    for f in fields(eval_config):
-        kinds = f.metadata.get("kinds")
-        if kinds and kind.name not in kinds and getattr(eval_config, f.name) != default_of(f):
-            raise OptionError(f"{type(eval_config).flag(f.name)}: applies to {' and '.join(kinds)} models, not to a "
-                              f"{kind.name} (--model-kind)")
-    if kind.name != "classifier" and config.robustness:
-        raise OptionError(f"--clever: CLEVER estimates need a classifier's logits; they do not apply to a {kind.name} "
-                          "model")
-    runtimes = getattr(kind, "runtimes", ("torch",))
-    if eval_config.runtime not in runtimes:
-        raise OptionError(f"--runtime {eval_config.runtime}: not available for a {kind.name} model (it runs under: "
-                          f"{', '.join(runtimes)})")
 
 
 def _check_calibration_data(task, config) -> None:
@@ -365,15 +300,6 @@ def _check_device(train) -> None:
                           "precision)")
 
 
-def _check_trained_head(name: str) -> None:
-    """``--base as-is`` scores a classifier as it is: its classification head must have been trained
-    (a folder saved from a ``*ForSequenceClassification`` model); a base model's head would be random."""
-    if name not in TINY_MODELS and not _is_classifier(model_config(name)):
-        raise OptionError(f"--base as-is: model {name!r} has no trained classification head (its head would be "
-                          "random); fine-tune it (--base fine-tune), give a fine-tuned classifier folder, or score an "
-                          "LLM zero-shot (--model-kind causal-lm)")
-
-
 def run_inputs(task, config) -> dict:
     """Every path a run reads (the output rule protects them): model, teacher, data files, cache."""
     inputs = {"--model": config.model, "--teacher": config.teacher, "cache_dir": config.cache_dir}
@@ -402,11 +328,6 @@ def model_type_of(name: str) -> str | None:
     return None if config is None else config.model_type
 
 
-def _is_classifier(config) -> bool:
-    """A config saved from a trained ``*ForSequenceClassification`` model (None: a hub id, not checked)."""
-    return config is None or is_trained_classifier(config)
-
-
 def _check_teacher_family(teacher: str, model: str) -> None:
     """``--teacher`` is the fine-tuned ``--model``: the same family, and not quantized (int8 layers
     cannot be trained or pruned again)."""
@@ -421,7 +342,7 @@ def _check_teacher_family(teacher: str, model: str) -> None:
 def _check_teacher_labels(teacher: str, task, kind) -> None:
     """A trained classifier given as ``--teacher`` predicts the task's labels, in the same order."""
     config = model_config(teacher)
-    if kind.name == "seq2seq" or not task.label_names or config is None or not _is_classifier(config):
+    if kind.seq2seq or not task.label_names or config is None or not is_trained_classifier(config):
         return
     check_label_order(config, task.label_names, teacher, where=f"--teacher {teacher}:", error=OptionError)
 

@@ -19,10 +19,12 @@ import os
 import statistics
 from dataclasses import asdict, is_dataclass
 
+import torch
+
 from ..data.task import PairSet, Task
 from ..data.llm_tasks import within_window
 from ..data.task_kinds import task_kind
-from ..errors import ConfigError
+from ..errors import ConfigError, OptionError
 from ..llm import cache
 from ..llm.suite import evaluate_tasks, say
 from ..metrics import zero_shot
@@ -31,9 +33,11 @@ from ..data.texts import read_texts
 from ..metrics.perplexity import default_window, join, perplexity
 from ..metrics.speed import SpeedConfig, compare_speed, flop_limit, llm_speed_config
 from ..llm.scoring import ROW_TOKENS
-from ..models.loading import load_causal_lm
-from ..models.memory_fit import eval_batch_size
+from ..models.blocks import is_decoder_only
+from ..models.loading import load_causal_lm, model_config
+from ..models.memory_fit import check_in_memory_fits, eval_batch_size
 from ..training.encode import encode_causal_pairs
+from .base import ModelKind
 from .in_memory import adopt, is_in_memory
 
 
@@ -51,8 +55,46 @@ def label_pairs(task: Task, examples, tokenizer) -> PairSet:
     return PairSet(examples.name, texts, [[w] for w in words], examples.source)
 
 
-class CausalLMKind:
+def meta_model_of(name_or_config):
+    """The causal LM a decoder-only model's config describes (a name, a folder or a config), built on the meta
+    device (shapes, no memory, no weights), for ``validate.check_modules``; None for any other model or where
+    transformers cannot build it from the config alone (the methods then check when they run)."""
+    import transformers
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    config = model_config(name_or_config) if isinstance(name_or_config, str) else name_or_config
+    if config is None or not is_decoder_only(config):
+        return None
+    model_class = getattr(transformers, MODEL_FOR_CAUSAL_LM_MAPPING_NAMES[config.model_type], None)
+    try:
+        with torch.device("meta"):
+            return model_class(config)
+    except Exception:  # noqa: BLE001 - a config stock transformers cannot build: the runtime checks apply
+        return None
+
+
+class CausalLMKind(ModelKind):
     name = "causal-lm"
+    described = "a causal language model"
+    task_kinds = ("classification", "lm-eval")
+
+    def check_config(self, name: str, found=None, flag: str = "--model-kind causal-lm") -> None:
+        """Model ``name`` (its config ``found``, default read) is a decoder-only LM, as this kind needs
+        (``flag``: what asked for it)."""
+        found = model_config(name) if found is None else found
+        if found is not None and not is_decoder_only(found):
+            raise OptionError(f"{flag}: model {name!r} is a {found.model_type} model, not "
+                              "a decoder-only language model (any …ForCausalLM of transformers; e.g. smollm2, "
+                              "tiny-llama)")
+
+    def known_modules(self, source, model):
+        """The model object given, else the meta-device model ``source``'s config describes (``meta_model_of``)."""
+        return model if model is not None else meta_model_of(source)
+
+    def check_run(self, task, config, model, source) -> None:
+        """A model read from a name or folder too large to compress in memory: say to stream (issue 51)."""
+        if model is None:
+            check_in_memory_fits(source, config.method.name)
 
     def load_model(self, model, task: Task, seed: int = 0, tokenizer=None):
         """A decoder-only LM by name or folder, or a copy of a given model object."""

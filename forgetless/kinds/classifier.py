@@ -2,16 +2,37 @@
 argmax, scored by accuracy per set (with hard / easy, groups, pooled challenge accuracy)."""
 from __future__ import annotations
 
+from ..errors import OptionError
 from ..metrics.accuracy import evaluate_task
 from ..metrics.speed import SpeedConfig, compare_speed
 from ..training.encode import encode
-from ..models.loading import load_classifier
+from ..models.checks import check_classifier_head, is_trained_classifier
+from ..models.loading import load_classifier, model_config
+from ..models.tiny import TINY_MODELS
+from .base import ModelKind
 from .in_memory import adopt, is_in_memory
 
 
-class ClassifierKind:
+class ClassifierKind(ModelKind):
     name = "classifier"
+    described = "a classifier"
     runtimes = ("torch", "torch-bf16", "onnxruntime")  # metrics/runtime.py
+    class_logits = True
+
+    def check_folder(self, path, found) -> None:
+        """A folder saved from a trained classifier holds its classification head."""
+        check_classifier_head(path, found)
+
+    def check_run(self, task, config, model, source) -> None:
+        """``--base as-is`` scores a classifier as it is: its classification head must have been trained
+        (a folder saved from a ``*ForSequenceClassification`` model); a base model's head would be random."""
+        if config.base != "as-is" or model is not None or config.model in TINY_MODELS:
+            return
+        found = model_config(config.model)
+        if found is not None and not is_trained_classifier(found):
+            raise OptionError(f"--base as-is: model {config.model!r} has no trained classification head (its head "
+                              "would be random); fine-tune it (--base fine-tune), give a fine-tuned classifier folder, "
+                              "or score an LLM zero-shot (--model-kind causal-lm)")
 
     def load_model(self, model, task, seed: int = 0, tokenizer=None):
         """A classifier for the task's labels: pretrained (new seeded head), tiny, saved, or a copy of

@@ -16,6 +16,7 @@ from ..metrics.generation import score_texts
 from ..metrics.predict import generate_texts
 from ..metrics.speed import SpeedConfig, compare_speed
 from ..models.loading import load_seq2seq
+from .base import ModelKind
 from .in_memory import adopt, is_in_memory
 
 
@@ -40,8 +41,11 @@ def _separator(tokenizer) -> str:
     return getattr(tokenizer, "sep_token", None) or "|"
 
 
-class Seq2SeqKind:
+class Seq2SeqKind(ModelKind):
     name = "seq2seq"
+    described = "an encoder-decoder"
+    task_kinds = ("classification", "generation")
+    seq2seq = True
 
     def load_model(self, model, task: Task, seed: int = 0, tokenizer=None):
         """An encoder-decoder by name or folder, or a copy of a given model object."""

