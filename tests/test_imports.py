@@ -14,9 +14,15 @@ Two graphs of ``forgetless`` imports, both read from the source:
   function-level import that closes a cycle dodges it without removing it. It must have no cycle
   but the back-arrows of ``KNOWN_CYCLES``.
 
+With the imports inside functions, a **string hook** counts as an import too: a string constant naming a
+function of a forgetless module (``"forgetless.report.honest:llm_rows"``, imported by ``importlib`` when
+called) is an arrow to that module, so a table that names an upper layer's functions by string closes the
+cycle it hides (the upper layer registers them instead: ``data/task_kinds.TaskKind.register``).
+
 A cycle fails the test and is printed.
 """
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -26,6 +32,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "forgetless"
 # (importer module, imported module or package): back-arrows allowed in the layer graph. Empty: the
 # units of the package import each other without a cycle, function-level imports included.
 KNOWN_CYCLES: list[tuple[str, str]] = []
+HOOK_STRING = re.compile(r"(forgetless(?:\.\w+)+):\w+")  # "module:function", imported when called
 
 
 def module_name(path: Path) -> str:
@@ -58,14 +65,24 @@ def with_packages(target: str, importer: str) -> set[str]:
     return {".".join(parts[:i]) for i in range(1, len(parts) + 1)} - ancestors
 
 
+def string_hooks(tree: ast.Module) -> list[str]:
+    """The modules that string constants of ``tree`` name as ``"module:function"`` hooks."""
+    return [match.group(1) for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str)
+            for match in [HOOK_STRING.fullmatch(node.value)] if match]
+
+
 def import_graph(functions: bool = False) -> dict[str, set[str]]:
     """``{module: modules whose code runs when it is imported}`` within forgetless (``functions``:
-    also when its functions run)."""
+    also when its functions run, string hooks included)."""
     modules = {module_name(p): p for p in PACKAGE.rglob("*.py")}
     graph = {name: set() for name in modules}
     for name, path in modules.items():
         package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
-        for node in module_level_imports(ast.parse(path.read_text()), functions):
+        tree = ast.parse(path.read_text())
+        if functions:
+            for target in string_hooks(tree):
+                graph[name] |= {m for m in with_packages(target, name) if m in modules and m != name}
+        for node in module_level_imports(tree, functions):
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
             else:
@@ -132,6 +149,26 @@ def test_guard_models_package_inits_and_skips_function_imports(tmp_path, monkeyp
     (root / "objectives/rmc.py").write_text("from ..training.trainer import fine_tune\n")  # now at module level
     assert find_cycle(import_graph()) == ["forgetless.objectives", "forgetless.objectives.rmc",
                                           "forgetless.training.trainer", "forgetless.objectives"]
+
+
+def test_guard_counts_string_hooks_as_imports_inside_functions(tmp_path, monkeypatch):
+    """A table of a lower layer naming an upper layer's function by string (what ``data/task_kinds.py`` of
+    a117818 did: ``"forgetless.report.llm_section:llm_section"``) closes a cycle of the layer graph."""
+    root = tmp_path / "forgetless"
+    files = {
+        "__init__.py": "",
+        "data/__init__.py": "",
+        "data/kinds.py": 'HOOKS = {"compare": "forgetless.report.section:compare"}\nNOTE = "see forgetless.report"\n',
+        "report/__init__.py": "",
+        "report/section.py": "from ..data.kinds import HOOKS\n\ndef compare():\n    return HOOKS\n",
+    }
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    monkeypatch.setattr(sys.modules[__name__], "PACKAGE", root)
+    assert import_graph()["forgetless.data.kinds"] == set()  # module level: nothing imported
+    assert import_graph(functions=True)["forgetless.data.kinds"] == {"forgetless.report", "forgetless.report.section"}
+    assert find_cycle(layer_graph([])) == ["forgetless.data", "forgetless.report", "forgetless.data"]
 
 
 # ----- the package ------------------------------------------------------------------------------

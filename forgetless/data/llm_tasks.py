@@ -284,3 +284,22 @@ def check_generation_room(suite, max_positions: int | None, source) -> None:
                 raise OptionError(f"lm-eval task {name} ({s.source}): max_gen_toks {new} leaves no room for a prompt in "
                                   f"model {source!r}, which takes at most {max_positions} tokens; give fewer "
                                   "max_gen_toks in its generation_kwargs")
+
+
+def check_run(task, config) -> None:
+    """LLM tasks evaluate a pretrained model as it is: nothing trains on them (``--base as-is``, a
+    method without recovery training), and the model is a causal LM (the ``lm-eval`` task kind's ``check_run``,
+    registered below)."""
+    if config.base != "as-is":
+        raise ConfigError(f"task {task.name}: evaluates a pretrained LLM as it is (its items are test items, not "
+                          "training data): pass --base as-is")
+    for method in (config.method, *config.then):
+        if method.recovers:
+            raise ConfigError(f"task {task.name}: method {method.name} would train (--recovery fine-tune); its "
+                              "texts are calibration only: pass --recovery none")
+    if config.model_kind not in ("auto", task_kind(task).model_kind):
+        raise ConfigError(f"task {task.name}: scores a causal language model; --model-kind {config.model_kind} "
+                          "does not apply (leave it auto)")
+
+
+task_kind("lm-eval").register(check_run=check_run)

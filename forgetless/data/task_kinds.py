@@ -4,22 +4,26 @@ it compare (its card section) and how its per-example rows read. Built in: ``cla
 texts; challenge sets, F_bias, hard / easy), ``generation`` (source → references), and ``lm-eval`` (an LLM
 suite: lm-evaluation-harness tasks scored on a causal LM as it is, ``llm/``).
 
-A kind's behaviour beyond these facts is named as ``"module:function"`` hooks, imported when first called,
-so this table imports nothing of the layers that implement them (``validate`` asks the kind, not ``llm``):
+A kind's behaviour beyond these facts is its *hooks*: the kind names the hooks it has, and the layer that
+implements them registers them when it is imported (``TaskKind.register``), so this table imports nothing of
+the layers above it (``validate`` asks the kind, not ``llm``):
 
-* ``check_run(task, config)``: what a run on the task may not do, one ``ConfigError`` before any work;
+* ``check_run(task, config)``: what a run on the task may not do, one ``ConfigError`` before any work
+  (the ``lm-eval`` kind's: ``data/llm_tasks.py``);
 * ``compare(task, results, predictions, seed)``: the kind's own card section (``card["llm"]``);
 * ``prediction_rows(predictions)``: the kind's rows of ``predictions.jsonl``;
-* ``warnings(task, predictions)``: the kind's own card warnings, instead of the classification ones.
+* ``warnings(task, predictions)``: the kind's own card warnings, instead of the classification ones
+  (the last three: ``report/honest.py``).
 
-A new kind: one ``TaskKind(...)`` in ``TASK_KINDS`` and its hooks.
+A new kind: one ``TaskKind(...)`` in ``TASK_KINDS`` and its hooks registered.
 """
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
 
 from ..errors import DataError
+
+HOOKS = ("check_run", "compare", "prediction_rows", "warnings")
 
 
 @dataclass(frozen=True)
@@ -29,7 +33,8 @@ class TaskKind:
     (``ExampleSet``); ``methods_see``: the kind of data a method's ``task_types`` must name to run on it;
     ``model_kind``: the model kind its runs use (None: chosen by the method and ``--model-kind``);
     ``calibration_only``: its training split is calibration text, scored as language modelling and
-    never trained on; ``suite``: its items are an evaluation suite (``task.suite``), with no dev set."""
+    never trained on; ``suite``: its items are an evaluation suite (``task.suite``), with no dev set;
+    ``hooks``: the names of the hooks it has (``HOOKS``), their functions given by ``register``."""
     name: str
     labelled: bool
     pairs: bool
@@ -37,15 +42,27 @@ class TaskKind:
     model_kind: str | None = None
     calibration_only: bool = False
     suite: bool = False
-    hooks: dict[str, str] = field(default_factory=dict)
+    hooks: tuple[str, ...] = ()
+    registered: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def register(self, **functions) -> None:
+        """Give the kind the functions of its hooks (by name); the layer implementing them calls this when it
+        is imported."""
+        unknown = sorted(set(functions) - set(self.hooks))
+        if unknown:
+            raise ValueError(f"task kind {self.name}: has no hook {unknown[0]!r} (its hooks: "
+                             f"{', '.join(self.hooks) or 'none'})")
+        self.registered.update(functions)
 
     def hook(self, name: str):
-        """The function of hook ``name``, or None when the kind has none."""
-        target = self.hooks.get(name)
-        if target is None:
+        """The function of hook ``name``, or None when the kind has none; a hook the kind has but nothing
+        registered is an error (the layer implementing it was not imported), never silently skipped."""
+        if name not in self.hooks:
             return None
-        module, _, attribute = target.partition(":")
-        return getattr(importlib.import_module(module), attribute)
+        if name not in self.registered:
+            raise RuntimeError(f"task kind {self.name}: its {name!r} hook is not registered (the module "
+                               "implementing it registers it when imported)")
+        return self.registered[name]
 
     def check_run(self, task, config) -> None:
         check = self.hook("check_run")
@@ -61,11 +78,7 @@ TASK_KINDS = {kind.name: kind for kind in (
     TaskKind("classification", labelled=True, pairs=False, methods_see="classification"),
     TaskKind("generation", labelled=False, pairs=True, methods_see="generation", model_kind="seq2seq"),
     TaskKind("lm-eval", labelled=False, pairs=False, methods_see="classification", model_kind="causal-lm",
-             calibration_only=True, suite=True,
-             hooks={"check_run": "forgetless.llm.suite:check_run",
-                    "compare": "forgetless.report.llm_section:llm_section",
-                    "prediction_rows": "forgetless.report.honest:llm_rows",
-                    "warnings": "forgetless.report.llm_section:near_chance_warnings"}),
+             calibration_only=True, suite=True, hooks=HOOKS),
 )}
 
 

@@ -222,19 +222,3 @@ def summarize(records: dict) -> dict:
         return {"n": n, "metric": primary, primary: means[primary], "metrics": means,
                 "empty_answers": sum(r["empty"] for r in items)}
     return {"n": n, "metric": primary, primary: float(np.mean([r["score"] for r in items]))}
-
-
-def check_run(task, config) -> None:
-    """LLM tasks evaluate a pretrained model as it is: nothing trains on them (``--base as-is``, a
-    method without recovery training), and the model is a causal LM (the ``lm-eval`` task kind's ``check_run``,
-    ``data/task_kinds.py``)."""
-    if config.base != "as-is":
-        raise ConfigError(f"task {task.name}: evaluates a pretrained LLM as it is (its items are test items, not "
-                          "training data): pass --base as-is")
-    for method in (config.method, *config.then):
-        if method.recovers:
-            raise ConfigError(f"task {task.name}: method {method.name} would train (--recovery fine-tune); its "
-                              "texts are calibration only: pass --recovery none")
-    if config.model_kind not in ("auto", "causal-lm"):
-        raise ConfigError(f"task {task.name}: scores a causal language model; --model-kind {config.model_kind} "
-                          "does not apply (leave it auto)")

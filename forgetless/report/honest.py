@@ -17,6 +17,7 @@ from ..llm.records import MULTIPLE_CHOICE, scores
 from ..metrics.paired import paired_intervals, softmax
 from ..data.task_kinds import task_kind
 from . import trust
+from .llm_section import llm_section, near_chance_warnings
 
 N_RESAMPLES = DEFAULT_RESAMPLES
 ROLES = ("base", "compressed")
@@ -255,3 +256,6 @@ def f_bias_meaningful(bias: dict | None, warnings: list[str]) -> bool:
     if bias.get("gap_base") is None or bias["gap_base"] <= 0:
         return False
     return not any(trust.VOIDS_F_BIAS in w for w in warnings)
+
+
+task_kind("lm-eval").register(compare=llm_section, prediction_rows=llm_rows, warnings=near_chance_warnings)
