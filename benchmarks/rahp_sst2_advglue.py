@@ -32,7 +32,7 @@ from forgetless.methods._shared.calibration import scoring_batches
 from forgetless.methods.rahp.model_scoring import robustness_c
 from forgetless.methods.rahp.plots import ablation_scatter
 from forgetless.methods.rahp.runner import rahp_decision
-from forgetless.methods.rahp.scores import layout_from_json
+from forgetless.methods._shared.head_layout import layout_from_json
 from forgetless.methods.base import CompressionContext
 from forgetless.registry import METHODS
 from forgetless.models.adapters import get_adapter

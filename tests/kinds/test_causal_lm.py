@@ -77,7 +77,8 @@ def test_michel_importance_of_a_causal_lm_is_the_label_word_loss_gradient(minilm
     predicting token t + 1) equals the gradient of an independent scalar ξ that scales the group's
     columns of the o_proj input, per example, averaged. (Llama's RMSNorm computes in float32, so a
     finite difference in float64 is noisy at 1e-3; autograd through a plain hook is exact.)"""
-    from forgetless.methods.rahp.model_scoring import head_layout, michel_importance
+    from forgetless.methods._shared.head_layout import head_layout
+    from forgetless.methods.rahp.model_scoring import michel_importance
     from forgetless.training.encode import collate
 
     model, tok = load_causal_lm("tiny-llama", tokenizer=minilm_tokenizer)

@@ -5,7 +5,8 @@ import pytest
 import torch
 
 from forgetless.errors import ConfigError
-from forgetless.methods.rahp.scores import (HeadLayout, composite_score, count_from_ratio, head_sq_norms, log_fisher,
+from forgetless.methods._shared.head_layout import HeadLayout
+from forgetless.methods.rahp.scores import (composite_score, count_from_ratio, head_sq_norms, log_fisher,
                                      margin, minmax, normalize_per_layer, protected_heads, rahp_select,
                                      robustness_ratio, select_lowest, select_top_k)
 

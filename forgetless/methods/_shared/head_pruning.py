@@ -15,9 +15,8 @@ from ...errors import ConfigError
 from ...models.adapters import get_adapter
 from ...models.surgery import prune_heads
 from ..base import CompressionContext, CompressionMethod
-from ..rahp.model_scoring import head_layout
-from ..rahp.scores import HeadLayout
 from .calibration import scored_train, scoring_subset
+from .head_layout import HeadLayout, head_layout
 
 
 class HeadPruningMethod(CompressionMethod, ABC):

@@ -18,11 +18,12 @@ from torch import nn
 from ...data.task import ExampleSet
 from ...errors import ConfigError
 from .._shared.calibration import scoring_batches
+from .._shared.head_layout import head_layout, layout_from_json, layout_json
 from .._shared.head_pruning import HeadPruningMethod
 from .config import HeadsConfig
-from ..rahp.model_scoring import head_layout, michel_importance
+from ..rahp.model_scoring import michel_importance
 from ..rahp.plots import score_heatmap
-from ..rahp.scores import count_from_ratio, layout_from_json, layout_json, normalize_per_layer, select_lowest
+from ..rahp.scores import count_from_ratio, normalize_per_layer, select_lowest
 
 
 def michel_scores(model: nn.Module, tokenizer, examples: ExampleSet, config: HeadsConfig, rows=None) -> dict:

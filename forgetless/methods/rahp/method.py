@@ -20,7 +20,7 @@ import torch
 from .._shared.head_pruning import HeadPruningMethod
 from .plots import pruned_per_layer_bars, score_heatmap
 from .runner import rahp_decision, rahp_scores
-from .scores import layout_from_json
+from .._shared.head_layout import layout_from_json
 
 
 class RobustnessAwareHeadPruning(HeadPruningMethod):

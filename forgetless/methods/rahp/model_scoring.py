@@ -9,21 +9,14 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ...errors import ConfigError, UnsupportedModelError
+from ...errors import ConfigError
 from ...models.adapters import get_adapter
 from ...metrics.predict import scoring_mode
 from ...models.gates import HookSet
 from ...progress import bar
 from ...training.encode import IGNORE_INDEX, TOKEN_KEYS
-from .scores import HeadLayout, head_sq_norms, margin, per_example_norm, robustness_ratio
-
-
-def head_layout(model: nn.Module) -> HeadLayout:
-    """Flat head order of ``model`` (sites without heads are left out)."""
-    sites = [(site.key, site.num_heads) for site in get_adapter(model).attention_sites(model) if site.num_heads]
-    if not sites:
-        raise UnsupportedModelError("the model has no attention heads left to score")
-    return HeadLayout(tuple(sites))
+from .._shared.head_layout import head_layout
+from .scores import head_sq_norms, margin, per_example_norm, robustness_ratio
 
 
 class ExampleHeadGates(HookSet):

@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from ...report.plots import plt, save_figure
-from .scores import HeadLayout
+from .._shared.head_layout import HeadLayout
 
 
 def score_heatmap(layout: HeadLayout, values, path: Path, title: str, pruned=None, protected=None,

@@ -14,8 +14,9 @@ from ...data.task import ExampleSet
 from .._shared.calibration import scoring_batches
 from .config import RahpConfig
 from .fast_delta_c import first_order_delta_c_scores, hybrid_delta_c
-from .model_scoring import delta_c_scores, fisher_scores, head_layout
-from .scores import layout_from_json, layout_json, rahp_select
+from .._shared.head_layout import head_layout, layout_from_json, layout_json
+from .model_scoring import delta_c_scores, fisher_scores
+from .scores import rahp_select
 
 
 def rahp_scores(model: nn.Module, tokenizer, examples: ExampleSet, config: RahpConfig) -> dict:

@@ -10,64 +10,17 @@
   min-max normalisation; composite ``S = β·ΔC' − α·I'`` (eq. 5); the top γ by Fisher are
   protected and the top ``K = ⌊ρ·L·H⌋`` heads by S are pruned in one global step.
 
-Heads are handled as flat vectors over every head of the model; ``HeadLayout`` maps a flat
-position to its (site key, head index) and back.
+Heads are handled as flat vectors over every head of the model; ``HeadLayout``
+(``methods/_shared/head_layout.py``) maps a flat position to its (site key, head index) and back.
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import torch
 
 from ...errors import ConfigError
-
-SiteKey = tuple[str, int, str]
-
-
-@dataclass(frozen=True)
-class HeadLayout:
-    """Flat order of heads: site by site (in the adapter's order), head by head."""
-
-    sites: tuple[tuple[SiteKey, int], ...]  # (site key, head count)
-
-    @property
-    def total(self) -> int:
-        return sum(n for _, n in self.sites)
-
-    def offsets(self) -> dict[SiteKey, int]:
-        out, pos = {}, 0
-        for key, n in self.sites:
-            out[key] = pos
-            pos += n
-        return out
-
-    def entries(self) -> list[tuple[SiteKey, int]]:
-        return [(key, h) for key, n in self.sites for h in range(n)]
-
-    def flatten(self, per_site: dict[SiteKey, torch.Tensor]) -> torch.Tensor:
-        return torch.cat([per_site[key].detach().reshape(-1).float().cpu() for key, _ in self.sites])
-
-    def unflatten(self, flat: torch.Tensor) -> dict[SiteKey, torch.Tensor]:
-        out, pos = {}, 0
-        for key, n in self.sites:
-            out[key] = flat[pos:pos + n]
-            pos += n
-        return out
-
-    def matrix(self, flat: torch.Tensor) -> torch.Tensor:
-        """Layers × heads matrix (NaN where a layer has fewer heads than the widest one)."""
-        width = max((n for _, n in self.sites), default=0)
-        out = torch.full((len(self.sites), width), float("nan"))
-        for row, (values, (_, n)) in enumerate(zip(self.unflatten(flat.float()).values(), self.sites)):
-            out[row, :n] = values
-        return out
-
-    def keep_dict(self, pruned: torch.Tensor) -> dict[SiteKey, list[int]]:
-        """``pruned`` (bool, flat) → heads to keep per site, for ``surgery.prune_heads``."""
-        return {key: [h for h, p in enumerate(mask.tolist()) if not p]
-                for key, mask in self.unflatten(pruned.bool()).items()}
-
+from .._shared.head_layout import HeadLayout
 
 # ----- RAHP eq. 1 -------------------------------------------------------------------------------
 def margin(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
@@ -184,12 +137,3 @@ def rahp_select(delta_c: torch.Tensor, fisher: torch.Tensor, ratio: float, alpha
     score = composite_score(delta_c, info, alpha, beta)
     return {"delta_c_norm": minmax(delta_c), "info_norm": minmax(info), "score": score,
             "protected": protected, "pruned": select_top_k(score, k, protected)}
-
-
-def layout_json(layout: HeadLayout) -> list:
-    """A layout as JSON-able rows ``[stack, layer, site type, heads]``."""
-    return [[*key, n] for key, n in layout.sites]
-
-
-def layout_from_json(sites: list) -> HeadLayout:
-    return HeadLayout(tuple(((s, int(layer), k), int(n)) for s, layer, k, n in sites))
