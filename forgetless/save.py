@@ -39,7 +39,7 @@ def save_run(run, out_dir, meta: dict | None = None) -> Card:
         "task": measured.task.name, "task_kind": measured.task.kind, "kind": measured.kind.name,
         "trained_on_task": trained_on_task(measured.training),
         "artifacts": measured.method.artifacts(), "then": [m.describe() for m in measured.then]})
-    served = served_for_card(measured.speed, measured.kind.name,
+    served = served_for_card(measured.speed, measured.kind,
                              ((measured.sizes.get("base") or {}).get("source") or {}).get("path"), model_dir)
     if served is not None:  # the saved folders in vLLM (serving/speed.py), beside the in-process timing
         measured = replace(measured, speed={**measured.speed, "served": served})

@@ -214,7 +214,7 @@ class Task:
                 raise DataError(f"Task.from_datasets: {set_name} must be a datasets.Dataset, got {type(ds).__name__}")
         cols = hf.infer_columns(train, text, text_pair, label, target)
         where = lambda set_name: f"{name} {set_name}"  # noqa: E731
-        if cols["task_type"] == "generation":
+        if TASK_KINDS[cols["task_type"]].pairs:
             built = {n: PairSet(n, hf.texts(ds, cols["text"], where(n)),
                                 [[t] for t in hf.texts(ds, cols["target"], where(n))], source=f"datasets:{n}")
                      for n, ds in sets.items()}

@@ -3,11 +3,12 @@
 
 The facts: ``name`` (``--model-kind``), ``described`` (in words), ``task_kinds`` (the tasks it scores),
 ``runtimes`` (``--runtime``), ``seq2seq`` (it runs an encoder-decoder: a BERT folder becomes a bert2bert
-of the same depth, ``validate.model_dims``) and ``class_logits`` (its model gives class logits: CLEVER
-estimates). The checks, each one error before any work: ``check_options`` (the run's evaluation
-options), ``check_config`` and ``check_folder`` (a model the run loads), ``known_modules`` (what
-``validate.check_modules`` checks before loading) and ``check_run`` (the kind's own rules of a run).
-The base checks nothing a kind does not need.
+of the same depth, ``validate.model_dims``), ``class_logits`` (its model gives class logits: CLEVER
+estimates) and ``served`` (vLLM serves its folders: ``serving/speed.served_for_card``). The checks,
+each one error before any work: ``check_options`` (the run's evaluation options), ``check_config`` and
+``check_folder`` (a model the run loads), ``known_modules`` (what ``validate.check_modules`` checks
+before loading) and ``check_run`` (the kind's own rules of a run). The base checks nothing a kind does
+not need.
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ class ModelKind:
     runtimes: tuple[str, ...] = ("torch",)
     seq2seq = False
     class_logits = False
+    served = False
 
     def check_options(self, config) -> None:
         """An evaluation option of another model kind (``option(kinds=)``), a runtime the kind does not

@@ -77,6 +77,7 @@ class CausalLMKind(ModelKind):
     name = "causal-lm"
     described = "a causal language model"
     task_kinds = ("classification", "lm-eval")
+    served = True
 
     def check_config(self, name: str, found=None, flag: str = "--model-kind causal-lm") -> None:
         """Model ``name`` (its config ``found``, default read) is a decoder-only LM, as this kind needs

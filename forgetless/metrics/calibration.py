@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..data.task_kinds import task_kind
+
 BINS = 10
 
 
@@ -75,7 +77,7 @@ def set_calibration(probs, examples, bins: int = BINS) -> dict:
 
 def calibration_section(task, predictions: dict, bins: int = BINS) -> dict | None:
     """The card's ``calibration`` section: {bins, sets: {set: {base, compressed}}} (classification only)."""
-    if task.kind != "classification":
+    if not task_kind(task).labelled:
         return None
     sets = {}
     for name, examples in task.eval_sets().items():

@@ -57,12 +57,12 @@ def served_speed(base_folder: str | Path | None, compressed_folder: str | Path, 
             "load_average": {"before": before, "after": list(os.getloadavg())}}
 
 
-def served_for_card(speed: dict, kind: str, base_folder: str | None, folder: Path) -> dict | None:
-    """The card's served speed of a run (``speed``: the run's in-process speed entry): None for a model
-    that is not a causal LM or under ``--speed none``; under ``--speed auto`` a folder whose computation
+def served_for_card(speed: dict, kind, base_folder: str | None, folder: Path) -> dict | None:
+    """The card's served speed of a run (``speed``: the run's in-process speed entry; ``kind``: its model kind):
+    None for a model vLLM does not serve (``kind.served``: a causal LM) or under ``--speed none``; under ``--speed auto`` a folder whose computation
     vLLM runs as the base's (zeros in dense weights) is not served, and the card says why; else both
     folders timed in vLLM (``served_speed``), or why not."""
-    if kind != "causal-lm" or speed.get("setting") == "none":
+    if not kind.served or speed.get("setting") == "none":
         return None
     if speed.get("setting") == "auto" and not speed.get("meaningful") and not quantized_folder(folder):
         return not_served("the folder's weights are dense: vLLM runs the base's kernels on them, no speedup "

