@@ -1,15 +1,6 @@
-"""What every model kind declares and checks (``ModelKind``, the base class of ``classifier.py``,
-``seq2seq.py`` and ``causal_lm.py``): ``validate.validate_run`` asks the kind, never its name.
-
-The facts: ``name`` (``--model-kind``), ``described`` (in words), ``task_kinds`` (the tasks it scores),
-``runtimes`` (``--runtime``), ``seq2seq`` (it runs an encoder-decoder: a BERT folder becomes a bert2bert
-of the same depth, ``validate.model_dims``), ``class_logits`` (its model gives class logits: CLEVER
-estimates) and ``served`` (vLLM serves its folders: ``serving/speed.served_for_card``). The checks,
-each one error before any work: ``check_options`` (the run's evaluation options), ``check_config`` and
-``check_folder`` (a model the run loads), ``known_modules`` (what ``validate.check_modules`` checks
-before loading) and ``check_run`` (the kind's own rules of a run). The base checks nothing a kind does
-not need.
-"""
+"""``ModelKind``, the base of every model kind (``classifier.py``, ``seq2seq.py``, ``causal_lm.py``): the facts
+and checks ``validate.validate_run`` asks the kind for instead of comparing its name; each check is one
+error before any work, and the base checks nothing a kind does not need."""
 from __future__ import annotations
 
 from dataclasses import fields
@@ -19,13 +10,13 @@ from ..options import default_of
 
 
 class ModelKind:
-    name: str
+    name: str  # --model-kind
     described: str  # the model in words ("a classifier")
     task_kinds: tuple[str, ...] = ("classification",)  # the kinds of task it scores (``forgetless evaluate``)
-    runtimes: tuple[str, ...] = ("torch",)
-    seq2seq = False
-    class_logits = False
-    served = False
+    runtimes: tuple[str, ...] = ("torch",)  # --runtime
+    seq2seq = False  # an encoder-decoder: a BERT folder becomes a bert2bert of the same depth (``model_dims``)
+    class_logits = False  # its model gives class logits (CLEVER estimates)
+    served = False  # vLLM serves its folders (``serving/speed.served_for_card``)
 
     def check_options(self, config) -> None:
         """An evaluation option of another model kind (``option(kinds=)``), a runtime the kind does not
