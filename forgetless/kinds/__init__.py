@@ -50,9 +50,7 @@ def check_compatible(task, method, objective, model_kind: str = "auto") -> None:
     if method is not None and kind.name not in method.model_kinds:
         raise ConfigError(f"method {method.name!r} does not apply to a {kind.name} model; it compresses: "
                           f"{', '.join(method.model_kinds)} models")
-    if kind.name == "causal-lm" and kind_of_data != "classification":
-        raise ConfigError("the causal-lm model kind scores classification tasks by label likelihood; "
-                          f"task {task.name!r} is a {task.kind} task")
+    kind.check_task(task, kind_of_data)
     if kind.name not in objective.model_kinds:
         raise ConfigError(f"objective {objective.name!r} does not apply to a {kind.name} model (task {task.name!r}"
                           + (f", method {method.name!r}" if method is not None else "") + "); it trains: "

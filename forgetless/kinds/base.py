@@ -34,6 +34,9 @@ class ModelKind:
             raise OptionError(f"--runtime {eval_config.runtime}: not available for a {self.name} model (it runs "
                               f"under: {', '.join(self.runtimes)})")
 
+    def check_task(self, task, data_kind: str) -> None:
+        """The kind runs on ``task``, whose data methods see as ``data_kind`` (``TaskKind.methods_see``)."""
+
     def check_config(self, name: str, found=None, flag: str = "--model-kind") -> None:
         """Model ``name`` (its config ``found``; ``flag``: what asked for this kind) fits the kind."""
 

@@ -79,6 +79,12 @@ class CausalLMKind(ModelKind):
     task_kinds = ("classification", "lm-eval")
     served = True
 
+    def check_task(self, task, data_kind: str) -> None:
+        """Label likelihood scores classification data (an LLM suite's calibration text included)."""
+        if data_kind != "classification":
+            raise ConfigError("the causal-lm model kind scores classification tasks by label likelihood; "
+                              f"task {task.name!r} is a {task.kind} task")
+
     def check_config(self, name: str, found=None, flag: str = "--model-kind causal-lm") -> None:
         """Model ``name`` (its config ``found``, default read) is a decoder-only LM, as this kind needs
         (``flag``: what asked for it)."""

@@ -61,3 +61,17 @@ def test_a_causal_lm_is_decoder_only_by_its_config():
         KINDS["causal-lm"].check_config("a-bert", bert, flag="--task lm-eval")
     assert refused.value.args[0] == ("--task lm-eval: model 'a-bert' is a bert model, not a decoder-only language "
                                      "model (any …ForCausalLM of transformers; e.g. smollm2, tiny-llama)")
+
+
+def test_a_causal_lm_refuses_a_generation_task():
+    from forgetless.errors import ConfigError
+    from forgetless.kinds import check_compatible
+    from forgetless.registry import OBJECTIVES
+
+    class Task:
+        kind, name = "generation", "xsum"
+
+    with pytest.raises(ConfigError) as refused:
+        check_compatible(Task(), None, OBJECTIVES.config("ce"), "causal-lm")
+    assert refused.value.args[0] == ("the causal-lm model kind scores classification tasks by label likelihood; "
+                                     "task 'xsum' is a generation task")
