@@ -37,8 +37,8 @@ def main() -> None:
     import torch
 
     from forgetless.methods._shared.calibration import calibration_batches, calibration_texts
-    from forgetless.methods.quantize.allocation import allocate
-    from forgetless.methods.quantize.budget import plan_budget, sized
+    from forgetless.methods._shared.allocation import allocate
+    from forgetless.methods._shared.budget import plan_budget, sized
     from forgetless.models.loading import load_causal_lm
     from forgetless.registry import METHODS
 

@@ -28,7 +28,7 @@ def cpu_per_forward(model, ids: torch.Tensor, forwards: int) -> float:
 
 
 def main() -> None:
-    from forgetless.models.activation_quant import InputQuant, quantize_inputs
+    from forgetless.quantization.inputs import InputQuant, quantize_inputs
     from forgetless.models.loading import load_causal_lm
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -269,7 +269,7 @@ def load_layer_weights(model, weights: dict, inputs: str | None) -> None:
     ``models/activation_quant.py``, as transformers + compressed-tensors run it on CPU); ``inputs`` None: off."""
     import torch
 
-    from forgetless.models.activation_quant import InputQuant, quantize_inputs
+    from forgetless.quantization.inputs import InputQuant, quantize_inputs
 
     for i, layer in enumerate(model.model.layers):
         for name, m in layer.named_modules():

@@ -27,7 +27,7 @@ import torch
 from torch import nn
 
 from ..errors import UnsupportedModelError
-from .compressed_tensors import GROUPED_ATTR
+from ..quantization.layers import GROUPED_ATTR
 from .transformers_compat import post_expert_norm
 
 EXPERT_CODES = "grouped_experts"  # on a fused experts module: {(parameter, expert): GroupedInts}

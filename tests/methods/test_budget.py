@@ -14,8 +14,8 @@ from forgetless.config import TrainConfig
 from forgetless.errors import ConfigError, OptionError
 from forgetless.kinds import KINDS
 from forgetless.methods.base import CompressionContext
-from forgetless.methods.quantize.allocation import allocate
-from forgetless.models.compressed_tensors import GROUPED_ATTR
+from forgetless.methods._shared.allocation import allocate
+from forgetless.quantization.layers import GROUPED_ATTR
 from forgetless.models.io import load_model, save_model
 from forgetless.registry import METHODS
 
@@ -150,7 +150,7 @@ def test_card_says_when_the_uniform_check_was_skipped(budgeted):
 
 
 def test_verdict_reads_the_paired_interval():
-    from forgetless.methods.quantize.uniform_check import verdict
+    from forgetless.methods._shared.uniform_check import verdict
 
     assert verdict({"value": 0.02, "low": 0.001, "high": 0.04}) == "better"
     assert verdict({"value": -0.02, "low": -0.04, "high": -0.001}) == "worse"

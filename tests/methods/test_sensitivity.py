@@ -13,7 +13,7 @@ import transformers
 import forgetless
 
 from forgetless.errors import ConfigError
-from forgetless.methods.quantize.sensitivity import Unfolded, measure, mixed_advice, mixed_ignore, run_sensitivity
+from forgetless.methods._shared.sensitivity import Unfolded, measure, mixed_advice, mixed_ignore, run_sensitivity
 from forgetless.registry import METHODS
 from forgetless.report.sensitivity import sensitivity_markdown
 

@@ -11,7 +11,7 @@ import forgetless
 from forgetless.errors import OptionError, UnsupportedModelError
 from forgetless.methods._shared.sequential import capture_block_inputs, run_layer_by_layer
 from forgetless.methods.gptq.config import GptqConfig
-from forgetless.methods.gptq.solver import round_to_nearest
+from forgetless.quantization.ints import round_to_nearest
 from forgetless.methods.wanda.config import WandaConfig
 from forgetless.models.adapters import get_adapter
 from forgetless.models.experts import EXPERT_CODES

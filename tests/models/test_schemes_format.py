@@ -16,9 +16,9 @@ import torch
 import transformers
 
 from forgetless.errors import OptionError
-from forgetless.models.activation_quant import InputQuant, input_quantized
+from forgetless.quantization.inputs import InputQuant, input_quantized
 from forgetless.models.checks import tensor_header
-from forgetless.models.float_codes import FloatCodes
+from forgetless.quantization.fp8 import FloatCodes
 from forgetless.models.io import save_model
 from forgetless.models.stock import stock_loadable
 from forgetless.registry import METHODS

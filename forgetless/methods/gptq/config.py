@@ -1,7 +1,7 @@
 """Options of GPTQ (Frantar, Ashkboos, Hoefler & Alistarh 2022): quantization of every linear layer of
 the transformer stacks to ``bits``-bit integers with a per-group grid (or to float8_e4m3fn), the rounding
 error fed back through the damped inverse Hessian of the calibration inputs (Algorithm 1); the format
-options (``quantize/grid.py``'s ``WeightFormat``, shared with ``rtn`` and ``awq``) also quantize the
+options (``quantization/options.py``'s ``WeightFormat``, shared with ``rtn`` and ``awq``) also quantize the
 layers' inputs (W8A8). Standard library only: see ``method.py`` and ``solver.py`` (its docstring: the
 two grid rules, ``static_groups``)."""
 from __future__ import annotations
@@ -13,7 +13,7 @@ from ...errors import OptionError
 from ...options import option
 from ...registry import METHODS
 from .._shared.oneshot_config import OneShotConfig
-from ..quantize.grid import WeightFormat
+from ...quantization.options import WeightFormat
 
 
 @METHODS.register("gptq", implementation=".method:Gptq")
