@@ -14,7 +14,10 @@ with ``ast``, nothing imported:
 * **longest functions**: the ten longest function bodies (lines), and how many are over 40 lines;
 * **card lookups**: ``card["`` in the package and in ``tests/`` (the report card read as an untyped dict);
 * **task-kind branches**: comparisons with the string ``"lm-eval"`` (``task.kind == "lm-eval"``, a card's
-  ``kind.task != "lm-eval"``): code that asks which kind of task it has instead of asking the kind.
+  ``kind.task != "lm-eval"``): code that asks which kind of task it has instead of asking the kind;
+* **weight-type branches**: comparisons of a ``weight_type`` (``c.weight_type == "fp8"``,
+  ``config.get("weight_type") == …``) outside ``forgetless/quantization/``: code that asks which codes a format
+  has instead of asking the format (``quantization.format.QuantFormat``).
 
     python benchmarks/structure.py [--package forgetless] [--json]
 """
@@ -158,6 +161,20 @@ def kind_branches(modules: dict) -> int:
     return count
 
 
+def weight_type_branches(modules: dict, package: Path) -> int:
+    """Comparisons one side of which reads a ``weight_type`` (attribute, name or ``"weight_type"`` key), outside
+    the quantization library."""
+    count = 0
+    for path in modules.values():
+        if path.relative_to(package).parts[0] == "quantization":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Compare):
+                sides = [ast.unparse(v) for v in (node.left, *node.comparators)]
+                count += any("weight_type" in side for side in sides)
+    return count
+
+
 def card_lookups(folder: Path) -> int:
     return sum(path.read_text(encoding="utf-8").count('card["') for path in folder.rglob("*.py"))
 
@@ -183,7 +200,7 @@ def measure(package: Path) -> dict:
             "functions_over_40_lines": sum(1 for n, _ in functions(modules, package) if n > 40),
             "card_lookups_package": card_lookups(package),
             "card_lookups_tests": card_lookups(package.parent / "tests") if (package.parent / "tests").is_dir() else None,
-            "lm_eval_branches": kind_branches(modules)}
+            "lm_eval_branches": kind_branches(modules), "weight_type_branches": weight_type_branches(modules, package)}
 
 
 def main() -> None:
@@ -197,7 +214,7 @@ def main() -> None:
         return
     for key in ("files", "lines", "imports", "imports_function_level", "import_statements_in_functions",
                 "import_layers", "functions_over_40_lines", "card_lookups_package", "card_lookups_tests",
-                "lm_eval_branches"):
+                "lm_eval_branches", "weight_type_branches"):
         print(f"{key:31s} {result[key]}")
     print(f"{'circles':31s} {len(result['circles'])}")
     for circle in result["circles"]:

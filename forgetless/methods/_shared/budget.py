@@ -41,6 +41,7 @@ from ...models.sites import weight_matrix
 from ...models.targets import Selection, select_linears
 from ...quantization.candidates import Candidate, candidates
 from ...quantization.compressed_tensors import stored_layout
+from ...quantization.format import PACKED
 from ...quantization.layers import attach
 from .allocation import allocate
 from .sensitivity import BATCH, TEXTS, TOKENS, _expert_linears, measure, units
@@ -82,9 +83,9 @@ class Unit:
         return sum(rows * columns for _, rows, columns, _ in self.linears)
 
     def bytes(self, candidate: Candidate, config) -> int | None:
-        """Its bytes in ``candidate``; None when one linear cannot take it (group, or fp8 / quantized inputs on
-        an expert that is no ``nn.Linear``)."""
-        if not candidate.kept and (candidate.weight_type == "fp8" or config.activations != "none") and \
+        """Its bytes in ``candidate``; None when one linear cannot take it (group, or a format stored for
+        ``nn.Linear`` only — all but pack-quantized — on an expert that is no ``nn.Linear``)."""
+        if not candidate.kept and candidate.format_of(config).ct_format != PACKED and \
                 not all(plain for *_, plain in self.linears):
             return None
         sizes = [linear_bytes(rows, columns, candidate, config) for _, rows, columns, _ in self.linears]

@@ -41,6 +41,9 @@ class GptqConfig(OneShotConfig, WeightFormat):
     def check(self) -> None:
         super().check()
         self.check_format(calibrates=True)
+        if getattr(self.format.codes, "gptq_rule", None) is None:  # a format may offer round-to-nearest only
+            raise OptionError(f"--weight-type {self.weight_type}: these codes have no GPTQ column rule "
+                              "(quantization/registry.py); use --method rtn")
         if self.recovery != "none":
             raise OptionError(f"--recovery {self.recovery}: gptq stores integer codes; training afterwards would move "
                               "the weights off their grid and lose the packed storage. Fine-tune before (another "
