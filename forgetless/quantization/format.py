@@ -26,6 +26,10 @@ PACKED = "pack-quantized"  # compressed-tensors' format of weight-only integer c
 ACTIVATIONS = ("none", "int8-token", "fp8-token", "fp8-tensor")  # inputs.ACTIVATIONS' keys, and none
 INPUT_WORDS = {"none": "weight-only", "int8-token": "int8 inputs per token (dynamic)",
                "fp8-token": "fp8 inputs per token (dynamic)", "fp8-tensor": "fp8 inputs per tensor (static, calibrated)"}
+FP8_NEEDS = "fp8 inputs go with fp8 weights (--weight-type fp8 --bits 8), as compressed-tensors' FP8 schemes"
+INPUT_NEEDS = {"int8-token": "W8A8 int8 takes symmetric 8-bit integer weights (--bits 8, --weight-type int, no "
+                              "--asymmetric), as compressed-tensors' int-quantized format",
+               "fp8-token": FP8_NEEDS, "fp8-tensor": FP8_NEEDS}  # what the weights' codes must be for these inputs
 INPUT_LABELS = {"int8-token": "W8A8 int8", "fp8-token": "W8A8 fp8 dynamic", "fp8-tensor": "W8A8 fp8 static"}
 CPU_NOTE = ("on CPU the inputs' and weights' quantize-dequantize runs in float32: exactly the numbers a W8A8 kernel "
             "computes, no speedup (int8 / fp8 matrix kernels need a GPU, e.g. vLLM's)")
@@ -71,6 +75,8 @@ class QuantFormat:
         """The options fit together (one ``OptionError`` naming the flag); ``calibrates``: ``method`` sees
         calibration inputs (static input scales need them)."""
         self.codes.check(self)
+        if not self.weight_only and not self.codes.takes_inputs(self):
+            raise OptionError(f"--activations {self.activations}: {INPUT_NEEDS[self.activations]}")
         if self.static_inputs and not calibrates:
             raise OptionError(f"--activations {self.activations}: a static input scale is fixed from calibration "
                               f"inputs, and {method} calibrates on none; use gptq (the FP8 scheme) or fp8-token "

@@ -56,8 +56,7 @@ class FloatCodes:
     # --- what the format asks of fp8 codes
     @staticmethod
     def check(fmt: QuantFormat) -> None:
-        """float8_e4m3fn: 8 bits, symmetric, one scale per row (-1) or per matrix (0); int8 inputs need integer
-        weights."""
+        """float8_e4m3fn: 8 bits, symmetric, one scale per row (-1) or per matrix (0)."""
         check_group_size(fmt.group_size, tensor=True)
         if fmt.bits != 8 or not fmt.symmetric:
             fixes = [f"give --bits 8 (got {fmt.bits})"] * (fmt.bits != 8) + ["drop --asymmetric"] * (not fmt.symmetric)
@@ -65,9 +64,11 @@ class FloatCodes:
         if fmt.group_size not in (-1, 0):
             raise OptionError(f"--group-size {fmt.group_size}: fp8 weights take one scale per output row (-1) or per "
                               "matrix (0), as compressed-tensors' FP8 schemes")
-        if fmt.activations == "int8-token":
-            raise OptionError("--activations int8-token: W8A8 int8 takes symmetric 8-bit integer weights (--bits 8, "
-                              "--weight-type int, no --asymmetric), as compressed-tensors' int-quantized format")
+
+    @staticmethod
+    def takes_inputs(fmt: QuantFormat) -> bool:
+        """Quantized inputs: fp8, per token or per tensor (compressed-tensors' FP8 schemes)."""
+        return fmt.activations.startswith("fp8")
 
     @staticmethod
     def label(fmt: QuantFormat) -> str:

@@ -47,7 +47,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..errors import ForgetlessError, OptionError
+from ..errors import ForgetlessError
 from .format import PACKED, QuantFormat, check_group_size
 
 GROUPED_BITS = (2, 3, 4, 8)
@@ -116,15 +116,13 @@ class GroupedInts:
     # --- what the format asks of integer codes
     @staticmethod
     def check(fmt: QuantFormat) -> None:
-        """Integer codes take 2, 3, 4 or 8 bits (the option's choices), groups or one scale per row, and int8
-        inputs only with symmetric 8-bit weights (compressed-tensors' int-quantized)."""
+        """Integer codes take 2, 3, 4 or 8 bits (the option's choices), groups or one scale per row."""
         check_group_size(fmt.group_size)
-        if fmt.activations == "int8-token" and (fmt.bits != 8 or not fmt.symmetric):
-            raise OptionError("--activations int8-token: W8A8 int8 takes symmetric 8-bit integer weights (--bits 8, "
-                              "--weight-type int, no --asymmetric), as compressed-tensors' int-quantized format")
-        if fmt.activations.startswith("fp8"):
-            raise OptionError(f"--activations {fmt.activations}: fp8 inputs go with fp8 weights (--weight-type fp8 "
-                              "--bits 8), as compressed-tensors' FP8 schemes")
+
+    @staticmethod
+    def takes_inputs(fmt: QuantFormat) -> bool:
+        """Quantized inputs: int8 per token with symmetric 8-bit weights (compressed-tensors' int-quantized)."""
+        return fmt.activations == "int8-token" and fmt.bits == 8 and fmt.symmetric
 
     @staticmethod
     def label(fmt: QuantFormat) -> str:
