@@ -27,6 +27,9 @@ from dataclasses import asdict, replace
 import torch
 
 from ..models.quantized_io import quantized_weight_counts
+from ..quantization.candidates import candidates
+from ..quantization.inputs import INPUT_ATTR
+from ..quantization.layers import grouped_modules
 from ..progress import bar
 from ..config import SpeedConfig
 
@@ -141,8 +144,6 @@ def unchanged_reason(methods: list, compressed, runtime: str, chain: str) -> str
 def _codes(config) -> str:
     """A quantizing method's codes in words (``quantization.format.QuantFormat.label``: fp8, int4), or mixed
     where a bit budget's formats differ in that word."""
-    from ..quantization.candidates import candidates
-
     if not config.bits_budget:
         return config.format.label
     labels = {config.format.label} | {c.format_of(config).label for c in candidates(config) if not c.kept}
@@ -154,9 +155,6 @@ def in_process_engine(compressed, runtime: str) -> str:
     ``--runtime``) in this process; a model holding quantized codes (compressed-tensors schemes) runs
     them dequantized to float32, its inputs quantize-dequantized: the cost of emulating the scheme, not
     the speed of an engine with integer or fp8 kernels (``serving/speed.py`` times that in vLLM)."""
-    from ..quantization.inputs import INPUT_ATTR
-    from ..quantization.layers import grouped_modules
-
     first = next(compressed.parameters(), None)
     device = first.device if first is not None else "cpu"
     engine = f"forgetless in-process, {'PyTorch' if runtime == 'torch' else runtime} on {device}"
