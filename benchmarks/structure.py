@@ -200,7 +200,8 @@ def measure(package: Path) -> dict:
             "functions_over_40_lines": sum(1 for n, _ in functions(modules, package) if n > 40),
             "card_lookups_package": card_lookups(package),
             "card_lookups_tests": card_lookups(package.parent / "tests") if (package.parent / "tests").is_dir() else None,
-            "lm_eval_branches": kind_branches(modules), "weight_type_branches": weight_type_branches(modules, package)}
+            "lm_eval_branches": kind_branches(modules),
+            "weight_type_branches": weight_type_branches(modules, package)}
 
 
 def main() -> None:

@@ -195,7 +195,7 @@ def stock_pieces(model: nn.Module, header: dict) -> dict[str, list[tuple[str, in
 def quantized_checkpoint(model: nn.Module) -> tuple[dict, list[str], dict[str, dict]]:
     """What a compressed-tensors checkpoint of ``model`` stores quantized: ``({tensor prefix: codes},
     fused parameters the experts' pieces replace, {module name: scheme})`` (module names: the linears,
-    schemes as ``ct_schemes.module_scheme`` gives them, and the experts modules). Experts (integer codes,
+    schemes as ``quantization.compressed_tensors.module_scheme`` gives them, and the experts modules). Experts (integer codes,
     weight-only) are packed only under the linears' one scheme (stock loading decompresses them with
     the first config group's); otherwise they stay float32."""
     linears = quantized_linears(model)

@@ -1,4 +1,4 @@
-"""A bit budget (``methods/quantize/budget.py``, ``allocation.py``): the allocation is optimal on a hand-computed
+"""A bit budget (``methods/_shared/budget.py``, ``allocation.py``): the allocation is optimal on a hand-computed
 toy where the greedy by KL per byte is not, and equals brute force on random instances; a tiny Llama under a
 budget stays within it, its units take formats from their measured KL, each quantized linear runs its unit's
 format, and the one compressed-tensors folder with several config groups loads in plain transformers (fresh

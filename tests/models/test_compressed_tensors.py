@@ -89,7 +89,7 @@ def gptq(model, **options):
 
 
 def budgeted(model):
-    """rtn under a 6-bit budget over single linears (``methods/quantize/budget.py``): several formats, one
+    """rtn under a 6-bit budget over single linears (``methods/_shared/budget.py``): several formats, one
     config group each, some linears kept in float32."""
     from tiny_bert import tiny_tokenizer
 

@@ -1,5 +1,5 @@
-"""W8A8 int8 and FP8 in memory and on disk (``models/activation_quant.py``, ``float_codes.py``,
-``ct_schemes.py``): the inputs' and weights' quantize-dequantize by hand and against compressed-tensors'
+"""W8A8 int8 and FP8 in memory and on disk (``quantization/inputs.py``, ``fp8.py``, ``compressed_tensors.py``):
+the inputs' and weights' quantize-dequantize by hand and against compressed-tensors'
 own functions (bit for bit); ``config.json`` and the tensors' names / shapes / dtypes equal to what
 llm-compressor 0.14 writes for its presets (``tests/fixtures/llmcompressor_schemes.json``); plain
 transformers (with compressed-tensors installed) loads every folder in a fresh process to logits equal,

@@ -42,7 +42,8 @@ class AwqConfig(OneShotConfig, WeightFormat):
         super().check()
         self.check_format(calibrates=True)
         if self.format.ct_format != PACKED:
-            flag = f"--weight-type {self.weight_type}" if self.weight_type != "int" else f"--activations {self.activations}"
+            flag = f"--weight-type {self.weight_type}" if self.weight_type != "int" else \
+                f"--activations {self.activations}"
             raise OptionError(f"{flag}: awq writes weight-only integer codes (W4A16); for fp8 or quantized inputs use "
                               "rtn or gptq")
 

@@ -54,7 +54,7 @@ class Gptq(OneShotMethod):
 
     def check_fits(self, model: nn.Module) -> None:
         """The group size against every chosen linear's width (experts included: one error naming what fits
-        them all) and the format against their kinds (``formats.check_linears``)."""
+        them all) and the format against their kinds (``_shared/quantized.check_linears``)."""
         chosen = chosen_linears(model, self.config)[0]
         if self.config.bits_budget:
             check_budget_fits(self, model)  # each unit is offered the formats whose groups fit it
