@@ -24,10 +24,10 @@ import torch
 import transformers
 from torch import nn
 
-from .adapters import get_adapter
-from .checks import NOT_STOCK_WEIGHTS, WEIGHTS, tensor_header, trust_remote_code
 from ..quantization.compressed_tensors import folder_format_version, read_schemes, stored_layout
 from ..quantization.format import PACKED
+from .adapters import get_adapter
+from .checks import NOT_STOCK_WEIGHTS, WEIGHTS, tensor_header, trust_remote_code
 from .expert_checkpoint import experts_scheme, stock_pieces
 from .manifest import read_manifest, transformers_model_class
 from .surgery import model_shape

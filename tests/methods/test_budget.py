@@ -13,10 +13,10 @@ import transformers
 from forgetless.config import TrainConfig
 from forgetless.errors import ConfigError, OptionError
 from forgetless.kinds import KINDS
-from forgetless.methods.base import CompressionContext
 from forgetless.methods._shared.allocation import allocate
-from forgetless.quantization.layers import GROUPED_ATTR
+from forgetless.methods.base import CompressionContext
 from forgetless.models.io import load_model, save_model
+from forgetless.quantization.layers import GROUPED_ATTR
 from forgetless.registry import METHODS
 
 TEXTS = [f"the {w} cat sat on the {v} mat and looked at the dog" for w in ("red", "old", "small") for v in ("big", "new")]

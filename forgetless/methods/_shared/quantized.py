@@ -9,8 +9,7 @@ from torch import nn
 
 from ...errors import OptionError
 from ...models.experts import ExpertLinear
-from ...quantization.format import INPUT_WORDS
-from ...quantization.ints import PACKED
+from ...quantization.format import INPUT_WORDS, PACKED
 
 
 def label(config) -> str:

@@ -11,10 +11,10 @@ from typing import ClassVar
 
 from ...errors import OptionError
 from ...options import option
-from ...registry import METHODS
-from .._shared.oneshot_config import OneShotConfig
 from ...quantization.format import PACKED
 from ...quantization.options import WeightFormat
+from ...registry import METHODS
+from .._shared.oneshot_config import OneShotConfig
 
 
 @METHODS.register("awq", implementation=".method:Awq")

@@ -19,12 +19,12 @@ import statistics
 import torch
 
 from ...models.sites import weight_matrix
-from .._shared.hessian import relative_reconstruction_error
-from .._shared.oneshot import chosen_linears
 from ...quantization.layers import attach
 from ...quantization.options import check_groups_fit
 from .._shared.budget import budget_plots, check_budget_fits, formatted
 from .._shared.folding import FoldingMethod, Group, fold
+from .._shared.hessian import relative_reconstruction_error
+from .._shared.oneshot import chosen_linears
 from .._shared.quantized import describe, finish_quantized, quantization_section, quantized_artifacts
 from .._shared.sensitivity import check_sensitivity
 from .config import AwqConfig

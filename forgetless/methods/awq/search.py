@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import torch
 
-from .._shared.hessian import one_thread
 from ...quantization.options import WeightFormat
+from .._shared.hessian import one_thread
 
 SHRINK_STEPS, SHRINK_GRID = 10, 20  # r = 1 − i / 20 for i < 10 (AutoAWQ: max_shrink 0.5, n_grid 20)
 

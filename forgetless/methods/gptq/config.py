@@ -11,9 +11,9 @@ from typing import ClassVar
 
 from ...errors import OptionError
 from ...options import option
+from ...quantization.options import WeightFormat
 from ...registry import METHODS
 from .._shared.oneshot_config import OneShotConfig
-from ...quantization.options import WeightFormat
 
 
 @METHODS.register("gptq", implementation=".method:Gptq")

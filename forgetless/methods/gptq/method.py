@@ -27,17 +27,17 @@ from torch import nn
 
 from ...errors import ConfigError
 from ...models.experts import linearized
-from ...models.targets import Selection, select_linears
 from ...models.sites import weight_matrix
-from ...quantization.ints import PACKED
+from ...models.targets import Selection, select_linears
+from ...quantization.format import PACKED
 from ...quantization.layers import attach
 from ...quantization.options import check_groups_fit
 from .._shared.budget import budget_plots, check_budget_fits
 from .._shared.hessian import HessianAccumulator
+from .._shared.oneshot import OneShotMethod, chosen_linears
 from .._shared.quantized import (check_linears, describe, finish_quantized, label, quantization_section,
                                  quantized_artifacts)
 from .._shared.sensitivity import check_sensitivity
-from .._shared.oneshot import OneShotMethod, chosen_linears
 from .config import GptqConfig
 from .solver import gptq_quantize_many
 

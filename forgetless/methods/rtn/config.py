@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from ...quantization.options import WeightFormat
 from ...registry import METHODS
 from .._shared.oneshot_config import TargetsConfig
-from ...quantization.options import WeightFormat
 
 
 class ReadsTextToRank:

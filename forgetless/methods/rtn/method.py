@@ -27,13 +27,13 @@ import torch
 from ...models.experts import linearized
 from ...models.sites import weight_matrix
 from ...models.targets import Selection, coverage, select_linears
-from .._shared.oneshot import coverage_note
-from ..base import CompressionMethod
 from ...quantization.layers import attach
 from ...quantization.options import check_groups_fit
 from .._shared.budget import budget_plots, check_budget_fits, formatted, selection_of, start_budget
+from .._shared.oneshot import coverage_note
 from .._shared.quantized import check_linears, describe, finish_quantized, quantization_section, quantized_artifacts
 from .._shared.sensitivity import check_sensitivity
+from ..base import CompressionMethod
 from .config import RtnConfig
 
 
