@@ -1,19 +1,11 @@
-"""The one description of a quantized linear layer (``QuantFormat``): what every piece of the library and
-every quantizing method takes — the rounding, the codes, the compressed-tensors writer and reader, the
-card's words and the speed notes. It is compressed-tensors' ``QuantizationArgs`` for the weights and the
-inputs (torchao's per-format ``Config``), as llm-compressor's presets fill them:
-
-* ``bits`` and ``type``: the weights' codes, a key of ``registry.CODES`` (``int``: integer codes on a
-  min-max grid, ``ints.py``; ``fp8``: float8_e4m3fn, ``fp8.py``); the codes' own file answers every
-  question that depends on them (which options fit, the grid, the GPTQ column rule, the tensors stored);
-* ``group_size``: input columns sharing one scale per output row (``strategy`` ``group``), -1 one scale
-  per row (``channel``), 0 one per matrix (``tensor``);
-* ``symmetric``: a grid centred on 0 (no zero points stored);
-* ``activations``: the inputs' quantization (``inputs.ACTIVATIONS``: none, int8 / fp8 per token at run
-  time — dynamic — or fp8 per tensor with a scale fixed from calibration — static).
-
-Standard library only: the registry and the options read it without torch; ``codes`` imports the codes'
-file (and torch) when a question needs it.
+"""The one description of a quantized linear layer (``QuantFormat``), which the rounding, the codes, the
+compressed-tensors writer and reader, the card's words and the speed notes take: compressed-tensors'
+``QuantizationArgs`` of the weights and inputs (torchao's per-format ``Config``). ``bits`` and ``type`` (the
+weights' codes, a key of ``registry.CODES``: ``int``, ``fp8``; the codes' own file answers every question that
+depends on them), ``group_size`` (input columns per scale; -1 one per output row, 0 one per matrix),
+``symmetric`` and ``activations`` (the inputs: none, int8 / fp8 per token at run time, or fp8 per tensor with
+a scale fixed from calibration). Standard library only: ``codes`` imports the codes' file (and torch) when a
+question needs it.
 """
 from __future__ import annotations
 

@@ -10,12 +10,9 @@ range always including 0:
 * asymmetric: ``S = (max − min) / (2^b − 1)``, ``Z = round(−min / S)``;
 * symmetric: ``S = 2·max|w| / (2^b − 1)``, ``Z = 2^(b−1)``;
 
-``q = clamp(round(w / S) + Z, 0, 2^b − 1)``, ``ŵ = S · (q − Z)``. Scales are rounded to float32 when
-chosen, so GPTQ's error feedback uses exactly the stored grid. GPTQ's column rule (``ColumnRule``,
-``methods/_shared/obs_sweep.py``) takes each group's grid when the sweep reaches it, from the weights as
-updated so far (dynamic, the authors' code) or every grid from the original weights first (static:
-``static_groups``, act-order, llm-compressor 0.14); weights exactly zero when GPTQ starts stay at code
-``Z`` (a pruned pattern survives quantization).
+``q = clamp(round(w / S) + Z, 0, 2^b − 1)``, ``ŵ = S · (q − Z)``; scales rounded to float32 when chosen.
+GPTQ's column rule on this grid (``_GridRule``; its two grid rules and the zeros it keeps:
+``methods/gptq/solver.py``).
 
 In memory a quantized Linear keeps dense float32 weights ``w = S · (q − Z)`` and its codes
 (``GroupedInts``), so it runs on any CPU, no faster than float32.
