@@ -68,7 +68,7 @@ class WeightFormat(Config):
 
     @property
     def format(self) -> QuantFormat:
-        """The format these options describe (a bit budget's units each take their own: ``methods/_shared/budget.py``)."""
+        """The format these options describe (a bit budget's units each take their own: ``_shared/budget.py``)."""
         return QuantFormat.of(self)
 
     def check_format(self, calibrates: bool) -> None:
