@@ -1,5 +1,5 @@
 """Issue 52's speed goal on SmolLM2-135M: a bit budget's sensitivity pass and allocation
-(``methods/quantize/budget.py`` at the default settings: blocks, ``W4A16-g128,W4A16-g64,W8A16,kept``, 8
+(``methods/_shared/budget.py`` at the default settings: blocks, ``W4A16-g128,W4A16-g64,W8A16,kept``, 8
 calibration texts of 128 tokens) against one GPTQ run of the whole model (W4A16, groups of 64, the default 128
 calibration texts of 128 tokens), both on XSum calibration texts, one thread; and the allocation alone at the
 largest unit count (every linear layer: 210 units, SmolLM2's real bytes per format, seeded random KL).
@@ -37,8 +37,8 @@ def main() -> None:
     import torch
 
     from forgetless.methods._shared.calibration import calibration_batches, calibration_texts
-    from forgetless.methods.quantize.allocation import allocate
-    from forgetless.methods.quantize.budget import plan_budget, sized
+    from forgetless.methods._shared.allocation import allocate
+    from forgetless.methods._shared.budget import plan_budget, sized
     from forgetless.models.loading import load_causal_lm
     from forgetless.registry import METHODS
 

@@ -1,4 +1,4 @@
-"""The emulated fp8 inputs of FP8-DYNAMIC (``models/activation_quant.py``: per-token scale, cast to
+"""The emulated fp8 inputs of FP8-DYNAMIC (``quantization/inputs.py``: per-token scale, cast to
 float8_e4m3fn and back, on every Linear's input but ``lm_head``) against the same SmolLM2 forward without them,
 CPU time, the two alternating in one process (``--rounds`` rounds of ``--forwards`` forwards each; the
 smallest round of each is compared).
@@ -28,7 +28,7 @@ def cpu_per_forward(model, ids: torch.Tensor, forwards: int) -> float:
 
 
 def main() -> None:
-    from forgetless.models.activation_quant import InputQuant, quantize_inputs
+    from forgetless.quantization.inputs import InputQuant, quantize_inputs
     from forgetless.models.loading import load_causal_lm
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -20,8 +20,8 @@ import torch
 
 from forgetless.methods._shared.hessian import relative_reconstruction_error
 from forgetless.methods._shared.sequential import run_layer_by_layer
-from forgetless.methods.gptq.solver import round_to_nearest
-from forgetless.models.quantized_io import grouped_storage
+from forgetless.quantization.compressed_tensors import grouped_storage
+from forgetless.quantization.ints import round_to_nearest
 from forgetless.registry import METHODS
 
 CONFIGS = {  # name → (method, options); "rtn": round to nearest on GPTQ's grid, no error feedback

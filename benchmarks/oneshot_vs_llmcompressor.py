@@ -266,10 +266,10 @@ def score(args) -> None:
 def load_layer_weights(model, weights: dict, inputs: str | None) -> None:
     """The saved layer tensors (``layer_weights``; older runs: ``{i}.{linear}`` weights only) into the model,
     every linear's inputs quantized as ``inputs`` says (the same per-token quantize-dequantize for both tools,
-    ``models/activation_quant.py``, as transformers + compressed-tensors run it on CPU); ``inputs`` None: off."""
+    ``quantization/inputs.py``, as transformers + compressed-tensors run it on CPU); ``inputs`` None: off."""
     import torch
 
-    from forgetless.models.activation_quant import InputQuant, quantize_inputs
+    from forgetless.quantization.inputs import InputQuant, quantize_inputs
 
     for i, layer in enumerate(model.model.layers):
         for name, m in layer.named_modules():

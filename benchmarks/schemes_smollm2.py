@@ -155,7 +155,7 @@ def main() -> None:
 
 
 def sensitivity(base, quantized, ctx) -> dict:
-    """``--sensitivity blocks`` of one scheme (``methods/quantize/sensitivity.py``), as a run computes it."""
+    """``--sensitivity blocks`` of one scheme (``methods/_shared/sensitivity.py``), as a run computes it."""
     from forgetless.methods._shared.calibration import calibration_batches
     from forgetless.methods.quantize import sensitivity as units
 

@@ -18,7 +18,10 @@ with ``ast``, nothing imported:
 * **kind-name branches**: comparisons with the name of any model or task kind (``kind.name == "causal-lm"``,
   ``task.kind != "classification"``) outside the kinds' own modules (``kinds/``, ``data/task_kinds.py``);
 * **string hooks**: string constants naming a function of a forgetless module
-  (``"forgetless.report.honest:llm_rows"``), imports the import graph cannot see.
+  (``"forgetless.report.honest:llm_rows"``), imports the import graph cannot see;
+* **weight-type branches**: comparisons of a ``weight_type`` (``c.weight_type == "fp8"``,
+  ``config.get("weight_type") == …``) outside ``forgetless/quantization/``: code that asks which codes a format
+  has instead of asking the format (``quantization.format.QuantFormat``).
 
     python benchmarks/structure.py [--package forgetless] [--json]
 """
@@ -192,6 +195,20 @@ def string_hooks(modules: dict, package: Path) -> list[str]:
                   and HOOK_STRING.fullmatch(node.value))
 
 
+def weight_type_branches(modules: dict, package: Path) -> int:
+    """Comparisons one side of which reads a ``weight_type`` (attribute, name or ``"weight_type"`` key), outside
+    the quantization library."""
+    count = 0
+    for path in modules.values():
+        if path.relative_to(package).parts[0] == "quantization":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Compare):
+                sides = [ast.unparse(v) for v in (node.left, *node.comparators)]
+                count += any("weight_type" in side for side in sides)
+    return count
+
+
 def card_lookups(folder: Path) -> int:
     return sum(path.read_text(encoding="utf-8").count('card["') for path in folder.rglob("*.py"))
 
@@ -219,7 +236,9 @@ def measure(package: Path) -> dict:
             "card_lookups_tests": card_lookups(package.parent / "tests") if (package.parent / "tests").is_dir() else None,
             "lm_eval_branches": kind_branches(modules),
             "kind_name_branches": kind_name_branches(modules, package),
-            "string_hooks": string_hooks(modules, package)}
+            "string_hooks": string_hooks(modules, package),
+
+            "weight_type_branches": weight_type_branches(modules, package)}
 
 
 def main() -> None:
@@ -233,7 +252,7 @@ def main() -> None:
         return
     for key in ("files", "lines", "imports", "imports_function_level", "import_statements_in_functions",
                 "import_layers", "functions_over_40_lines", "card_lookups_package", "card_lookups_tests",
-                "lm_eval_branches"):
+                "lm_eval_branches", "weight_type_branches"):
         print(f"{key:31s} {result[key]}")
     print(f"{'circles':31s} {len(result['circles'])}")
     for circle in result["circles"]:

@@ -45,7 +45,7 @@ from .kinds.in_memory import (check_model_object, check_tokenizer_object, find_t
                                label)
 from .methods._shared.calibration import calibration_texts
 from .methods.base import CompressionContext
-from .methods.quantize.sensitivity import check_sensitivity
+from .methods._shared.sensitivity import check_sensitivity
 from .offline import check_offline_tasks
 from .metrics.calibration import calibration_section
 from .metrics.runtime import agreement

@@ -39,7 +39,7 @@ from .kinds import kind_for
 from .llm.cache import digests_kept
 from .methods._shared.calibration import calibration_texts
 from .methods.base import CompressionContext
-from .methods.quantize.uniform_check import budgeted_method, run_uniform_check
+from .methods._shared.uniform_check import budgeted_method, run_uniform_check
 from .metrics.calibration import calibration_section
 from .metrics.clever import clever_evaluate
 from .metrics.memory import PeakMemory

@@ -1,5 +1,6 @@
-"""The quantization schemes LLM users deploy, by name (``--scheme``, recipe key ``scheme``): each one is
-the methods and options that produce what llm-compressor's preset of that name describes
+"""The quantization schemes LLM users deploy, by name (``--scheme``, recipe key ``scheme``): each one is a
+format object (``quantization.format.QuantFormat``) and the algorithm that produces it (``Scheme``), what
+llm-compressor's preset of that name describes
 (compressed-tensors 0.19 / 0.20 ``quantization/quant_scheme.py``, ``PRESET_SCHEMES``; the formats checked
 against llm-compressor 0.14's output in ``tests/fixtures/llmcompressor_schemes.json``):
 
@@ -37,20 +38,50 @@ from __future__ import annotations
 import dataclasses
 import difflib
 
+from dataclasses import dataclass
+
 from .errors import ConfigError
 from .options import coerce
+from .quantization.format import QuantFormat
 from .registry import METHODS
 
-SCHEMES: dict[str, dict] = {
-    "W4A16": {"method": "gptq", "method.bits": 4, "method.group_size": 128},
-    "W4A16-AWQ": {"method": "awq", "method.bits": 4, "method.group_size": 128, "method.asymmetric": True},
-    "W8A8-INT8": {"method": "smoothquant", "method.alpha": 0.8,
-                  "then": [{"name": "gptq", "bits": 8, "group_size": -1, "activations": "int8-token"}]},
-    "FP8-DYNAMIC": {"method": "rtn", "method.bits": 8, "method.group_size": -1, "method.weight_type": "fp8",
-                    "method.activations": "fp8-token"},
-    "FP8": {"method": "gptq", "method.bits": 8, "method.group_size": 0, "method.weight_type": "fp8",
-            "method.activations": "fp8-tensor"},
-    "W8A16": {"method": "gptq", "method.bits": 8, "method.group_size": 128},
+
+@dataclass(frozen=True)
+class Scheme:
+    """A deployable scheme: the ``format`` its quantizing method (``algorithm``) writes, and the methods run
+    before it (``before``: ``(name, options)``, e.g. SmoothQuant's α)."""
+
+    format: QuantFormat
+    algorithm: str
+    before: tuple[tuple[str, dict], ...] = ()
+
+    def chain(self) -> list[tuple[str, dict]]:
+        """The methods the scheme runs, in order, each with the options its preset gives."""
+        return [*((name, dict(options)) for name, options in self.before), (self.algorithm, format_options(self.format))]
+
+    def preset(self) -> dict:
+        """The scheme as flat recipe keys (``method``, ``method.<option>``, ``then``), as a recipe spells it."""
+        (first, options), *rest = self.chain()
+        return {"method": first, **{f"method.{key}": value for key, value in options.items()},
+                **({"then": [{"name": name, **options} for name, options in rest]} if rest else {})}
+
+
+def format_options(fmt: QuantFormat) -> dict:
+    """The method options that give ``fmt`` (``quantization.options.WeightFormat``): bits and group size, and the
+    weight type, inputs and asymmetry where they are not the defaults."""
+    return {"bits": fmt.bits, "group_size": fmt.group_size, **({"weight_type": fmt.type} if fmt.type != "int" else {}),
+            **({"activations": fmt.activations} if fmt.activations != "none" else {}),
+            **({"asymmetric": True} if not fmt.symmetric else {})}
+
+
+SCHEMES: dict[str, Scheme] = {
+    "W4A16": Scheme(QuantFormat(4, "int", 128), "gptq"),
+    "W4A16-AWQ": Scheme(QuantFormat(4, "int", 128, symmetric=False), "awq"),
+    "W8A8-INT8": Scheme(QuantFormat(8, "int", -1, activations="int8-token"), "gptq",
+                        before=(("smoothquant", {"alpha": 0.8}),)),
+    "FP8-DYNAMIC": Scheme(QuantFormat(8, "fp8", -1, activations="fp8-token"), "rtn"),
+    "FP8": Scheme(QuantFormat(8, "fp8", 0, activations="fp8-tensor"), "gptq"),
+    "W8A16": Scheme(QuantFormat(8, "int", 128), "gptq"),
 }
 SCHEME_HELP = ("a deployable quantization scheme, named as llm-compressor's preset it produces: W4A16 (gptq int4, "
                "groups of 128) | W4A16-AWQ (awq int4, groups of 128, asymmetric) | W8A8-INT8 (smoothquant α 0.8, "
@@ -74,10 +105,7 @@ def _names(value) -> list[str]:
 
 def scheme_chain(name: str) -> list[tuple[str, dict]]:
     """The methods the scheme ``name`` runs, in order, each with the options its preset gives."""
-    preset = SCHEMES[name]
-    first = {key.split(".", 1)[1]: value for key, value in preset.items() if key.startswith("method.")}
-    return [(preset["method"], first), *((item["name"], {k: v for k, v in item.items() if k != "name"})
-                                         for item in preset.get("then", []))]
+    return SCHEMES[name].chain()
 
 
 def scheme_methods(name) -> list:
@@ -106,7 +134,7 @@ def with_scheme(flat: dict, source: str, options: dict[str, str]) -> dict:
     if name is None:
         return flat
     chain = _chain_named(flat, name, source)
-    merged = {**SCHEMES[name], **{key: value for key, value in flat.items() if key not in options}}
+    merged = {**SCHEMES[name].preset(), **{key: value for key, value in flat.items() if key not in options}}
     then = [dict(preset) for _, preset in chain[1:]]
     for key, field in options.items():
         where, value = typed_key(key, source, bare=True), flat[key]
@@ -138,7 +166,7 @@ def _chain_named(flat: dict, name: str, source: str) -> list[tuple[str, dict]]:
     runs = " then ".join(method for method, _ in chain)
     for key in ("method", "then"):
         given = flat.get(key)
-        if given is not None and given != [] and _names(given) != _names(SCHEMES[name].get(key, [])):
+        if given is not None and given != [] and _names(given) != _names(SCHEMES[name].preset().get(key, [])):
             raise ConfigError(f"--scheme {name} runs {runs}; --{key} {', '.join(_names(given))} names other methods: "
                               "give --scheme alone, or name the methods (--method, --then) without it")
     return chain

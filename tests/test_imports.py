@@ -216,8 +216,7 @@ def test_shared_method_code_imports_no_method():
     """``methods/_shared`` sits below the methods: it imports the method contract and itself, never a method's
     own folder (the head-pruning runner once took the head layout from ``rahp``)."""
     graph = import_graph(functions=True)
-    below = ("forgetless.methods.base", "forgetless.methods._shared",
-             "forgetless.methods.quantize")  # still the quantization library too, until it has its own home
+    below = ("forgetless.methods.base", "forgetless.methods._shared")
     found = sorted(f"{m} → {d}" for m in graph if m.startswith("forgetless.methods._shared") for d in graph[m]
                    if d.startswith("forgetless.methods.") and not any(d == b or d.startswith(b + ".") for b in below))
     assert found == []

@@ -16,7 +16,7 @@ import forgetless
 from forgetless.api import as_task, run_config
 from forgetless.config import RunConfig
 from forgetless.errors import ConfigError, command_line
-from forgetless.models.ct_schemes import quantized_linears
+from forgetless.quantization.compressed_tensors import quantized_linears
 from forgetless.models.tiny import tiny_llama_config
 from forgetless.schemes import SCHEMES
 from forgetless.tree import build

@@ -60,15 +60,14 @@ def bits_per_parameter(folder: str | Path, parameters: int) -> float | None:
 
 ITEM_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1,
               "F8_E4M3": 1}
-PACKED = ("weight_packed", "weight_scale", "weight_shape", "weight_zero_point", "input_scale")
 
 
 def stored_bits(folder: str | Path) -> dict:
     """What a saved model folder stores, from its weights file (header, and each ``weight_shape``):
 
     * ``quantized``: the compressed-tensors layers (any with a ``weight_scale``): ``weights`` (their out ×
-      in), ``bytes`` (codes, scales, zero points, shapes, static input scales) and ``bits_per_weight``
-      (None without such layers);
+      in), ``bytes`` (every tensor of the layer but its bias: codes, scales, zero points, shapes, static input
+      scales) and ``bits_per_weight`` (None without such layers);
     * ``overall``: ``parameters`` (quantized weights counted one each, every other tensor element
       too), ``bytes`` of tensor data and ``bits_per_parameter``;
     * ``file_bytes`` (the weights file with its header) and ``disk_bytes`` (the whole folder).
@@ -80,7 +79,7 @@ def stored_bits(folder: str | Path) -> dict:
     with safe_open(str(path), framework="pt") as handle:  # packed: weight_shape; int8 / fp8: the weight itself
         weights = {m: math.prod(handle.get_tensor(f"{m}.weight_shape").tolist() if f"{m}.weight_shape" in header
                                 else header[f"{m}.weight"][0]) for m in modules}
-    packed = {f"{m}.{suffix}" for m in modules for suffix in (*PACKED, "weight")} & set(header)
+    packed = {n for n in header if n.rpartition(".")[0] in modules and not n.endswith(".bias")}  # codes, scales, …
     q_weights, q_bytes = sum(weights.values()), sum(nbytes[n] for n in packed)
     parameters = q_weights + sum(math.prod(header[n][0]) for n in header if n not in packed)
     total = sum(nbytes.values())

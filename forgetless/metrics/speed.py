@@ -27,6 +27,9 @@ from dataclasses import asdict, replace
 import torch
 
 from ..models.quantized_io import quantized_weight_counts
+from ..quantization.candidates import candidates
+from ..quantization.inputs import INPUT_ATTR
+from ..quantization.layers import grouped_modules
 from ..progress import bar
 from ..config import SpeedConfig
 
@@ -133,16 +136,18 @@ def unchanged_reason(methods: list, compressed, runtime: str, chain: str) -> str
     if any(not getattr(m.config, "quantizes", False) for m in methods):
         kept.append("zeros")
     kept += [f"dequantized {_codes(m.config)} codes" for m in methods
-             if getattr(m.config, "quantizes", False) and hasattr(m.config, "bits")]
+             if getattr(m.config, "quantizes", False) and hasattr(m.config, "format")]
     return (f"speed not timed: {chain} {verb} the dense fp32 computation unchanged ({' and '.join(kept)} run the "
             "same kernels as the base); --speed full times it anyway")
 
 
 def _codes(config) -> str:
-    """A quantizing method's codes in words: fp8, int4, or mixed (a bit budget's formats)."""
-    if getattr(config, "weight_type", "int") == "fp8":
-        return "fp8"
-    return "mixed" if getattr(config, "bits_budget", 0) else f"int{config.bits}"
+    """A quantizing method's codes in words (``quantization.format.QuantFormat.label``: fp8, int4), or mixed
+    where a bit budget's formats differ in that word."""
+    if not config.bits_budget:
+        return config.format.label
+    labels = {config.format.label} | {c.format_of(config).label for c in candidates(config) if not c.kept}
+    return labels.pop() if len(labels) == 1 else "mixed"
 
 
 def in_process_engine(compressed, runtime: str) -> str:
@@ -150,9 +155,6 @@ def in_process_engine(compressed, runtime: str) -> str:
     ``--runtime``) in this process; a model holding quantized codes (compressed-tensors schemes) runs
     them dequantized to float32, its inputs quantize-dequantized: the cost of emulating the scheme, not
     the speed of an engine with integer or fp8 kernels (``serving/speed.py`` times that in vLLM)."""
-    from ..models.activation_quant import INPUT_ATTR
-    from ..models.compressed_tensors import grouped_modules
-
     first = next(compressed.parameters(), None)
     device = first.device if first is not None else "cpu"
     engine = f"forgetless in-process, {'PyTorch' if runtime == 'torch' else runtime} on {device}"

@@ -27,8 +27,10 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from .compressed_tensors import FORMAT, GroupedInts, grouped_storage, storage_note, unpacked_modules
-from .ct_schemes import quantized_linears
+from ..quantization.compressed_tensors import grouped_storage, quantized_linears, storage_note
+from ..quantization.format import PACKED
+from ..quantization.ints import GroupedInts
+from ..quantization.layers import unpacked_modules
 from .experts import EXPERT_CODES, first_projection, is_fused_experts
 
 
@@ -193,12 +195,12 @@ def stock_pieces(model: nn.Module, header: dict) -> dict[str, list[tuple[str, in
 def quantized_checkpoint(model: nn.Module) -> tuple[dict, list[str], dict[str, dict]]:
     """What a compressed-tensors checkpoint of ``model`` stores quantized: ``({tensor prefix: codes},
     fused parameters the experts' pieces replace, {module name: scheme})`` (module names: the linears,
-    schemes as ``ct_schemes.module_scheme`` gives them, and the experts modules). Experts (integer codes,
+    schemes as ``quantization.compressed_tensors.module_scheme`` gives them, and the experts modules). Experts (integer codes,
     weight-only) are packed only under the linears' one scheme (stock loading decompresses them with
     the first config group's); otherwise they stay float32."""
     linears = quantized_linears(model)
     experts, replaced = packed_experts(model)
-    expert_schemes = [{"format": FORMAT, "weights": q.weights_args(), "input_activations": None}
+    expert_schemes = [{"format": PACKED, "weights": q.weights_args(), "input_activations": None}
                       for q in experts.values()]
     distinct = {repr(sorted((k, repr(v)) for k, v in scheme.items()))
                 for scheme in (*(scheme for _, scheme in linears.values()), *expert_schemes)}
@@ -233,7 +235,7 @@ def storage_notes(method: str, model: nn.Module) -> tuple[dict, list[str], str |
     storage = grouped_storage(packed)
     forms = {scheme["format"] for scheme in schemes.values()}
     form = (forms.pop() if len(forms) == 1 else "mixed-precision") if forms else None
-    notes = [storage_note(method, storage, form or FORMAT)]
+    notes = [storage_note(method, storage, form or PACKED)]
     dense = unpacked_modules(model, packed)
     if dense:  # GPT-2's Conv1D
         notes.append(f"{method}: {len(dense)} quantized layers (e.g. {dense[0]}) are not nn.Linear and are saved as "

@@ -12,7 +12,7 @@ the model), and runs the module expert by expert through them: each expert's lin
 the tokens routed to it, weighted after its down projection as transformers does (the
 ``batched_mm`` computation). On the first call the result is compared with the module's own forward;
 a module computing anything else is one error naming it. Quantization codes an expert's linears
-received (``compressed_tensors.GroupedInts``) are kept on the experts module (``EXPERT_CODES``) when
+received (``quantization.ints.GroupedInts``) are kept on the experts module (``EXPERT_CODES``) when
 the context ends, for saving.
 
 Modules with fused 3-D expert weights that do not carry that description (JetMoE, Llama 4) are
@@ -27,7 +27,7 @@ import torch
 from torch import nn
 
 from ..errors import UnsupportedModelError
-from .compressed_tensors import GROUPED_ATTR
+from ..quantization.layers import GROUPED_ATTR
 from .transformers_compat import post_expert_norm
 
 EXPERT_CODES = "grouped_experts"  # on a fused experts module: {(parameter, expert): GroupedInts}

@@ -16,7 +16,7 @@ Three weight formats, recorded under ``quantization`` in ``forgetless.json``:
 * ``compressed-tensors``: weight-only integer codes with a per-group grid (GPTQ), stored as
   compressed-tensors' ``pack-quantized`` checkpoint: ``config.json``'s ``quantization_config`` and
   ``M.weight_packed`` / ``weight_scale`` / ``weight_shape`` (/ ``weight_zero_point``) per Linear, as
-  llm-compressor writes them (``compressed_tensors.py``). Stock ``from_pretrained`` loads it exactly
+  llm-compressor writes them (``quantization/compressed_tensors.py``). Stock ``from_pretrained`` loads it exactly
   with the ``compressed-tensors`` package installed; forgetless reads it without the package.
 
 Whatever is written, stock ``from_pretrained`` loads the right weights or fails loudly: a folder it
@@ -43,8 +43,8 @@ from torch import nn
 
 from ..errors import ForgetlessError, ModelFileError
 from .checks import NOT_STOCK_WEIGHTS, WEIGHTS, tensor_header
-from .compressed_tensors import grouped_storage
-from .ct_schemes import read_schemes, restore, schemes_config, stored_tensors
+from ..quantization.compressed_tensors import (grouped_storage, read_schemes, restore, scheme_text, schemes_config,
+                                               stored_tensors)
 from .expert_checkpoint import experts_scheme, quantized_checkpoint, unpack_experts
 from .stock import stock_fit
 
@@ -197,7 +197,7 @@ def _save_compressed(model: nn.Module, packed: dict, folder: Path, replaced: lis
 
 def write_compressed_config(model: nn.Module, folder: Path, schemes: dict[str, dict], storage: dict) -> dict:
     """``quantization_config`` into ``folder/config.json`` for the quantized modules (``{name: scheme}``
-    as ``ct_schemes.module_scheme`` gives it, or ``{name: weights args}`` of weight-only integer codes;
+    as ``quantization.compressed_tensors.module_scheme`` gives it, or ``{name: weights args}`` of weight-only integer codes;
     storage as ``grouped_storage`` counts it); returns the manifest's ``quantization`` entry."""
     schemes = {name: scheme if "weights" in scheme else {"format": "pack-quantized", "weights": scheme,
                                                          "input_activations": None}
@@ -210,21 +210,6 @@ def write_compressed_config(model: nn.Module, folder: Path, schemes: dict[str, d
     text = "; ".join(scheme_text(group) for group in config["config_groups"].values())
     return {"dtype": "compressed-tensors", "scheme": f"{text} (compressed-tensors {config['format']})",
             "modules": sorted(schemes), **storage}
-
-
-def scheme_text(scheme: dict) -> str:
-    """A config group's scheme in words: "int4 weights, groups of 128, symmetric", "+ fp8 inputs per token"."""
-    args = scheme["weights"]
-    kind = f"{args['type']}{args['num_bits']}".replace("float8", "fp8")
-    where = {"channel": "one scale per output row", "tensor": "one scale per tensor"}.get(
-        args["strategy"], f"groups of {args['group_size']}")
-    text = (f"{kind} weights, {where}, {'symmetric' if args['symmetric'] else 'asymmetric'}"
-            f"{', act-order' if args.get('actorder') else ''}")
-    inputs = scheme.get("input_activations")
-    if not inputs:
-        return f"weight-only {text}"
-    how = "per token, dynamic" if inputs["strategy"] == "token" else "per tensor, static (calibrated)"
-    return f"{text}; {inputs['type']}{inputs['num_bits']} inputs {how}".replace("float8", "fp8")
 
 
 def keep_from_stock_if_wrong(model: nn.Module, folder: Path) -> None:

@@ -24,15 +24,14 @@ import torch
 import transformers
 from torch import nn
 
+from ..quantization.compressed_tensors import folder_format_version, read_schemes, stored_layout
+from ..quantization.format import PACKED
 from .adapters import get_adapter
 from .checks import NOT_STOCK_WEIGHTS, WEIGHTS, tensor_header, trust_remote_code
-from .compressed_tensors import FORMAT
-from .ct_schemes import read_schemes, stored_layout
 from .expert_checkpoint import experts_scheme, stock_pieces
 from .manifest import read_manifest, transformers_model_class
 from .surgery import model_shape
-from .transformers_compat import (ZERO_POINT_MISMATCH, compressed_tensors_misreads, config_from_dict,
-                                  folder_format_version)
+from .transformers_compat import ZERO_POINT_MISMATCH, compressed_tensors_misreads, config_from_dict
 
 
 def _set_dotted(config, dotted: str, value) -> None:
@@ -107,7 +106,7 @@ def stock_tensors(model_class: type, config: dict, header: dict | None = None) -
         for name, scheme in read_schemes(stock, quantization).items():
             rows, columns = expected.pop(f"{name}.weight")[0]
             expected.update(stored_layout(name, scheme, rows, columns, _dtype_name(dtype)))
-        pieces_scheme = {"format": FORMAT, "weights": experts_scheme(quantization)}
+        pieces_scheme = {"format": PACKED, "weights": experts_scheme(quantization)}
         for name, pieces in stock_pieces(stock, header or {}).items():
             del expected[name]
             for piece, rows, columns in pieces:
@@ -273,7 +272,7 @@ def _compressed_loadable(model_class: type, model_dir: Path, config: dict, schem
         return False, failure
     why = (f"{why}; its {scheme} layers load with the compressed-tensors package installed "
            f"(pip install 'compressed-tensors>={folder_format_version(groups)}')")
-    if any(not group["weights"]["symmetric"] and group["format"] == FORMAT for group in groups.values()):
+    if any(not group["weights"]["symmetric"] and group["format"] == PACKED for group in groups.values()):
         why += (f"; {ASYMMETRIC_BUG}: load it with from_pretrained(path, "
                 "quantization_config=transformers.CompressedTensorsConfig(dequantize=True))")
     return True, why

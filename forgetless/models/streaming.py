@@ -35,10 +35,11 @@ import transformers
 from torch import nn
 
 from ..errors import UnsupportedModelError
+from ..quantization.compressed_tensors import grouped_storage
+from ..quantization.layers import GROUPED_ATTR, grouped_modules
 from .adapters import get_adapter
 from .blocks import is_causal_lm
 from .checks import INDEX, check_model_folder, weights_file
-from .compressed_tensors import GROUPED_ATTR, grouped_modules, grouped_storage
 from .expert_checkpoint import assemble, checkpoint_pieces, checkpoint_sources, packed_experts
 from .experts import EXPERT_CODES
 from .manifest import is_forgetless_folder, read_manifest, transformers_model_class

@@ -40,7 +40,7 @@ def matches(pattern: str, name: str, module: nn.Module) -> bool:
 @dataclass(frozen=True)
 class Selection:
     """The linears ``targets`` / ``ignore`` choose, as a predicate on (name, module); ``left``: module names a
-    bit budget keeps in float (``methods/quantize/budget.py``), out of the selection but not of ``ignore``."""
+    bit budget keeps in float (``methods/_shared/budget.py``), out of the selection but not of ``ignore``."""
 
     targets: tuple[str, ...]
     ignore: tuple[str, ...]

@@ -40,12 +40,11 @@ from importlib.metadata import PackageNotFoundError, version as installed_versio
 import transformers
 from packaging.version import Version
 
-# The oldest and newest minor release the suite runs on (CI: both ends). Keep in step with pyproject.toml's pins
-# and the README.
+from ..quantization.compressed_tensors import TESTED_COMPRESSED_TENSORS, folder_format_version, uneven_bits
+
+# The oldest and newest minor release the suite runs on (CI: both ends; compressed-tensors':
+# ``quantization/compressed_tensors.py``). Keep in step with pyproject.toml's pins and the README.
 TESTED_TRANSFORMERS = ("5.17", "5.24")
-TESTED_COMPRESSED_TENSORS = ("0.17", "0.20")
-OLDEST_READER, DENSE_PACKING = f"{TESTED_COMPRESSED_TENSORS[0]}.0", "0.18.0"
-PACKED = "pack-quantized"  # compressed-tensors' format of packed integer codes (``compressed_tensors.FORMAT``)
 ZERO_POINT_MISMATCH = ("5.23", "0.18")  # transformers, compressed-tensors from which plain loading of zero points fails
 
 CACHE_ARG = "cache" if Version(transformers.__version__).release[:2] >= (5, 24) else "past_key_values"
@@ -61,29 +60,16 @@ def output_cache(output):
     return getattr(output, CACHE_ARG)
 
 
-def folder_format_version(config_groups: dict) -> str:
-    """The oldest compressed-tensors release that reads a folder whose ``quantization_config`` has these
-    ``config_groups``: 0.18.0 when a packed group's codes do not divide 32 bits, else 0.17.0."""
-    return DENSE_PACKING if _uneven_bits(config_groups) else OLDEST_READER
-
-
 def compressed_tensors_misreads(config_groups: dict) -> str | None:
     """Why the installed compressed-tensors reads a folder with these ``config_groups`` wrongly (it is older
     than ``folder_format_version``); None when it reads it or is not installed."""
     needed, have = folder_format_version(config_groups), installed_compressed_tensors()
     if have is None or Version(have) >= Version(needed):
         return None
-    bits = ", ".join(str(b) for b in sorted(_uneven_bits(config_groups)))
+    bits = ", ".join(str(b) for b in sorted(uneven_bits(config_groups)))
     return (f"its layers pack {bits}-bit codes densely across 32-bit words, as compressed-tensors >= {needed} reads "
             f"them; the installed compressed-tensors {have} expects padded words and reads them with the wrong width "
             f"(a shape error at the first forward): pip install 'compressed-tensors>={needed}'")
-
-
-def _uneven_bits(config_groups: dict) -> set[int]:
-    """The code widths of the packed groups that do not divide 32 bits (3)."""
-    widths = {int((group.get("weights") or {}).get("num_bits") or 32) for group in config_groups.values()
-              if group.get("format") == PACKED}
-    return {bits for bits in widths if 32 % bits}
 
 
 def installed_compressed_tensors() -> str | None:

@@ -16,7 +16,7 @@ from safetensors.torch import load_file
 import forgetless
 from forgetless.methods.gptq.config import GptqConfig
 from forgetless.methods.wanda.config import WandaConfig
-from forgetless.models.ct_schemes import quantized_linears
+from forgetless.quantization.compressed_tensors import quantized_linears
 
 from bad_llm_files import SMALL
 from test_bad_inputs_llm import apply_object, cli, exit_zero, files_task, llama, lm_eval, run_case

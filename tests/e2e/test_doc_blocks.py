@@ -74,6 +74,8 @@ STAND_INS = {  # the text of a Python block -> the stand-in it becomes (replaced
     '"path/to/phi-3-or-gemma-3"': "smollm2", '"m"': "llama", 'offline_folder("smollm2")': "smollm2",
     '"smollm2"': "smollm2", '"../shared/data"': "llm_data", '"runs/quick-gptq/model"': "quick_gptq"}
 CHECKS = {  # after a page's Python blocks ran: what they must have done
+    "docs/adding-a-quantization-format.md": "assert (fmt.strategy, fmt.ct_format, fmt.label) == ('group', "
+                                            "'pack-quantized', 'int4') and SCHEMES['FP8-DYNAMIC'].algorithm == 'rtn'",
     "docs/any-architecture.md": "assert sum(int((w == 0).sum()) for w in pruned.parameters()) > 0 and "
                                 "Path('phi3-gptq', 'config.json').is_file() and reloaded.config.model_type == 'llama'",
     "README.md": "assert sum(int((w == 0).sum()) for w in pruned.parameters()) > 0 and "

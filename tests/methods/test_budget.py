@@ -1,4 +1,4 @@
-"""A bit budget (``methods/quantize/budget.py``, ``allocation.py``): the allocation is optimal on a hand-computed
+"""A bit budget (``methods/_shared/budget.py``, ``allocation.py``): the allocation is optimal on a hand-computed
 toy where the greedy by KL per byte is not, and equals brute force on random instances; a tiny Llama under a
 budget stays within it, its units take formats from their measured KL, each quantized linear runs its unit's
 format, and the one compressed-tensors folder with several config groups loads in plain transformers (fresh
@@ -13,10 +13,10 @@ import transformers
 from forgetless.config import TrainConfig
 from forgetless.errors import ConfigError, OptionError
 from forgetless.kinds import KINDS
+from forgetless.methods._shared.allocation import allocate
 from forgetless.methods.base import CompressionContext
-from forgetless.methods.quantize.allocation import allocate
-from forgetless.models.compressed_tensors import GROUPED_ATTR
 from forgetless.models.io import load_model, save_model
+from forgetless.quantization.layers import GROUPED_ATTR
 from forgetless.registry import METHODS
 
 TEXTS = [f"the {w} cat sat on the {v} mat and looked at the dog" for w in ("red", "old", "small") for v in ("big", "new")]
@@ -150,7 +150,7 @@ def test_card_says_when_the_uniform_check_was_skipped(budgeted):
 
 
 def test_verdict_reads_the_paired_interval():
-    from forgetless.methods.quantize.uniform_check import verdict
+    from forgetless.methods._shared.uniform_check import verdict
 
     assert verdict({"value": 0.02, "low": 0.001, "high": 0.04}) == "better"
     assert verdict({"value": -0.02, "low": -0.04, "high": -0.001}) == "worse"

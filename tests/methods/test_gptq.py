@@ -18,10 +18,11 @@ from forgetless.methods._shared.hessian import (
     HessianAccumulator,
     relative_reconstruction_error,
 )
-from forgetless.methods.gptq.solver import gptq_quantize, group_grid, round_to_nearest
+from forgetless.methods.gptq.solver import gptq_quantize
 from forgetless.metrics.size import stored_bits
-from forgetless.models.compressed_tensors import GROUPED_BITS, grouped_modules
 from forgetless.models.io import load_model, save_model
+from forgetless.quantization.ints import GROUPED_BITS, group_grid, round_to_nearest
+from forgetless.quantization.layers import grouped_modules
 from forgetless.registry import METHODS
 
 ENV = {**os.environ, "PYTHONPATH": os.getcwd(), "HF_HUB_OFFLINE": "1"}

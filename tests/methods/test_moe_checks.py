@@ -7,7 +7,7 @@ import torch
 
 import forgetless
 from forgetless.errors import OptionError
-from forgetless.methods.quantize.grid import check_groups_fit
+from forgetless.quantization.options import check_groups_fit
 from forgetless.kinds.causal_lm import meta_model_of
 from forgetless.validate import check_modules
 

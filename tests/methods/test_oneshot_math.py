@@ -155,7 +155,7 @@ def test_sparsegpt_reconstructs_better_than_magnitude_and_wanda(seed):
 def test_gptq_equals_direct_obs_solve():
     """Natural order: replaying the sweep by direct inversion, with the grids GPTQ chose (taken per
     group as it went), gives the same weights (lazy block updates across 2 blocks, 4 groups)."""
-    from forgetless.methods.gptq.solver import round_codes
+    from forgetless.quantization.ints import round_codes
 
     x, acc = calibration(in_features=32, tokens=600)
     w = torch.randn(12, 32, dtype=torch.float64, generator=torch.Generator().manual_seed(4))

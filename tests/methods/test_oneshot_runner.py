@@ -12,6 +12,7 @@ from forgetless.methods._shared.hessian import HessianAccumulator, relative_reco
 from forgetless.methods.gptq.solver import gptq_quantize, gptq_quantize_many
 from forgetless.methods.sparsegpt.solver import sparsegpt_prune, sparsegpt_prune_many
 from forgetless.methods.wanda.metric import wanda_mask
+from forgetless.quantization.format import QuantFormat
 from forgetless.registry import METHODS
 
 
@@ -41,7 +42,9 @@ def test_gptq_one_sweep_for_several_linears_equals_one_each(options):
     g = torch.Generator().manual_seed(2)
     weights = [torch.randn(rows, 32, generator=g) for rows in (12, 20)]  # gate / up-like
     options = {"group_size": 8, **options}
-    together = gptq_quantize_many(weights, h, bits=3, block_size=16, **options)
+    fmt = QuantFormat(3, "int", options["group_size"], options.get("symmetric", False))
+    order = {key: options[key] for key in ("act_order", "static_groups") if key in options}
+    together = gptq_quantize_many(weights, h, fmt, block_size=16, **order)
     for weight, result in zip(weights, together):
         alone = gptq_quantize(weight, h, bits=3, block_size=16, **options)
         for field in ("codes", "scales", "zeros"):

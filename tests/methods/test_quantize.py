@@ -221,7 +221,7 @@ def _saved_predictions(out, task) -> list[int]:
 def test_int8_on_a_decoder_llm_is_per_token_and_per_tensor_warns_of_outliers(tmp_path):
     import transformers
 
-    from forgetless.models.activation_quant import input_quantized
+    from forgetless.quantization.inputs import input_quantized
 
     def llama():
         torch.manual_seed(0)

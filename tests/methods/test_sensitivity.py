@@ -1,4 +1,4 @@
-"""Per-unit sensitivity (``methods/quantize/sensitivity.py``): a unit the quantized model leaves equal to
+"""Per-unit sensitivity (``methods/_shared/sensitivity.py``): a unit the quantized model leaves equal to
 the base has KL exactly 0 and the changed one takes the whole share; a SmoothQuant-folded linear put
 alone into the base runs in the base's basis (KL ≈ 0 before quantization, large without the unfolding);
 the mixed recipe's ``ignore:`` names the most sensitive unit's linears; ``--sensitivity`` without a base
@@ -13,7 +13,7 @@ import transformers
 import forgetless
 
 from forgetless.errors import ConfigError
-from forgetless.methods.quantize.sensitivity import Unfolded, measure, mixed_advice, mixed_ignore, run_sensitivity
+from forgetless.methods._shared.sensitivity import Unfolded, measure, mixed_advice, mixed_ignore, run_sensitivity
 from forgetless.registry import METHODS
 from forgetless.report.sensitivity import sensitivity_markdown
 

@@ -1,4 +1,4 @@
-"""SmoothQuant and AWQ (``methods/smoothquant``, ``methods/awq``, ``methods/quantize/folding.py``): the
+"""SmoothQuant and AWQ (``methods/smoothquant``, ``methods/awq``, ``methods/_shared/folding.py``): the
 factors of eq. 4 by hand, the folded model equal to the unfolded one before quantization, the producer
 found by its test (a norm; v → o only without grouped-query attention; up → down; never gate), AWQ's
 search on a toy case whose best α is known and its objective equal to ``‖(Q(Ws)s⁻¹ − W)X‖²`` on the

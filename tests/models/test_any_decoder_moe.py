@@ -11,10 +11,10 @@ import forgetless
 from forgetless.errors import OptionError, UnsupportedModelError
 from forgetless.methods._shared.sequential import capture_block_inputs, run_layer_by_layer
 from forgetless.methods.gptq.config import GptqConfig
-from forgetless.methods.gptq.solver import round_to_nearest
 from forgetless.methods.wanda.config import WandaConfig
 from forgetless.models.adapters import get_adapter
 from forgetless.models.experts import EXPERT_CODES
+from forgetless.quantization.ints import round_to_nearest
 
 from any_decoder import TEXTS, char_tokenizer, left_padded, tiny_model
 

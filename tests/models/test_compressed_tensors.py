@@ -1,4 +1,4 @@
-"""compressed-tensors output (``models/compressed_tensors.py``): int32 bit packing by hand and against
+"""compressed-tensors output (``quantization/ints.py``): int32 bit packing by hand and against
 the compressed-tensors package; ``config.json`` and tensor names / shapes / dtypes equal to what
 llm-compressor writes for the same schemes (``tests/fixtures/llmcompressor_w4.json``); plain
 transformers (with compressed-tensors installed) loads the folders in a fresh process to logits
@@ -22,11 +22,12 @@ from forgetless.kinds import KINDS
 from forgetless.methods._shared.sequential import run_layer_by_layer
 from forgetless.methods.base import CompressionContext
 from forgetless.metrics.size import stored_bits
-from forgetless.models.compressed_tensors import GROUPED_BITS, pack_int32, unpack_int32
+from forgetless.quantization.ints import GROUPED_BITS, pack_int32, unpack_int32
 from forgetless.models.io import load_model, save_model
 from forgetless.models.checks import tensor_header
 from forgetless.models.stock import stock_loadable
-from forgetless.models.transformers_compat import DENSE_PACKING, compressed_tensors_misreads, zero_points_refused
+from forgetless.models.transformers_compat import compressed_tensors_misreads, zero_points_refused
+from forgetless.quantization.compressed_tensors import DENSE_PACKING
 from forgetless.registry import METHODS
 
 FIXTURE = json.loads((Path(__file__).resolve().parents[1] / "fixtures" / "llmcompressor_w4.json").read_text())
@@ -88,7 +89,7 @@ def gptq(model, **options):
 
 
 def budgeted(model):
-    """rtn under a 6-bit budget over single linears (``methods/quantize/budget.py``): several formats, one
+    """rtn under a 6-bit budget over single linears (``methods/_shared/budget.py``): several formats, one
     config group each, some linears kept in float32."""
     from tiny_bert import tiny_tokenizer
 

@@ -1,5 +1,5 @@
-"""W8A8 int8 and FP8 in memory and on disk (``models/activation_quant.py``, ``float_codes.py``,
-``ct_schemes.py``): the inputs' and weights' quantize-dequantize by hand and against compressed-tensors'
+"""W8A8 int8 and FP8 in memory and on disk (``quantization/inputs.py``, ``fp8.py``, ``compressed_tensors.py``):
+the inputs' and weights' quantize-dequantize by hand and against compressed-tensors'
 own functions (bit for bit); ``config.json`` and the tensors' names / shapes / dtypes equal to what
 llm-compressor 0.14 writes for its presets (``tests/fixtures/llmcompressor_schemes.json``); plain
 transformers (with compressed-tensors installed) loads every folder in a fresh process to logits equal,
@@ -16,9 +16,10 @@ import torch
 import transformers
 
 from forgetless.errors import OptionError
-from forgetless.models.activation_quant import InputQuant, input_quantized
+from forgetless.quantization.inputs import InputQuant, input_quantized
 from forgetless.models.checks import tensor_header
-from forgetless.models.float_codes import FloatCodes
+from forgetless.quantization.format import QuantFormat
+from forgetless.quantization.fp8 import FloatCodes
 from forgetless.models.io import save_model
 from forgetless.models.stock import stock_loadable
 from forgetless.registry import METHODS
@@ -55,12 +56,12 @@ def test_inputs_per_token_by_hand():
 
 def test_fp8_weights_by_hand():
     w = torch.tensor([[1.0, -0.5, 0.3], [0.2, 0.0, -0.05]])
-    codes = FloatCodes.round_to_nearest(w, "channel")
+    codes = FloatCodes.rounded(w, QuantFormat(8, "fp8", -1))
     assert torch.equal(codes.scales, torch.tensor([[1.0 / 448], [0.2 / 448]]))
     # 0.3 · 448 = 134.4 → 128 (e4m3 steps of 16 in [128, 256)); −0.05 / 0.2 · 448 = −112 (exact)
     assert codes.codes.float().tolist() == [[448.0, -224.0, 128.0], [448.0, 0.0, -112.0]]
     assert torch.equal(codes.dequantize(), codes.codes.float() * codes.scales)
-    whole = FloatCodes.round_to_nearest(w, "tensor")
+    whole = FloatCodes.rounded(w, QuantFormat(8, "fp8", 0))
     assert whole.scales.shape == (1,) and whole.codes.float()[1].tolist() == [88.0, 0.0, -22.0]  # 89.6 → 88
 
 
@@ -82,7 +83,7 @@ def test_bit_for_bit_with_compressed_tensors():
     assert torch.equal(static.scale, scale) and torch.equal(static(x), fake_quantize(x, scale, zero, args))
     w = torch.randn(32, 48, generator=torch.Generator().manual_seed(1))
     for strategy in ("channel", "tensor"):
-        codes = FloatCodes.round_to_nearest(w, strategy)
+        codes = FloatCodes.rounded(w, QuantFormat(8, "fp8", {"channel": -1, "tensor": 0}[strategy]))
         args = QuantizationArgs(**codes.weights_args())
         low, high = (w.amin(1, keepdim=True), w.amax(1, keepdim=True)) if strategy == "channel" else \
             (w.amin().reshape(1), w.amax().reshape(1))

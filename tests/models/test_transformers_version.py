@@ -4,8 +4,8 @@ import re
 from pathlib import Path
 
 from forgetless.models import transformers_compat as compat
-from forgetless.models.transformers_compat import (TESTED_COMPRESSED_TENSORS, TESTED_TRANSFORMERS,
-                                                   untested_compressed_tensors, untested_transformers)
+from forgetless.models.transformers_compat import TESTED_TRANSFORMERS, untested_compressed_tensors, untested_transformers
+from forgetless.quantization.compressed_tensors import TESTED_COMPRESSED_TENSORS, folder_format_version
 
 PYPROJECT = (Path(__file__).resolve().parents[2] / "pyproject.toml").read_text()
 
@@ -40,7 +40,7 @@ def test_a_folder_names_the_oldest_compressed_tensors_that_reads_it(monkeypatch)
     four = {"group_0": {"format": "pack-quantized", "weights": {"num_bits": 4}}}
     three = {"group_0": {"format": "pack-quantized", "weights": {"num_bits": 3}},
              "group_1": {"format": "int-quantized", "weights": {"num_bits": 8}}}
-    assert compat.folder_format_version(four) == "0.17.0" and compat.folder_format_version(three) == "0.18.0"
+    assert folder_format_version(four) == "0.17.0" and folder_format_version(three) == "0.18.0"
     monkeypatch.setattr(compat, "installed_version", lambda name: "0.17.0")
     assert compat.compressed_tensors_misreads(four) is None
     assert compat.compressed_tensors_misreads(three) == (

@@ -26,7 +26,7 @@ from ...models.experts import linearized
 from ...models.sites import in_features, weight_matrix
 from ...models.targets import Selection, coverage, select_linears
 from ..base import CompressionContext, CompressionMethod
-from ..quantize.budget import formatted, selection_of, split_by_format, start_budget
+from .budget import formatted, selection_of, split_by_format, start_budget
 from .calibration import calibration_batches
 from .hessian import HessianAccumulator
 from .masks import NmCheck, nm_check, nm_nonzeros

@@ -28,7 +28,7 @@ from ...models.loading import _pad_token, resolve_model_path
 from ...models.quantized_io import keep_from_stock_if_wrong, write_compressed_config
 from ...models.streaming import LayerStream
 from ..base import CompressionContext
-from ..quantize.sensitivity import check_sensitivity
+from .sensitivity import check_sensitivity
 from .calibration import calibration_batches
 from .oneshot_config import OneShotConfig
 

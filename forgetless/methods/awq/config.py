@@ -1,7 +1,7 @@
 """Options of AWQ (Lin, Tang, Tang, Yang, Chen, Wang, Xiao, Dang, Gan & Han 2024, "AWQ: Activation-aware
 Weight Quantization for On-Device LLM Compression and Acceleration", §3.2): per-input-channel scales
 ``s = s_X^α`` searched over a grid of α on calibration data (eq. 4-5), then a search of each group's
-clipping range, then round-to-nearest; weight-only integer codes (``quantize/grid.py``'s options; the
+clipping range, then round-to-nearest; weight-only integer codes (``quantization/options.py``; the
 scheme W4A16-AWQ is 4 bits, groups of 128, asymmetric, as AutoAWQ and llm-compressor's AWQ).
 Standard library only: see ``method.py``."""
 from __future__ import annotations
@@ -11,9 +11,10 @@ from typing import ClassVar
 
 from ...errors import OptionError
 from ...options import option
+from ...quantization.format import PACKED
+from ...quantization.options import WeightFormat
 from ...registry import METHODS
 from .._shared.oneshot_config import OneShotConfig
-from ..quantize.grid import WeightFormat
 
 
 @METHODS.register("awq", implementation=".method:Awq")
@@ -40,9 +41,10 @@ class AwqConfig(OneShotConfig, WeightFormat):
     def check(self) -> None:
         super().check()
         self.check_format(calibrates=True)
-        if self.weight_type != "int" or self.activations != "none":
-            raise OptionError(f"{'--weight-type fp8' if self.weight_type != 'int' else '--activations ' + self.activations}"
-                              ": awq writes weight-only integer codes (W4A16); for fp8 or quantized inputs use "
+        if self.format.ct_format != PACKED:
+            flag = f"--weight-type {self.weight_type}" if self.weight_type != "int" else \
+                f"--activations {self.activations}"
+            raise OptionError(f"{flag}: awq writes weight-only integer codes (W4A16); for fp8 or quantized inputs use "
                               "rtn or gptq")
 
     def check_model(self, dims: dict, where: str) -> None:

@@ -1,10 +1,10 @@
 """AWQ (Lin et al. 2024, "AWQ: Activation-aware Weight Quantization for On-Device LLM Compression and
 Acceleration"), §3.2, layer by layer on calibration text: for each group of linears that read one input
 (q / k / v, o, gate / up, down) the per-channel scales of eq. 4-5 (``search.py``) are folded into the
-module producing that input (``quantize/folding.py``: a norm, or ``v_proj`` / ``up_proj`` rows where
+module producing that input (``_shared/folding.py``: a norm, or ``v_proj`` / ``up_proj`` rows where
 widths match; a group with no producer keeps ``s = 1``), in module order; once every group of the layer
 is scaled, each linear's clipping range is searched and its weights rounded to nearest on the
-``bits``-bit grid (``gptq/solver.round_to_nearest``; AutoAWQ's asymmetric grid with ``--asymmetric``).
+``bits``-bit grid (``quantization/ints.py``; AutoAWQ's asymmetric grid with ``--asymmetric``).
 Each layer is calibrated on the outputs of the layers already quantized.
 
 Stored as compressed-tensors ``pack-quantized`` (what llm-compressor's ``AWQModifier`` +
@@ -19,14 +19,14 @@ import statistics
 import torch
 
 from ...models.sites import weight_matrix
+from ...quantization.layers import attach
+from ...quantization.options import check_groups_fit
+from .._shared.budget import budget_plots, check_budget_fits, formatted
+from .._shared.folding import FoldingMethod, Group, fold
 from .._shared.hessian import relative_reconstruction_error
 from .._shared.oneshot import chosen_linears
-from ..quantize.folding import FoldingMethod, Group, fold
-from ..quantize.formats import (NO_SPEEDUP, describe_format, finish_quantized, quantization_section,
-                                quantized_artifacts, round_weight, set_quantized)
-from ..quantize.grid import check_groups_fit
-from ..quantize.budget import budget_plots, check_budget_fits, formatted
-from ..quantize.sensitivity import check_sensitivity
+from .._shared.quantized import describe, finish_quantized, quantization_section, quantized_artifacts
+from .._shared.sensitivity import check_sensitivity
 from .config import AwqConfig
 from .search import clip_search, search_scales
 
@@ -60,9 +60,9 @@ class Awq(FoldingMethod):
             for name, module in zip(names, modules):
                 weight = weight_matrix(module)
                 with formatted(self, name, where) as c:
-                    codes = round_weight(clip_search(weight, hessian, c) if c.clip else weight, c)
+                    codes = c.format.round(clip_search(weight, hessian, c) if c.clip else weight)
                     error = relative_reconstruction_error(weight, codes.dequantize(), hessian)
-                    set_quantized(module, codes, None, c)
+                    attach(module, codes, None, c.format)
                 entries.append({"module": name, "producer": producer[0] if producer else None, "alpha": alpha,
                                 "error_ratio": errors["best"] / errors["initial"] if errors and errors["initial"]
                                 else None, "reconstruction_error": error})
@@ -71,10 +71,10 @@ class Awq(FoldingMethod):
     def note(self, texts: int) -> str:
         c = self.config
         scaled = sum(1 for e in self.layers if e["producer"])
-        return (f"awq: {describe_format(c)}, scales s_X^α{' / s_W^(1−α)' if c.duo_scaling else ''} searched over "
+        return (f"awq: {describe(c)}, scales s_X^α{' / s_W^(1−α)' if c.duo_scaling else ''} searched over "
                 f"{c.grid} values of α{', clipping searched' if c.clip else ''}; {scaled} of {len(self.layers)} "
                 f"linear layers scaled (the rest have no producer to fold into), calibrated on {texts} texts; "
-                f"{NO_SPEEDUP}")
+                f"{c.format.speed_note}")
 
     def prepare(self, model, ctx):
         check_sensitivity(self.config, ctx)

@@ -25,9 +25,8 @@ from __future__ import annotations
 
 import torch
 
+from ...quantization.options import WeightFormat
 from .._shared.hessian import one_thread
-from ..quantize.formats import round_weight
-from ..quantize.grid import WeightFormat
 
 SHRINK_STEPS, SHRINK_GRID = 10, 20  # r = 1 − i / 20 for i < 10 (AutoAWQ: max_shrink 0.5, n_grid 20)
 
@@ -52,7 +51,7 @@ def output_error(delta: torch.Tensor, hessian: torch.Tensor) -> float:
 def quantization_delta(weight: torch.Tensor, scales: torch.Tensor, fmt: WeightFormat) -> torch.Tensor:
     """``Q(W · diag(s)) · diag(s)⁻¹ − W`` in float32."""
     scaled = weight.float() * scales.reshape(1, -1)
-    return round_weight(scaled, fmt).dequantize() / scales.reshape(1, -1) - weight.float()
+    return fmt.format.round(scaled).dequantize() / scales.reshape(1, -1) - weight.float()
 
 
 def candidates(x_mean: torch.Tensor, w_mean: torch.Tensor | None, grid: int) -> list[tuple[float | None, torch.Tensor]]:
@@ -102,7 +101,7 @@ def clip_search(weight: torch.Tensor, hessian: torch.Tensor, fmt: WeightFormat) 
     for step in range(SHRINK_STEPS):
         limit = absmax * (1 - step / SHRINK_GRID)
         clamped = torch.maximum(torch.minimum(w, limit), -limit)
-        delta = round_weight(clamped.reshape(rows, columns), fmt).dequantize().reshape(rows, groups, size) - w
+        delta = fmt.format.round(clamped.reshape(rows, columns)).dequantize().reshape(rows, groups, size) - w
         error = torch.einsum("rgs,gst,rgt->rg", delta, blocks, delta)
         better = error < best_error
         best_error = torch.where(better, error, best_error)

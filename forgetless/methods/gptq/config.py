@@ -1,7 +1,7 @@
 """Options of GPTQ (Frantar, Ashkboos, Hoefler & Alistarh 2022): quantization of every linear layer of
 the transformer stacks to ``bits``-bit integers with a per-group grid (or to float8_e4m3fn), the rounding
 error fed back through the damped inverse Hessian of the calibration inputs (Algorithm 1); the format
-options (``quantize/grid.py``'s ``WeightFormat``, shared with ``rtn`` and ``awq``) also quantize the
+options (``quantization/options.py``'s ``WeightFormat``, shared with ``rtn`` and ``awq``) also quantize the
 layers' inputs (W8A8). Standard library only: see ``method.py`` and ``solver.py`` (its docstring: the
 two grid rules, ``static_groups``)."""
 from __future__ import annotations
@@ -11,9 +11,9 @@ from typing import ClassVar
 
 from ...errors import OptionError
 from ...options import option
+from ...quantization.options import WeightFormat
 from ...registry import METHODS
 from .._shared.oneshot_config import OneShotConfig
-from ..quantize.grid import WeightFormat
 
 
 @METHODS.register("gptq", implementation=".method:Gptq")
@@ -41,6 +41,9 @@ class GptqConfig(OneShotConfig, WeightFormat):
     def check(self) -> None:
         super().check()
         self.check_format(calibrates=True)
+        if getattr(self.format.codes, "gptq_rule", None) is None:  # a format may offer round-to-nearest only
+            raise OptionError(f"--weight-type {self.weight_type}: these codes have no GPTQ column rule "
+                              "(quantization/registry.py); use --method rtn")
         if self.recovery != "none":
             raise OptionError(f"--recovery {self.recovery}: gptq stores integer codes; training afterwards would move "
                               "the weights off their grid and lose the packed storage. Fine-tune before (another "

@@ -4,7 +4,7 @@ calibration and layer order (each layer fitted to its quantized predecessors' ou
 Wanda and SparseGPT (``_shared/oneshot.py``), the column sweep in ``solver.py``.
 
 Each quantized Linear keeps dense float32 weights ``S · (q − Z)`` plus its codes
-(``models.compressed_tensors.GroupedInts``); ``save_model`` writes a compressed-tensors
+(``quantization.ints.GroupedInts``); ``save_model`` writes a compressed-tensors
 ``pack-quantized`` checkpoint (as llm-compressor does: stock ``from_pretrained`` loads it with the
 ``compressed-tensors`` package, vLLM serves it on GPUs), and ``load_model`` rebuilds the same float32
 weights bit for bit. Act-order is recorded as compressed-tensors' ``actorder: "weight"`` (groups
@@ -13,10 +13,11 @@ float32 weights (int4 matrix kernels need a GPU). The card gets bits, group size
 as stored, the grid rule that ran (``grid_rule``: static or dynamic, in the note, ``describe()`` and
 the section) and the per-layer reconstruction error ‖WX − ŴX‖ / ‖WX‖.
 
-The format options (``quantize/grid.py``) also give fp8 weights (the same sweep fixing each column to
-its fp8 value, ``quantize/formats.py``) and quantized inputs (W8A8: int8 or fp8 per token, or fp8 per
-tensor with the scale from the calibration inputs' largest ``|x|``), saved as compressed-tensors
-``int-quantized`` / ``float-quantized``; on CPU their quantize-dequantize runs in float32.
+The format (``quantization/format.py``, from the options of ``quantization/options.py``) also gives fp8
+weights (the same sweep fixing each column to its fp8 value, ``quantization/fp8.py``) and quantized
+inputs (W8A8: int8 or fp8 per token, or fp8 per tensor with the scale from the calibration inputs' largest
+``|x|``), saved as compressed-tensors ``int-quantized`` / ``float-quantized``; on CPU their quantize-dequantize
+runs in float32.
 """
 from __future__ import annotations
 
@@ -25,18 +26,18 @@ import statistics
 from torch import nn
 
 from ...errors import ConfigError
-from ...models.compressed_tensors import GroupedInts
 from ...models.experts import linearized
-from ...models.targets import Selection, select_linears
 from ...models.sites import weight_matrix
-from ..quantize.formats import (check_linears, describe_format, finish_quantized, fp8_strategy, gptq_fp8_many,
-                                input_quant, quantization_section, quantized_artifacts, set_quantized, short_label,
-                                why_no_speedup)
-from ..quantize.grid import check_groups_fit
-from ..quantize.budget import budget_plots, check_budget_fits
-from ..quantize.sensitivity import check_sensitivity
+from ...models.targets import Selection, select_linears
+from ...quantization.format import PACKED
+from ...quantization.layers import attach
+from ...quantization.options import check_groups_fit
+from .._shared.budget import budget_plots, check_budget_fits
 from .._shared.hessian import HessianAccumulator
 from .._shared.oneshot import OneShotMethod, chosen_linears
+from .._shared.quantized import (check_linears, describe, finish_quantized, label, quantization_section,
+                                 quantized_artifacts)
+from .._shared.sensitivity import check_sensitivity
 from .config import GptqConfig
 from .solver import gptq_quantize_many
 
@@ -53,7 +54,7 @@ class Gptq(OneShotMethod):
 
     def check_fits(self, model: nn.Module) -> None:
         """The group size against every chosen linear's width (experts included: one error naming what fits
-        them all) and the format against their kinds (``formats.check_linears``)."""
+        them all) and the format against their kinds (``_shared/quantized.check_linears``)."""
         chosen = chosen_linears(model, self.config)[0]
         if self.config.bits_budget:
             check_budget_fits(self, model)  # each unit is offered the formats whose groups fit it
@@ -68,26 +69,20 @@ class Gptq(OneShotMethod):
 
     def calibrate(self, model, batches, source=None) -> None:
         c = self.config
-        if source is not None and (c.weight_type != "int" or c.activations != "none"):
-            raise ConfigError(f"gptq {short_label(c)}: streamed calibration writes weight-only integer codes "
+        if source is not None and c.format.ct_format != PACKED:
+            raise ConfigError(f"gptq {label(c)}: streamed calibration writes weight-only integer codes "
                               "(pack-quantized); pass a model object for fp8 weights or quantized inputs")
         super().calibrate(model, batches, source)
 
     def compress_linears(self, modules: list[nn.Module], stats: HessianAccumulator) -> list[dict]:
         c = self.config
-        weights = [weight_matrix(m) for m in modules]
-        if c.weight_type == "fp8":
-            quantized = gptq_fp8_many(weights, stats.hessian, fp8_strategy(c), c.act_order, c.block_size, c.damp)
-        else:
-            quantized = gptq_quantize_many(weights, stats.hessian, bits=c.bits, group_size=c.group_size,
-                                           symmetric=not c.asymmetric, act_order=c.act_order,
-                                           static_groups=c.static_groups, block_size=c.block_size, damp=c.damp)
+        weights, fmt = [weight_matrix(m) for m in modules], c.format
+        quantized = gptq_quantize_many(weights, stats.hessian, fmt, c.act_order, c.static_groups, c.block_size, c.damp)
         entries = []
         for module, weight, q in zip(modules, weights, quantized):
-            if isinstance(q, GroupedInts):
-                q.actorder = "weight" if c.act_order else None
+            q.actorder = "weight" if c.act_order else None
             error = stats.relative_error(weight, q.dequantize())
-            set_quantized(module, q, input_quant(c, stats.absmax), c)
+            attach(module, q, fmt.input_quant(stats.absmax), fmt)
             entries.append({"reconstruction_error": error, "group_size": q.group_size})
         return entries
 
@@ -98,9 +93,9 @@ class Gptq(OneShotMethod):
 
     def note(self, texts: int) -> str:
         c = self.config
-        grid = GRID_RULES[self.grid_rule] if c.weight_type == "int" else "scales fixed from the original weights"
-        return (f"gptq: {describe_format(c)}{', act-order' if c.act_order else ''}, {grid}, in {len(self.layers)} "
-                f"linear layers, calibrated on {texts} texts; {why_no_speedup(c)}")
+        grid = GRID_RULES[self.grid_rule] if c.format.codes.GRIDS_IN_SWEEP else "scales fixed from the original weights"
+        return (f"gptq: {describe(c)}{', act-order' if c.act_order else ''}, {grid}, in {len(self.layers)} "
+                f"linear layers, calibrated on {texts} texts; {c.format.speed_note}")
 
     def describe(self) -> dict:
         return {**super().describe(), "grid_rule": self.grid_rule}

@@ -1,3 +1,2 @@
-"""Quantization: the ``quantize`` method (int8 per tensor or per token, bf16) and what ``rtn``, ``gptq``,
-``awq`` and ``smoothquant`` share: the format options (``grid.py``), quantized formats (``formats.py``),
-scale folding (``folding.py``) and per-unit sensitivity (the scheme presets: ``forgetless/schemes.py``)."""
+"""The ``quantize`` method (int8 per tensor or per token, bf16): a user of the quantization library
+(``forgetless/quantization``), as ``rtn``, ``gptq``, ``awq`` and ``smoothquant`` are."""

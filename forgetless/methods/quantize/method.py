@@ -9,7 +9,7 @@
   the inputs' outliers on a few texts and warns.
 * ``dtype = "int8-per-token"``: W8A8 as LLM deployments run it (Xiao et al. 2023, §2): int8 weights with
   one symmetric scale per output channel, int8 inputs with one scale per token at run time
-  (``models/activation_quant.py``), round-to-nearest (``rtn`` with the W8A8-INT8 format; ``--scheme
+  (``quantization/inputs.py``), round-to-nearest (``rtn`` with the W8A8-INT8 format; ``--scheme
   W8A8-INT8`` adds SmoothQuant and GPTQ); saved as compressed-tensors ``int-quantized``; emulated in
   float32 on CPU (no speedup).
 * ``dtype = "int8"``: per token on a decoder LLM (the causal-lm model kind), per tensor otherwise.
@@ -36,13 +36,13 @@ from ...errors import ConfigError
 from ...models.adapters import get_adapter
 from ...models.quantized_io import cast_bf16, quantize_int8
 from ...models.sites import weight_matrix
+from ...quantization.format import CPU_NOTE, QuantFormat
+from ...quantization.layers import attach
 from ..base import CompressionMethod
-from .formats import CPU_NOTE, input_quant, round_weight, set_quantized
-from .grid import WeightFormat
 from .outliers import outlier_report
 
 logger = logging.getLogger("forgetless")
-W8A8 = WeightFormat(bits=8, group_size=-1, activations="int8-token")
+W8A8 = QuantFormat(bits=8, group_size=-1, activations="int8-token")
 
 
 def linear_names(model: nn.Module, linears: str) -> list[str]:
@@ -119,7 +119,7 @@ class Quantize(CompressionMethod):
             with torch.no_grad():
                 for name in names:
                     module = model.get_submodule(name)
-                    set_quantized(module, round_weight(weight_matrix(module), W8A8), input_quant(W8A8), W8A8)
+                    attach(module, W8A8.round(weight_matrix(module)), W8A8.input_quant(), W8A8)
             return (f"{len(names)} Linear modules ({self.config.linears}): int8 weights per output channel, int8 inputs "
                     "per token (W8A8, compressed-tensors int-quantized)")
         self.outliers = outlier_report(model, names, ctx) if resolved_dtype("int8", model, ctx) == \

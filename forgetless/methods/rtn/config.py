@@ -2,21 +2,21 @@
 those ``targets`` / ``ignore`` choose, as for the other one-shot methods) rounded to a per-group
 ``bits``-bit integer grid or to float8_e4m3fn, optionally with its inputs quantized per token (W8A8), no
 calibration (the baseline of Frantar et al. 2022, "GPTQ", Table 1-3; llm-compressor's
-``QuantizationModifier``, e.g. its W4A16 and FP8_DYNAMIC presets). The options are ``quantize/grid.py``'s
+``QuantizationModifier``, e.g. its W4A16 and FP8_DYNAMIC presets). The options are ``quantization/options.py``'s
 ``WeightFormat``, shared with ``gptq`` and ``awq``. Standard library only: see ``method.py``."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import ClassVar
 
+from ...quantization.options import WeightFormat
 from ...registry import METHODS
 from .._shared.oneshot_config import TargetsConfig
-from ..quantize.grid import WeightFormat
 
 
 class ReadsTextToRank:
     """RTN's ``calibration``: ``none``, but ``text`` with ``--sensitivity`` or ``--bits-budget`` (the KL is measured
-    on calibration texts: ``quantize/sensitivity.py``, ``quantize/budget.py``); on the class, as ``forgetless
+    on calibration texts: ``_shared/sensitivity.py``, ``_shared/budget.py``); on the class, as ``forgetless
     list`` shows it."""
 
     def __get__(self, config, owner) -> str:

@@ -1,15 +1,15 @@
 """Round-to-nearest (RTN) quantization, the baseline GPTQ (Frantar et al. 2022) is measured against: per
-output row and group of ``group_size`` input columns the min-max grid of ``gptq/solver.py`` (``S = (max −
+output row and group of ``group_size`` input columns the min-max grid of ``quantization/ints.py`` (``S = (max −
 min) / (2^b − 1)``, ``Z = round(−min / S)``; symmetric: ``S = 2·max|w| / (2^b − 1)``, ``Z = 2^(b−1)``),
 each weight rounded alone, ``ŵ = S · (q − Z)``; or float8_e4m3fn codes with one scale per row or matrix
-(``S = max|w| / 448``, ``models/float_codes.py``). The same rule as llm-compressor's
+(``S = max|w| / 448``, ``quantization/fp8.py``). The same rule as llm-compressor's
 ``QuantizationModifier`` ("memoryless_minmax" observer), up to float rounding: the integer grid here is
 computed in float64, theirs in float32 (a tiny Llama, 4 bits, groups of 32: asymmetric codes and zero
 points identical, 38 of 128 scales 1 ulp apart; symmetric scales identical, 28 of 4096 codes one step
 apart, all at exact ties ``w / S = −7.5``); the fp8 grid in float32, as theirs.
 
 With ``activations`` int8-token / fp8-token (W8A8-INT8, FP8-DYNAMIC) every quantized layer's inputs are
-quantized per token at run time (``models/activation_quant.py``); static input scales need calibration
+quantized per token at run time (``quantization/inputs.py``); static input scales need calibration
 and are ``gptq``'s.
 
 Every linear layer of the transformer stacks that ``targets`` / ``ignore`` choose (``models/targets.py``;
@@ -27,13 +27,13 @@ import torch
 from ...models.experts import linearized
 from ...models.sites import weight_matrix
 from ...models.targets import Selection, coverage, select_linears
+from ...quantization.layers import attach
+from ...quantization.options import check_groups_fit
+from .._shared.budget import budget_plots, check_budget_fits, formatted, selection_of, start_budget
 from .._shared.oneshot import coverage_note
+from .._shared.quantized import check_linears, describe, finish_quantized, quantization_section, quantized_artifacts
+from .._shared.sensitivity import check_sensitivity
 from ..base import CompressionMethod
-from ..quantize.formats import (check_linears, describe_format, finish_quantized, input_quant, quantization_section,
-                                quantized_artifacts, round_weight, set_quantized, why_no_speedup)
-from ..quantize.grid import check_groups_fit
-from ..quantize.budget import budget_plots, check_budget_fits, formatted, selection_of, start_budget
-from ..quantize.sensitivity import check_sensitivity
 from .config import RtnConfig
 
 
@@ -67,16 +67,16 @@ class Rtn(CompressionMethod):
                 with formatted(self, name):
                     self.layers.append({"module": name, "weight_error": self._round(module)})
         if ctx is not None:
-            what = "the budget's formats" if self.plan is not None else describe_format(c)
-            ctx.notes.append(f"rtn: {what}, round-to-nearest in {len(self.layers)} linear layers; {why_no_speedup(c)}")
+            what = "the budget's formats" if self.plan is not None else describe(c)
+            ctx.notes.append(f"rtn: {what}, round-to-nearest in {len(self.layers)} linear layers; {c.format.speed_note}")
             ctx.notes.append(coverage_note("rtn", self.coverage))
         return finish_quantized(self, model, ctx)
 
     def _round(self, module) -> float:
         """Round ``module``'s weight to the format's grid; its relative weight error ‖W − Ŵ‖_F / ‖W‖_F."""
-        c = self.config
+        fmt = self.config.format
         original = weight_matrix(module).double()  # a copy: the weight becomes Ŵ in place
-        set_quantized(module, round_weight(weight_matrix(module), c), input_quant(c), c)
+        attach(module, fmt.round(weight_matrix(module)), fmt.input_quant(), fmt)
         return float((original - weight_matrix(module).double()).norm() / original.norm()) if original.any() else 0.0
 
     def artifacts(self) -> dict:

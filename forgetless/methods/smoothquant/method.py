@@ -6,7 +6,7 @@ weights ``W`` stacked (out × in), per input channel ``j``
 
 from the calibration tokens' absolute maxima (real tokens only, ``hessian.HessianAccumulator.absmax``);
 ``X → X diag(s)⁻¹`` is folded into the module producing ``X`` and ``W → diag(s) W`` (eq. 3), so the
-model computes the same function (``quantize/folding.py`` finds the producer). A channel with
+model computes the same function (``_shared/folding.py`` finds the producer). A channel with
 ``max|X_j| = 0`` or ``max|W_j| = 0`` keeps ``s_j = 1``; factors are held at ≥ 1e-5. Layer by layer:
 each layer's statistics are taken from the outputs of the layers already smoothed.
 
@@ -20,7 +20,7 @@ import statistics
 import torch
 
 from ...models.sites import weight_matrix
-from ..quantize.folding import FoldingMethod, Group, fold
+from .._shared.folding import FoldingMethod, Group, fold
 from .config import SmoothQuantConfig
 
 MIN_FACTOR = 1e-5

@@ -1,5 +1,5 @@
 """The formats a bit budget chooses from (``--bits-budget B --budget-formats …`` of ``rtn``, ``gptq``, ``awq``;
-``budget.py`` spends the budget): each unit of the model gets one of them.
+``methods/_shared/budget.py`` spends the budget): each unit of the model gets one of them.
 
 Spellings: ``W<b>A16-g<G>`` (``b``-bit integer weights, groups of ``G`` input columns), ``W<b>A16`` (one scale
 per output row), ``W8A8`` (int8 weights and inputs per token, the run's ``--activations int8-token``), ``FP8``
@@ -12,7 +12,7 @@ config group that forgetless, transformers and vLLM read:
 * ``--activations int8-token``: ``W8A8, kept``;
 * ``--weight-type fp8``: ``FP8, kept``.
 
-Bits per weight count what the folder stores for a layer (``models/ct_schemes.stored_layout``): codes,
+Bits per weight count what the folder stores for a layer (``compressed_tensors.stored_layout``): codes,
 scales (float32); the 16-byte shape record of a packed layer is not counted. A mix is symmetric (no zero
 points): transformers reads an asymmetric folder only through ``CompressedTensorsConfig(dequantize=True)``,
 which decompresses every layer with one config group's scheme. The nominal bits below are those of a layer
@@ -25,7 +25,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ...errors import OptionError
+from ..errors import OptionError
+from .format import QuantFormat
 
 KEPT = "kept"
 KEPT_BITS = 32  # a kept layer's weight, float32 in the folder
@@ -46,6 +47,10 @@ class Candidate:
     @property
     def kept(self) -> bool:
         return self.bits is None
+
+    def format_of(self, config) -> QuantFormat:
+        """This candidate's format in the run ``config`` (its inputs and symmetry the run's)."""
+        return QuantFormat(self.bits, self.weight_type, self.group_size, not config.asymmetric, config.activations)
 
     def nominal_bits(self) -> float:
         """Bits per weight on a layer whose width is a multiple of the group (module docstring)."""

@@ -31,11 +31,11 @@ from ...errors import ConfigError
 from ...models.adapters import get_adapter
 from ...models.gates import HookSet
 from ...models.sites import in_features, weight_matrix
-from ..base import CompressionMethod
 from .._shared.calibration import calibration_batches
 from .._shared.hessian import HessianAccumulator
 from .._shared.oneshot import chosen_linears
 from .._shared.sequential import run_layer_by_layer
+from ..base import CompressionMethod
 from .budget import selection_of, start_budget
 from .sensitivity import record_fold
 

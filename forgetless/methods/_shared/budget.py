@@ -4,7 +4,7 @@ candidate formats (``candidates.py``), chosen from its measured sensitivity. The
 mixture-of-experts are refused (a folder packs them only under one scheme for all its layers: a mix would
 store them float32, off budget); ``--ignore`` them, and the budget spends itself on the other linears.
 
-1. Sizes, before any work: the bytes each unit stores in each format (``ct_schemes.stored_layout``: codes,
+1. Sizes, before any work: the bytes each unit stores in each format (``compressed_tensors.stored_layout``: codes,
    scales, zero points; a kept layer float32); a format whose group does not divide one of the unit's
    widths is not offered to it. The budget ``B`` bits per weight over the chosen linears is ``B · weights /
    8`` bytes; a budget outside what the units can reach is one error naming the range.
@@ -17,7 +17,7 @@ store them float32, off budget); ``--ignore`` them, and the budget spends itself
    (``allocation.allocate``, exact).
 4. The run quantizes each unit's linears in its format with its own algorithm; kept linears are left out of
    its selection (``Selection.left``) and stay float32 in the folder (``ignore``); the folder gets one
-   compressed-tensors config group per format (``ct_schemes.schemes_config``).
+   compressed-tensors config group per format (``compressed_tensors.schemes_config``).
 
 The card's ``budget`` section: the budget, the reachable range, the assignment (unit, format, bits, KL), the
 bits per weight reached and the bytes stored, what the pass and the allocation cost (``report/budget.py``).
@@ -36,14 +36,14 @@ from torch import nn
 
 from ...errors import ConfigError
 from ...models.adapters import get_adapter
-from ...models.compressed_tensors import FORMAT
-from ...models.ct_schemes import FLOAT, INT, stored_layout
 from ...models.experts import ExpertLinear, linearized
 from ...models.sites import weight_matrix
 from ...models.targets import Selection, select_linears
+from ...quantization.candidates import Candidate, candidates
+from ...quantization.compressed_tensors import stored_layout
+from ...quantization.format import PACKED
+from ...quantization.layers import attach
 from .allocation import allocate
-from .candidates import Candidate, candidates
-from .formats import input_quant, round_weight, set_quantized
 from .sensitivity import BATCH, TEXTS, TOKENS, _expert_linears, measure, units
 
 ITEM_BYTES = {"I32": 4, "F32": 4, "I64": 8, "I8": 1, "F8_E4M3": 1}
@@ -63,12 +63,10 @@ def linear_bytes(rows: int, columns: int, candidate: Candidate, config) -> int |
         return rows * columns * 4
     if candidate.group_size != -1 and columns % candidate.group_size:
         return None
-    weights = {"num_bits": candidate.bits, "strategy": "channel" if candidate.group_size == -1 else "group",
-               "group_size": None if candidate.group_size == -1 else candidate.group_size,
-               "symmetric": True}  # a mix is symmetric (``candidates.check_budget``)
-    form = FLOAT if candidate.weight_type == "fp8" else INT if config.activations == "int8-token" else FORMAT
-    inputs = {"dynamic": config.activations != "fp8-tensor"} if config.activations != "none" else None
-    layout = stored_layout("m", {"format": form, "weights": weights, "input_activations": inputs}, rows, columns, "F32")
+    fmt = candidate_config(config, candidate).format  # symmetric: a mix is (``candidates.check_budget``)
+    inputs = None if fmt.weight_only else {"dynamic": not fmt.static_inputs}
+    scheme = {"format": fmt.ct_format, "weights": fmt.weights_args(), "input_activations": inputs}
+    layout = stored_layout("m", scheme, rows, columns, "F32")
     return sum(math.prod(shape) * ITEM_BYTES[kind] for name, (shape, kind) in layout.items()
                if not name.endswith(NOT_COUNTED))
 
@@ -85,9 +83,9 @@ class Unit:
         return sum(rows * columns for _, rows, columns, _ in self.linears)
 
     def bytes(self, candidate: Candidate, config) -> int | None:
-        """Its bytes in ``candidate``; None when one linear cannot take it (group, or fp8 / quantized inputs on
-        an expert that is no ``nn.Linear``)."""
-        if not candidate.kept and (candidate.weight_type == "fp8" or config.activations != "none") and \
+        """Its bytes in ``candidate``; None when one linear cannot take it (group, or a format stored for
+        ``nn.Linear`` only — all but pack-quantized — on an expert that is no ``nn.Linear``)."""
+        if not candidate.kept and candidate.format_of(config).ct_format != PACKED and \
                 not all(plain for *_, plain in self.linears):
             return None
         sizes = [linear_bytes(rows, columns, candidate, config) for _, rows, columns, _ in self.linears]
@@ -166,12 +164,12 @@ def candidate_kl(base: nn.Module, units_: list[Unit], chosen: list[Candidate], c
         offered = {name for unit, row in zip(units_, costs) if row[index] is not None for name, *_ in unit.linears}
         if candidate.kept or not offered:
             continue
-        fmt = candidate_config(config, candidate)
+        fmt = candidate_config(config, candidate).format
         rounded = copy.deepcopy(base)
         with linearized(rounded), torch.no_grad():
             for name, module in select_linears(rounded, Selection.of(config)):
                 if name in offered:
-                    set_quantized(module, round_weight(weight_matrix(module), fmt), input_quant(fmt), fmt)
+                    attach(module, fmt.round(weight_matrix(module)), fmt.input_quant(), fmt)
         section = measure(base, rounded, batches, kind)
         del rounded
         by_unit = {row["unit"]: row["kl"] for row in section["ranking"]}

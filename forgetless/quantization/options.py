@@ -1,10 +1,8 @@
-"""Options of a quantized linear layer, shared by ``gptq``, ``rtn`` and ``awq`` (``WeightFormat``): the
-weights' number format (integer codes of ``bits`` bits, or float8_e4m3fn), which weights share one scale
-(``group_size``), the grid's symmetry, and whether the layer's *inputs* are quantized too (W8A8:
-``activations``). These are compressed-tensors' ``QuantizationArgs`` (``weights`` / ``input_activations``)
-as llm-compressor's presets fill them (``forgetless/schemes.py``). Standard library only (read by the registry
-without torch); the grids are in ``gptq/solver.py`` and ``models/float_codes.py``, the activations in
-``models/activation_quant.py``, the storage in ``models/ct_schemes.py``.
+"""The options of a quantized linear layer, shared by ``gptq``, ``rtn`` and ``awq`` (``WeightFormat``): the
+flags a format object (``format.QuantFormat``, ``WeightFormat.format``) is made of — the weights' codes
+(``--weight-type``: a key of ``registry.CODES``) and ``bits``, which weights share one scale (``group_size``),
+the grid's symmetry and whether the layer's *inputs* are quantized too (W8A8: ``activations``) — and the
+bit budget's (``candidates.py``). Standard library only (read by the registry without torch).
 
 A group size must divide every quantized layer's input width: the saved format (compressed-tensors,
 as transformers and vLLM load it) has no partial last group, and llm-compressor refuses the same
@@ -15,14 +13,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ...errors import OptionError
-from ...options import Config, option
+from ..errors import OptionError
+from ..options import Config, option
 from .candidates import check_budget
+from .format import ACTIVATIONS, WEIGHT_TYPES, QuantFormat
 
-BITS = (2, 3, 4, 8)  # models.compressed_tensors.GROUPED_BITS (that module imports torch)
+BITS = (2, 3, 4, 8)  # ints.GROUPED_BITS (that module imports torch)
 VLLM_GROUPS = (32, 64, 128)  # the group sizes vLLM's int4 / int8 GPU kernels take (and -1)
-WEIGHT_TYPES = ("int", "fp8")
-ACTIVATIONS = ("none", "int8-token", "fp8-token", "fp8-tensor")  # models.activation_quant.ACTIVATIONS
 GROUP_SIZE_HELP = ("input columns sharing one scale (and zero point) per output row; must divide every quantized "
                    "layer's input width (vLLM's GPU kernels take 32, 64 or 128); -1: one scale per output row; 0: one "
                    "for the whole matrix (fp8 only)")
@@ -69,44 +66,24 @@ class WeightFormat(Config):
         "format of the mix's size or larger, evaluated on the same items and paired with the mix: difference, "
         "interval, flips, KL and a verdict on the card)"))
 
+    @property
+    def format(self) -> QuantFormat:
+        """The format these options describe (a bit budget's units each take their own: ``_shared/budget.py``)."""
+        return QuantFormat.of(self)
+
     def check_format(self, calibrates: bool) -> None:
         """The options fit together (one ``OptionError`` naming the flag); ``calibrates``: the method sees
         calibration inputs (static input scales need them)."""
-        fp8 = self.weight_type == "fp8"
-        check_group_size(self.group_size, fp8)
-        if fp8 and (self.bits != 8 or self.asymmetric):
-            fixes = [f"give --bits 8 (got {self.bits})"] * (self.bits != 8) + ["drop --asymmetric"] * self.asymmetric
-            raise OptionError(f"--weight-type fp8: float8_e4m3fn is an 8-bit symmetric format; {' and '.join(fixes)}")
-        if fp8 and self.group_size not in (-1, 0):
-            raise OptionError(f"--group-size {self.group_size}: fp8 weights take one scale per output row (-1) or per "
-                              "matrix (0), as compressed-tensors' FP8 schemes")
-        if self.activations == "int8-token" and (fp8 or self.bits != 8 or self.asymmetric):
-            raise OptionError("--activations int8-token: W8A8 int8 takes symmetric 8-bit integer weights (--bits 8, "
-                              "--weight-type int, no --asymmetric), as compressed-tensors' int-quantized format")
-        if self.activations.startswith("fp8") and not fp8:
-            raise OptionError(f"--activations {self.activations}: fp8 inputs go with fp8 weights (--weight-type fp8 "
-                              "--bits 8), as compressed-tensors' FP8 schemes")
-        if self.activations == "fp8-tensor" and not calibrates:
-            raise OptionError(f"--activations fp8-tensor: a static input scale is fixed from calibration inputs, and "
-                              f"{getattr(self, 'name', 'this method')} calibrates on none; use gptq (the FP8 scheme) "
-                              "or fp8-token (dynamic)")
+        self.format.check(calibrates, getattr(self, "name", "this method"))
         check_budget(self)
 
     def check_widths(self, dims: dict, where: str) -> None:
         """The group size against the config's linear widths (``dims["widths"]``), for the default selection
         of every linear; another ``targets`` / ``ignore`` is checked on the chosen modules (``check_width``)."""
         if not getattr(self, "every_linear", True) or self.bits_budget:
-            return  # a budget offers each unit the formats whose groups fit it (``budget.py``)
+            return  # a budget offers each unit the formats whose groups fit it (``methods/_shared/budget.py``)
         check_groups_fit(self.group_size, [(f"{where} has linear layers with", width)
                                            for width in sorted(set(dims.get("widths") or ()))])
-
-
-def check_group_size(group_size: int, tensor: bool = False) -> None:
-    if group_size == 0 and tensor:
-        return
-    if group_size == 0 or group_size < -1:
-        raise OptionError(f"--group-size {group_size}: give a positive number of input columns, or -1 for one group "
-                          f"per output row{' (0: one scale per matrix, fp8 weights only)' if group_size == 0 else ''}")
 
 
 def check_groups_fit(group_size: int, layers: list[tuple[str, int]]) -> None:

@@ -1,0 +1,89 @@
+"""What the quantizing methods (``rtn``, ``gptq``, ``awq``) share around the library (``forgetless/quantization``):
+the card's quantization section and notes, the artifacts saved with the model, the end of ``finalize`` and the
+check that the chosen linears can be stored in the run's format. Each takes the method's config, whose
+``format`` (``quantization.format.QuantFormat``) answers every question about the format; a bit budget's mix
+(``budget.py``) is named as such."""
+from __future__ import annotations
+
+from torch import nn
+
+from ...errors import OptionError
+from ...models.experts import ExpertLinear
+from ...quantization.format import INPUT_WORDS, PACKED
+
+
+def label(config) -> str:
+    """"int4", "fp8", "W8A8 int8", …, "mixed (4.5-bit budget)": the card's quantization dtype."""
+    return f"mixed ({config.bits_budget:g}-bit budget)" if config.bits_budget else config.format.label
+
+
+def describe(config) -> str:
+    """"int4 weights, groups of 128, symmetric, weight-only" and the like, for the card's notes."""
+    if config.bits_budget:
+        return (f"the formats a {config.bits_budget:g}-bit budget chose per unit (bit budget note), "
+                f"{INPUT_WORDS[config.activations]}")
+    return config.format.describe()
+
+
+def quantized_artifacts(method) -> dict:
+    """What a quantizing method saves with the model: bits, group size (None for a bit budget's mix) and its
+    per-layer entries."""
+    mixed = bool(method.config.bits_budget)
+    return {"bits": None if mixed else method.config.bits, "group_size": None if mixed else method.config.group_size,
+            "layers": getattr(method, "layers", [])}
+
+
+def quantization_section(method, errors: dict, **extra) -> dict | None:
+    """A quantizing method's card section (``rtn``, ``gptq``, ``awq``): its format, storage, ``errors``
+    (``{name: {mean, max}}``), ``extra`` keys, the speed note, and its sensitivity ranking if measured."""
+    from .sensitivity import sensitivity_section
+
+    if not getattr(method, "layers", None):
+        return None
+    c = method.config
+    mixed = bool(c.bits_budget)  # a bit budget's mix: bits and groups per unit, in the budget section
+    return {"quantization": {
+        "dtype": f"{c.name} {label(c)}", "bits": None if mixed else c.bits,
+        "group_size": None if mixed else c.group_size, "asymmetric": c.asymmetric,
+        "weight_type": c.weight_type, "activations": c.activations, "format": getattr(method, "format", None),
+        "layers": len(method.layers), **getattr(method, "storage", {}),
+        **({"modules": method.coverage} if getattr(method, "coverage", None) else {}), **errors, **extra, "expected": False,
+        "why": c.format.speed_note}, **sensitivity_section(method), **budget_section(method)}
+
+
+def budget_section(method) -> dict:
+    """``{"budget": …}`` of a method's card section when it spent a bit budget (``budget.py``)."""
+    plan = getattr(method, "plan", None)
+    return {"budget": plan.section} if plan is not None else {}
+
+
+def finish_quantized(method, model: nn.Module, ctx) -> nn.Module:
+    """The end of a quantizing method's ``finalize`` (``rtn``, ``gptq``, ``awq``): what the layers store
+    (``expert_checkpoint.storage_notes``: storage, format, the card's notes) and the sensitivity ranking."""
+    from ...models.expert_checkpoint import storage_notes
+    from .sensitivity import run_sensitivity
+
+    method.storage, notes, method.format = storage_notes(method.config.name, model)
+    if ctx is not None:
+        ctx.notes.extend(notes)
+    method.sensitivity = run_sensitivity(model, ctx, method.config)
+    return model
+
+
+def check_linears(linears: list[tuple[str, nn.Module]], config) -> None:
+    """Only ``pack-quantized`` (weight-only integer codes) is stored for experts and ``Conv1D``; every other
+    format for ``nn.Linear`` only (compressed-tensors)."""
+    fmt = config.format
+    if fmt.ct_format == PACKED:
+        return
+    other = next((name for name, module in linears if type(module) is not nn.Linear), None)
+    if other is not None:
+        flag = f"--weight-type {fmt.type}" if fmt.type != "int" else f"--activations {fmt.activations}"
+        kind = type(dict(linears)[other]).__name__
+        if isinstance(dict(linears)[other], ExpertLinear):
+            raise OptionError(f"{flag}: {other} is one expert of a fused mixture-of-experts ({kind}), not an "
+                              "nn.Linear; compressed-tensors stores this format for nn.Linear only: leave the experts "
+                              "out with --ignore 're:.*experts.*', or quantize them weight-only (int, no quantized "
+                              "inputs)")
+        raise OptionError(f"{flag}: {other} is a {kind}, not an nn.Linear; compressed-tensors stores these schemes "
+                          "for nn.Linear only (not GPT-2's Conv1D): leave those out with --ignore")
