@@ -263,8 +263,8 @@ def evaluate(model, data, *, base=None, tokenizer=None, batch_size: int = 64, ma
     predictions = {role: results[role].pop("predictions") for role in results}
     compared = comparison(task, results, predictions, seed, calibration_section(task, predictions), agreement(predictions))
     leak = None if texts is None else calibration_leak(texts, evaluated_texts(task))
-    return Comparison.from_json({**compared, "warnings": compared["warnings"] + ([leak] if leak else []),
-                                 "params": {role: results[role].pop("params") for role in results}})
+    return Comparison(**{**compared, "warnings": compared["warnings"] + ([leak] if leak else [])},
+                      params={role: results[role].pop("params") for role in results})
 
 
 def _check_evaluate_arguments(model, base, tokenizer, data, columns, data_dir, eval_size, lm_eval_tasks,

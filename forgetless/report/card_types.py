@@ -81,6 +81,29 @@ class MethodInfo:
     layers: list[JSON]
     grid_rule: str | None = _optional()
 
+    def chain(self) -> list[ChainStep]:
+        """This method and its ``then`` methods, in the order they ran."""
+        return [ChainStep(self.name, self.config, self.structured, self.quantizes),
+                *(ChainStep.of(entry) for entry in self.then)]
+
+
+@dataclass(frozen=True)
+class ChainStep:
+    """One method of a card's chain: its name and config, whether it removes weights (``structured``) and
+    whether it leaves quantized weights (``quantizes``)."""
+    name: str
+    config: JSON
+    structured: bool
+    quantizes: bool
+
+    @classmethod
+    def of(cls, entry: JSON) -> ChainStep:
+        """A ``then`` entry of the card (``{name, config, structured, quantizes}``; cards written before
+        ``quantizes`` was recorded: a method with ``bits`` or a ``dtype`` quantizes)."""
+        config = entry.get("config") or {}
+        return cls(entry["name"], config, bool(entry.get("structured", True)),
+                   bool(entry.get("quantizes", "bits" in config or "dtype" in config)))
+
 
 @dataclass(frozen=True)
 class ModelOrigin:

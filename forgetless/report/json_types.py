@@ -68,20 +68,32 @@ NonNegative = Annotated[float, Bounds(0)]        # a ratio, epochs, a time
 Count = Annotated[int, Bounds(0)]                # n, a size, a seed
 
 
-def to_json(value):
-    """Plain JSON values (dict, list, str, int, float, bool, None) of a dataclass tree."""
+def to_json(value, hint=Any):
+    """Plain JSON values (dict, list, str, int, float, bool, None) of a dataclass tree, each number as its type
+    hint says (a ``float`` field holding ``3`` is written ``3.0``, as ``from_json`` reads it back)."""
+    origin, args = get_origin(hint), get_args(hint)
+    if origin is Annotated:
+        return to_json(value, args[0])
+    if origin in (typing.Union, types.UnionType):
+        options = [a for a in args if a is not type(None)]
+        return to_json(value, options[0] if len(options) == 1 and value is not None else Any)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        hints = typing.get_type_hints(type(value), include_extras=True)
         out = {}
         for f in dataclasses.fields(value):
             item = getattr(value, f.name)
             if item is None and f.metadata.get("omit"):
                 continue
-            out[f.name] = to_json(item)
+            out[f.name] = to_json(item, hints[f.name])
         return out
     if isinstance(value, dict):
-        return {key: to_json(item) for key, item in value.items()}
+        inner = args[1] if origin is dict else Any
+        return {key: to_json(item, inner) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
-        return [to_json(item) for item in value]
+        inner = args[0] if origin is list else Any
+        return [to_json(item, inner) for item in value]
+    if hint is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
     return value
 
 

@@ -133,11 +133,11 @@ def test_what_it_says_keeps_a_models_words_as_text(tmp_path):
     comp = _records(["<script>alert(2)</script> *no*", "ok"], {"exact_match": [0, 1]}, tokens=[[1, 4], [3]])
     entry = generation_task("t<b>", base, comp, seed=0, n_resamples=100)
     llm = {"tasks": {"t<b>": {"output_type": "generate_until", "n": 2, **entry}}}
-    text = "\n".join(generation_lines(llm))
+    text = "\n".join(generation_lines(llm["tasks"]))
     assert r"| t&lt;b\> | exact\_match | 2 | 100.0 [100.0, 100.0] | 50.0 [0.0, 100.0] |" in text  # the task name too
     assert "<script>" not in text and "<b>" not in text
     assert r"| &lt;script\>alert\( | 1\)&lt;\/script\> yes | 2\)&lt;\/script\> \*no\* |" in text
-    page = render_html("\n".join(["# card", *generation_lines(llm)]), tmp_path, "card")
+    page = render_html("\n".join(["# card", *generation_lines(llm["tasks"])]), tmp_path, "card")
     assert "<script>" not in page and "&lt;script&gt;alert(" in page
 
 
