@@ -7,6 +7,7 @@ from forgetless.data.synthetic import synthetic_shortcut_task
 from forgetless.errors import ConfigError
 from forgetless.sweep import aggregate, render_markdown, run_sweep, table
 from forgetless.config import SpeedConfig, SweepConfig, TrainConfig
+from forgetless.report.card_types import Card
 from tiny_bert import tiny_bert, tiny_tokenizer
 
 
@@ -60,7 +61,7 @@ def test_sweep_end_to_end_and_resume(tmp_path):
     assert render_markdown(again) == text
     cards = sorted((json.loads(p.read_text()) for p in (out / "runs").glob("*/report.json")),
                    key=lambda c: (c["seed"], ["ce", "rmc"].index(c["method"]["objective"])))
-    collected = table._summary([table._record(c) for c in cards], summary["task"], summary["setup"], {}, None)
+    collected = table._summary([table._record(Card.from_json(c)) for c in cards], summary["task"], summary["setup"], {}, None)
     assert [r["dev"] for r in collected["rows"]] == [r["dev"] for r in summary["rows"]]  # from the run folders alone
 
 
