@@ -10,19 +10,26 @@ task ``dev`` holds the task's metric in % (ROUGE / METEOR), as on the card.
 """
 from __future__ import annotations
 
-from .card_types import JSON, Card, Interval
+from typing import TYPE_CHECKING
+
 from .naming import quantizes, zeroes_weights
+
+if TYPE_CHECKING:  # types only: comparison_text (which card_types' Comparison imports) reads this module
+    from .card_types import JSON, Card, Interval
 
 ROLES = ("base", "compressed")
 
 
-def estimate(value, interval: Interval | JSON | None = None) -> dict:
-    """``{"value", "low", "high"}`` (low / high None without an interval): ``interval`` a bootstrap
-    ``Interval`` of the card, or an LLM suite's estimate (``{"value", "low", "high"}``)."""
-    if isinstance(interval, Interval):
-        return {"value": value, "low": interval.low, "high": interval.high}
+def estimate(value, interval: JSON | None = None) -> dict:
+    """``{"value", "low", "high"}`` (low / high None without an interval): ``interval`` an estimate of the
+    card's JSON (an LLM suite's ``{"value", "low", "high"}``, F_bias's interval)."""
     interval = interval or {}
     return {"value": value, "low": interval.get("low"), "high": interval.get("high")}
+
+
+def bootstrap_estimate(value, interval: Interval | None) -> dict:
+    """``estimate`` of a value with its bootstrap ``Interval`` (``card.intervals``; None: no interval)."""
+    return {"value": value, "low": interval.low if interval else None, "high": interval.high if interval else None}
 
 
 def headline_numbers(card: Card) -> dict:
@@ -40,19 +47,19 @@ def headline_numbers(card: Card) -> dict:
         deltas = {"dev": head.get("delta"), "challenge": None}
     else:
         sets = iv.sets if iv else {}
-        dev = {role: estimate(getattr(card.sets["dev"], role).get(metric), (sets.get("dev") or {}).get(role))
+        dev = {role: bootstrap_estimate(getattr(card.sets["dev"], role).get(metric), (sets.get("dev") or {}).get(role))
                for role in ROLES}
         deltas = {"dev": (paired.get("sets") or {}).get("dev"), "challenge": paired.get("challenge")}
     challenge = card.challenge
     pooled = None
     if challenge is not None and challenge.base is not None:
-        pooled = {role: estimate(getattr(challenge, role), ((iv.challenge if iv else None) or {}).get(role))
+        pooled = {role: bootstrap_estimate(getattr(challenge, role), ((iv.challenge if iv else None) or {}).get(role))
                   for role in ROLES}
     parts = {}
     he = card.hard_easy
     for part in ("hard", "easy"):
         if he is not None and he.base and he.base.get(f"n_{part}"):
-            parts[part] = {role: estimate(getattr(he, role)[part],
+            parts[part] = {role: bootstrap_estimate(getattr(he, role)[part],
                                           (((iv.hard_easy if iv else None) or {}).get(role) or {}).get(part))
                            for role in ROLES}
         else:

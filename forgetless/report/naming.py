@@ -9,7 +9,10 @@ dtype (``quantize int8``); a chain joins them with `` + `` (``wanda 2:4 + gptq 4
 """
 from __future__ import annotations
 
-from .card_types import Card, ChainStep
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # types only: comparison_text (which card_types' Comparison imports) reads headline, then this
+    from .card_types import Card, ChainStep
 
 
 def method_label(name: str, config: dict) -> str:
