@@ -76,9 +76,10 @@ def comparison(task, results: dict, predictions: dict | None, seed: int = 0, cal
         "agreement": None if agreement is None else Agreement(**agreement),
         "warnings": warnings,
         "llm": llm,
+        # causal-lm: the prompt and scoring both models were evaluated with
         "zero_shot": {**results["base"]["zero_shot"], "truncated_prompts": {
             role: results[role]["zero_shot"]["truncated_prompts"] for role in ("base", "compressed")}}
-        if "zero_shot" in results["base"] else None,  # causal-lm: the prompt and scoring both models were evaluated with
+        if "zero_shot" in results["base"] else None,
         "language_model": LanguageModel(**{role: results[role]["language_model"] for role in ("base", "compressed")})
         if "language_model" in results["base"] else None,  # causal-lm: held-out perplexity of both models
     }

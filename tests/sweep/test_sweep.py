@@ -8,6 +8,7 @@ from forgetless.errors import ConfigError
 from forgetless.sweep import aggregate, render_markdown, run_sweep, table
 from forgetless.config import SpeedConfig, SweepConfig, TrainConfig
 from forgetless.report.card_types import Card
+from typed_cards import typed_card
 from tiny_bert import tiny_bert, tiny_tokenizer
 
 
@@ -157,14 +158,14 @@ def test_finished_run_is_reused_across_progress_and_cadence_and_rerun_with_a_lin
     config = RunConfig()
     run_dir = tmp_path / "ce-s0.5-seed0"
     run_dir.mkdir()
-    (run_dir / "report.json").write_text(json.dumps({"headline": "kept"}))
+    (run_dir / "report.json").write_text(json.dumps(typed_card({}).to_json()))
     (run_dir / RUN_FILE).write_text(json.dumps({"command": "compress", "key": run_key(task, config),
                                                 "config": run_identity(config)}))
     assert _reuse(run_dir, config, task) is None  # not finished: no sweep-run.json yet
     (run_dir / "sweep-run.json").write_text(json.dumps({"key": run_key(task, config), "seconds": 1.0}))
 
     quiet = replace(config, progress=not config.progress, train=replace(config.train, save_steps=7, logging_steps=3))
-    assert _reuse(run_dir, quiet, task)["sweep_run"]["seconds"] == 1.0
+    assert _reuse(run_dir, quiet, task)[1] == 1.0  # the card and the seconds of its run
     assert capsys.readouterr().err == ""
 
     other = replace(config, train=replace(config.train, learning_rate=1e-3, epochs=2.0))
