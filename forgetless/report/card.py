@@ -18,7 +18,7 @@ from .environment import environment
 from .html import render_html
 from ..tree import to_recipe
 from .card_types import (SCHEMA, Agreement, Bias, Calibration, Card, Challenge, Deployment, Environment, HardEasy,
-                         Headline, Interval, Intervals, Kind, LanguageModel, LlmSuite, MethodInfo, ModelOrigin, Params,
+                         Headline, Kind, LanguageModel, LlmSuite, MethodInfo, ModelOrigin, Params,
                          RolePair, Speed, TaskInfo, Training)
 from .measurements import Measurements
 from .naming import card_title
@@ -58,7 +58,6 @@ def comparison(task, results: dict, predictions: dict | None, seed: int = 0, cal
     if llm is not None:
         warnings += (llm.divergence or {}).get("warnings", [])  # a base that answers nothing
         warnings += [w for t in llm.tasks.values() for w in t.get("warnings", [])]  # generation tasks
-    intervals = honest.intervals_section(task, predictions, seed) if predictions else None
     return {
         "task": TaskInfo(name=task.name, protocol=task.protocol, metric=metric,
                          pooled_challenges=task.pooled if labelled else [],
@@ -72,7 +71,7 @@ def comparison(task, results: dict, predictions: dict | None, seed: int = 0, cal
         "hard_easy": HardEasy(**{role: _hard_easy(results[role]["sets"]["dev"]) for role in ("base", "compressed")})
         if labelled else None,
         "calibration": None if calibration is None else Calibration(**calibration),
-        "intervals": None if intervals is None else _intervals(intervals),
+        "intervals": honest.intervals_section(task, predictions, seed) if predictions else None,
         "agreement": None if agreement is None else Agreement(**agreement),
         "warnings": warnings,
         "llm": llm,
@@ -83,18 +82,6 @@ def comparison(task, results: dict, predictions: dict | None, seed: int = 0, cal
         "language_model": LanguageModel(**{role: results[role]["language_model"] for role in ("base", "compressed")})
         if "language_model" in results["base"] else None,  # causal-lm: held-out perplexity of both models
     }
-
-
-def _intervals(section: dict) -> Intervals:
-    """``honest.intervals_section``'s bootstrap intervals as the card's ``Intervals``."""
-    def roles(entry: dict | None) -> dict | None:
-        return None if entry is None else {role: Interval(**value) for role, value in entry.items()}
-
-    return Intervals(method=section["method"], confidence=section["confidence"], n_resamples=section["n_resamples"],
-                     seed=section["seed"], sets={name: roles(entry) for name, entry in section["sets"].items()},
-                     hard_easy=None if section["hard_easy"] is None else {
-                         role: roles(parts) for role, parts in section["hard_easy"].items()},
-                     challenge=roles(section["challenge"]), f_bias=section["f_bias"], delta=section["delta"])
 
 
 def build_card(measured: Measurements, saved_model: dict | None = None, recipe: dict | None = None) -> Card:

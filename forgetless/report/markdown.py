@@ -8,7 +8,7 @@ from .layers import layers_markdown
 from .budget import budget_markdown
 from .sensitivity import sensitivity_markdown
 from .llm_markdown import llm_markdown
-from .naming import card_methods, card_title, quantizes, zeroes_weights
+from .naming import card_title, quantizes, zeroes_weights
 from .card_types import Card, Interval
 
 
@@ -81,7 +81,7 @@ def render_markdown(card: Card, summary: bool = True) -> str:
     lines += ["", "## Reproducibility", "",
               f"- protocol: {card.task.protocol}",
               f"- task kind {card.kind.task}, model kind {card.kind.model}; method config "
-              + "; then ".join(f"{m.name}: `{m.config}`" for m in card_methods(card))
+              + "; then ".join(f"{m.name}: `{m.config}`" for m in card.method.chain())
               + f"; objective `{card.method.objective}`; "
               f"student init: {card.method.student_init}",
               f"- seed {card.seed}; command: `{card.command}`",

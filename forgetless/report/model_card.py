@@ -47,7 +47,7 @@ from .inert import inert
 from .model_card_sections import (deployment_notes, metric_rows, number, provenance_line, results_table,
                                   size_summary, speed_summary)
 from .card_types import Card
-from .naming import card_chain, card_methods
+from .naming import card_chain
 
 SUMMARY_KEYS = ("base_model", "method", "methods", "method_options", "objective", "task", "task_kind", "metrics",
                 "size", "speed", "provenance", "deployment", "warnings", "license", "language", "model_name")
@@ -267,7 +267,7 @@ def model_card_summary(card: Card) -> dict:
     """``write_model_card`` summary from a report card (schema ``forgetless-report-2``): the results
     rows of its task kind (``model_card_sections.metric_rows``), size, speed, provenance, deployment,
     warnings."""
-    methods = card_methods(card)
+    methods = card.method.chain()
     chain = card_chain(card)
     base = str(card.run.get("model") or "model").rstrip("/").split("/")[-1]
     recipe = card.run.get("scheme") or "-".join(m.name for m in methods)

@@ -13,7 +13,7 @@ from pathlib import Path
 from .headline import includes_zero, megabytes as mb, speedup_text
 from .llm_markdown import kl_text
 from .card_types import Card, Interval
-from .naming import card_methods, method_label, quantized_layer_count
+from .naming import method_label, quantized_layer_count
 
 
 # ----- the results table -------------------------------------------------------------------------------
@@ -223,7 +223,7 @@ def deployment_notes(card: Card) -> list[str]:
     measured here; zeros give no speedup on CPU nor in current vLLM; int4 compressed-tensors saves disk
     and GPU memory, with vLLM's GPU kernels; dynamic int8 / bf16 as the quantize method judged)."""
     notes = []
-    for method in card_methods(card):
+    for method in card.method.chain():
         name, config = method.name, method.config
         if method.structured:
             measured = ("the speed measured here (Speed) is what a CPU gets" if card.speed.timed

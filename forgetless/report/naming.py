@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # types only: comparison_text (which card_types' Comparison imports) reads headline, then this
-    from .card_types import Card, ChainStep
+    from .card_types import Card
 
 
 def method_label(name: str, config: dict) -> str:
@@ -37,11 +37,6 @@ def chain_name(methods: list[dict]) -> str:
     return " + ".join(method_label(m["name"], m.get("config") or {}) for m in methods)
 
 
-def card_methods(card: Card) -> list[ChainStep]:
-    """The card's method and its ``then`` methods, in the order they ran."""
-    return card.method.chain()
-
-
 INPUTS = {"int8-token": "int8 inputs per token", "fp8-token": "fp8 inputs per token",
           "fp8-tensor": "fp8 inputs per tensor"}
 
@@ -64,7 +59,7 @@ def format_label(config: dict) -> str | None:
 def card_chain(card: Card) -> str:
     """``chain_name`` of a report card's methods; a run of a ``--scheme`` (recorded in the card's ``run``)
     is named by it, with what its methods ran: ``FP8-DYNAMIC (rtn fp8 weights per row, fp8 inputs per token)``."""
-    methods = card_methods(card)
+    methods = card.method.chain()
     scheme = card.run.get("scheme")
     if not scheme:
         return " + ".join(method_label(m.name, m.config) for m in methods)
@@ -80,13 +75,13 @@ def card_title(card: Card) -> str:
 
 def quantizes(card: Card) -> bool:
     """Whether a method of the card's chain leaves quantized weights."""
-    return any(m.quantizes for m in card_methods(card))
+    return any(m.quantizes for m in card.method.chain())
 
 
 def zeroes_weights(card: Card) -> bool:
     """Whether a method of the chain prunes by zeroing weights (neither removes them, ``structured``,
     nor quantizes them): only then are the zeros of the weights its sparsity."""
-    return any(not m.structured and not m.quantizes for m in card_methods(card))
+    return any(not m.structured and not m.quantizes for m in card.method.chain())
 
 
 def quantized_layer_count(card: Card) -> int | None:

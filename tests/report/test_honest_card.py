@@ -13,6 +13,7 @@ from forgetless.data.tasks import load_task
 from forgetless.report import honest
 from forgetless.report.markdown import _verdict, render_markdown
 from forgetless.report.predictions import read_predictions, recompute_accuracy
+from forgetless.report.card_types import Interval
 from typed_cards import typed_card
 
 torch.set_num_threads(1)
@@ -157,9 +158,9 @@ def test_healthy_fixture_has_no_warning_and_meaningful_f_bias(task):
     assert honest.collect(task, results, predictions, bias, None) == []
     assert honest.f_bias_meaningful(bias, [])
     section = honest.intervals_section(task, predictions, seed=3, n_resamples=200)
-    fb = section["f_bias"]
+    fb = section.f_bias
     assert fb["low"] <= fb["f_bias"] <= fb["high"] and fb["n_resamples"] == 200
-    assert section["sets"]["dev"]["base"] == {"accuracy": 1.0, "low": 1.0, "high": 1.0, "n": 200}
+    assert section.sets["dev"]["base"] == Interval(accuracy=1.0, low=1.0, high=1.0, n=200)
 
 
 def test_more_training_warns_only_when_compressed_beats_base(task):
