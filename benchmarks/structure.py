@@ -15,7 +15,7 @@ with ``ast``, nothing imported:
 * **card lookups**: ``card["`` in the package and in ``tests/`` (the report card read as an untyped dict); and
   by ``ast`` (issue 53): lookups on a card read as a dict (``card["…"]``, ``card.get(…)``, ``(card.get(…) or
   {}).get(…)`` chains, ``"llm" in card``), lookups in the free JSON fields of a typed card, functions whose
-  ``card`` parameter is a ``dict``, and ``"llm" in …`` probes;
+  ``card`` parameter is a ``dict``, and probes for the LLM suite by key (``"llm" in …``, ``.get("llm")``);
 * **kind seams**: ``kind.name == …`` outside ``kinds/``, and functions named by string in ``data/task_kinds.py``;
 * **task-kind branches**: comparisons with the string ``"lm-eval"`` (``task.kind == "lm-eval"``, a card's
   ``kind.task != "lm-eval"``): code that asks which kind of task it has instead of asking the kind.
@@ -208,8 +208,9 @@ def card_reads(modules: dict, package: Path) -> dict:
     (``card["task"]``, ``card.get("llm")``, ``(card.get("bias") or {}).get("f_bias")``, ``"llm" in card``) outside
     the JSON reader; ``card_json_lookups``, lookups in the free JSON fields of a typed card
     (``card.params.base["total"]``: a set's metrics, a method's section, the speed's figures); ``card_dict_params``,
-    functions whose ``card`` parameter is annotated ``dict``; ``llm_in_card``, ``"llm" in …`` probes."""
-    counts = {"card_dict_lookups": 0, "card_json_lookups": 0, "card_dict_params": 0, "llm_in_card": 0}
+    functions whose ``card`` parameter is annotated ``dict``; ``llm_probes``, ``"llm" in …``, ``….get("llm")`` and
+    ``…["llm"]`` on any dict (a card, a comparison, a result: asking for the LLM suite by key)."""
+    counts = {"card_dict_lookups": 0, "card_json_lookups": 0, "card_dict_params": 0, "llm_probes": 0}
     for path in modules.values():
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             receiver = _lookup_receiver(node)
@@ -217,9 +218,10 @@ def card_reads(modules: dict, package: Path) -> dict:
                 counts["card_dict_lookups"] += 1
             elif receiver is not None and _card_root(receiver, through_attributes=True):
                 counts["card_json_lookups"] += 1
-            if isinstance(node, ast.Compare) and isinstance(node.left, ast.Constant) and node.left.value == "llm" \
-                    and isinstance(node.ops[0], (ast.In, ast.NotIn)):
-                counts["llm_in_card"] += 1
+            key = node.slice if isinstance(node, ast.Subscript) else node.args[0] if isinstance(node, ast.Call) \
+                and node.args else node.left if isinstance(node, ast.Compare) else None
+            if receiver is not None and isinstance(key, ast.Constant) and key.value == "llm":
+                counts["llm_probes"] += 1
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 counts["card_dict_params"] += sum(
                     1 for a in node.args.args + node.args.kwonlyargs
@@ -289,7 +291,7 @@ def main() -> None:
         return
     for key in ("files", "lines", "imports", "imports_function_level", "import_statements_in_functions",
                 "import_layers", "functions_over_40_lines", "card_lookups_package", "card_lookups_tests",
-                "card_dict_lookups", "card_json_lookups", "card_dict_params", "llm_in_card", "kind_name_comparisons",
+                "card_dict_lookups", "card_json_lookups", "card_dict_params", "llm_probes", "kind_name_comparisons",
                 "task_kind_string_hooks", "lm_eval_branches"):
         print(f"{key:31s} {result[key]}")
     print(f"{'circles':31s} {len(result['circles'])}")

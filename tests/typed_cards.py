@@ -1,13 +1,14 @@
 """Hand-made report cards for the renderers' tests: ``typed_card(partial)`` fills the sections a test leaves out
 with a small valid classification card (an LLM suite's when the partial has ``llm``) and returns the ``Card``,
-so a test states only the numbers it checks. Each section of the partial replaces the template's field by
+so a test states only the numbers it checks (``typed_comparison``: a ``forgetless.evaluate`` comparison likewise). Each section of the partial replaces the template's field by
 field (``{"bias": {"f_bias": 1.5}}`` keeps the template's gaps); ``sets`` and the free JSON sections replace
 the template's whole."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 
-from forgetless.report.card_types import Card
+from forgetless.report.card_types import Card, Comparison, Paired
 
 ROLE_METRICS = {"accuracy": 0.5, "n": 2}
 TIMED = {"timed": True, "setting": "auto", "runtime": "torch", "meaningful": True,
@@ -42,6 +43,11 @@ WHOLE = {"sets", "zero_shot", "robustness", "provenance", "recipe", "run", "lang
 
 def typed_card(partial: dict) -> Card:
     """The ``Card`` of ``partial`` (a card's JSON, any sections left out) on the template above."""
+    return Card.from_json(_filled(partial))
+
+
+def _filled(partial: dict) -> dict:
+    """The template's JSON with ``partial``'s sections put in."""
     data = copy.deepcopy(TEMPLATE)
     if "llm" in partial:  # an LLM suite: no classifier sections, a causal LM's prompt
         data.update(kind={"task": "lm-eval", "model": "causal-lm"}, challenge=None, bias=None, hard_easy=None,
@@ -59,4 +65,11 @@ def typed_card(partial: dict) -> Card:
     for part in ("latency_ms", "throughput_per_s"):  # a timed speed holds both figures and the speedup
         if data["speed"].get(part) is not None:
             data["speed"][part] = {**TIMED[part], **data["speed"][part]}
-    return Card.from_json(data)
+    return data
+
+
+def typed_comparison(partial: dict) -> Comparison:
+    """The ``Comparison`` of ``partial`` (its JSON, any sections left out), as ``typed_card`` fills a card."""
+    card = _filled(partial)
+    paired = {name: card[name] for name in (f.name for f in dataclasses.fields(Paired)) if name in card}
+    return Comparison.from_json({**paired, "agreement": None, "params": {}})

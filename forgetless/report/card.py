@@ -18,7 +18,7 @@ from .environment import environment
 from .html import render_html
 from ..tree import to_recipe
 from .card_types import (SCHEMA, Agreement, Bias, Calibration, Card, Challenge, Deployment, Environment, HardEasy,
-                         Headline, Kind, LanguageModel, LlmSuite, MethodInfo, ModelOrigin, Params,
+                         Headline, Kind, LanguageModel, LlmSuite, MethodInfo, ModelOrigin, Paired, Params,
                          RolePair, Speed, TaskInfo, Training)
 from .measurements import Measurements
 from .naming import card_title
@@ -33,14 +33,13 @@ PREDICTIONS_FILE = "predictions.jsonl"
 
 
 def comparison(task, results: dict, predictions: dict | None, seed: int = 0, calibration: dict | None = None,
-               agreement: dict | None = None, training: dict | None = None) -> dict:
+               training: dict | None = None) -> Paired:
     """The paired comparison of two models (roles ``base`` and ``compressed``) on every set of
-    ``task``: the typed sections ``task``, ``headline``, ``sets``, ``challenge``, ``bias``, ``hard_easy``,
-    ``calibration``, ``intervals``, ``agreement``, ``warnings`` and, where the task and model have them,
-    ``llm``, ``zero_shot`` and ``language_model`` (``card_types.Paired``'s fields, by name).
-    ``results``: each role's evaluation (``kind.evaluate`` without predictions); with per-example
-    ``predictions`` the comparison gets intervals and warnings. ``forgetless.evaluate(model, data,
-    base=)`` makes its ``Comparison`` of them; ``build_card`` puts them in the card."""
+    ``task``: ``task``, ``headline``, ``sets``, ``challenge``, ``bias``, ``hard_easy``, ``calibration``,
+    ``intervals``, ``warnings`` and, where the task and model have them, ``llm``, ``zero_shot`` and
+    ``language_model`` (``card_types.Paired``). ``results``: each role's evaluation (``kind.evaluate``
+    without predictions); with per-example ``predictions`` the comparison gets intervals and warnings.
+    ``forgetless.evaluate(model, data, base=)`` makes its ``Comparison`` of it; ``build_card`` its card."""
     sets = {name: RolePair(base=results["base"]["sets"][name], compressed=results["compressed"]["sets"][name])
             for name in results["base"]["sets"]}
     labelled = task_kind(task).labelled
@@ -58,30 +57,28 @@ def comparison(task, results: dict, predictions: dict | None, seed: int = 0, cal
     if llm is not None:
         warnings += (llm.divergence or {}).get("warnings", [])  # a base that answers nothing
         warnings += [w for t in llm.tasks.values() for w in t.get("warnings", [])]  # generation tasks
-    return {
-        "task": TaskInfo(name=task.name, protocol=task.protocol, metric=metric,
-                         pooled_challenges=task.pooled if labelled else [],
-                         sizes={"train": len(task.train), **{k: v.base["n"] for k, v in sets.items()}}),
-        "headline": Headline(metric=metric, base=base_dev, compressed=comp_dev,
-                             kept=comp_dev / base_dev if base_dev else None),
-        "sets": sets,
-        "challenge": Challenge(sets=task.pooled, base=results["base"]["challenge_pooled"],
-                               compressed=results["compressed"]["challenge_pooled"]) if labelled else None,
-        "bias": None if bias is None else Bias(**bias),
-        "hard_easy": HardEasy(**{role: _hard_easy(results[role]["sets"]["dev"]) for role in ("base", "compressed")})
+    return Paired(
+        task=TaskInfo(name=task.name, protocol=task.protocol, metric=metric, pooled_challenges=task.pooled if labelled
+                      else [], sizes={"train": len(task.train), **{k: v.base["n"] for k, v in sets.items()}}),
+        headline=Headline(metric=metric, base=base_dev, compressed=comp_dev, kept=comp_dev / base_dev if base_dev
+                          else None),
+        sets=sets,
+        challenge=Challenge(sets=task.pooled, base=results["base"]["challenge_pooled"],
+                            compressed=results["compressed"]["challenge_pooled"]) if labelled else None,
+        bias=None if bias is None else Bias(**bias),
+        hard_easy=HardEasy(**{role: _hard_easy(results[role]["sets"]["dev"]) for role in ("base", "compressed")})
         if labelled else None,
-        "calibration": None if calibration is None else Calibration(**calibration),
-        "intervals": honest.intervals_section(task, predictions, seed) if predictions else None,
-        "agreement": None if agreement is None else Agreement(**agreement),
-        "warnings": warnings,
-        "llm": llm,
+        calibration=None if calibration is None else Calibration(**calibration),
+        intervals=honest.intervals_section(task, predictions, seed) if predictions else None,
+        warnings=warnings,
+        llm=llm,
         # causal-lm: the prompt and scoring both models were evaluated with
-        "zero_shot": {**results["base"]["zero_shot"], "truncated_prompts": {
+        zero_shot={**results["base"]["zero_shot"], "truncated_prompts": {
             role: results[role]["zero_shot"]["truncated_prompts"] for role in ("base", "compressed")}}
         if "zero_shot" in results["base"] else None,
-        "language_model": LanguageModel(**{role: results[role]["language_model"] for role in ("base", "compressed")})
+        language_model=LanguageModel(**{role: results[role]["language_model"] for role in ("base", "compressed")})
         if "language_model" in results["base"] else None,  # causal-lm: held-out perplexity of both models
-    }
+    )
 
 
 def build_card(measured: Measurements, saved_model: dict | None = None, recipe: dict | None = None) -> Card:
@@ -93,8 +90,7 @@ def build_card(measured: Measurements, saved_model: dict | None = None, recipe: 
 
     run, method = measured.run, measured.method
     compared = comparison(measured.task, measured.results, measured.predictions, run.seed, measured.calibration,
-                          measured.agreement, measured.training)
-    compared.pop("agreement")  # the card's agreement is the deployed model's, in ``deployment``
+                          measured.training)
     sizes = {**measured.sizes, "compressed": {**measured.sizes["compressed"], **(saved_model or {})}}
     leak = honest.run_calibration_leak(measured.task, run, [method, *measured.then], measured.kind.name,
                                        measured.calibration_texts)
@@ -105,7 +101,7 @@ def build_card(measured: Measurements, saved_model: dict | None = None, recipe: 
                                   if measured.speed.get("timed", True) else {}),
              "runtime": runtime, "meaningful": bool(measured.speed["meaningful"])}
     return Card(
-        **{**compared, "warnings": compared["warnings"] + ([leak] if leak else [])},
+        **{**compared.sections(), "warnings": compared.warnings + ([leak] if leak else [])},
         schema=SCHEMA,
         kind=Kind(task=measured.task.kind, model=measured.kind.name),
         method=MethodInfo(**method.describe(), structured=method.config.structured,

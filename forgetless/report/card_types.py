@@ -11,7 +11,7 @@ type cannot say: which sections each task kind has, and that an interval contain
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -301,6 +301,10 @@ class Paired(Document):
     zero_shot: JSON | None = _optional()
     language_model: LanguageModel | None = _optional()
 
+    def sections(self) -> dict:
+        """The comparison's sections by name (what a ``Card`` or a ``Comparison`` is made of)."""
+        return {f.name: getattr(self, f.name) for f in fields(Paired)}
+
 
 @dataclass(frozen=True, kw_only=True)
 class Card(Paired):
@@ -393,7 +397,7 @@ class Comparison(Paired):
         """The comparison in a few lines a person reads (``print(compared)``): ``report/comparison_text.py``."""
         from .comparison_text import comparison_text
 
-        return comparison_text(self.to_dict())
+        return comparison_text(self)
 
     __str__ = summary
 
