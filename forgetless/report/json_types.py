@@ -71,30 +71,19 @@ Count = Annotated[int, Bounds(0)]                # n, a size, a seed
 def to_json(value, hint=Any):
     """Plain JSON values (dict, list, str, int, float, bool, None) of a dataclass tree, each number as its type
     hint says (a ``float`` field holding ``3`` is written ``3.0``, as ``from_json`` reads it back)."""
-    origin, args = get_origin(hint), get_args(hint)
-    if origin is Annotated:
-        return to_json(value, args[0])
-    if origin in (typing.Union, types.UnionType):
-        options = [a for a in args if a is not type(None)]
-        return to_json(value, options[0] if len(options) == 1 and value is not None else Any)
+    while get_origin(hint) in (Annotated, typing.Union, types.UnionType):  # Fraction | None → float
+        options = [a for a in get_args(hint) if a is not type(None)]
+        hint = get_args(hint)[0] if get_origin(hint) is Annotated else options[0] if len(options) == 1 else Any
+    inner = get_args(hint)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         hints = typing.get_type_hints(type(value), include_extras=True)
-        out = {}
-        for f in dataclasses.fields(value):
-            item = getattr(value, f.name)
-            if item is None and f.metadata.get("omit"):
-                continue
-            out[f.name] = to_json(item, hints[f.name])
-        return out
+        return {f.name: to_json(getattr(value, f.name), hints[f.name]) for f in dataclasses.fields(value)
+                if getattr(value, f.name) is not None or not f.metadata.get("omit")}
     if isinstance(value, dict):
-        inner = args[1] if origin is dict else Any
-        return {key: to_json(item, inner) for key, item in value.items()}
+        return {key: to_json(item, inner[1] if get_origin(hint) is dict else Any) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
-        inner = args[0] if origin is list else Any
-        return [to_json(item, inner) for item in value]
-    if hint is float and isinstance(value, int) and not isinstance(value, bool):
-        return float(value)
-    return value
+        return [to_json(item, inner[0] if get_origin(hint) is list else Any) for item in value]
+    return float(value) if hint is float and type(value) is int else value
 
 
 def from_json(cls, data, path: str | None = None):
