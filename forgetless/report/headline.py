@@ -170,7 +170,7 @@ def scale_of(metric: str) -> float:
     return 100.0 if metric == "accuracy" else 1.0
 
 
-def verdict(card: Card | None, numbers: dict | None = None) -> str:
+def verdict(card: Card, numbers: dict | None = None) -> str:
     """One short line: ``lost 3.1 points [-5.0, -1.2] on dev, lost 9.4 points [-14.9, -4.1] on advglue-sst2
     — loses more on the challenge set``. A change whose paired interval includes 0 is "not measurable"; without paired
     intervals (older cards), a difference of the two losses within one point is "about as much". "Unchanged" only
