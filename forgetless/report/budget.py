@@ -14,13 +14,9 @@ COLORS = {"kept": "#8c8c8c"}
 PALETTE = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3")
 
 
-def budget_of(card: Card) -> dict | None:
-    return card.method.sections.get("budget")
-
-
 def budget_markdown(card: Card) -> list[str]:
     """The budget's lines of ``report.md`` (none without a budget)."""
-    section = budget_of(card)
+    section = card.method.sections.get("budget")
     if not section:
         return []
     low, high = section["feasible"]
