@@ -12,7 +12,10 @@ with ``ast``, nothing imported:
   of more than one file, function-level imports included), and the **imports that run back up**:
   the edges inside such a group (without them the graph is a stack);
 * **longest functions**: the ten longest function bodies (lines), and how many are over 40 lines;
-* **card lookups**: ``card["`` in the package and in ``tests/`` (the report card read as an untyped dict);
+* **card lookups**: ``card["`` in the package and in ``tests/`` (the report card read as an untyped dict); and
+  by ``ast`` (issue 53): lookups on a card read as a dict (``card["…"]``, ``card.get(…)``, ``(card.get(…) or
+  {}).get(…)`` chains, ``"llm" in card``), lookups in the free JSON fields of a typed card, functions whose
+  ``card`` parameter is a ``dict``, and probes for the LLM suite by key (``"llm" in …``, ``.get("llm")``);
 * **task-kind branches**: comparisons with the string ``"lm-eval"`` (``task.kind == "lm-eval"``, a card's
   ``kind.task != "lm-eval"``): code that asks which kind of task it has instead of asking the kind;
 * **kind-name branches**: comparisons with the name of any model or task kind (``kind.name == "causal-lm"``,
@@ -44,9 +47,12 @@ def module_name(path: Path, package: Path) -> str:
 
 
 def _imports(tree: ast.Module):
-    """(node, inside a function) for every import of a module."""
+    """(node, inside a function) for every import of a module that runs (not those under ``if TYPE_CHECKING``:
+    types only, as ``tests/test_imports.py`` counts them)."""
     def visit(node, in_function):
         for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                continue
             if isinstance(child, (ast.Import, ast.ImportFrom)):
                 yield child, in_function
             yield from visit(child, in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef,
@@ -213,6 +219,66 @@ def card_lookups(folder: Path) -> int:
     return sum(path.read_text(encoding="utf-8").count('card["') for path in folder.rglob("*.py"))
 
 
+CARD_NAMES = {"card", "cards"}  # the names a report card goes by in the package (``cards[name]``: one of them)
+
+
+def _lookup_receiver(node) -> ast.AST | None:
+    """The expression a dict lookup reads (``x["k"]``, ``x.get("k")``, ``"k" in x``), else None."""
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+        return node.value
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
+            and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+        return node.func.value
+    if (isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn))
+            and isinstance(node.left, ast.Constant) and isinstance(node.left.value, str)):
+        return node.comparators[0]
+    return None
+
+
+def _card_root(node, through_attributes: bool) -> bool:
+    """Whether ``node`` is a card read as a dict (``card``, ``card["a"]``, ``card.get("a")``, ``(card.get("a") or
+    {})``, ``cards[name]``), or with ``through_attributes``, a free JSON field of a typed card (``card.params.base``)."""
+    while True:
+        if isinstance(node, ast.Name):
+            return node.id in CARD_NAMES
+        if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or):
+            node = node.values[0]
+        elif isinstance(node, ast.Subscript):
+            node = node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get":
+            node = node.func.value
+        elif isinstance(node, ast.Attribute) and through_attributes:
+            node = node.value
+        else:
+            return False
+
+
+def card_reads(modules: dict, package: Path) -> dict:
+    """How the package reads report cards (issue 53): ``card_dict_lookups``, lookups on a card as a dict
+    (``card["task"]``, ``card.get("llm")``, ``(card.get("bias") or {}).get("f_bias")``, ``"llm" in card``) outside
+    the JSON reader; ``card_json_lookups``, lookups in the free JSON fields of a typed card
+    (``card.params.base["total"]``: a set's metrics, a method's section, the speed's figures); ``card_dict_params``,
+    functions whose ``card`` parameter is annotated ``dict``; ``llm_probes``, ``"llm" in …``, ``….get("llm")`` and
+    ``…["llm"]`` on any dict (a card, a comparison, a result: asking for the LLM suite by key)."""
+    counts = {"card_dict_lookups": 0, "card_json_lookups": 0, "card_dict_params": 0, "llm_probes": 0}
+    for path in modules.values():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            receiver = _lookup_receiver(node)
+            if receiver is not None and _card_root(receiver, through_attributes=False):
+                counts["card_dict_lookups"] += 1
+            elif receiver is not None and _card_root(receiver, through_attributes=True):
+                counts["card_json_lookups"] += 1
+            key = node.slice if isinstance(node, ast.Subscript) else node.args[0] if isinstance(node, ast.Call) \
+                and node.args else node.left if isinstance(node, ast.Compare) else None
+            if receiver is not None and isinstance(key, ast.Constant) and key.value == "llm":
+                counts["llm_probes"] += 1
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                counts["card_dict_params"] += sum(
+                    1 for a in node.args.args + node.args.kwonlyargs
+                    if a.arg == "card" and a.annotation is not None and "dict" in ast.unparse(a.annotation))
+    return counts
+
+
 def measure(package: Path) -> dict:
     graph, modules, statements = file_graph(package)
     components = strongly_connected(graph)
@@ -234,10 +300,10 @@ def measure(package: Path) -> dict:
             "functions_over_40_lines": sum(1 for n, _ in functions(modules, package) if n > 40),
             "card_lookups_package": card_lookups(package),
             "card_lookups_tests": card_lookups(package.parent / "tests") if (package.parent / "tests").is_dir() else None,
+            **card_reads(modules, package),
             "lm_eval_branches": kind_branches(modules),
             "kind_name_branches": kind_name_branches(modules, package),
             "string_hooks": string_hooks(modules, package),
-
             "weight_type_branches": weight_type_branches(modules, package)}
 
 
@@ -252,7 +318,8 @@ def main() -> None:
         return
     for key in ("files", "lines", "imports", "imports_function_level", "import_statements_in_functions",
                 "import_layers", "functions_over_40_lines", "card_lookups_package", "card_lookups_tests",
-                "lm_eval_branches", "weight_type_branches"):
+                "card_dict_lookups", "card_json_lookups", "card_dict_params", "llm_probes", "lm_eval_branches",
+                "weight_type_branches"):
         print(f"{key:31s} {result[key]}")
     print(f"{'circles':31s} {len(result['circles'])}")
     for circle in result["circles"]:

@@ -60,7 +60,7 @@ from .recipes import load_recipe
 from .recipes.catalog import recipe_names
 from .registry import METHODS, OBJECTIVES
 from .report.card import comparison
-from .report.card_types import Comparison, Scores
+from .report.card_types import Agreement, Comparison, Scores
 from .report.honest import evaluated_texts
 from .report.trust import calibration_leak
 from .schemes import SCHEMES, scheme_methods
@@ -261,10 +261,11 @@ def evaluate(model, data, *, base=None, tokenizer=None, batch_size: int = 64, ma
             results = {role: _scores(m, task, tokenizer, batch_size, max_length, model_kind, keep_predictions=True)
                        for role, m in (("base", base), ("compressed", model))}
     predictions = {role: results[role].pop("predictions") for role in results}
-    compared = comparison(task, results, predictions, seed, calibration_section(task, predictions), agreement(predictions))
+    compared = comparison(task, results, predictions, seed, calibration_section(task, predictions))
     leak = None if texts is None else calibration_leak(texts, evaluated_texts(task))
-    return Comparison.from_json({**compared, "warnings": compared["warnings"] + ([leak] if leak else []),
-                                 "params": {role: results[role].pop("params") for role in results}})
+    params = {role: results[role].pop("params") for role in results}
+    return Comparison(**{**compared.sections(), "warnings": compared.warnings + ([leak] if leak else [])},
+                      agreement=Agreement(**agreement(predictions)), params=params)
 
 
 def _check_evaluate_arguments(model, base, tokenizer, data, columns, data_dir, eval_size, lm_eval_tasks,

@@ -50,5 +50,5 @@ def save_run(run, out_dir, meta: dict | None = None) -> Card:
     card = write_card(build_card(measured, saved_model=saved, recipe=recipe), out,
                       extra_plots=measured.method.plots(out),
                       prediction_rows=prediction_rows(measured.task, measured.predictions))
-    write_model_card(model_dir, model_card_summary(card.to_json()))
+    write_model_card(model_dir, model_card_summary(card))
     return card

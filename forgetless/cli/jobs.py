@@ -38,7 +38,7 @@ def cmd_compress(args, config) -> int:
 
 def show_run(run: Run, out, push: str | None = None) -> None:
     """Print the report card of a run saved in ``out`` and where its files are; upload its model."""
-    print(render_markdown(run.card.to_json()))
+    print(render_markdown(run.card))
     print(f"report: {Path(out) / 'report.md'} (JSON: report.json, per-example: predictions.jsonl); "
           f"model: {Path(out) / 'model'} (model card: model/README.md)")
     if push is not None:

@@ -41,9 +41,9 @@ def add_scoring(section: dict, results: dict) -> None:
                              "interval": stopping["method"]}
 
 
-def scoring_lines(llm: dict) -> list[str]:
-    """The card's lines on the scoring path, near ties and the stopping rule."""
-    scoring = llm.get("scoring")
+def scoring_lines(scoring: dict | None, stopping: dict | None) -> list[str]:
+    """The card's lines on the scoring path, near ties and the stopping rule (the LLM suite's ``scoring``
+    and ``stopping``)."""
     if not scoring:
         return []
     lines = ["", f"Log-likelihoods: {PATHS.get(scoring['path'], scoring['path'])}."]
@@ -54,7 +54,6 @@ def scoring_lines(llm: dict) -> list[str]:
                       "token of lm-eval's own (whose fp32 forward is the farther from an fp64 one); "
                       f"a pick can differ from lm-eval's only on a near tie (the best choice ahead by less than "
                       f"that could move it), counted per task and metric (base/compressed): {ties or 'none'}.")
-    stopping = llm.get("stopping")
     if stopping:
         i = stopping["interval"]
         verdict = "every item scored: the change of these items is exact" if stopping["exhausted"] else \
@@ -89,10 +88,9 @@ def cell(text: str, limit: int = SHOWN_CHARACTERS) -> str:
     return text.replace("\n", " ⏎ ") or "(nothing)"
 
 
-def divergence_lines(llm: dict) -> list[str]:
-    """The card's "what it says" lines: KL, agreement, identical answers, first divergence, the entropy thirds
-    and the prompts where the answers part."""
-    d = llm.get("divergence")
+def divergence_lines(d: dict | None) -> list[str]:
+    """The card's "what it says" lines of the LLM suite's ``divergence``: KL, agreement, identical answers,
+    first divergence, the entropy thirds and the prompts where the answers part."""
     if not d:
         return []
     p, n = d["prompt_set"], d["prompt_set"]["n"]

@@ -6,19 +6,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .card_types import Card
+
 SHOWN = 16  # rows of the assignment in the card (the JSON keeps every unit)
 PLOT = "budget_bits.png"
 COLORS = {"kept": "#8c8c8c"}
 PALETTE = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3")
 
 
-def budget_of(card: dict) -> dict | None:
-    return ((card.get("method") or {}).get("sections") or {}).get("budget")
-
-
-def budget_markdown(card: dict) -> list[str]:
+def budget_markdown(card: Card) -> list[str]:
     """The budget's lines of ``report.md`` (none without a budget)."""
-    section = budget_of(card)
+    section = card.method.sections.get("budget")
     if not section:
         return []
     low, high = section["feasible"]
@@ -46,7 +44,7 @@ def budget_markdown(card: dict) -> list[str]:
     if len(section["assignment"]) > SHOWN:
         lines.append(f"| … {len(section['assignment']) - SHOWN} more in report.json | | | |" +
                      " |" * len(section["formats"]))
-    if PLOT in (card.get("plots") or []):
+    if PLOT in (card.plots or []):
         lines += ["", f"The bits of each unit: `{PLOT}` (method plots, below)."]
     return lines + uniform_markdown(section)
 

@@ -11,7 +11,7 @@ type cannot say: which sections each task kind has, and that an interval contain
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -80,6 +80,29 @@ class MethodInfo:
     sections: JSON
     layers: list[JSON]
     grid_rule: str | None = _optional()
+
+    def chain(self) -> list[ChainStep]:
+        """This method and its ``then`` methods, in the order they ran."""
+        return [ChainStep(self.name, self.config, self.structured, self.quantizes),
+                *(ChainStep.of(entry) for entry in self.then)]
+
+
+@dataclass(frozen=True)
+class ChainStep:
+    """One method of a card's chain: its name and config, whether it removes weights (``structured``) and
+    whether it leaves quantized weights (``quantizes``)."""
+    name: str
+    config: JSON
+    structured: bool
+    quantizes: bool
+
+    @classmethod
+    def of(cls, entry: JSON) -> ChainStep:
+        """A ``then`` entry of the card (``{name, config, structured, quantizes}``; cards written before
+        ``quantizes`` was recorded: a method with ``bits`` or a ``dtype`` quantizes)."""
+        config = entry.get("config") or {}
+        return cls(entry["name"], config, bool(entry.get("structured", True)),
+                   bool(entry.get("quantizes", "bits" in config or "dtype" in config)))
 
 
 @dataclass(frozen=True)
@@ -278,6 +301,10 @@ class Paired(Document):
     zero_shot: JSON | None = _optional()
     language_model: LanguageModel | None = _optional()
 
+    def sections(self) -> dict:
+        """The comparison's sections by name (what a ``Card`` or a ``Comparison`` is made of)."""
+        return {f.name: getattr(self, f.name) for f in fields(Paired)}
+
 
 @dataclass(frozen=True, kw_only=True)
 class Card(Paired):
@@ -370,7 +397,7 @@ class Comparison(Paired):
         """The comparison in a few lines a person reads (``print(compared)``): ``report/comparison_text.py``."""
         from .comparison_text import comparison_text
 
-        return comparison_text(self.to_dict())
+        return comparison_text(self)
 
     __str__ = summary
 

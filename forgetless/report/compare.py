@@ -24,8 +24,9 @@ from pathlib import Path
 from ..errors import ConfigError
 from ..fsutil import atomic_write_text
 from ..outputs import check_output, mark_output, output_lock
-from .headline import (delta_points, delta_text, estimate, estimate_text, headline_numbers, megabytes, scale_of,
-                       speedup_text, verdict)
+from .card_types import Card
+from .headline import (bootstrap_estimate, delta_points, delta_text, estimate_text, headline_numbers, megabytes,
+                       scale_of, speedup_text, verdict)
 from .llm_generation import generation_compare
 from .llm_markdown import kl_basis
 from .html import render_html
@@ -36,12 +37,12 @@ from .plots import llm_compare_plot
 from .rerender import read_card
 
 
-def set_ids(card: dict) -> list[tuple]:
+def set_ids(card: Card) -> list[tuple]:
     """``(task, set, n)`` of every evaluation set of a card, in card order."""
-    return [(card["task"]["name"], name, entry["base"]["n"]) for name, entry in card["sets"].items()]
+    return [(card.task.name, name, entry.base["n"]) for name, entry in card.sets.items()]
 
 
-def common_sets(cards: dict[str, dict]) -> list[str]:
+def common_sets(cards: dict[str, Card]) -> list[str]:
     """Names of the sets every run has (same task, name and size), in the first run's order; a
     ``ConfigError`` naming two runs that share none."""
     names = list(cards)
@@ -52,13 +53,13 @@ def common_sets(cards: dict[str, dict]) -> list[str]:
         if other is None:  # each run shares a set with the first, but no set is in all of them
             raise ConfigError(f"compare: the runs {', '.join(names)} have no evaluation set in common (same task, "
                               "set and size); compare runs of one task")
-        raise ConfigError(f"compare: {names[0]} (task {cards[names[0]]['task']['name']}) and {other} (task "
-                          f"{cards[other]['task']['name']}) share no evaluation set (same task, set and size); "
+        raise ConfigError(f"compare: {names[0]} (task {cards[names[0]].task.name}) and {other} (task "
+                          f"{cards[other].task.name}) share no evaluation set (same task, set and size); "
                           "compare runs of one task")
     return [name for _, name, _ in common]
 
 
-def key_options(card: dict) -> str:
+def key_options(card: Card) -> str:
     """The method's options that differ from their defaults, the objective when not the method's
     default, and the methods applied after it: ``ratio=0.3, then quantize(dtype=int8)``."""
     from ..options import default_of
@@ -75,11 +76,11 @@ def key_options(card: dict) -> str:
         defaults = {f.name: default_of(f) for f in dataclasses.fields(cls)} if cls else {}
         return [f"{k}={v}" for k, v in config.items() if k not in defaults or _norm(defaults[k]) != _norm(v)]
 
-    method = card["method"]
-    parts = changed(method["name"], method["config"])
-    if method.get("objective") != getattr(config_class(method["name"]), "default_objective", None):
-        parts.append(f"objective {method['objective']}")
-    parts += [f"then {t['name']}({', '.join(changed(t['name'], t['config']))})" for t in method.get("then") or []]
+    method, *then = card.method.chain()
+    parts = changed(method.name, method.config)
+    if card.method.objective != getattr(config_class(method.name), "default_objective", None):
+        parts.append(f"objective {card.method.objective}")
+    parts += [f"then {t.name}({', '.join(changed(t.name, t.config))})" for t in then]
     return ", ".join(parts) or "defaults"
 
 
@@ -109,13 +110,13 @@ def _speed(s: dict) -> str:
     return speedup_text(s["value"], s, s["meaningful"])
 
 
-def render_compare(cards: dict[str, dict], sets: list[str], plot: str | None = None) -> str:
+def render_compare(cards: dict[str, Card], sets: list[str], plot: str | None = None) -> str:
     """The Markdown page: headline table (one row per run, bases below), accuracy per common set (an
     LLM suite: the change per lm-eval task, flips, KL, perplexity), verdicts and warnings per run."""
     numbers = {name: headline_numbers(card) for name, card in cards.items()}
     first = next(iter(cards.values()))
-    llm = all(card.get("llm") for card in cards.values())
-    lines = [f"# forgetless compare: {first['task']['name']}, {len(cards)} runs", "",
+    llm = all(card.llm for card in cards.values())
+    lines = [f"# forgetless compare: {first.task.name}, {len(cards)} runs", "",
              *(_llm_tables(cards, numbers) if llm else _classifier_tables(cards, numbers, sets))]
     if plot:
         lines += ["", f"![{plot}]({plot})"]
@@ -129,7 +130,7 @@ def render_compare(cards: dict[str, dict], sets: list[str], plot: str | None = N
             fired.setdefault(warning, []).append(name)
     if fired:
         lines += ["", "## ⚠ Warnings", ""] + [f"- {w} — {', '.join(runs)}" for w, runs in fired.items()]
-    lines += ["", "Runs: " + "; ".join(f"{name} = `{card.get('command') or card['method']['name']}`"
+    lines += ["", "Runs: " + "; ".join(f"{name} = `{card.command or card.method.name}`"
                                         for name, card in cards.items())]
     return inert("\n".join(lines) + "\n")  # folder, set and task names stay text (report/inert.py)
 
@@ -157,10 +158,10 @@ def _runs_by_base(numbers: dict) -> list[list[str]]:
     return list(bases.values())
 
 
-def _classifier_tables(cards: dict[str, dict], numbers: dict, sets: list[str]) -> list[str]:
+def _classifier_tables(cards: dict[str, Card], numbers: dict, sets: list[str]) -> list[str]:
     """Headline table, base models and accuracy per common set of classification / generation runs."""
     first = next(iter(cards.values()))
-    metric = first["task"]["metric"]
+    metric = first.task.metric
     scale = scale_of(metric)
     pooled = " + ".join(next(iter(numbers.values()))["challenge_sets"]) or "challenge"
     lines = [f"Compressed models ({metric} in %, [95% bootstrap interval], (Δ points vs the run's own base)); "
@@ -185,16 +186,16 @@ def _classifier_tables(cards: dict[str, dict], numbers: dict, sets: list[str]) -
     for set_name in sets:
         cells = []
         for card in cards.values():
-            interval = ((card.get("intervals") or {}).get("sets") or {}).get(set_name, {}).get("compressed")
-            cells.append(estimate_text(estimate(card["sets"][set_name]["compressed"].get(metric), interval), scale))
-        lines.append(f"| {set_name} | {first['sets'][set_name]['base']['n']} | " + " | ".join(cells) + " |")
-    others = sorted({s for card in cards.values() for s in card["sets"]} - set(sets))
+            interval = (card.intervals.sets if card.intervals else {}).get(set_name, {}).get("compressed")
+            cells.append(estimate_text(bootstrap_estimate(card.sets[set_name].compressed.get(metric), interval), scale))
+        lines.append(f"| {set_name} | {first.sets[set_name].base['n']} | " + " | ".join(cells) + " |")
+    others = sorted({s for card in cards.values() for s in card.sets} - set(sets))
     if others:
         lines += ["", f"Sets not shared by every run (left out): {', '.join(others)}."]
     return lines
 
 
-def _llm_tables(cards: dict[str, dict], numbers: dict) -> list[str]:
+def _llm_tables(cards: dict[str, Card], numbers: dict) -> list[str]:
     """Headline table and base models of LLM-suite runs: size, speed and the mean accuracy of the tasks
     above chance with the paired interval of its change (no classifier columns: an LLM suite has no dev,
     challenge set, F_bias or labelled hard / easy split)."""
@@ -205,8 +206,8 @@ def _llm_tables(cards: dict[str, dict], numbers: dict) -> list[str]:
              "warnings |", "|:---|:---|:---|---:|---:|---:|---:|---:|---:|---:|"]
     for name, card in cards.items():
         n = numbers[name]
-        bits = (((card["params"].get("stored") or {}).get("overall") or {}).get("bits_per_parameter")
-                or card["params"]["compressed"].get("bits_per_parameter"))
+        bits = (((card.params.stored or {}).get("overall") or {}).get("bits_per_parameter")
+                or card.params.compressed.get("bits_per_parameter"))
         lines.append(f"| {name} | {card_chain(card)} | {key_options(card)} | {_size_cells(n)} | "
                      f"{'–' if bits is None else f'{bits:.2f}'} | {_speed(n['speedup'])} | "
                      f"{estimate_text(n['dev']['compressed'])} | {delta_text(n['deltas']['dev'])} | "
@@ -215,37 +216,37 @@ def _llm_tables(cards: dict[str, dict], numbers: dict) -> list[str]:
               "|:---|---:|---:|---:|---|"]
     for runs in _runs_by_base(numbers):
         n, card = numbers[runs[0]], cards[runs[0]]
-        tasks = ", ".join(card["llm"].get("headline_tasks") or []) or "none"
+        tasks = ", ".join(card.llm.headline_tasks) or "none"
         lines.append(f"| {', '.join(runs)} | {n['params']['base']:,} | {megabytes(n['size']['base_bytes'])} | "
                      f"{estimate_text(n['dev']['base'])} | {tasks} |")
     return lines
 
 
-def llm_compare(cards: dict[str, dict], sets: list[str]) -> list[str]:
+def llm_compare(cards: dict[str, Card], sets: list[str]) -> list[str]:
     """LLM suites: per run the change of each common multiple-choice task (its metric, paired
     interval), the pooled flips and KL, and WikiText-2 perplexity (when a run has any of them); the
     generation tasks and the divergence side by side; then ``llm.png``."""
     first = next(iter(cards.values()))
-    tasks = [n for n in sets if first["llm"]["tasks"].get(n, {}).get("output_type") == "multiple_choice"]
-    if not tasks and not any(card.get("language_model") for card in cards.values()):  # a generation suite
+    tasks = [n for n in sets if first.llm.tasks.get(n, {}).get("output_type") == "multiple_choice"]
+    if not tasks and not any(card.language_model for card in cards.values()):  # a generation suite
         return [*generation_compare(cards, sets), "", "![llm.png](llm.png)"]
     lines = ["", "## LLM tasks: change vs the run's base (points, [95% paired interval])", "",
              "| run | " + " | ".join(t.replace("_offline", "") for t in tasks)
              + " | flips c→w / w→c | KL | WikiText-2 perplexity |", "|:---|" + "---:|" * (len(tasks) + 3)]
     for name, card in cards.items():
-        llm = card["llm"]
+        llm = card.llm
         cells = []
         for t in tasks:
-            entry = llm["tasks"][t]
+            entry = llm.tasks[t]
             cells.append(delta_text(entry[entry["metric"]]["delta"]) + (" (at chance)" if entry["near_chance"] else ""))
-        pooled = llm.get("pooled") or {}
+        pooled = llm.pooled or {}
         flips = (f"{pooled['flips']['correct_to_wrong']} / {pooled['flips']['wrong_to_correct']}"
                  if pooled.get("flips") else "–")
         kl = f"{pooled['kl']['value']:.3f}" if pooled.get("kl") else "–"
-        lm = card.get("language_model")
-        ppl = f"{lm['base']['perplexity']:.2f} → {lm['compressed']['perplexity']:.2f}" if lm else "–"
+        lm = card.language_model
+        ppl = f"{lm.base['perplexity']:.2f} → {lm.compressed['perplexity']:.2f}" if lm else "–"
         lines.append(f"| {name} | " + " | ".join(cells) + f" | {flips} | {kl} | {ppl} |")
-    return lines + ["", f"Flips and KL pooled over each run's tasks above chance; {kl_basis(first['llm'])}.",
+    return lines + ["", f"Flips and KL pooled over each run's tasks above chance; {kl_basis(first.llm)}.",
                     *generation_compare(cards, sets), "", "![llm.png](llm.png)"]
 
 
@@ -279,11 +280,11 @@ def compare_runs(folders: list, out, overwrite: bool = False) -> dict[str, Path]
     out = check_output(out, command="compare", inputs={f"OUT{i}": f for i, f in enumerate(folders, start=1)}, overwrite=overwrite)
     with output_lock(out):
         mark_output(out, "compare")
-        points = [{"label": name, "group": card["method"]["name"], "numbers": headline_numbers(card)}
+        points = [{"label": name, "group": card.method.name, "numbers": headline_numbers(card)}
                   for name, card in cards.items()]
-        plot = pareto_plot(points, out / "pareto.png", f"{next(iter(cards.values()))['task']['name']}: "
+        plot = pareto_plot(points, out / "pareto.png", f"{next(iter(cards.values())).task.name}: "
                                                        f"{len(cards)} compressed models")
-        if all(card.get("llm") for card in cards.values()):
+        if all(card.llm for card in cards.values()):
             llm_compare_plot(cards, out / "llm.png")
         text = render_compare(cards, sets, plot.name)
         atomic_write_text(out / "compare.md", text)

@@ -10,70 +10,84 @@ task ``dev`` holds the task's metric in % (ROUGE / METEOR), as on the card.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .naming import quantizes, zeroes_weights
+
+if TYPE_CHECKING:  # types only: comparison_text (which card_types' Comparison imports) reads this module
+    from .card_types import JSON, Card, Interval
 
 ROLES = ("base", "compressed")
 
 
-def estimate(value, interval: dict | None = None) -> dict:
-    """``{"value", "low", "high"}`` (low / high None without an interval)."""
+def estimate(value, interval: JSON | None = None) -> dict:
+    """``{"value", "low", "high"}`` (low / high None without an interval): ``interval`` an estimate of the
+    card's JSON (an LLM suite's ``{"value", "low", "high"}``, F_bias's interval)."""
     interval = interval or {}
     return {"value": value, "low": interval.get("low"), "high": interval.get("high")}
 
 
-def headline_numbers(card: dict) -> dict:
+def bootstrap_estimate(value, interval: Interval | None) -> dict:
+    """``estimate`` of a value with its bootstrap ``Interval`` (``card.intervals``; None: no interval)."""
+    return {"value": value, "low": interval.low if interval else None, "high": interval.high if interval else None}
+
+
+def headline_numbers(card: Card) -> dict:
     """``{dev, challenge, hard, easy: {base, compressed: estimate} | None, challenge_sets, metric,
     deltas {dev, challenge: paired interval of compressed − base | None}, f_bias: {value, low, high,
     meaningful} | None, params: {base, compressed, ratio, nonzero_ratio}, size ``size_numbers``,
     speedup: {value, low, high, measurable, meaningful, what}, warnings}``."""
-    metric = card["task"]["metric"]
-    iv = card.get("intervals") or {}
-    sets = iv.get("sets") or {}
-    llm = card.get("llm")
-    paired = iv.get("delta") or {}
+    metric = card.task.metric
+    iv = card.intervals
+    llm = card.llm
+    paired = (iv.delta if iv else None) or {}
     if llm is not None:  # an LLM suite: the mean accuracy of its tasks above chance (report/llm_section.py)
-        head = llm.get("headline") or {}
+        head = llm.headline or {}
         dev = {role: estimate((head.get(role) or {}).get("value"), head.get(role)) for role in ROLES}
         deltas = {"dev": head.get("delta"), "challenge": None}
     else:
-        dev = {role: estimate(card["sets"]["dev"][role].get(metric), (sets.get("dev") or {}).get(role))
+        sets = iv.sets if iv else {}
+        dev = {role: bootstrap_estimate(getattr(card.sets["dev"], role).get(metric), (sets.get("dev") or {}).get(role))
                for role in ROLES}
         deltas = {"dev": (paired.get("sets") or {}).get("dev"), "challenge": paired.get("challenge")}
-    challenge = card.get("challenge") or {}
+    challenge = card.challenge
     pooled = None
-    if challenge.get("base") is not None:
-        pooled = {role: estimate(challenge[role], (iv.get("challenge") or {}).get(role)) for role in ROLES}
+    if challenge is not None and challenge.base is not None:
+        pooled = {role: bootstrap_estimate(getattr(challenge, role), ((iv.challenge if iv else None) or {}).get(role))
+                  for role in ROLES}
     parts = {}
+    he = card.hard_easy
     for part in ("hard", "easy"):
-        he = card.get("hard_easy") or {}
-        if he.get("base") and he["base"].get(f"n_{part}"):
-            parts[part] = {role: estimate(he[role][part], ((iv.get("hard_easy") or {}).get(role) or {}).get(part))
+        if he is not None and he.base and he.base.get(f"n_{part}"):
+            parts[part] = {role: bootstrap_estimate(getattr(he, role)[part],
+                                          (((iv.hard_easy if iv else None) or {}).get(role) or {}).get(part))
                            for role in ROLES}
         else:
             parts[part] = None
-    bias = card.get("bias") or {}
+    bias = card.bias
     f_bias = None
-    if bias.get("f_bias") is not None:
-        f_bias = {**estimate(bias["f_bias"], iv.get("f_bias")), "meaningful": bool(bias.get("meaningful", True))}
-    params = card["params"]
-    where = f"on the mean of the {len(llm['headline_tasks'])} LLM tasks above chance" if llm is not None else "on dev"
-    return {"metric": metric, "dev": dev, "where": where, "challenge": pooled, "challenge_sets": list(challenge.get("sets") or []),
+    if bias is not None and bias.f_bias is not None:
+        f_bias = {**estimate(bias.f_bias, iv.f_bias if iv else None), "meaningful": bias.meaningful is not False}
+    params = card.params
+    where = f"on the mean of the {len(llm.headline_tasks)} LLM tasks above chance" if llm is not None else "on dev"
+    return {"metric": metric, "dev": dev, "where": where, "challenge": pooled,
+            "challenge_sets": list(challenge.sets if challenge else []),
             **parts, "deltas": deltas, "f_bias": f_bias,
-            "params": {"base": params["base"]["total"], "compressed": params["compressed"]["total"],
-                       "ratio": params["ratio"], "nonzero_ratio": params["nonzero_ratio"]},
-            "size": size_numbers(card), "speedup": speedup(card), "warnings": list(card.get("warnings") or [])}
+            "params": {"base": params.base["total"], "compressed": params.compressed["total"],
+                       "ratio": params.ratio, "nonzero_ratio": params.nonzero_ratio},
+            "size": size_numbers(card), "speedup": speedup(card), "warnings": list(card.warnings)}
 
 
-def size_numbers(card: dict) -> dict:
+def size_numbers(card: Card) -> dict:
     """The compressed model's size against the base's, as every page compares runs: ``{ratio, what,
     compressed_bytes, base_bytes, sparsity}``. Bytes on disk of the saved folder against the float32
     folder the run read (a GPTQ 4-bit SmolLM2: 0.33×); without them, the stored weights against the
     base's float32 weights; else parameters. ``sparsity``: the share of zeros in the prunable weights
     where a method of the chain zeroes weights (``naming.zeroes_weights``; after a quantizing method,
     the pruning method's own count: the zeros of a quantization grid are not sparsity), else None."""
-    params = card["params"]
-    base, comp = params["base"], params["compressed"]
-    stored = (params.get("stored") or {}).get("overall") or {}
+    params = card.params
+    base, comp = params.base, params.compressed
+    stored = (params.stored or {}).get("overall") or {}
     if comp.get("disk_bytes") and base.get("disk_bytes"):
         size = {"ratio": comp["disk_bytes"] / base["disk_bytes"], "what": "the base's float32 folder on disk",
                 "compressed_bytes": comp["disk_bytes"], "base_bytes": base["disk_bytes"]}
@@ -82,34 +96,34 @@ def size_numbers(card: dict) -> dict:
         size = {"ratio": stored["bytes"] / base_bytes, "what": "the base's float32 weights (stored weights)",
                 "compressed_bytes": stored["bytes"], "base_bytes": base_bytes}
     else:
-        size = {"ratio": params["ratio"], "what": "the base parameters", "compressed_bytes": None, "base_bytes": None}
+        size = {"ratio": params.ratio, "what": "the base parameters", "compressed_bytes": None, "base_bytes": None}
     return {**size, "sparsity": sparsity(card)}
 
 
-def sparsity(card: dict) -> float | None:
+def sparsity(card: Card) -> float | None:
     """Share of zero prunable weights the chain's pruning made (``size_numbers``), or None."""
-    if "method" not in card or not zeroes_weights(card):
+    if not zeroes_weights(card):
         return None
-    reached = ((card["method"].get("sections") or {}).get("sparsity") or {}).get("reached")
+    reached = (card.method.sections.get("sparsity") or {}).get("reached")
     if quantizes(card) and reached is not None:
         return reached
-    return card["params"]["compressed"].get("prunable_sparsity")
+    return card.params.compressed.get("prunable_sparsity")
 
 
-def speedup(card: dict) -> dict:
+def speedup(card: Card) -> dict:
     """The measured throughput speedup with its interval (a causal LM's: its prefill's); ``measurable``
     False when the interval includes 1; ``meaningful`` False when the method removed no weights
     (``card.speed.meaningful``); ``timed`` False (value None, ``why``) when the speed was not timed."""
-    speed = card["speed"]
-    what = "generation throughput" if speed.get("mode") == "generate" else "throughput"
-    if not speed.get("timed", True):
+    speed = card.speed
+    what = "generation throughput" if speed.mode == "generate" else "throughput"
+    if not speed.timed:
         return {"value": None, "low": None, "high": None, "measurable": False, "timed": False,
-                "meaningful": bool(speed.get("meaningful", True)), "why": speed["why_not_timed"], "what": what}
-    timing = speed.get("timing") or {}
+                "meaningful": bool(speed.meaningful), "why": speed.why_not_timed, "what": what}
+    timing = speed.timing or {}
     interval = (timing.get("throughput") or timing.get("prefill throughput") or {}).get("speedup") or {}
-    value = speed["throughput_per_s"]["speedup"]
+    value = speed.throughput_per_s["speedup"]
     return {"value": interval.get("speedup", value), "low": interval.get("low"), "high": interval.get("high"),
-            "measurable": interval.get("measurable", True), "meaningful": bool(speed.get("meaningful", True)),
+            "measurable": interval.get("measurable", True), "meaningful": bool(speed.meaningful),
             "timed": True, "what": what}
 
 
@@ -156,7 +170,7 @@ def scale_of(metric: str) -> float:
     return 100.0 if metric == "accuracy" else 1.0
 
 
-def verdict(card: dict, numbers: dict | None = None) -> str:
+def verdict(card: Card, numbers: dict | None = None) -> str:
     """One short line: ``lost 3.1 points [-5.0, -1.2] on dev, lost 9.4 points [-14.9, -4.1] on advglue-sst2
     — loses more on the challenge set``. A change whose paired interval includes 0 is "not measurable"; without paired
     intervals (older cards), a difference of the two losses within one point is "about as much". "Unchanged" only

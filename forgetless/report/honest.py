@@ -18,6 +18,7 @@ from ..metrics.paired import paired_intervals, softmax
 from ..data.task_kinds import task_kind
 from . import trust
 from .llm_section import llm_section, near_chance_warnings
+from .card_types import Interval, Intervals
 
 N_RESAMPLES = DEFAULT_RESAMPLES
 ROLES = ("base", "compressed")
@@ -93,7 +94,7 @@ def correctness(task, predictions: dict) -> dict:
                    for name, examples in task.eval_sets().items()} for role in ROLES}
 
 
-def intervals_section(task, predictions: dict, seed: int = 0, n_resamples: int = N_RESAMPLES) -> dict:
+def intervals_section(task, predictions: dict, seed: int = 0, n_resamples: int = N_RESAMPLES) -> Intervals:
     """Bootstrap intervals for every accuracy on the card: per set, dev hard / easy, the pooled
     challenge accuracy, F_bias (paired) and the change compressed − base of every set and of the pooled
     challenge accuracy (``delta``: paired, the same examples resampled for both models). Entries of
@@ -102,9 +103,9 @@ def intervals_section(task, predictions: dict, seed: int = 0, n_resamples: int =
     section = {"method": "percentile bootstrap", "confidence": DEFAULT_CONFIDENCE, "n_resamples": n_resamples,
                "seed": seed, "sets": {}, "hard_easy": None, "challenge": None, "f_bias": None, "delta": None}
     if not task_kind(task).labelled:
-        return section
+        return Intervals(**section)
     correct = correctness(task, predictions)
-    boot = lambda values: bootstrap_accuracy(values, n_resamples, seed)  # noqa: E731
+    boot = lambda values: Interval(**bootstrap_accuracy(values, n_resamples, seed))  # noqa: E731
     section["sets"] = {name: {role: boot(correct[role][name]) for role in ROLES} for name in correct["base"]}
     change = lambda base, comp: paired_intervals(base, comp, n_resamples, seed)["delta"]  # noqa: E731
     section["delta"] = {"sets": {name: change(correct["base"][name], correct["compressed"][name])
@@ -122,7 +123,7 @@ def intervals_section(task, predictions: dict, seed: int = 0, n_resamples: int =
         if joined["base"].size and correct["base"]["dev"].size:
             section["f_bias"] = bootstrap_f_bias(correct["base"]["dev"], joined["base"], correct["compressed"]["dev"],
                                                  joined["compressed"], n_resamples, seed)
-    return section
+    return Intervals(**section)
 
 
 def timing_section(speed: dict, seed: int = 0, n_resamples: int = N_RESAMPLES) -> dict | None:

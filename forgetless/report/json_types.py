@@ -68,21 +68,22 @@ NonNegative = Annotated[float, Bounds(0)]        # a ratio, epochs, a time
 Count = Annotated[int, Bounds(0)]                # n, a size, a seed
 
 
-def to_json(value):
-    """Plain JSON values (dict, list, str, int, float, bool, None) of a dataclass tree."""
+def to_json(value, hint=Any):
+    """Plain JSON values (dict, list, str, int, float, bool, None) of a dataclass tree, each number as its type
+    hint says (a ``float`` field holding ``3`` is written ``3.0``, as ``from_json`` reads it back)."""
+    while get_origin(hint) in (Annotated, typing.Union, types.UnionType):  # Fraction | None → float
+        options = [a for a in get_args(hint) if a is not type(None)]
+        hint = get_args(hint)[0] if get_origin(hint) is Annotated else options[0] if len(options) == 1 else Any
+    inner = get_args(hint)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        out = {}
-        for f in dataclasses.fields(value):
-            item = getattr(value, f.name)
-            if item is None and f.metadata.get("omit"):
-                continue
-            out[f.name] = to_json(item)
-        return out
+        hints = typing.get_type_hints(type(value), include_extras=True)
+        return {f.name: to_json(getattr(value, f.name), hints[f.name]) for f in dataclasses.fields(value)
+                if getattr(value, f.name) is not None or not f.metadata.get("omit")}
     if isinstance(value, dict):
-        return {key: to_json(item) for key, item in value.items()}
+        return {key: to_json(item, inner[1] if get_origin(hint) is dict else Any) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
-        return [to_json(item) for item in value]
-    return value
+        return [to_json(item, inner[0] if get_origin(hint) is list else Any) for item in value]
+    return float(value) if hint is float and type(value) is int else value
 
 
 def from_json(cls, data, path: str | None = None):

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import statistics
 
+from .card_types import Card
+
 NM_COUNTS = ("groups", "exactly_n", "fewer_than_n", "fewer_base_zero", "more_than_n")
 ERRORS = (("reconstruction_error", "reconstruction error (calibration outputs)"),
           ("weight_error", "weight error (rtn: no calibration)"))
@@ -36,9 +38,9 @@ def layer_summary(methods: list) -> list[dict]:
     return rows
 
 
-def layers_markdown(card: dict) -> list[str]:
+def layers_markdown(card: Card) -> list[str]:
     """The table of ``method.layers`` (empty when no method reported layers)."""
-    rows = card["method"].get("layers") or []
+    rows = card.method.layers
     if not rows:
         return []
     nm_shown = any(r["nm"] for r in rows)

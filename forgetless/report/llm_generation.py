@@ -16,6 +16,7 @@ import numpy as np
 from ..llm.card import cell, kl_cell, pct_cell
 from ..llm.records import GENERATE, unit_values
 from ..metrics.paired import flips, paired_intervals
+from .card_types import Card
 from .headline import delta_text, p_text, pts
 
 EXAMPLES = 3  # items where the answers part, per task
@@ -72,10 +73,11 @@ def _common_prefix(a: str, b: str) -> int:
     return n
 
 
-def generation_lines(llm: dict) -> list[str]:
-    """The card's "what it says" lines of the generation tasks: every metric with its interval, flips and
-    McNemar, and where the answers part (escaped: a model's words stay text on every page)."""
-    tasks = {n: t for n, t in llm["tasks"].items() if t["output_type"] == GENERATE}
+def generation_lines(entries: dict) -> list[str]:
+    """The card's "what it says" lines of the generation tasks among an LLM suite's task ``entries``: every
+    metric with its interval, flips and McNemar, and where the answers part (escaped: a model's words stay
+    text on every page)."""
+    tasks = {n: t for n, t in entries.items() if t["output_type"] == GENERATE}
     if not tasks:
         return []
     lines = ["", "### What it says: generation tasks, answer by answer", "",
@@ -106,10 +108,10 @@ def generation_lines(llm: dict) -> list[str]:
     return lines
 
 
-def generation_compare(cards: dict[str, dict], sets: list[str]) -> list[str]:
+def generation_compare(cards: dict[str, Card], sets: list[str]) -> list[str]:
     """``compare``'s side-by-side tables: per run the change of every metric of the common generation tasks
     (paired interval) with the identical answers, and the divergence along the base's own answers."""
-    first = next(iter(cards.values()))["llm"]["tasks"]
+    first = next(iter(cards.values())).llm.tasks
     columns = [(t, m) for t in sets if first.get(t, {}).get("output_type") == GENERATE for m in first[t]["metrics"]]
     lines = []
     if columns:
@@ -118,12 +120,12 @@ def generation_compare(cards: dict[str, dict], sets: list[str]) -> list[str]:
                   "| run | " + " | ".join(f"{cell(t)} {cell(m)}" for t, m in columns) + " | identical answers |",
                   "|:---|" + "---:|" * (len(columns) + 1)]
         for name, card in cards.items():
-            entries = card["llm"]["tasks"]
+            entries = card.llm.tasks
             cells = [delta_text(entries[t]["metrics"][m]["score"]["delta"]) if m in entries[t].get("metrics", {})
                      else "–" for t, m in columns]
             same = ", ".join(f"{entries[t]['identical_answers']}/{entries[t]['n']}" for t in tasks)
             lines.append(f"| {name} | " + " | ".join(cells) + f" | {same} |")
-    diverged = {name: card["llm"].get("divergence") for name, card in cards.items()}
+    diverged = {name: card.llm.divergence for name, card in cards.items()}
     if any(diverged.values()):
         lines += ["", "## What it says: along the base's own answers (--divergence-prompts)", "",
                   "| run | prompts | KL(base‖compressed) per token | top-1 agreement | identical answers | "

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..llm.card import divergence_lines, scoring_lines
 from ..llm.records import MULTIPLE_CHOICE, ROLLING
+from .card_types import Card, LlmSuite
 from .headline import delta_text, p_text, pts
 from .llm_generation import generation_lines
 
@@ -15,10 +16,10 @@ def kl_text(entry: dict | None) -> str:
     return f"{entry['value']:.3f} [{entry['low']:.3f}, {entry['high']:.3f}]"
 
 
-def kl_basis(llm: dict) -> str:
+def kl_basis(llm: LlmSuite) -> str:
     """What the card's KL is computed on (``llm.kl_basis``; cards written before it was recorded: the raw
     log-likelihoods, as ``metrics.paired.choice_kl`` always computed it)."""
-    return llm.get("kl_basis") or KL_BASIS
+    return llm.kl_basis or KL_BASIS
 
 
 KL_BASIS = ("KL(base‖compressed) in nats between the two models' softmax over each item's choices, from the choices' "
@@ -26,11 +27,11 @@ KL_BASIS = ("KL(base‖compressed) in nats between the two models' softmax over 
             "character), mean over the items")
 
 
-def llm_markdown(card: dict, plot: list[str]) -> list[str]:
+def llm_markdown(card: Card, plot: list[str]) -> list[str]:
     """The section's lines; ``plot`` (the image line of ``metrics.png``) follows the main table."""
-    llm = card["llm"]
-    engine = llm["engine"]
-    tasks = llm["tasks"]
+    llm = card.llm
+    engine = llm.engine
+    tasks = llm.tasks
     choice = {n: t for n, t in tasks.items() if t["output_type"] == MULTIPLE_CHOICE}
     lines = [f"## LLM tasks: base vs compressed, item by item ({engine.get('engine')} {engine.get('version')}, "
              f"{engine.get('shots', 0)}-shot, chat template {'on' if engine.get('chat_template') else 'off'}"
@@ -52,10 +53,10 @@ def llm_markdown(card: dict, plot: list[str]) -> list[str]:
             lines.append(f"| {name} | {t['n']} | {t['metric']} | {pts(s['base'])} | {pts(s['compressed'])} | "
                          f"{delta_text(s['delta'])} | {f.get('correct_to_wrong', '–')} | {f.get('wrong_to_correct', '–')}"
                          f" | {p_text(f.get('mcnemar_p'))} | – | – | – |")
-    pooled, head = llm.get("pooled"), llm.get("headline")
+    pooled, head = llm.pooled, llm.headline
     if head:
         f = pooled["flips"]
-        lines.append(f"| **mean of {len(llm['headline_tasks'])} tasks above chance** | {pooled['accuracy']['base']['n']}"
+        lines.append(f"| **mean of {len(llm.headline_tasks)} tasks above chance** | {pooled['accuracy']['base']['n']}"
                      f" | | **{pts(head['base'])}** | **{pts(head['compressed'])}** | **{delta_text(head['delta'])}** | "
                      f"{f['correct_to_wrong']} | {f['wrong_to_correct']} | {p_text(f['mcnemar_p'])} | "
                      f"{kl_text(pooled['kl'])} | | |")
@@ -65,9 +66,9 @@ def llm_markdown(card: dict, plot: list[str]) -> list[str]:
               "the items the base finds hardest / easiest by its own margin; **read them with care**: the base is mostly "
               "wrong on its hard third and right on its easy one, so there the compressed model can mostly only gain, "
               "resp. only lose (regression toward the mean): a positive Δ hard is not robustness; compare the flips "
-              "and KL across the thirds below.", *scoring_lines(llm), *plot]
-    lines += _acc_table(choice) + _thirds(choice) + _pairs(llm) + _perplexity(card, tasks) + generation_lines(llm)
-    lines += divergence_lines(llm)
+              "and KL across the thirds below.", *scoring_lines(llm.scoring, llm.stopping), *plot]
+    lines += _acc_table(choice) + _thirds(choice) + _pairs(llm) + _perplexity(card, tasks) + generation_lines(tasks)
+    lines += divergence_lines(llm.divergence)
     return lines
 
 
@@ -106,9 +107,9 @@ def _thirds(choice: dict) -> list[str]:
     return lines
 
 
-def _pairs(llm: dict) -> list[str]:
+def _pairs(llm: LlmSuite) -> list[str]:
     lines = []
-    for pair in llm.get("pairs") or []:
+    for pair in llm.pairs:
         d = pair["difference"]
         reading = ("the interval includes 0: no difference shown" if d["low"] <= 0 <= d["high"] else
                    "loses more on the harder task" if d["value"] < 0 else "loses less on the harder task")
@@ -119,11 +120,11 @@ def _pairs(llm: dict) -> list[str]:
     return lines
 
 
-def _perplexity(card: dict, tasks: dict) -> list[str]:
+def _perplexity(card: Card, tasks: dict) -> list[str]:
     lines = []
-    lm = card.get("language_model")
+    lm = card.language_model
     if lm:
-        b, c = lm["base"], lm["compressed"]
+        b, c = lm.base, lm.compressed
         lines += ["", "### Perplexity", "",
                   f"WikiText-2 test ({b['file']}) as the SparseGPT / Wanda scripts measure it: rows joined with "
                   f"two newlines, {b['tokens']:,} tokens, {b['windows']} of {b['windows_total']} non-overlapping windows "

@@ -46,7 +46,8 @@ from ..models.tiny import TINY_CLASSIFIERS, TINY_SEQ2SEQ
 from .inert import inert
 from .model_card_sections import (deployment_notes, metric_rows, number, provenance_line, results_table,
                                   size_summary, speed_summary)
-from .naming import card_chain, card_methods
+from .card_types import Card
+from .naming import card_chain
 
 SUMMARY_KEYS = ("base_model", "method", "methods", "method_options", "objective", "task", "task_kind", "metrics",
                 "size", "speed", "provenance", "deployment", "warnings", "license", "language", "model_name")
@@ -262,18 +263,18 @@ def write_model_card(model_dir: str | Path, summary: dict | None = None, name: s
 
 
 # ----- the summary of a run's report card -------------------------------------------------------------
-def model_card_summary(card: dict) -> dict:
+def model_card_summary(card: Card) -> dict:
     """``write_model_card`` summary from a report card (schema ``forgetless-report-2``): the results
     rows of its task kind (``model_card_sections.metric_rows``), size, speed, provenance, deployment,
     warnings."""
-    methods = card_methods(card)
+    methods = card.method.chain()
     chain = card_chain(card)
-    base = str(card["run"].get("model") or "model").rstrip("/").split("/")[-1]
-    recipe = card["run"].get("scheme") or "-".join(m["name"] for m in methods)
-    return {"model_name": f"{base}-{recipe}-{card['task']['name']}",
-            "base_model": card["run"].get("model"), "method": chain, "methods": [m["name"] for m in methods],
-            "method_options": methods[0]["config"] if len(methods) == 1 else {m["name"]: m["config"] for m in methods},
-            "objective": card["method"]["objective"], "task": card["task"]["name"], "task_kind": card["kind"]["task"],
+    base = str(card.run.get("model") or "model").rstrip("/").split("/")[-1]
+    recipe = card.run.get("scheme") or "-".join(m.name for m in methods)
+    return {"model_name": f"{base}-{recipe}-{card.task.name}",
+            "base_model": card.run.get("model"), "method": chain, "methods": [m.name for m in methods],
+            "method_options": methods[0].config if len(methods) == 1 else {m.name: m.config for m in methods},
+            "objective": card.method.objective, "task": card.task.name, "task_kind": card.kind.task,
             "metrics": metric_rows(card), "size": size_summary(card), "speed": speed_summary(card),
             "provenance": provenance_line(card), "deployment": deployment_notes(card),
-            "warnings": list(card.get("warnings") or [])}
+            "warnings": list(card.warnings)}

@@ -12,7 +12,8 @@ from pathlib import Path
 
 from .headline import includes_zero, megabytes as mb, speedup_text
 from .llm_markdown import kl_text
-from .naming import card_methods, method_label, quantized_layer_count
+from .card_types import Card, Interval
+from .naming import method_label, quantized_layer_count
 
 
 # ----- the results table -------------------------------------------------------------------------------
@@ -61,24 +62,30 @@ def results_table(rows: list[dict]) -> list[str]:
     return lines
 
 
-def metric_rows(card: dict) -> list[dict]:
+def metric_rows(card: Card) -> list[dict]:
     """The results rows of a report card: an LLM suite's (``llm_rows``), else every set and the pooled
     challenge accuracy with their bootstrap intervals and the paired interval of the change; then
     held-out perplexity (n: the tokens scored)."""
-    if card.get("llm"):
+    if card.llm:
         return llm_rows(card) + _perplexity_rows(card)
-    metric = card["task"]["metric"]
-    intervals = card.get("intervals") or {}
-    paired = intervals.get("delta") or {}
-    rows = [_row(name, entry["base"]["n"], metric, entry["base"].get(metric), entry["compressed"].get(metric),
-                 (intervals.get("sets") or {}).get(name) or {}, (paired.get("sets") or {}).get(name))
-            for name, entry in card["sets"].items()]
-    challenge = card.get("challenge")
-    if challenge and challenge.get("base") is not None:
-        pooled = intervals.get("challenge") or {}
-        rows.append(_row("challenge pooled (" + " + ".join(challenge["sets"]) + ")", (pooled.get("base") or {}).get("n"),
-                         metric, challenge["base"], challenge["compressed"], pooled, paired.get("challenge")))
+    metric = card.task.metric
+    intervals = card.intervals
+    paired = (intervals.delta if intervals else None) or {}
+    rows = [_row(name, entry.base["n"], metric, entry.base.get(metric), entry.compressed.get(metric),
+                 _spans((intervals.sets if intervals else {}).get(name)), (paired.get("sets") or {}).get(name))
+            for name, entry in card.sets.items()]
+    challenge = card.challenge
+    if challenge and challenge.base is not None:
+        pooled = (intervals.challenge if intervals else None) or {}
+        rows.append(_row("challenge pooled (" + " + ".join(challenge.sets) + ")",
+                         pooled["base"].n if pooled.get("base") else None,
+                         metric, challenge.base, challenge.compressed, _spans(pooled), paired.get("challenge")))
     return rows + _perplexity_rows(card)
+
+
+def _spans(intervals: dict[str, Interval] | None) -> dict:
+    """``{role: {low, high}}`` of both models' bootstrap intervals (``_row``'s ``intervals``)."""
+    return {role: {"low": interval.low, "high": interval.high} for role, interval in (intervals or {}).items()}
 
 
 def _row(name: str, n, metric: str, base, compressed, intervals: dict, delta: dict | None = None, **extra) -> dict:
@@ -92,12 +99,12 @@ def _row(name: str, n, metric: str, base, compressed, intervals: dict, delta: di
     return {**row, **{key: value for key, value in extra.items() if value}}
 
 
-def llm_rows(card: dict) -> list[dict]:
+def llm_rows(card: Card) -> list[dict]:
     """Per lm-eval task of the card's ``llm`` section: its metric for both models with their intervals,
     the paired interval of the change, flips and KL, flagged when the base is at chance; rolling tasks:
     word perplexity; then the mean of the tasks above chance with the pooled flips and KL."""
-    llm, rows = card["llm"], []
-    for name, t in llm["tasks"].items():
+    llm, rows = card.llm, []
+    for name, t in llm.tasks.items():
         if t["output_type"] == "multiple_choice":
             score, f = t[t["metric"]], t["flips"]
             rows.append(_row(name, t["n"], t["metric"], score["base"]["value"], score["compressed"]["value"], score,
@@ -110,75 +117,74 @@ def llm_rows(card: dict) -> list[dict]:
         elif "score" in t:
             rows.append(_row(name, t["n"], t["metric"], t["score"]["base"]["value"], t["score"]["compressed"]["value"],
                              t["score"], t["score"]["delta"]))
-    head, pooled = llm.get("headline"), llm.get("pooled")
+    head, pooled = llm.headline, llm.pooled
     if head and pooled:
         f = pooled["flips"]
-        rows.append(_row(f"mean of the {len(llm['headline_tasks'])} tasks above chance", pooled["accuracy"]["base"]["n"],
+        rows.append(_row(f"mean of the {len(llm.headline_tasks)} tasks above chance", pooled["accuracy"]["base"]["n"],
                          "mean accuracy", head["base"]["value"], head["compressed"]["value"], head, head["delta"],
                          flips=f"{f['correct_to_wrong']} / {f['wrong_to_correct']}", kl=kl_text(pooled["kl"]),
                          note="each task's metric (acc_norm where it has one); flips and KL pooled"))
     return rows
 
 
-def _perplexity_rows(card: dict) -> list[dict]:
+def _perplexity_rows(card: Card) -> list[dict]:
     """Held-out perplexity of both models; n: the tokens scored (predicted), not the file's tokens."""
-    lm = card.get("language_model")
+    lm = card.language_model
     if not lm:
         return []
-    b = lm["base"]
+    b = lm.base
     scored = b.get("scored", b.get("tokens"))
     return [_row(f"perplexity: {Path(str(b.get('file') or 'held-out text')).name}", scored, "perplexity",
-                 b["perplexity"], lm["compressed"]["perplexity"], {}, note="lower is better; n: the tokens scored")]
+                 b["perplexity"], lm.compressed["perplexity"], {}, note="lower is better; n: the tokens scored")]
 
 
-def size_summary(card: dict) -> dict:
+def size_summary(card: Card) -> dict:
     """Parameters, bytes on disk against the file the user started from and its float32 folder, and
     bits per weight of what is stored (``metrics/size.stored_bits``); F_bias when the task has one."""
-    params, intervals = card["params"], card.get("intervals") or {}
-    size = {"parameters_base": params["base"]["total"], "parameters_compressed": params["compressed"]["total"],
-            "parameter_ratio": params["ratio"]}
-    disk, start, fp32 = params["compressed"].get("disk_bytes"), params["base"].get("started_from"), \
-        params["base"].get("disk_bytes")
+    params = card.params
+    size = {"parameters_base": params.base["total"], "parameters_compressed": params.compressed["total"],
+            "parameter_ratio": params.ratio}
+    disk, start, fp32 = params.compressed.get("disk_bytes"), params.base.get("started_from"), \
+        params.base.get("disk_bytes")
     if disk:
         size["on disk (this folder)"] = mb(disk)
         if start:
             size[f"on disk: {start['what']}"] = f"{mb(start['bytes'])} ({disk / start['bytes']:.2f}× of it here)"
         if fp32 and (not start or fp32 != start["bytes"]):
             size["on disk: the base's float32 folder"] = f"{mb(fp32)} ({disk / fp32:.2f}× of it here)"
-    stored = params.get("stored") or {}
+    stored = params.stored or {}
     if (stored.get("quantized") or {}).get("bits_per_weight"):
         q = stored["quantized"]
         size["bits per weight in the quantized layers"] = f"{q['bits_per_weight']:.3f} ({quantized_layer_count(card)} layers)"
     if (stored.get("overall") or {}).get("bits_per_parameter"):
         size["bits per parameter stored (whole file)"] = f"{stored['overall']['bits_per_parameter']:.2f}"
-    bias, f_bias = card.get("bias") or {}, intervals.get("f_bias") or {}
-    if bias.get("f_bias") is not None:
-        text = f"{bias['f_bias']:.3f}" if bias.get("meaningful") else f"{bias['f_bias']:.3f} (not meaningful)"
+    bias, f_bias = card.bias, (card.intervals.f_bias if card.intervals else None) or {}
+    if bias is not None and bias.f_bias is not None:
+        text = f"{bias.f_bias:.3f}" if bias.meaningful else f"{bias.f_bias:.3f} (not meaningful)"
         if f_bias.get("low") is not None:
             text += f" [{f_bias['low']:.3f}, {f_bias['high']:.3f}]"
         size["F_bias (Du et al. 2023 eq. 1)"] = text
     return size
 
 
-def speed_summary(card: dict) -> dict:
+def speed_summary(card: Card) -> dict:
     """Every speedup with its interval (``headline.speedup_text``: "not measurable" when it includes 1),
     or why the speed was not timed."""
-    speed = card["speed"]
-    if not speed.get("timed", True):
-        return {"timed": "no", "why": speed["why_not_timed"], **served_summary(speed.get("served"))}
-    out = {"mode": speed.get("mode"), **({"engine": speed["engine"]} if speed.get("engine") else {}),
-           "device": speed.get("device"), "threads": speed.get("threads")}
-    timing = speed.get("timing") or {}
+    speed = card.speed
+    if not speed.timed:
+        return {"timed": "no", "why": speed.why_not_timed, **served_summary(speed.served)}
+    out = {"mode": speed.mode, **({"engine": speed.engine} if speed.engine else {}),
+           "device": speed.device, "threads": speed.threads}
+    timing = speed.timing or {}
     if not timing:  # a card without raw times: the bare ratios
-        out.update({"latency speedup": speedup_text(speed["latency_ms"]["speedup"], None, speed["meaningful"]),
-                    "throughput speedup": speedup_text(speed["throughput_per_s"]["speedup"], None,
-                                                       speed["meaningful"])})
+        out.update({"latency speedup": speedup_text(speed.latency_ms["speedup"], None, speed.meaningful),
+                    "throughput speedup": speedup_text(speed.throughput_per_s["speedup"], None, speed.meaningful)})
     for part, entry in timing.items():
-        out[f"{part} speedup [95% interval]"] = speedup_text(None, entry["speedup"], speed["meaningful"])
-    load = speed.get("load_average")
+        out[f"{part} speedup [95% interval]"] = speedup_text(None, entry["speedup"], speed.meaningful)
+    load = speed.load_average
     if load:
         out["load average (1 min) before / after"] = f"{load['before'][0]:.1f} / {load['after'][0]:.1f}"
-    return {**out, **served_summary(speed.get("served"))}
+    return {**out, **served_summary(speed.served)}
 
 
 def served_summary(served: dict | None) -> dict:
@@ -194,17 +200,17 @@ def served_summary(served: dict | None) -> dict:
     return out
 
 
-def provenance_line(card: dict) -> str | None:
-    p = card.get("provenance")
+def provenance_line(card: Card) -> str | None:
+    p = card.provenance
     if not p:
         return None
     return (f"{p.get('model', 'the base')} from `{Path(str(p.get('source_file', '?'))).name}` (sha256 "
             f"{str(p.get('source_sha256', '?'))[:12]}…): {p.get('note', '')}")
 
 
-def served_note(card: dict) -> str:
+def served_note(card: Card) -> str:
     """Whether this card's folder was served in vLLM (``speed.served``, ``serving/speed.py``), and where to look."""
-    served = card["speed"].get("served")
+    served = card.speed.served
     if served and served.get("measured"):
         return f"served here by {served['engine']}: Speed, Served in vLLM"
     if served:
@@ -212,15 +218,15 @@ def served_note(card: dict) -> str:
     return "check a folder with `forgetless serve-check`"
 
 
-def deployment_notes(card: dict) -> list[str]:
+def deployment_notes(card: Card) -> list[str]:
     """What a user gets from each method of the chain, and where (issue 30: structural removal is
     measured here; zeros give no speedup on CPU nor in current vLLM; int4 compressed-tensors saves disk
     and GPU memory, with vLLM's GPU kernels; dynamic int8 / bf16 as the quantize method judged)."""
     notes = []
-    for method in card_methods(card):
-        name, config = method["name"], method.get("config") or {}
-        if method.get("structured"):
-            measured = ("the speed measured here (Speed) is what a CPU gets" if card["speed"].get("timed", True)
+    for method in card.method.chain():
+        name, config = method.name, method.config
+        if method.structured:
+            measured = ("the speed measured here (Speed) is what a CPU gets" if card.speed.timed
                         else "its speed was not timed in this run (--speed)")
             notes.append(f"{method_label(name, config)}: layers, heads or widths removed — a dense model with fewer "
                          f"FLOPs on any runtime; {measured}.")
@@ -235,7 +241,7 @@ def deployment_notes(card: dict) -> list[str]:
                          f"GPU (group sizes 32, 64, 128 or -1; {served_note(card)}); transformers on CPU "
                          "dequantizes it to float32: no speedup there.")
         elif "dtype" in config:  # PyTorch kernels: dynamic int8 or bf16
-            q = next((q for q in card["deployment"]["quantization"] if q.get("dtype") == config.get("dtype")), {})
+            q = next((q for q in card.deployment.quantization if q.get("dtype") == config.get("dtype")), {})
             notes.append(f"{method_label(name, config)}: PyTorch kernels on CPU; speedup "
                          f"{'expected' if q.get('expected') else 'not expected'} ({q.get('why', 'see the report')}).")
         else:

@@ -9,6 +9,11 @@ dtype (``quantize int8``); a chain joins them with `` + `` (``wanda 2:4 + gptq 4
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # types only: comparison_text (which card_types' Comparison imports) reads headline, then this
+    from .card_types import Card
+
 
 def method_label(name: str, config: dict) -> str:
     """``wanda 2:4``, ``sparsegpt 50%``, ``gptq 4-bit``, ``quantize int8``, or the bare name."""
@@ -32,12 +37,6 @@ def chain_name(methods: list[dict]) -> str:
     return " + ".join(method_label(m["name"], m.get("config") or {}) for m in methods)
 
 
-def card_methods(card: dict) -> list[dict]:
-    """The card's method and its ``then`` methods, in the order they ran."""
-    method = card["method"]
-    return [method, *(method.get("then") or [])]
-
-
 INPUTS = {"int8-token": "int8 inputs per token", "fp8-token": "fp8 inputs per token",
           "fp8-tensor": "fp8 inputs per tensor"}
 
@@ -57,48 +56,40 @@ def format_label(config: dict) -> str | None:
     return f"{weights}, {inputs}" if inputs else weights
 
 
-def card_chain(card: dict) -> str:
+def card_chain(card: Card) -> str:
     """``chain_name`` of a report card's methods; a run of a ``--scheme`` (recorded in the card's ``run``)
     is named by it, with what its methods ran: ``FP8-DYNAMIC (rtn fp8 weights per row, fp8 inputs per token)``."""
-    methods = card_methods(card)
-    scheme = (card.get("run") or {}).get("scheme")
+    methods = card.method.chain()
+    scheme = card.run.get("scheme")
     if not scheme:
-        return chain_name(methods)
-    ran = [f"{m['name']} {format_label(m.get('config') or {})}" if format_label(m.get("config") or {})
-           else method_label(m["name"], m.get("config") or {}) for m in methods]
+        return " + ".join(method_label(m.name, m.config) for m in methods)
+    ran = [f"{m.name} {format_label(m.config)}" if format_label(m.config) else method_label(m.name, m.config)
+           for m in methods]
     return f"{scheme} ({' + '.join(ran)})"
 
 
-def card_title(card: dict) -> str:
+def card_title(card: Card) -> str:
     """``sst2 · wanda 2:4 + gptq 4-bit``: the task and the method chain (the pages' title)."""
-    return f"{card['task']['name']} · {card_chain(card)}"
+    return f"{card.task.name} · {card_chain(card)}"
 
 
-
-def method_quantizes(method: dict) -> bool:
-    """Whether a card's method leaves quantized weights (``MethodConfig.quantizes``, recorded on the card;
-    cards written before it was: a method with ``bits`` or a ``dtype``)."""
-    config = method.get("config") or {}
-    return bool(method.get("quantizes", "bits" in config or "dtype" in config))
-
-
-def quantizes(card: dict) -> bool:
+def quantizes(card: Card) -> bool:
     """Whether a method of the card's chain leaves quantized weights."""
-    return any(method_quantizes(m) for m in card_methods(card))
+    return any(m.quantizes for m in card.method.chain())
 
 
-def zeroes_weights(card: dict) -> bool:
+def zeroes_weights(card: Card) -> bool:
     """Whether a method of the chain prunes by zeroing weights (neither removes them, ``structured``,
     nor quantizes them): only then are the zeros of the weights its sparsity."""
-    return any(not m.get("structured", True) and not method_quantizes(m) for m in card_methods(card))
+    return any(not m.structured and not m.quantizes for m in card.method.chain())
 
 
-def quantized_layer_count(card: dict) -> int | None:
+def quantized_layer_count(card: Card) -> int | None:
     """How many linear layers the run quantized, as the quantizing method ran them (its card section's
     ``layers``: an expert's projection counted once, as in its coverage note), the one count every page
     gives. A card without that section (an older one): the compressed-tensors modules of the weights file
     (``params.stored``; a Mixtral expert's ``gate_up_proj`` is stored there as two, ``w1`` and ``w3``)."""
-    section = ((card["method"].get("sections") or {}).get("quantization") or {})
+    section = card.method.sections.get("quantization") or {}
     if isinstance(section.get("layers"), int):
         return section["layers"]
-    return (((card["params"].get("stored") or {}).get("quantized")) or {}).get("layers")
+    return ((card.params.stored or {}).get("quantized") or {}).get("layers")

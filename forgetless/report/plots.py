@@ -10,6 +10,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from ..fsutil import atomic_write_bytes  # noqa: E402
+from .card_types import Card, Interval  # noqa: E402
 from .headline import size_numbers  # noqa: E402
 
 
@@ -21,29 +22,29 @@ def save_figure(fig, path: str | Path) -> Path:
     return Path(path)
 
 
-def accuracy_plot(card: dict, path: str | Path) -> Path:
+def accuracy_plot(card: Card, path: str | Path) -> Path:
     """Grouped bars: base vs compressed headline metric (accuracy, or ROUGE-L / METEOR) on dev,
     hard / easy dev and every challenge set, with the 95% bootstrap interval of each accuracy as
     its error bar (``card.intervals``); an empty subset is drawn as a missing bar (n = 0). An LLM
     suite's card: ``llm_plot``."""
-    if card.get("llm"):
+    if card.llm:
         return llm_plot(card, path)
-    metric = card["task"]["metric"]
+    metric = card.task.metric
     scale = 100 if metric == "accuracy" else 1
-    intervals = card.get("intervals") or {}
+    intervals = card.intervals
     labels, bars = [], {"base": [], "compressed": []}
-    for name, entry in card["sets"].items():
-        labels.append(f"{name}\n(n={entry['base']['n']})")
+    for name, entry in card.sets.items():
+        labels.append(f"{name}\n(n={entry.base['n']})")
         for role in bars:
-            interval = ((intervals.get("sets") or {}).get(name) or {}).get(role)
-            bars[role].append(_bar(entry[role].get(metric), interval, scale))
-    hard_easy = card.get("hard_easy") or {}
+            interval = ((intervals.sets if intervals else {}).get(name) or {}).get(role)
+            bars[role].append(_bar(getattr(entry, role).get(metric), _span(interval), scale))
+    hard_easy = card.hard_easy
     for part in ("hard", "easy"):
-        if hard_easy.get("base"):
-            labels.append(f"dev {part}\n(n={hard_easy['base']['n_' + part]})")
+        if hard_easy is not None and hard_easy.base:
+            labels.append(f"dev {part}\n(n={hard_easy.base['n_' + part]})")
             for role in bars:
-                interval = ((intervals.get("hard_easy") or {}).get(role) or {}).get(part)
-                bars[role].append(_bar(hard_easy[role][part], interval, 100))
+                interval = (((intervals.hard_easy if intervals else None) or {}).get(role) or {}).get(part)
+                bars[role].append(_bar(getattr(hard_easy, role)[part], _span(interval), 100))
     fig, ax = plt.subplots(figsize=(1.6 * len(labels) + 2, 3.8))
     for offset, (role, color) in zip((-0.2, 0.2), (("base", "#4c72b0"), ("compressed", "#dd8452"))):
         xs = [i + offset for i in range(len(labels))]
@@ -53,16 +54,21 @@ def accuracy_plot(card: dict, path: str | Path) -> Path:
         for x, (v, _, high) in zip(xs, bars[role]):
             ax.text(x, (high if high == high else 0) + 1.5, f"{v:.1f}" if v == v else "n=0", ha="center", fontsize=8)
     ax.set_xticks(list(range(len(labels))), labels)
-    ax.set_ylabel(f"{metric} (%)" + (", 95% bootstrap interval" if intervals.get("sets") else ""))
+    ax.set_ylabel(f"{metric} (%)" + (", 95% bootstrap interval" if intervals and intervals.sets else ""))
     ax.set_ylim(0, 112)
-    f_bias = (card.get("bias") or {}).get("f_bias")
-    title = f"{card['task']['name']}: {card['method']['name']}"
+    f_bias = card.bias.f_bias if card.bias else None
+    title = f"{card.task.name}: {card.method.name}"
     if f_bias is not None:
-        meaningful = (card.get("bias") or {}).get("meaningful", True)
+        meaningful = card.bias.meaningful is not False
         title += f"  (F_bias = {f_bias:.2f}{'' if meaningful else ', not meaningful'})"
     ax.set_title(title)
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
     return save_figure(fig, path)
+
+
+def _span(interval: Interval | None) -> dict | None:
+    """A bootstrap ``Interval`` as the ``{"low", "high"}`` of ``_bar``."""
+    return None if interval is None else {"low": interval.low, "high": interval.high}
 
 
 def _bar(value, interval: dict | None, scale: float) -> tuple[float, float, float]:
@@ -73,10 +79,10 @@ def _bar(value, interval: dict | None, scale: float) -> tuple[float, float, floa
     return v, interval["low"] * scale, interval["high"] * scale
 
 
-def llm_plot(card: dict, path: str | Path) -> Path:
+def llm_plot(card: Card, path: str | Path) -> Path:
     """An LLM suite: per multiple-choice task the accuracy (its metric) of base and compressed with
     their 95% intervals, and the items that flip correct → wrong and wrong → correct."""
-    tasks = {n: t for n, t in card["llm"]["tasks"].items() if t["output_type"] == "multiple_choice"}
+    tasks = {n: t for n, t in card.llm.tasks.items() if t["output_type"] == "multiple_choice"}
     labels = [f"{n.replace('_offline', '')}\n{t['metric']}, n={t['n']}" + ("\n(at chance)" if t["near_chance"] else "")
               for n, t in tasks.items()]
     fig, (left, right) = plt.subplots(1, 2, figsize=(max(8.0, 2.4 * len(tasks) + 2), 4.2))
@@ -101,25 +107,25 @@ def llm_plot(card: dict, path: str | Path) -> Path:
     right.set_ylabel("items that flip")
     right.yaxis.get_major_locator().set_params(integer=True)
     right.legend(fontsize=8)
-    fig.suptitle(f"{card['task']['name']}: {card['method']['name']} vs base, item by item")
+    fig.suptitle(f"{card.task.name}: {card.method.name} vs base, item by item")
     return save_figure(fig, path)
 
 
-def llm_compare_plot(cards: dict[str, dict], path: str | Path) -> Path:
+def llm_compare_plot(cards: dict[str, Card], path: str | Path) -> Path:
     """LLM suites side by side: the mean accuracy of the tasks above chance (95% interval) and
     WikiText-2 perplexity of every compressed model against its size (MB on disk, else of the stored
     weights; ``headline.size_numbers``), its stored bits per parameter and the sparsity its pruning made
     (none for a model only quantized); the base (first run's) as a grey star."""
     def bits(card, role):
-        stored = ((card["params"].get("stored") or {}).get("overall") or {}) if role == "compressed" else {}
-        return stored.get("bits_per_parameter") or card["params"][role].get("bits_per_parameter")
+        stored = ((card.params.stored or {}).get("overall") or {}) if role == "compressed" else {}
+        return stored.get("bits_per_parameter") or getattr(card.params, role).get("bits_per_parameter")
 
     def size(card, role):
         found = size_numbers(card).get(f"{role}_bytes")
         return None if found is None else found / 1e6
 
     def sparsity(card, role):
-        found = size_numbers(card)["sparsity"] if role == "compressed" else card["params"]["base"]["prunable_sparsity"]
+        found = size_numbers(card)["sparsity"] if role == "compressed" else card.params.base["prunable_sparsity"]
         return None if found is None else 100 * found
 
     axes_of = (("size (MB)", size), ("bits per parameter (model.safetensors)", bits),
@@ -144,17 +150,17 @@ def llm_compare_plot(cards: dict[str, dict], path: str | Path) -> Path:
             ax.set_xlabel(label, fontsize=8)
             ax.set_ylabel("mean accuracy (%), 95% interval" if part == "accuracy" else "WikiText-2 perplexity",
                           fontsize=8)
-    fig.suptitle(f"{first['task']['name']}: accuracy and perplexity against size, bits and sparsity")
+    fig.suptitle(f"{first.task.name}: accuracy and perplexity against size, bits and sparsity")
     fig.tight_layout()
     return save_figure(fig, path)
 
 
-def _uniform_points(ax, cards: dict[str, dict], size) -> None:
+def _uniform_points(ax, cards: dict[str, Card], size) -> None:
     """A bit budget's uniform check (``methods/quantize/uniform_check.py``) as a square beside its mix: the
     uniform format's mean accuracy on the same items against its size (the mix's, with the uniform format's
     bytes in place of the mix's)."""
     for name, card in cards.items():
-        section = ((card.get("method") or {}).get("sections") or {}).get("budget") or {}
+        section = card.method.sections.get("budget") or {}
         check = section.get("uniform_check") or {}
         entry = (check.get("headline") or {}).get("uniform") or {}
         mixed = size(card, "compressed")
@@ -166,12 +172,12 @@ def _uniform_points(ax, cards: dict[str, dict], size) -> None:
         ax.annotate(f"{name}: uniform {check['format']}", (x, y), fontsize=7, xytext=(3, -9), textcoords="offset points")
 
 
-def _llm_point(card: dict, part: str, role: str) -> tuple:
+def _llm_point(card: Card, part: str, role: str) -> tuple:
     """(value, low, high) of a run's mean accuracy (%) or perplexity; None where the card has none."""
     if part == "accuracy":
-        entry = (card["llm"].get("headline") or {}).get(role) or {}
+        entry = (card.llm.headline or {}).get(role) or {}
         if entry.get("value") is None:
             return None, None, None
         return 100 * entry["value"], 100 * entry["low"], 100 * entry["high"]
-    lm = card.get("language_model")
-    return (lm[role]["perplexity"], None, None) if lm else (None, None, None)
+    lm = card.language_model
+    return (getattr(lm, role)["perplexity"], None, None) if lm else (None, None, None)

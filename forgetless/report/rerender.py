@@ -24,9 +24,9 @@ MAX_CARD_BYTES = 50_000_000
 MAX_CARD_DEPTH = 64  # objects and lists within each other (a card written by forgetless: about 8)
 
 
-def read_card(folder, flag: str = "OUT") -> dict:
-    """The validated ``report.json`` of a run folder; a missing folder or file, a file that is not
-    JSON or not a card is one ``ForgetlessError`` naming it."""
+def read_card(folder, flag: str = "OUT") -> Card:
+    """The ``Card`` of a run folder's ``report.json`` (the one JSON reader of a saved card); a missing folder
+    or file, a file that is not JSON or not a card is one ``ForgetlessError`` naming it."""
     folder = Path(folder)
     if not folder.is_dir():
         what = "is a file" if folder.exists() else "does not exist"
@@ -44,10 +44,9 @@ def read_card(folder, flag: str = "OUT") -> dict:
     if deepest > MAX_CARD_DEPTH:
         raise DataError(f"{flag} {path}: is nested {deepest} levels deep; a report card is at most {MAX_CARD_DEPTH}")
     try:
-        Card.from_json(card)  # the schema of report/card_types.py
+        return Card.from_json(card)  # the schema of report/card_types.py
     except ValueError as exc:
         raise DataError(f"{flag} {path}: is not a valid report card ({exc})") from exc
-    return card
 
 
 def _parsed(path: Path, flag: str):
@@ -76,27 +75,28 @@ def _depth(value) -> int:
     return deepest
 
 
-def check_predictions(card: dict, folder: Path, flag: str = "OUT") -> None:
+def check_predictions(card: Card, folder: Path, flag: str = "OUT") -> None:
     """``predictions.jsonl`` (when the card names it) exists, parses, and gives back every accuracy
     of the card (classification); else one ``DataError`` naming the first mismatch."""
-    name = card.get("predictions")
+    name = card.predictions
     if not name:
         return
     path = folder / name
     if "/" in name or not path.is_file():
         raise DataError(f"{flag} {folder}: report.json names {name}, which is missing")
     rows = read_predictions(path)
-    if task_kind(card["kind"]["task"]).pairs:  # generated texts: no accuracy to recompute (an LLM suite: each task's)
+    if task_kind(card.kind.task).pairs:  # generated texts: no accuracy to recompute (an LLM suite: each task's)
         return
-    for set_name, entry in card["sets"].items():
+    for set_name, entry in card.sets.items():
         for role in ("base", "compressed"):
+            metrics = getattr(entry, role)
             again = recompute_accuracy(rows, set_name, role)
-            expected = entry[role].get("accuracy")
-            if again["n"] != entry[role]["n"] or (expected is not None and again["accuracy"] is not None
-                                                   and not math.isclose(again["accuracy"], expected, abs_tol=1e-9)):
+            expected = metrics.get("accuracy")
+            if again["n"] != metrics["n"] or (expected is not None and again["accuracy"] is not None
+                                              and not math.isclose(again["accuracy"], expected, abs_tol=1e-9)):
                 raise DataError(f"{flag} {path}: does not match report.json ({set_name} / {role}: "
                                 f"{again['accuracy']} on {again['n']} rows, the card says {expected} on "
-                                f"{entry[role]['n']})")
+                                f"{metrics['n']})")
 
 
 def rerender(folder, flag: str = "OUT") -> dict[str, Path]:
@@ -106,14 +106,13 @@ def rerender(folder, flag: str = "OUT") -> dict[str, Path]:
     card = read_card(folder, flag)
     check_predictions(card, folder, flag)
     extra = []
-    for name in (card.get("plots") or [])[1:]:
+    for name in (card.plots or [])[1:]:
         if "/" not in name and (folder / name).is_file():
             extra.append(folder / name)
         else:
             print(f"[forgetless] note: {name} is missing in {folder}; the pages go without it", file=sys.stderr)
-    listed = list(card.get("plots") or [])
     with output_lock(folder, flag):  # a compress still writing into the folder stops this one
-        paths = render_card(card, folder, extra)
-        if card["plots"] != listed:
-            atomic_write_json(folder / "report.json", card)
+        rendered, paths = render_card(card, folder, extra)
+        if rendered.plots != (card.plots or []):
+            atomic_write_json(folder / "report.json", rendered.to_json())
     return paths

@@ -5,11 +5,13 @@ sensitive units unquantized, or why there is none. Read from the quantizing meth
 ``sensitivity``."""
 from __future__ import annotations
 
+from .card_types import Card
+
 SHOWN = 12  # rows of the ranking in the card (the JSON keeps every unit)
 
 
-def sensitivity_markdown(card: dict) -> list[str]:
-    section = ((card.get("method") or {}).get("sections") or {}).get("sensitivity")
+def sensitivity_markdown(card: Card) -> list[str]:
+    section = card.method.sections.get("sensitivity")
     if not section:
         return []
     whole = section["whole_model"]

@@ -5,15 +5,16 @@ speed was not timed (``--speed``)."""
 from __future__ import annotations
 
 from ..serving.speed import served_markdown
+from .card_types import Card, Speed
 from .headline import megabytes as mb, sparsity, speedup_text
 from .naming import quantized_layer_count, quantizes, zeroes_weights
 
 
-def size_markdown(card: dict) -> list[str]:
+def size_markdown(card: Card) -> list[str]:
     """Parameters, and bytes on disk against the file the user started from (``params.base.started_from``)
     beside the float32 folder the run read; bits per weight of what the saved folder stores."""
-    params = card["params"]
-    b, c = params["base"], params["compressed"]
+    params = card.params
+    b, c = params.base, params.compressed
     bits = lambda x: "–" if x is None else f"{x:.2f}"  # noqa: E731
     lines = ["", "## Size", "", "| | base | compressed | ratio |", "|---|---:|---:|---:|",
              f"| parameters | {b['total']:,} | {c['total']:,} | {c['total'] / b['total']:.3f} |",
@@ -25,7 +26,7 @@ def size_markdown(card: dict) -> list[str]:
         lines.append(f"| on disk: {start['what']} | {mb(start['bytes'])} | {mb(disk)} | {ratio(start['bytes'])} |")
     lines.append(f"| on disk: the float32 folder the run read | {mb(b.get('disk_bytes'))} | {mb(disk)} | "
                  f"{ratio(b.get('disk_bytes'))} |")
-    stored = params.get("stored")
+    stored = params.stored
     if stored:
         q, overall = stored["quantized"], stored["overall"]
         lines.append(f"| bits per parameter stored (whole weights file) | {bits(b.get('bits_per_parameter'))} | "
@@ -45,10 +46,10 @@ def size_markdown(card: dict) -> list[str]:
     return lines
 
 
-def _zeros_rows(card: dict) -> list[str]:
+def _zeros_rows(card: Card) -> list[str]:
     """Non-zero parameters and sparsity; after a quantizing method, the pruning method's own sparsity
     (``headline.sparsity``); none for a model that was only quantized."""
-    b, c = card["params"]["base"], card["params"]["compressed"]
+    b, c = card.params.base, card.params.compressed
     if quantizes(card) and not zeroes_weights(card):
         return []
     if quantizes(card):
@@ -68,36 +69,36 @@ def _speed_row(label: str, values: dict | None, interval: dict | None, meaningfu
             f"{speedup_text(values['speedup'], interval, meaningful)} |")
 
 
-def speed_markdown(card: dict) -> list[str]:
-    s = card["speed"]
-    if not s.get("timed", True):
-        return ["", "## Speed", "", f"{s['why_not_timed'][0].upper()}{s['why_not_timed'][1:]}.",
-                *served_markdown(s.get("served"))]
-    cfg = s["config"]
-    timing = s.get("timing") or {}
-    llm = s.get("mode") == "prefill+decode"
+def speed_markdown(card: Card) -> list[str]:
+    s = card.speed
+    if not s.timed:
+        return ["", "## Speed", "", f"{s.why_not_timed[0].upper()}{s.why_not_timed[1:]}.",
+                *served_markdown(s.served)]
+    cfg = s.config
+    timing = s.timing or {}
+    llm = s.mode == "prefill+decode"
     interval = lambda part: (timing.get(("prefill " if llm else "") + part) or {}).get("speedup")  # noqa: E731
     decode = lambda part: (timing.get(f"decode {part}") or {}).get("speedup")  # noqa: E731
-    unit = "sequences" if s.get("mode") == "generate" else "examples"
-    meaningful = s["meaningful"]
+    unit = "sequences" if s.mode == "generate" else "examples"
+    meaningful = s.meaningful
     lines = ["", "## Speed (measured side by side in this run)", "",
              "| | base | compressed | speedup [95% interval] |", "|---|---:|---:|---:|",
-             _speed_row(f"{'prefill ' if llm else ''}latency, batch {cfg['latency_batch']} (ms)", s["latency_ms"],
+             _speed_row(f"{'prefill ' if llm else ''}latency, batch {cfg['latency_batch']} (ms)", s.latency_ms,
                         interval("latency"), meaningful),
              _speed_row(f"{'prefill ' if llm else ''}throughput, batch {cfg['batch_size']} ({unit}/s)",
-                        s["throughput_per_s"], interval("throughput"), meaningful),
+                        s.throughput_per_s, interval("throughput"), meaningful),
              *([_speed_row(f"decode with KV cache, batch {cfg['latency_batch']} (ms per token)",
-                           s["decode_ms_per_token"], decode("latency"), meaningful, 2)]
-               if s.get("decode_ms_per_token") else []),
+                           s.decode_ms_per_token, decode("latency"), meaningful, 2)]
+               if s.decode_ms_per_token else []),
              *([_speed_row(f"decode with KV cache, batch {cfg['batch_size']} (ms per step)",
-                           s["decode_ms_per_token_batch"], decode("throughput"), meaningful, 2)]
-               if s.get("decode_ms_per_token_batch") else []),
+                           s.decode_ms_per_token_batch, decode("throughput"), meaningful, 2)]
+               if s.decode_ms_per_token_batch else []),
              *(["| FLOP limit (base / compressed FLOPs of a prefill) | | | "
-                + (f"{s['flop_limit']['ratio']:.2f}× (counted, not timed) |" if s["flop_limit"].get("ratio") else
-                   f"– ({s['flop_limit'].get('why', 'not counted')}) |")] if s.get("flop_limit") else []),
-             "", f"{'Whole generate calls decoding ' + str(cfg['new_tokens']) + ' tokens (beam ' + str(cfg['num_beams']) + '), ' if s.get('mode') == 'generate' else 'One forward pass, '}"
+                + (f"{s.flop_limit['ratio']:.2f}× (counted, not timed) |" if s.flop_limit.get("ratio") else
+                   f"– ({s.flop_limit.get('why', 'not counted')}) |")] if s.flop_limit else []),
+             "", f"{'Whole generate calls decoding ' + str(cfg['new_tokens']) + ' tokens (beam ' + str(cfg['num_beams']) + '), ' if s.mode == 'generate' else 'One forward pass, '}"
              f"input length {cfg['seq_len']}, median of {cfg['repeats']} after {cfg['warmup']} warm-up runs, "
-             f"{s['threads']} threads on {s['device']}" + _load(s) + "."]
+             f"{s.threads} threads on {s.device}" + _load(s) + "."]
     spread = {part: t for part, t in timing.items() if "base" in t}
     if spread:
         lines += ["", "| spread (ms) | base median [IQR] | compressed median [IQR] |", "|---|---:|---:|"]
@@ -113,14 +114,14 @@ def speed_markdown(card: dict) -> list[str]:
     if not meaningful:
         lines.append("This method zeroes or dequantizes weights without removing them: a dense model runs no faster, "
                      "and any difference above is noise (no speedup expected).")
-    if s.get("engine"):
-        lines += ["", f"Timed by {s['engine']}."]
-    return lines + served_markdown(s.get("served"))
+    if s.engine:
+        lines += ["", f"Timed by {s.engine}."]
+    return lines + served_markdown(s.served)
 
 
-def _load(speed: dict) -> str:
+def _load(speed: Speed) -> str:
     """``; load average 6.2 before, 6.8 after`` (1-minute, ``os.getloadavg``) when the card has it."""
-    load = speed.get("load_average")
+    load = speed.load_average
     if not load:
         return ""
     return f"; load average {load['before'][0]:.1f} before, {load['after'][0]:.1f} after (1 min; a loaded machine " \

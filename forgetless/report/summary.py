@@ -9,18 +9,19 @@ from __future__ import annotations
 
 import html
 
+from .card_types import Card, Params
 from .headline import delta_points, estimate_text, headline_numbers, scale_of, speedup_text, verdict
 
 
-def summary_panel(card: dict) -> str:
+def summary_panel(card: Card) -> str:
     """The panel's HTML (a ``<section class="summary">``)."""
     n = headline_numbers(card)
     scale = scale_of(n["metric"])
     unit = "%" if n["metric"] == "accuracy" else ""
-    llm = card.get("llm")
-    label = (f"mean accuracy (acc_norm where a task has it), {len(llm['headline_tasks'])} LLM tasks above chance"
+    llm = card.llm
+    label = (f"mean accuracy (acc_norm where a task has it), {len(llm.headline_tasks)} LLM tasks above chance"
              if llm else f"dev {n['metric']}")
-    paired = ((llm or {}).get("headline") or {}).get("delta")  # an LLM suite's paired interval of the mean
+    paired = ((llm.headline if llm else None) or {}).get("delta")  # an LLM suite's paired interval of the mean
     tiles = [_accuracy_tile(label, n["dev"], scale, unit, paired)]
     if llm:
         tiles += _llm_tiles(card)
@@ -32,7 +33,7 @@ def summary_panel(card: dict) -> str:
             tiles.append(_accuracy_tile(f"dev {part}", n[part], scale, unit))
     if n["f_bias"]:
         tiles.append(_f_bias_tile(n["f_bias"]))
-    tiles += [_size_tile(n["params"], card["params"]), _speed_tile(n["speedup"])]
+    tiles += [_size_tile(n["params"], card.params), _speed_tile(n["speedup"])]
     warnings = "".join(f"<li>{html.escape(w)}</li>" for w in n["warnings"])
     return (f'<section class="summary"><p class="verdict">{html.escape(verdict(card, n))}</p>'
             f'<div class="tiles">{"".join(tiles)}</div>'
@@ -66,10 +67,10 @@ def _includes_no_change(entry: dict, paired: dict | None) -> bool:
     return b["low"] <= c["high"] and c["low"] <= b["high"]
 
 
-def _llm_tiles(card: dict) -> list[str]:
+def _llm_tiles(card: Card) -> list[str]:
     """Flips and KL pooled over the tasks above chance, and WikiText-2 perplexity (``report/llm_section``)."""
     tiles = []
-    pooled = card["llm"].get("pooled")
+    pooled = card.llm.pooled
     if pooled:
         f, kl = pooled["flips"], pooled["kl"]
         tone = "bad" if f["mcnemar_p"] < 0.05 and f["correct_to_wrong"] > f["wrong_to_correct"] else (
@@ -78,12 +79,12 @@ def _llm_tiles(card: dict) -> list[str]:
                            f"{100 * f['flip_rate']:.1f}% of {f['n']} items flip; McNemar p {f['mcnemar_p']:.3g}", tone))
         tiles.append(_tile("KL(base‖compressed) over choices", f"{kl['value']:.3f}",
                            f"[{kl['low']:.3f}, {kl['high']:.3f}] nats, mean per item", "neutral"))
-    lm = card.get("language_model")
+    lm = card.language_model
     if lm:
-        b, c = lm["base"]["perplexity"], lm["compressed"]["perplexity"]
+        b, c = lm.base["perplexity"], lm.compressed["perplexity"]
         tone = "bad" if c > 1.005 * b else ("good" if c < 0.995 * b else "neutral")
         tiles.append(_tile("WikiText-2 perplexity", f"{b:.1f} → {c:.1f}",
-                           f"{c / b:.2f}×; windows of {lm['base']['window']} tokens", tone))
+                           f"{c / b:.2f}×; windows of {lm.base['window']} tokens", tone))
     return tiles
 
 
@@ -99,30 +100,30 @@ def _f_bias_tile(f_bias: dict) -> str:
     return _tile("F_bias (relative bias)", f"{f_bias['value']:.2f}", f"{span.strip()} (1: as biased as the base)", tone)
 
 
-def _size_tile(params: dict, sizes: dict) -> str:
+def _size_tile(params: dict, sizes: Params) -> str:
     """Bytes on disk of the saved folder against the file the user started from (the base folder, or
     a converted base's own file: SmolLM2's 4-bit GGUF), with bits per weight of what is stored; before
     the model is saved, parameters."""
-    start, disk = sizes["base"].get("started_from"), sizes["compressed"].get("disk_bytes")
+    start, disk = sizes.base.get("started_from"), sizes.compressed.get("disk_bytes")
     if start and disk:
         ratio = disk / start["bytes"]
         tone = "good" if ratio < 0.995 else ("bad" if ratio > 1.005 else "neutral")
         detail = f"{disk / 1e6:.1f} MB vs {start['bytes'] / 1e6:.1f} MB ({start['what']})"
-        fp32 = sizes["base"].get("disk_bytes")
+        fp32 = sizes.base.get("disk_bytes")
         if fp32 and fp32 != start["bytes"]:
             detail += f"; {disk / fp32:.2f}× its float32 folder"
-        stored = (sizes.get("stored") or {}).get("quantized") or {}
+        stored = (sizes.stored or {}).get("quantized") or {}
         if stored.get("bits_per_weight"):
             detail += f"; {stored['bits_per_weight']:.2f} bits per quantized weight"
         return _tile("size on disk", f"{ratio:.2f}×", detail, tone)
-    stored = (sizes.get("stored") or {}).get("overall") or {}
+    stored = (sizes.stored or {}).get("overall") or {}
     if stored.get("bytes"):  # no base file (a model built in memory): against its float32 weights
-        base_bytes = params["base"] * (sizes["base"].get("bits_per_parameter") or 32) / 8
+        base_bytes = params["base"] * (sizes.base.get("bits_per_parameter") or 32) / 8
         ratio = stored["bytes"] / base_bytes
         tone = "good" if ratio < 0.995 else ("bad" if ratio > 1.005 else "neutral")
         detail = (f"{stored['bytes'] / 1e6:.1f} MB of weights stored vs {base_bytes / 1e6:.1f} MB of the base's float32 "
                   f"weights; {stored['bits_per_parameter']:.2f} bits per parameter")
-        q = (sizes.get("stored") or {}).get("quantized") or {}
+        q = (sizes.stored or {}).get("quantized") or {}
         if q.get("bits_per_weight"):
             detail += f", {q['bits_per_weight']:.2f} per quantized weight"
         return _tile("size of the stored weights", f"{ratio:.2f}×", detail, tone)

@@ -33,6 +33,8 @@ from ..outputs import RUN_FILE, check_cache, check_output, claim_output, mark_ou
 from ..pipeline import clean_work, run_and_save
 from ..recipes.dump import dump_recipe
 from ..registry import METHODS, OBJECTIVES
+from ..report.card_types import Card
+from ..report.rerender import read_card
 from ..teacher import train_teacher
 from ..tree import flatten, to_recipe
 from ..validate import run_identity, run_key, validate_run
@@ -104,9 +106,9 @@ def run_sweep(task: Task, sweep: SweepConfig, out_dir: str | Path, meta: dict | 
                     config = replace(base, method=methods[level], objective=objective, teacher=teacher_dir,
                                      seed=seed, cache_dir=str(out_dir / "cache"))
                     run_dir = out_dir / "runs" / f"{name}-s{level:g}-seed{seed}"
-                    card = _reuse(run_dir, config, task) or _run(task, config, run_dir, out_dir, len(records) + 1,
-                                                                 total, sweep.keep_work)
-                    records.append(_record(card, sweep.level_option))
+                    card, seconds = _reuse(run_dir, config, task) or _run(task, config, run_dir, out_dir,
+                                                                          len(records) + 1, total, sweep.keep_work)
+                    records.append(_record(card, sweep.level_option, seconds))
                     # partial results after every run: an interrupted sweep still has its table
                     write_sweep(_summary(records, task, setup, difficulty, started), out_dir, plots=False)
         summary = {**_summary(records, task, setup, difficulty, started), "complete": True, "recipe": recipe}
@@ -133,18 +135,18 @@ def _plan(sweep: SweepConfig):
 
 
 def _run(task: Task, config: RunConfig, run_dir: Path, out_dir: Path, number: int, total: int,
-         keep_work: bool) -> dict:
-    """One run of the sweep into ``run_dir`` (its rerun recipe points to ``reruns/``); its card with
-    the ``sweep_run`` record (key, seconds) also kept as ``sweep-run.json``."""
+         keep_work: bool) -> tuple[Card, float]:
+    """One run of the sweep into ``run_dir`` (its rerun recipe points to ``reruns/``): its card and the
+    seconds it took (the ``sweep_run`` record, key and seconds, kept as ``sweep-run.json``)."""
     print(f"[forgetless] sweep run {number} of {total}: {run_dir.name}", file=sys.stderr, flush=True)
     shutil.rmtree(run_dir, ignore_errors=True)  # never resume another configuration's checkpoints
     started = time.time()
-    card = run_and_save(task, config, run_dir, meta={"out": str(out_dir / "reruns" / run_dir.name)}).card.to_json()
-    card["sweep_run"] = {"key": run_key(task, config), "seconds": time.time() - started}
-    atomic_write_json(run_dir / "sweep-run.json", card["sweep_run"])
+    card = run_and_save(task, config, run_dir, meta={"out": str(out_dir / "reruns" / run_dir.name)}).card
+    record = {"key": run_key(task, config), "seconds": time.time() - started}
+    atomic_write_json(run_dir / "sweep-run.json", record)
     if not keep_work:
         shutil.rmtree(run_dir / "work", ignore_errors=True)
-    return card
+    return card, record["seconds"]
 
 
 def _fields(cls) -> set[str]:
@@ -159,9 +161,9 @@ def _with_level(method, option: str, level):
     return METHODS.make_config(method.name, {**asdict(method), option: level})
 
 
-def _reuse(run_dir: Path, config, task: Task) -> dict | None:
-    """The card of a finished run (``sweep-run.json`` and ``report.json`` written) of the same run:
-    the run folder's ``forgetless-run.json`` holds its ``validate.run_key``; else None (with a line
+def _reuse(run_dir: Path, config, task: Task) -> tuple[Card, float | None] | None:
+    """The card and seconds of a finished run (``sweep-run.json`` and ``report.json`` written) of the same
+    run: the run folder's ``forgetless-run.json`` holds its ``validate.run_key``; else None (with a line
     naming the settings that changed)."""
     marker, report = run_dir / "sweep-run.json", run_dir / "report.json"
     if not (marker.is_file() and report.is_file()):
@@ -170,9 +172,7 @@ def _reuse(run_dir: Path, config, task: Task) -> dict | None:
         print(f"[forgetless] {run_dir.name} finished with other settings ({_changed_settings(run_dir, config)}); "
               "running it again", file=sys.stderr, flush=True)
         return None
-    card = json.loads(report.read_text())
-    card["sweep_run"] = json.loads(marker.read_text())
-    return card
+    return read_card(run_dir), json.loads(marker.read_text()).get("seconds")
 
 
 def _changed_settings(run_dir: Path, config) -> str:

@@ -10,6 +10,7 @@ import numpy as np
 
 from ..data.task import Task
 from ..fsutil import atomic_write_json, atomic_write_text
+from ..report.card_types import Card, Challenge
 from ..report.headline import headline_numbers, speedup_text
 from ..report.html import render_html
 from ..report.pareto import pareto_plot
@@ -19,41 +20,40 @@ SCHEMA = "forgetless-sweep-2"
 METRICS = ("dev", "challenge", "f_bias", "hard", "easy", "size", "speedup")
 
 
-def card_metrics(card: dict) -> dict:
+def card_metrics(card: Card) -> dict:
     """The Table-7 numbers of one report card (fractions; the task's metric on dev for generation),
     for base and compressed models, plus per-group accuracies by gold label on challenge sets (e.g.
     HANS non-entailment per heuristic)."""
     out = {}
-    metric = card["task"]["metric"]
-    challenge = card.get("challenge") or {"sets": [], "base": None, "compressed": None}
+    metric = card.task.metric
+    challenge = card.challenge or Challenge(sets=[], base=None, compressed=None)
     for role in ("base", "compressed"):
-        hard_easy = (card.get("hard_easy") or {}).get(role) or {}
+        hard_easy = (getattr(card.hard_easy, role) if card.hard_easy else None) or {}
         groups = {}
-        for set_name in challenge["sets"]:
-            for group, entry in (card["sets"][set_name][role].get("groups") or {}).items():
+        for set_name in challenge.sets:
+            for group, entry in (getattr(card.sets[set_name], role).get("groups") or {}).items():
                 for key, value in entry.items():
                     if key not in ("n", "accuracy"):  # accuracy per gold label within the group
                         groups[f"{set_name}/{group}/{key}"] = value
         # an LLM suite has no dev set: its headline is the mean accuracy of its tasks above chance
-        dev = card["headline"][role] if card.get("llm") else card["sets"]["dev"][role].get(metric)
+        dev = getattr(card.headline, role) if card.llm else getattr(card.sets["dev"], role).get(metric)
         if dev is not None and metric != "accuracy":
             dev = dev / 100.0  # ROUGE / METEOR are in %; tables show every metric as % of a fraction
-        out[role] = {"dev": dev, "challenge": challenge[role],
+        out[role] = {"dev": dev, "challenge": getattr(challenge, role),
                      "hard": hard_easy.get("hard"), "easy": hard_easy.get("easy"), "groups": groups}
     out["base"].update(f_bias=1.0, size=1.0, speedup=1.0)
-    out["compressed"].update(f_bias=(card.get("bias") or {}).get("f_bias"), size=card["params"]["ratio"],
-                             speedup=(card["speed"].get("throughput_per_s") or {}).get("speedup"))  # None: not timed
+    out["compressed"].update(f_bias=card.bias.f_bias if card.bias else None, size=card.params.ratio,
+                             speedup=(card.speed.throughput_per_s or {}).get("speedup"))  # None: not timed
     return out
 
 
-def _record(card: dict, level_option: str = "sparsity") -> dict:
-    """One run's row: objective, level (the value of the swept method option), seed, metrics, the
-    card's warnings, whether its F_bias is meaningful, and its headline numbers with intervals
+def _record(card: Card, level_option: str = "sparsity", seconds: float | None = None) -> dict:
+    """One run's row: objective, level (the value of the swept method option), seed, the run's ``seconds``,
+    metrics, the card's warnings, whether its F_bias is meaningful, and its headline numbers with intervals
     (``report/headline.py``: the Pareto plot's points)."""
-    return {"objective": card["method"]["objective"], "level": card["method"]["config"].get(level_option),
-            "seed": card["seed"], "seconds": card.get("sweep_run", {}).get("seconds"),
-            "notes": card.get("notes", []), "warnings": list(card.get("warnings") or []),
-            "f_bias_meaningful": bool((card.get("bias") or {}).get("meaningful")),
+    return {"objective": card.method.objective, "level": card.method.config.get(level_option),
+            "seed": card.seed, "seconds": seconds, "notes": list(card.notes), "warnings": list(card.warnings),
+            "f_bias_meaningful": bool(card.bias and card.bias.meaningful),
             "headline": headline_numbers(card), **card_metrics(card)}
 
 

@@ -37,6 +37,7 @@ from forgetless.methods.heads.config import HeadsConfig
 from forgetless.methods.rtn.config import RtnConfig
 from forgetless.methods.sparsegpt.config import SparseGptConfig
 from forgetless.methods.wanda.config import WandaConfig
+from forgetless.report.card_types import Card
 
 from bad_llm_files import SMALL, TEXTS, build_llm_files
 
@@ -177,7 +178,7 @@ def compress_card(p, out):
 def markdown_escaped(p, out):
     from forgetless.report.markdown import render_markdown
 
-    text = render_markdown(compress_card(p, out))
+    text = render_markdown(Card.from_json(compress_card(p, out)))
     assert "<script>" not in text, [line for line in text.splitlines() if "<script>" in line]
     return "escaped"
 
@@ -186,7 +187,7 @@ def model_card_escaped(p, out):
     from forgetless.report.model_card import model_card_summary, render_model_card
 
     card = compress_card(p, out)
-    text = str(render_model_card(out / "model", model_card_summary(card)))
+    text = str(render_model_card(out / "model", model_card_summary(Card.from_json(card))))
     body = text.split("\n---\n", 1)[-1]  # the Markdown under the YAML metadata (data, not rendered as HTML)
     assert "<script>" not in body, [line for line in body.splitlines() if "<script>" in line]
     return "escaped"

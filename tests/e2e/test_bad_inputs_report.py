@@ -32,6 +32,7 @@ from forgetless.methods.wanda.config import WandaConfig
 
 from bad_llm_files import SMALL, TEXTS
 from test_bad_inputs_llm import cli, exit_zero, lm_eval, run_case
+from typed_cards import typed_card
 
 RUNS: dict[str, Path] = {}  # the fixture's root → its finished lm-eval run (made once)
 
@@ -119,12 +120,12 @@ def flipped_both_ways(p, out):
     delta = {"value": 0.0, "low": -0.05, "high": 0.05, "n": 100}
     card = {"task": {"metric": "accuracy", "name": "sst2"},
             "sets": {"dev": {"base": {"accuracy": 0.5, "n": 100}, "compressed": {"accuracy": 0.5, "n": 100}}},
-            "challenge": {"sets": ["advglue"], "base": 0.5, "compressed": 0.5}, "hard_easy": None, "bias": None,
+            "challenge": {"sets": ["advglue"], "base": 0.5, "compressed": 0.5},
             "intervals": {"sets": {"dev": {"base": iv, "compressed": iv}}, "challenge": {"base": iv, "compressed": iv},
                           "delta": {"sets": {"dev": delta}, "challenge": delta}},
             "params": {"base": {"total": 10}, "compressed": {"total": 5}, "ratio": 0.5, "nonzero_ratio": 0.5},
             "speed": {"throughput_per_s": {"speedup": 1.9}, "meaningful": True, "mode": "forward"}, "warnings": []}
-    return verdict(card)
+    return verdict(typed_card(card))
 
 
 def states_the_interval(result, p, out):

@@ -12,6 +12,7 @@ import forgetless
 from forgetless.cli import main
 from forgetless.errors import ForgetlessError
 from forgetless.report.headline import headline_numbers
+from forgetless.report.card_types import Card
 from forgetless.report.pareto import panels
 
 from llm_data import write_llm_data
@@ -97,7 +98,7 @@ def test_a_gptq_card_and_compare_page_describe_a_quantized_model(runs, tmp_path)
     text = (runs["gptq"] / "report.md").read_text()
     size = text.split("## Size")[1].split("\n## ")[0]
     assert "non-zero" not in size and "sparsity |" not in size and "bits per weight in the 28 quantized layers" in size
-    assert "The zeros of a quantization grid" in size and headline_numbers(card)["size"]["sparsity"] is None
+    assert "The zeros of a quantization grid" in size and headline_numbers(Card.from_json(card))["size"]["sparsity"] is None
     assert main(["compare", str(runs["gptq"]), str(runs["sparsegpt"]), "--out", str(tmp_path / "cmp")]) == 0
     page = (tmp_path / "cmp" / "compare.md").read_text()
     assert "F_bias" not in page and "| hard |" not in page and "challenge" not in page.split("## LLM tasks")[0]
@@ -105,7 +106,7 @@ def test_a_gptq_card_and_compare_page_describe_a_quantized_model(runs, tmp_path)
     rows = {line.split(" | ")[0][2:]: line.split(" | ") for line in head.splitlines() if line.startswith("| ")}
     disk = card["params"]["compressed"]["disk_bytes"] / card["params"]["base"]["disk_bytes"]
     assert rows["gptq"][3:5] == [f"{disk:.2f}×", "–"] and rows["sparsegpt"][4] == "50.0%"
-    numbers = [{"label": n, "group": n, "numbers": headline_numbers(json.loads((runs[n] / "report.json").read_text()))}
+    numbers = [{"label": n, "group": n, "numbers": headline_numbers(Card.from_json(json.loads((runs[n] / "report.json").read_text())))}
                for n in ("gptq", "sparsegpt")]
     assert panels(numbers) == [("dev", "params")]  # no challenge set, no speed timed: one panel, not four
 

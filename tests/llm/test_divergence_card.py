@@ -95,7 +95,7 @@ def test_the_card_lines_escape_a_models_words():
          "warnings": ["divergence: something"],
          "examples": [{"prompt": "<b>hi</b>", "position": 1, "shared": "a", "base": "b*", "compressed": "[c](x)",
                        "predicted": True}]}
-    text = "\n".join(divergence_lines({"divergence": d}))
+    text = "\n".join(divergence_lines(d))
     assert "| identical answers | 1 of 2: 50.0% [40.0, 60.0] |" in text
     assert "| identical for the first 1 / 4 tokens | 2 / 1 of 2 |" in text
     assert r"| &lt;b\>hi&lt;\/b\> | 1 | a | b\* | \[c\]\(x\) |" in text

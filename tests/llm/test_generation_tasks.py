@@ -18,6 +18,7 @@ from forgetless.metrics.paired import mcnemar_exact
 from forgetless.report.llm_generation import generation_lines, generation_task, parting_examples
 
 from any_decoder import char_tokenizer, tiny_model
+from typed_cards import typed_card
 
 lm_eval = pytest.importorskip("lm_eval")
 YAMLS = Path(__file__).parent / "generation_tasks"
@@ -133,11 +134,11 @@ def test_what_it_says_keeps_a_models_words_as_text(tmp_path):
     comp = _records(["<script>alert(2)</script> *no*", "ok"], {"exact_match": [0, 1]}, tokens=[[1, 4], [3]])
     entry = generation_task("t<b>", base, comp, seed=0, n_resamples=100)
     llm = {"tasks": {"t<b>": {"output_type": "generate_until", "n": 2, **entry}}}
-    text = "\n".join(generation_lines(llm))
+    text = "\n".join(generation_lines(llm["tasks"]))
     assert r"| t&lt;b\> | exact\_match | 2 | 100.0 [100.0, 100.0] | 50.0 [0.0, 100.0] |" in text  # the task name too
     assert "<script>" not in text and "<b>" not in text
     assert r"| &lt;script\>alert\( | 1\)&lt;\/script\> yes | 2\)&lt;\/script\> \*no\* |" in text
-    page = render_html("\n".join(["# card", *generation_lines(llm)]), tmp_path, "card")
+    page = render_html("\n".join(["# card", *generation_lines(llm["tasks"])]), tmp_path, "card")
     assert "<script>" not in page and "&lt;script&gt;alert(" in page
 
 
@@ -197,7 +198,7 @@ def test_compare_puts_generation_metrics_and_divergence_side_by_side():
             "prompt_set": {"n": 5}, "kl": value, "top1_agreement": {"value": 0.9, "low": 0.8, "high": 1.0},
             "identical": {"value": 0.4, "low": 0.2, "high": 0.6}, "first_divergence": {"median": 3.0},
             "entropy_thirds": {"high": {"kl": value}}}
-        return {"llm": {"tasks": {"qa": entry}, "divergence": divergence}}
+        return typed_card({"llm": {"tasks": {"qa": entry}, "divergence": divergence}})
 
     text = "\n".join(generation_compare({"rtn8": card([1, 1, 0, 0], 0.01), "rtn4": card([0, 1, 0, 1], None)}, ["qa"]))
     assert "| run | qa exact\\_match | identical answers |" in text

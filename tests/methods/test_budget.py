@@ -18,6 +18,7 @@ from forgetless.methods.base import CompressionContext
 from forgetless.models.io import load_model, save_model
 from forgetless.quantization.layers import GROUPED_ATTR
 from forgetless.registry import METHODS
+from typed_cards import typed_card
 
 TEXTS = [f"the {w} cat sat on the {v} mat and looked at the dog" for w in ("red", "old", "small") for v in ("big", "new")]
 
@@ -144,7 +145,7 @@ def test_card_says_when_the_uniform_check_was_skipped(budgeted):
     from forgetless.report.budget import budget_markdown
 
     section = {**budgeted[1].report_section()["budget"], "uniform_check": None}
-    lines = budget_markdown({"method": {"sections": {"budget": section}}})
+    lines = budget_markdown(typed_card({"method": {"sections": {"budget": section}}}))
     assert lines[1] == "## Bit budget: 6 bits per weight" and lines[-1] == "No uniform check (--no-uniform-check)."
     assert sum(line.startswith("| model.layers.") for line in lines) == 14  # every unit's row
 
@@ -163,7 +164,8 @@ def test_compare_plot_puts_the_uniform_check_beside_its_mix():
 
     section = {"bytes": 2_000_000, "uniform_check": {"format": "W4A16-g64", "bytes": 3_000_000,
                                                      "headline": {"uniform": {"value": 0.5, "low": 0.4, "high": 0.6}}}}
-    cards = {"mixed": {"method": {"sections": {"budget": section}}}, "plain": {"method": {"sections": {}}}}
+    cards = {"mixed": typed_card({"method": {"sections": {"budget": section}}}),
+             "plain": typed_card({"method": {"sections": {}}})}
     fig, ax = plt.subplots()
     _uniform_points(ax, cards, lambda card, role: 10.0)  # the mix: 10 MB
     (bar,) = ax.containers  # one error bar: the uniform point

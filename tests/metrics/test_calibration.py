@@ -6,6 +6,7 @@ from forgetless.data.task import ExampleSet
 from forgetless.metrics.calibration import (calibration_section, expected_calibration_error,
                                              mapped_probabilities, set_calibration)
 from forgetless.report.markdown import calibration_markdown
+from typed_cards import typed_card
 
 
 def test_ece_by_hand():
@@ -43,7 +44,7 @@ def test_card_section_and_markdown():
                    for role in ("base", "compressed")}
     section = calibration_section(Task(), predictions)
     assert section["sets"]["dev"]["compressed"]["hard"]["n"] == 1
-    text = "\n".join(calibration_markdown({"calibration": section}))
+    text = "\n".join(calibration_markdown(typed_card({"calibration": section})))
     assert "| dev | hard | 1 |" in text
     no_probs = {role: {"dev": {"predicted": [0, 0]}} for role in ("base", "compressed")}
     assert calibration_section(Task(), no_probs) is None

@@ -91,3 +91,16 @@ def test_the_schema_rejects_what_the_types_reject():
         assert not validator.is_valid(data)
         with pytest.raises(CardTypeError):
             Card.from_json(data)
+
+
+def test_a_card_built_in_memory_is_written_as_its_types_say():
+    """``build_card`` makes the ``Card`` directly (no JSON round trip): an int in a float field (epochs read from
+    a recipe) is written as the float the schema says, the same bytes as the card read back."""
+    import dataclasses
+
+    card = Card.from_json(_card())
+    built = dataclasses.replace(card, training=dataclasses.replace(card.training, base_epochs=1, compressed_epochs=2))
+    written = built.to_json()
+    assert isinstance(written["training"]["base_epochs"], float) and written["training"]["compressed_epochs"] == 2.0
+    assert isinstance(written["seed"], int) and written["training"]["compressed_extra_epochs"] == 0.0
+    assert json.dumps(written) == json.dumps(Card.from_json(written).to_json())

@@ -2,6 +2,7 @@
 characters). Hand-made comparisons; every number printed is one of theirs."""
 from forgetless.report.card_types import Comparison
 from forgetless.report.comparison_text import comparison_text
+from typed_cards import typed_comparison
 
 LLM = {"task": {"metric": "acc_norm"}, "warnings": ["base model on piqa: at chance"],
        "language_model": {"base": {"perplexity": 21.714, "windows": 8, "window": 2048},
@@ -18,7 +19,7 @@ LLM = {"task": {"metric": "acc_norm"}, "warnings": ["base model on piqa: at chan
 
 
 def test_an_llm_comparison_in_a_few_lines():
-    lines = comparison_text(LLM).splitlines()
+    lines = comparison_text(typed_comparison(LLM)).splitlines()
     assert lines[0] == "Mean accuracy of the 1 task above chance, compressed − base: -3.1 [-5.0, -1.2] points"
     arc = next(line for line in lines if line.startswith("arc "))
     assert arc.split() == ["arc", "acc_norm", "50.0", "46.9", "-3.1", "[-5.0,", "-1.2]", "9", "c→w,", "3", "w→c"]
@@ -31,7 +32,7 @@ def test_an_llm_comparison_in_a_few_lines():
 
 def test_no_headline_when_no_task_is_above_chance():
     at_chance = {**LLM, "llm": {**LLM["llm"], "headline_tasks": [], "headline": None}}
-    assert comparison_text(at_chance).splitlines()[0].startswith("No headline: no task is above chance")
+    assert comparison_text(typed_comparison(at_chance)).splitlines()[0].startswith("No headline: no task is above chance")
 
 
 def test_a_classification_comparison_gives_a_row_a_set():
@@ -40,7 +41,7 @@ def test_a_classification_comparison_gives_a_row_a_set():
                      "adversarial": {"base": {"accuracy": 0.4}, "compressed": {"accuracy": 0.3}}},
             "intervals": {"delta": {"sets": {"dev": {"value": -0.05, "low": -0.08, "high": -0.02},
                                              "adversarial": {"value": -0.1, "low": -0.2, "high": 0.0}}}}}
-    text = comparison_text(card)
+    text = comparison_text(typed_comparison(card))
     assert text.splitlines()[0] == "Dev accuracy, compressed − base: -5.0 [-8.0, -2.0] points"
     assert "adversarial  accuracy  40.0  30.0        -10.0 [-20.0, +0.0] not measurable" in text
     assert "warning" not in text and "perplexity" not in text
@@ -57,7 +58,7 @@ def test_a_generation_task_is_a_row_not_at_chance():
                                            "score": {"base": {"value": 0.4}, "compressed": {"value": 0.3},
                                                      "delta": {"value": -0.1, "low": -0.2, "high": -0.01}},
                                            "flips": {"correct_to_wrong": 3, "wrong_to_correct": 1}}}}}
-    lines = comparison_text(generation).splitlines()
+    lines = comparison_text(typed_comparison(generation)).splitlines()
     assert lines[0] == "No headline: the suite has no multiple-choice task (each task's change is below)."
     qa = next(line for line in lines if line.startswith("qa"))
     assert qa.split() == ["qa", "exact_match", "40.0", "30.0", "-10.0", "[-20.0,", "-1.0]", "3", "c→w,", "1", "w→c"]

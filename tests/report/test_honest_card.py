@@ -13,6 +13,8 @@ from forgetless.data.tasks import load_task
 from forgetless.report import honest
 from forgetless.report.markdown import _verdict, render_markdown
 from forgetless.report.predictions import read_predictions, recompute_accuracy
+from forgetless.report.card_types import Interval
+from typed_cards import typed_card
 
 torch.set_num_threads(1)
 RUN = ["--method", "heads", "--prune-count", "2", "--scoring-examples", "16", "--train-size", "64",
@@ -156,9 +158,9 @@ def test_healthy_fixture_has_no_warning_and_meaningful_f_bias(task):
     assert honest.collect(task, results, predictions, bias, None) == []
     assert honest.f_bias_meaningful(bias, [])
     section = honest.intervals_section(task, predictions, seed=3, n_resamples=200)
-    fb = section["f_bias"]
+    fb = section.f_bias
     assert fb["low"] <= fb["f_bias"] <= fb["high"] and fb["n_resamples"] == 200
-    assert section["sets"]["dev"]["base"] == {"accuracy": 1.0, "low": 1.0, "high": 1.0, "n": 200}
+    assert section.sets["dev"]["base"] == Interval(accuracy=1.0, low=1.0, high=1.0, n=200)
 
 
 def test_more_training_warns_only_when_compressed_beats_base(task):
@@ -174,7 +176,7 @@ def test_more_training_warns_only_when_compressed_beats_base(task):
 
 def _verdict_card(low, high, f_bias_meaningful=True):
     return {"params": {"ratio": 0.5, "nonzero_ratio": 0.5}, "method": {"structured": True},
-            "headline": {"kept": 0.99, "metric": "accuracy"}, "challenge": None, "warnings": [],
+            "headline": {"kept": 0.99, "metric": "accuracy"}, "warnings": [],
             "bias": {"f_bias": 1.2, "meaningful": f_bias_meaningful},
             "speed": {"meaningful": True, "mode": "forward", "throughput_per_s": {"speedup": 1.1},
                       "timing": {"throughput": {"speedup": {"speedup": 1.1, "low": low, "high": high,
@@ -182,9 +184,9 @@ def _verdict_card(low, high, f_bias_meaningful=True):
 
 
 def test_verdict_says_no_measurable_speedup_and_not_meaningful():
-    assert "no measurable speedup (throughput 1.10× [0.90, 1.30] not measurable)" in _verdict(_verdict_card(0.9, 1.3))
-    assert "throughput speedup 1.10× [1.05, 1.20]" in _verdict(_verdict_card(1.05, 1.2))
-    assert "not meaningful" in _verdict(_verdict_card(1.05, 1.2, f_bias_meaningful=False))
+    assert "no measurable speedup (throughput 1.10× [0.90, 1.30] not measurable)" in _verdict(typed_card(_verdict_card(0.9, 1.3)))
+    assert "throughput speedup 1.10× [1.05, 1.20]" in _verdict(typed_card(_verdict_card(1.05, 1.2)))
+    assert "not meaningful" in _verdict(typed_card(_verdict_card(1.05, 1.2, f_bias_meaningful=False)))
     assert render_markdown  # the full rendering is checked on the pipeline card above
 
 

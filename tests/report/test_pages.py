@@ -16,6 +16,7 @@ from forgetless.cli import main
 from forgetless.report.headline import headline_numbers, verdict
 from forgetless.report.pareto import pareto_front
 from forgetless.report.summary import summary_panel
+from typed_cards import typed_card
 
 
 def _card(base_dev=0.80, comp_dev=0.769, base_ch=0.60, comp_ch=0.475, meaningful=True, speedup=(1.9, 1.7, 2.1),
@@ -37,13 +38,13 @@ def _card(base_dev=0.80, comp_dev=0.769, base_ch=0.60, comp_ch=0.475, meaningful
 
 
 def test_verdict_line_hand_computed():
-    assert verdict(_card()) == "lost 3.1 points on dev, 12.5 on advglue — loses more on the challenge set"
-    assert verdict(_card(comp_ch=0.62, warnings=["w"])) == \
+    assert verdict(typed_card(_card())) == "lost 3.1 points on dev, 12.5 on advglue — loses more on the challenge set"
+    assert verdict(typed_card(_card(comp_ch=0.62, warnings=["w"]))) == \
         "lost 3.1 points on dev, gained 2.0 points on advglue — loses less on the challenge set (1 warning: read them first)"
-    assert verdict(_card(comp_dev=0.78, comp_ch=0.585)) == \
+    assert verdict(typed_card(_card(comp_dev=0.78, comp_ch=0.585))) == \
         "lost 2.0 points on dev, 1.5 on advglue — changes about as much on both"
-    assert verdict(_card(comp_dev=0.80, comp_ch=0.60)) == "no net change on dev and on advglue"  # no paired intervals
-    n = headline_numbers(_card())
+    assert verdict(typed_card(_card(comp_dev=0.80, comp_ch=0.60))) == "no net change on dev and on advglue"  # no paired intervals
+    n = headline_numbers(typed_card(_card()))
     assert n["dev"]["compressed"] == {"value": 0.769, "low": pytest.approx(0.719), "high": pytest.approx(0.819)}
     assert n["f_bias"] == {"value": 1.5, "low": 1.2, "high": 1.9, "meaningful": True}
     assert n["speedup"]["measurable"] and n["params"]["ratio"] == 0.5
@@ -55,16 +56,16 @@ def test_the_verdict_states_paired_intervals_and_not_measurable():
     delta = lambda v, low, high: {"value": v, "low": low, "high": high, "n": 200}  # noqa: E731
     card = _card()
     card["intervals"]["delta"] = {"sets": {"dev": delta(-0.031, -0.07, 0.005)}, "challenge": delta(-0.125, -0.2, -0.05)}
-    assert verdict(card) == ("-3.1 points [-7.0, +0.5] on dev: not measurable (the interval includes 0), lost 12.5 "
+    assert verdict(typed_card(card)) == ("-3.1 points [-7.0, +0.5] on dev: not measurable (the interval includes 0), lost 12.5 "
                              "points [-20.0, -5.0] on advglue")
     card["intervals"]["delta"]["sets"]["dev"] = delta(-0.031, -0.05, -0.01)
-    assert verdict(card) == ("lost 3.1 points [-5.0, -1.0] on dev, lost 12.5 points [-20.0, -5.0] on advglue — loses "
+    assert verdict(typed_card(card)) == ("lost 3.1 points [-5.0, -1.0] on dev, lost 12.5 points [-20.0, -5.0] on advglue — loses "
                              "more on the challenge set")
-    llm = {**card, "challenge": None, "llm": {"headline_tasks": ["a", "b", "c", "d"], "headline": {
+    llm = {**card, "challenge": None, "bias": None, "hard_easy": None, "llm": {"headline_tasks": ["a", "b", "c", "d"], "headline": {
         "base": {"value": 0.45, "low": 0.4, "high": 0.5}, "compressed": {"value": 0.39, "low": 0.33, "high": 0.45},
         "delta": delta(-0.06, -0.125, 0.01)}}}
-    assert verdict(llm) == "-6.0 points [-12.5, +1.0] on the mean of the 4 LLM tasks above chance: not measurable (the interval includes 0)"
-    assert headline_numbers(llm)["deltas"]["dev"]["low"] == -0.125
+    assert verdict(typed_card(llm)) == "-6.0 points [-12.5, +1.0] on the mean of the 4 LLM tasks above chance: not measurable (the interval includes 0)"
+    assert headline_numbers(typed_card(llm))["deltas"]["dev"]["low"] == -0.125
 
 
 def test_the_verdict_says_unchanged_only_when_no_item_changed():
@@ -73,25 +74,25 @@ def test_the_verdict_says_unchanged_only_when_no_item_changed():
     delta = lambda v, low, high: {"value": v, "low": low, "high": high, "n": 200}  # noqa: E731
     card = _card(comp_dev=0.80, comp_ch=0.60)
     card["intervals"]["delta"] = {"sets": {"dev": delta(0.0, -0.04, 0.04)}, "challenge": delta(0.0, -0.065, 0.06)}
-    assert verdict(card) == ("+0.0 points [-4.0, +4.0] on dev: not measurable (the interval includes 0), +0.0 points "
+    assert verdict(typed_card(card)) == ("+0.0 points [-4.0, +4.0] on dev: not measurable (the interval includes 0), +0.0 points "
                              "[-6.5, +6.0] on advglue: not measurable (the interval includes 0)")
     card["intervals"]["delta"] = {"sets": {"dev": delta(0.0, 0.0, 0.0)}, "challenge": delta(0.0, 0.0, 0.0)}
-    assert verdict(card) == "unchanged on dev and on advglue"
+    assert verdict(typed_card(card)) == "unchanged on dev and on advglue"
     card["intervals"]["delta"]["challenge"] = delta(0.0, -0.01, 0.01)
-    assert verdict(card) == "unchanged on dev, +0.0 points [-1.0, +1.0] on advglue: not measurable (the interval includes 0)"
+    assert verdict(typed_card(card)) == "unchanged on dev, +0.0 points [-1.0, +1.0] on advglue: not measurable (the interval includes 0)"
 
 
 def test_summary_panel_colours_deltas_and_greys_what_cannot_be_trusted():
-    page = summary_panel(_card())
+    page = summary_panel(typed_card(_card()))
     # dev: base [75.0, 85.0] and compressed [71.9, 81.9] overlap: grey; challenge [55, 65] vs [42.5, 52.5]: red
     assert '<div class="tile neutral"><div class="label">dev accuracy</div><div class="value">-3.1 pts</div>' in page
-    assert '<div class="tile bad"><div class="label">dev accuracy</div>' in summary_panel(_card(comp_dev=0.65))
+    assert '<div class="tile bad"><div class="label">dev accuracy</div>' in summary_panel(typed_card(_card(comp_dev=0.65)))
     assert '<div class="tile bad"><div class="label">challenge: advglue</div><div class="value">-12.5 pts</div>' in page
     assert "base 80.0 [75.0, 85.0]% → 76.9 [71.9, 81.9]%" in page
     assert '<div class="tile bad"><div class="label">F_bias (relative bias)</div><div class="value">1.50</div>' in page
     assert '<div class="tile good"><div class="label">size (parameters)</div><div class="value">0.50×</div>' in page
     assert '<div class="tile good"><div class="label">speedup (throughput)</div><div class="value">1.90×</div>' in page
-    grey = summary_panel(_card(meaningful=False, speedup=(1.1, 0.8, 1.5), warnings=["base <at> chance"]))
+    grey = summary_panel(typed_card(_card(meaningful=False, speedup=(1.1, 0.8, 1.5), warnings=["base <at> chance"])))
     assert '<div class="tile neutral"><div class="label">F_bias (relative bias)</div>' in grey and "not meaningful" in grey
     assert '<div class="tile neutral"><div class="label">speedup (throughput)</div>' in grey and "includes 1" in grey
     # an interval that includes 1: no coloured speed tile and the figure only with its interval
@@ -99,7 +100,7 @@ def test_summary_panel_colours_deltas_and_greys_what_cannot_be_trusted():
     assert re.findall(r"\d\.\d\d×(?! \[)", grey) == ["0.50×"]  # the size ratio; no bare speedup
     card = _card(speedup=(1.0, 0.5, 3.41))
     card["intervals"]["f_bias"].update(low=0.8, high=1.3)  # F_bias interval includes 1: grey too
-    page = summary_panel(card)
+    page = summary_panel(typed_card(card))
     assert '<div class="tile neutral"><div class="label">F_bias (relative bias)</div>' in page
     assert "includes 1: no measurable change in bias" in page
     assert '<div class="tile neutral"><div class="label">speedup (throughput)</div>' in page
@@ -215,7 +216,7 @@ def test_compare_two_runs_side_by_side_and_the_output_rule(two_runs, tmp_path, c
     assert f"{100 * dev['accuracy']:.1f} [{100 * dev['low']:.1f}, {100 * dev['high']:.1f}]" in row
     change = cards[0]["intervals"]["delta"]["sets"]["dev"]  # the paired interval of the change, "not measurable" …
     assert f"({100 * change['value']:+.1f} [{100 * change['low']:+.1f}, {100 * change['high']:+.1f}]" in row
-    size = headline_numbers(cards[0])["size"]  # the saved folder against the teacher's, on disk; heads zero no weight
+    size = headline_numbers(typed_card(cards[0]))["size"]  # the saved folder against the teacher's, on disk; heads zero no weight
     assert size["what"] == "the base's float32 folder on disk" and f"| {size['ratio']:.2f}× | – |" in row
     assert ("not meaningful" in row) == (not cards[0]["bias"]["meaningful"])
     assert "| truncate | truncate | layers=1 |" in text and "| heads, truncate | " in text  # one shared base row
@@ -242,7 +243,7 @@ def test_sweep_page_carries_warnings_and_names_the_level(two_runs, tmp_path):
 
     cards = [json.loads((run / "report.json").read_text()) for run in two_runs]
     cards[1]["method"]["config"]["ratio"], cards[1]["seed"] = 0.4, 1  # a second level of the heads option
-    records = [_record(cards[0], "ratio"), _record({**cards[1], "method": cards[0]["method"]}, "ratio")]
+    records = [_record(typed_card(cards[0]), "ratio"), _record(typed_card({**cards[1], "method": cards[0]["method"]}), "ratio")]
     records[1]["level"] = 0.4
     setup = {"method": "heads", "method_options": {}, "level_option": "ratio", "student_init": "teacher",
              "seeds": [0, 1], "train": {"epochs": 1}, "teacher_train": {"epochs": 1}}
@@ -339,7 +340,7 @@ def test_tags_in_users_data_are_shown_as_text_in_every_page(tmp_path, capsys):
     model_card = (run / "model" / "README.md").read_text().split("\n---\n", 1)[1]  # the body under its YAML
     _inert(github.render(model_card), ["adv<iframe srcdoc>", *warned], local)
 
-    records = [_record(card, "layers")]
+    records = [_record(typed_card(card), "layers")]
     setup = {"method": "truncate", "method_options": {"stack": "<svg onload=alert(10)>"}, "level_option": "layers",
              "student_init": "teacher", "seeds": [0], "train": {"epochs": 1}, "teacher_train": {"epochs": 1}}
     task = {"name": "files<script>alert(11)</script>", "protocol": card["task"]["protocol"], "train": 8, "sets": {}}
@@ -360,14 +361,14 @@ def test_a_speedup_whose_interval_includes_1_is_never_shown_alone(two_runs):
     for part, key in (("latency", "latency_ms"), ("throughput", "throughput_per_s")):
         speed[key]["speedup"] = 4.99
         speed["timing"][part]["speedup"].update(speedup=4.99, low=0.5, high=3.41, measurable=False)
-    text = render_markdown(card)
+    text = render_markdown(typed_card(card))
     section = text.split("## Speed")[1].split("\n## ")[0]
     assert "| 4.99× [0.50, 3.41] not measurable |" in section
     assert re.findall(r"\d\.\d\d×(?! \[)", section) == []  # every speedup figure with its interval
     assert "no measurable speedup (throughput 4.99× [0.50, 3.41] not measurable)" in text
-    assert re.findall(r"4\.99×(?! \[)", text + summary_panel(card)) == []
-    assert '<div class="value">not measurable</div>' in summary_panel(card)
-    summary = model_card_summary(card)["speed"]
+    assert re.findall(r"4\.99×(?! \[)", text + summary_panel(typed_card(card))) == []
+    assert '<div class="value">not measurable</div>' in summary_panel(typed_card(card))
+    summary = model_card_summary(typed_card(card))["speed"]
     assert summary["throughput speedup [95% interval]"] == "4.99× [0.50, 3.41] not measurable"
 
 
@@ -388,7 +389,7 @@ def test_size_tile_compares_the_saved_folder_with_the_file_the_user_started_from
     card["params"]["base"].update(started_from=start, disk_bytes=541_600_000)
     card["params"]["compressed"]["disk_bytes"] = 174_300_000
     card["params"]["stored"] = {"quantized": {"bits_per_weight": 4.5}}
-    page = summary_panel(card)
+    page = summary_panel(typed_card(card))
     assert '<div class="tile bad"><div class="label">size on disk</div><div class="value">1.78×</div>' in page
     assert "174.3 MB vs 98.0 MB (SmolLM2 as given (model.Q4_1.gguf)); 0.32× its float32 folder; 4.50 bits per " \
            "quantized weight" in page

@@ -10,6 +10,7 @@ import pytest
 
 from browser import CHROMIUM, Browser
 from forgetless.cli import main
+from typed_cards import typed_card
 
 pytestmark = pytest.mark.skipif(not os.access(CHROMIUM, os.X_OK),
                                 reason=f"{CHROMIUM} is absent (apt-get install chromium); the browser test skips")
@@ -25,7 +26,7 @@ def _sweep_page(two_runs, folder):
     from forgetless.sweep.table import _record, _summary, write_sweep
 
     cards = [json.loads((run / "report.json").read_text()) for run in two_runs]
-    records = [_record(card, "ratio") for card in cards]
+    records = [_record(typed_card(card), "ratio") for card in cards]
     records[1]["level"], records[1]["objective"] = 0.4, "rmc"
     setup = {"method": "heads", "method_options": {}, "level_option": "ratio", "student_init": "teacher",
              "seeds": [0], "train": {"epochs": 1}, "teacher_train": {"epochs": 1}}

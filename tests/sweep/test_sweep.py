@@ -7,6 +7,8 @@ from forgetless.data.synthetic import synthetic_shortcut_task
 from forgetless.errors import ConfigError
 from forgetless.sweep import aggregate, render_markdown, run_sweep, table
 from forgetless.config import SpeedConfig, SweepConfig, TrainConfig
+from forgetless.report.card_types import Card
+from typed_cards import typed_card
 from tiny_bert import tiny_bert, tiny_tokenizer
 
 
@@ -60,7 +62,7 @@ def test_sweep_end_to_end_and_resume(tmp_path):
     assert render_markdown(again) == text
     cards = sorted((json.loads(p.read_text()) for p in (out / "runs").glob("*/report.json")),
                    key=lambda c: (c["seed"], ["ce", "rmc"].index(c["method"]["objective"])))
-    collected = table._summary([table._record(c) for c in cards], summary["task"], summary["setup"], {}, None)
+    collected = table._summary([table._record(Card.from_json(c)) for c in cards], summary["task"], summary["setup"], {}, None)
     assert [r["dev"] for r in collected["rows"]] == [r["dev"] for r in summary["rows"]]  # from the run folders alone
 
 
@@ -156,14 +158,14 @@ def test_finished_run_is_reused_across_progress_and_cadence_and_rerun_with_a_lin
     config = RunConfig()
     run_dir = tmp_path / "ce-s0.5-seed0"
     run_dir.mkdir()
-    (run_dir / "report.json").write_text(json.dumps({"headline": "kept"}))
+    (run_dir / "report.json").write_text(json.dumps(typed_card({}).to_json()))
     (run_dir / RUN_FILE).write_text(json.dumps({"command": "compress", "key": run_key(task, config),
                                                 "config": run_identity(config)}))
     assert _reuse(run_dir, config, task) is None  # not finished: no sweep-run.json yet
     (run_dir / "sweep-run.json").write_text(json.dumps({"key": run_key(task, config), "seconds": 1.0}))
 
     quiet = replace(config, progress=not config.progress, train=replace(config.train, save_steps=7, logging_steps=3))
-    assert _reuse(run_dir, quiet, task)["sweep_run"]["seconds"] == 1.0
+    assert _reuse(run_dir, quiet, task)[1] == 1.0  # the card and the seconds of its run
     assert capsys.readouterr().err == ""
 
     other = replace(config, train=replace(config.train, learning_rate=1e-3, epochs=2.0))

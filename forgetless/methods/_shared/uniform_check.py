@@ -69,10 +69,10 @@ def run_uniform_check(ctx, method, teacher, evaluate, compressed_results: dict, 
     predictions = results.pop("predictions")
     compared = comparison(ctx.task, {"base": results, "compressed": compressed_results},
                           {"base": predictions, "compressed": compressed_predictions}, seed)
-    llm = compared.get("llm") or {}
-    pooled, headline, near_chance = llm.get("pooled"), llm.get("headline") or {}, False
+    llm = compared.llm  # the typed LLM suite section (report/card_types.LlmSuite)
+    pooled, headline, near_chance = llm.pooled, llm.headline or {}, False
     if pooled is None:  # no task above chance: every multiple-choice task's items, flagged
-        names = [n for n, t in llm.get("tasks", {}).items() if t["output_type"] == MULTIPLE_CHOICE]
+        names = [n for n, t in llm.tasks.items() if t["output_type"] == MULTIPLE_CHOICE]
         pooled = pooled_items({"base": predictions, "compressed": compressed_predictions}, names, seed) if names \
             else {}
         near_chance = True
