@@ -1,4 +1,4 @@
-"""The card's bit budget (``methods/quantize/budget.py``): the budget and the range the model's units can
+"""The card's bit budget (``methods/_shared/budget.py``): the budget and the range the model's units can
 reach, the formats chosen per unit with their bits and measured KL, the bits per weight reached and the bytes
 stored, what the sensitivity pass and the allocation cost, and a plot of the bits per unit
 (``budget_bits.png``). Read from the quantizing method's card section ``budget``."""

@@ -156,7 +156,7 @@ def llm_compare_plot(cards: dict[str, Card], path: str | Path) -> Path:
 
 
 def _uniform_points(ax, cards: dict[str, Card], size) -> None:
-    """A bit budget's uniform check (``methods/quantize/uniform_check.py``) as a square beside its mix: the
+    """A bit budget's uniform check (``methods/_shared/uniform_check.py``) as a square beside its mix: the
     uniform format's mean accuracy on the same items against its size (the mix's, with the uniform format's
     bytes in place of the mix's)."""
     for name, card in cards.items():

@@ -1,4 +1,4 @@
-"""The card's sensitivity ranking (``methods/quantize/sensitivity.py``: each quantized unit put alone into
+"""The card's sensitivity ranking (``methods/_shared/sensitivity.py``: each quantized unit put alone into
 the base model, its KL divergence to the base on calibration text, its share and the predictions it
 flips), what the ranking cost, and the mixed-precision advice: an ``--ignore`` option keeping the most
 sensitive units unquantized, or why there is none. Read from the quantizing method's card section
