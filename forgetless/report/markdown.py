@@ -1,6 +1,7 @@
 """Markdown rendering of a report card (see ``card.py`` for the schema)."""
 from __future__ import annotations
 
+from ..data.task_kinds import task_kind
 from .inert import inert
 from .headline import megabytes as mb, size_numbers, speedup, speedup_text, verdict
 from .size_speed_markdown import size_markdown, speed_markdown
@@ -38,7 +39,7 @@ def render_markdown(card: Card, summary: bool = True) -> str:
         lines += [f"**Verdict:** {verdict(card)}.", "", _verdict(card), ""]
     plots = card.plots or []
     shown = ["", *[f"![{p}]({p})" for p in plots[:1]]]  # beside the table whose numbers it shows
-    if card.kind.task == "classification":
+    if task_kind(card.kind.task).labelled:
         lines += _classification(card, shown)
     elif card.llm is not None:  # an LLM suite (report/llm_markdown.py): its perplexity too
         lines += llm_markdown(card, shown)
