@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..quantization.format import QuantFormat
+
 if TYPE_CHECKING:  # types only: comparison_text (which card_types' Comparison imports) reads headline, then this
     from .card_types import Card
 
@@ -23,8 +25,9 @@ def method_label(name: str, config: dict) -> str:
         return f"{name} {100 * config['sparsity']:g}%"
     if config.get("bits_budget"):
         return f"{name} {config['bits_budget']:g}-bit budget"
-    if config.get("weight_type") == "fp8":
-        return f"{name} fp8"
+    fmt = QuantFormat.from_config(config)
+    if fmt is not None:
+        return f"{name} {fmt.name_word}"
     if isinstance(config.get("bits"), int):
         return f"{name} {config['bits']}-bit"
     if isinstance(config.get("dtype"), str):
@@ -37,23 +40,15 @@ def chain_name(methods: list[dict]) -> str:
     return " + ".join(method_label(m["name"], m.get("config") or {}) for m in methods)
 
 
-INPUTS = {"int8-token": "int8 inputs per token", "fp8-token": "fp8 inputs per token",
-          "fp8-tensor": "fp8 inputs per tensor"}
-
-
 def format_label(config: dict) -> str | None:
     """A quantizing method's format in words (``fp8 weights per row, fp8 inputs per token``, ``int4 weights,
     groups of 128, asymmetric``); None for a config without one."""
-    if "weight_type" not in config:
+    fmt = QuantFormat.from_config(config)
+    if fmt is None:
         return None
     if config.get("bits_budget"):
         return f"formats of a {config['bits_budget']:g}-bit budget"
-    per = "per row" if config.get("group_size") == -1 else "per tensor" if config.get("group_size") == 0 else \
-        f"groups of {config.get('group_size')}"
-    weights = f"fp8 weights {per}" if config["weight_type"] == "fp8" else \
-        f"int{config.get('bits')} weights, {per}{', asymmetric' if config.get('asymmetric') else ''}"
-    inputs = INPUTS.get(config.get("activations"))
-    return f"{weights}, {inputs}" if inputs else weights
+    return fmt.title
 
 
 def card_chain(card: Card) -> str:
