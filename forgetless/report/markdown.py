@@ -6,8 +6,7 @@ from .inert import inert
 from .headline import megabytes as mb, size_numbers, speedup, speedup_text, verdict
 from .size_speed_markdown import size_markdown, speed_markdown
 from .layers import layers_markdown
-from .budget import budget_markdown
-from .sensitivity import sensitivity_markdown
+from .sections import method_sections
 from .llm_markdown import llm_markdown
 from .naming import card_title, quantizes, zeroes_weights
 from .card_types import Card, Interval
@@ -72,8 +71,9 @@ def render_markdown(card: Card, summary: bool = True) -> str:
     lines += _training(card) + size_markdown(card) + speed_markdown(card)
     lines += _deployment(card)
     lines += layers_markdown(card)
-    lines += sensitivity_markdown(card)
-    lines += budget_markdown(card)
+    sections = method_sections(card)
+    lines += sections.sensitivity.markdown() if sections.sensitivity else []
+    lines += sections.budget.markdown(card.plots or []) if sections.budget else []
     lines += _robustness(card)
     lines += calibration_markdown(card)
     if card.notes:

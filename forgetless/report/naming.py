@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..quantization.format import QuantFormat
+from .sections import method_sections
 
 if TYPE_CHECKING:  # types only: comparison_text (which card_types' Comparison imports) reads headline, then this
     from .card_types import Card
@@ -84,7 +85,7 @@ def quantized_layer_count(card: Card) -> int | None:
     ``layers``: an expert's projection counted once, as in its coverage note), the one count every page
     gives. A card without that section (an older one): the compressed-tensors modules of the weights file
     (``params.stored``; a Mixtral expert's ``gate_up_proj`` is stored there as two, ``w1`` and ``w3``)."""
-    section = card.method.sections.get("quantization") or {}
-    if isinstance(section.get("layers"), int):
-        return section["layers"]
+    section = method_sections(card).quantization
+    if section is not None and section.layers is not None:
+        return section.layers
     return ((card.params.stored or {}).get("quantized") or {}).get("layers")

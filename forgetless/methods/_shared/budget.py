@@ -43,6 +43,7 @@ from ...quantization.candidates import Candidate, candidates
 from ...quantization.compressed_tensors import stored_layout
 from ...quantization.format import PACKED
 from ...quantization.layers import attach
+from ...report.budget import PLOT, BudgetSection
 from .allocation import allocate
 from .sensitivity import BATCH, TEXTS, TOKENS, _expert_linears, measure, units
 
@@ -286,7 +287,7 @@ def budget_plots(method, out_dir) -> list:
     """The bits-per-unit plot of a method that spent a budget (``report/budget.py``)."""
     from pathlib import Path
 
-    from ...report.budget import PLOT, budget_plot
+    from ...report.plots import budget_plot  # matplotlib: imported when a budget is drawn
 
     plan = getattr(method, "plan", None)
-    return [budget_plot(plan.section, Path(out_dir) / PLOT)] if plan is not None else []
+    return [budget_plot(BudgetSection.read(plan.section), Path(out_dir) / PLOT)] if plan is not None else []
