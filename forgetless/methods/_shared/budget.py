@@ -43,7 +43,6 @@ from ...quantization.candidates import Candidate, candidates
 from ...quantization.compressed_tensors import stored_layout
 from ...quantization.format import PACKED
 from ...quantization.layers import attach
-from ...report.budget import PLOT, BudgetSection
 from .allocation import allocate
 from .sensitivity import BATCH, TEXTS, TOKENS, _expert_linears, measure, units
 
@@ -281,13 +280,3 @@ def check_budget_fits(method, model: nn.Module) -> None:
     """A budget's range on the model's units, before any work (``sized``)."""
     if method.config.bits_budget:
         sized(method.config, model)
-
-
-def budget_plots(method, out_dir) -> list:
-    """The bits-per-unit plot of a method that spent a budget (``report/budget.py``)."""
-    from pathlib import Path
-
-    from ...report.plots import budget_plot  # matplotlib: imported when a budget is drawn
-
-    plan = getattr(method, "plan", None)
-    return [budget_plot(BudgetSection.read(plan.section), Path(out_dir) / PLOT)] if plan is not None else []

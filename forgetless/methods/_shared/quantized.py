@@ -6,13 +6,14 @@ check that the chosen linears can be stored in the run's format. Each takes the 
 from __future__ import annotations
 
 import statistics
+from pathlib import Path
 
 from torch import nn
 
 from ...errors import OptionError
 from ...models.experts import ExpertLinear
 from ...quantization.format import INPUT_WORDS, PACKED
-from .budget import budget_plots
+from ...report.budget import PLOT, BudgetSection
 
 
 def label(config) -> str:
@@ -28,14 +29,6 @@ def describe(config) -> str:
     return config.format.describe()
 
 
-def quantized_artifacts(method) -> dict:
-    """What a quantizing method saves with the model: bits, group size (None for a bit budget's mix) and its
-    per-layer entries."""
-    mixed = bool(method.config.bits_budget)
-    return {"bits": None if mixed else method.config.bits, "group_size": None if mixed else method.config.group_size,
-            "layers": getattr(method, "layers", [])}
-
-
 class QuantizedOutput:
     """What ``rtn``, ``gptq`` and ``awq`` give the run alike (mixed in before their base class): the artifacts
     saved with the model, the bit budget's plot, and the card's quantization section (``ERROR``: the name of
@@ -43,10 +36,17 @@ class QuantizedOutput:
     ERROR = "reconstruction_error"
 
     def artifacts(self) -> dict:
-        return quantized_artifacts(self)
+        """What the method saves with the model: bits, group size (None for a bit budget's mix), its layers."""
+        mixed = bool(self.config.bits_budget)
+        return {"bits": None if mixed else self.config.bits, "group_size": None if mixed else self.config.group_size,
+                "layers": getattr(self, "layers", [])}
 
     def plots(self, out_dir) -> list:
-        return budget_plots(self, out_dir)
+        """The bits-per-unit plot of a method that spent a bit budget (``report/budget.py``)."""
+        from ...report.plots import budget_plot  # matplotlib: imported when a budget is drawn
+
+        plan = getattr(self, "plan", None)
+        return [budget_plot(BudgetSection.read(plan.section), Path(out_dir) / PLOT)] if plan is not None else []
 
     def report_section(self) -> dict | None:
         """The card's quantization section (None before the method quantized)."""
