@@ -24,8 +24,6 @@ FP8_NEEDS = "fp8 inputs go with fp8 weights (--weight-type fp8 --bits 8), as com
 INPUT_NEEDS = {"int8-token": "W8A8 int8 takes symmetric 8-bit integer weights (--bits 8, --weight-type int, no "
                               "--asymmetric), as compressed-tensors' int-quantized format",
                "fp8-token": FP8_NEEDS, "fp8-tensor": FP8_NEEDS}  # what the weights' codes must be for these inputs
-TITLE_INPUTS = {"int8-token": "int8 inputs per token", "fp8-token": "fp8 inputs per token",
-                "fp8-tensor": "fp8 inputs per tensor"}  # the inputs in a scheme's title
 INTEGER = "int"  # the integer codes' ``--weight-type`` (``ints.py``): named by their width
 INPUT_LABELS = {"int8-token": "W8A8 int8", "fp8-token": "W8A8 fp8 dynamic", "fp8-tensor": "W8A8 fp8 static"}
 CPU_NOTE = ("on CPU the inputs' and weights' quantize-dequantize runs in float32: exactly the numbers a W8A8 kernel "
@@ -111,7 +109,7 @@ class QuantFormat:
         per = {-1: "per row", 0: "per tensor"}.get(self.group_size, f"groups of {self.group_size}")
         weights = (f"int{self.bits} weights, {per}{'' if self.symmetric else ', asymmetric'}" if self.type == INTEGER
                    else f"{self.type} weights {per}")
-        return weights if self.weight_only else f"{weights}, {TITLE_INPUTS[self.activations]}"
+        return weights if self.weight_only else f"{weights}, {INPUT_WORDS[self.activations].split(' (')[0]}"
 
     @property
     def packed(self) -> bool:
