@@ -69,3 +69,14 @@ def test_gptq_refuses_codes_without_a_column_rule_before_any_work(monkeypatch):
     with pytest.raises(OptionError, match=r"^weight_type=int: these codes have no GPTQ column rule"):
         METHODS.make_config("gptq", {"bits": 4, "group_size": 16})
     METHODS.make_config("rtn", {"bits": 4, "group_size": 16})  # round-to-nearest needs none
+
+
+@pytest.mark.parametrize("fmt", [f for formats in EXAMPLES.values() for f in formats], ids=repr)
+def test_the_torch_free_words_agree_with_the_codes(fmt):
+    """What a saved card's pages ask without the codes' file (``forgetless report`` imports no torch) agrees
+    with what the codes answer: the format read back from a card's config, stored ``pack-quantized`` or not."""
+    config = {"bits": fmt.bits, "weight_type": fmt.type, "group_size": fmt.group_size,
+              "asymmetric": not fmt.symmetric, "activations": fmt.activations}
+    assert QuantFormat.from_config(config) == fmt and QuantFormat.from_config({"dtype": "int8"}) is None
+    assert fmt.packed == (fmt.ct_format == "pack-quantized")
+    assert fmt.name_word == {"int": f"{fmt.bits}-bit", "fp8": "fp8"}[fmt.type]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import fields
 
+from ..config import LM
 from ..errors import OptionError
 from ..options import default_of
 
@@ -17,6 +18,12 @@ class ModelKind:
     seq2seq = False  # an encoder-decoder: a BERT folder becomes a bert2bert of the same depth (``model_dims``)
     class_logits = False  # its model gives class logits (CLEVER estimates)
     served = False  # vLLM serves its folders (``serving/speed.served_for_card``)
+
+    @property
+    def language_model(self) -> bool:
+        """A decoder-only language model, scored by likelihood: the kinds the LM evaluation options apply to
+        (``config.LM``: zero-shot scoring, ``--perplexity-file``); its Linears' inputs are quantized per token."""
+        return self.name in LM
 
     def check_options(self, config) -> None:
         """An evaluation option of another model kind (``option(kinds=)``), a runtime the kind does not

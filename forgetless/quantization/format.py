@@ -5,7 +5,9 @@ weights' codes, a key of ``registry.CODES``: ``int``, ``fp8``; the codes' own fi
 depends on them), ``group_size`` (input columns per scale; -1 one per output row, 0 one per matrix),
 ``symmetric`` and ``activations`` (the inputs: none, int8 / fp8 per token at run time, or fp8 per tensor with
 a scale fixed from calibration). Standard library only: ``codes`` imports the codes' file (and torch) when a
-question needs it.
+question needs it; the words a saved card's pages name a format with (``from_config``, ``name_word``, ``title``,
+``packed``) need no codes' file, so ``forgetless report`` stays free of torch: integer codes are named by their
+width (``4-bit``), any other codes by their ``--weight-type`` name (``fp8``).
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ FP8_NEEDS = "fp8 inputs go with fp8 weights (--weight-type fp8 --bits 8), as com
 INPUT_NEEDS = {"int8-token": "W8A8 int8 takes symmetric 8-bit integer weights (--bits 8, --weight-type int, no "
                               "--asymmetric), as compressed-tensors' int-quantized format",
                "fp8-token": FP8_NEEDS, "fp8-tensor": FP8_NEEDS}  # what the weights' codes must be for these inputs
+INTEGER = "int"  # the integer codes' ``--weight-type`` (``ints.py``): named by their width
 INPUT_LABELS = {"int8-token": "W8A8 int8", "fp8-token": "W8A8 fp8 dynamic", "fp8-tensor": "W8A8 fp8 static"}
 CPU_NOTE = ("on CPU the inputs' and weights' quantize-dequantize runs in float32: exactly the numbers a W8A8 kernel "
             "computes, no speedup (int8 / fp8 matrix kernels need a GPU, e.g. vLLM's)")
@@ -43,6 +46,16 @@ class QuantFormat:
     def of(cls, config) -> QuantFormat:
         """The format a method's options give (``options.WeightFormat``: ``weight_type``, ``asymmetric``)."""
         return cls(config.bits, config.weight_type, config.group_size, not config.asymmetric, config.activations)
+
+    @classmethod
+    def from_config(cls, config: dict) -> QuantFormat | None:
+        """The format of a method's config as a card records it (``method.config``: ``weight_type``, ``bits``,
+        ``group_size``, ``asymmetric``, ``activations``); None for a config without one (a pruning method,
+        ``quantize``'s dtype)."""
+        if "weight_type" not in config:
+            return None
+        return cls(config.get("bits", cls.bits), config["weight_type"], config.get("group_size", cls.group_size),
+                   not config.get("asymmetric", False), config.get("activations", cls.activations))
 
     @property
     def codes(self):
@@ -83,6 +96,26 @@ class QuantFormat:
     def label(self) -> str:
         """"int4", "fp8", "W8A8 int8", "W8A8 fp8 dynamic", "W8A8 fp8 static": the card's quantization dtype."""
         return self.codes.label(self) if self.weight_only else INPUT_LABELS[self.activations]
+
+    @property
+    def name_word(self) -> str:
+        """The format in a run's name (``report/naming.method_label``): ``4-bit``, ``fp8``."""
+        return f"{self.bits}-bit" if self.type == INTEGER else self.type
+
+    @property
+    def title(self) -> str:
+        """The format in a scheme's title (``report/naming.format_label``): ``int4 weights, groups of 128,
+        asymmetric``, ``fp8 weights per row, fp8 inputs per token``."""
+        per = {-1: "per row", 0: "per tensor"}.get(self.group_size, f"groups of {self.group_size}")
+        weights = (f"int{self.bits} weights, {per}{'' if self.symmetric else ', asymmetric'}" if self.type == INTEGER
+                   else f"{self.type} weights {per}")
+        return weights if self.weight_only else f"{weights}, {INPUT_WORDS[self.activations].split(' (')[0]}"
+
+    @property
+    def packed(self) -> bool:
+        """compressed-tensors stores it ``pack-quantized`` (weight-only integer codes: W4A16, W8A16; ``ct_format``
+        without the codes' file)."""
+        return self.weight_only and self.type == INTEGER
 
     def describe(self) -> str:
         """"int4 weights, groups of 128, symmetric, weight-only" and the like, for the card's notes."""

@@ -92,7 +92,7 @@ def build_card(measured: Measurements, saved_model: dict | None = None, recipe: 
     compared = comparison(measured.task, measured.results, measured.predictions, run.seed, measured.calibration,
                           measured.training)
     sizes = {**measured.sizes, "compressed": {**measured.sizes["compressed"], **(saved_model or {})}}
-    leak = honest.run_calibration_leak(measured.task, run, [method, *measured.then], measured.kind.name,
+    leak = honest.run_calibration_leak(measured.task, run, [method, *measured.then], measured.kind,
                                        measured.calibration_texts)
     methods = [method, *measured.then]
     sections = [m.report_section() or {} for m in methods]  # each method's own card section (methods/base.py)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+from ..config import LM
 from ..data.task_kinds import task_kind
 from .json_types import OMIT, Count, Fraction, Keys, NonNegative, Percent, from_json, json_schema, to_json
 
@@ -348,7 +349,7 @@ def _check_kinds(card: Card) -> None:
         raise ValueError("calibration is a classification section")
     if task_kind(card.kind.task).suite != (card.llm is not None):
         raise ValueError("the llm section must be present exactly for lm-eval tasks (a suite)")
-    causal = card.kind.model == "causal-lm"
+    causal = card.kind.model in LM  # the model kinds scored by likelihood (zero-shot, held-out perplexity)
     if causal != (card.zero_shot is not None):
         raise ValueError("zero_shot must be present exactly for causal-lm models")
     if card.language_model is not None and not causal:

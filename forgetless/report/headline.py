@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .naming import quantizes, zeroes_weights
+from .sections import method_sections
 
 if TYPE_CHECKING:  # types only: comparison_text (which card_types' Comparison imports) reads this module
     from .card_types import JSON, Card, Interval
@@ -104,9 +105,9 @@ def sparsity(card: Card) -> float | None:
     """Share of zero prunable weights the chain's pruning made (``size_numbers``), or None."""
     if not zeroes_weights(card):
         return None
-    reached = (card.method.sections.get("sparsity") or {}).get("reached")
-    if quantizes(card) and reached is not None:
-        return reached
+    pruned = method_sections(card).sparsity
+    if quantizes(card) and pruned is not None and pruned.reached is not None:
+        return pruned.reached
     return card.params.compressed.get("prunable_sparsity")
 
 

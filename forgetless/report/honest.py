@@ -38,7 +38,7 @@ def prediction_rows(task, predictions: dict) -> list[dict]:
         for name, examples in task.eval_sets().items():
             entry = predictions[role][name]
             generated = entry.get("generated")
-            if task.kind == "generation":
+            if task_kind(task).pairs:  # generation: source → references
                 for i, text in enumerate(generated):
                     rows.append({"id": i, "set": name, "role": role, "gold": list(examples.references[i]),
                                  "predicted": text, "text": examples.sources[i]})
@@ -214,11 +214,11 @@ def collect(task, results: dict, predictions: dict, bias: dict | None, training:
     return [warning for warning in found if warning]  # the checks that fired (None: passed), in order
 
 
-def run_calibration_leak(task, run, methods: list, kind: str, texts: list[str] | None) -> str | None:
+def run_calibration_leak(task, run, methods: list, kind, texts: list[str] | None) -> str | None:
     """``trust.calibration_leak`` of a compress run whose chain calibrates on text: its texts
     (``--calibration-data``'s, read by the pipeline; else an LLM suite's calibration split: ``--train`` /
     the default XSum) against what the card evaluates (an LLM suite's perplexity text, a causal LM's
-    perplexity file, the sets)."""
+    perplexity file, the sets); ``kind``: the run's model kind (``kinds/base.ModelKind``)."""
     from ..metrics.perplexity import default_perplexity_file
 
     if not any(m.config.calibration == "text" for m in methods):
@@ -228,7 +228,7 @@ def run_calibration_leak(task, run, methods: list, kind: str, texts: list[str] |
     if texts is None:
         return None  # the task's own training split: disjoint from its evaluation sets by the task's making
     ppl = None
-    if kind == "causal-lm" and task.kind == "classification":  # held-out perplexity of a zero-shot run
+    if kind.language_model and task_kind(task).labelled:  # held-out perplexity of a zero-shot run
         ppl = run.eval.perplexity_file or default_perplexity_file(run.task.data_dir)
     return trust.calibration_leak(texts, evaluated_texts(task, ppl))
 

@@ -1,12 +1,12 @@
 """Markdown rendering of a report card (see ``card.py`` for the schema)."""
 from __future__ import annotations
 
+from ..data.task_kinds import task_kind
 from .inert import inert
 from .headline import megabytes as mb, size_numbers, speedup, speedup_text, verdict
 from .size_speed_markdown import size_markdown, speed_markdown
 from .layers import layers_markdown
-from .budget import budget_markdown
-from .sensitivity import sensitivity_markdown
+from .sections import method_sections
 from .llm_markdown import llm_markdown
 from .naming import card_title, quantizes, zeroes_weights
 from .card_types import Card, Interval
@@ -38,7 +38,7 @@ def render_markdown(card: Card, summary: bool = True) -> str:
         lines += [f"**Verdict:** {verdict(card)}.", "", _verdict(card), ""]
     plots = card.plots or []
     shown = ["", *[f"![{p}]({p})" for p in plots[:1]]]  # beside the table whose numbers it shows
-    if card.kind.task == "classification":
+    if task_kind(card.kind.task).labelled:
         lines += _classification(card, shown)
     elif card.llm is not None:  # an LLM suite (report/llm_markdown.py): its perplexity too
         lines += llm_markdown(card, shown)
@@ -71,8 +71,9 @@ def render_markdown(card: Card, summary: bool = True) -> str:
     lines += _training(card) + size_markdown(card) + speed_markdown(card)
     lines += _deployment(card)
     lines += layers_markdown(card)
-    lines += sensitivity_markdown(card)
-    lines += budget_markdown(card)
+    sections = method_sections(card)
+    lines += sections.sensitivity.markdown() if sections.sensitivity else []
+    lines += sections.budget.markdown(card.plots or []) if sections.budget else []
     lines += _robustness(card)
     lines += calibration_markdown(card)
     if card.notes:

@@ -13,6 +13,7 @@ from pathlib import Path
 from .headline import includes_zero, megabytes as mb, speedup_text
 from .llm_markdown import kl_text
 from .card_types import Card, Interval
+from ..quantization.format import QuantFormat
 from .naming import method_label, quantized_layer_count
 
 
@@ -225,14 +226,15 @@ def deployment_notes(card: Card) -> list[str]:
     notes = []
     for method in card.method.chain():
         name, config = method.name, method.config
+        fmt = QuantFormat.from_config(config)
         if method.structured:
             measured = ("the speed measured here (Speed) is what a CPU gets" if card.speed.timed
                         else "its speed was not timed in this run (--speed)")
             notes.append(f"{method_label(name, config)}: layers, heads or widths removed — a dense model with fewer "
                          f"FLOPs on any runtime; {measured}.")
-        elif config.get("activations", "none") != "none" or config.get("weight_type") == "fp8":  # W8A8 / FP8
-            notes.append(f"{method_label(name, config)} (compressed-tensors {config.get('weight_type', 'int')} weights, "
-                         f"inputs {config.get('activations')}): vLLM serves it with its W8A8 int8 / FP8 kernels on GPU "
+        elif fmt is not None and not fmt.packed:  # W8A8 / FP8
+            notes.append(f"{method_label(name, config)} (compressed-tensors {fmt.type} weights, "
+                         f"inputs {fmt.activations}): vLLM serves it with its W8A8 int8 / FP8 kernels on GPU "
                          f"({served_note(card)}); in PyTorch on CPU the inputs' and weights' quantize-dequantize runs in "
                          "float32: the same numbers, no speedup.")
         elif "bits" in config and "group_size" in config:  # a weight-only integer grid, saved as compressed-tensors

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..quantization.format import QuantFormat
+from .sections import method_sections
+
 if TYPE_CHECKING:  # types only: comparison_text (which card_types' Comparison imports) reads headline, then this
     from .card_types import Card
 
@@ -23,8 +26,9 @@ def method_label(name: str, config: dict) -> str:
         return f"{name} {100 * config['sparsity']:g}%"
     if config.get("bits_budget"):
         return f"{name} {config['bits_budget']:g}-bit budget"
-    if config.get("weight_type") == "fp8":
-        return f"{name} fp8"
+    fmt = QuantFormat.from_config(config)
+    if fmt is not None:
+        return f"{name} {fmt.name_word}"
     if isinstance(config.get("bits"), int):
         return f"{name} {config['bits']}-bit"
     if isinstance(config.get("dtype"), str):
@@ -37,23 +41,15 @@ def chain_name(methods: list[dict]) -> str:
     return " + ".join(method_label(m["name"], m.get("config") or {}) for m in methods)
 
 
-INPUTS = {"int8-token": "int8 inputs per token", "fp8-token": "fp8 inputs per token",
-          "fp8-tensor": "fp8 inputs per tensor"}
-
-
 def format_label(config: dict) -> str | None:
     """A quantizing method's format in words (``fp8 weights per row, fp8 inputs per token``, ``int4 weights,
     groups of 128, asymmetric``); None for a config without one."""
-    if "weight_type" not in config:
+    fmt = QuantFormat.from_config(config)
+    if fmt is None:
         return None
     if config.get("bits_budget"):
         return f"formats of a {config['bits_budget']:g}-bit budget"
-    per = "per row" if config.get("group_size") == -1 else "per tensor" if config.get("group_size") == 0 else \
-        f"groups of {config.get('group_size')}"
-    weights = f"fp8 weights {per}" if config["weight_type"] == "fp8" else \
-        f"int{config.get('bits')} weights, {per}{', asymmetric' if config.get('asymmetric') else ''}"
-    inputs = INPUTS.get(config.get("activations"))
-    return f"{weights}, {inputs}" if inputs else weights
+    return fmt.title
 
 
 def card_chain(card: Card) -> str:
@@ -89,7 +85,7 @@ def quantized_layer_count(card: Card) -> int | None:
     ``layers``: an expert's projection counted once, as in its coverage note), the one count every page
     gives. A card without that section (an older one): the compressed-tensors modules of the weights file
     (``params.stored``; a Mixtral expert's ``gate_up_proj`` is stored there as two, ``w1`` and ``w3``)."""
-    section = card.method.sections.get("quantization") or {}
-    if isinstance(section.get("layers"), int):
-        return section["layers"]
+    section = method_sections(card).quantization
+    if section is not None and section.layers is not None:
+        return section.layers
     return ((card.params.stored or {}).get("quantized") or {}).get("layers")

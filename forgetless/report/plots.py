@@ -11,7 +11,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from ..fsutil import atomic_write_bytes  # noqa: E402
 from .card_types import Card, Interval  # noqa: E402
+from .budget import BudgetSection  # noqa: E402
 from .headline import size_numbers  # noqa: E402
+from .sections import method_sections  # noqa: E402
 
 
 def save_figure(fig, path: str | Path) -> Path:
@@ -160,13 +162,13 @@ def _uniform_points(ax, cards: dict[str, Card], size) -> None:
     uniform format's mean accuracy on the same items against its size (the mix's, with the uniform format's
     bytes in place of the mix's)."""
     for name, card in cards.items():
-        section = card.method.sections.get("budget") or {}
-        check = section.get("uniform_check") or {}
+        budget = method_sections(card).budget
+        check = (budget.uniform_check if budget is not None else None) or {}
         entry = (check.get("headline") or {}).get("uniform") or {}
         mixed = size(card, "compressed")
         if entry.get("value") is None or mixed is None:
             continue
-        x, y = mixed + (check["bytes"] - section["bytes"]) / 1e6, 100 * entry["value"]
+        x, y = mixed + (check["bytes"] - budget.bytes) / 1e6, 100 * entry["value"]
         ax.errorbar([x], [y], yerr=[[y - 100 * entry["low"]], [100 * entry["high"] - y]], capsize=3,
                     linestyle="none", marker="s", color="#8c8c8c")
         ax.annotate(f"{name}: uniform {check['format']}", (x, y), fontsize=7, xytext=(3, -9), textcoords="offset points")
@@ -181,3 +183,25 @@ def _llm_point(card: Card, part: str, role: str) -> tuple:
         return 100 * entry["value"], 100 * entry["low"], 100 * entry["high"]
     lm = card.language_model
     return (getattr(lm, role)["perplexity"], None, None) if lm else (None, None, None)
+
+
+BUDGET_COLORS = {"kept": "#8c8c8c"}  # a bit budget's formats: a kept layer grey, the others in turn
+PALETTE = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3")
+
+
+def budget_plot(budget: BudgetSection, path: str | Path) -> Path:
+    """Bars: the bits per weight of each unit in the model's order, coloured by format; the budget dotted."""
+    rows = budget.assignment
+    colors = {name: BUDGET_COLORS.get(name, PALETTE[i % len(PALETTE)]) for i, name in enumerate(budget.formats)}
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.22 * len(rows) + 2), 3.4))
+    for name in budget.formats:
+        xs = [i for i, row in enumerate(rows) if row["format"] == name]
+        if xs:
+            ax.bar(xs, [rows[i]["bits"] for i in xs], color=colors[name], label=name)
+    ax.axhline(budget.bits_budget, color="#333333", linestyle="dotted", label=f"budget {budget.bits_budget:g}")
+    ax.set_xticks(list(range(len(rows))), [row["unit"] for row in rows], rotation=90, fontsize=6)
+    ax.set_ylabel("bits per weight (as stored)")
+    ax.set_yscale("log", base=2)
+    ax.set_title(f"bit budget {budget.bits_budget:g}: {budget.bits_per_weight:.3f} bits per weight reached")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return save_figure(fig, path)

@@ -13,9 +13,8 @@ from forgetless.kinds.base import ModelKind
 
 PACKAGE = Path(__file__).resolve().parents[2] / "forgetless"
 KIND_NAMES = ("classifier", "seq2seq", "causal-lm", "classification", "generation", "lm-eval")
-# comparisons left, none in validate.py: the report's (rewritten with the typed card), the quantization
-# method's (moving to forgetless/quantization) and offline.py's, which compares a task *name* (--task lm-eval)
-LEFT = {"report/honest.py", "report/markdown.py", "report/card_types.py", "methods/quantize/method.py", "offline.py"}
+# the one comparison left: offline.py's, which compares a task *name* (--task lm-eval), not a kind
+LEFT = {"offline.py"}
 
 
 def kind_name_comparisons() -> list[str]:
@@ -45,6 +44,7 @@ def test_each_kind_declares_what_the_checks_ask():
     assert [k.seq2seq for k in (classifier, seq2seq, causal)] == [False, True, False]
     assert [k.class_logits for k in (classifier, seq2seq, causal)] == [True, False, False]
     assert [k.served for k in (classifier, seq2seq, causal)] == [False, False, True]
+    assert [k.language_model for k in (classifier, seq2seq, causal)] == [False, False, True]
     assert causal.task_kinds == ("classification", "lm-eval") and seq2seq.runtimes == ("torch",)
     given = object()
     assert classifier.known_modules("a-folder", given) is None  # only a causal LM's modules are checked early

@@ -142,10 +142,11 @@ def test_budget_outside_the_range_is_one_error_before_any_work(budgeted):
 
 
 def test_card_says_when_the_uniform_check_was_skipped(budgeted):
-    from forgetless.report.budget import budget_markdown
+    from forgetless.report.sections import method_sections
 
     section = {**budgeted[1].report_section()["budget"], "uniform_check": None}
-    lines = budget_markdown(typed_card({"method": {"sections": {"budget": section}}}))
+    card = typed_card({"method": {"sections": {"budget": section}}})
+    lines = method_sections(card).budget.markdown(card.plots or [])
     assert lines[1] == "## Bit budget: 6 bits per weight" and lines[-1] == "No uniform check (--no-uniform-check)."
     assert sum(line.startswith("| model.layers.") for line in lines) == 14  # every unit's row
 

@@ -15,11 +15,16 @@ import forgetless
 from forgetless.errors import ConfigError
 from forgetless.methods._shared.sensitivity import Unfolded, measure, mixed_advice, mixed_ignore, run_sensitivity
 from forgetless.registry import METHODS
-from forgetless.report.sensitivity import sensitivity_markdown
+from forgetless.report.sections import method_sections
 from typed_cards import typed_card
 
 IDS = torch.randint(0, 64, (4, 10), generator=torch.Generator().manual_seed(0))
 BATCHES = [{"input_ids": IDS[i:i + 2], "attention_mask": torch.ones(2, 10, dtype=torch.long)} for i in (0, 2)]
+
+
+def sensitivity_lines(card) -> list[str]:
+    """The card's sensitivity section as ``report.md`` renders it (read through the card's one reader)."""
+    return method_sections(card).sensitivity.markdown()
 
 
 def llama():
@@ -66,7 +71,7 @@ def test_folded_linears_run_in_the_base_basis():
     with torch.no_grad():
         assert not torch.allclose(work(**BATCHES[0]).logits, base(**BATCHES[0]).logits, atol=1e-3)
     advice = {"keep": ["mlp.up_proj"], "ignore": "--ignore re:.*\\.mlp\\.up_proj$", "modules": ["a.b"]}
-    rows = "\n".join(sensitivity_markdown(typed_card({"method": {"sections": {"sensitivity": {**types, "mixed": advice}}}})))
+    rows = "\n".join(sensitivity_lines(typed_card({"method": {"sections": {"sensitivity": {**types, "mixed": advice}}}})))
     assert "| 1 |" in rows and "`--ignore re:.*\\.mlp\\.up_proj$` keeps the 1 most" in rows and "kind of linear" in rows
 
 
@@ -118,7 +123,7 @@ def test_no_advice_keeps_every_unit_of_a_two_block_model():
     section, ctx = ranked(char_llama(2), "blocks")
     assert len(section["ranking"]) == 2 and section["mixed_ignore"] == []
     assert "strict majority" in section["mixed"]["none"]
-    text = "\n".join(sensitivity_markdown(typed_card({"method": {"sections": {"sensitivity": section}}})))
+    text = "\n".join(sensitivity_lines(typed_card({"method": {"sections": {"sensitivity": section}}})))
     assert "No mixed-precision advice: 2 units" in text and "--ignore" not in text
 
 
@@ -167,7 +172,7 @@ def test_the_ranking_is_reproducible_and_costed():
     assert [r["unit"] for r in first["ranking"]] == [r["unit"] for r in again["ranking"]]
     assert [r["kl"] for r in first["ranking"]] == [r["kl"] for r in again["ranking"]]
     assert first["seconds"] > 0 and f"{first['seconds']:g} s" in ctx.notes[-1]
-    text = "\n".join(sensitivity_markdown(typed_card({"method": {"sections": {"sensitivity": first}}})))
+    text = "\n".join(sensitivity_lines(typed_card({"method": {"sections": {"sensitivity": first}}})))
     assert f"Measured in {first['seconds']:g} s." in text
 
 

@@ -45,3 +45,17 @@ def test_one_quantized_layer_count_on_every_page():
     assert size_summary(typed_card(moe))["bits per weight in the quantized layers"] == "6.033 (36 layers)"
     older = card({"name": "gptq", "config": {"bits": 4, "group_size": 16}}, params=params)  # no section: the file's
     assert quantized_layer_count(typed_card(older)) == 48
+
+
+def test_a_new_format_is_named_by_its_own_words_without_report_edits():
+    """A format registered after the report was written (a scratch NVFP4) is named by its ``--weight-type``,
+    not taken for an integer grid ("rtn 4-bit", as 0ba50b8 named it): the words come from the torch-free
+    ``QuantFormat``, and its deployment note is not the integer W4A16 one."""
+    from forgetless.report.model_card_sections import deployment_notes
+
+    nvfp4 = {"bits": 4, "group_size": 16, "weight_type": "nvfp4", "activations": "none", "asymmetric": False}
+    typed = typed_card(card({"name": "rtn", "config": nvfp4}))
+    assert card_title(typed) == "sst2 · rtn nvfp4"
+    assert card_chain(typed_card(card({"name": "rtn", "config": nvfp4}, scheme="NVFP4"))) == \
+        "NVFP4 (rtn nvfp4 weights groups of 16)"
+    assert deployment_notes(typed)[0].startswith("rtn nvfp4 (compressed-tensors nvfp4 weights, inputs none)")

@@ -280,13 +280,3 @@ def check_budget_fits(method, model: nn.Module) -> None:
     """A budget's range on the model's units, before any work (``sized``)."""
     if method.config.bits_budget:
         sized(method.config, model)
-
-
-def budget_plots(method, out_dir) -> list:
-    """The bits-per-unit plot of a method that spent a budget (``report/budget.py``)."""
-    from pathlib import Path
-
-    from ...report.budget import PLOT, budget_plot
-
-    plan = getattr(method, "plan", None)
-    return [budget_plot(plan.section, Path(out_dir) / PLOT)] if plan is not None else []

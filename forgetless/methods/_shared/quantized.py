@@ -5,11 +5,15 @@ check that the chosen linears can be stored in the run's format. Each takes the 
 (``budget.py``) is named as such."""
 from __future__ import annotations
 
+import statistics
+from pathlib import Path
+
 from torch import nn
 
 from ...errors import OptionError
 from ...models.experts import ExpertLinear
 from ...quantization.format import INPUT_WORDS, PACKED
+from ...report.budget import PLOT, BudgetSection
 
 
 def label(config) -> str:
@@ -25,36 +29,52 @@ def describe(config) -> str:
     return config.format.describe()
 
 
-def quantized_artifacts(method) -> dict:
-    """What a quantizing method saves with the model: bits, group size (None for a bit budget's mix) and its
-    per-layer entries."""
-    mixed = bool(method.config.bits_budget)
-    return {"bits": None if mixed else method.config.bits, "group_size": None if mixed else method.config.group_size,
-            "layers": getattr(method, "layers", [])}
+class QuantizedOutput:
+    """What ``rtn``, ``gptq`` and ``awq`` give the run alike (mixed in before their base class): the artifacts
+    saved with the model, the bit budget's plot, and the card's quantization section (``ERROR``: the name of
+    the per-layer error their ``layers`` record; ``section_keys``: the method's own keys)."""
+    ERROR = "reconstruction_error"
+
+    def artifacts(self) -> dict:
+        """What the method saves with the model: bits, group size (None for a bit budget's mix), its layers."""
+        mixed = bool(self.config.bits_budget)
+        return {"bits": None if mixed else self.config.bits, "group_size": None if mixed else self.config.group_size,
+                "layers": getattr(self, "layers", [])}
+
+    def plots(self, out_dir) -> list:
+        """The bits-per-unit plot of a method that spent a bit budget (``report/budget.py``)."""
+        from ...report.plots import budget_plot  # matplotlib: imported when a budget is drawn
+
+        plan = getattr(self, "plan", None)
+        return [budget_plot(BudgetSection.read(plan.section), Path(out_dir) / PLOT)] if plan is not None else []
+
+    def report_section(self) -> dict | None:
+        """The card's quantization section (None before the method quantized)."""
+        return quantization_section(self, self.ERROR, **self.section_keys()) if getattr(self, "layers", None) else None
+
+    def section_keys(self) -> dict:
+        """The method's own keys of its quantization section, after the error (none)."""
+        return {}
 
 
-def quantization_section(method, errors: dict, **extra) -> dict | None:
-    """A quantizing method's card section (``rtn``, ``gptq``, ``awq``): its format, storage, ``errors``
-    (``{name: {mean, max}}``), ``extra`` keys, the speed note, and its sensitivity ranking if measured."""
+def quantization_section(method, error: str, **extra) -> dict:
+    """A quantizing method's card section: its format, storage, the mean and largest
+    per-layer ``error``, ``extra`` keys, the speed note, its sensitivity ranking if measured and its bit budget's
+    plan if it spent one."""
     from .sensitivity import sensitivity_section
 
-    if not getattr(method, "layers", None):
-        return None
     c = method.config
     mixed = bool(c.bits_budget)  # a bit budget's mix: bits and groups per unit, in the budget section
+    errors = [entry[error] for entry in method.layers]
+    plan = getattr(method, "plan", None)
     return {"quantization": {
         "dtype": f"{c.name} {label(c)}", "bits": None if mixed else c.bits,
         "group_size": None if mixed else c.group_size, "asymmetric": c.asymmetric,
         "weight_type": c.weight_type, "activations": c.activations, "format": getattr(method, "format", None),
         "layers": len(method.layers), **getattr(method, "storage", {}),
-        **({"modules": method.coverage} if getattr(method, "coverage", None) else {}), **errors, **extra, "expected": False,
-        "why": c.format.speed_note}, **sensitivity_section(method), **budget_section(method)}
-
-
-def budget_section(method) -> dict:
-    """``{"budget": …}`` of a method's card section when it spent a bit budget (``budget.py``)."""
-    plan = getattr(method, "plan", None)
-    return {"budget": plan.section} if plan is not None else {}
+        **({"modules": method.coverage} if getattr(method, "coverage", None) else {}),
+        error: {"mean": statistics.fmean(errors), "max": max(errors)}, **extra, "expected": False,
+        "why": c.format.speed_note}, **sensitivity_section(method), **({"budget": plan.section} if plan is not None else {})}
 
 
 def finish_quantized(method, model: nn.Module, ctx) -> nn.Module:

@@ -21,17 +21,17 @@ import torch
 from ...models.sites import weight_matrix
 from ...quantization.layers import attach
 from ...quantization.options import check_groups_fit
-from .._shared.budget import budget_plots, check_budget_fits, formatted
+from .._shared.budget import check_budget_fits, formatted
 from .._shared.folding import FoldingMethod, Group, fold
 from .._shared.hessian import relative_reconstruction_error
 from .._shared.oneshot import chosen_linears
-from .._shared.quantized import describe, finish_quantized, quantization_section, quantized_artifacts
+from .._shared.quantized import QuantizedOutput, describe, finish_quantized
 from .._shared.sensitivity import check_sensitivity
 from .config import AwqConfig
 from .search import clip_search, search_scales
 
 
-class Awq(FoldingMethod):
+class Awq(QuantizedOutput, FoldingMethod):
     config: AwqConfig
 
     def check_fits(self, model) -> None:
@@ -83,18 +83,7 @@ class Awq(FoldingMethod):
     def finalize(self, model, ctx):
         return finish_quantized(self, model, ctx)
 
-    def artifacts(self) -> dict:
-        return quantized_artifacts(self)
-
-    def plots(self, out_dir) -> list:
-        return budget_plots(self, out_dir)
-
-    def report_section(self) -> dict | None:
-        entries = getattr(self, "layers", None) or [{"reconstruction_error": 0, "error_ratio": None}]
-        errors = [e["reconstruction_error"] for e in entries]
-        ratios = [e["error_ratio"] for e in entries if e["error_ratio"] is not None]
-        return quantization_section(self, {"reconstruction_error": {"mean": statistics.fmean(errors),
-                                                                    "max": max(errors)}},
-                                    awq_error_ratio={"mean": statistics.fmean(ratios) if ratios else None,
-                                                     "scaled_layers": len(ratios)},
-                                    calibration_examples=self.config.calibration_examples)
+    def section_keys(self) -> dict:
+        ratios = [e["error_ratio"] for e in self.layers if e["error_ratio"] is not None]
+        return {"awq_error_ratio": {"mean": statistics.fmean(ratios) if ratios else None, "scaled_layers": len(ratios)},
+                "calibration_examples": self.config.calibration_examples}

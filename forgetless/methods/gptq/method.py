@@ -21,8 +21,6 @@ runs in float32.
 """
 from __future__ import annotations
 
-import statistics
-
 from torch import nn
 
 from ...errors import ConfigError
@@ -32,11 +30,10 @@ from ...models.targets import Selection, select_linears
 from ...quantization.format import PACKED
 from ...quantization.layers import attach
 from ...quantization.options import check_groups_fit
-from .._shared.budget import budget_plots, check_budget_fits
+from .._shared.budget import check_budget_fits
 from .._shared.hessian import HessianAccumulator
 from .._shared.oneshot import OneShotMethod, chosen_linears
-from .._shared.quantized import (check_linears, describe, finish_quantized, label, quantization_section,
-                                 quantized_artifacts)
+from .._shared.quantized import QuantizedOutput, check_linears, describe, finish_quantized, label
 from .._shared.sensitivity import check_sensitivity
 from .config import GptqConfig
 from .solver import gptq_quantize_many
@@ -47,7 +44,7 @@ GRID_RULES = {"dynamic": "each group's grid fixed when the sweep reaches it, fro
                         "llm-compressor's rule)"}
 
 
-class Gptq(OneShotMethod):
+class Gptq(QuantizedOutput, OneShotMethod):
     config: GptqConfig
 
     fallback = "round-to-nearest"  # GPTQ on identity statistics (``solver.py``)
@@ -103,15 +100,6 @@ class Gptq(OneShotMethod):
     def finalize(self, model, ctx):
         return finish_quantized(self, model, ctx)
 
-    def artifacts(self) -> dict:
-        return quantized_artifacts(self)
-
-    def plots(self, out_dir) -> list:
-        return budget_plots(self, out_dir)
-
-    def report_section(self) -> dict | None:
-        errors = [e["reconstruction_error"] for e in getattr(self, "layers", None) or [{"reconstruction_error": 0}]]
-        return quantization_section(self, {"reconstruction_error": {"mean": statistics.fmean(errors),
-                                                                    "max": max(errors)}},
-                                    act_order=self.config.act_order, grid_rule=self.grid_rule,
-                                    calibration_examples=self.config.calibration_examples)
+    def section_keys(self) -> dict:
+        return {"act_order": self.config.act_order, "grid_rule": self.grid_rule,
+                "calibration_examples": self.config.calibration_examples}

@@ -80,8 +80,8 @@ def resolved_dtype(dtype: str, model: nn.Module, ctx) -> str:
     """``int8`` → ``int8-per-token`` on a decoder LLM (the causal-lm model kind), else ``int8-per-tensor``."""
     if dtype != "int8":
         return dtype
-    kind = getattr(getattr(ctx, "kind", None), "name", None)
-    decoder = kind == "causal-lm" if kind else type(model).__name__.endswith("ForCausalLM")
+    kind = getattr(ctx, "kind", None)
+    decoder = kind.language_model if kind is not None else type(model).__name__.endswith("ForCausalLM")
     return "int8-per-token" if decoder else "int8-per-tensor"
 
 

@@ -20,8 +20,6 @@ speedup on CPU. Exact zeros stay zero (the grid always holds 0), so a pruned pat
 """
 from __future__ import annotations
 
-import statistics
-
 import torch
 
 from ...models.experts import linearized
@@ -29,19 +27,20 @@ from ...models.sites import weight_matrix
 from ...models.targets import Selection, coverage, select_linears
 from ...quantization.layers import attach
 from ...quantization.options import check_groups_fit
-from .._shared.budget import budget_plots, check_budget_fits, formatted, selection_of, start_budget
+from .._shared.budget import check_budget_fits, formatted, selection_of, start_budget
 from .._shared.oneshot import coverage_note
-from .._shared.quantized import check_linears, describe, finish_quantized, quantization_section, quantized_artifacts
+from .._shared.quantized import QuantizedOutput, check_linears, describe, finish_quantized
 from .._shared.sensitivity import check_sensitivity
 from ..base import CompressionMethod
 from .config import RtnConfig
 
 
-class Rtn(CompressionMethod):
+class Rtn(QuantizedOutput, CompressionMethod):
     """``finalize`` rounds every linear layer of the stacks; ``report_section`` hands bits, group size,
     storage and the relative weight error ‖W − Ŵ‖_F / ‖W‖_F per layer to the card."""
 
     config: RtnConfig
+    ERROR = "weight_error"  # the layers' relative weight error (round-to-nearest measures no output)
 
     def check_fits(self, model) -> None:
         """``targets`` / ``ignore``, the format against the chosen linears' kinds and the group size against
@@ -79,13 +78,5 @@ class Rtn(CompressionMethod):
         attach(module, fmt.round(weight_matrix(module)), fmt.input_quant(), fmt)
         return float((original - weight_matrix(module).double()).norm() / original.norm()) if original.any() else 0.0
 
-    def artifacts(self) -> dict:
-        return quantized_artifacts(self)
-
-    def plots(self, out_dir) -> list:
-        return budget_plots(self, out_dir)
-
-    def report_section(self) -> dict | None:
-        errors = [e["weight_error"] for e in getattr(self, "layers", None) or [{"weight_error": 0}]]
-        return quantization_section(self, {"weight_error": {"mean": statistics.fmean(errors), "max": max(errors)}},
-                                    act_order=False)
+    def section_keys(self) -> dict:
+        return {"act_order": False}
