@@ -1,7 +1,8 @@
 """Issue 52's findings: does a bit budget's mix beat the uniform format of the same or larger size on SmolLM2?
 
 Each budget is one ``forgetless compress --model smollm2 --base as-is --method gptq --bits-budget B
---budget-formats W4A16-g192,W4A16-g64,W8A16,kept --sensitivity linear-types --task llm-zero-shot --eval-size N``
+--budget-formats W4A16-g192,W4A16-g64,W8A16,kept --sensitivity linear-types --task llm-zero-shot --eval-size N
+--perplexity-windows 10 --speed none --threads 1``
 (the real pipeline and card): the run quantizes twice (the mix, then the uniform check's single format) and
 evaluates both on the same items, the base's evaluation coming from the cache (``forgetless/llm/cache.py``),
 as does a uniform model another budget already evaluated (the same format gives bit-identical weights). The
@@ -36,7 +37,7 @@ def command(args, budget: str, folder: Path) -> list[str]:
     return [sys.executable, "-m", "forgetless.cli", "compress", "--model", "smollm2", "--base", "as-is",
             "--method", "gptq", "--bits-budget", budget, "--budget-formats", FORMATS, "--sensitivity", "linear-types",
             "--task", "llm-zero-shot", "--data-dir", args.data_dir, "--eval-size", str(args.eval_size),
-            "--speed", "none", "--threads", str(args.threads), "--no-progress", *args.extra, "--out", str(folder)]
+            "--perplexity-windows", str(args.windows), "--speed", "none", "--threads", str(args.threads), "--no-progress", *args.extra, "--out", str(folder)]
 
 
 def highest_load(stop: threading.Event, seen: list) -> None:
@@ -121,6 +122,7 @@ def main() -> None:
     parser.add_argument("--budgets", nargs="+", default=["4.5", "5", "4.25", "6"])
     parser.add_argument("--eval-size", type=int, default=200)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--windows", type=int, default=10, help="--perplexity-windows (10 of 2,048 tokens)")
     parser.add_argument("--extra", nargs=argparse.REMAINDER, default=[], help="further compress options, last")
     parser.add_argument("--table", action="store_true", help="only print the table from the cards")
     args = parser.parse_args()
