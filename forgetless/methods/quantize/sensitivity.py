@@ -112,15 +112,14 @@ def _positions(log_probs: torch.Tensor, batch: dict) -> torch.Tensor:
 
 
 def _expected(probs: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
-    """``Σ_v probs_v · values_v`` at each position, as a batched matrix product (no vocabulary-sized temporary);
-    the same operation on the same operands gives the same bits, so an unchanged unit's KL is exactly 0."""
+    """``Σ_v probs_v · values_v`` at each position, as a batched matrix product (no vocabulary-sized product)."""
     return (probs.unsqueeze(-2) @ values.unsqueeze(-1)).squeeze(-1).squeeze(-1)
 
 
 class Reference:
     """The base model's predictions on the calibration batches, computed once per pass: for each batch its
-    probabilities, ``Σ_v p log p``, its most likely next tokens and the positions compared; with ``blocks``,
-    also what each block of each stack returned, in call order (``replaying``)."""
+    log-probabilities and probabilities, its most likely next tokens and the positions compared; with
+    ``blocks``, also what each block of each stack returned, in call order (``replaying``)."""
 
     def __init__(self, base: nn.Module, batches: list[dict], blocks: bool = False):
         stacks = get_adapter(base).stacks(base).items() if blocks else ()
@@ -137,7 +136,7 @@ class Reference:
                 for hook in hooks:
                     hook.remove()
             probs = log_p.exp()
-            self.rows.append({"probs": probs, "p_log_p": _expected(probs, log_p), "top": log_p.argmax(-1),
+            self.rows.append({"log_p": log_p, "probs": probs, "top": log_p.argmax(-1),
                               "mask": _positions(log_p, batch), "blocks": outputs})
 
     def compare(self, model: nn.Module, replayed: list[tuple[tuple[str, int], nn.Module]] = ()) -> dict:
@@ -148,7 +147,7 @@ class Reference:
             with replaying([(block, row["blocks"][key]) for key, block in replayed]), torch.no_grad():
                 log_q = torch.log_softmax(model(**batch).logits.float(), dim=-1)
             mask = row["mask"]
-            kl += float((row["p_log_p"] - _expected(row["probs"], log_q))[mask].sum())
+            kl += float(_expected(row["probs"], row["log_p"] - log_q)[mask].sum())  # an unchanged unit: exactly 0
             flips += float((row["top"] != log_q.argmax(-1))[mask].sum())
             tokens += float(mask.sum())
         return {"kl": kl / tokens, "flips": flips / tokens}
