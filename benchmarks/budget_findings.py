@@ -11,9 +11,11 @@ formats include groups of 192 because SmolLM2's units cannot store less than ~4.
 
 A budget whose card exists is skipped (resumable); each run's command, wall time and the 1-minute load before,
 after and at its highest (sampled every 10 s) go to ``variant.json`` beside the card. ``--table`` (also run at
-the end) prints the findings table from the cards: per budget the bits reached and bytes, the mix, the uniform
-format and its bits and bytes, the headline accuracy of base, mix and uniform, mixed − uniform (pooled items,
-paired 95% bootstrap interval), the flips between them and the verdict.
+the end) prints the findings table from the cards: per budget the mix, the bits reached and bytes, the uniform
+format and its bits and bytes, mixed − base on the card's headline tasks, and the uniform check: its tasks (those
+where the uniform model, its reference, is above chance), the accuracy of both pooled over their items,
+mixed − uniform with its paired 95% bootstrap interval, the items only one of them answers right (exact McNemar
+p), the KL between their choice distributions and the verdict.
 
     python benchmarks/budget_findings.py --data-dir ../shared/data --budgets 4.5 5 4.25 6 --out runs/budget
     python benchmarks/budget_findings.py --out runs/budget --table
@@ -80,7 +82,7 @@ def flip_text(flips: dict) -> str:
     """Items the mix answers right and the uniform wrong, and the reverse, of n (exact McNemar p)."""
     if not flips:
         return "–"
-    return (f"+{flips['wrong_to_correct']} / −{flips['correct_to_wrong']} of {flips['n']} "
+    return (f"{flips['wrong_to_correct']} / {flips['correct_to_wrong']} of {flips['n']} "
             f"(p {flips['mcnemar_p']:.2g})")
 
 
@@ -92,26 +94,30 @@ def mix(section: dict) -> str:
 
 
 def table(out: Path) -> str:
-    """The findings table (module docstring) from the cards under ``out``."""
-    lines = ["| budget | mix (7 linear kinds) | bits reached | bytes | uniform | its bits | its bytes | base | mixed | "
-             "uniform acc. | mixed − uniform, points [95%] | flips mix right / wrong | verdict | run |",
-             "|---:|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---:|"]
+    """The findings table (module docstring) from the cards under ``out``: mixed − base on the card's headline
+    tasks (the base's above chance), mixed − uniform on the uniform check's (the uniform's above chance)."""
+    lines = ["| budget | mix (7 linear kinds) | bits reached | bytes | uniform: bits, bytes | mixed − base, points "
+             "[95%] | check's tasks | mixed, uniform accuracy | mixed − uniform, points [95%] | "
+             "mix right / wrong (McNemar p) | KL mixed‖uniform | verdict | run |",
+             "|---:|---|---:|---:|---|---:|---|---:|---:|---:|---:|---|---:|"]
     for card_path in sorted(out.glob("budget-*/report.json"), key=lambda p: float(p.parent.name.split("-")[1])):
         card = json.loads(card_path.read_text())
         section = card["method"]["sections"]["budget"]
         check = section.get("uniform_check") or {}
         head = (card.get("llm") or {}).get("headline") or {}
-        flips = check.get("flips") or {}
+        accuracy = check.get("accuracy") or {}
         run_file = card_path.parent / "variant.json"
         spent = json.loads(run_file.read_text()) if run_file.is_file() else {}
         cost = (f"{spent['seconds'] / 60:.0f} min, load {spent['load_before']:.1f}–{spent['load_highest']:.1f}"
                 if spent else "–")
+        tasks = ", ".join(t.replace("_offline", "") for t in check.get("tasks") or [])
+        kl = check.get("kl") or {}
         lines.append(
             f"| {section['bits_budget']:g} | {mix(section)} | {section['bits_per_weight']:.3f} | {section['bytes']:,} | "
-            f"{check.get('format', '–')} | {check.get('bits_per_weight', 0):.3f} | {check.get('bytes', 0):,} | "
-            f"{pts(head.get('base'))} | {pts((check.get('headline') or {}).get('mixed'))} | "
-            f"{pts((check.get('headline') or {}).get('uniform'))} | {pts(check.get('difference'), signed=True)} | "
-            f"{flip_text(flips)} | **{check.get('verdict', '–')}** | {cost} |")
+            f"{check.get('format', '–')}: {check.get('bits_per_weight', 0):.3f}, {check.get('bytes', 0):,} | "
+            f"{pts(head.get('delta'), signed=True)} | {tasks or '–'} | "
+            f"{pts(accuracy.get('compressed'))}, {pts(accuracy.get('base'))} | {pts(check.get('difference'), signed=True)} | "
+            f"{flip_text(check.get('flips') or {})} | {kl.get('value', 0):.3f} | **{check.get('verdict', '–')}** | {cost} |")
     return "\n".join(lines)
 
 
