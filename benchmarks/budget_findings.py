@@ -98,7 +98,7 @@ def table(out: Path) -> str:
     tasks (the base's above chance), mixed − uniform on the uniform check's (the uniform's above chance)."""
     lines = ["| budget | mix (7 linear kinds) | bits reached | bytes | uniform: bits, bytes | mixed − base, points "
              "[95%] | check's tasks | mixed, uniform accuracy | mixed − uniform, points [95%] | "
-             "mix right / wrong (McNemar p) | KL mixed‖uniform | verdict | run |",
+             "mix right / wrong (McNemar p) | KL uniform‖mixed | verdict | run |",
              "|---:|---|---:|---:|---|---:|---|---:|---:|---:|---:|---|---:|"]
     for card_path in sorted(out.glob("budget-*/report.json"), key=lambda p: float(p.parent.name.split("-")[1])):
         card = json.loads(card_path.read_text())
