@@ -167,13 +167,17 @@ def _cloned(value):
 def replaying(blocks: list[tuple[nn.Module, list]]):
     """Inside: each block returns its recorded outputs, one per call in order, without computing them. Exact
     for the blocks of a stack before the one unit that differs from the base: their inputs are the base's."""
+    own = [(block, block.__dict__.get("forward")) for block, _ in blocks]  # a wrapper already set (accelerate's)
     for block, outputs in blocks:
         block.forward = lambda *_args, _outputs=iter(outputs), **_kwargs: _cloned(next(_outputs))
     try:
         yield
     finally:
-        for block, _ in blocks:
-            del block.forward
+        for block, previous in own:
+            if previous is None:
+                del block.forward
+            else:
+                block.forward = previous
 
 
 def _quantized_part(quantized: nn.Module, name: str, kind: str):
