@@ -24,7 +24,9 @@ Protocol:
     python benchmarks/streamed_calibration.py --data-dir ../shared/data --pairs 2
     nice -n 10 python benchmarks/streamed_calibration.py --model qwen2.5-coder-1.5b --method gptq --pairs 1 --threads 2
 
-Every run (JSON) and the table (markdown) are printed; ``--out FILE`` writes the table there too.
+Every run (JSON) and the table (markdown) are printed; ``--out FILE`` writes the table there too. Each
+finished run is appended to ``<out-dir>/runs.jsonl`` as it ends; a rerun with the same settings skips the
+runs recorded there (a run of hours can be stopped between workers and resumed).
 ``benchmarks/streamed_calibration_results.md`` holds the runs of record and their reading.
 """
 from __future__ import annotations
@@ -136,6 +138,20 @@ def run_worker(args, mode: str, out_dir: Path) -> dict:
     return result
 
 
+def settings(args) -> dict:
+    """What makes two runs comparable: a recorded run is reused only under the same settings."""
+    return {key: getattr(args, key) for key in ("model", "method", "calibration", "seq_len", "batch", "threads")}
+
+
+def finished_runs(path: Path, wanted: dict) -> dict:
+    """The runs already recorded in ``path`` (one JSON line each) under the settings ``wanted``, by
+    (pair, mode): a rerun after a kill starts at the first run not recorded."""
+    if not path.exists():
+        return {}
+    runs = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return {(run["pair"], run["mode"]): run for run in runs if run.get("settings") == wanted}
+
+
 def table(runs: list[dict], args) -> str:
     by = {mode: [r for r in runs if r["mode"] == mode] for mode in MODES}
     digests = {r["weights_sha256"] for r in runs}
@@ -183,10 +199,15 @@ def main() -> None:
         return worker(args)
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    done = finished_runs(out_dir / "runs.jsonl", settings(args))
     runs = []
     for pair in range(args.pairs):
         for mode in (MODES if pair % 2 == 0 else MODES[::-1]):
-            runs.append(run_worker(args, mode, out_dir))
+            if (pair, mode) not in done:
+                done[pair, mode] = {"pair": pair, "settings": settings(args), **run_worker(args, mode, out_dir)}
+                with (out_dir / "runs.jsonl").open("a") as handle:
+                    handle.write(json.dumps(done[pair, mode]) + "\n")
+            runs.append(done[pair, mode])
             print(json.dumps(runs[-1]), flush=True)
     text = table(runs, args)
     print(text)

@@ -3,6 +3,7 @@ toy where the greedy by KL per byte is not, and equals brute force on random ins
 budget stays within it, its units take formats from their measured KL, each quantized linear runs its unit's
 format, and the one compressed-tensors folder with several config groups loads in plain transformers (fresh
 process: ``tests/models/test_compressed_tensors.py``) to logits equal to forgetless's model, bit for bit."""
+import copy
 import itertools
 import json
 
@@ -174,3 +175,23 @@ def test_compare_plot_puts_the_uniform_check_beside_its_mix():
     assert list(line.get_xdata()) == [11.0] and list(line.get_ydata()) == [50.0]  # 10 MB + 1 MB more, 50%
     assert [t.get_text() for t in ax.texts] == ["mixed: uniform W4A16-g64"]
     plt.close(fig)
+
+
+def test_the_uniform_model_is_the_same_at_every_budget(budgeted):
+    """The uniform check's model depends on its format only, not on the budget that asked for it: two budgets
+    whose check is W4A16-g64 build bit-identical models, so the evaluation cache (keyed by the weights' digest)
+    answers the second from the first (the findings' 4.25 and 4.5, 5 and 6)."""
+    from forgetless.llm.cache import model_digest
+    from forgetless.methods._shared.budget import candidate_config
+    from forgetless.quantization.candidates import parse
+
+    _, _, ctx = budgeted
+    base = transformers.LlamaForCausalLM(transformers.LlamaConfig(
+        vocab_size=len(ctx.tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, max_position_embeddings=64, pad_token_id=0)).eval()
+    digests = set()
+    for budget in (4.75, 6.0):
+        config = METHODS.make_config("gptq", {"bits_budget": budget, "calibration_examples": 4})
+        uniform = METHODS.build(candidate_config(config, parse("W4A16-g64"))).compress(copy.deepcopy(base), ctx)
+        digests.add(model_digest(uniform))
+    assert len(digests) == 1 and None not in digests

@@ -54,6 +54,28 @@ def test_only_the_changed_unit_has_kl():
         "mlp.up_proj", "mlp.down_proj"))
 
 
+
+def test_a_block_unit_runs_from_its_block_on():
+    """Issue 52's speed: the blocks before a block unit replay the base's outputs instead of running again (block
+    0's MLP runs only for the base's predictions: 2 batches, not 2 per unit after it), and the unit's KL is
+    the one a whole forward of the base with that block swapped gives."""
+    base, calls = llama(), []
+    changed = copy.deepcopy(base)
+    with torch.no_grad():
+        changed.model.layers[2].mlp.down_proj.weight.mul_(50.0)
+    for index, layer in enumerate(base.model.layers):
+        layer.mlp.register_forward_hook(lambda *_args, index=index: calls.append(index))
+    blocks = measure(base, changed, BATCHES, "blocks")
+    assert calls.count(0) == 2 and calls.count(2) == 2 + 2 * 2  # block 2: the base's, then units 0 and 1
+    whole = copy.deepcopy(base)
+    whole.model.layers[2] = changed.model.layers[2]
+    with torch.no_grad():
+        p = [torch.log_softmax(base(**b).logits.double(), -1) for b in BATCHES]
+        q = [torch.log_softmax(whole(**b).logits.double(), -1) for b in BATCHES]
+    kl = sum(float((a.exp() * (a - b)).sum()) for a, b in zip(p, q)) / 40
+    by_unit = {row["unit"]: row["kl"] for row in blocks["ranking"]}
+    assert kl > 1e-3 and by_unit["decoder.2"] == pytest.approx(kl, rel=1e-4) and by_unit["decoder.0"] == by_unit["decoder.1"] == 0.0
+
 def test_folded_linears_run_in_the_base_basis():
     base = llama()
     smoothed = copy.deepcopy(base)

@@ -9,7 +9,7 @@ store them float32, off budget); ``--ignore`` them, and the budget spends itself
    widths is not offered to it. The budget ``B`` bits per weight over the chosen linears is ``B · weights /
    8`` bytes; a budget outside what the units can reach is one error naming the range.
 2. Sensitivity: for each quantized candidate the base model rounded to nearest in that format (every unit
-   that can take it), and each unit of it put alone into the base (``sensitivity.measure``): ``KL_u(f)``,
+   that can take it), and each unit of it put alone into the base (``sensitivity.unit_rows``): ``KL_u(f)``,
    its KL divergence to the base on ``sensitivity.TEXTS`` calibration texts (a kept unit: 0). The run's
    algorithm (GPTQ / AWQ) lowers every format's error; round-to-nearest ranks the units at a fraction of
    its cost (the HAWQ-style proxy; Dong et al. 2019).
@@ -44,7 +44,7 @@ from ...quantization.compressed_tensors import stored_layout
 from ...quantization.format import PACKED
 from ...quantization.layers import attach
 from .allocation import allocate
-from .sensitivity import BATCH, TEXTS, TOKENS, _expert_linears, measure, units
+from .sensitivity import BATCH, TEXTS, TOKENS, Reference, _expert_linears, unit_rows, units
 
 ITEM_BYTES = {"I32": 4, "F32": 4, "I64": 8, "I8": 1, "F8_E4M3": 1}
 NOT_COUNTED = ".weight_shape"  # the 16-byte shape record of a packed layer (module docstring of candidates.py)
@@ -156,10 +156,10 @@ def check_range(config, low: float, high: float, units_: list[Unit]) -> None:
 
 def candidate_kl(base: nn.Module, units_: list[Unit], chosen: list[Candidate], costs, batches, config) -> tuple:
     """``KL[u][c]`` of each unit at each candidate (module docstring, step 2; None where not offered) and the
-    token count."""
+    token count. The base's predictions are computed once for every candidate (``sensitivity.Reference``)."""
     kind = config.sensitivity if config.sensitivity != "none" else "blocks"
     kl = [[0.0 if c.kept else None for c in chosen] for _ in units_]
-    tokens = 0
+    reference = Reference(base, batches, blocks=kind == "blocks")
     for index, candidate in enumerate(chosen):
         offered = {name for unit, row in zip(units_, costs) if row[index] is not None for name, *_ in unit.linears}
         if candidate.kept or not offered:
@@ -170,14 +170,12 @@ def candidate_kl(base: nn.Module, units_: list[Unit], chosen: list[Candidate], c
             for name, module in select_linears(rounded, Selection.of(config)):
                 if name in offered:
                     attach(module, fmt.round(weight_matrix(module)), fmt.input_quant(), fmt)
-        section = measure(base, rounded, batches, kind)
+        by_unit = {row["unit"]: row["kl"] for row in unit_rows(reference, base, rounded, kind)}
         del rounded
-        by_unit = {row["unit"]: row["kl"] for row in section["ranking"]}
-        tokens = section["tokens"]
         for u, unit in enumerate(units_):
             if costs[u][index] is not None:
                 kl[u][index] = max(by_unit[unit.label], 0.0)
-    return kl, tokens
+    return kl, int(sum(int(b["attention_mask"].sum()) for b in batches))
 
 
 def sized(config, model: nn.Module) -> tuple[list[Unit], list[Candidate], list, float, float]:

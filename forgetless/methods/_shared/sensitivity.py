@@ -31,6 +31,7 @@ the module names it leaves unquantized (an ``ignore:`` list in llm-compressor's 
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import re
 import time
@@ -102,11 +103,6 @@ def _swap(model: nn.Module, name: str, module: nn.Module) -> nn.Module:
     return old
 
 
-def _log_probs(model: nn.Module, batches: list[dict]) -> list[torch.Tensor]:
-    with torch.no_grad():
-        return [torch.log_softmax(model(**b).logits.float(), dim=-1) for b in batches]
-
-
 def _positions(log_probs: torch.Tensor, batch: dict) -> torch.Tensor:
     """The predictions compared: a causal LM's real tokens (batch × tokens × vocabulary), a classifier's
     texts (batch × classes)."""
@@ -115,14 +111,73 @@ def _positions(log_probs: torch.Tensor, batch: dict) -> torch.Tensor:
     return batch["attention_mask"].bool()
 
 
-def _compare(base: list[torch.Tensor], other: list[torch.Tensor], batches: list[dict]) -> dict:
-    kl = flips = tokens = 0.0
-    for p, q, batch in zip(base, other, batches):
-        mask = _positions(p, batch)
-        kl += float(((p.exp() * (p - q)).sum(-1))[mask].sum())
-        flips += float((p.argmax(-1) != q.argmax(-1))[mask].sum())
-        tokens += float(mask.sum())
-    return {"kl": kl / tokens, "flips": flips / tokens}
+def _expected(probs: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+    """``Σ_v probs_v · values_v`` at each position, as a batched matrix product (no vocabulary-sized product)."""
+    return (probs.unsqueeze(-2) @ values.unsqueeze(-1)).squeeze(-1).squeeze(-1)
+
+
+class Reference:
+    """The base model's predictions on the calibration batches, computed once per pass: for each batch its
+    log-probabilities and probabilities, its most likely next tokens and the positions compared; with
+    ``blocks``, also what each block of each stack returned, in call order (``replaying``)."""
+
+    def __init__(self, base: nn.Module, batches: list[dict], blocks: bool = False):
+        stacks = get_adapter(base).stacks(base).items() if blocks else ()
+        layers = {(stack, index): layer for stack, found in stacks for index, layer in enumerate(found)}
+        self.batches, self.rows = batches, []
+        for batch in batches:
+            outputs: dict = {key: [] for key in layers}
+            hooks = [layer.register_forward_hook(lambda _m, _a, out, key=key: outputs[key].append(_cloned(out)))
+                     for key, layer in layers.items()]
+            try:
+                with torch.no_grad():
+                    log_p = torch.log_softmax(base(**batch).logits.float(), dim=-1)
+            finally:
+                for hook in hooks:
+                    hook.remove()
+            probs = log_p.exp()
+            self.rows.append({"log_p": log_p, "probs": probs, "top": log_p.argmax(-1),
+                              "mask": _positions(log_p, batch), "blocks": outputs})
+
+    def compare(self, model: nn.Module, replayed: list[tuple[tuple[str, int], nn.Module]] = ()) -> dict:
+        """``model``'s KL to the base and share of flipped predictions over the compared positions; the blocks
+        ``replayed`` (``((stack, index), block of model)``) return the base's outputs instead of running."""
+        kl = flips = tokens = 0.0
+        for batch, row in zip(self.batches, self.rows):
+            with replaying([(block, row["blocks"][key]) for key, block in replayed]), torch.no_grad():
+                log_q = torch.log_softmax(model(**batch).logits.float(), dim=-1)
+            mask = row["mask"]
+            kl += float(_expected(row["probs"], row["log_p"] - log_q)[mask].sum())  # an unchanged unit: exactly 0
+            flips += float((row["top"] != log_q.argmax(-1))[mask].sum())
+            tokens += float(mask.sum())
+        return {"kl": kl / tokens, "flips": flips / tokens}
+
+
+def _cloned(value):
+    """A block's output with its tensors copied (the next block may change its input in place); other values
+    (a cache, None) as they are."""
+    if isinstance(value, torch.Tensor):
+        return value.clone()
+    if isinstance(value, (tuple, list)):
+        return type(value)(_cloned(v) for v in value)
+    return value
+
+
+@contextlib.contextmanager
+def replaying(blocks: list[tuple[nn.Module, list]]):
+    """Inside: each block returns its recorded outputs, one per call in order, without computing them. Exact
+    for the blocks of a stack before the one unit that differs from the base: their inputs are the base's."""
+    own = [(block, block.__dict__.get("forward")) for block, _ in blocks]  # a wrapper already set (accelerate's)
+    for block, outputs in blocks:
+        block.forward = lambda *_args, _outputs=iter(outputs), **_kwargs: _cloned(next(_outputs))
+    try:
+        yield
+    finally:
+        for block, previous in own:
+            if previous is None:
+                del block.forward
+            else:
+                block.forward = previous
 
 
 def _quantized_part(quantized: nn.Module, name: str, kind: str):
@@ -133,26 +188,37 @@ def _quantized_part(quantized: nn.Module, name: str, kind: str):
     return part if kind == "blocks" or isinstance(part, nn.Parameter) else Unfolded(part)
 
 
+def unit_rows(reference: Reference, base: nn.Module, quantized: nn.Module, kind: str) -> list[dict]:
+    """Each unit of ``quantized`` put alone into a copy of ``base``: its KL and flips against ``reference``, in
+    the model's order. A block unit's forward replays the base's outputs of the blocks before it in its stack
+    (``Reference(blocks=True)``): they see the base's inputs, so only the unit and what follows it run."""
+    work = copy.deepcopy(base).eval()
+    stacks = get_adapter(work).stacks(work).items()
+    before = {f"{stack}.{index}": [((stack, j), layers[j]) for j in range(index)]
+              for stack, layers in stacks for index in range(len(layers))} if kind == "blocks" else {}
+    rows = []
+    for label, names in units(quantized, kind).items():
+        originals = [_swap(work, n, _quantized_part(quantized, n, kind)) for n in names]
+        rows.append({"unit": label, "modules": names, **reference.compare(work, before.get(label, []))})
+        for name, original in zip(names, originals):
+            _swap(work, name, original)
+    return rows
+
+
 def measure(base: nn.Module, quantized: nn.Module, batches: list[dict], kind: str) -> dict:
     """The card's ``sensitivity`` section (module docstring) for the quantized model against its base."""
     if kind not in UNITS[1:]:
         raise ConfigError(f"--sensitivity {kind}: one of {', '.join(UNITS)}")
     start = time.perf_counter()
-    reference = _log_probs(base, batches)
-    work = copy.deepcopy(base).eval()
-    rows = []
-    for label, names in units(quantized, kind).items():
-        originals = [_swap(work, n, _quantized_part(quantized, n, kind)) for n in names]
-        rows.append({"unit": label, "modules": names, **_compare(reference, _log_probs(work, batches), batches)})
-        for name, original in zip(names, originals):
-            _swap(work, name, original)
+    reference = Reference(base, batches, blocks=kind == "blocks")
+    rows = unit_rows(reference, base, quantized, kind)
     total = sum(r["kl"] for r in rows) or 1.0
     for row in rows:
         row["kl_share"] = row["kl"] / total
     order = {row["unit"]: i for i, row in enumerate(rows)}  # the model's order breaks ties
     rows.sort(key=lambda r: (-float(f"{r['kl']:.{DIGITS}g}"), order[r["unit"]]))
-    per = "text" if reference and reference[0].dim() == 2 else "token"
-    return {"units": kind, "ranking": rows, "whole_model": _compare(reference, _log_probs(quantized, batches), batches),
+    per = "text" if reference.rows and reference.rows[0]["probs"].dim() == 2 else "token"
+    return {"units": kind, "ranking": rows, "whole_model": reference.compare(quantized),
             "per": per, "texts": sum(len(b["input_ids"]) for b in batches),
             "tokens": int(sum(int(b["attention_mask"].sum()) for b in batches)),
             "seconds": round(time.perf_counter() - start, 2)}
