@@ -237,7 +237,7 @@ def measure(ctx: CompressionContext, config: RunConfig, teacher, compressed, met
         stage(f"uniform check: {budgeted.config.name}'s mix against one format of the same or larger size")
         run_uniform_check(ctx, budgeted, teacher, lambda m: kind.evaluate(
             m, tokenizer, task, eval_config, config.train.max_length, config.progress),
-            copy.deepcopy(results["compressed"]), predictions["compressed"], config.seed)
+            predictions["compressed"], predictions["base"], config.seed)
     if divergence is not None:
         results["compressed"]["divergence"] = divergence
     robustness = None

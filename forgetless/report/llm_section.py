@@ -71,19 +71,35 @@ def chance_level(records: dict) -> float:
     return float(np.mean([1.0 / len(r["ll"]) for r in records["items"]]))
 
 
+def _against_chance(task, base_predictions: dict):
+    """``(name, primary, accuracy, chance, near)`` of each multiple-choice task of the suite, by the base."""
+    for name in task.suite.sets:
+        records = base_predictions[name]
+        if records["output_type"] == MULTIPLE_CHOICE:
+            chance, primary = chance_level(records), records["primary"]
+            accuracy = float(np.mean([r[primary] for r in records["items"]]))
+            yield name, primary, accuracy, chance, accuracy <= chance + CHANCE_MARGIN
+
+
 def near_chance_warnings(task, predictions: dict) -> list[str]:
     """One warning per multiple-choice task whose base is at most ``CHANCE_MARGIN`` above chance."""
-    found = []
-    for name in task.suite.sets:
-        records = predictions["base"][name]
-        if records["output_type"] != MULTIPLE_CHOICE:
-            continue
-        chance, primary = chance_level(records), records["primary"]
-        accuracy = float(np.mean([r[primary] for r in records["items"]]))
-        if accuracy <= chance + CHANCE_MARGIN:
-            found.append(f"base model on {name}: {primary} {not_above(accuracy, chance, 'chance')}; the task is kept "
-                         "out of the headline and the pooled numbers")
-    return found
+    return [f"base model on {name}: {primary} {not_above(accuracy, chance, 'chance')}; the task is kept out of the "
+            "headline and the pooled numbers"
+            for name, primary, accuracy, chance, near in _against_chance(task, predictions["base"]) if near]
+
+
+def headline_names(task, base_predictions: dict) -> list[str]:
+    """The headline's tasks: the multiple-choice tasks whose BASE is above chance (``_choice_task``'s rule), so
+    that two other models compared on the run's items (a bit budget's mix and its uniform check) are pooled
+    over the run's own headline, whichever of them is near chance."""
+    return [name for name, *_, near in _against_chance(task, base_predictions) if not near]
+
+
+def headline_and_pooled(records: dict, names: list[str], seed: int,
+                        n_resamples: int = DEFAULT_RESAMPLES) -> tuple[dict, dict]:
+    """The headline (mean over the tasks ``names``) and the pooled items of two models' ``records``."""
+    pairs = [_correct_pair(records, n) for n in names]
+    return macro_intervals(pairs, n_resamples, seed), pooled_items(records, names, seed, n_resamples)
 
 
 def _correct_pair(records: dict, name: str) -> tuple[np.ndarray, np.ndarray]:

@@ -126,3 +126,21 @@ def test_prediction_rows_probabilities_follow_the_metric_picked():
     e = math.exp(-0.5 + 2.0)  # softmax(-2.0, -0.5)
     assert row["predicted"] == 1 and row["probabilities"] == pytest.approx([1 / (1 + e), e / (1 + e)], abs=1e-6)
     assert row["log_likelihoods"] == [-4.0, -5.0] and row["choice_lengths"] == [2, 10]
+
+
+def test_two_other_models_are_pooled_over_the_base_headline():
+    """A bit budget's uniform check compares two compressed models on the run's items: their pooled numbers cover
+    the tasks the BASE is above chance on, even where the first of them is at chance (it once used the uniform
+    model's own headline, which dropped a task the base answers)."""
+    from forgetless.report.llm_section import headline_and_pooled, headline_names
+
+    base = _items([(0, [-1.0, -2.0], [-1.0, -2.0]), (1, [-2.0, -1.0], [-2.0, -1.0]), (0, [-1.0, -3.0], [-1.0, -3.0])])
+    uniform = _items([(0, [-2.0, -1.0], [-1.0, -2.0]), (1, [-1.0, -2.0], [-2.0, -1.0]), (0, [-1.0, -3.0], [-3.0, -1.0])])
+    task = SimpleNamespace(suite=SimpleNamespace(sets={"t": SimpleNamespace(size=3, source="t.yaml")}))
+    records = {role: {"t": {"output_type": "multiple_choice", "primary": "acc", "items": uniform[role]}}
+               for role in ("base", "compressed")}  # "base": the uniform model (1 of 3: at chance), "compressed": the mix
+    names = headline_names(task, {"t": {"output_type": "multiple_choice", "primary": "acc", "items": base["base"]}})
+    assert names == ["t"]  # the base answers 3 of 3
+    headline, pooled = headline_and_pooled(records, names, seed=0, n_resamples=100)
+    assert pooled["tasks"] == ["t"] and headline["base"]["value"] == pytest.approx(1 / 3)
+    assert pooled["accuracy"]["delta"]["value"] == pytest.approx(1 / 3)  # the mix 2 of 3

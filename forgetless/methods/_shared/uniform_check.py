@@ -43,14 +43,15 @@ def budgeted_method(methods: list):
     return next((m for m in methods if getattr(m, "plan", None) is not None and not m.config.no_uniform_check), None)
 
 
-def run_uniform_check(ctx, method, teacher, evaluate, compressed_results: dict, compressed_predictions: dict,
+def run_uniform_check(ctx, method, teacher, evaluate, compressed_predictions: dict, base_predictions: dict,
                       seed: int) -> None:
     """The check of the module docstring for ``method`` (its plan's section gets ``uniform_check``);
-    ``evaluate(model)`` evaluates a model as the run evaluated its compressed one (with predictions)."""
+    ``evaluate(model)`` evaluates a model as the run evaluated its compressed one (with predictions). Mixed and
+    uniform are pooled over the run's headline tasks (the base's above chance: ``headline_names``), not over
+    the tasks the uniform model happens to be above chance on."""
     from ...llm.records import MULTIPLE_CHOICE
     from ...registry import METHODS
-    from ...report.card import comparison
-    from ...report.llm_section import pooled_items
+    from ...report.llm_section import headline_and_pooled, headline_names
 
     section = method.plan.section
     found = uniform_candidate(method.config, teacher, section["bits_per_weight"])
@@ -66,19 +67,16 @@ def run_uniform_check(ctx, method, teacher, evaluate, compressed_results: dict, 
     uniform_ctx.notes = []  # the uniform run's own notes stay off the card
     uniform = METHODS.build(candidate_config(method.config, candidate)).compress(copy.deepcopy(teacher), uniform_ctx)
     results = evaluate(uniform.eval())
-    predictions = results.pop("predictions")
-    compared = comparison(ctx.task, {"base": results, "compressed": compressed_results},
-                          {"base": predictions, "compressed": compressed_predictions}, seed)
-    llm = compared.llm  # the typed LLM suite section (report/card_types.LlmSuite)
-    pooled, headline, near_chance = llm.pooled, llm.headline or {}, False
-    if pooled is None:  # no task above chance: every multiple-choice task's items, flagged
-        names = [n for n, t in llm.tasks.items() if t["output_type"] == MULTIPLE_CHOICE]
-        pooled = pooled_items({"base": predictions, "compressed": compressed_predictions}, names, seed) if names \
-            else {}
+    records = {"base": results.pop("predictions"), "compressed": compressed_predictions}
+    names, near_chance = headline_names(ctx.task, base_predictions), False
+    if not names:  # no task above chance: every multiple-choice task's items, flagged
+        names = [n for n in ctx.task.suite.sets if records["base"][n]["output_type"] == MULTIPLE_CHOICE]
         near_chance = True
+    headline, pooled = headline_and_pooled(records, names, seed) if names else ({}, {})
     delta = (pooled.get("accuracy") or {}).get("delta") or {}
     section["uniform_check"] = {
         "format": candidate.name, "bits_per_weight": bits, "bytes": stored, "method": method.config.name,
-        "headline": {"uniform": headline.get("base"), "mixed": headline.get("compressed")},
+        "headline": {"uniform": None if near_chance else headline.get("base"),
+                     "mixed": None if near_chance else headline.get("compressed")},
         "accuracy": pooled.get("accuracy"), "difference": delta, "flips": pooled.get("flips"), "kl": pooled.get("kl"),
         "tasks": pooled.get("tasks"), "near_chance": near_chance, "verdict": verdict(delta)}
