@@ -5,10 +5,12 @@ Both start from the base's greedy answers (generated once, as the cache keeps th
 compressed model run teacher-forced on prompt + the base's answer (``answers.answer_logits``, batches of
 ``answers.SCORE_BATCH`` of prompts of similar length), the first divergence read from its argmax. B: the
 compressed model generates its own greedy answers (``answers.generate_answers``: batches of similar length,
-left-padded, KV cache, the same end tokens and ``max_new_tokens``), compared with the base's token by token. Interleaved A, B, A, B … in one process (the
-models loaded once), each timing with the load average; the median ratio B / A is printed, and whether the
-two give the same first divergence (and so the same identical answers) on every prompt. A third line times the
-whole ``compare_answers`` once (base and compressed forwards, KL, thirds, the examples' generation; the base's
+left-padded, KV cache, the same end tokens and ``max_new_tokens``), compared with the base's token by token.
+C: B's prefill alone (one new token per prompt, the same batches), what A and B both pay; B − C is B's
+decoding. Interleaved A, B, C, A, B, C … in one process (the models loaded once), each timing with the load
+average; the median ratio B / A is printed, the tokens each side runs, and whether the two give the same first
+divergence (and so the same identical answers) on every prompt. A last line times the whole
+``compare_answers`` once (base and compressed forwards, KL, thirds, the examples' generation; the base's
 answers from the cache).
 
     python benchmarks/divergence_one_forward.py --data-dir ../shared/data --prompts 50 --max-new-tokens 64
@@ -66,6 +68,33 @@ def generate_and_compare(compressed, answered: dict, max_new_tokens: int, batch:
     return out
 
 
+def prefill_only(compressed, answered: dict, batch: int, pad: int) -> None:
+    """C: B's first step alone (each prompt read, one token generated, the same batches): what B and A both
+    pay; B − C is B's decoding."""
+    from forgetless.llm.answers import generate_answers
+
+    order = by_length(answered["prompt_ids"])
+    generate_answers(compressed, [answered["prompt_ids"][i] for i in order], 1, batch, answered["ends"], pad)
+
+
+def token_counts(answered: dict, batch: int) -> str:
+    """The tokens each side runs: A's forwards (prompt + answer, right-padded per batch of
+    ``answers.SCORE_BATCH``), B's prefill (prompts left-padded per batch of ``batch``) and its decode steps."""
+    from forgetless.llm.answers import SCORE_BATCH
+
+    ids, answers, order = answered["prompt_ids"], answered["answers"], by_length(answered["prompt_ids"])
+    real = sum(len(ids[i]) + len(answers[i]) for i in order)
+    padded = sum(len(chosen) * max(len(ids[i]) + len(answers[i]) for i in chosen)
+                 for chosen in (order[s:s + SCORE_BATCH] for s in range(0, len(order), SCORE_BATCH)))
+    batches = [order[s:s + batch] for s in range(0, len(order), batch)]
+    prefill = sum(len(chosen) * max(len(ids[i]) for i in chosen) for chosen in batches)
+    steps = sum(max(len(answers[i]) for i in chosen) for chosen in batches)
+    prompt = sum(len(p) for p in ids)
+    return (f"A runs {real:,} tokens ({padded:,} with its padding; prompts {prompt:,}, answers {real - prompt:,}) in "
+            f"{-(-len(order) // SCORE_BATCH)} forwards; B reads {prefill:,} prompt tokens (padded) in {len(batches)} "
+            f"prefills, then about {steps} decode steps of up to {batch} rows")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data-dir", default="../shared/data")
@@ -76,7 +105,10 @@ def main() -> int:
     parser.add_argument("--answers-cache", help="a cache folder holding the base's answers of an earlier run "
                                                 "(default: a new one: the base answers afresh)")
     parser.add_argument("--method", default="rtn:bits=4,group_size=64", help="the compressed variant (forgetless.apply)")
+    parser.add_argument("--threads", type=int, help="torch CPU threads (default: torch's)")
     args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
     import transformers
 
     import forgetless
@@ -99,13 +131,15 @@ def main() -> int:
     print(f"SmolLM2-135M-Instruct vs {args.method}: {len(prompts.prompts)} IFEval prompts, at most "
           f"{args.max_new_tokens} new tokens, chat template {answered['chat']}; the base answered in "
           f"{time.perf_counter() - started:.1f} s ({sum(map(len, answered['answers']))} answer tokens)", flush=True)
-    times = {"A one forward": [], "B generate + compare": []}
+    print(token_counts(answered, args.generate_batch), flush=True)
+    times = {"A one forward": [], "B generate + compare": [], "C prefill alone": []}
     results = {}
     for repeat in range(args.repeats):
         for label, run in (("A one forward", lambda: one_forward(compressed, answered, pad)),
                            ("B generate + compare",
                             lambda: generate_and_compare(compressed, answered, args.max_new_tokens,
-                                                         args.generate_batch, pad))):
+                                                         args.generate_batch, pad)),
+                           ("C prefill alone", lambda: prefill_only(compressed, answered, args.generate_batch, pad))):
             started = time.perf_counter()
             with torch.no_grad():
                 results[label] = run()
@@ -125,8 +159,11 @@ def main() -> int:
     ratio = statistics.median(times["B generate + compare"]) / statistics.median(times["A one forward"])
     same = sum(x == y for x, y in zip(a, b))
     print(f"B / A: {ratio:.1f}x (median wall time, compressed side only)")
+    decode = statistics.median(times["B generate + compare"]) - statistics.median(times["C prefill alone"])
+    print(f"B's decoding (B − C): {decode:.2f} s; A − C (A's answer tokens beyond B's prefill): "
+          f"{statistics.median(times['A one forward']) - statistics.median(times['C prefill alone']):.2f} s")
     print(f"first divergence equal on {same} of {len(a)} prompts; identical answers: A {sum(x is None for x in a)}, "
-          f"B {sum(x is None for x in b)}; compare_answers' positions equal A's: {results[list(times)[2]] == a}")
+          f"B {sum(x is None for x in b)}; compare_answers' positions equal A's: {results[list(times)[3]] == a}")
     differing = [(i, x, y) for i, (x, y) in enumerate(zip(a, b)) if x != y]
     if differing:
         print(f"prompts where A and B differ (index, A, B): {differing}")
