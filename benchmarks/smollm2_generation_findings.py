@@ -113,8 +113,8 @@ def divergence_table(runs: dict) -> list[str]:
     for name, (card, _) in runs.items():
         d = card["llm"]["divergence"]
         n, first, thirds = d["prompts"], d["first_divergence"], d["entropy_thirds"]
-        lines.append(f"| {name} | {round(d['identical']['value'] * n)} of {n}: {pct(d['identical'])} | "
-                     f"{'–' if first['median'] is None else f'{first['median']:g}'} | "
+        median = "–" if first["median"] is None else f"{first['median']:g}"
+        lines.append(f"| {name} | {round(d['identical']['value'] * n)} of {n}: {pct(d['identical'])} | {median} | "
                      f"{d['identical_first'].get('16', '–')} of {n} | {pct(d['top1_agreement'])} | {kl(d['kl'])} | "
                      + " / ".join(kl(thirds[t]["kl"]) for t in ("low", "middle", "high"))
                      + f" | {100 * high_share(d):.0f}% |")
