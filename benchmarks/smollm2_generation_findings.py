@@ -96,7 +96,7 @@ def pct(entry) -> str:
 def kl(entry) -> str:
     if not entry or entry.get("value") is None:
         return "–"
-    return f"{entry['value']:.3f} [{entry['low']:.3f}, {entry['high']:.3f}]"
+    return f"{entry['value']:.4f} [{entry['low']:.4f}, {entry['high']:.4f}]"
 
 
 def high_share(d: dict) -> float:
