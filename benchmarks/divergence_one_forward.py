@@ -2,8 +2,9 @@
 teacher-forced forward per prompt, against generating with the compressed model and comparing its answers.
 
 Both start from the base's greedy answers (generated once, as the cache keeps them; not timed). A: the
-compressed model run teacher-forced on prompt + the base's answer (``answers.answer_logits``, batches of
-``answers.SCORE_BATCH`` of prompts of similar length), the first divergence read from its argmax. B: the
+compressed model run teacher-forced on prompt + the base's answer (``answers.answer_logits``, batched as
+``answers.score_pairs`` batches: prompts of similar length, ``answers.score_batches``), the first divergence read
+from its argmax. B: the
 compressed model generates its own greedy answers (``answers.generate_answers``: batches of similar length,
 left-padded, KV cache, the same end tokens and ``max_new_tokens``), compared with the base's token by token.
 C: B's prefill alone (one new token per prompt, the same batches), what A and B both pay; B − C is B's
@@ -40,11 +41,11 @@ def by_length(prompt_ids: list) -> list[int]:
 
 def one_forward(compressed, answered: dict, pad: int) -> list:
     """A: first divergence per prompt from one teacher-forced forward of the compressed model."""
-    from forgetless.llm.answers import SCORE_BATCH, answer_logits
+    from forgetless.llm.answers import SCORE_BATCH, answer_logits, score_batches
 
-    ids, answers, out, order = answered["prompt_ids"], answered["answers"], {}, by_length(answered["prompt_ids"])
-    for start in range(0, len(order), SCORE_BATCH):
-        chosen = order[start:start + SCORE_BATCH]
+    ids, answers, out = answered["prompt_ids"], answered["answers"], {}
+    vocabulary = compressed.get_output_embeddings().weight.shape[0]
+    for chosen in score_batches(ids, answers, SCORE_BATCH, vocabulary):  # as answers.score_pairs batches them
         rows = [(ids[i], answers[i]) for i in chosen]
         for logits, (_, answer), i in zip(answer_logits(compressed, rows, pad), rows, chosen):
             parted = (logits.argmax(-1) != torch.tensor(answer)).nonzero()
@@ -77,22 +78,24 @@ def prefill_only(compressed, answered: dict, batch: int, pad: int) -> None:
     generate_answers(compressed, [answered["prompt_ids"][i] for i in order], 1, batch, answered["ends"], pad)
 
 
-def token_counts(answered: dict, batch: int) -> str:
-    """The tokens each side runs: A's forwards (prompt + answer, right-padded per batch of
-    ``answers.SCORE_BATCH``), B's prefill (prompts left-padded per batch of ``batch``) and its decode steps."""
-    from forgetless.llm.answers import SCORE_BATCH
+def token_counts(answered: dict, batch: int, vocabulary: int) -> str:
+    """The tokens each side runs: A's forwards (prompt + answer, right-padded per batch of ``score_batches``) and
+    the logits positions they keep, B's prefill (prompts left-padded per batch of ``batch``) and its decode steps."""
+    from forgetless.llm.answers import SCORE_BATCH, score_batches
 
     ids, answers, order = answered["prompt_ids"], answered["answers"], by_length(answered["prompt_ids"])
+    forwards = score_batches(ids, answers, SCORE_BATCH, vocabulary)
     real = sum(len(ids[i]) + len(answers[i]) for i in order)
-    padded = sum(len(chosen) * max(len(ids[i]) + len(answers[i]) for i in chosen)
-                 for chosen in (order[s:s + SCORE_BATCH] for s in range(0, len(order), SCORE_BATCH)))
+    padded = sum(len(chosen) * max(len(ids[i]) + len(answers[i]) for i in chosen) for chosen in forwards)
+    kept = sum(len(chosen) * (max(len(ids[i]) + len(answers[i]) for i in chosen) - min(len(ids[i]) for i in chosen) + 1)
+               for chosen in forwards)
     batches = [order[s:s + batch] for s in range(0, len(order), batch)]
     prefill = sum(len(chosen) * max(len(ids[i]) for i in chosen) for chosen in batches)
     steps = sum(max(len(answers[i]) for i in chosen) for chosen in batches)
     prompt = sum(len(p) for p in ids)
     return (f"A runs {real:,} tokens ({padded:,} with its padding; prompts {prompt:,}, answers {real - prompt:,}) in "
-            f"{-(-len(order) // SCORE_BATCH)} forwards; B reads {prefill:,} prompt tokens (padded) in {len(batches)} "
-            f"prefills, then about {steps} decode steps of up to {batch} rows")
+            f"{len(forwards)} forwards keeping the logits of {kept:,} positions; B reads {prefill:,} prompt tokens "
+            f"(padded) in {len(batches)} prefills, then about {steps} decode steps of up to {batch} rows")
 
 
 def main() -> int:
@@ -131,7 +134,7 @@ def main() -> int:
     print(f"SmolLM2-135M-Instruct vs {args.method}: {len(prompts.prompts)} IFEval prompts, at most "
           f"{args.max_new_tokens} new tokens, chat template {answered['chat']}; the base answered in "
           f"{time.perf_counter() - started:.1f} s ({sum(map(len, answered['answers']))} answer tokens)", flush=True)
-    print(token_counts(answered, args.generate_batch), flush=True)
+    print(token_counts(answered, args.generate_batch, compressed.get_output_embeddings().weight.shape[0]), flush=True)
     times = {"A one forward": [], "B generate + compare": [], "C prefill alone": []}
     results = {}
     for repeat in range(args.repeats):
