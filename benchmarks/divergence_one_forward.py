@@ -2,13 +2,16 @@
 teacher-forced forward per prompt, against generating with the compressed model and comparing its answers.
 
 Both start from the base's greedy answers (generated once, as the cache keeps them; not timed). A: the
-compressed model run teacher-forced on prompt + the base's answer (``answers.answer_logits``, batches of
-``answers.SCORE_BATCH`` of prompts of similar length), the first divergence read from its argmax. B: the
+compressed model run teacher-forced on prompt + the base's answer (``answers.answer_logits``, batched as
+``answers.score_pairs`` batches: prompts of similar length, ``answers.score_batches``), the first divergence read
+from its argmax. B: the
 compressed model generates its own greedy answers (``answers.generate_answers``: batches of similar length,
-left-padded, KV cache, the same end tokens and ``max_new_tokens``), compared with the base's token by token. Interleaved A, B, A, B … in one process (the
-models loaded once), each timing with the load average; the median ratio B / A is printed, and whether the
-two give the same first divergence (and so the same identical answers) on every prompt. A third line times the
-whole ``compare_answers`` once (base and compressed forwards, KL, thirds, the examples' generation; the base's
+left-padded, KV cache, the same end tokens and ``max_new_tokens``), compared with the base's token by token.
+C: B's prefill alone (one new token per prompt, the same batches), what A and B both pay; B − C is B's
+decoding. Interleaved A, B, C, A, B, C … in one process (the models loaded once), each timing with the load
+average; the median ratio B / A is printed, the tokens each side runs, and whether the two give the same first
+divergence (and so the same identical answers) on every prompt. A last line times the whole
+``compare_answers`` once (base and compressed forwards, KL, thirds, the examples' generation; the base's
 answers from the cache).
 
     python benchmarks/divergence_one_forward.py --data-dir ../shared/data --prompts 50 --max-new-tokens 64
@@ -38,11 +41,11 @@ def by_length(prompt_ids: list) -> list[int]:
 
 def one_forward(compressed, answered: dict, pad: int) -> list:
     """A: first divergence per prompt from one teacher-forced forward of the compressed model."""
-    from forgetless.llm.answers import SCORE_BATCH, answer_logits
+    from forgetless.llm.answers import SCORE_BATCH, answer_logits, score_batches
 
-    ids, answers, out, order = answered["prompt_ids"], answered["answers"], {}, by_length(answered["prompt_ids"])
-    for start in range(0, len(order), SCORE_BATCH):
-        chosen = order[start:start + SCORE_BATCH]
+    ids, answers, out = answered["prompt_ids"], answered["answers"], {}
+    vocabulary = compressed.get_output_embeddings().weight.shape[0]
+    for chosen in score_batches(ids, answers, SCORE_BATCH, vocabulary):  # as answers.score_pairs batches them
         rows = [(ids[i], answers[i]) for i in chosen]
         for logits, (_, answer), i in zip(answer_logits(compressed, rows, pad), rows, chosen):
             parted = (logits.argmax(-1) != torch.tensor(answer)).nonzero()
@@ -66,6 +69,35 @@ def generate_and_compare(compressed, answered: dict, max_new_tokens: int, batch:
     return out
 
 
+def prefill_only(compressed, answered: dict, batch: int, pad: int) -> None:
+    """C: B's first step alone (each prompt read, one token generated, the same batches): what B and A both
+    pay; B − C is B's decoding."""
+    from forgetless.llm.answers import generate_answers
+
+    order = by_length(answered["prompt_ids"])
+    generate_answers(compressed, [answered["prompt_ids"][i] for i in order], 1, batch, answered["ends"], pad)
+
+
+def token_counts(answered: dict, batch: int, vocabulary: int) -> str:
+    """The tokens each side runs: A's forwards (prompt + answer, right-padded per batch of ``score_batches``) and
+    the logits positions they keep, B's prefill (prompts left-padded per batch of ``batch``) and its decode steps."""
+    from forgetless.llm.answers import SCORE_BATCH, score_batches
+
+    ids, answers, order = answered["prompt_ids"], answered["answers"], by_length(answered["prompt_ids"])
+    forwards = score_batches(ids, answers, SCORE_BATCH, vocabulary)
+    real = sum(len(ids[i]) + len(answers[i]) for i in order)
+    padded = sum(len(chosen) * max(len(ids[i]) + len(answers[i]) for i in chosen) for chosen in forwards)
+    kept = sum(len(chosen) * (max(len(ids[i]) + len(answers[i]) for i in chosen) - min(len(ids[i]) for i in chosen) + 1)
+               for chosen in forwards)
+    batches = [order[s:s + batch] for s in range(0, len(order), batch)]
+    prefill = sum(len(chosen) * max(len(ids[i]) for i in chosen) for chosen in batches)
+    steps = sum(max(len(answers[i]) for i in chosen) for chosen in batches)
+    prompt = sum(len(p) for p in ids)
+    return (f"A runs {real:,} tokens ({padded:,} with its padding; prompts {prompt:,}, answers {real - prompt:,}) in "
+            f"{len(forwards)} forwards keeping the logits of {kept:,} positions; B reads {prefill:,} prompt tokens "
+            f"(padded) in {len(batches)} prefills, then about {steps} decode steps of up to {batch} rows")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data-dir", default="../shared/data")
@@ -76,7 +108,10 @@ def main() -> int:
     parser.add_argument("--answers-cache", help="a cache folder holding the base's answers of an earlier run "
                                                 "(default: a new one: the base answers afresh)")
     parser.add_argument("--method", default="rtn:bits=4,group_size=64", help="the compressed variant (forgetless.apply)")
+    parser.add_argument("--threads", type=int, help="torch CPU threads (default: torch's)")
     args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
     import transformers
 
     import forgetless
@@ -99,13 +134,15 @@ def main() -> int:
     print(f"SmolLM2-135M-Instruct vs {args.method}: {len(prompts.prompts)} IFEval prompts, at most "
           f"{args.max_new_tokens} new tokens, chat template {answered['chat']}; the base answered in "
           f"{time.perf_counter() - started:.1f} s ({sum(map(len, answered['answers']))} answer tokens)", flush=True)
-    times = {"A one forward": [], "B generate + compare": []}
+    print(token_counts(answered, args.generate_batch, compressed.get_output_embeddings().weight.shape[0]), flush=True)
+    times = {"A one forward": [], "B generate + compare": [], "C prefill alone": []}
     results = {}
     for repeat in range(args.repeats):
         for label, run in (("A one forward", lambda: one_forward(compressed, answered, pad)),
                            ("B generate + compare",
                             lambda: generate_and_compare(compressed, answered, args.max_new_tokens,
-                                                         args.generate_batch, pad))):
+                                                         args.generate_batch, pad)),
+                           ("C prefill alone", lambda: prefill_only(compressed, answered, args.generate_batch, pad))):
             started = time.perf_counter()
             with torch.no_grad():
                 results[label] = run()
@@ -125,8 +162,11 @@ def main() -> int:
     ratio = statistics.median(times["B generate + compare"]) / statistics.median(times["A one forward"])
     same = sum(x == y for x, y in zip(a, b))
     print(f"B / A: {ratio:.1f}x (median wall time, compressed side only)")
+    decode = statistics.median(times["B generate + compare"]) - statistics.median(times["C prefill alone"])
+    print(f"B's decoding (B − C): {decode:.2f} s; A − C (A's answer tokens beyond B's prefill): "
+          f"{statistics.median(times['A one forward']) - statistics.median(times['C prefill alone']):.2f} s")
     print(f"first divergence equal on {same} of {len(a)} prompts; identical answers: A {sum(x is None for x in a)}, "
-          f"B {sum(x is None for x in b)}; compare_answers' positions equal A's: {results[list(times)[2]] == a}")
+          f"B {sum(x is None for x in b)}; compare_answers' positions equal A's: {results[list(times)[3]] == a}")
     differing = [(i, x, y) for i, (x, y) in enumerate(zip(a, b)) if x != y]
     if differing:
         print(f"prompts where A and B differ (index, A, B): {differing}")

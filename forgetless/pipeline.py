@@ -183,9 +183,9 @@ def _steps(task: Task, config: RunConfig, work_dir: Path | None, model, given_to
                                                            "--calibration-data") if config.calibration_data else None)
     with PeakMemory() as peak:  # the compression step's own peak (metrics/memory.py)
         compressed = compress_student(ctx, config, method, then, step)
+    sizes = _sizes(teacher, compressed, teacher_info, work_dir)  # before measure, which may release the base
     measured = replace(measure(ctx, config, teacher, compressed, method, then, step),
-                       sizes=_sizes(teacher, compressed, teacher_info, work_dir),
-                       training=_training(config, teacher_info, ctx.fine_tunes),
+                       sizes=sizes, training=_training(config, teacher_info, ctx.fine_tunes),
                        provenance=teacher_info.get("provenance"), compress_memory=peak.result)
     return Run(compressed, tokenizer, measured)
 
@@ -219,6 +219,10 @@ def measure(ctx: CompressionContext, config: RunConfig, teacher, compressed, met
     eval_config = config.eval if config.eval.perplexity_file else replace(
         config.eval, perplexity_file=default_perplexity_file(config.task.data_dir))
     models = {"base": teacher, "compressed": deployed}
+    unchanged = unchanged_reason([method, *then], deployed, config.eval.runtime,
+                                 chain_name([m.describe() for m in (method, *then)]))
+    why_not = untimed_reason(config.speed.mode, unchanged)
+    base_needed = why_not is None or config.robustness or budgeted_method([method, *then]) is not None
     with digests_kept():  # the cache keys of the answers, the rounds and the evaluations: each model hashed once
         divergence = compare_answers_of(task, models, tokenizer, config.eval.batch_size, config.seed)
         if getattr(task.suite, "until_interval", None) is not None:  # both together, round by round (stopping.py)
@@ -231,6 +235,8 @@ def measure(ctx: CompressionContext, config: RunConfig, teacher, compressed, met
                     stage(f"{role}: {evaluation_words(task)}")
                     results[role] = kind.evaluate(m, tokenizer, task, eval_config, config.train.max_length,
                                                   config.progress)
+                if role == "base" and not base_needed:
+                    release(teacher)
     predictions = {role: results[role].pop("predictions") for role in results}
     budgeted = budgeted_method([method, *then])
     if budgeted is not None:  # a bit budget's mix against the uniform format of its size, on the same items
@@ -245,9 +251,6 @@ def measure(ctx: CompressionContext, config: RunConfig, teacher, compressed, met
         step(f"CLEVER robustness estimates ({config.clever.examples} dev examples per model)")
         robustness = {"clever": {role: _clever_summary(m, tokenizer, task, config.clever, ctx.work_dir, role)
                                  for role, m in (("base", teacher), ("compressed", compressed))}}
-    unchanged = unchanged_reason([method, *then], deployed, config.eval.runtime,
-                                 chain_name([m.describe() for m in (method, *then)]))
-    why_not = untimed_reason(config.speed.mode, unchanged)
     if why_not:
         step(why_not)
         speed = not_timed(why_not, config.speed.mode)
@@ -264,6 +267,15 @@ def measure(ctx: CompressionContext, config: RunConfig, teacher, compressed, met
         agreement=agreement(predictions), recipe=drop_empty({"command": "compress", **to_recipe(config)}),
         calibration_texts=ctx.calibration, device=ctx.device,
         model={"compressed": started, "model_type": getattr(compressed.config, "model_type", None)})
+
+
+def release(model: nn.Module) -> None:
+    """Free a model's weights once nothing needs them (the base after its evaluation and the divergence, when
+    neither the speed step, CLEVER nor a budget's uniform check runs it again): its tensors move to the meta
+    device, so the compressed model generates without the base's weights in memory. The module stays (its
+    config, its parameter names); the base is always forgetless's own object (``teacher.train_teacher`` loads
+    or copies it), never the caller's."""
+    model.to("meta")
 
 
 def compare_answers_of(task: Task, models: dict, tokenizer, batch_size: int, seed: int) -> dict | None:

@@ -29,6 +29,7 @@ from ..fsutil import json_lines
 from ..outputs import cache_root
 from . import cache
 from .divergence import score_answer, summarize
+from .scoring import LOGITS_BUDGET  # bytes of fp32 logits one forward may keep, here per model
 
 PROMPT_FIELDS = ("prompt", "text", "question")  # the field of a .jsonl record holding the prompt
 DEFAULT_MAX_NEW_TOKENS = 64
@@ -215,14 +216,31 @@ def answer_logits(model, rows: list[tuple[list[int], list[int]]], pad: int) -> l
     return [logits[i, len(p) - 1 - first:len(p) - 1 - first + len(a)] for i, (p, a) in enumerate(rows)]
 
 
+def score_batches(prompt_ids: list[list[int]], answers: list[list[int]], batch_size: int, vocabulary: int) -> list[list[int]]:
+    """The prompts in batches of similar length (shortest first), each at most ``batch_size`` rows and
+    ``LOGITS_BUDGET`` bytes of the fp32 logits ``answer_logits`` keeps (rows × the span from the batch's earliest
+    answer position to its end × ``vocabulary``: prompts of different lengths in one batch widen that span for
+    every row); one row at least."""
+    batches: list[list[int]] = []
+    for i in sorted(range(len(prompt_ids)), key=lambda i: len(prompt_ids[i])):
+        last = batches[-1] if batches else None
+        if last and len(last) < batch_size:
+            rows = last + [i]
+            span = max(len(prompt_ids[j]) + len(answers[j]) for j in rows) - min(len(prompt_ids[j]) for j in rows) + 1
+            if len(rows) * span * vocabulary * 4 <= LOGITS_BUDGET:
+                last.append(i)
+                continue
+        batches.append([i])
+    return batches
+
+
 def score_pairs(base, compressed, prompt_ids: list[list[int]], answers: list[list[int]], pad: int,
                 batch_size: int = SCORE_BATCH) -> list:
     """``divergence.AnswerScores`` per prompt: base and compressed teacher-forced on prompt + answer, in batches of
-    prompts of similar length (the logits kept span the batch's answers only)."""
-    order = sorted(range(len(prompt_ids)), key=lambda i: len(prompt_ids[i]))
+    prompts of similar length whose kept logits stay within ``LOGITS_BUDGET`` per model (``score_batches``)."""
+    vocabulary = compressed.get_output_embeddings().weight.shape[0]
     scored = {}
-    for start in range(0, len(order), batch_size):
-        chosen = order[start:start + batch_size]
+    for chosen in score_batches(prompt_ids, answers, batch_size, vocabulary):
         rows = [(prompt_ids[i], answers[i]) for i in chosen]
         pairs = zip(answer_logits(base, rows, pad), answer_logits(compressed, rows, pad), rows, chosen)
         scored.update({i: score_answer(b, c, torch.tensor(a)) for b, c, (_, a), i in pairs})

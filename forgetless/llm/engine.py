@@ -67,6 +67,24 @@ def without_environment_report():
         evaluator.add_env_info = saved
 
 
+@contextlib.contextmanager
+def request_bars(shown: bool):
+    """lm-eval's own bar while it builds a task's requests (``Task.build_all_requests``, a ``tqdm`` it imports
+    at module level) follows forgetless's switch: off (``--no-progress``, or stderr not a terminal) while
+    the block runs."""
+    import lm_eval.api.task as lm_eval_task
+
+    saved = getattr(lm_eval_task, "tqdm", None)
+    if shown or saved is None:
+        yield
+        return
+    lm_eval_task.tqdm = functools.partial(saved, disable=True)
+    try:
+        yield
+    finally:
+        lm_eval_task.tqdm = saved
+
+
 def task_manager(include, data_dir: str | Path | None, defaults: bool | None, names=()):
     """An lm-eval ``TaskManager`` over ``include`` (folders of task YAMLs) and, with ``defaults``,
     lm-eval's own tasks (None: only when one of ``names`` is not in ``include``); ``data_dir`` reaches
@@ -208,10 +226,12 @@ def evaluate(model, tokenizer, tasks: dict, items: dict[str, list[int]], window:
     try:
         with quiet(), without_environment_report():
             lm = ForgetlessLM(model, tokenizer, window, batch_size, scoring_path, progress)
-            out = simple_evaluate(model=lm, tasks=list(tasks.values()), task_manager=manager or TaskManager(include_defaults=False),
-                                  samples={n: list(items[n]) for n in tasks}, log_samples=True, bootstrap_iters=0,
-                                  apply_chat_template=False, random_seed=None, numpy_random_seed=None,
-                                  torch_random_seed=None)
+            with request_bars(lm.progress):
+                out = simple_evaluate(model=lm, tasks=list(tasks.values()),
+                                      task_manager=manager or TaskManager(include_defaults=False),
+                                      samples={n: list(items[n]) for n in tasks}, log_samples=True, bootstrap_iters=0,
+                                      apply_chat_template=False, random_seed=None, numpy_random_seed=None,
+                                      torch_random_seed=None)
     finally:
         model.train(was_training)
     samples = {n: sorted(out["samples"][n], key=lambda s: s["doc_id"]) for n in tasks}

@@ -63,7 +63,26 @@ def test_evaluate_with_base_gives_the_divergence(data, pair):
     assert "divergence along the base's greedy answers to 4 of the 5 prompts" in compared.task.protocol
 
 
-def test_compress_puts_it_on_the_card_escaped(data, tmp_path, capsys):
+def test_compress_puts_it_on_the_card_escaped(data, tmp_path, capsys, monkeypatch):
+    """And where nothing after the evaluations runs the base again (--speed none, no CLEVER, no bit budget), its
+    weights are freed once it has answered, been compared along its answers and been scored: the compressed model
+    is evaluated without them in memory (counted on the base's own parameters); the card still counts the base."""
+    from forgetless.kinds.causal_lm import CausalLMKind
+
+    loaded, seen = [], []
+    load, evaluate = CausalLMKind.load_model, CausalLMKind.evaluate
+
+    def counted_load(self, *args, **kwargs):
+        model, tokenizer = load(self, *args, **kwargs)
+        loaded.append(model)
+        return model, tokenizer
+
+    def watched(self, model, *args, **kwargs):
+        seen.append((model is loaded[0], sorted({p.device.type for p in loaded[0].parameters()})))
+        return evaluate(self, model, *args, **kwargs)
+
+    monkeypatch.setattr(CausalLMKind, "load_model", counted_load)
+    monkeypatch.setattr(CausalLMKind, "evaluate", watched)
     prompts = tmp_path / "prompts.txt"
     prompts.write_text("\n".join(PROMPTS) + "\n", encoding="utf-8")
     out = tmp_path / "out"
@@ -80,6 +99,8 @@ def test_compress_puts_it_on_the_card_escaped(data, tmp_path, capsys):
     assert "### What it says: the compressed model along the base's own answers" in page
     assert "<script>" not in page and "<script>" not in (out / "report.html").read_text()
     assert d["examples"] and all(cell(e["prompt"]) in page for e in d["examples"])  # shown as text, escaped
+    assert len(loaded) == 1 and seen == [(True, ["cpu"]), (False, ["meta"])]
+    assert card["params"]["base"]["total"] == card["params"]["compressed"]["total"] > 0
 
 
 def test_the_card_lines_escape_a_models_words():

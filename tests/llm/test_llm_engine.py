@@ -322,6 +322,21 @@ def test_the_progress_bar_counts_the_choices_and_windows_it_says(data, tiny, mon
     assert choices > 18 and windows >= len(tokens)
 
 
+@pytest.mark.parametrize("progress", [False, True], ids=["no-progress", "progress"])
+def test_lm_evals_request_bar_follows_no_progress(data, tiny, capsys, progress):
+    """lm-eval's own tqdm bar while it builds the requests (``Task.build_all_requests``) prints nothing on
+    stderr under --no-progress (progress False), and is drawn when progress is on."""
+    from forgetless.llm import engine
+
+    model, tok = tiny
+    suite = load_task("lm-eval", data_dir=str(data), lm_eval_tasks=["arc_easy_offline"], eval_size=2, seed=0).suite
+    capsys.readouterr()
+    engine.evaluate(model, tok, suite.tasks, {n: s.items for n, s in suite.sets.items()}, 64, 4, progress=progress,
+                    manager=suite.manager)
+    err = capsys.readouterr().err
+    assert ("2/2 [" in err) is progress and ("it/s]" in err) is progress, err
+
+
 def test_until_interval_stops_at_the_first_round_narrow_enough(data, tiny, monkeypatch):
     """--until-interval: both models scored round by round (here one item per task per round) in the seeded
     order; the run stops at the first round whose confidence sequence of the headline change is narrower
