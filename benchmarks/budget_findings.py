@@ -12,8 +12,8 @@ formats include groups of 192 because SmolLM2's units cannot store less than ~4.
 A budget whose card exists is skipped (resumable); each run's command, wall time and the 1-minute load before,
 after and at its highest (sampled every 10 s) go to ``variant.json`` beside the card. ``--table`` (also run at
 the end) prints the findings table from the cards: per budget the mix, the bits reached and bytes, the uniform
-format and its bits and bytes, mixed − base on the card's headline tasks, and the uniform check: its tasks (those
-where the uniform model, its reference, is above chance), the accuracy of both pooled over their items,
+format and its bits and bytes, mixed − base on the card's headline tasks, and the uniform check: its tasks (the
+run's headline tasks, the base's above chance; before 2026-11-29 10:00 those where the uniform model was), the accuracy of both pooled over their items,
 mixed − uniform with its paired 95% bootstrap interval, the items only one of them answers right (exact McNemar
 p), the KL between their choice distributions and the verdict.
 
