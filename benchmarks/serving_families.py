@@ -105,10 +105,17 @@ def run(out: Path, families: list[str], checks: bool = True) -> dict:
 
 
 def short(check: dict | None) -> str:
-    """A check's verdict without its lead words; vLLM's reason cut to 200 characters."""
-    from forgetless.serving.compare import verdict
-
-    return verdict(check).replace("served; greedy answers ", "")[:200] if check else "not run"
+    """A check in a few words (``served, 3/8 identical; 5 part, 5 at a near tie, max gap 0.003 nats``), or
+    vLLM's reason cut to 120 characters."""
+    if not check:
+        return "not run"
+    if not check.get("served"):
+        return f"refused: {check['why'][:120]}"
+    s = check["summary"]
+    parted = s["prompts"] - s["identical"]
+    gap = f", max gap {s['largest_gap_ours']:.3f} nats" if s["largest_gap_ours"] is not None else ""
+    return f"served, {s['identical']}/{s['prompts']} identical" + \
+        (f"; {parted} part, {s['near_ties']} at a near tie{gap}" if parted else "")
 
 
 def cell(results: dict, family: str, scheme: str) -> str:
