@@ -28,6 +28,18 @@ def pytest_configure(config):
         gc.disable()
 
 
+def pytest_addoption(parser):
+    parser.addoption("--fail-on-missing", action="store_true", dest="fail_on_missing",
+                     help="fail the run when a test was skipped for a missing dependency (CI: tests/ci_skips.py)")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session):
+    from ci_skips import fail_on_missing
+
+    fail_on_missing(session)
+
+
 def pytest_collection_finish(session):
     gc.collect()
     gc.freeze()

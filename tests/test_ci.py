@@ -46,3 +46,34 @@ def test_the_docs_step_fails_ci_when_the_build_fails(tmp_path):
     assert broken.returncode != 0 and "REACHED-THE-TESTS" not in broken.stdout, (broken.returncode, broken.stderr[-500:])
     assert "no-such-page.md" in broken.stderr, broken.stderr[-500:]
     assert fine.returncode == 0 and "REACHED-THE-TESTS" in fine.stdout, fine.stderr[-500:]
+
+
+def test_a_test_skipped_for_a_missing_dependency_fails_ci():
+    """``--fail-on-missing`` (``tests/ci_skips.py``): the old end's environment had no gguf, so its offline-model
+    tests skipped and CI passed; a skip that names a missing package now fails the run, other skips do not."""
+    from types import SimpleNamespace
+
+    from ci_skips import fail_on_missing
+
+    def session(*reasons):
+        reports = [SimpleNamespace(longrepr=("tests/t.py", 3, f"Skipped: {reason}")) for reason in reasons]
+        lines = []
+        reporter = SimpleNamespace(stats={"skipped": reports}, write_line=lambda text, **_: lines.append(text))
+        config = SimpleNamespace(getoption=lambda name, default=None: True,
+                                 pluginmanager=SimpleNamespace(get_plugin=lambda name: reporter))
+        run = SimpleNamespace(config=config, exitstatus=pytest.ExitCode.OK, lines=lines)
+        fail_on_missing(run)
+        return run
+
+    missing = session("no GPU on this machine", "gguf not installed: pip install gguf")
+    assert missing.exitstatus == pytest.ExitCode.TESTS_FAILED and "gguf not installed" in missing.lines[0]
+    assert session("could not import 'lm_eval': cannot import name 'X'").exitstatus == pytest.ExitCode.TESTS_FAILED
+    assert session("no GPU on this machine", "vLLM is not installed (CI has none)").exitstatus == pytest.ExitCode.OK
+
+
+def test_every_ci_test_command_fails_on_a_missing_dependency():
+    """Both environments' test commands carry ``--fail-on-missing``; the old end checks the pair it installed."""
+    commands = _commands(CI.read_text())
+    runs = [line for line in commands if "-m pytest" in line]
+    assert len(runs) == 2 and all("--fail-on-missing" in line for line in runs), runs
+    assert any("assert v == ('5.17.0', '0.17.0')" in line for line in commands)
