@@ -9,6 +9,8 @@ from forgetless.errors import ConfigError
 from forgetless.metrics.clever import (CleverConfig, choose_fit, clever_evaluate, clever_example, clever_score,
                                         fit_reverse_weibull, sample_ball, summarise)
 
+from typed_cards import typed_card
+
 
 @pytest.mark.parametrize("shape,loc,scale", [(2.0, 3.0, 0.5), (5.0, 10.0, 2.0), (3.0, 0.7, 0.1)])
 def test_reverse_weibull_fit_recovers_location(shape, loc, scale):
@@ -50,7 +52,7 @@ def test_divergent_best_fit_is_flagged_and_the_card_shows_both_means():
 
     params = {"examples": 3, "batches": 3, "samples": 2, "norm": "2", "radius": 1.0}
     side = {**summary, "set": "dev", "seconds": 1.0, "params": params}
-    text = "\n".join(_robustness({"robustness": {"clever": {"base": side, "compressed": side}}}))
+    text = "\n".join(_robustness(typed_card({"robustness": {"clever": {"base": side, "compressed": side}}})))
     assert "| fallback Weibull fits (best-KS fit diverged) | 1/3 | 1/3 | |" in text
     assert "| mean CLEVER score without those examples | 0.05 | 0.05 | |" in text
 
