@@ -207,7 +207,7 @@ def test_stacked_wanda_gptq_is_named_by_both_sized_in_stored_bits_and_not_timed(
     card = json.loads((out / "report.json").read_text())
     Card.from_json(card)
     served = card["speed"].pop("served")  # vLLM's own kernels would run the codes: tried even when not timed here
-    assert served["engine"] == "vllm" and (served["measured"] or "vLLM is not installed" in served["why"])
+    assert served["engine"].startswith("vllm") and (served["measured"] or "vLLM is not installed" in served["why"])
     assert card["speed"] == {"timed": False, "why_not_timed": why, "setting": "auto", "runtime": "torch",
                              "meaningful": False}
     report = (out / "report.md").read_text()
