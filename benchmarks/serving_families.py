@@ -139,10 +139,25 @@ def grid(results: dict, families: list[str]) -> list[str]:
     return lines
 
 
+def arguments(argv: list[str] | None = None):
+    """The command line: OUT, the families (default: all of ``FAMILIES``), ``--table``, ``--folders-only``."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter,
+                                     epilog="example: python benchmarks/serving_families.py /tmp/families --table")
+    parser.add_argument("out", type=Path, help="the folder for the families' folders and results.json")
+    parser.add_argument("families", nargs="*", default=list(FAMILIES), choices=list(FAMILIES), metavar="FAMILY",
+                        help="families to write and serve (default: all of " + ", ".join(FAMILIES) + ")")
+    parser.add_argument("--table", action="store_true", help="only print the grid of OUT/results.json")
+    parser.add_argument("--folders-only", action="store_true", help="write the folders, serve nothing")
+    args = parser.parse_args(argv)
+    if args.table and not (args.out / "results.json").is_file():
+        parser.error(f"--table: {args.out / 'results.json'} does not exist")
+    return args
+
+
 if __name__ == "__main__":
-    flags = {"--table", "--folders-only"} & set(sys.argv)
-    args = [a for a in sys.argv[1:] if a not in flags]
-    chosen = args[1:] or list(FAMILIES)
-    done = json.loads((Path(args[0]) / "results.json").read_text()) if "--table" in flags else \
-        run(Path(args[0]), chosen, checks="--folders-only" not in flags)
-    print("\n".join(grid(done, chosen)))
+    args = arguments()
+    done = json.loads((args.out / "results.json").read_text()) if args.table else \
+        run(args.out, args.families, checks=not args.folders_only)
+    print("\n".join(grid(done, args.families)))

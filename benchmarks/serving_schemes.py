@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -88,6 +87,8 @@ def run(out: Path, schemes: list[str], speeds: bool = True) -> dict:
     step(results, "base check", out, lambda: serve_check(base))
     folders = {scheme: out / scheme.replace(":", "-") / "model" for scheme in schemes}
     for scheme, folder in folders.items():  # every folder, then every check, then the speeds (the slowest)
+        if results.get(f"{scheme} folder", {}).get("made") and not folder.is_dir():
+            del results[f"{scheme} folder"]  # written by an earlier run, since removed: written again
         step(results, f"{scheme} folder", out, lambda: _made(scheme, folder))
     made = {scheme: folder for scheme, folder in folders.items() if results[f"{scheme} folder"].get("made")}
     for scheme, folder in made.items():
@@ -159,11 +160,26 @@ def spread(results: dict, schemes: list[str]) -> list[str]:
     return lines
 
 
+def arguments(argv: list[str] | None = None):
+    """The command line: OUT, the schemes (default: all of ``SCHEMES``), ``--table``, ``--checks-only``."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter,
+                                     epilog="example: python benchmarks/serving_schemes.py /tmp/served FP8 --checks-only")
+    parser.add_argument("out", type=Path, help="the folder for the schemes' folders and results.json")
+    parser.add_argument("schemes", nargs="*", default=list(SCHEMES), choices=SCHEMES, metavar="SCHEME",
+                        help="schemes to write and serve (default: all of " + ", ".join(SCHEMES) + ")")
+    parser.add_argument("--table", action="store_true", help="only print the table of OUT/results.json")
+    parser.add_argument("--checks-only", action="store_true", help="the serving checks, no served speed")
+    args = parser.parse_args(argv)
+    if args.table and not (args.out / "results.json").is_file():
+        parser.error(f"--table: {args.out / 'results.json'} does not exist")
+    return args
+
+
 if __name__ == "__main__":
-    flags = {"--table", "--checks-only"} & set(sys.argv)
-    args = [a for a in sys.argv[1:] if a not in flags]
-    chosen = args[1:] or list(SCHEMES)
-    done = json.loads((Path(args[0]) / "results.json").read_text()) if "--table" in flags else \
-        run(Path(args[0]), chosen, speeds="--checks-only" not in flags)
-    print("\n".join(table(done, chosen) + ["", "Kernels vLLM named:", ""] + kernels(done, chosen)
-                    + spread(done, chosen)))
+    args = arguments()
+    done = json.loads((args.out / "results.json").read_text()) if args.table else \
+        run(args.out, args.schemes, speeds=not args.checks_only)
+    print("\n".join(table(done, args.schemes) + ["", "Kernels vLLM named:", ""] + kernels(done, args.schemes)
+                    + spread(done, args.schemes)))

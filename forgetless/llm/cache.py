@@ -7,7 +7,7 @@ run killed while the compressed model is scored reuses the base's scores when re
 
 The key is everything the numbers depend on: the model's class, config and every weight (its bytes,
 hashed), the tokenizer's vocabulary and special tokens, the suite (each task's documents, items and
-YAML, the perplexity text, window and cap, who scores: shared-context or lm-eval), the batch size, the number of torch threads and the
+YAML text — not its path, the perplexity text, window and cap, who scores: shared-context or lm-eval), the batch size, the number of torch threads and the
 versions of torch, transformers and lm-eval. A model whose weights cannot be hashed (quantized
 tensors) is not cached. Within ``digests_kept`` a model's weights are hashed once for every key. Entries live in ``$FORGETLESS_CACHE/llm-eval/<key>.json``, written
 atomically; delete the folder to drop them.
@@ -74,12 +74,19 @@ def entry_path(model, tokenizer, suite, batch_size: int) -> Path | None:
     vocabulary = hashlib.sha256(json.dumps(sorted(tokenizer.get_vocab().items())).encode()).hexdigest()
     key = {"weights": weights, "vocabulary": vocabulary, "special": tokenizer.special_tokens_map,
            "chat_template": getattr(tokenizer, "chat_template", None),  # generation prompts: llm/lm.chat_turns
-           "tasks": {n: [s.fingerprint(), s.source] for n, s in suite.sets.items()},
+           "tasks": {n: [s.fingerprint(), source_digest(s.source)] for n, s in suite.sets.items()},
            "perplexity": suite.perplexity.fingerprint() if suite.perplexity else None, "window": suite.window,
            "scoring": suite.scoring, "batch_size": batch_size, "threads": torch.get_num_threads(),
            "versions": [torch.__version__, transformers.__version__, getattr(lm_eval, "__version__", None)]}
     name = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:24]
     return cache_root() / "llm-eval" / f"{name}.json"
+
+
+def source_digest(source: str) -> str:
+    """A task's YAML by its text, not its path: the same suite read from another checkout or install (a git
+    worktree, a virtual environment) finds the same entries; a path that is not a file keys by its name."""
+    path = Path(source)
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else source
 
 
 def zero_shot_entry_path(model, tokenizer, task, options: dict) -> Path | None:

@@ -398,3 +398,25 @@ def test_llm_options_on_another_task_are_one_error(tmp_path, capsys, no_model_lo
     assert main(["compress", "--model", "tiny-llama", "--task", "llm-zero-shot", "--until-interval", "0",
                  "--out", str(tmp_path / "o"), "--no-progress"]) == 2
     assert "--until-interval" in capsys.readouterr().err
+
+
+def test_the_cache_keys_a_task_by_its_yaml_text_not_its_path(tiny, tmp_path):
+    """The same suite read from another checkout (a git worktree, a venv) finds the base's entry; a changed
+    YAML does not (issue 52: a findings run in a worktree re-scored a base that main had scored)."""
+    from forgetless.llm import cache
+    from forgetless.llm.suite import LMEvalSet, LMEvalSuite
+
+    model, tok = tiny
+    text = "task: t\ndataset_path: json\noutput_type: multiple_choice\n"
+    paths = [tmp_path / "a" / "t.yaml", tmp_path / "b" / "t.yaml", tmp_path / "c" / "t.yaml"]
+    for path, body in zip(paths, (text, text, text + "num_fewshot: 0\n")):
+        path.parent.mkdir()
+        path.write_text(body)
+
+    def key(path):
+        suite = LMEvalSuite(tasks={}, sets={"t": LMEvalSet("t", "multiple_choice", 3, [0, 1], str(path), "d")})
+        return cache.entry_path(model, tok, suite, batch_size=4)
+
+    assert key(paths[0]) == key(paths[1])
+    assert key(paths[0]) != key(paths[2])
+    assert key(paths[0]) != key(tmp_path / "missing.yaml")
