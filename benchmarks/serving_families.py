@@ -146,11 +146,15 @@ def arguments(argv: list[str] | None = None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter,
                                      epilog="example: python benchmarks/serving_families.py /tmp/families --table")
     parser.add_argument("out", type=Path, help="the folder for the families' folders and results.json")
-    parser.add_argument("families", nargs="*", default=list(FAMILIES), choices=list(FAMILIES), metavar="FAMILY",
+    parser.add_argument("families", nargs="*", metavar="FAMILY",
                         help="families to write and serve (default: all of " + ", ".join(FAMILIES) + ")")
     parser.add_argument("--table", action="store_true", help="only print the grid of OUT/results.json")
     parser.add_argument("--folders-only", action="store_true", help="write the folders, serve nothing")
     args = parser.parse_args(argv)
+    unknown = [n for n in args.families if n not in FAMILIES]
+    if unknown:
+        parser.error(f"{unknown[0]}: not one of " + ", ".join(FAMILIES))
+    args.families = args.families or list(FAMILIES)
     if args.table and not (args.out / "results.json").is_file():
         parser.error(f"--table: {args.out / 'results.json'} does not exist")
     return args

@@ -167,11 +167,15 @@ def arguments(argv: list[str] | None = None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter,
                                      epilog="example: python benchmarks/serving_schemes.py /tmp/served FP8 --checks-only")
     parser.add_argument("out", type=Path, help="the folder for the schemes' folders and results.json")
-    parser.add_argument("schemes", nargs="*", default=list(SCHEMES), choices=SCHEMES, metavar="SCHEME",
+    parser.add_argument("schemes", nargs="*", metavar="SCHEME",
                         help="schemes to write and serve (default: all of " + ", ".join(SCHEMES) + ")")
     parser.add_argument("--table", action="store_true", help="only print the table of OUT/results.json")
     parser.add_argument("--checks-only", action="store_true", help="the serving checks, no served speed")
     args = parser.parse_args(argv)
+    unknown = [n for n in args.schemes if n not in SCHEMES]
+    if unknown:
+        parser.error(f"{unknown[0]}: not one of " + ", ".join(SCHEMES))
+    args.schemes = args.schemes or list(SCHEMES)
     if args.table and not (args.out / "results.json").is_file():
         parser.error(f"--table: {args.out / 'results.json'} does not exist")
     return args
