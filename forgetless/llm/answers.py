@@ -213,7 +213,8 @@ def answer_logits(model, rows: list[tuple[list[int], list[int]]], pad: int) -> l
     mask = torch.tensor([[1] * len(s) + [0] * (width - len(s)) for s in sequences], device=device_of(model))
     keep = {"logits_to_keep": width - first} if "logits_to_keep" in inspect.signature(model.forward).parameters else {}
     logits = model(input_ids=ids, attention_mask=mask, **keep).logits[:, -(width - first):].float().cpu()
-    return [logits[i, len(p) - 1 - first:len(p) - 1 - first + len(a)] for i, (p, a) in enumerate(rows)]
+    # copies of the answers' rows: the batch's logits (prompt positions included) are freed before the other model runs
+    return [logits[i, len(p) - 1 - first:len(p) - 1 - first + len(a)].clone() for i, (p, a) in enumerate(rows)]
 
 
 def score_batches(prompt_ids: list[list[int]], answers: list[list[int]], batch_size: int, vocabulary: int) -> list[list[int]]:
