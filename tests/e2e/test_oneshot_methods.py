@@ -5,6 +5,7 @@ kept), the card validates and claims no meaningful speedup, the CLI runs ``--met
 --pattern 2:4``, bad options exit 2 before any work, and a seed makes the weights reproducible. Whole runs of
 the command line run in this process (``cli.main``: the import of the stack is paid once); the saved weights are
 read back in a fresh process, and the refusals go through ``python -m forgetless``."""
+import importlib.util
 import json
 import os
 import subprocess
@@ -207,7 +208,9 @@ def test_stacked_wanda_gptq_is_named_by_both_sized_in_stored_bits_and_not_timed(
     card = json.loads((out / "report.json").read_text())
     Card.from_json(card)
     served = card["speed"].pop("served")  # vLLM's own kernels would run the codes: tried even when not timed here
-    assert served["engine"].startswith("vllm") and (served["measured"] or "vLLM is not installed" in served["why"])
+    # where vLLM is installed, the tiny base built from a config has no folder for vLLM to load
+    reason = "the base has no model folder on disk" if importlib.util.find_spec("vllm") else "vLLM is not installed"
+    assert served["engine"].startswith("vllm") and not served["measured"] and reason in served["why"], served
     assert card["speed"] == {"timed": False, "why_not_timed": why, "setting": "auto", "runtime": "torch",
                              "meaningful": False}
     report = (out / "report.md").read_text()
