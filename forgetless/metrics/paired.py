@@ -49,9 +49,10 @@ def flips(base_correct, compressed_correct) -> dict:
 
 
 def softmax(scores) -> np.ndarray:
+    """The softmax of ``scores`` over its last axis (one item's choices, or one row per item)."""
     scores = np.asarray(scores, dtype=float)
-    shifted = np.exp(scores - scores.max())
-    return shifted / shifted.sum()
+    shifted = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return shifted / shifted.sum(axis=-1, keepdims=True)
 
 
 def choice_kl(base_lls, compressed_lls) -> float:
