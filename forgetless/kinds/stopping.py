@@ -24,7 +24,7 @@ import numpy as np
 
 from .. import progress
 from ..errors import ConfigError
-from ..metrics.intervals import DEFAULT_CONFIDENCE
+from ..bootstrap import DEFAULT_CONFIDENCE
 from ..metrics.sequences import METHOD, paired_sequence
 from ..llm.records import MULTIPLE_CHOICE
 

@@ -26,22 +26,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from ..bootstrap import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, mean_interval, percentile_interval, resampled_means
+
 THIRDS = ("low", "middle", "high")  # the base's token entropy, lowest third first
-DEFAULT_RESAMPLES, DEFAULT_CONFIDENCE = 1000, 0.95  # metrics/intervals.py's (llm sits below metrics: not imported)
-
-
-def resampled_means(columns: np.ndarray, n_resamples: int, seed: int) -> np.ndarray:
-    """Means of the columns of ``columns`` (``(n, k)``) over ``n_resamples`` seeded bootstrap resamples of its
-    rows, the same rows for every column: ``(n_resamples, k)``."""
-    index = np.random.default_rng(seed).integers(0, columns.shape[0], size=(n_resamples, columns.shape[0]))
-    return columns[index].mean(axis=1)
-
-
-def percentile_interval(samples: np.ndarray, confidence: float) -> tuple[float, float]:
-    """The central ``confidence`` share of ``samples``."""
-    tail = (1 - confidence) / 2 * 100
-    low, high = np.percentile(samples, [tail, 100 - tail])
-    return float(low), float(high)
 
 
 @dataclass
@@ -96,22 +83,11 @@ def token_mean(values: list[np.ndarray], n_resamples: int = DEFAULT_RESAMPLES, s
     counts = np.array([v.size for v in kept], dtype=float)
     if counts.sum() == 0:
         return {"value": None, "low": None, "high": None, "n": len(kept), "tokens": 0}
-    means = resampled_means(np.stack([sums, counts], axis=1), n_resamples, seed)
+    means = resampled_means(np.stack([sums, counts], axis=1), n_resamples, np.random.default_rng(seed))
     ratios = means[:, 0] / np.where(means[:, 1] > 0, means[:, 1], np.nan)
     low, high = percentile_interval(ratios[np.isfinite(ratios)], confidence)
     return {"value": float(sums.sum() / counts.sum()), "low": low, "high": high, "n": len(kept),
             "tokens": int(counts.sum())}
-
-
-def share(flags: np.ndarray, n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
-          confidence: float = DEFAULT_CONFIDENCE) -> dict:
-    """``{value, low, high, n}``: the share of true ``flags`` (one per prompt) with its bootstrap interval."""
-    flags = np.asarray(flags, dtype=float)
-    if flags.size == 0:
-        return {"value": None, "low": None, "high": None, "n": 0}
-    means = resampled_means(flags[:, None], n_resamples, seed)[:, 0]
-    low, high = percentile_interval(means, confidence)
-    return {"value": float(flags.mean()), "low": low, "high": high, "n": int(flags.size)}
 
 
 def prefix_lengths(max_new_tokens: int) -> list[int]:
@@ -139,7 +115,7 @@ def summarize(scored: list[AnswerScores], max_new_tokens: int, n_resamples: int 
     return {"prompts": len(scored), "answer_tokens": int(sum(s.kl.size for s in scored)),
             "kl": token_mean([s.kl for s in scored], n_resamples, seed),
             "top1_agreement": token_mean([s.agree for s in scored], n_resamples, seed),
-            "identical": share(np.array([d is None for d in first]), n_resamples, seed),
+            "identical": mean_interval(np.array([d is None for d in first]), n_resamples, seed),
             "first_divergence": {"median": float(np.median(parted)) if parted else None, "parted": len(parted),
                                  "positions": first},
             "identical_first": {str(n): sum(d is None or d >= n for d in first) for n in prefix_lengths(max_new_tokens)},

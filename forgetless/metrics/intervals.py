@@ -1,9 +1,6 @@
 """Honest numbers: bootstrap intervals for accuracy, relative bias and speedup; timing spread.
 
-Pure numpy, seeded (``numpy.random.default_rng(seed)``), no model code. Every interval is a
-percentile bootstrap (Efron & Tibshirani 1993, ch. 13): draw ``n_resamples`` resamples of the
-examples with replacement (default ``DEFAULT_RESAMPLES`` = 1000), compute the statistic on each and
-take the ``(1 − confidence)/2`` and ``(1 + confidence)/2`` quantiles (default 95%).
+Pure numpy, seeded, no model code; every interval is a percentile bootstrap (``forgetless/bootstrap.py``).
 
 Relative bias follows Du et al. (2023), "What do Compressed Large Language Models Forget?", eq. 1:
 ``gap = (acc_dev − acc_challenge) / acc_dev`` and ``F_bias = gap_compressed / gap_base``.
@@ -12,12 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..bootstrap import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, mean_interval, percentile_interval, resampled_means
 from ..errors import ConfigError
-
-DEFAULT_RESAMPLES = 1000
-DEFAULT_CONFIDENCE = 0.95
-# Resamples are drawn in chunks so that (chunk × n) indices stay below this many elements.
-_MAX_INDICES_PER_CHUNK = 4_000_000
 
 
 def _check(n_resamples: int, confidence: float) -> None:
@@ -36,27 +29,6 @@ def _as_correct(values, name: str) -> np.ndarray:
     return array.astype(np.float64)
 
 
-def resampled_means(columns: np.ndarray, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
-    """Means of the columns of ``columns`` (shape ``(n, k)``) over ``n_resamples`` bootstrap
-    resamples of its rows; the same row indices are used for every column (paired resampling).
-    Returns shape ``(n_resamples, k)``."""
-    n = columns.shape[0]
-    out = np.empty((n_resamples, columns.shape[1]))
-    chunk = max(1, _MAX_INDICES_PER_CHUNK // max(n, 1))
-    for start in range(0, n_resamples, chunk):
-        stop = min(n_resamples, start + chunk)
-        index = rng.integers(0, n, size=(stop - start, n))
-        out[start:stop] = columns[index].mean(axis=1)
-    return out
-
-
-def percentile_interval(samples: np.ndarray, confidence: float = DEFAULT_CONFIDENCE) -> tuple[float, float]:
-    """``(low, high)``: the central ``confidence`` share of ``samples`` (percentile bootstrap interval)."""
-    tail = (1 - confidence) / 2 * 100
-    low, high = np.percentile(samples, [tail, 100 - tail])
-    return float(low), float(high)
-
-
 def bootstrap_accuracy(correct, n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
                        confidence: float = DEFAULT_CONFIDENCE) -> dict:
     """Accuracy of a set with its percentile bootstrap interval.
@@ -66,12 +38,8 @@ def bootstrap_accuracy(correct, n_resamples: int = DEFAULT_RESAMPLES, seed: int 
     """
     _check(n_resamples, confidence)
     values = _as_correct(correct, "correct")
-    n = int(values.size)
-    if n == 0:
-        return {"accuracy": None, "low": None, "high": None, "n": 0}
-    means = resampled_means(values[:, None], n_resamples, np.random.default_rng(seed))[:, 0]
-    low, high = percentile_interval(means, confidence)
-    return {"accuracy": float(values.mean()), "low": low, "high": high, "n": n}
+    mean = mean_interval(values, n_resamples, seed, confidence)
+    return {"accuracy": mean["value"], "low": mean["low"], "high": mean["high"], "n": mean["n"]}
 
 
 def relative_gaps(acc_dev: np.ndarray, acc_challenge: np.ndarray) -> np.ndarray:

@@ -20,8 +20,8 @@ from math import comb
 
 import numpy as np
 
+from ..bootstrap import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, percentile_interval, resampled_means
 from ..errors import ConfigError
-from .intervals import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, percentile_interval, resampled_means
 
 HARD, MEDIUM, EASY = 0, 1, 2
 TERCILES = {"hard": HARD, "medium": MEDIUM, "easy": EASY}
@@ -49,9 +49,10 @@ def flips(base_correct, compressed_correct) -> dict:
 
 
 def softmax(scores) -> np.ndarray:
+    """The softmax of ``scores`` over its last axis (one item's choices, or one row per item)."""
     scores = np.asarray(scores, dtype=float)
-    shifted = np.exp(scores - scores.max())
-    return shifted / shifted.sum()
+    shifted = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return shifted / shifted.sum(axis=-1, keepdims=True)
 
 
 def choice_kl(base_lls, compressed_lls) -> float:
@@ -79,18 +80,6 @@ def terciles(margins) -> np.ndarray:
     for label, part in enumerate(np.array_split(order, 3)):
         labels[part] = label
     return labels
-
-
-def interval(values, n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
-             confidence: float = DEFAULT_CONFIDENCE) -> dict:
-    """``{value, low, high, n}``: the mean of ``values`` with its percentile bootstrap interval (None
-    for no items)."""
-    values = np.asarray(values, dtype=float)
-    if values.size == 0:
-        return {"value": None, "low": None, "high": None, "n": 0}
-    means = resampled_means(values[:, None], n_resamples, np.random.default_rng(seed))[:, 0]
-    low, high = percentile_interval(means, confidence)
-    return {"value": float(values.mean()), "low": low, "high": high, "n": int(values.size)}
 
 
 def paired_intervals(base, compressed, n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0,

@@ -34,6 +34,7 @@ import torch
 
 from ..errors import ConfigError
 from ..progress import bar
+from .paired import softmax
 
 CALIBRATIONS = ("none", "content-free", "set-mean")
 CONTENT_FREE = ("N/A", "", "[MASK]")
@@ -192,11 +193,6 @@ def calibrate(scores: np.ndarray, mode: str, content_free: np.ndarray | None = N
         cf = content_free - np.logaddexp.reduce(content_free, axis=1, keepdims=True)
         return logp - np.log(np.exp(cf).mean(axis=0, keepdims=True))
     raise ConfigError(f"--score-calibration: {mode!r} is not one of {', '.join(CALIBRATIONS)}")
-
-
-def softmax(x: np.ndarray) -> np.ndarray:
-    e = np.exp(x - x.max(axis=1, keepdims=True))
-    return e / e.sum(axis=1, keepdims=True)
 
 
 def score_set(model, tokenizer, task, examples, options, max_length: int, batch_size: int,

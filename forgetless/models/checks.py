@@ -11,11 +11,10 @@ from pathlib import Path
 
 import torch
 import transformers
-from safetensors import safe_open
 
 from ..errors import ModelFileError
 from .manifest import is_forgetless_folder
-from .weights_fit import check_finite_model, check_weights_fit
+from .weights_fit import check_finite_model, check_weights_fit, stored_tensors
 
 WEIGHTS = "model.safetensors"
 NOT_STOCK_WEIGHTS = "model.forgetless.safetensors"  # weights stock from_pretrained must not find (quantized_io)
@@ -232,6 +231,4 @@ def check_classifier_head(path: str | Path, config) -> None:
 
 def tensor_header(path: str | Path) -> dict[str, tuple[tuple[int, ...], str]]:
     """``{name: (shape, safetensors dtype)}`` of a safetensors file (reads no tensor data)."""
-    with safe_open(str(path), framework="pt") as handle:
-        return {name: (tuple(handle.get_slice(name).get_shape()), handle.get_slice(name).get_dtype())
-                for name in handle.keys()}
+    return {name: (shape, dtype) for name, (shape, dtype, _) in stored_tensors([path]).items()}

@@ -58,15 +58,12 @@ def model_config(name: str):
     return check_model_folder(path)
 
 
-def load_classifier(name_or_path: str, label_names: list[str], device: str = "cpu",
-                    trust_remote_code: bool | None = None, attn_implementation: str = "sdpa", seed: int = 0,
-                    tokenizer=None):
+def load_classifier(name_or_path: str, label_names: list[str], device: str = "cpu", seed: int = 0, tokenizer=None):
     """A sequence classifier with ``len(label_names)`` outputs, and its tokenizer.
 
     A forgetless folder is reloaded as saved (its label count must match); a plain folder or hub
     id gets a new, seeded classification head when it has none.
     """
-    trust_remote_code = allowed_remote_code() if trust_remote_code is None else trust_remote_code
     if name_or_path in TINY_CLASSIFIERS:
         tokenizer = tokenizer or bundled_tokenizer()
         model = tiny_classifier(name_or_path, len(tokenizer), label_names, tokenizer.pad_token_id or 0, seed)
@@ -78,7 +75,7 @@ def load_classifier(name_or_path: str, label_names: list[str], device: str = "cp
         return model, _saved_or_given(saved_tokenizer, tokenizer, path)
     _check_source(path)
     if Path(path).expanduser().is_dir():
-        config = transformers.AutoConfig.from_pretrained(path, trust_remote_code=trust_remote_code)
+        config = transformers.AutoConfig.from_pretrained(path, trust_remote_code=allowed_remote_code())
         if is_trained_classifier(config) and config.num_labels == len(label_names):
             check_label_order(config, label_names, path)
             check_classifier_head(path, config)
@@ -87,10 +84,10 @@ def load_classifier(name_or_path: str, label_names: list[str], device: str = "cp
     try:
         model, info = transformers.AutoModelForSequenceClassification.from_pretrained(
             path, num_labels=len(label_names), id2label=id2label, label2id={v: k for k, v in id2label.items()},
-            trust_remote_code=trust_remote_code, attn_implementation=attn_implementation, use_safetensors=True,
+            trust_remote_code=allowed_remote_code(), attn_implementation="sdpa", use_safetensors=True,
             output_loading_info=True,
         )
-        tokenizer = _tokenizer(path, trust_remote_code)
+        tokenizer = _tokenizer(path, allowed_remote_code())
     except OSError as exc:
         raise ForgetlessError(f"could not load model {name_or_path!r}: {exc}") from exc
     check_loaded(model, path, info)  # a missing body tensor or NaN weights: an error, not a random model

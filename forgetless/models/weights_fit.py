@@ -19,7 +19,6 @@ The files of a folder: ``checks.weight_files``.
 """
 from __future__ import annotations
 
-import json
 import math
 import re
 from pathlib import Path

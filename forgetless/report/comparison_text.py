@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .headline import delta_text
+from .headline import delta_text, pct
 
 if TYPE_CHECKING:  # types only: card_types' Comparison.summary imports this module
     from .card_types import Comparison, LlmSuite
@@ -57,7 +57,7 @@ def _task_rows(llm: LlmSuite) -> list[list[str]]:
         generation = task.get("output_type") == "generate_until"  # its first metric's paired change: "score"
         scores = task.get("score" if generation else task["metric"]) or {}
         rows.append([name + ("" if generation or task.get("in_headline", True) else " (at chance)"), task["metric"],
-                     _points((scores.get("base") or {}).get("value")), _points((scores.get("compressed") or {}).get("value")),
+                     pct((scores.get("base") or {}).get("value")), pct((scores.get("compressed") or {}).get("value")),
                      delta_text(scores.get("delta")), _flips(task.get("flips"))])
     return rows
 
@@ -65,12 +65,8 @@ def _task_rows(llm: LlmSuite) -> list[list[str]]:
 def _set_rows(comparison: Comparison) -> list[list[str]]:
     metric = comparison.task.metric
     deltas = _paired(comparison).get("sets") or {}
-    return [[name, metric, _points(entry.base.get(metric)), _points(entry.compressed.get(metric)),
+    return [[name, metric, pct(entry.base.get(metric)), pct(entry.compressed.get(metric)),
              delta_text(deltas.get(name)), "–"] for name, entry in comparison.sets.items()]
-
-
-def _points(value) -> str:
-    return "–" if value is None else f"{100 * value:.1f}"
 
 
 def _flips(flips: dict | None) -> str:

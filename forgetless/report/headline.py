@@ -161,6 +161,11 @@ def delta_points(entry: dict | None, scale: float = 100.0) -> float | None:
     return scale * (entry["compressed"]["value"] - entry["base"]["value"])
 
 
+def pct(value) -> str:
+    """A fraction in percent (``81.0``; ``–`` when unknown)."""
+    return "–" if value is None else f"{100 * value:.1f}"
+
+
 def megabytes(n: int | None) -> str:
     """Bytes as the card writes them (``12.3 MB``; ``–`` when unknown)."""
     return "–" if n is None else f"{n / 1e6:.1f} MB"

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..metrics.intervals import (DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, bootstrap_accuracy, bootstrap_f_bias,
-                                  speedup_interval, timing_summary)
+from ..bootstrap import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
+from ..metrics.intervals import bootstrap_accuracy, bootstrap_f_bias, speedup_interval, timing_summary
 from ..llm.records import MULTIPLE_CHOICE, scores
 from ..metrics.paired import paired_intervals, softmax
 from ..data.task_kinds import task_kind

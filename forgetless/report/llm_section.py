@@ -23,8 +23,8 @@ import numpy as np
 
 from ..llm.card import add_divergence, add_scoring
 from ..llm.records import GENERATE, MULTIPLE_CHOICE, ROLLING, scores
-from ..metrics.intervals import DEFAULT_RESAMPLES
-from ..metrics.paired import (TERCILES, choice_kl, difference_of_deltas, flips, interval, macro_intervals, margin,
+from ..bootstrap import DEFAULT_RESAMPLES, mean_interval
+from ..metrics.paired import (TERCILES, choice_kl, difference_of_deltas, flips, macro_intervals, margin,
                               paired_intervals, terciles)
 from .llm_generation import generation_task
 from .llm_markdown import KL_BASIS
@@ -120,7 +120,7 @@ def _choice_task(base: dict, comp: dict, seed: int, n_resamples: int) -> dict:
              "acc": paired_intervals([r["acc"] for r in b_items], [r["acc"] for r in c_items], n_resamples, seed),
              "acc_norm": paired_intervals([r["acc_norm"] for r in b_items], [r["acc_norm"] for r in c_items],
                                           n_resamples, seed) if primary == "acc_norm" else None,
-             "flips": flips(b_correct, c_correct), "kl": interval(kl, n_resamples, seed),
+             "flips": flips(b_correct, c_correct), "kl": mean_interval(kl, n_resamples, seed),
              "margin": {"base": float(margins.mean()),
                         "compressed": float(np.mean([margin(scores(r, primary), r["gold"]) for r in c_items]))}}
     thirds = terciles(margins)
@@ -133,7 +133,7 @@ def _choice_task(base: dict, comp: dict, seed: int, n_resamples: int) -> dict:
 def _part(base, comp, kl, margins, seed: int, n_resamples: int) -> dict:
     return {"n": int(base.size), "margin_range": [float(margins.min()), float(margins.max())] if base.size else None,
             "accuracy": paired_intervals(base, comp, n_resamples, seed), "flips": flips(base, comp),
-            "kl": interval(kl, n_resamples, seed)}
+            "kl": mean_interval(kl, n_resamples, seed)}
 
 
 def _rolling_task(results: dict, name: str) -> dict:
@@ -163,7 +163,7 @@ def pooled_items(records: dict, names: list[str], seed: int, n_resamples: int = 
                                                                       records["compressed"][n]["items"])]
                          for n in names])
     return {"tasks": names, "accuracy": paired_intervals(base, comp, n_resamples, seed), "flips": flips(base, comp),
-            "kl": interval(kl, n_resamples, seed)}
+            "kl": mean_interval(kl, n_resamples, seed)}
 
 
 def _pairs(tasks: dict, records: dict, seed: int, n_resamples: int) -> list[dict]:

@@ -3,17 +3,13 @@ from __future__ import annotations
 
 from ..data.task_kinds import task_kind
 from .inert import inert
-from .headline import megabytes as mb, size_numbers, speedup, speedup_text, verdict
+from .headline import megabytes as mb, pct, size_numbers, speedup, speedup_text, verdict
 from .size_speed_markdown import size_markdown, speed_markdown
 from .layers import layers_markdown
 from .sections import method_sections
 from .llm_markdown import llm_markdown
 from .naming import card_title, quantizes, zeroes_weights
 from .card_types import Card, Interval
-
-
-def pct(value) -> str:
-    return "–" if value is None else f"{100 * value:.1f}"
 
 
 def delta(a, b) -> str:

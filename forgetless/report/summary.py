@@ -105,34 +105,30 @@ def _size_tile(params: dict, sizes: Params) -> str:
     a converted base's own file: SmolLM2's 4-bit GGUF), with bits per weight of what is stored; before
     the model is saved, parameters."""
     start, disk = sizes.base.get("started_from"), sizes.compressed.get("disk_bytes")
+    stored = (sizes.stored or {}).get("overall") or {}
+    quantized = (sizes.stored or {}).get("quantized") or {}
     if start and disk:
-        ratio = disk / start["bytes"]
-        tone = "good" if ratio < 0.995 else ("bad" if ratio > 1.005 else "neutral")
+        label, ratio = "size on disk", disk / start["bytes"]
         detail = f"{disk / 1e6:.1f} MB vs {start['bytes'] / 1e6:.1f} MB ({start['what']})"
         fp32 = sizes.base.get("disk_bytes")
         if fp32 and fp32 != start["bytes"]:
             detail += f"; {disk / fp32:.2f}× its float32 folder"
-        stored = (sizes.stored or {}).get("quantized") or {}
-        if stored.get("bits_per_weight"):
-            detail += f"; {stored['bits_per_weight']:.2f} bits per quantized weight"
-        return _tile("size on disk", f"{ratio:.2f}×", detail, tone)
-    stored = (sizes.stored or {}).get("overall") or {}
-    if stored.get("bytes"):  # no base file (a model built in memory): against its float32 weights
+        if quantized.get("bits_per_weight"):
+            detail += f"; {quantized['bits_per_weight']:.2f} bits per quantized weight"
+    elif stored.get("bytes"):  # no base file (a model built in memory): against its float32 weights
         base_bytes = params["base"] * (sizes.base.get("bits_per_parameter") or 32) / 8
-        ratio = stored["bytes"] / base_bytes
-        tone = "good" if ratio < 0.995 else ("bad" if ratio > 1.005 else "neutral")
+        label, ratio = "size of the stored weights", stored["bytes"] / base_bytes
         detail = (f"{stored['bytes'] / 1e6:.1f} MB of weights stored vs {base_bytes / 1e6:.1f} MB of the base's float32 "
                   f"weights; {stored['bits_per_parameter']:.2f} bits per parameter")
-        q = (sizes.stored or {}).get("quantized") or {}
-        if q.get("bits_per_weight"):
-            detail += f", {q['bits_per_weight']:.2f} per quantized weight"
-        return _tile("size of the stored weights", f"{ratio:.2f}×", detail, tone)
-    ratio = params["ratio"]
+        if quantized.get("bits_per_weight"):
+            detail += f", {quantized['bits_per_weight']:.2f} per quantized weight"
+    else:
+        label, ratio = "size (parameters)", params["ratio"]
+        detail = f"{params['compressed']:,} of {params['base']:,} parameters"
+        if abs(params["nonzero_ratio"] - ratio) > 0.005:
+            detail += f"; {params['nonzero_ratio']:.2f}× non-zero"
     tone = "good" if ratio < 0.995 else ("bad" if ratio > 1.005 else "neutral")
-    detail = f"{params['compressed']:,} of {params['base']:,} parameters"
-    if abs(params["nonzero_ratio"] - ratio) > 0.005:
-        detail += f"; {params['nonzero_ratio']:.2f}× non-zero"
-    return _tile("size (parameters)", f"{ratio:.2f}×", detail, tone)
+    return _tile(label, f"{ratio:.2f}×", detail, tone)
 
 
 def _speed_tile(speed: dict) -> str:

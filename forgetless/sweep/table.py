@@ -163,9 +163,7 @@ def _speedup(row: dict, records: list[dict]) -> str:
     interval includes 1)."""
     runs = [r for r in records if (r["objective"], r["level"]) == (row["objective"], row["level"])]
     speed = (runs[0].get("headline") or {}).get("speedup") if len(runs) == 1 else None
-    if speed and not speed.get("timed", True):
-        return "not timed"
-    if row["speedup"]["mean"] is None:
+    if speed and not speed.get("timed", True) or row["speedup"]["mean"] is None:
         return "not timed"
     if not speed or speed.get("low") is None:
         return _fmt(row["speedup"], percent=False) + "×"

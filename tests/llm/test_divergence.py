@@ -206,11 +206,6 @@ def test_the_thirds_and_intervals():
     mean = token_mean([np.array([1.0, 1.0]), np.array([3.0])], n_resamples=500)
     assert mean["value"] == pytest.approx(5 / 3) and 1.0 <= mean["low"] <= mean["high"] <= 3.0
     assert token_mean([np.array([])])["value"] is None
-    from forgetless.llm import divergence
-    from forgetless.metrics import intervals
-
-    assert (divergence.DEFAULT_RESAMPLES, divergence.DEFAULT_CONFIDENCE) == (intervals.DEFAULT_RESAMPLES,
-                                                                           intervals.DEFAULT_CONFIDENCE)
     with pytest.raises(ValueError, match="no answers"):
         summarize([], 4)
 

@@ -2,9 +2,10 @@
 import numpy as np
 import pytest
 
+from forgetless.bootstrap import resampled_means
 from forgetless.errors import ConfigError
-from forgetless.metrics.intervals import (bootstrap_accuracy, bootstrap_f_bias, relative_gaps, resampled_means,
-                                           speedup_interval, timing_summary)
+from forgetless.metrics.intervals import (bootstrap_accuracy, bootstrap_f_bias, relative_gaps, speedup_interval,
+                                           timing_summary)
 
 
 def fixed_accuracy(n, accuracy):

@@ -22,21 +22,20 @@ same function (up to float rounding) before any quantization.
 """
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 
 import torch
 from torch import nn
 
 from ...errors import ConfigError
+from ...metrics.predict import scoring_mode
 from ...models.adapters import get_adapter
 from ...models.gates import HookSet
 from ...models.sites import in_features, weight_matrix
-from .._shared.calibration import calibration_batches
 from .._shared.hessian import HessianAccumulator
-from .._shared.oneshot import chosen_linears
+from .._shared.oneshot import CalibratedMethod
 from .._shared.sequential import run_layer_by_layer
-from ..base import CompressionMethod
-from .budget import selection_of, start_budget
+from .budget import selection_of
 from .sensitivity import record_fold
 
 Group = tuple[list[str], list[nn.Module], HessianAccumulator]  # linears fed one tensor, their statistics
@@ -127,34 +126,16 @@ def find_producers(layer: nn.Module, groups: list[Group], probe: tuple[tuple, di
     return found
 
 
-class FoldingMethod(CompressionMethod, ABC):
+class FoldingMethod(CalibratedMethod):
     """Calibrates layer by layer (``sequential.run_layer_by_layer``) keeping one batch of each layer's
     inputs (the probe ``find_producers`` runs on the first layer of each class: a class wires its
     modules one way), then ``transform_layer`` with the layer's groups."""
 
     producers_of_linears: bool = True
-    hessian_every: int = 1
 
     @abstractmethod
     def transform_layer(self, where: str, groups: list[Group], producers: list) -> list[dict]:
         """Scale (and quantize) one layer's groups; returns report entries."""
-
-    def check_fits(self, model: nn.Module) -> None:
-        """Options against the model's modules, before calibration: ``targets`` / ``ignore`` (``models/targets.py``)
-        and each chosen linear's input width (``check_width``)."""
-        for name, width in chosen_linears(model, self.config)[0]:
-            self.check_width(name, width)
-
-    def check_width(self, name: str, width: int) -> None:
-        """One chosen linear's input width against the options (nothing by default)."""
-
-    def prepare(self, model, ctx):
-        self.check_fits(model)
-        start_budget(self, model, ctx)
-        batches = calibration_batches(ctx, self.config)
-        self.calibrate(model, batches)
-        ctx.notes.append(self.note(sum(len(b["input_ids"]) for b in batches)))
-        return model
 
     def calibrate(self, model: nn.Module, batches: list[dict], source=None) -> None:
         if source is not None:
@@ -163,10 +144,8 @@ class FoldingMethod(CompressionMethod, ABC):
         device = next(p for p in model.parameters() if not p.is_meta).device
         batches = [{k: v.to(device) for k, v in b.items()} for b in batches]
         self.layers, self.probes, self.wiring = [], {}, {}
-        training = model.training
-        model.eval()
         try:
-            with HookSet() as hooks, torch.no_grad():
+            with scoring_mode(model, freeze=False), HookSet() as hooks, torch.no_grad():
                 for layers in get_adapter(model).stacks(model).values():
                     for layer in layers:
                         hooks.add(layer.register_forward_pre_hook(self._keep_probe, with_kwargs=True))
@@ -174,7 +153,6 @@ class FoldingMethod(CompressionMethod, ABC):
                                    hessian_every=self.hessian_every, select=selection_of(self))
         finally:
             self.probes = {}
-            model.train(training)
 
     def _keep_probe(self, layer, args, kwargs):
         self.probes.setdefault(id(layer), (args, dict(kwargs)))

@@ -22,6 +22,7 @@ import torch
 from torch import nn
 from transformers import TrainerCallback
 
+from ...metrics.predict import scoring_mode
 from ...models.experts import linearized
 from ...models.sites import in_features, weight_matrix
 from ...models.targets import Selection, coverage, select_linears
@@ -73,15 +74,15 @@ class HoldZeros(TrainerCallback):
         self.apply()
 
 
-class OneShotMethod(CompressionMethod, ABC):
-    """prepare: check the options against the modules, calibrate, and compress layer by layer."""
+class CalibratedMethod(CompressionMethod, ABC):
+    """What the methods calibrated layer by layer share (``OneShotMethod``; ``folding.FoldingMethod``): prepare =
+    check the options against the modules, calibrate on the run's calibration texts (``calibrate``), note it."""
 
-    config: OneShotConfig
     hessian_every: int = 1  # the Hessian over every k-th calibration token (``HessianAccumulator``)
 
     def check_fits(self, model: nn.Module) -> None:
-        """Options against the model's modules, before calibration: ``targets`` / ``ignore`` and each
-        chosen linear's input width (``check_width``)."""
+        """Options against the model's modules, before calibration: ``targets`` / ``ignore`` (``models/targets.py``)
+        and each chosen linear's input width (``check_width``)."""
         for name, width in chosen_linears(model, self.config)[0]:
             self.check_width(name, width)
 
@@ -89,9 +90,8 @@ class OneShotMethod(CompressionMethod, ABC):
         """One chosen linear's input width against the options (nothing by default)."""
 
     @abstractmethod
-    def compress_linears(self, modules: list[nn.Module], stats: HessianAccumulator) -> list[dict]:
-        """Replace the weights of ``modules`` (linears of one layer fed the same inputs, whose
-        statistics are ``stats``) from those statistics; returns each one's report entry."""
+    def calibrate(self, model: nn.Module, batches: list[dict], source: LayerSource | None = None) -> None:
+        """The compression step on given calibration ``batches`` (tokenized model inputs)."""
 
     @abstractmethod
     def note(self, texts: int) -> str:
@@ -103,6 +103,21 @@ class OneShotMethod(CompressionMethod, ABC):
         batches = calibration_batches(ctx, self.config)
         self.calibrate(model, batches)
         ctx.notes.append(self.note(sum(len(b["input_ids"]) for b in batches)))
+        return model
+
+
+class OneShotMethod(CalibratedMethod):
+    """prepare: check the options against the modules, calibrate, and compress layer by layer."""
+
+    config: OneShotConfig
+
+    @abstractmethod
+    def compress_linears(self, modules: list[nn.Module], stats: HessianAccumulator) -> list[dict]:
+        """Replace the weights of ``modules`` (linears of one layer fed the same inputs, whose
+        statistics are ``stats``) from those statistics; returns each one's report entry."""
+
+    def prepare(self, model, ctx: CompressionContext):
+        model = super().prepare(model, ctx)
         ctx.notes.append(coverage_note(self.config.name, self.coverage))
         if self.unreached:
             ctx.notes.append(f"{self.config.name}: {self.unreached} linear layers (experts the router sent no calibration "
@@ -120,14 +135,9 @@ class OneShotMethod(CompressionMethod, ABC):
         self.layers: list[dict] = []
         self.coverage = chosen_linears(model, self.config, selection_of(self))[1]
         self.unreached = 0
-        training = model.training
-        model.eval()
-        try:
-            with torch.no_grad():
-                run_layer_by_layer(model, batches, self._compress_layer, label=self.config.name,
-                                   hessian_every=self.hessian_every, source=source, select=selection_of(self))
-        finally:
-            model.train(training)
+        with scoring_mode(model, freeze=False), torch.no_grad():
+            run_layer_by_layer(model, batches, self._compress_layer, label=self.config.name,
+                               hessian_every=self.hessian_every, source=source, select=selection_of(self))
 
     def measure_compressed(self) -> None:
         """Measure on the weights what the layers compressed so far report (``finalize`` does it for

@@ -11,9 +11,14 @@ from pathlib import Path
 from torch import nn
 
 from ...errors import OptionError
-from ...models.experts import ExpertLinear
+from ...models.experts import ExpertLinear, linearized
+from ...models.sites import in_features
+from ...models.targets import Selection, select_linears
 from ...quantization.format import INPUT_WORDS, PACKED
+from ...quantization.options import check_groups_fit
 from ...report.budget import PLOT, BudgetSection
+from .budget import check_budget_fits
+from .sensitivity import check_sensitivity
 
 
 def label(config) -> str:
@@ -30,10 +35,30 @@ def describe(config) -> str:
 
 
 class QuantizedOutput:
-    """What ``rtn``, ``gptq`` and ``awq`` give the run alike (mixed in before their base class): the artifacts
-    saved with the model, the bit budget's plot, and the card's quantization section (``ERROR``: the name of
-    the per-layer error their ``layers`` record; ``section_keys``: the method's own keys)."""
+    """What ``rtn``, ``gptq`` and ``awq`` do alike (mixed in before their base class): the checks before any work,
+    the end of ``finalize``, the artifacts saved with the model, the bit budget's plot, and the card's quantization
+    section (``ERROR``: the name of the per-layer error their ``layers`` record; ``section_keys``: the method's own
+    keys)."""
     ERROR = "reconstruction_error"
+
+    def check_fits(self, model) -> None:
+        """``targets`` / ``ignore``, the format against the chosen linears' kinds (``check_linears``) and the group
+        size against every one's width (experts included: one error naming what fits them all; a bit budget offers
+        each unit the formats whose groups fit it)."""
+        with linearized(model):
+            linears = select_linears(model, Selection.of(self.config))
+            check_linears(linears, self.config)
+            if not self.config.bits_budget:
+                check_groups_fit(self.config.group_size, [(f"{name} has", in_features(module))
+                                                          for name, module in linears])
+        check_budget_fits(self, model)
+
+    def prepare(self, model, ctx):
+        check_sensitivity(self.config, ctx)
+        return super().prepare(model, ctx)
+
+    def finalize(self, model, ctx):
+        return finish_quantized(self, model, ctx)
 
     def artifacts(self) -> dict:
         """What the method saves with the model: bits, group size (None for a bit budget's mix), its layers."""

@@ -20,28 +20,16 @@ import torch
 
 from ...models.sites import weight_matrix
 from ...quantization.layers import attach
-from ...quantization.options import check_groups_fit
-from .._shared.budget import check_budget_fits, formatted
+from .._shared.budget import formatted
 from .._shared.folding import FoldingMethod, Group, fold
 from .._shared.hessian import relative_reconstruction_error
-from .._shared.oneshot import chosen_linears
-from .._shared.quantized import QuantizedOutput, describe, finish_quantized
-from .._shared.sensitivity import check_sensitivity
+from .._shared.quantized import QuantizedOutput, describe
 from .config import AwqConfig
 from .search import clip_search, search_scales
 
 
 class Awq(QuantizedOutput, FoldingMethod):
     config: AwqConfig
-
-    def check_fits(self, model) -> None:
-        """``targets`` / ``ignore`` and the group size against every chosen linear's width (experts included:
-        one error naming what fits them all)."""
-        chosen = chosen_linears(model, self.config)[0]
-        if self.config.bits_budget:
-            check_budget_fits(self, model)  # each unit is offered the formats whose groups fit it
-            return
-        check_groups_fit(self.config.group_size, [(f"{name} has", width) for name, width in chosen])
 
     def transform_layer(self, where: str, groups: list[Group], producers: list) -> list[dict]:
         searched = []
@@ -75,13 +63,6 @@ class Awq(QuantizedOutput, FoldingMethod):
                 f"{c.grid} values of α{', clipping searched' if c.clip else ''}; {scaled} of {len(self.layers)} "
                 f"linear layers scaled (the rest have no producer to fold into), calibrated on {texts} texts; "
                 f"{c.format.speed_note}")
-
-    def prepare(self, model, ctx):
-        check_sensitivity(self.config, ctx)
-        return super().prepare(model, ctx)
-
-    def finalize(self, model, ctx):
-        return finish_quantized(self, model, ctx)
 
     def section_keys(self) -> dict:
         ratios = [e["error_ratio"] for e in self.layers if e["error_ratio"] is not None]

@@ -24,17 +24,12 @@ from __future__ import annotations
 from torch import nn
 
 from ...errors import ConfigError
-from ...models.experts import linearized
 from ...models.sites import weight_matrix
-from ...models.targets import Selection, select_linears
 from ...quantization.format import PACKED
 from ...quantization.layers import attach
-from ...quantization.options import check_groups_fit
-from .._shared.budget import check_budget_fits
 from .._shared.hessian import HessianAccumulator
-from .._shared.oneshot import OneShotMethod, chosen_linears
-from .._shared.quantized import QuantizedOutput, check_linears, describe, finish_quantized, label
-from .._shared.sensitivity import check_sensitivity
+from .._shared.oneshot import OneShotMethod
+from .._shared.quantized import QuantizedOutput, describe, label
 from .config import GptqConfig
 from .solver import gptq_quantize_many
 
@@ -48,21 +43,6 @@ class Gptq(QuantizedOutput, OneShotMethod):
     config: GptqConfig
 
     fallback = "round-to-nearest"  # GPTQ on identity statistics (``solver.py``)
-
-    def check_fits(self, model: nn.Module) -> None:
-        """The group size against every chosen linear's width (experts included: one error naming what fits
-        them all) and the format against their kinds (``_shared/quantized.check_linears``)."""
-        chosen = chosen_linears(model, self.config)[0]
-        if self.config.bits_budget:
-            check_budget_fits(self, model)  # each unit is offered the formats whose groups fit it
-        else:
-            check_groups_fit(self.config.group_size, [(f"{name} has", width) for name, width in chosen])
-        with linearized(model):
-            check_linears(select_linears(model, Selection.of(self.config)), self.config)
-
-    def prepare(self, model, ctx):
-        check_sensitivity(self.config, ctx)
-        return super().prepare(model, ctx)
 
     def calibrate(self, model, batches, source=None) -> None:
         c = self.config
@@ -96,9 +76,6 @@ class Gptq(QuantizedOutput, OneShotMethod):
 
     def describe(self) -> dict:
         return {**super().describe(), "grid_rule": self.grid_rule}
-
-    def finalize(self, model, ctx):
-        return finish_quantized(self, model, ctx)
 
     def section_keys(self) -> dict:
         return {"act_order": self.config.act_order, "grid_rule": self.grid_rule,

@@ -24,12 +24,11 @@ import torch
 
 from ...models.experts import linearized
 from ...models.sites import weight_matrix
-from ...models.targets import Selection, coverage, select_linears
+from ...models.targets import coverage, select_linears
 from ...quantization.layers import attach
-from ...quantization.options import check_groups_fit
-from .._shared.budget import check_budget_fits, formatted, selection_of, start_budget
+from .._shared.budget import formatted, selection_of, start_budget
 from .._shared.oneshot import coverage_note
-from .._shared.quantized import QuantizedOutput, check_linears, describe, finish_quantized
+from .._shared.quantized import QuantizedOutput, describe, finish_quantized
 from .._shared.sensitivity import check_sensitivity
 from ..base import CompressionMethod
 from .config import RtnConfig
@@ -41,17 +40,6 @@ class Rtn(QuantizedOutput, CompressionMethod):
 
     config: RtnConfig
     ERROR = "weight_error"  # the layers' relative weight error (round-to-nearest measures no output)
-
-    def check_fits(self, model) -> None:
-        """``targets`` / ``ignore``, the format against the chosen linears' kinds and the group size against
-        every one's width (experts included: one error naming what fits them all)."""
-        with linearized(model):
-            linears = select_linears(model, Selection.of(self.config))
-            check_linears(linears, self.config)
-            if not self.config.bits_budget:  # a budget offers each unit the formats whose groups fit it
-                check_groups_fit(self.config.group_size, [(f"{name} has", weight_matrix(module).shape[1])
-                                                          for name, module in linears])
-        check_budget_fits(self, model)
 
     def finalize(self, model, ctx):
         c = self.config
