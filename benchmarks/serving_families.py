@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from serving_schemes import SCHEMES, calibration_texts, step  # noqa: E402 - the SmolLM2 benchmark's helpers
+from serving_schemes import SCHEMES, arguments, calibration_texts, step  # noqa: E402 - the SmolLM2 benchmark's helpers
 
 TINY = dict(hidden_size=128, intermediate_size=256, num_hidden_layers=2, num_attention_heads=2,
             num_key_value_heads=1, head_dim=64, max_position_embeddings=512)
@@ -139,29 +139,9 @@ def grid(results: dict, families: list[str]) -> list[str]:
     return lines
 
 
-def arguments(argv: list[str] | None = None):
-    """The command line: OUT, the families (default: all of ``FAMILIES``), ``--table``, ``--folders-only``."""
-    import argparse
-
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter,
-                                     epilog="example: python benchmarks/serving_families.py /tmp/families --table")
-    parser.add_argument("out", type=Path, help="the folder for the families' folders and results.json")
-    parser.add_argument("families", nargs="*", metavar="FAMILY",
-                        help="families to write and serve (default: all of " + ", ".join(FAMILIES) + ")")
-    parser.add_argument("--table", action="store_true", help="only print the grid of OUT/results.json")
-    parser.add_argument("--folders-only", action="store_true", help="write the folders, serve nothing")
-    args = parser.parse_args(argv)
-    unknown = [n for n in args.families if n not in FAMILIES]
-    if unknown:
-        parser.error(f"{unknown[0]}: not one of " + ", ".join(FAMILIES))
-    args.families = args.families or list(FAMILIES)
-    if args.table and not (args.out / "results.json").is_file():
-        parser.error(f"--table: {args.out / 'results.json'} does not exist")
-    return args
-
-
 if __name__ == "__main__":
-    args = arguments()
+    args = arguments(__doc__, list(FAMILIES), "family", ("--folders-only", "write the folders, serve nothing"),
+                     "python benchmarks/serving_families.py /tmp/families --table")
     done = json.loads((args.out / "results.json").read_text()) if args.table else \
-        run(args.out, args.families, checks=not args.folders_only)
-    print("\n".join(grid(done, args.families)))
+        run(args.out, args.names, checks=not args.folders_only)
+    print("\n".join(grid(done, args.names)))

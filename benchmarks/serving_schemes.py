@@ -160,30 +160,33 @@ def spread(results: dict, schemes: list[str]) -> list[str]:
     return lines
 
 
-def arguments(argv: list[str] | None = None):
-    """The command line: OUT, the schemes (default: all of ``SCHEMES``), ``--table``, ``--checks-only``."""
+def arguments(doc: str, names, noun: str, flag: tuple[str, str], example: str, argv: list[str] | None = None):
+    """The serving benchmarks' command line: OUT, ``noun``s from ``names`` (default: all), ``--table`` (print the
+    table of OUT/results.json) and ``flag`` (its name and help); an unknown name or a missing results file is
+    one error."""
     import argparse
 
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter,
-                                     epilog="example: python benchmarks/serving_schemes.py /tmp/served FP8 --checks-only")
-    parser.add_argument("out", type=Path, help="the folder for the schemes' folders and results.json")
-    parser.add_argument("schemes", nargs="*", metavar="SCHEME",
-                        help="schemes to write and serve (default: all of " + ", ".join(SCHEMES) + ")")
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter,
+                                     epilog=f"example: {example}")
+    parser.add_argument("out", type=Path, help="the folder for the written folders and results.json")
+    parser.add_argument("names", nargs="*", metavar=noun.upper(),
+                        help=f"{noun}s to write and serve (default: all of " + ", ".join(names) + ")")
     parser.add_argument("--table", action="store_true", help="only print the table of OUT/results.json")
-    parser.add_argument("--checks-only", action="store_true", help="the serving checks, no served speed")
+    parser.add_argument(flag[0], action="store_true", help=flag[1])
     args = parser.parse_args(argv)
-    unknown = [n for n in args.schemes if n not in SCHEMES]
+    unknown = [n for n in args.names if n not in names]
     if unknown:
-        parser.error(f"{unknown[0]}: not one of " + ", ".join(SCHEMES))
-    args.schemes = args.schemes or list(SCHEMES)
+        parser.error(f"{unknown[0]}: not one of " + ", ".join(names))
+    args.names = args.names or list(names)
     if args.table and not (args.out / "results.json").is_file():
         parser.error(f"--table: {args.out / 'results.json'} does not exist")
     return args
 
 
 if __name__ == "__main__":
-    args = arguments()
+    args = arguments(__doc__, SCHEMES, "scheme", ("--checks-only", "the serving checks, no served speed"),
+                     "python benchmarks/serving_schemes.py /tmp/served FP8 --checks-only")
     done = json.loads((args.out / "results.json").read_text()) if args.table else \
-        run(args.out, args.schemes, speeds=not args.checks_only)
-    print("\n".join(table(done, args.schemes) + ["", "Kernels vLLM named:", ""] + kernels(done, args.schemes)
-                    + spread(done, args.schemes)))
+        run(args.out, args.names, speeds=not args.checks_only)
+    print("\n".join(table(done, args.names) + ["", "Kernels vLLM named:", ""] + kernels(done, args.names)
+                    + spread(done, args.names)))
