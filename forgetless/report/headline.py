@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..llm.records import GENERATE
 from .naming import quantizes, zeroes_weights
 from .sections import method_sections
 
@@ -71,7 +72,7 @@ def headline_numbers(card: Card) -> dict:
         f_bias = {**estimate(bias.f_bias, iv.f_bias if iv else None), "meaningful": bias.meaningful is not False}
     params = card.params
     where = f"on the mean of the {len(llm.headline_tasks)} LLM tasks above chance" if llm is not None else "on dev"
-    return {"metric": metric, "dev": dev, "where": where, "challenge": pooled,
+    return {"metric": metric, "dev": dev, "where": where, "challenge": pooled, "generation": generation_changes(card),
             "challenge_sets": list(challenge.sets if challenge else []),
             **parts, "deltas": deltas, "f_bias": f_bias,
             "params": {"base": params.base["total"], "compressed": params.compressed["total"],
@@ -188,6 +189,8 @@ def verdict(card: Card, numbers: dict | None = None) -> str:
     d_dev = delta_points(n["dev"], scale)
     where = n.get("where", "on dev")
     if d_dev is None:
+        if n.get("generation"):  # a suite of generation tasks only: their paired changes are the verdict
+            return generation_verdict(n["generation"]) + _warned(n)
         return f"no {n['metric']} {where}: nothing to compare"
     deltas = n.get("deltas") or {}
     text = ("" if n["metric"] == "accuracy" else f"{n['metric']}: ") + _change(d_dev, unit, where, deltas.get("dev"),
@@ -206,6 +209,28 @@ def verdict(card: Card, numbers: dict | None = None) -> str:
         if not unmeasured:  # a change that is not measurable is not compared with the other
             text += _comparison(d_dev, d_ch)
     return text + _warned(n)
+
+
+def generation_changes(card: Card) -> list[dict]:
+    """``[{task, metric, delta}]``: each generation task's primary metric (lm-eval ``generate_until``, whose
+    scales differ: they are not pooled) with the paired interval of compressed − base."""
+    tasks = card.llm.tasks if card.llm is not None else {}
+    return [{"task": name, "metric": t["metric"], "delta": t["score"]["delta"]} for name, t in tasks.items()
+            if t.get("output_type") == GENERATE and (t.get("score") or {}).get("delta")]
+
+
+def generation_verdict(changes: list[dict]) -> str:
+    """``on the 7 generation tasks: lost 90.0 points [-100.0, -75.0] on passkey_256_offline acc, …; 3 not
+    measurable``: the measurable changes, largest first, then how many are not (their intervals include 0)."""
+    measurable = sorted((c for c in changes if not includes_zero(c["delta"])), key=lambda c: c["delta"]["value"])
+    parts = [_change(100 * c["delta"]["value"], "points", f"on {c['task']} {c['metric']}", c["delta"])
+             for c in measurable]
+    rest = len(changes) - len(measurable)
+    tasks = f"{len(changes)} generation task" + ("s" if len(changes) > 1 else "")
+    if not parts:
+        return f"no measurable change on the {tasks} (every interval includes 0)"
+    return (f"on the {tasks}: " + ", ".join(parts)
+            + (f"; {rest} not measurable" if rest else ""))
 
 
 def _comparison(d_dev: float, d_ch: float) -> str:

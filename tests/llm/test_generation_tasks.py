@@ -227,3 +227,22 @@ def test_generation_prompts_are_user_turns_of_the_chat_template_where_there_is_o
         tok.chat_template = None
     assert turned.args == ("<user>2+2=<assistant>", {"until": ["\n"]})
     assert (turned.task_name, turned.doc_id, turned.idx) == ("t", 3, 0) and asked[0].args[0] == "2+2="
+
+
+def test_a_generation_suite_has_a_verdict_from_its_paired_changes():
+    """A suite of generation tasks has no multiple-choice task to pool: the card's verdict names its measurable
+    changes, largest loss first (it said "nothing to compare" on the SmolLM2 generation cards of issue 56)."""
+    from forgetless.report.headline import verdict
+
+    def entry(base_scores, comp_scores):
+        base = _records([str(i) for i in range(len(base_scores))], {"exact_match": base_scores})
+        comp = _records([str(i) for i in range(len(comp_scores))], {"exact_match": comp_scores})
+        return {"output_type": "generate_until", "metric": "exact_match", "n": len(base_scores),
+                **generation_task("t", base, comp, seed=0, n_resamples=200)}
+
+    lost, kept = entry([1] * 20, [0] * 20), entry([1, 0] * 10, [1, 0] * 10)
+    card = typed_card({"llm": {"tasks": {"passkey": lost, "qa": kept}, "headline_tasks": [], "headline": None}})
+    assert verdict(card) == ("on the 2 generation tasks: lost 100.0 points [-100.0, -100.0] on passkey exact_match; "
+                             "1 not measurable")
+    card = typed_card({"llm": {"tasks": {"qa": kept}, "headline_tasks": [], "headline": None}})
+    assert verdict(card) == "no measurable change on the 1 generation task (every interval includes 0)"
