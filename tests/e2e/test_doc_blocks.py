@@ -130,6 +130,7 @@ def quick_gptq(stand_ins, tmp_path_factory):
     argv = ["compress", "--model", stand_ins["smollm2"], "--base", "as-is", "--method", "gptq", "--bits", "4",
             "--group-size", "64", "--task", "lm-eval", "--lm-eval-tasks", QUICK_LLM_TASKS, "--data-dir",
             stand_ins["llm_data"], "--eval-size", "20", "--eval-batch-size", "16", "--calibration-examples", "4",
+            "--threads", "1",  # as the Python blocks' process (OMP_NUM_THREADS=1): its evaluation is this one's
             "--no-progress", "--out", str(out)]
     assert main(argv) == 0
     return str(out / "model")
