@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from forgetless.offline_models import OFFLINE_MODELS  # noqa: E402
-from smollm2_findings import VARIANTS  # noqa: E402  (the zero-shot grid's variants: one home)
+from smollm2_findings import VARIANTS, pts  # noqa: E402  (the zero-shot grid's variants and points: one home)
 
 DEFAULT_VARIANTS = ("W8A8-INT8", "FP8-DYNAMIC", "gptq-4", "wanda-50", "sparsegpt-50", "W4A16-AWQ", "wanda-2:4",
                     "sparsegpt-2:4")
@@ -79,14 +79,6 @@ def cards(out: Path) -> dict:
         meta = path.parent / "variant.json"
         found[path.parent.name] = (json.loads(path.read_text()), json.loads(meta.read_text()) if meta.is_file() else {})
     return {n: found[n] for n in VARIANTS if n in found}
-
-
-def pts(entry, signed=True) -> str:
-    """Points with the interval: ``-3.0 [-5.5, -0.5]``."""
-    if not entry or entry.get("value") is None:
-        return "–"
-    f = "{:+.1f}" if signed else "{:.1f}"
-    return f"{f.format(100 * entry['value'])} [{f.format(100 * entry['low'])}, {f.format(100 * entry['high'])}]"
 
 
 def pct(entry) -> str:

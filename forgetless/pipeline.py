@@ -222,7 +222,8 @@ def measure(ctx: CompressionContext, config: RunConfig, teacher, compressed, met
     unchanged = unchanged_reason([method, *then], deployed, config.eval.runtime,
                                  chain_name([m.describe() for m in (method, *then)]))
     why_not = untimed_reason(config.speed.mode, unchanged)
-    base_needed = why_not is None or config.robustness or budgeted_method([method, *then]) is not None
+    budgeted = budgeted_method([method, *then])
+    base_needed = why_not is None or config.robustness or budgeted is not None
     with digests_kept():  # the cache keys of the answers, the rounds and the evaluations: each model hashed once
         divergence = compare_answers_of(task, models, tokenizer, config.eval.batch_size, config.seed)
         if getattr(task.suite, "until_interval", None) is not None:  # both together, round by round (stopping.py)
@@ -238,7 +239,6 @@ def measure(ctx: CompressionContext, config: RunConfig, teacher, compressed, met
                 if role == "base" and not base_needed:
                     release(teacher)
     predictions = {role: results[role].pop("predictions") for role in results}
-    budgeted = budgeted_method([method, *then])
     if budgeted is not None:  # a bit budget's mix against the uniform format of its size, on the same items
         stage(f"uniform check: {budgeted.config.name}'s mix against one format of the same or larger size")
         run_uniform_check(ctx, budgeted, teacher, lambda m: kind.evaluate(

@@ -175,7 +175,7 @@ def candidate_kl(base: nn.Module, units_: list[Unit], chosen: list[Candidate], c
         for u, unit in enumerate(units_):
             if costs[u][index] is not None:
                 kl[u][index] = max(by_unit[unit.label], 0.0)
-    return kl, int(sum(int(b["attention_mask"].sum()) for b in batches))
+    return kl, reference.tokens
 
 
 def sized(config, model: nn.Module) -> tuple[list[Unit], list[Candidate], list, float, float]:

@@ -125,6 +125,7 @@ class Reference:
         stacks = get_adapter(base).stacks(base).items() if blocks else ()
         layers = {(stack, index): layer for stack, found in stacks for index, layer in enumerate(found)}
         self.batches, self.rows = batches, []
+        self.tokens = int(sum(int(b["attention_mask"].sum()) for b in batches))  # the calibration tokens read
         for batch in batches:
             outputs: dict = {key: [] for key in layers}
             hooks = [layer.register_forward_hook(lambda _m, _a, out, key=key: outputs[key].append(_cloned(out)))
@@ -220,8 +221,7 @@ def measure(base: nn.Module, quantized: nn.Module, batches: list[dict], kind: st
     per = "text" if reference.rows and reference.rows[0]["probs"].dim() == 2 else "token"
     return {"units": kind, "ranking": rows, "whole_model": reference.compare(quantized),
             "per": per, "texts": sum(len(b["input_ids"]) for b in batches),
-            "tokens": int(sum(int(b["attention_mask"].sum()) for b in batches)),
-            "seconds": round(time.perf_counter() - start, 2)}
+            "tokens": reference.tokens, "seconds": round(time.perf_counter() - start, 2)}
 
 
 def _pattern(row: dict, section: dict, model: nn.Module) -> str:

@@ -29,7 +29,6 @@ from ...quantization.layers import attach
 from .._shared.budget import formatted, selection_of, start_budget
 from .._shared.oneshot import coverage_note
 from .._shared.quantized import QuantizedOutput, describe, finish_quantized
-from .._shared.sensitivity import check_sensitivity
 from ..base import CompressionMethod
 from .config import RtnConfig
 
@@ -43,7 +42,6 @@ class Rtn(QuantizedOutput, CompressionMethod):
 
     def finalize(self, model, ctx):
         c = self.config
-        check_sensitivity(c, ctx)
         self.check_fits(model)
         start_budget(self, model, ctx)
         with linearized(model), torch.no_grad():
