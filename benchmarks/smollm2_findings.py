@@ -76,16 +76,22 @@ def run(args) -> None:
                    *(["--bench-repeats", str(args.repeats)] if args.repeats else ["--speed", "none"]), *args.extra,
                    "--no-progress", "--out", str(folder),
                    *[str(out / a) if a == TASK_TEXT else a for a in VARIANTS[name]]]
-        start, load = time.time(), os.getloadavg()
-        print(f"[{time.strftime('%H:%M:%S')}] {name}: {' '.join(command[3:])}", flush=True)
-        code = subprocess.run(command, env={**os.environ, "PYTHONPATH": str(ROOT)}).returncode
-        seconds, after = time.time() - start, os.getloadavg()
-        print(f"[{time.strftime('%H:%M:%S')}] {name}: exit {code}, {seconds:.0f} s, load before "
-              f"{load[0]:.1f} after {after[0]:.1f}", flush=True)
-        if code == 0:  # the command and its cost beside the card
-            (folder / "variant.json").write_text(json.dumps({"command": command[3:], "seconds": round(seconds),
-                                                             "load_before": load[0], "load_after": after[0]}))
+        run_variant(name, command, folder)
     table(args)
+
+
+def run_variant(name: str, command: list[str], folder: Path, **meta) -> None:
+    """One variant's ``forgetless compress`` ``command``, logged with its time and load; when it succeeds, the
+    command and its cost (with ``meta``) written beside its card as ``variant.json``."""
+    start, load = time.time(), os.getloadavg()
+    print(f"[{time.strftime('%H:%M:%S')}] {name}: {' '.join(command[3:])}", flush=True)
+    code = subprocess.run(command, env={**os.environ, "PYTHONPATH": str(ROOT)}).returncode
+    seconds, after = time.time() - start, os.getloadavg()
+    print(f"[{time.strftime('%H:%M:%S')}] {name}: exit {code}, {seconds:.0f} s, load before "
+          f"{load[0]:.1f} after {after[0]:.1f}", flush=True)
+    if code == 0:
+        (folder / "variant.json").write_text(json.dumps({"command": command[3:], "seconds": round(seconds),
+                                                         "load_before": load[0], "load_after": after[0], **meta}))
 
 
 def cards(out: Path) -> dict:

@@ -25,17 +25,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from forgetless.offline_models import OFFLINE_MODELS  # noqa: E402
-from smollm2_findings import VARIANTS, pts  # noqa: E402  (the zero-shot grid's variants and points: one home)
+from smollm2_findings import VARIANTS, pts, run_variant  # noqa: E402  (the zero-shot grid's: one home)
 
 DEFAULT_VARIANTS = ("W8A8-INT8", "FP8-DYNAMIC", "gptq-4", "wanda-50", "sparsegpt-50", "W4A16-AWQ", "wanda-2:4",
                     "sparsegpt-2:4")
@@ -58,17 +55,7 @@ def run(args) -> None:
         folder = out / name
         if (folder / "report.json").is_file():
             continue
-        argv = command(args, name, folder)
-        start, load = time.time(), os.getloadavg()
-        print(f"[{time.strftime('%H:%M:%S')}] {name}: {' '.join(argv[3:])}", flush=True)
-        code = subprocess.run(argv, env={**os.environ, "PYTHONPATH": str(ROOT)}).returncode
-        seconds, after = time.time() - start, os.getloadavg()
-        print(f"[{time.strftime('%H:%M:%S')}] {name}: exit {code}, {seconds:.0f} s, load before {load[0]:.1f} "
-              f"after {after[0]:.1f}", flush=True)
-        if code == 0:  # the command and its cost beside the card
-            (folder / "variant.json").write_text(json.dumps({
-                "command": argv[3:], "seconds": round(seconds), "load_before": load[0], "load_after": after[0],
-                "ifeval_reported": bool(args.ifeval_size)}))
+        run_variant(name, command(args, name, folder), folder, ifeval_reported=bool(args.ifeval_size))
     table(args)
 
 
