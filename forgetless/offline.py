@@ -25,7 +25,7 @@ def check_offline_tasks(task) -> None:
     """``task`` (a ``TaskConfig``): with ``HF_HUB_OFFLINE`` set, every ``--lm-eval-tasks`` name reads local
     files or a dataset in the cache, else one ``DataError`` naming the task, its hub dataset and the offline
     alternative."""
-    if task.name != "lm-eval" or not hub_offline() or not task.lm_eval_tasks:
+    if not task.lm_eval_tasks or not hub_offline():  # the option applies to --task lm-eval alone (validated)
         return
     from .llm.engine import TASKS_DIR, task_manager
 
