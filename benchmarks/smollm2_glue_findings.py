@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import dataclasses
 import json
 import os
 import time
@@ -165,6 +166,18 @@ def _ci(interval) -> str:
     return f"{100 * interval['accuracy']:.1f} [{100 * interval['low']:.1f}, {100 * interval['high']:.1f}]"
 
 
+def base_only_row(task_name: str, base: dict, args) -> str:
+    """The row of a task scored for the base alone (no variant yet): its dev and pooled challenge accuracy with
+    the same bootstrap intervals the variants' rows carry, and hard / easy."""
+    task = load_task(task_name, data_dir=args.data_dir, seed=args.seed, train_size=512, eval_size=args.eval_size)
+    predictions = {"base": base["predictions"], "compressed": base["predictions"]}
+    iv = dataclasses.asdict(honest.intervals_section(task, predictions, args.seed))
+    hard_easy = (" / ".join(f"{100 * iv['hard_easy']['base'][k]['accuracy']:.1f}" for k in ("hard", "easy"))
+                 if iv["hard_easy"] else "–")
+    return (f"| {task_name} | base as-is | {_ci(iv['sets']['dev']['base'])} | {_ci(iv['challenge']['base'])} | – | "
+            f"{hard_easy} |")
+
+
 def table(args) -> None:
     out = Path(args.out)
     lines = ["| task | variant | dev % [95% CI] | challenge % [95% CI] | F_bias [95% CI] | hard / easy % |",
@@ -176,6 +189,8 @@ def table(args) -> None:
         for path in files:
             r = json.loads(path.read_text())
             if path.stem == "base":
+                if len(files) == 1:
+                    lines.append(base_only_row(task_name, r, args))
                 continue
             iv = r["intervals"]
             if not lines[-1].startswith(f"| {task_name} |"):
