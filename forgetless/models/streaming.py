@@ -3,12 +3,16 @@ compressed weights written out the same way (streamed calibration, ``methods/_sh
 
 ``LayerStream(folder)`` builds the model's skeleton with its parameters on the meta device (no
 memory: accelerate's ``init_empty_weights``; buffers such as rotary frequencies are real), then
-reads what is not a decoder layer (embeddings, final norm, head) from the folder's safetensors
-file(s). ``load`` reads one layer's tensors (each file opened for that layer only, so no mapped page
-stays resident), ``release`` writes the compressed layer to ``model.safetensors`` through
-``SafetensorsWriter`` and puts its parameters back on the meta device. Peak memory: the embeddings
-and head, one layer, its compressed copy and the calibration activations; the model is never whole
-in memory, on the CPU or on the ``device`` layers run on (a GPU when one is given).
+reads what the capture pass runs before the first layer (the input embeddings, the other small
+non-layer tensors; not the head, which only runs after the last layer) from the folder's safetensors
+file(s). ``captured`` frees the input embeddings once every layer's inputs are captured, ``load`` reads one
+layer's tensors (each file opened for that layer only, so no mapped page stays resident), ``release``
+writes the compressed layer to ``model.safetensors`` through ``SafetensorsWriter`` and puts its
+parameters back on the meta device; ``close`` copies the non-layer tensors from the folder one at a
+time. Peak memory: the input embeddings and one layer during the capture pass, then one layer, its
+compressed copy, the method's working set and the calibration activations; the model is never whole in
+memory, on the CPU or on the ``device`` layers run on (a GPU when one is given), and neither are its
+embeddings and head while layers are compressed.
 
 Tensors are written under the names, and in the layout, the in-memory path writes
 (``quantized_io.save_weights``): dense float weights, or compressed-tensors ``weight_packed`` /
@@ -124,6 +128,10 @@ class LayerStream:
             raise UnsupportedModelError(f"{self.folder}: its weights lack {', '.join(missing[:3])} (tensor names "
                                         "other than the model's own are not read by streamed calibration)")
         self.dtypes = {name: t.dtype for name, t in _plain_tensors(self.model).items()}
+        self.outside = [name for name in self.names if not name.startswith(self.prefix)]  # embeddings, norm, head
+        self.embeddings = _weight_names(self.model, self.model.get_input_embeddings(), self.outside)
+        self.head = [name for name in _weight_names(self.model, self.model.get_output_embeddings(), self.outside)
+                     if name not in self.embeddings]  # none when tied to the embeddings
         self.writer: SafetensorsWriter | None = None
         self.quantized: dict[str, dict] = {}  # module name → compressed-tensors weights args
         self.storage = {"weights": 0, "bytes": 0}
@@ -145,6 +153,13 @@ class LayerStream:
                     tensor = handle.get_tensor(self.stored[name]).to(self.dtypes[name])
                     _set_tensor(self.model, name, tensor.to(self.device))
 
+    def _tensor(self, name: str) -> torch.Tensor:
+        """Tensor ``name`` read from the folder on the CPU, in the skeleton's dtype (not set in the model)."""
+        from safetensors import safe_open
+
+        with safe_open(str(self.files[name]), framework="pt") as handle:
+            return handle.get_tensor(self.stored[name]).to(self.dtypes[name])
+
     def _assemble(self, name: str) -> None:
         """A fused expert weight from the folder's per-expert pieces."""
         from safetensors import safe_open
@@ -162,13 +177,21 @@ class LayerStream:
 
     # ----- sequential.LayerSource ---------------------------------------------------------------------
     def start(self, out: Path) -> None:
-        """Read the non-layer tensors onto the device and open ``out/model.safetensors`` (they join
-        it on ``close``)."""
+        """Read the non-layer tensors the capture pass runs onto the device (all but an untied head) and
+        open ``out/model.safetensors`` (the non-layer tensors join it on ``close``)."""
         for name, buffer in list(self.model.named_buffers()):  # non-persistent ones (rotary frequencies)
             if not buffer.is_meta:
                 _set_tensor(self.model, name, buffer.to(self.device))
-        self._read([n for n in self.names if not n.startswith(self.prefix)])
+        self._read([name for name in self.outside if name not in self.head])
         self.writer = SafetensorsWriter(Path(out) / "model.safetensors", metadata={"format": "pt"})
+
+    def captured(self, stack: str) -> None:
+        """Every layer's inputs are captured: the input embeddings (a tied head with them) go back to the
+        meta device; ``close`` copies them from the folder."""
+        for name in self.embeddings:
+            _set_tensor(self.model, name, torch.empty_like(self.model.get_parameter(name), device="meta"))
+        self.model.tie_weights()  # a head tied to the embeddings shares the meta tensor again
+        release_memory()
 
     def load(self, stack: str, index: int, layer: nn.Module) -> None:
         self._read(self._layer_names(index))
@@ -219,18 +242,24 @@ class LayerStream:
                 self.writer.add(stored, tensor)
 
     def close(self) -> None:
-        """Write the non-layer tensors and the file. A tensor tied to others (a head sharing the
-        embeddings) goes under the name the in-memory path gives it (``quantized_io.save_weights``): the
-        first module's in the model's order, the input embedding's, which vLLM loads for a tied model."""
-        state = _plain_tensors(self.model)
-        for name in self.names:
-            if not name.startswith(self.prefix):
-                self.writer.add(name, state[name])
+        """Write the non-layer tensors, copied from the folder one at a time, and the file. A tensor tied to
+        others (a head sharing the embeddings) goes under the name the in-memory path gives it
+        (``quantized_io.save_weights``): the first module's in the model's order, the input embedding's,
+        which vLLM loads for a tied model."""
+        for name in self.outside:
+            self.writer.add(name, self._tensor(name))
         self.writer.close()
 
     def abort(self) -> None:
         if self.writer is not None:
             self.writer.abort()
+
+
+def _weight_names(model: nn.Module, module: nn.Module | None, names: list[str]) -> list[str]:
+    """Those of ``names`` (the model's tensors, tied ones once) that are ``module``'s own parameters."""
+    owned = {id(parameter) for parameter in module.parameters(recurse=False)} if module is not None else set()
+    parameters = dict(model.named_parameters())  # tied ones once, under the first name
+    return [name for name in names if name in parameters and id(parameters[name]) in owned]
 
 
 def release_memory() -> None:

@@ -92,6 +92,39 @@ def test_streamed_weights_are_bit_identical_to_the_fully_loaded_path(method, lla
             assert entry["nm"] is None if method == "wanda" else entry["nm"]["exactly_n"] == entry["nm"]["groups"]
 
 
+@pytest.mark.parametrize("tied", [True, False])
+def test_embeddings_and_head_are_not_held_while_layers_compress(tied, llama_dir, tmp_path, minilm_tokenizer,
+                                                                  monkeypatch):
+    """The capture pass runs the input embeddings (an untied head is never read); once every layer's inputs
+    are captured they go back to the meta device, and ``close`` copies both from the folder: the same
+    tensors as the loaded path, for a tied model (SmolLM2) and an untied one (Qwen2.5 1.5B)."""
+    from forgetless.models.streaming import LayerStream
+
+    folder = llama_dir
+    if not tied:
+        folder = tmp_path / "untied"
+        torch.manual_seed(1)
+        config = tiny_llama_config(minilm_tokenizer.vocab_size, minilm_tokenizer.pad_token_id, tie_word_embeddings=False)
+        transformers.LlamaForCausalLM(config).save_pretrained(folder)
+        minilm_tokenizer.save_pretrained(folder)
+    seen = []
+    load = LayerStream.load
+
+    def watched(self, stack, index, layer):
+        seen.append((index, self.model.get_input_embeddings().weight.is_meta,
+                     self.model.get_output_embeddings().weight.is_meta))
+        load(self, stack, index, layer)
+
+    monkeypatch.setattr(LayerStream, "load", watched)
+    streamed = forgetless.apply_streamed(str(folder), CONFIGS["wanda"](), calibration=TEXTS, out_dir=tmp_path / "s")
+    assert seen[0] == (0, False, True)  # the capture pass: the embeddings read, the head not (tied or not)
+    assert [state for state in seen[1:]] == [(i, True, True) for i in range(1, 4)]
+    full = loaded_then_saved(folder, CONFIGS["wanda"](), tmp_path / "full")
+    a, b = load_file(full / "model.safetensors"), load_file(streamed / "model.safetensors")
+    assert sorted(a) == sorted(b) and ("lm_head.weight" in b) == (not tied)
+    assert all(torch.equal(a[name], b[name]) for name in a)
+
+
 def test_a_sharded_folder_and_a_forgetless_folder_stream_to_the_same_weights(llama_dir, tmp_path, minilm_tokenizer):
     model = transformers.AutoModelForCausalLM.from_pretrained(llama_dir, use_safetensors=True)
     model.save_pretrained(tmp_path / "sharded", max_shard_size="100KB")

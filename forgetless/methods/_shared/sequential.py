@@ -43,6 +43,9 @@ Selector = Callable[[str, nn.Module], bool]  # (module name, linear) → compres
 class LayerSource(Protocol):
     """Where a layer's weights come from when the model is not held whole (``models/streaming.py``)."""
 
+    def captured(self, stack: str) -> None:
+        """Every layer of ``stack`` has its inputs: what only the capture pass ran may be freed."""
+
     def load(self, stack: str, index: int, layer: nn.Module) -> None:
         """Give ``layer`` its weights (before its statistics)."""
 
@@ -150,6 +153,8 @@ def run_layer_by_layer(model: nn.Module, batches: list[dict], compress: LayerCom
         if source is not None:
             source.load(stack, 0, layers[0])  # block 0 runs in the capture pass
         stands = capture_block_inputs(model, layers, batches)
+        if source is not None:
+            source.captured(stack)
         hidden = stands.first
         reports[stack] = []
         started = time.perf_counter()
