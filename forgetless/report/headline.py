@@ -22,16 +22,13 @@ if TYPE_CHECKING:  # types only: comparison_text (which card_types' Comparison i
 ROLES = ("base", "compressed")
 
 
-def estimate(value, interval: JSON | None = None) -> dict:
-    """``{"value", "low", "high"}`` (low / high None without an interval): ``interval`` an estimate of the
-    card's JSON (an LLM suite's ``{"value", "low", "high"}``, F_bias's interval)."""
-    interval = interval or {}
-    return {"value": value, "low": interval.get("low"), "high": interval.get("high")}
-
-
-def bootstrap_estimate(value, interval: Interval | None) -> dict:
-    """``estimate`` of a value with its bootstrap ``Interval`` (``card.intervals``; None: no interval)."""
-    return {"value": value, "low": interval.low if interval else None, "high": interval.high if interval else None}
+def estimate(value, interval: JSON | Interval | None = None) -> dict:
+    """``{"value", "low", "high"}`` (low / high None without an interval): ``interval`` a bootstrap ``Interval``
+    (``card.intervals``) or an estimate of the card's JSON (an LLM suite's ``{"value", "low", "high"}``, F_bias's)."""
+    if interval is None or isinstance(interval, dict):
+        interval = interval or {}
+        return {"value": value, "low": interval.get("low"), "high": interval.get("high")}
+    return {"value": value, "low": interval.low, "high": interval.high}
 
 
 def headline_numbers(card: Card) -> dict:
@@ -49,19 +46,19 @@ def headline_numbers(card: Card) -> dict:
         deltas = {"dev": head.get("delta"), "challenge": None}
     else:
         sets = iv.sets if iv else {}
-        dev = {role: bootstrap_estimate(getattr(card.sets["dev"], role).get(metric), (sets.get("dev") or {}).get(role))
+        dev = {role: estimate(getattr(card.sets["dev"], role).get(metric), (sets.get("dev") or {}).get(role))
                for role in ROLES}
         deltas = {"dev": (paired.get("sets") or {}).get("dev"), "challenge": paired.get("challenge")}
     challenge = card.challenge
     pooled = None
     if challenge is not None and challenge.base is not None:
-        pooled = {role: bootstrap_estimate(getattr(challenge, role), ((iv.challenge if iv else None) or {}).get(role))
+        pooled = {role: estimate(getattr(challenge, role), ((iv.challenge if iv else None) or {}).get(role))
                   for role in ROLES}
     parts = {}
     he = card.hard_easy
     for part in ("hard", "easy"):
         if he is not None and he.base and he.base.get(f"n_{part}"):
-            parts[part] = {role: bootstrap_estimate(getattr(he, role)[part],
+            parts[part] = {role: estimate(getattr(he, role)[part],
                                           (((iv.hard_easy if iv else None) or {}).get(role) or {}).get(part))
                            for role in ROLES}
         else:
@@ -147,12 +144,15 @@ def speedup_text(value: float | None, interval: dict | None, meaningful: bool = 
     return text + ("" if meaningful else " (no speedup expected)")
 
 
-def estimate_text(entry: dict | None, scale: float = 100.0) -> str:
-    """``81.0 [75.5, 86.0]``: an estimate × ``scale`` with its interval; "–" without a value."""
-    if not entry or entry["value"] is None:
+def estimate_text(entry: dict | None, scale: float = 100.0, spec: str = ".1f") -> str:
+    """``81.0 [75.5, 86.0]``: an estimate (``{"value", "low", "high"}``) × ``scale`` with its interval, each number
+    formatted by ``spec`` (``+.1f``: signed points; ``.3f`` with ``scale`` 1: a KL in nats); "–" without a value."""
+    if not entry or entry.get("value") is None:
         return "–"
-    interval = "" if entry["low"] is None else f" [{scale * entry['low']:.1f}, {scale * entry['high']:.1f}]"
-    return f"{scale * entry['value']:.1f}{interval}"
+    text = format(scale * entry["value"], spec)
+    if entry.get("low") is None:
+        return text
+    return f"{text} [{format(scale * entry['low'], spec)}, {format(scale * entry['high'], spec)}]"
 
 
 def delta_points(entry: dict | None, scale: float = 100.0) -> float | None:
@@ -246,15 +246,12 @@ def includes_zero(interval: dict) -> bool:
     return interval.get("low") is not None and interval["low"] <= 0 <= interval["high"]
 
 
-def delta_text(interval: dict | None, scale: float = 100.0) -> str:
-    """``-6.0 [-12.5, +1.0] not measurable``: a paired change in points with its interval, and "not
-    measurable" when the interval includes 0 ("no change" when every resample gives 0)."""
-    if not interval or interval.get("value") is None:
-        return "–"
-    text = f"{scale * interval['value']:+.1f}"
-    if interval.get("low") is None:
+def delta_text(interval: dict | None, scale: float = 100.0, spec: str = "+.1f") -> str:
+    """``-6.0 [-12.5, +1.0] not measurable``: a paired change in points (``spec``: the numbers' format) with its
+    interval, and "not measurable" when the interval includes 0 ("no change" when every resample gives 0)."""
+    text = estimate_text(interval, scale, spec)
+    if text == "–" or interval.get("low") is None:
         return text
-    text += f" [{scale * interval['low']:+.1f}, {scale * interval['high']:+.1f}]"
     if interval["low"] == interval["high"] == 0:
         return text + " no change"
     return text + (" not measurable" if includes_zero(interval) else "")
@@ -282,13 +279,17 @@ def _change(points: float, unit: str, where: str, interval: dict | None = None, 
     return f"{'lost' if points < 0 else 'gained'} {abs(points):.1f} {unit}{span} {where}"
 
 
-def pts(entry: dict | None, signed: bool = False) -> str:
-    """``45.2 [40.8, 49.6]`` (a fraction in points with its interval); "–" without a value."""
-    if not entry or entry.get("value") is None:
-        return "–"
-    fmt = "{:+.1f}" if signed else "{:.1f}"
-    span = "" if entry.get("low") is None else f" [{fmt.format(100 * entry['low'])}, {fmt.format(100 * entry['high'])}]"
-    return fmt.format(100 * entry["value"]) + span
+def paired_cells(score: dict) -> str:
+    """``45.2 [40.8, 49.6] | 43.0 [38.5, 47.6] | -2.2 [-4.0, -0.4]``: a paired score's table cells (both models
+    with their intervals, then the change with its paired interval: ``{"base", "compressed", "delta"}``)."""
+    return f"{estimate_text(score['base'])} | {estimate_text(score['compressed'])} | {delta_text(score['delta'])}"
+
+
+def flip_cells(flips: dict) -> str:
+    """``12 | 5 | 0.143``: the table cells of flips correct → wrong, wrong → correct and the McNemar p ("–" each
+    where the metric has no flips)."""
+    return " | ".join([str(flips.get("correct_to_wrong", "–")), str(flips.get("wrong_to_correct", "–")),
+                       p_text(flips.get("mcnemar_p"))])
 
 
 def p_text(p: float | None) -> str:

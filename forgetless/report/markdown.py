@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ..data.task_kinds import task_kind
 from .inert import inert
-from .headline import megabytes as mb, pct, size_numbers, speedup, speedup_text, verdict
+from .headline import estimate, estimate_text, megabytes as mb, pct, size_numbers, speedup, speedup_text, verdict
 from .size_speed_markdown import size_markdown, speed_markdown
 from .layers import layers_markdown
 from .sections import method_sections
@@ -128,15 +128,12 @@ def _classification(card: Card, plot: list[str]) -> list[str]:
              "|---|---:|---:|---:|---:|"]
     for name, entry in card.sets.items():
         b, c = entry.base["accuracy"], entry.compressed["accuracy"]
-        ci = (iv.sets if iv else {}).get(name, {})
-        lines.append(f"| {name} | {entry.base['n']} | {pct_ci(b, ci.get('base'))} | {pct_ci(c, ci.get('compressed'))} "
-                     f"| {delta(b, c)} |")
+        lines.append(f"| {name} | {entry.base['n']} | {_accuracy_cells(b, c, (iv.sets if iv else {}).get(name, {}))} |")
     ch = card.challenge
     if ch.base is not None:
         ci = (iv.challenge if iv else None) or {}
         lines.append(f"| challenge pooled ({' + '.join(ch.sets)}) | {ci['base'].n if ci.get('base') else ''} | "
-                     f"{pct_ci(ch.base, ci.get('base'))} | {pct_ci(ch.compressed, ci.get('compressed'))} "
-                     f"| {delta(ch.base, ch.compressed)} |")
+                     f"{_accuracy_cells(ch.base, ch.compressed, ci)} |")
     if iv and iv.n_resamples:
         lines += ["", f"Intervals: {iv.method}, {iv.n_resamples} resamples of the examples, seed {iv.seed}; "
                       "per-example predictions in predictions.jsonl."]
@@ -153,11 +150,10 @@ def _classification(card: Card, plot: list[str]) -> list[str]:
     if card.hard_easy.base:
         hb, hc = card.hard_easy.base, card.hard_easy.compressed
         he = (iv.hard_easy if iv else None) or {}
-        ci = lambda role, part: (he.get(role) or {}).get(part)  # noqa: E731
+        ci = lambda part: {role: (he.get(role) or {}).get(part) for role in ("base", "compressed")}  # noqa: E731
         lines += ["", f"## Hard vs easy on dev (n hard = {hb['n_hard']}, n easy = {hb['n_easy']})", "",
                   "| | base | compressed | Δ pts |", "|---|---:|---:|---:|",
-                  *(f"| {p} | {pct_ci(hb[p], ci('base', p))} | {pct_ci(hc[p], ci('compressed', p))} | {delta(hb[p], hc[p])} |"
-                    for p in ("hard", "easy")),
+                  *(f"| {p} | {_accuracy_cells(hb[p], hc[p], ci(p))} |" for p in ("hard", "easy")),
                   f"| easy − hard gap | {pct(hb['gap'])} | {pct(hc['gap'])} | |"]
     lines += _groups(card)
     return lines
@@ -195,11 +191,11 @@ def _verdict(card: Card) -> str:
     return text + "."
 
 
-def pct_ci(value, interval: Interval | None) -> str:
-    """``81.0 [75.5–86.0]``: a percentage with its bootstrap interval (no interval for n = 0)."""
-    if value is None or not interval or interval.low is None:
-        return pct(value)
-    return f"{pct(value)} [{pct(interval.low)}, {pct(interval.high)}]"
+def _accuracy_cells(base, compressed, intervals: dict[str, Interval]) -> str:
+    """``81.0 [75.5, 86.0] | 78.5 [72.5, 84.0] | -2.5``: both accuracies (%) with their bootstrap intervals
+    (``{role: Interval}``; none for n = 0), then the change in points."""
+    return (f"{estimate_text(estimate(base, intervals.get('base')))} | "
+            f"{estimate_text(estimate(compressed, intervals.get('compressed')))} | {delta(base, compressed)}")
 
 
 def f_bias_text(card: Card, bold: bool = True, digits: int = 3) -> str:

@@ -155,18 +155,14 @@ def _loading_section(model_class: str, loadable: bool, reason: str, asymmetric: 
     the ``CompressedTensorsConfig(dequantize=True)`` call that loads it)."""
     lines = ["## How to load", "", "```python", "import forgetless", "",
              'model, tokenizer = forgetless.load_model("path/to/this/folder")', "```", ""]
+    stock = ["```python", "import transformers", "", f'model = transformers.{model_class}.from_pretrained('
+             '"path/to/this/folder", use_safetensors=True, trust_remote_code=False']
     if loadable and asymmetric:
         lines += [f"Stock `transformers` loads it with the `compressed-tensors` package installed, dequantized: "
-                  f"{reason}.", "", "```python", "import transformers", "",
-                  f'model = transformers.{model_class}.from_pretrained("path/to/this/folder", use_safetensors=True, '
-                  "trust_remote_code=False,",
+                  f"{reason}.", "", *stock[:-1], stock[-1] + ",",
                   "    quantization_config=transformers.CompressedTensorsConfig(dequantize=True))", "```", ""]
     elif loadable:
-        lines += [f"Stock `transformers` loads it too ({reason}):", "",
-                  "```python", "import transformers", "",
-                  f'model = transformers.{model_class}.from_pretrained("path/to/this/folder", use_safetensors=True, '
-                  'trust_remote_code=False)',
-                  "```", ""]
+        lines += [f"Stock `transformers` loads it too ({reason}):", "", *stock[:-1], stock[-1] + ")", "```", ""]
         tag = _pipeline_tag(model_class)
         if tag == "text-classification":  # a pipeline needs the stock classes; seq2seq folders load as above
             lines += ["or as a pipeline:", "", "```python",

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .headline import includes_zero, megabytes as mb, speedup_text
-from .llm_markdown import kl_text
-from .card_types import Card, Interval
+from .headline import delta_text, estimate, estimate_text, megabytes as mb, speedup_text
+from .card_types import Card
 from ..quantization.format import QuantFormat
 from .naming import method_label, quantized_layer_count
 
@@ -42,10 +41,7 @@ def _delta(row: dict) -> str:
     interval = row.get("delta_interval")
     if not interval:
         return number(comp - base)
-    text = f"{comp - base:+.4f} [{interval[0]:+.4f}, {interval[1]:+.4f}]"
-    if interval[0] == interval[1] == 0:
-        return text + " no change"
-    return text + (" not measurable" if includes_zero({"low": interval[0], "high": interval[1]}) else "")
+    return delta_text({"value": comp - base, "low": interval[0], "high": interval[1]}, 1, "+.4f")
 
 
 def results_table(rows: list[dict]) -> list[str]:
@@ -73,28 +69,25 @@ def metric_rows(card: Card) -> list[dict]:
     intervals = card.intervals
     paired = (intervals.delta if intervals else None) or {}
     rows = [_row(name, entry.base["n"], metric, entry.base.get(metric), entry.compressed.get(metric),
-                 _spans((intervals.sets if intervals else {}).get(name)), (paired.get("sets") or {}).get(name))
+                 (intervals.sets if intervals else {}).get(name) or {}, (paired.get("sets") or {}).get(name))
             for name, entry in card.sets.items()]
     challenge = card.challenge
     if challenge and challenge.base is not None:
         pooled = (intervals.challenge if intervals else None) or {}
         rows.append(_row("challenge pooled (" + " + ".join(challenge.sets) + ")",
                          pooled["base"].n if pooled.get("base") else None,
-                         metric, challenge.base, challenge.compressed, _spans(pooled), paired.get("challenge")))
+                         metric, challenge.base, challenge.compressed, pooled, paired.get("challenge")))
     return rows + _perplexity_rows(card)
 
 
-def _spans(intervals: dict[str, Interval] | None) -> dict:
-    """``{role: {low, high}}`` of both models' bootstrap intervals (``_row``'s ``intervals``)."""
-    return {role: {"low": interval.low, "high": interval.high} for role, interval in (intervals or {}).items()}
-
-
 def _row(name: str, n, metric: str, base, compressed, intervals: dict, delta: dict | None = None, **extra) -> dict:
-    """One row; ``intervals`` {role: {low, high}} of the two numbers, ``delta`` the change's paired interval."""
+    """One row; ``intervals`` {role: interval} of the two numbers (a bootstrap ``Interval`` or an estimate's
+    ``{low, high}``), ``delta`` the change's paired interval."""
     row = {"set": name, "n": n, "metric": metric, "base": base, "compressed": compressed}
     for role in ("base", "compressed"):
-        if (intervals.get(role) or {}).get("low") is not None:
-            row[f"{role}_interval"] = [intervals[role]["low"], intervals[role]["high"]]
+        span = estimate(None, intervals.get(role))
+        if span["low"] is not None:
+            row[f"{role}_interval"] = [span["low"], span["high"]]
     if (delta or {}).get("low") is not None:
         row["delta_interval"] = [delta["low"], delta["high"]]
     return {**row, **{key: value for key, value in extra.items() if value}}
@@ -110,7 +103,8 @@ def llm_rows(card: Card) -> list[dict]:
             score, f = t[t["metric"]], t["flips"]
             rows.append(_row(name, t["n"], t["metric"], score["base"]["value"], score["compressed"]["value"], score,
                              score["delta"], flips=f"{f['correct_to_wrong']} / {f['wrong_to_correct']}",
-                             kl=kl_text(t["kl"]), note="base at chance: out of the mean" if t["near_chance"] else None))
+                             kl=estimate_text(t["kl"], 1, ".3f"),
+                             note="base at chance: out of the mean" if t["near_chance"] else None))
         elif "word_perplexity" in t:
             w = t["word_perplexity"]
             rows.append(_row(name, t["n"], "word_perplexity", w["base"], w["compressed"], {},
@@ -123,7 +117,7 @@ def llm_rows(card: Card) -> list[dict]:
         f = pooled["flips"]
         rows.append(_row(f"mean of the {len(llm.headline_tasks)} tasks above chance", pooled["accuracy"]["base"]["n"],
                          "mean accuracy", head["base"]["value"], head["compressed"]["value"], head, head["delta"],
-                         flips=f"{f['correct_to_wrong']} / {f['wrong_to_correct']}", kl=kl_text(pooled["kl"]),
+                         flips=f"{f['correct_to_wrong']} / {f['wrong_to_correct']}", kl=estimate_text(pooled["kl"], 1, ".3f"),
                          note="each task's metric (acc_norm where it has one); flips and KL pooled"))
     return rows
 
