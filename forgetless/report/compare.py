@@ -25,7 +25,7 @@ from ..errors import ConfigError
 from ..fsutil import atomic_write_text
 from ..outputs import check_output, mark_output, output_lock
 from .card_types import Card
-from .headline import (delta_points, delta_text, estimate, estimate_text, headline_numbers, megabytes, scale_of,
+from .headline import (delta_points, delta_text, estimate_text, headline_numbers, megabytes, scale_of, set_estimates,
                        speedup_text, verdict)
 from .llm_generation import generation_compare
 from .llm_markdown import kl_basis
@@ -182,10 +182,7 @@ def _classifier_tables(cards: dict[str, Card], numbers: dict, sets: list[str]) -
     lines += ["", f"## {metric} per evaluation set (compressed; %)", "",
               "| set | n | " + " | ".join(cards) + " |", "|---|---:|" + "---:|" * len(cards)]
     for set_name in sets:
-        cells = []
-        for card in cards.values():
-            interval = (card.intervals.sets if card.intervals else {}).get(set_name, {}).get("compressed")
-            cells.append(estimate_text(estimate(card.sets[set_name].compressed.get(metric), interval), scale))
+        cells = [estimate_text(set_estimates(card)[set_name]["compressed"], scale) for card in cards.values()]
         lines.append(f"| {set_name} | {first.sets[set_name].base['n']} | " + " | ".join(cells) + " |")
     others = sorted({s for card in cards.values() for s in card.sets} - set(sets))
     if others:

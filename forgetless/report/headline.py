@@ -45,36 +45,50 @@ def headline_numbers(card: Card) -> dict:
         dev = {role: estimate((head.get(role) or {}).get("value"), head.get(role)) for role in ROLES}
         deltas = {"dev": head.get("delta"), "challenge": None}
     else:
-        sets = iv.sets if iv else {}
-        dev = {role: estimate(getattr(card.sets["dev"], role).get(metric), (sets.get("dev") or {}).get(role))
-               for role in ROLES}
+        dev = set_estimates(card)["dev"]
         deltas = {"dev": (paired.get("sets") or {}).get("dev"), "challenge": paired.get("challenge")}
     challenge = card.challenge
-    pooled = None
-    if challenge is not None and challenge.base is not None:
-        pooled = {role: estimate(getattr(challenge, role), ((iv.challenge if iv else None) or {}).get(role))
-                  for role in ROLES}
-    parts = {}
-    he = card.hard_easy
-    for part in ("hard", "easy"):
-        if he is not None and he.base and he.base.get(f"n_{part}"):
-            parts[part] = {role: estimate(getattr(he, role)[part],
-                                          (((iv.hard_easy if iv else None) or {}).get(role) or {}).get(part))
-                           for role in ROLES}
-        else:
-            parts[part] = None
+    he = hard_easy_estimates(card)
+    parts = {part: he[part] if he and card.hard_easy.base.get(f"n_{part}") else None for part in ("hard", "easy")}
     bias = card.bias
     f_bias = None
     if bias is not None and bias.f_bias is not None:
         f_bias = {**estimate(bias.f_bias, iv.f_bias if iv else None), "meaningful": bias.meaningful is not False}
     params = card.params
     where = f"on the mean of the {len(llm.headline_tasks)} LLM tasks above chance" if llm is not None else "on dev"
-    return {"metric": metric, "dev": dev, "where": where, "challenge": pooled, "generation": generation_changes(card),
-            "challenge_sets": list(challenge.sets if challenge else []),
+    return {"metric": metric, "dev": dev, "where": where, "challenge": challenge_estimates(card),
+            "generation": generation_changes(card), "challenge_sets": list(challenge.sets if challenge else []),
             **parts, "deltas": deltas, "f_bias": f_bias,
             "params": {"base": params.base["total"], "compressed": params.compressed["total"],
                        "ratio": params.ratio, "nonzero_ratio": params.nonzero_ratio},
             "size": size_numbers(card), "speedup": speedup(card), "warnings": list(card.warnings)}
+
+
+def set_estimates(card: Card) -> dict[str, dict[str, dict]]:
+    """``{set: {role: estimate}}``: each set's metric for both models with its bootstrap interval (``card.intervals``;
+    none for a generation task's sets)."""
+    metric, intervals = card.task.metric, card.intervals.sets if card.intervals else {}
+    return {name: {role: estimate(getattr(entry, role).get(metric), (intervals.get(name) or {}).get(role))
+                   for role in ROLES} for name, entry in card.sets.items()}
+
+
+def challenge_estimates(card: Card) -> dict[str, dict] | None:
+    """``{role: estimate}``: the pooled challenge accuracy of both models with its bootstrap interval; None without
+    a challenge set."""
+    challenge, intervals = card.challenge, (card.intervals.challenge if card.intervals else None) or {}
+    if challenge is None or challenge.base is None:
+        return None
+    return {role: estimate(getattr(challenge, role), intervals.get(role)) for role in ROLES}
+
+
+def hard_easy_estimates(card: Card) -> dict[str, dict[str, dict]] | None:
+    """``{hard, easy: {role: estimate}}``: dev accuracy on the hard and the easy examples with their bootstrap
+    intervals (an empty part's without); None for a card without the split."""
+    he, intervals = card.hard_easy, (card.intervals.hard_easy if card.intervals else None) or {}
+    if he is None or not he.base:
+        return None
+    return {part: {role: estimate(getattr(he, role)[part], (intervals.get(role) or {}).get(part)) for role in ROLES}
+            for part in ("hard", "easy")}
 
 
 def size_numbers(card: Card) -> dict:

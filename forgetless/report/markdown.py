@@ -3,13 +3,14 @@ from __future__ import annotations
 
 from ..data.task_kinds import task_kind
 from .inert import inert
-from .headline import estimate, estimate_text, megabytes as mb, pct, size_numbers, speedup, speedup_text, verdict
+from .headline import (challenge_estimates, estimate_text, hard_easy_estimates, megabytes as mb, pct, set_estimates,
+                       size_numbers, speedup, speedup_text, verdict)
 from .size_speed_markdown import size_markdown, speed_markdown
 from .layers import layers_markdown
 from .sections import method_sections
 from .llm_markdown import llm_markdown
 from .naming import card_title, quantizes, zeroes_weights
-from .card_types import Card, Interval
+from .card_types import Card
 
 
 def delta(a, b) -> str:
@@ -126,14 +127,14 @@ def _classification(card: Card, plot: list[str]) -> list[str]:
     iv = card.intervals
     lines = ["## Accuracy (%, with [95% bootstrap interval])", "", "| set | n | base | compressed | Δ pts |",
              "|---|---:|---:|---:|---:|"]
+    estimates = set_estimates(card)
     for name, entry in card.sets.items():
-        b, c = entry.base["accuracy"], entry.compressed["accuracy"]
-        lines.append(f"| {name} | {entry.base['n']} | {_accuracy_cells(b, c, (iv.sets if iv else {}).get(name, {}))} |")
+        lines.append(f"| {name} | {entry.base['n']} | {_accuracy_cells(estimates[name])} |")
     ch = card.challenge
     if ch.base is not None:
         ci = (iv.challenge if iv else None) or {}
         lines.append(f"| challenge pooled ({' + '.join(ch.sets)}) | {ci['base'].n if ci.get('base') else ''} | "
-                     f"{_accuracy_cells(ch.base, ch.compressed, ci)} |")
+                     f"{_accuracy_cells(challenge_estimates(card))} |")
     if iv and iv.n_resamples:
         lines += ["", f"Intervals: {iv.method}, {iv.n_resamples} resamples of the examples, seed {iv.seed}; "
                       "per-example predictions in predictions.jsonl."]
@@ -149,11 +150,10 @@ def _classification(card: Card, plot: list[str]) -> list[str]:
                   "(> 1: the compressed model leans more on shortcuts than the base model)."]
     if card.hard_easy.base:
         hb, hc = card.hard_easy.base, card.hard_easy.compressed
-        he = (iv.hard_easy if iv else None) or {}
-        ci = lambda part: {role: (he.get(role) or {}).get(part) for role in ("base", "compressed")}  # noqa: E731
+        he = hard_easy_estimates(card)
         lines += ["", f"## Hard vs easy on dev (n hard = {hb['n_hard']}, n easy = {hb['n_easy']})", "",
                   "| | base | compressed | Δ pts |", "|---|---:|---:|---:|",
-                  *(f"| {p} | {_accuracy_cells(hb[p], hc[p], ci(p))} |" for p in ("hard", "easy")),
+                  *(f"| {p} | {_accuracy_cells(he[p])} |" for p in ("hard", "easy")),
                   f"| easy − hard gap | {pct(hb['gap'])} | {pct(hc['gap'])} | |"]
     lines += _groups(card)
     return lines
@@ -191,11 +191,11 @@ def _verdict(card: Card) -> str:
     return text + "."
 
 
-def _accuracy_cells(base, compressed, intervals: dict[str, Interval]) -> str:
+def _accuracy_cells(pair: dict[str, dict]) -> str:
     """``81.0 [75.5, 86.0] | 78.5 [72.5, 84.0] | -2.5``: both accuracies (%) with their bootstrap intervals
-    (``{role: Interval}``; none for n = 0), then the change in points."""
-    return (f"{estimate_text(estimate(base, intervals.get('base')))} | "
-            f"{estimate_text(estimate(compressed, intervals.get('compressed')))} | {delta(base, compressed)}")
+    (``{role: estimate}``; none for n = 0), then the change in points."""
+    base, compressed = pair["base"], pair["compressed"]
+    return f"{estimate_text(base)} | {estimate_text(compressed)} | {delta(base['value'], compressed['value'])}"
 
 
 def f_bias_text(card: Card, bold: bool = True, digits: int = 3) -> str:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .headline import delta_text, estimate, estimate_text, megabytes as mb, speedup_text
+from .headline import (ROLES, challenge_estimates, delta_text, estimate, estimate_text, megabytes as mb, set_estimates,
+                       speedup_text)
 from .card_types import Card
 from ..quantization.format import QuantFormat
 from .naming import method_label, quantized_layer_count
@@ -65,29 +66,25 @@ def metric_rows(card: Card) -> list[dict]:
     held-out perplexity (n: the tokens scored)."""
     if card.llm:
         return llm_rows(card) + _perplexity_rows(card)
-    metric = card.task.metric
-    intervals = card.intervals
+    metric, intervals, estimates = card.task.metric, card.intervals, set_estimates(card)
     paired = (intervals.delta if intervals else None) or {}
-    rows = [_row(name, entry.base["n"], metric, entry.base.get(metric), entry.compressed.get(metric),
-                 (intervals.sets if intervals else {}).get(name) or {}, (paired.get("sets") or {}).get(name))
+    rows = [_row(name, entry.base["n"], metric, estimates[name], (paired.get("sets") or {}).get(name))
             for name, entry in card.sets.items()]
-    challenge = card.challenge
-    if challenge and challenge.base is not None:
+    challenge = challenge_estimates(card)
+    if challenge:
         pooled = (intervals.challenge if intervals else None) or {}
-        rows.append(_row("challenge pooled (" + " + ".join(challenge.sets) + ")",
-                         pooled["base"].n if pooled.get("base") else None,
-                         metric, challenge.base, challenge.compressed, pooled, paired.get("challenge")))
+        rows.append(_row("challenge pooled (" + " + ".join(card.challenge.sets) + ")",
+                         pooled["base"].n if pooled.get("base") else None, metric, challenge, paired.get("challenge")))
     return rows + _perplexity_rows(card)
 
 
-def _row(name: str, n, metric: str, base, compressed, intervals: dict, delta: dict | None = None, **extra) -> dict:
-    """One row; ``intervals`` {role: interval} of the two numbers (a bootstrap ``Interval`` or an estimate's
-    ``{low, high}``), ``delta`` the change's paired interval."""
-    row = {"set": name, "n": n, "metric": metric, "base": base, "compressed": compressed}
-    for role in ("base", "compressed"):
-        span = estimate(None, intervals.get(role))
-        if span["low"] is not None:
-            row[f"{role}_interval"] = [span["low"], span["high"]]
+def _row(name: str, n, metric: str, scores: dict, delta: dict | None = None, **extra) -> dict:
+    """One row; ``scores`` {role: estimate} of the two models (``headline.estimate``: an LLM task's scores as they
+    are), ``delta`` the change's paired interval."""
+    row = {"set": name, "n": n, "metric": metric, **{role: scores[role]["value"] for role in ROLES}}
+    for role in ROLES:
+        if scores[role].get("low") is not None:
+            row[f"{role}_interval"] = [scores[role]["low"], scores[role]["high"]]
     if (delta or {}).get("low") is not None:
         row["delta_interval"] = [delta["low"], delta["high"]]
     return {**row, **{key: value for key, value in extra.items() if value}}
@@ -101,23 +98,21 @@ def llm_rows(card: Card) -> list[dict]:
     for name, t in llm.tasks.items():
         if t["output_type"] == "multiple_choice":
             score, f = t[t["metric"]], t["flips"]
-            rows.append(_row(name, t["n"], t["metric"], score["base"]["value"], score["compressed"]["value"], score,
-                             score["delta"], flips=f"{f['correct_to_wrong']} / {f['wrong_to_correct']}",
-                             kl=estimate_text(t["kl"], 1, ".3f"),
+            rows.append(_row(name, t["n"], t["metric"], score, score["delta"],
+                             flips=f"{f['correct_to_wrong']} / {f['wrong_to_correct']}", kl=estimate_text(t["kl"], 1, ".3f"),
                              note="base at chance: out of the mean" if t["near_chance"] else None))
         elif "word_perplexity" in t:
             w = t["word_perplexity"]
-            rows.append(_row(name, t["n"], "word_perplexity", w["base"], w["compressed"], {},
+            rows.append(_row(name, t["n"], "word_perplexity", {role: estimate(w[role]) for role in ROLES},
                              note="lower is better; n: documents"))
         elif "score" in t:
-            rows.append(_row(name, t["n"], t["metric"], t["score"]["base"]["value"], t["score"]["compressed"]["value"],
-                             t["score"], t["score"]["delta"]))
+            rows.append(_row(name, t["n"], t["metric"], t["score"], t["score"]["delta"]))
     head, pooled = llm.headline, llm.pooled
     if head and pooled:
         f = pooled["flips"]
         rows.append(_row(f"mean of the {len(llm.headline_tasks)} tasks above chance", pooled["accuracy"]["base"]["n"],
-                         "mean accuracy", head["base"]["value"], head["compressed"]["value"], head, head["delta"],
-                         flips=f"{f['correct_to_wrong']} / {f['wrong_to_correct']}", kl=estimate_text(pooled["kl"], 1, ".3f"),
+                         "mean accuracy", head, head["delta"], flips=f"{f['correct_to_wrong']} / {f['wrong_to_correct']}",
+                         kl=estimate_text(pooled["kl"], 1, ".3f"),
                          note="each task's metric (acc_norm where it has one); flips and KL pooled"))
     return rows
 
@@ -130,7 +125,8 @@ def _perplexity_rows(card: Card) -> list[dict]:
     b = lm.base
     scored = b.get("scored", b.get("tokens"))
     return [_row(f"perplexity: {Path(str(b.get('file') or 'held-out text')).name}", scored, "perplexity",
-                 b["perplexity"], lm.compressed["perplexity"], {}, note="lower is better; n: the tokens scored")]
+                 {role: estimate(getattr(lm, role)["perplexity"]) for role in ROLES},
+                 note="lower is better; n: the tokens scored")]
 
 
 def size_summary(card: Card) -> dict:

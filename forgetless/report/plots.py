@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from ..fsutil import atomic_write_bytes  # noqa: E402
 from .card_types import Card  # noqa: E402
 from .budget import BudgetSection  # noqa: E402
-from .headline import estimate, size_numbers  # noqa: E402
+from .headline import hard_easy_estimates, set_estimates, size_numbers  # noqa: E402
 from .sections import method_sections  # noqa: E402
 
 
@@ -34,19 +34,16 @@ def accuracy_plot(card: Card, path: str | Path) -> Path:
     metric = card.task.metric
     scale = 100 if metric == "accuracy" else 1
     intervals = card.intervals
+    estimates, hard_easy = set_estimates(card), hard_easy_estimates(card)
     labels, bars = [], {"base": [], "compressed": []}
     for name, entry in card.sets.items():
         labels.append(f"{name}\n(n={entry.base['n']})")
         for role in bars:
-            interval = ((intervals.sets if intervals else {}).get(name) or {}).get(role)
-            bars[role].append(_bar(estimate(getattr(entry, role).get(metric), interval), scale))
-    hard_easy = card.hard_easy
-    for part in ("hard", "easy"):
-        if hard_easy is not None and hard_easy.base:
-            labels.append(f"dev {part}\n(n={hard_easy.base['n_' + part]})")
-            for role in bars:
-                interval = (((intervals.hard_easy if intervals else None) or {}).get(role) or {}).get(part)
-                bars[role].append(_bar(estimate(getattr(hard_easy, role)[part], interval), 100))
+            bars[role].append(_bar(estimates[name][role], scale))
+    for part in ("hard", "easy") if hard_easy else ():
+        labels.append(f"dev {part}\n(n={card.hard_easy.base['n_' + part]})")
+        for role in bars:
+            bars[role].append(_bar(hard_easy[part][role], 100))
     fig, ax = plt.subplots(figsize=(1.6 * len(labels) + 2, 3.8))
     for role, xs in _paired_bars(ax, bars).items():
         for x, (v, _, high) in zip(xs, bars[role]):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import html
 
 from .card_types import Card, Params
-from .headline import delta_points, estimate_text, headline_numbers, scale_of, speedup_text, verdict
+from .headline import delta_points, estimate_text, headline_numbers, includes_zero, scale_of, speedup_text, verdict
 
 
 def summary_panel(card: Card) -> str:
@@ -60,7 +60,7 @@ def _accuracy_tile(label: str, entry: dict, scale: float, unit: str, paired: dic
 
 def _includes_no_change(entry: dict, paired: dict | None) -> bool:
     if paired and paired.get("low") is not None:
-        return paired["low"] <= 0 <= paired["high"]
+        return includes_zero(paired)
     b, c = entry["base"], entry["compressed"]
     if b["low"] is None or c["low"] is None:
         return False
@@ -89,15 +89,15 @@ def _llm_tiles(card: Card) -> list[str]:
 
 
 def _f_bias_tile(f_bias: dict) -> str:
-    span = f" [{f_bias['low']:.2f}, {f_bias['high']:.2f}]" if f_bias["low"] is not None else ""
+    span = f"[{f_bias['low']:.2f}, {f_bias['high']:.2f}]" if f_bias["low"] is not None else ""
     if not f_bias["meaningful"]:
-        return _tile("F_bias (relative bias)", f"{f_bias['value']:.2f}", f"{span.strip()} not meaningful (warnings)",
-                     "neutral")
-    if f_bias["low"] is not None and f_bias["low"] <= 1 <= f_bias["high"]:
-        return _tile("F_bias (relative bias)", f"{f_bias['value']:.2f}",
-                     f"{span.strip()} includes 1: no measurable change in bias", "neutral")
-    tone = "neutral" if abs(f_bias["value"] - 1) < 0.005 else ("good" if f_bias["value"] < 1 else "bad")
-    return _tile("F_bias (relative bias)", f"{f_bias['value']:.2f}", f"{span.strip()} (1: as biased as the base)", tone)
+        detail, tone = "not meaningful (warnings)", "neutral"
+    elif f_bias["low"] is not None and f_bias["low"] <= 1 <= f_bias["high"]:
+        detail, tone = "includes 1: no measurable change in bias", "neutral"
+    else:
+        detail = "(1: as biased as the base)"
+        tone = "neutral" if abs(f_bias["value"] - 1) < 0.005 else ("good" if f_bias["value"] < 1 else "bad")
+    return _tile("F_bias (relative bias)", f"{f_bias['value']:.2f}", f"{span} {detail}", tone)
 
 
 def _size_tile(params: dict, sizes: Params) -> str:
