@@ -10,7 +10,8 @@ from __future__ import annotations
 import html
 
 from .card_types import Card, Params
-from .headline import delta_points, estimate_text, headline_numbers, includes_zero, scale_of, speedup_text, verdict
+from .headline import (delta_points, estimate_text, headline_numbers, includes_zero, megabytes, scale_of, speedup_text,
+                       verdict)
 
 
 def summary_panel(card: Card) -> str:
@@ -109,7 +110,7 @@ def _size_tile(params: dict, sizes: Params) -> str:
     quantized = (sizes.stored or {}).get("quantized") or {}
     if start and disk:
         label, ratio = "size on disk", disk / start["bytes"]
-        detail = f"{disk / 1e6:.1f} MB vs {start['bytes'] / 1e6:.1f} MB ({start['what']})"
+        detail = f"{megabytes(disk)} vs {megabytes(start['bytes'])} ({start['what']})"
         fp32 = sizes.base.get("disk_bytes")
         if fp32 and fp32 != start["bytes"]:
             detail += f"; {disk / fp32:.2f}× its float32 folder"
@@ -118,7 +119,7 @@ def _size_tile(params: dict, sizes: Params) -> str:
     elif stored.get("bytes"):  # no base file (a model built in memory): against its float32 weights
         base_bytes = params["base"] * (sizes.base.get("bits_per_parameter") or 32) / 8
         label, ratio = "size of the stored weights", stored["bytes"] / base_bytes
-        detail = (f"{stored['bytes'] / 1e6:.1f} MB of weights stored vs {base_bytes / 1e6:.1f} MB of the base's float32 "
+        detail = (f"{megabytes(stored['bytes'])} of weights stored vs {megabytes(base_bytes)} of the base's float32 "
                   f"weights; {stored['bits_per_parameter']:.2f} bits per parameter")
         if quantized.get("bits_per_weight"):
             detail += f", {quantized['bits_per_weight']:.2f} per quantized weight"
