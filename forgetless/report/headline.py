@@ -148,11 +148,7 @@ def speedup_text(value: float | None, interval: dict | None, meaningful: bool = 
     value = interval.get("speedup", value)
     if value is None:
         return "not measurable" + (" (no speedup expected)" if not meaningful else "")
-    text = f"{value:.2f}×"
-    if interval.get("low") is not None:
-        text += f" [{interval['low']:.2f}, {interval['high']:.2f}]"
-    elif interval.get("unbounded"):
-        text += " [unbounded]"
+    text = f"{value:.2f}×" + (span_text(interval, 1, ".2f") or (" [unbounded]" if interval.get("unbounded") else ""))
     if interval and not interval.get("measurable", True):
         text += " not measurable"
     return text + ("" if meaningful else " (no speedup expected)")
@@ -163,10 +159,15 @@ def estimate_text(entry: dict | None, scale: float = 100.0, spec: str = ".1f") -
     formatted by ``spec`` (``+.1f``: signed points; ``.3f`` with ``scale`` 1: a KL in nats); "–" without a value."""
     if not entry or entry.get("value") is None:
         return "–"
-    text = format(scale * entry["value"], spec)
-    if entry.get("low") is None:
-        return text
-    return f"{text} [{format(scale * entry['low'], spec)}, {format(scale * entry['high'], spec)}]"
+    return format(scale * entry["value"], spec) + span_text(entry, scale, spec)
+
+
+def span_text(entry: dict | None, scale: float = 100.0, spec: str = ".1f") -> str:
+    """`` [75.5, 86.0]``: an estimate's (or an interval's) bounds × ``scale``, each formatted by ``spec``; "" without
+    an interval."""
+    if not entry or entry.get("low") is None:
+        return ""
+    return f" [{format(scale * entry['low'], spec)}, {format(scale * entry['high'], spec)}]"
 
 
 def delta_points(entry: dict | None, scale: float = 100.0) -> float | None:
@@ -281,9 +282,8 @@ def _change(points: float, unit: str, where: str, interval: dict | None = None, 
     on dev``, ``-3.1 points [-6.5, +0.4] on dev: not measurable (the interval includes 0)``, or ``unchanged on
     dev`` (an interval of [0, 0]: no item changed). Without an interval a change below 0.05 points is ``no net
     change on dev`` (items may have changed both ways)."""
-    span = ""
-    if interval and interval.get("low") is not None:
-        span = f" [{scale * interval['low']:+.1f}, {scale * interval['high']:+.1f}]"
+    span = span_text(interval, scale, "+.1f")
+    if span:
         if interval["low"] == interval["high"] == 0:
             return f"unchanged {where}"
         if includes_zero(interval):

@@ -4,7 +4,7 @@ from __future__ import annotations
 from ..data.task_kinds import task_kind
 from .inert import inert
 from .headline import (challenge_estimates, estimate_text, hard_easy_estimates, megabytes as mb, pct, set_estimates,
-                       size_numbers, speedup, speedup_text, verdict)
+                       size_numbers, span_text, speedup, speedup_text, verdict)
 from .size_speed_markdown import size_markdown, speed_markdown
 from .layers import layers_markdown
 from .sections import method_sections
@@ -204,8 +204,7 @@ def f_bias_text(card: Card, bold: bool = True, digits: int = 3) -> str:
     if bias.f_bias is None:
         return "undefined (base gap is 0)"
     value = f"{bias.f_bias:.{digits}f}"
-    interval = (card.intervals.f_bias if card.intervals else None) or {}
-    span = f" [{interval['low']:.{digits}f}, {interval['high']:.{digits}f}]" if interval.get("low") is not None else ""
+    span = span_text(card.intervals.f_bias if card.intervals else None, 1, f".{digits}f")
     if bias.meaningful is False:
         return f"{value}{span} — not meaningful (see warnings)"
     return (f"**{value}**" if bold else value) + span

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .headline import (ROLES, challenge_estimates, delta_text, estimate, estimate_text, megabytes as mb, set_estimates,
-                       speedup_text)
+                       span_text, speedup_text)
 from .card_types import Card
 from ..quantization.format import QuantFormat
 from .naming import method_label, quantized_layer_count
@@ -149,12 +149,10 @@ def size_summary(card: Card) -> dict:
         size["bits per weight in the quantized layers"] = f"{q['bits_per_weight']:.3f} ({quantized_layer_count(card)} layers)"
     if (stored.get("overall") or {}).get("bits_per_parameter"):
         size["bits per parameter stored (whole file)"] = f"{stored['overall']['bits_per_parameter']:.2f}"
-    bias, f_bias = card.bias, (card.intervals.f_bias if card.intervals else None) or {}
+    bias, f_bias = card.bias, card.intervals.f_bias if card.intervals else None
     if bias is not None and bias.f_bias is not None:
-        text = f"{bias.f_bias:.3f}" if bias.meaningful else f"{bias.f_bias:.3f} (not meaningful)"
-        if f_bias.get("low") is not None:
-            text += f" [{f_bias['low']:.3f}, {f_bias['high']:.3f}]"
-        size["F_bias (Du et al. 2023 eq. 1)"] = text
+        size["F_bias (Du et al. 2023 eq. 1)"] = (f"{bias.f_bias:.3f}" + ("" if bias.meaningful else " (not meaningful)")
+                                                 + span_text(f_bias, 1, ".3f"))
     return size
 
 

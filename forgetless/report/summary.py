@@ -10,8 +10,8 @@ from __future__ import annotations
 import html
 
 from .card_types import Card, Params
-from .headline import (delta_points, estimate_text, headline_numbers, includes_zero, megabytes, scale_of, speedup_text,
-                       verdict)
+from .headline import (delta_points, estimate_text, headline_numbers, includes_zero, megabytes, scale_of, span_text,
+                       speedup_text, verdict)
 
 
 def summary_panel(card: Card) -> str:
@@ -55,7 +55,7 @@ def _accuracy_tile(label: str, entry: dict, scale: float, unit: str, paired: dic
     tone = "neutral" if abs(points) < 0.05 or _includes_no_change(entry, paired) else ("good" if points > 0 else "bad")
     detail = f"base {estimate_text(entry['base'], scale)}{unit} → {estimate_text(entry['compressed'], scale)}{unit}"
     if paired and paired.get("low") is not None:
-        detail += f"; Δ [{scale * paired['low']:+.1f}, {scale * paired['high']:+.1f}]"
+        detail += f"; Δ{span_text(paired, scale, '+.1f')}"
     return _tile(label, f"{points:+.1f} pts", detail, tone)
 
 
@@ -90,7 +90,7 @@ def _llm_tiles(card: Card) -> list[str]:
 
 
 def _f_bias_tile(f_bias: dict) -> str:
-    span = f"[{f_bias['low']:.2f}, {f_bias['high']:.2f}]" if f_bias["low"] is not None else ""
+    span = span_text(f_bias, 1, ".2f").strip()
     if not f_bias["meaningful"]:
         detail, tone = "not meaningful (warnings)", "neutral"
     elif f_bias["low"] is not None and f_bias["low"] <= 1 <= f_bias["high"]:
@@ -144,5 +144,5 @@ def _speed_tile(speed: dict) -> str:
     if not speed["measurable"]:
         return _tile(label, "not measurable", f"{speedup_text(speed['value'], speed)}: the interval includes 1",
                      "neutral")
-    span = f"[{speed['low']:.2f}, {speed['high']:.2f}]" if speed["low"] is not None else ""
+    span = span_text(speed, 1, ".2f").strip()
     return _tile(label, f"{speed['value']:.2f}×", span, "good" if speed["value"] > 1 else "bad")
