@@ -25,8 +25,8 @@ from ..errors import ConfigError
 from ..fsutil import atomic_write_text
 from ..outputs import check_output, mark_output, output_lock
 from .card_types import Card
-from .headline import (delta_points, delta_text, estimate_text, headline_numbers, megabytes, scale_of, set_estimates,
-                       speedup_text, verdict)
+from .headline import (delta_points, delta_text, estimate_text, headline_numbers, megabytes, num, scale_of,
+                       set_estimates, speedup_text, verdict)
 from .llm_generation import generation_compare
 from .llm_markdown import kl_basis
 from .html import render_html
@@ -204,7 +204,7 @@ def _llm_tables(cards: dict[str, Card], numbers: dict) -> list[str]:
         bits = (((card.params.stored or {}).get("overall") or {}).get("bits_per_parameter")
                 or card.params.compressed.get("bits_per_parameter"))
         lines.append(f"| {name} | {card_chain(card)} | {key_options(card)} | {_size_cells(n)} | "
-                     f"{'–' if bits is None else f'{bits:.2f}'} | {_speed(n['speedup'])} | "
+                     f"{num(bits)} | {_speed(n['speedup'])} | "
                      f"{estimate_text(n['dev']['compressed'])} | {delta_text(n['deltas']['dev'])} | "
                      f"{len(n['warnings'])} |")
     lines += ["", "| base model of | parameters | on disk | mean accuracy | tasks above chance |",

@@ -182,6 +182,11 @@ def pct(value) -> str:
     return "–" if value is None else f"{100 * value:.1f}"
 
 
+def num(value, spec: str = ".2f") -> str:
+    """A number as the pages write it (``spec``: its format, two decimals by default); "–" when unknown."""
+    return "–" if value is None else format(value, spec)
+
+
 def megabytes(n: int | None) -> str:
     """Bytes as the card writes them (``12.3 MB``; ``–`` when unknown)."""
     return "–" if n is None else f"{n / 1e6:.1f} MB"

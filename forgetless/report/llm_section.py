@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..llm.card import add_divergence, add_scoring
+from ..llm.card import ROLES, add_divergence, add_scoring
 from ..llm.records import GENERATE, MULTIPLE_CHOICE, ROLLING, scores
 from ..bootstrap import DEFAULT_RESAMPLES, mean_interval
 from ..metrics.paired import (TERCILES, choice_kl, difference_of_deltas, flips, macro_intervals, margin,
@@ -30,7 +30,6 @@ from .llm_generation import generation_task, paired_score
 from .llm_markdown import KL_BASIS
 from .trust import CHANCE_MARGIN, not_above
 
-ROLES = ("base", "compressed")
 PAIRS = (("arc_easy", "arc_challenge"),)  # (easier, harder) name stems of one benchmark
 
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from ..data.task_kinds import task_kind
 from .inert import inert
-from .headline import (challenge_estimates, estimate_text, hard_easy_estimates, megabytes as mb, pct, set_estimates,
-                       size_numbers, span_text, speedup, speedup_text, verdict)
+from .headline import (challenge_estimates, estimate_text, hard_easy_estimates, megabytes as mb, num, pct,
+                       set_estimates, size_numbers, span_text, speedup, speedup_text, verdict)
 from .size_speed_markdown import size_markdown, speed_markdown
 from .layers import layers_markdown
 from .sections import method_sections
@@ -18,10 +18,6 @@ def delta(a, b) -> str:
 
 
 GENERATION_METRICS = ("rougeL", "rouge1", "rouge2", "meteor")
-
-
-def num(value) -> str:
-    return "–" if value is None else f"{value:.2f}"
 
 
 def render_markdown(card: Card, summary: bool = True) -> str:
@@ -273,11 +269,10 @@ def _robustness(card: Card) -> list[str]:
         lines.append(f"| {label} | {b[key]:.4g} | {c[key]:.4g} | {ratio} |")
     lines.append(f"| correctly classified | {b['correct']}/{b['examples']} | {c['correct']}/{c['examples']} | |")
     if "fallbacks" in b and "fallbacks" in c:  # cards written before the count have none
-        fmt = lambda v: "–" if v is None else f"{v:.4g}"  # noqa: E731
         lines.append(f"| fallback Weibull fits (best-KS fit diverged) | {b['fallbacks']}/{b['examples']} | "
                      f"{c['fallbacks']}/{c['examples']} | |")
-        lines.append(f"| mean CLEVER score without those examples | {fmt(b['mean_without_fallbacks'])} | "
-                     f"{fmt(c['mean_without_fallbacks'])} | |")
+        lines.append(f"| mean CLEVER score without those examples | {num(b['mean_without_fallbacks'], '.4g')} | "
+                     f"{num(c['mean_without_fallbacks'], '.4g')} | |")
     lines += ["", f"Fixed seeded subset of {p['examples']} {b['set']} examples; {p['batches']} batches × "
               f"{p['samples']} samples in an ℓ{p['norm']} ball of radius {p['radius']} around the input embeddings; "
               f"reverse-Weibull location as Lipschitz estimate; scores capped at R. Time: base {b['seconds']:.0f} s, "
