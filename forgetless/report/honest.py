@@ -140,8 +140,7 @@ def timing_section(speed: dict, seed: int = 0, n_resamples: int = DEFAULT_RESAMP
     return section
 
 
-def decode_interval(prefill: dict, generate: dict, n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
-                    confidence: float = DEFAULT_CONFIDENCE) -> dict:
+def decode_interval(prefill: dict, generate: dict, n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> dict:
     """Percentile bootstrap interval of the decode speedup ``(median generate − median prefill)`` of
     the base over the compressed model's (``kinds/causal_lm.speed``: per-token time), each of the four
     lists resampled independently. A resample whose difference is ≤ 0 (generating no slower than the
@@ -156,7 +155,7 @@ def decode_interval(prefill: dict, generate: dict, n_resamples: int = DEFAULT_RE
     point = {role: float(np.median(generate[role]) - np.median(prefill[role])) for role in ROLES}
     valid = (steps["base"] > 0) & (steps["compressed"] > 0)
     ratios = steps["base"][valid] / steps["compressed"][valid]
-    low, high = (np.percentile(ratios, [50 * (1 - confidence), 50 * (1 + confidence)]).tolist()
+    low, high = (np.percentile(ratios, [50 * (1 - DEFAULT_CONFIDENCE), 50 * (1 + DEFAULT_CONFIDENCE)]).tolist()
                  if ratios.size else (None, None))
     unbounded = bool(not valid.all())
     return {"speedup": point["base"] / point["compressed"] if min(point.values()) > 0 else None,

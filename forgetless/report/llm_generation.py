@@ -52,8 +52,8 @@ def paired_score(base, compressed, seed: int, n_resamples: int) -> dict:
             "flips": flips(base, compressed) if binary else None}
 
 
-def parting_examples(base_items: list[dict], comp_items: list[dict], limit: int = EXAMPLES) -> list[dict]:
-    """Up to ``limit`` items whose answers differ, the earliest parting first: ``{doc, prompt, position,
+def parting_examples(base_items: list[dict], comp_items: list[dict]) -> list[dict]:
+    """Up to ``EXAMPLES`` items whose answers differ, the earliest parting first: ``{doc, prompt, position,
     shared, base, compressed}`` (position: the first differing generated token, None where the tokens were
     not kept: lm-eval's own generation under ``--exact-lm-eval``; texts from the first differing character)."""
     parted = []
@@ -67,7 +67,7 @@ def parting_examples(base_items: list[dict], comp_items: list[dict], limit: int 
                        "shared": b["response"][:common], "base": b["response"][common:],
                        "compressed": c["response"][common:]})
     return sorted(parted, key=lambda e: (e["position"] if e["position"] is not None else len(e["shared"]),
-                                         e["doc"]))[:limit]
+                                         e["doc"]))[:EXAMPLES]
 
 
 def _position(example: dict) -> str:
