@@ -25,8 +25,8 @@ from ..errors import ConfigError
 from ..fsutil import atomic_write_text
 from ..outputs import check_output, mark_output, output_lock
 from .card_types import Card
-from .headline import (bootstrap_estimate, delta_points, delta_text, estimate_text, headline_numbers, megabytes,
-                       scale_of, speedup_text, verdict)
+from .headline import (delta_points, delta_text, estimate_text, headline_numbers, megabytes, num, scale_of,
+                       set_estimates, speedup_text, verdict)
 from .llm_generation import generation_compare
 from .llm_markdown import kl_basis
 from .html import render_html
@@ -98,10 +98,8 @@ def _with_delta(entry: dict | None, scale: float, paired: dict | None = None) ->
 
 
 def _f_bias(f: dict | None) -> str:
-    if not f:
-        return "–"
-    text = f"{f['value']:.2f}" + (f" [{f['low']:.2f}, {f['high']:.2f}]" if f["low"] is not None else "")
-    return text if f["meaningful"] else f"{text} not meaningful"
+    text = estimate_text(f, 1, ".2f")
+    return text if not f or f["meaningful"] else f"{text} not meaningful"
 
 
 def _speed(s: dict) -> str:
@@ -184,10 +182,7 @@ def _classifier_tables(cards: dict[str, Card], numbers: dict, sets: list[str]) -
     lines += ["", f"## {metric} per evaluation set (compressed; %)", "",
               "| set | n | " + " | ".join(cards) + " |", "|---|---:|" + "---:|" * len(cards)]
     for set_name in sets:
-        cells = []
-        for card in cards.values():
-            interval = (card.intervals.sets if card.intervals else {}).get(set_name, {}).get("compressed")
-            cells.append(estimate_text(bootstrap_estimate(card.sets[set_name].compressed.get(metric), interval), scale))
+        cells = [estimate_text(set_estimates(card)[set_name]["compressed"], scale) for card in cards.values()]
         lines.append(f"| {set_name} | {first.sets[set_name].base['n']} | " + " | ".join(cells) + " |")
     others = sorted({s for card in cards.values() for s in card.sets} - set(sets))
     if others:
@@ -209,7 +204,7 @@ def _llm_tables(cards: dict[str, Card], numbers: dict) -> list[str]:
         bits = (((card.params.stored or {}).get("overall") or {}).get("bits_per_parameter")
                 or card.params.compressed.get("bits_per_parameter"))
         lines.append(f"| {name} | {card_chain(card)} | {key_options(card)} | {_size_cells(n)} | "
-                     f"{'–' if bits is None else f'{bits:.2f}'} | {_speed(n['speedup'])} | "
+                     f"{num(bits)} | {_speed(n['speedup'])} | "
                      f"{estimate_text(n['dev']['compressed'])} | {delta_text(n['deltas']['dev'])} | "
                      f"{len(n['warnings'])} |")
     lines += ["", "| base model of | parameters | on disk | mean accuracy | tasks above chance |",

@@ -22,16 +22,13 @@ if TYPE_CHECKING:  # types only: comparison_text (which card_types' Comparison i
 ROLES = ("base", "compressed")
 
 
-def estimate(value, interval: JSON | None = None) -> dict:
-    """``{"value", "low", "high"}`` (low / high None without an interval): ``interval`` an estimate of the
-    card's JSON (an LLM suite's ``{"value", "low", "high"}``, F_bias's interval)."""
-    interval = interval or {}
-    return {"value": value, "low": interval.get("low"), "high": interval.get("high")}
-
-
-def bootstrap_estimate(value, interval: Interval | None) -> dict:
-    """``estimate`` of a value with its bootstrap ``Interval`` (``card.intervals``; None: no interval)."""
-    return {"value": value, "low": interval.low if interval else None, "high": interval.high if interval else None}
+def estimate(value, interval: JSON | Interval | None = None) -> dict:
+    """``{"value", "low", "high"}`` (low / high None without an interval): ``interval`` a bootstrap ``Interval``
+    (``card.intervals``) or an estimate of the card's JSON (an LLM suite's ``{"value", "low", "high"}``, F_bias's)."""
+    if interval is None or isinstance(interval, dict):
+        interval = interval or {}
+        return {"value": value, "low": interval.get("low"), "high": interval.get("high")}
+    return {"value": value, "low": interval.low, "high": interval.high}
 
 
 def headline_numbers(card: Card) -> dict:
@@ -48,36 +45,50 @@ def headline_numbers(card: Card) -> dict:
         dev = {role: estimate((head.get(role) or {}).get("value"), head.get(role)) for role in ROLES}
         deltas = {"dev": head.get("delta"), "challenge": None}
     else:
-        sets = iv.sets if iv else {}
-        dev = {role: bootstrap_estimate(getattr(card.sets["dev"], role).get(metric), (sets.get("dev") or {}).get(role))
-               for role in ROLES}
+        dev = set_estimates(card)["dev"]
         deltas = {"dev": (paired.get("sets") or {}).get("dev"), "challenge": paired.get("challenge")}
     challenge = card.challenge
-    pooled = None
-    if challenge is not None and challenge.base is not None:
-        pooled = {role: bootstrap_estimate(getattr(challenge, role), ((iv.challenge if iv else None) or {}).get(role))
-                  for role in ROLES}
-    parts = {}
-    he = card.hard_easy
-    for part in ("hard", "easy"):
-        if he is not None and he.base and he.base.get(f"n_{part}"):
-            parts[part] = {role: bootstrap_estimate(getattr(he, role)[part],
-                                          (((iv.hard_easy if iv else None) or {}).get(role) or {}).get(part))
-                           for role in ROLES}
-        else:
-            parts[part] = None
+    he = hard_easy_estimates(card)
+    parts = {part: he[part] if he and card.hard_easy.base.get(f"n_{part}") else None for part in ("hard", "easy")}
     bias = card.bias
     f_bias = None
     if bias is not None and bias.f_bias is not None:
         f_bias = {**estimate(bias.f_bias, iv.f_bias if iv else None), "meaningful": bias.meaningful is not False}
     params = card.params
     where = f"on the mean of the {len(llm.headline_tasks)} LLM tasks above chance" if llm is not None else "on dev"
-    return {"metric": metric, "dev": dev, "where": where, "challenge": pooled, "generation": generation_changes(card),
-            "challenge_sets": list(challenge.sets if challenge else []),
+    return {"metric": metric, "dev": dev, "where": where, "challenge": challenge_estimates(card),
+            "generation": generation_changes(card), "challenge_sets": list(challenge.sets if challenge else []),
             **parts, "deltas": deltas, "f_bias": f_bias,
             "params": {"base": params.base["total"], "compressed": params.compressed["total"],
                        "ratio": params.ratio, "nonzero_ratio": params.nonzero_ratio},
             "size": size_numbers(card), "speedup": speedup(card), "warnings": list(card.warnings)}
+
+
+def set_estimates(card: Card) -> dict[str, dict[str, dict]]:
+    """``{set: {role: estimate}}``: each set's metric for both models with its bootstrap interval (``card.intervals``;
+    none for a generation task's sets)."""
+    metric, intervals = card.task.metric, card.intervals.sets if card.intervals else {}
+    return {name: {role: estimate(getattr(entry, role).get(metric), (intervals.get(name) or {}).get(role))
+                   for role in ROLES} for name, entry in card.sets.items()}
+
+
+def challenge_estimates(card: Card) -> dict[str, dict] | None:
+    """``{role: estimate}``: the pooled challenge accuracy of both models with its bootstrap interval; None without
+    a challenge set."""
+    challenge, intervals = card.challenge, (card.intervals.challenge if card.intervals else None) or {}
+    if challenge is None or challenge.base is None:
+        return None
+    return {role: estimate(getattr(challenge, role), intervals.get(role)) for role in ROLES}
+
+
+def hard_easy_estimates(card: Card) -> dict[str, dict[str, dict]] | None:
+    """``{hard, easy: {role: estimate}}``: dev accuracy on the hard and the easy examples with their bootstrap
+    intervals (an empty part's without); None for a card without the split."""
+    he, intervals = card.hard_easy, (card.intervals.hard_easy if card.intervals else None) or {}
+    if he is None or not he.base:
+        return None
+    return {part: {role: estimate(getattr(he, role)[part], (intervals.get(role) or {}).get(part)) for role in ROLES}
+            for part in ("hard", "easy")}
 
 
 def size_numbers(card: Card) -> dict:
@@ -137,22 +148,26 @@ def speedup_text(value: float | None, interval: dict | None, meaningful: bool = 
     value = interval.get("speedup", value)
     if value is None:
         return "not measurable" + (" (no speedup expected)" if not meaningful else "")
-    text = f"{value:.2f}×"
-    if interval.get("low") is not None:
-        text += f" [{interval['low']:.2f}, {interval['high']:.2f}]"
-    elif interval.get("unbounded"):
-        text += " [unbounded]"
+    text = f"{value:.2f}×" + (span_text(interval, 1, ".2f") or (" [unbounded]" if interval.get("unbounded") else ""))
     if interval and not interval.get("measurable", True):
         text += " not measurable"
     return text + ("" if meaningful else " (no speedup expected)")
 
 
-def estimate_text(entry: dict | None, scale: float = 100.0) -> str:
-    """``81.0 [75.5, 86.0]``: an estimate × ``scale`` with its interval; "–" without a value."""
-    if not entry or entry["value"] is None:
+def estimate_text(entry: dict | None, scale: float = 100.0, spec: str = ".1f") -> str:
+    """``81.0 [75.5, 86.0]``: an estimate (``{"value", "low", "high"}``) × ``scale`` with its interval, each number
+    formatted by ``spec`` (``+.1f``: signed points; ``.3f`` with ``scale`` 1: a KL in nats); "–" without a value."""
+    if not entry or entry.get("value") is None:
         return "–"
-    interval = "" if entry["low"] is None else f" [{scale * entry['low']:.1f}, {scale * entry['high']:.1f}]"
-    return f"{scale * entry['value']:.1f}{interval}"
+    return format(scale * entry["value"], spec) + span_text(entry, scale, spec)
+
+
+def span_text(entry: dict | None, scale: float = 100.0, spec: str = ".1f") -> str:
+    """`` [75.5, 86.0]``: an estimate's (or an interval's) bounds × ``scale``, each formatted by ``spec``; "" without
+    an interval."""
+    if not entry or entry.get("low") is None:
+        return ""
+    return f" [{format(scale * entry['low'], spec)}, {format(scale * entry['high'], spec)}]"
 
 
 def delta_points(entry: dict | None, scale: float = 100.0) -> float | None:
@@ -165,6 +180,11 @@ def delta_points(entry: dict | None, scale: float = 100.0) -> float | None:
 def pct(value) -> str:
     """A fraction in percent (``81.0``; ``–`` when unknown)."""
     return "–" if value is None else f"{100 * value:.1f}"
+
+
+def num(value, spec: str = ".2f") -> str:
+    """A number as the pages write it (``spec``: its format, two decimals by default); "–" when unknown."""
+    return "–" if value is None else format(value, spec)
 
 
 def megabytes(n: int | None) -> str:
@@ -246,15 +266,12 @@ def includes_zero(interval: dict) -> bool:
     return interval.get("low") is not None and interval["low"] <= 0 <= interval["high"]
 
 
-def delta_text(interval: dict | None, scale: float = 100.0) -> str:
-    """``-6.0 [-12.5, +1.0] not measurable``: a paired change in points with its interval, and "not
-    measurable" when the interval includes 0 ("no change" when every resample gives 0)."""
-    if not interval or interval.get("value") is None:
-        return "–"
-    text = f"{scale * interval['value']:+.1f}"
-    if interval.get("low") is None:
+def delta_text(interval: dict | None, scale: float = 100.0, spec: str = "+.1f") -> str:
+    """``-6.0 [-12.5, +1.0] not measurable``: a paired change in points (``spec``: the numbers' format) with its
+    interval, and "not measurable" when the interval includes 0 ("no change" when every resample gives 0)."""
+    text = estimate_text(interval, scale, spec)
+    if text == "–" or interval.get("low") is None:
         return text
-    text += f" [{scale * interval['low']:+.1f}, {scale * interval['high']:+.1f}]"
     if interval["low"] == interval["high"] == 0:
         return text + " no change"
     return text + (" not measurable" if includes_zero(interval) else "")
@@ -270,9 +287,8 @@ def _change(points: float, unit: str, where: str, interval: dict | None = None, 
     on dev``, ``-3.1 points [-6.5, +0.4] on dev: not measurable (the interval includes 0)``, or ``unchanged on
     dev`` (an interval of [0, 0]: no item changed). Without an interval a change below 0.05 points is ``no net
     change on dev`` (items may have changed both ways)."""
-    span = ""
-    if interval and interval.get("low") is not None:
-        span = f" [{scale * interval['low']:+.1f}, {scale * interval['high']:+.1f}]"
+    span = span_text(interval, scale, "+.1f")
+    if span:
         if interval["low"] == interval["high"] == 0:
             return f"unchanged {where}"
         if includes_zero(interval):
@@ -282,13 +298,17 @@ def _change(points: float, unit: str, where: str, interval: dict | None = None, 
     return f"{'lost' if points < 0 else 'gained'} {abs(points):.1f} {unit}{span} {where}"
 
 
-def pts(entry: dict | None, signed: bool = False) -> str:
-    """``45.2 [40.8, 49.6]`` (a fraction in points with its interval); "–" without a value."""
-    if not entry or entry.get("value") is None:
-        return "–"
-    fmt = "{:+.1f}" if signed else "{:.1f}"
-    span = "" if entry.get("low") is None else f" [{fmt.format(100 * entry['low'])}, {fmt.format(100 * entry['high'])}]"
-    return fmt.format(100 * entry["value"]) + span
+def paired_cells(score: dict) -> str:
+    """``45.2 [40.8, 49.6] | 43.0 [38.5, 47.6] | -2.2 [-4.0, -0.4]``: a paired score's table cells (both models
+    with their intervals, then the change with its paired interval: ``{"base", "compressed", "delta"}``)."""
+    return f"{estimate_text(score['base'])} | {estimate_text(score['compressed'])} | {delta_text(score['delta'])}"
+
+
+def flip_cells(flips: dict) -> str:
+    """``12 | 5 | 0.143``: the table cells of flips correct → wrong, wrong → correct and the McNemar p ("–" each
+    where the metric has no flips)."""
+    return " | ".join([str(flips.get("correct_to_wrong", "–")), str(flips.get("wrong_to_correct", "–")),
+                       p_text(flips.get("mcnemar_p"))])
 
 
 def p_text(p: float | None) -> str:

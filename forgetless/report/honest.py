@@ -4,7 +4,7 @@ its numbers, the timing spread, and warnings where a number should not be read a
 Built from the per-example ``predictions`` the model kinds return (``kinds/*.evaluate``) and the
 aggregate ``results``; no inference happens here. Intervals are percentile bootstraps
 (Efron & Tibshirani 1993, ch. 13; ``metrics.intervals``), seeded with the run's seed, with
-``N_RESAMPLES`` resamples (recorded in the card). The interval of F_bias (Du et al. 2023, eq. 1, in
+``DEFAULT_RESAMPLES`` resamples (recorded in the card). The interval of F_bias (Du et al. 2023, eq. 1, in
 ``metrics.intervals``) resamples base and compressed predictions of the same examples together.
 """
 from __future__ import annotations
@@ -17,11 +17,8 @@ from ..llm.records import MULTIPLE_CHOICE, scores
 from ..metrics.paired import paired_intervals, softmax
 from ..data.task_kinds import task_kind
 from . import trust
-from .llm_section import llm_section, near_chance_warnings
+from .llm_section import ROLES, llm_section, near_chance_warnings
 from .card_types import Interval, Intervals
-
-N_RESAMPLES = DEFAULT_RESAMPLES
-ROLES = ("base", "compressed")
 
 
 # ----- per-example rows (predictions.jsonl) ----------------------------------------------------
@@ -94,7 +91,7 @@ def correctness(task, predictions: dict) -> dict:
                    for name, examples in task.eval_sets().items()} for role in ROLES}
 
 
-def intervals_section(task, predictions: dict, seed: int = 0, n_resamples: int = N_RESAMPLES) -> Intervals:
+def intervals_section(task, predictions: dict, seed: int = 0, n_resamples: int = DEFAULT_RESAMPLES) -> Intervals:
     """Bootstrap intervals for every accuracy on the card: per set, dev hard / easy, the pooled
     challenge accuracy, F_bias (paired) and the change compressed − base of every set and of the pooled
     challenge accuracy (``delta``: paired, the same examples resampled for both models). Entries of
@@ -126,7 +123,7 @@ def intervals_section(task, predictions: dict, seed: int = 0, n_resamples: int =
     return Intervals(**section)
 
 
-def timing_section(speed: dict, seed: int = 0, n_resamples: int = N_RESAMPLES) -> dict | None:
+def timing_section(speed: dict, seed: int = 0, n_resamples: int = DEFAULT_RESAMPLES) -> dict | None:
     """Median / IQR of the raw per-repeat times (seconds) of both models and the speedup interval,
     for latency and throughput (a causal LM: of its prefill and its whole generate calls, and the
     decode step's interval, ``decode_interval``); None when the speed result carries no raw times."""
@@ -143,8 +140,7 @@ def timing_section(speed: dict, seed: int = 0, n_resamples: int = N_RESAMPLES) -
     return section
 
 
-def decode_interval(prefill: dict, generate: dict, n_resamples: int = N_RESAMPLES, seed: int = 0,
-                    confidence: float = DEFAULT_CONFIDENCE) -> dict:
+def decode_interval(prefill: dict, generate: dict, n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> dict:
     """Percentile bootstrap interval of the decode speedup ``(median generate − median prefill)`` of
     the base over the compressed model's (``kinds/causal_lm.speed``: per-token time), each of the four
     lists resampled independently. A resample whose difference is ≤ 0 (generating no slower than the
@@ -159,7 +155,7 @@ def decode_interval(prefill: dict, generate: dict, n_resamples: int = N_RESAMPLE
     point = {role: float(np.median(generate[role]) - np.median(prefill[role])) for role in ROLES}
     valid = (steps["base"] > 0) & (steps["compressed"] > 0)
     ratios = steps["base"][valid] / steps["compressed"][valid]
-    low, high = (np.percentile(ratios, [50 * (1 - confidence), 50 * (1 + confidence)]).tolist()
+    low, high = (np.percentile(ratios, [50 * (1 - DEFAULT_CONFIDENCE), 50 * (1 + DEFAULT_CONFIDENCE)]).tolist()
                  if ratios.size else (None, None))
     unbounded = bool(not valid.all())
     return {"speedup": point["base"] / point["compressed"] if min(point.values()) > 0 else None,

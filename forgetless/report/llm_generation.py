@@ -11,13 +11,15 @@ differ (the position is the first differing generated token).
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from ..llm.card import cell, kl_cell, pct_cell
 from ..llm.records import GENERATE, unit_values
 from ..metrics.paired import flips, paired_intervals
 from .card_types import Card
-from .headline import delta_text, p_text, pts
+from .headline import delta_text, flip_cells, paired_cells
 
 EXAMPLES = 3  # items where the answers part, per task
 
@@ -28,10 +30,8 @@ def generation_task(name: str, base: dict, comp: dict, seed: int, n_resamples: i
     metrics = {}
     for number, metric in enumerate(base["metrics"]):
         b, c = unit_values(base["items"], metric), unit_values(comp["items"], metric)
-        binary = bool(np.isin(b, (0, 1)).all() and np.isin(c, (0, 1)).all())
         metrics[metric] = {"units": int(b.size), "per_item": b.size == len(base["items"]),
-                           "score": paired_intervals(b, c, n_resamples, seed + number),
-                           "flips": flips(b, c) if binary else None}
+                           **paired_score(b, c, seed + number, n_resamples)}
     primary = metrics[base["primary"]]
     empty = {role: sum(bool(r.get("empty")) for r in records["items"])
              for role, records in (("base", base), ("compressed", comp))}
@@ -44,8 +44,16 @@ def generation_task(name: str, base: dict, comp: dict, seed: int, n_resamples: i
             "empty_answers": empty, "examples": parting_examples(base["items"], comp["items"]), "warnings": warnings}
 
 
-def parting_examples(base_items: list[dict], comp_items: list[dict], limit: int = EXAMPLES) -> list[dict]:
-    """Up to ``limit`` items whose answers differ, the earliest parting first: ``{doc, prompt, position,
+def paired_score(base, compressed, seed: int, n_resamples: int) -> dict:
+    """``{"score", "flips"}``: the paired interval of compressed − base over the items' values, and for a 0 / 1
+    metric the flips with the exact McNemar test (None for another metric)."""
+    binary = bool(np.isin(base, (0, 1)).all() and np.isin(compressed, (0, 1)).all())
+    return {"score": paired_intervals(base, compressed, n_resamples, seed),
+            "flips": flips(base, compressed) if binary else None}
+
+
+def parting_examples(base_items: list[dict], comp_items: list[dict]) -> list[dict]:
+    """Up to ``EXAMPLES`` items whose answers differ, the earliest parting first: ``{doc, prompt, position,
     shared, base, compressed}`` (position: the first differing generated token, None where the tokens were
     not kept: lm-eval's own generation under ``--exact-lm-eval``; texts from the first differing character)."""
     parted = []
@@ -54,23 +62,16 @@ def parting_examples(base_items: list[dict], comp_items: list[dict], limit: int 
             continue
         tokens = list(zip(b.get("tokens") or [], c.get("tokens") or []))
         position = next((i for i, (x, y) in enumerate(tokens) if x != y), len(tokens)) if tokens else None
-        common = _common_prefix(b["response"], c["response"])
+        common = len(os.path.commonprefix([b["response"], c["response"]]))
         parted.append({"doc": b["doc"], "prompt": b["prompt"], "position": position,
                        "shared": b["response"][:common], "base": b["response"][common:],
                        "compressed": c["response"][common:]})
     return sorted(parted, key=lambda e: (e["position"] if e["position"] is not None else len(e["shared"]),
-                                         e["doc"]))[:limit]
+                                         e["doc"]))[:EXAMPLES]
 
 
 def _position(example: dict) -> str:
     return "–" if example["position"] is None else str(example["position"])
-
-
-def _common_prefix(a: str, b: str) -> int:
-    n = 0
-    while n < min(len(a), len(b)) and a[n] == b[n]:
-        n += 1
-    return n
 
 
 def generation_lines(entries: dict) -> list[str]:
@@ -89,11 +90,9 @@ def generation_lines(entries: dict) -> list[str]:
              "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for name, t in tasks.items():
         for metric, m in t["metrics"].items():
-            s, f = m["score"], m.get("flips") or {}
             units = f"{m['units']}" + ("" if m["per_item"] else f" (of {t['n']} items)")
-            lines.append(f"| {cell(name)} | {cell(metric)} | {units} | {pts(s['base'])} | {pts(s['compressed'])} | "
-                         f"{delta_text(s['delta'])} | {f.get('correct_to_wrong', '–')} | "
-                         f"{f.get('wrong_to_correct', '–')} | {p_text(f.get('mcnemar_p'))} |")
+            lines.append(f"| {cell(name)} | {cell(metric)} | {units} | {paired_cells(m['score'])} | "
+                         f"{flip_cells(m.get('flips') or {})} |")
     lines += [""] + [f"{cell(name)}: identical answers {t['identical_answers']} of {t['n']}; empty answers base "
                      f"{t['empty_answers']['base']}, compressed {t['empty_answers']['compressed']}."
                      for name, t in tasks.items()]

@@ -6,14 +6,8 @@ from __future__ import annotations
 from ..llm.card import divergence_lines, scoring_lines
 from ..llm.records import MULTIPLE_CHOICE, ROLLING
 from .card_types import Card, LlmSuite
-from .headline import delta_text, p_text, pts
+from .headline import delta_text, estimate_text, flip_cells, paired_cells
 from .llm_generation import generation_lines
-
-
-def kl_text(entry: dict | None) -> str:
-    if not entry or entry.get("value") is None:
-        return "–"
-    return f"{entry['value']:.3f} [{entry['low']:.3f}, {entry['high']:.3f}]"
 
 
 def kl_basis(llm: LlmSuite) -> str:
@@ -40,26 +34,21 @@ def llm_markdown(card: Card, plot: list[str]) -> list[str]:
              "| task | n | metric | base | compressed | Δ pts | correct→wrong | wrong→correct | McNemar p | "
              "KL(base‖compressed) | Δ hard | Δ easy |", "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for name, t in choice.items():
-        score, f, he = t[t["metric"]], t["flips"], t["hard_easy"]
+        he = t["hard_easy"]
         flag = " ⚠ at chance" if t["near_chance"] else ""
-        lines.append(f"| {name}{flag} | {t['n']} | {t['metric']} | {pts(score['base'])} | {pts(score['compressed'])} "
-                     f"| {delta_text(score['delta'])} | {f['correct_to_wrong']} | {f['wrong_to_correct']} | "
-                     f"{p_text(f['mcnemar_p'])} | {kl_text(t['kl'])} | {delta_text(he['hard']['accuracy']['delta'])} | "
-                     f"{delta_text(he['easy']['accuracy']['delta'])} |")
+        lines.append(f"| {name}{flag} | {t['n']} | {t['metric']} | {paired_cells(t[t['metric']])} | "
+                     f"{flip_cells(t['flips'])} | {estimate_text(t['kl'], 1, '.3f')} | "
+                     f"{delta_text(he['hard']['accuracy']['delta'])} | {delta_text(he['easy']['accuracy']['delta'])} |")
     for name, t in tasks.items():
         if t["output_type"] not in (MULTIPLE_CHOICE, ROLLING):
-            s = t["score"]
-            f = t.get("flips") or {}
-            lines.append(f"| {name} | {t['n']} | {t['metric']} | {pts(s['base'])} | {pts(s['compressed'])} | "
-                         f"{delta_text(s['delta'])} | {f.get('correct_to_wrong', '–')} | {f.get('wrong_to_correct', '–')}"
-                         f" | {p_text(f.get('mcnemar_p'))} | – | – | – |")
+            lines.append(f"| {name} | {t['n']} | {t['metric']} | {paired_cells(t['score'])} | "
+                         f"{flip_cells(t.get('flips') or {})} | – | – | – |")
     pooled, head = llm.pooled, llm.headline
     if head:
-        f = pooled["flips"]
         lines.append(f"| **mean of {len(llm.headline_tasks)} tasks above chance** | {pooled['accuracy']['base']['n']}"
-                     f" | | **{pts(head['base'])}** | **{pts(head['compressed'])}** | **{delta_text(head['delta'])}** | "
-                     f"{f['correct_to_wrong']} | {f['wrong_to_correct']} | {p_text(f['mcnemar_p'])} | "
-                     f"{kl_text(pooled['kl'])} | | |")
+                     f" | | **{estimate_text(head['base'])}** | **{estimate_text(head['compressed'])}** | "
+                     f"**{delta_text(head['delta'])}** | {flip_cells(pooled['flips'])} | "
+                     f"{estimate_text(pooled['kl'], 1, '.3f')} | | |")
     lines += ["", "Δ: compressed − base in points with its paired 95% bootstrap interval (the same items resampled "
               "for both); \"not measurable\" where the interval includes 0. Flips are pooled over the tasks above chance "
               f"in the last row (exact McNemar test). KL: {kl_basis(llm)}. Δ hard / Δ easy: the change on the third of "
@@ -80,9 +69,7 @@ def _acc_table(choice: dict) -> list[str]:
              "| task | acc base | acc compressed | Δ acc | acc_norm base | acc_norm compressed | Δ acc_norm |",
              "|---|---:|---:|---:|---:|---:|---:|"]
     for name, t in rows:
-        a, b = t["acc"], t["acc_norm"]
-        lines.append(f"| {name} | {pts(a['base'])} | {pts(a['compressed'])} | {delta_text(a['delta'])} | "
-                     f"{pts(b['base'])} | {pts(b['compressed'])} | {delta_text(b['delta'])} |")
+        lines.append(f"| {name} | {paired_cells(t['acc'])} | {paired_cells(t['acc_norm'])} |")
     return lines
 
 
@@ -100,10 +87,9 @@ def _thirds(choice: dict) -> list[str]:
         for part, p in t["hard_easy"].items():
             low, high = p["margin_range"] or (None, None)
             span = "–" if low is None else f"{low:.2f} … {high:.2f}"
-            a, f = p["accuracy"], p["flips"]
-            lines.append(f"| {name} | {part} | {p['n']} | {span} | {pts(a['base'])} | {pts(a['compressed'])} | "
-                         f"{delta_text(a['delta'])} | {f['correct_to_wrong']} | {f['wrong_to_correct']} | "
-                         f"{kl_text(p['kl'])} |")
+            f = p["flips"]
+            lines.append(f"| {name} | {part} | {p['n']} | {span} | {paired_cells(p['accuracy'])} | "
+                         f"{f['correct_to_wrong']} | {f['wrong_to_correct']} | {estimate_text(p['kl'], 1, '.3f')} |")
     return lines
 
 
@@ -115,8 +101,9 @@ def _pairs(llm: LlmSuite) -> list[str]:
                    "loses more on the harder task" if d["value"] < 0 else "loses less on the harder task")
         if not pair["meaningful"]:
             reading = "not meaningful: one of the two is at chance for the base"
-        lines += ["", f"Task pair: {pair['harder']} vs {pair['easier']}: change {pts(pair['delta_harder'], True)} vs "
-                      f"{pts(pair['delta_easier'], True)} points; difference {pts(d, True)} ({reading})."]
+        harder, easier, both = (estimate_text(e, spec="+.1f") for e in (pair["delta_harder"], pair["delta_easier"], d))
+        lines += ["", f"Task pair: {pair['harder']} vs {pair['easier']}: change {harder} vs {easier} points; "
+                      f"difference {both} ({reading})."]
     return lines
 
 

@@ -21,16 +21,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..llm.card import add_divergence, add_scoring
+from ..llm.card import ROLES, add_divergence, add_scoring
 from ..llm.records import GENERATE, MULTIPLE_CHOICE, ROLLING, scores
 from ..bootstrap import DEFAULT_RESAMPLES, mean_interval
 from ..metrics.paired import (TERCILES, choice_kl, difference_of_deltas, flips, macro_intervals, margin,
                               paired_intervals, terciles)
-from .llm_generation import generation_task
+from .llm_generation import generation_task, paired_score
 from .llm_markdown import KL_BASIS
 from .trust import CHANCE_MARGIN, not_above
 
-ROLES = ("base", "compressed")
 PAIRS = (("arc_easy", "arc_challenge"),)  # (easier, harder) name stems of one benchmark
 
 
@@ -150,9 +149,7 @@ def _rolling_task(results: dict, name: str) -> dict:
 def _scored_task(base: dict, comp: dict, seed: int, n_resamples: int) -> dict:
     b = np.array([r["score"] for r in base["items"]], dtype=float)
     c = np.array([r["score"] for r in comp["items"]], dtype=float)
-    binary = bool(np.isin(b, (0, 1)).all() and np.isin(c, (0, 1)).all())
-    return {"score": paired_intervals(b, c, n_resamples, seed), "flips": flips(b, c) if binary else None,
-            "in_headline": False}
+    return {**paired_score(b, c, seed, n_resamples), "in_headline": False}
 
 
 def pooled_items(records: dict, names: list[str], seed: int, n_resamples: int = DEFAULT_RESAMPLES) -> dict:

@@ -3,13 +3,14 @@ from __future__ import annotations
 
 from ..data.task_kinds import task_kind
 from .inert import inert
-from .headline import megabytes as mb, pct, size_numbers, speedup, speedup_text, verdict
+from .headline import (challenge_estimates, estimate_text, hard_easy_estimates, megabytes as mb, num, pct,
+                       set_estimates, size_numbers, span_text, speedup, speedup_text, verdict)
 from .size_speed_markdown import size_markdown, speed_markdown
 from .layers import layers_markdown
 from .sections import method_sections
 from .llm_markdown import llm_markdown
 from .naming import card_title, quantizes, zeroes_weights
-from .card_types import Card, Interval
+from .card_types import Card
 
 
 def delta(a, b) -> str:
@@ -17,10 +18,6 @@ def delta(a, b) -> str:
 
 
 GENERATION_METRICS = ("rougeL", "rouge1", "rouge2", "meteor")
-
-
-def num(value) -> str:
-    return "–" if value is None else f"{value:.2f}"
 
 
 def render_markdown(card: Card, summary: bool = True) -> str:
@@ -126,17 +123,14 @@ def _classification(card: Card, plot: list[str]) -> list[str]:
     iv = card.intervals
     lines = ["## Accuracy (%, with [95% bootstrap interval])", "", "| set | n | base | compressed | Δ pts |",
              "|---|---:|---:|---:|---:|"]
+    estimates = set_estimates(card)
     for name, entry in card.sets.items():
-        b, c = entry.base["accuracy"], entry.compressed["accuracy"]
-        ci = (iv.sets if iv else {}).get(name, {})
-        lines.append(f"| {name} | {entry.base['n']} | {pct_ci(b, ci.get('base'))} | {pct_ci(c, ci.get('compressed'))} "
-                     f"| {delta(b, c)} |")
+        lines.append(f"| {name} | {entry.base['n']} | {_accuracy_cells(estimates[name])} |")
     ch = card.challenge
     if ch.base is not None:
         ci = (iv.challenge if iv else None) or {}
         lines.append(f"| challenge pooled ({' + '.join(ch.sets)}) | {ci['base'].n if ci.get('base') else ''} | "
-                     f"{pct_ci(ch.base, ci.get('base'))} | {pct_ci(ch.compressed, ci.get('compressed'))} "
-                     f"| {delta(ch.base, ch.compressed)} |")
+                     f"{_accuracy_cells(challenge_estimates(card))} |")
     if iv and iv.n_resamples:
         lines += ["", f"Intervals: {iv.method}, {iv.n_resamples} resamples of the examples, seed {iv.seed}; "
                       "per-example predictions in predictions.jsonl."]
@@ -152,12 +146,10 @@ def _classification(card: Card, plot: list[str]) -> list[str]:
                   "(> 1: the compressed model leans more on shortcuts than the base model)."]
     if card.hard_easy.base:
         hb, hc = card.hard_easy.base, card.hard_easy.compressed
-        he = (iv.hard_easy if iv else None) or {}
-        ci = lambda role, part: (he.get(role) or {}).get(part)  # noqa: E731
+        he = hard_easy_estimates(card)
         lines += ["", f"## Hard vs easy on dev (n hard = {hb['n_hard']}, n easy = {hb['n_easy']})", "",
                   "| | base | compressed | Δ pts |", "|---|---:|---:|---:|",
-                  *(f"| {p} | {pct_ci(hb[p], ci('base', p))} | {pct_ci(hc[p], ci('compressed', p))} | {delta(hb[p], hc[p])} |"
-                    for p in ("hard", "easy")),
+                  *(f"| {p} | {_accuracy_cells(he[p])} |" for p in ("hard", "easy")),
                   f"| easy − hard gap | {pct(hb['gap'])} | {pct(hc['gap'])} | |"]
     lines += _groups(card)
     return lines
@@ -195,11 +187,11 @@ def _verdict(card: Card) -> str:
     return text + "."
 
 
-def pct_ci(value, interval: Interval | None) -> str:
-    """``81.0 [75.5–86.0]``: a percentage with its bootstrap interval (no interval for n = 0)."""
-    if value is None or not interval or interval.low is None:
-        return pct(value)
-    return f"{pct(value)} [{pct(interval.low)}, {pct(interval.high)}]"
+def _accuracy_cells(pair: dict[str, dict]) -> str:
+    """``81.0 [75.5, 86.0] | 78.5 [72.5, 84.0] | -2.5``: both accuracies (%) with their bootstrap intervals
+    (``{role: estimate}``; none for n = 0), then the change in points."""
+    base, compressed = pair["base"], pair["compressed"]
+    return f"{estimate_text(base)} | {estimate_text(compressed)} | {delta(base['value'], compressed['value'])}"
 
 
 def f_bias_text(card: Card, bold: bool = True, digits: int = 3) -> str:
@@ -208,8 +200,7 @@ def f_bias_text(card: Card, bold: bool = True, digits: int = 3) -> str:
     if bias.f_bias is None:
         return "undefined (base gap is 0)"
     value = f"{bias.f_bias:.{digits}f}"
-    interval = (card.intervals.f_bias if card.intervals else None) or {}
-    span = f" [{interval['low']:.{digits}f}, {interval['high']:.{digits}f}]" if interval.get("low") is not None else ""
+    span = span_text(card.intervals.f_bias if card.intervals else None, 1, f".{digits}f")
     if bias.meaningful is False:
         return f"{value}{span} — not meaningful (see warnings)"
     return (f"**{value}**" if bold else value) + span
@@ -278,11 +269,10 @@ def _robustness(card: Card) -> list[str]:
         lines.append(f"| {label} | {b[key]:.4g} | {c[key]:.4g} | {ratio} |")
     lines.append(f"| correctly classified | {b['correct']}/{b['examples']} | {c['correct']}/{c['examples']} | |")
     if "fallbacks" in b and "fallbacks" in c:  # cards written before the count have none
-        fmt = lambda v: "–" if v is None else f"{v:.4g}"  # noqa: E731
         lines.append(f"| fallback Weibull fits (best-KS fit diverged) | {b['fallbacks']}/{b['examples']} | "
                      f"{c['fallbacks']}/{c['examples']} | |")
-        lines.append(f"| mean CLEVER score without those examples | {fmt(b['mean_without_fallbacks'])} | "
-                     f"{fmt(c['mean_without_fallbacks'])} | |")
+        lines.append(f"| mean CLEVER score without those examples | {num(b['mean_without_fallbacks'], '.4g')} | "
+                     f"{num(c['mean_without_fallbacks'], '.4g')} | |")
     lines += ["", f"Fixed seeded subset of {p['examples']} {b['set']} examples; {p['batches']} batches × "
               f"{p['samples']} samples in an ℓ{p['norm']} ball of radius {p['radius']} around the input embeddings; "
               f"reverse-Weibull location as Lipschitz estimate; scores capped at R. Time: base {b['seconds']:.0f} s, "

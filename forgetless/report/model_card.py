@@ -155,18 +155,14 @@ def _loading_section(model_class: str, loadable: bool, reason: str, asymmetric: 
     the ``CompressedTensorsConfig(dequantize=True)`` call that loads it)."""
     lines = ["## How to load", "", "```python", "import forgetless", "",
              'model, tokenizer = forgetless.load_model("path/to/this/folder")', "```", ""]
+    stock = ["```python", "import transformers", "", f'model = transformers.{model_class}.from_pretrained('
+             '"path/to/this/folder", use_safetensors=True, trust_remote_code=False']
     if loadable and asymmetric:
         lines += [f"Stock `transformers` loads it with the `compressed-tensors` package installed, dequantized: "
-                  f"{reason}.", "", "```python", "import transformers", "",
-                  f'model = transformers.{model_class}.from_pretrained("path/to/this/folder", use_safetensors=True, '
-                  "trust_remote_code=False,",
+                  f"{reason}.", "", *stock[:-1], stock[-1] + ",",
                   "    quantization_config=transformers.CompressedTensorsConfig(dequantize=True))", "```", ""]
     elif loadable:
-        lines += [f"Stock `transformers` loads it too ({reason}):", "",
-                  "```python", "import transformers", "",
-                  f'model = transformers.{model_class}.from_pretrained("path/to/this/folder", use_safetensors=True, '
-                  'trust_remote_code=False)',
-                  "```", ""]
+        lines += [f"Stock `transformers` loads it too ({reason}):", "", *stock[:-1], stock[-1] + ")", "```", ""]
         tag = _pipeline_tag(model_class)
         if tag == "text-classification":  # a pipeline needs the stock classes; seq2seq folders load as above
             lines += ["or as a pipeline:", "", "```python",
@@ -205,7 +201,7 @@ def _card_data(summary: dict, manifest: dict, name: str, loadable: bool, uniform
     )
 
 
-def render_model_card(model_dir: str | Path, summary: dict | None = None, name: str | None = None) -> ModelCard:
+def render_model_card(model_dir: str | Path, summary: dict | None = None) -> ModelCard:
     """The model card for the saved model in ``model_dir`` (see the module docstring for ``summary``)."""
     model_dir = Path(model_dir)
     summary = dict(summary or {})
@@ -216,7 +212,7 @@ def render_model_card(model_dir: str | Path, summary: dict | None = None, name: 
     groups = ((config.get("quantization_config") or {}).get("config_groups") or {}).values()
     asymmetric = any(not (group.get("weights") or {}).get("symmetric", True) for group in groups)
     uniform = shapes_are_uniform(manifest)
-    name = summary.get("model_name") or name or model_dir.name
+    name = summary.get("model_name") or model_dir.name
     reports = WHAT_IT_REPORTS.get(summary.get("task_kind"))
     lines = [f"# {name}", "",
              f"A compressed `{manifest['model_class']}` made with forgetless, which reports what compression cost"
@@ -250,13 +246,13 @@ def render_model_card(model_dir: str | Path, summary: dict | None = None, name: 
     return ModelCard(f"---\n{data.to_yaml()}\n---\n\n" + body)
 
 
-def write_model_card(model_dir: str | Path, summary: dict | None = None, name: str | None = None) -> Path:
-    """Write (or rewrite) ``README.md`` in ``model_dir`` atomically; returns its path. ``name`` is the
-    card title when ``summary`` has no ``model_name`` (default: the folder name)."""
+def write_model_card(model_dir: str | Path, summary: dict | None = None) -> Path:
+    """Write (or rewrite) ``README.md`` in ``model_dir`` atomically; returns its path. Its title is the
+    summary's ``model_name``, else the folder's name."""
     model_dir = Path(model_dir)
     if not (model_dir / MANIFEST).is_file():
         raise ConfigError(f"{model_dir}: no {MANIFEST}; a model card needs a folder written by forgetless.save_model")
-    card = render_model_card(model_dir, summary, name)
+    card = render_model_card(model_dir, summary)
     path = model_dir / CARD_FILE
     atomic_write_text(path, str(card))
     return path

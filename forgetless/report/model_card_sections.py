@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .headline import includes_zero, megabytes as mb, speedup_text
-from .llm_markdown import kl_text
-from .card_types import Card, Interval
+from .headline import (ROLES, challenge_estimates, delta_text, estimate, estimate_text, megabytes as mb, set_estimates,
+                       span_text, speedup_text)
+from .card_types import Card
 from ..quantization.format import QuantFormat
 from .naming import method_label, quantized_layer_count
 
@@ -42,10 +42,7 @@ def _delta(row: dict) -> str:
     interval = row.get("delta_interval")
     if not interval:
         return number(comp - base)
-    text = f"{comp - base:+.4f} [{interval[0]:+.4f}, {interval[1]:+.4f}]"
-    if interval[0] == interval[1] == 0:
-        return text + " no change"
-    return text + (" not measurable" if includes_zero({"low": interval[0], "high": interval[1]}) else "")
+    return delta_text({"value": comp - base, "low": interval[0], "high": interval[1]}, 1, "+.4f")
 
 
 def results_table(rows: list[dict]) -> list[str]:
@@ -69,32 +66,25 @@ def metric_rows(card: Card) -> list[dict]:
     held-out perplexity (n: the tokens scored)."""
     if card.llm:
         return llm_rows(card) + _perplexity_rows(card)
-    metric = card.task.metric
-    intervals = card.intervals
+    metric, intervals, estimates = card.task.metric, card.intervals, set_estimates(card)
     paired = (intervals.delta if intervals else None) or {}
-    rows = [_row(name, entry.base["n"], metric, entry.base.get(metric), entry.compressed.get(metric),
-                 _spans((intervals.sets if intervals else {}).get(name)), (paired.get("sets") or {}).get(name))
+    rows = [_row(name, entry.base["n"], metric, estimates[name], (paired.get("sets") or {}).get(name))
             for name, entry in card.sets.items()]
-    challenge = card.challenge
-    if challenge and challenge.base is not None:
+    challenge = challenge_estimates(card)
+    if challenge:
         pooled = (intervals.challenge if intervals else None) or {}
-        rows.append(_row("challenge pooled (" + " + ".join(challenge.sets) + ")",
-                         pooled["base"].n if pooled.get("base") else None,
-                         metric, challenge.base, challenge.compressed, _spans(pooled), paired.get("challenge")))
+        rows.append(_row("challenge pooled (" + " + ".join(card.challenge.sets) + ")",
+                         pooled["base"].n if pooled.get("base") else None, metric, challenge, paired.get("challenge")))
     return rows + _perplexity_rows(card)
 
 
-def _spans(intervals: dict[str, Interval] | None) -> dict:
-    """``{role: {low, high}}`` of both models' bootstrap intervals (``_row``'s ``intervals``)."""
-    return {role: {"low": interval.low, "high": interval.high} for role, interval in (intervals or {}).items()}
-
-
-def _row(name: str, n, metric: str, base, compressed, intervals: dict, delta: dict | None = None, **extra) -> dict:
-    """One row; ``intervals`` {role: {low, high}} of the two numbers, ``delta`` the change's paired interval."""
-    row = {"set": name, "n": n, "metric": metric, "base": base, "compressed": compressed}
-    for role in ("base", "compressed"):
-        if (intervals.get(role) or {}).get("low") is not None:
-            row[f"{role}_interval"] = [intervals[role]["low"], intervals[role]["high"]]
+def _row(name: str, n, metric: str, scores: dict, delta: dict | None = None, **extra) -> dict:
+    """One row; ``scores`` {role: estimate} of the two models (``headline.estimate``: an LLM task's scores as they
+    are), ``delta`` the change's paired interval."""
+    row = {"set": name, "n": n, "metric": metric, **{role: scores[role]["value"] for role in ROLES}}
+    for role in ROLES:
+        if scores[role].get("low") is not None:
+            row[f"{role}_interval"] = [scores[role]["low"], scores[role]["high"]]
     if (delta or {}).get("low") is not None:
         row["delta_interval"] = [delta["low"], delta["high"]]
     return {**row, **{key: value for key, value in extra.items() if value}}
@@ -108,22 +98,21 @@ def llm_rows(card: Card) -> list[dict]:
     for name, t in llm.tasks.items():
         if t["output_type"] == "multiple_choice":
             score, f = t[t["metric"]], t["flips"]
-            rows.append(_row(name, t["n"], t["metric"], score["base"]["value"], score["compressed"]["value"], score,
-                             score["delta"], flips=f"{f['correct_to_wrong']} / {f['wrong_to_correct']}",
-                             kl=kl_text(t["kl"]), note="base at chance: out of the mean" if t["near_chance"] else None))
+            rows.append(_row(name, t["n"], t["metric"], score, score["delta"],
+                             flips=f"{f['correct_to_wrong']} / {f['wrong_to_correct']}", kl=estimate_text(t["kl"], 1, ".3f"),
+                             note="base at chance: out of the mean" if t["near_chance"] else None))
         elif "word_perplexity" in t:
             w = t["word_perplexity"]
-            rows.append(_row(name, t["n"], "word_perplexity", w["base"], w["compressed"], {},
+            rows.append(_row(name, t["n"], "word_perplexity", {role: estimate(w[role]) for role in ROLES},
                              note="lower is better; n: documents"))
         elif "score" in t:
-            rows.append(_row(name, t["n"], t["metric"], t["score"]["base"]["value"], t["score"]["compressed"]["value"],
-                             t["score"], t["score"]["delta"]))
+            rows.append(_row(name, t["n"], t["metric"], t["score"], t["score"]["delta"]))
     head, pooled = llm.headline, llm.pooled
     if head and pooled:
         f = pooled["flips"]
         rows.append(_row(f"mean of the {len(llm.headline_tasks)} tasks above chance", pooled["accuracy"]["base"]["n"],
-                         "mean accuracy", head["base"]["value"], head["compressed"]["value"], head, head["delta"],
-                         flips=f"{f['correct_to_wrong']} / {f['wrong_to_correct']}", kl=kl_text(pooled["kl"]),
+                         "mean accuracy", head, head["delta"], flips=f"{f['correct_to_wrong']} / {f['wrong_to_correct']}",
+                         kl=estimate_text(pooled["kl"], 1, ".3f"),
                          note="each task's metric (acc_norm where it has one); flips and KL pooled"))
     return rows
 
@@ -136,7 +125,8 @@ def _perplexity_rows(card: Card) -> list[dict]:
     b = lm.base
     scored = b.get("scored", b.get("tokens"))
     return [_row(f"perplexity: {Path(str(b.get('file') or 'held-out text')).name}", scored, "perplexity",
-                 b["perplexity"], lm.compressed["perplexity"], {}, note="lower is better; n: the tokens scored")]
+                 {role: estimate(getattr(lm, role)["perplexity"]) for role in ROLES},
+                 note="lower is better; n: the tokens scored")]
 
 
 def size_summary(card: Card) -> dict:
@@ -159,12 +149,10 @@ def size_summary(card: Card) -> dict:
         size["bits per weight in the quantized layers"] = f"{q['bits_per_weight']:.3f} ({quantized_layer_count(card)} layers)"
     if (stored.get("overall") or {}).get("bits_per_parameter"):
         size["bits per parameter stored (whole file)"] = f"{stored['overall']['bits_per_parameter']:.2f}"
-    bias, f_bias = card.bias, (card.intervals.f_bias if card.intervals else None) or {}
+    bias, f_bias = card.bias, card.intervals.f_bias if card.intervals else None
     if bias is not None and bias.f_bias is not None:
-        text = f"{bias.f_bias:.3f}" if bias.meaningful else f"{bias.f_bias:.3f} (not meaningful)"
-        if f_bias.get("low") is not None:
-            text += f" [{f_bias['low']:.3f}, {f_bias['high']:.3f}]"
-        size["F_bias (Du et al. 2023 eq. 1)"] = text
+        size["F_bias (Du et al. 2023 eq. 1)"] = (f"{bias.f_bias:.3f}" + ("" if bias.meaningful else " (not meaningful)")
+                                                 + span_text(f_bias, 1, ".3f"))
     return size
 
 

@@ -10,9 +10,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from ..fsutil import atomic_write_bytes  # noqa: E402
-from .card_types import Card, Interval  # noqa: E402
+from .card_types import Card  # noqa: E402
 from .budget import BudgetSection  # noqa: E402
-from .headline import size_numbers  # noqa: E402
+from .headline import hard_easy_estimates, set_estimates, size_numbers  # noqa: E402
 from .sections import method_sections  # noqa: E402
 
 
@@ -34,25 +34,18 @@ def accuracy_plot(card: Card, path: str | Path) -> Path:
     metric = card.task.metric
     scale = 100 if metric == "accuracy" else 1
     intervals = card.intervals
+    estimates, hard_easy = set_estimates(card), hard_easy_estimates(card)
     labels, bars = [], {"base": [], "compressed": []}
     for name, entry in card.sets.items():
         labels.append(f"{name}\n(n={entry.base['n']})")
         for role in bars:
-            interval = ((intervals.sets if intervals else {}).get(name) or {}).get(role)
-            bars[role].append(_bar(getattr(entry, role).get(metric), _span(interval), scale))
-    hard_easy = card.hard_easy
-    for part in ("hard", "easy"):
-        if hard_easy is not None and hard_easy.base:
-            labels.append(f"dev {part}\n(n={hard_easy.base['n_' + part]})")
-            for role in bars:
-                interval = (((intervals.hard_easy if intervals else None) or {}).get(role) or {}).get(part)
-                bars[role].append(_bar(getattr(hard_easy, role)[part], _span(interval), 100))
+            bars[role].append(_bar(estimates[name][role], scale))
+    for part in ("hard", "easy") if hard_easy else ():
+        labels.append(f"dev {part}\n(n={card.hard_easy.base['n_' + part]})")
+        for role in bars:
+            bars[role].append(_bar(hard_easy[part][role], 100))
     fig, ax = plt.subplots(figsize=(1.6 * len(labels) + 2, 3.8))
-    for offset, (role, color) in zip((-0.2, 0.2), (("base", "#4c72b0"), ("compressed", "#dd8452"))):
-        xs = [i + offset for i in range(len(labels))]
-        values = [v for v, _, _ in bars[role]]
-        errors = [[v - low for v, low, _ in bars[role]], [high - v for v, _, high in bars[role]]]
-        ax.bar(xs, values, width=0.4, label=role, color=color, yerr=errors, capsize=3, ecolor="#333333")
+    for role, xs in _paired_bars(ax, bars).items():
         for x, (v, _, high) in zip(xs, bars[role]):
             ax.text(x, (high if high == high else 0) + 1.5, f"{v:.1f}" if v == v else "n=0", ha="center", fontsize=8)
     ax.set_xticks(list(range(len(labels))), labels)
@@ -68,17 +61,25 @@ def accuracy_plot(card: Card, path: str | Path) -> Path:
     return save_figure(fig, path)
 
 
-def _span(interval: Interval | None) -> dict | None:
-    """A bootstrap ``Interval`` as the ``{"low", "high"}`` of ``_bar``."""
-    return None if interval is None else {"low": interval.low, "high": interval.high}
-
-
-def _bar(value, interval: dict | None, scale: float) -> tuple[float, float, float]:
-    """(value, low, high) in plot units; low = high = value without an interval, NaN for n = 0."""
-    v = float("nan") if value is None else value * scale
-    if not interval or interval.get("low") is None:
+def _bar(entry: dict, scale: float) -> tuple[float, float, float]:
+    """(value, low, high) of an estimate (``headline.estimate``) in plot units; low = high = value without an
+    interval, NaN for n = 0."""
+    v = float("nan") if entry["value"] is None else entry["value"] * scale
+    if entry.get("low") is None:
         return v, v, v
-    return v, interval["low"] * scale, interval["high"] * scale
+    return v, entry["low"] * scale, entry["high"] * scale
+
+
+def _paired_bars(ax, bars: dict[str, list[tuple]]) -> dict[str, list[float]]:
+    """Base and compressed bars side by side, each ``(value, low, high)`` with its interval as the error bar;
+    returns each role's x positions."""
+    positions = {}
+    for offset, (role, color) in zip((-0.2, 0.2), (("base", "#4c72b0"), ("compressed", "#dd8452"))):
+        positions[role] = [i + offset for i in range(len(bars[role]))]
+        errors = [[v - low for v, low, _ in bars[role]], [high - v for v, _, high in bars[role]]]
+        ax.bar(positions[role], [v for v, _, _ in bars[role]], width=0.4, label=role, color=color, yerr=errors,
+               capsize=3, ecolor="#333333")
+    return positions
 
 
 def llm_plot(card: Card, path: str | Path) -> Path:
@@ -89,12 +90,8 @@ def llm_plot(card: Card, path: str | Path) -> Path:
               for n, t in tasks.items()]
     fig, (left, right) = plt.subplots(1, 2, figsize=(max(8.0, 2.4 * len(tasks) + 2), 4.2))
     xs = range(len(tasks))
-    for offset, (role, color) in zip((-0.2, 0.2), (("base", "#4c72b0"), ("compressed", "#dd8452"))):
-        bars = [_bar(t[t["metric"]][role]["value"], t[t["metric"]][role], 100) for t in tasks.values()]
-        values = [v for v, _, _ in bars]
-        errors = [[v - low for v, low, _ in bars], [high - v for v, _, high in bars]]
-        left.bar([x + offset for x in xs], values, width=0.4, label=role, color=color, yerr=errors, capsize=3,
-                 ecolor="#333333")
+    _paired_bars(left, {role: [_bar(t[t["metric"]][role], 100) for t in tasks.values()]
+                        for role in ("base", "compressed")})
     for x, t in zip(xs, tasks.values()):
         left.hlines(100 * t["chance"], x - 0.45, x + 0.45, colors="#888888", linestyles="dotted")
     left.set_xticks(list(xs), labels, fontsize=7)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..serving.speed import served_markdown
 from .card_types import Card, Speed
-from .headline import megabytes as mb, sparsity, speedup_text
+from .headline import megabytes as mb, num, sparsity, speedup_text
 from .naming import quantized_layer_count, quantizes, zeroes_weights
 
 
@@ -15,7 +15,6 @@ def size_markdown(card: Card) -> list[str]:
     beside the float32 folder the run read; bits per weight of what the saved folder stores."""
     params = card.params
     b, c = params.base, params.compressed
-    bits = lambda x: "–" if x is None else f"{x:.2f}"  # noqa: E731
     lines = ["", "## Size", "", "| | base | compressed | ratio |", "|---|---:|---:|---:|",
              f"| parameters | {b['total']:,} | {c['total']:,} | {c['total'] / b['total']:.3f} |",
              f"| in transformer layers | {b['layers']:,} | {c['layers']:,} | {c['layers'] / max(1, b['layers']):.3f} |",
@@ -29,15 +28,15 @@ def size_markdown(card: Card) -> list[str]:
     stored = params.stored
     if stored:
         q, overall = stored["quantized"], stored["overall"]
-        lines.append(f"| bits per parameter stored (whole weights file) | {bits(b.get('bits_per_parameter'))} | "
-                     f"{bits(overall['bits_per_parameter'])} | |")
+        lines.append(f"| bits per parameter stored (whole weights file) | {num(b.get('bits_per_parameter'))} | "
+                     f"{num(overall['bits_per_parameter'])} | |")
         if q["bits_per_weight"] is not None:
             lines.append(f"| bits per weight in the {quantized_layer_count(card)} quantized layers (every tensor stored "
                          "for them) | "
-                         f"32.00 | {bits(q['bits_per_weight'])} | {q['bits_per_weight'] / 32:.3f} |")
+                         f"32.00 | {num(q['bits_per_weight'])} | {q['bits_per_weight'] / 32:.3f} |")
     else:
-        lines.append(f"| bits per parameter in the weights file | {bits(b.get('bits_per_parameter'))} | "
-                     f"{bits(c.get('bits_per_parameter'))} | |")
+        lines.append(f"| bits per parameter in the weights file | {num(b.get('bits_per_parameter'))} | "
+                     f"{num(c.get('bits_per_parameter'))} | |")
     if quantizes(card):
         lines += ["", "The zeros of a quantization grid (weights rounded to the code of zero) are not sparsity: "
                       + ("sparsity here is the pruning method's own count of the weights it zeroed." if zeroes_weights(card)

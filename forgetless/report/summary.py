@@ -10,7 +10,8 @@ from __future__ import annotations
 import html
 
 from .card_types import Card, Params
-from .headline import delta_points, estimate_text, headline_numbers, scale_of, speedup_text, verdict
+from .headline import (delta_points, estimate_text, headline_numbers, includes_zero, megabytes, scale_of, span_text,
+                       speedup_text, verdict)
 
 
 def summary_panel(card: Card) -> str:
@@ -54,13 +55,13 @@ def _accuracy_tile(label: str, entry: dict, scale: float, unit: str, paired: dic
     tone = "neutral" if abs(points) < 0.05 or _includes_no_change(entry, paired) else ("good" if points > 0 else "bad")
     detail = f"base {estimate_text(entry['base'], scale)}{unit} → {estimate_text(entry['compressed'], scale)}{unit}"
     if paired and paired.get("low") is not None:
-        detail += f"; Δ [{scale * paired['low']:+.1f}, {scale * paired['high']:+.1f}]"
+        detail += f"; Δ{span_text(paired, scale, '+.1f')}"
     return _tile(label, f"{points:+.1f} pts", detail, tone)
 
 
 def _includes_no_change(entry: dict, paired: dict | None) -> bool:
     if paired and paired.get("low") is not None:
-        return paired["low"] <= 0 <= paired["high"]
+        return includes_zero(paired)
     b, c = entry["base"], entry["compressed"]
     if b["low"] is None or c["low"] is None:
         return False
@@ -89,15 +90,15 @@ def _llm_tiles(card: Card) -> list[str]:
 
 
 def _f_bias_tile(f_bias: dict) -> str:
-    span = f" [{f_bias['low']:.2f}, {f_bias['high']:.2f}]" if f_bias["low"] is not None else ""
+    span = span_text(f_bias, 1, ".2f").strip()
     if not f_bias["meaningful"]:
-        return _tile("F_bias (relative bias)", f"{f_bias['value']:.2f}", f"{span.strip()} not meaningful (warnings)",
-                     "neutral")
-    if f_bias["low"] is not None and f_bias["low"] <= 1 <= f_bias["high"]:
-        return _tile("F_bias (relative bias)", f"{f_bias['value']:.2f}",
-                     f"{span.strip()} includes 1: no measurable change in bias", "neutral")
-    tone = "neutral" if abs(f_bias["value"] - 1) < 0.005 else ("good" if f_bias["value"] < 1 else "bad")
-    return _tile("F_bias (relative bias)", f"{f_bias['value']:.2f}", f"{span.strip()} (1: as biased as the base)", tone)
+        detail, tone = "not meaningful (warnings)", "neutral"
+    elif f_bias["low"] is not None and f_bias["low"] <= 1 <= f_bias["high"]:
+        detail, tone = "includes 1: no measurable change in bias", "neutral"
+    else:
+        detail = "(1: as biased as the base)"
+        tone = "neutral" if abs(f_bias["value"] - 1) < 0.005 else ("good" if f_bias["value"] < 1 else "bad")
+    return _tile("F_bias (relative bias)", f"{f_bias['value']:.2f}", f"{span} {detail}", tone)
 
 
 def _size_tile(params: dict, sizes: Params) -> str:
@@ -109,7 +110,7 @@ def _size_tile(params: dict, sizes: Params) -> str:
     quantized = (sizes.stored or {}).get("quantized") or {}
     if start and disk:
         label, ratio = "size on disk", disk / start["bytes"]
-        detail = f"{disk / 1e6:.1f} MB vs {start['bytes'] / 1e6:.1f} MB ({start['what']})"
+        detail = f"{megabytes(disk)} vs {megabytes(start['bytes'])} ({start['what']})"
         fp32 = sizes.base.get("disk_bytes")
         if fp32 and fp32 != start["bytes"]:
             detail += f"; {disk / fp32:.2f}× its float32 folder"
@@ -118,7 +119,7 @@ def _size_tile(params: dict, sizes: Params) -> str:
     elif stored.get("bytes"):  # no base file (a model built in memory): against its float32 weights
         base_bytes = params["base"] * (sizes.base.get("bits_per_parameter") or 32) / 8
         label, ratio = "size of the stored weights", stored["bytes"] / base_bytes
-        detail = (f"{stored['bytes'] / 1e6:.1f} MB of weights stored vs {base_bytes / 1e6:.1f} MB of the base's float32 "
+        detail = (f"{megabytes(stored['bytes'])} of weights stored vs {megabytes(base_bytes)} of the base's float32 "
                   f"weights; {stored['bits_per_parameter']:.2f} bits per parameter")
         if quantized.get("bits_per_weight"):
             detail += f", {quantized['bits_per_weight']:.2f} per quantized weight"
@@ -143,5 +144,5 @@ def _speed_tile(speed: dict) -> str:
     if not speed["measurable"]:
         return _tile(label, "not measurable", f"{speedup_text(speed['value'], speed)}: the interval includes 1",
                      "neutral")
-    span = f"[{speed['low']:.2f}, {speed['high']:.2f}]" if speed["low"] is not None else ""
+    span = span_text(speed, 1, ".2f").strip()
     return _tile(label, f"{speed['value']:.2f}×", span, "good" if speed["value"] > 1 else "bad")

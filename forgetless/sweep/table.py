@@ -14,7 +14,7 @@ from ..report.card_types import Card, Challenge
 from ..report.headline import headline_numbers, speedup_text
 from ..report.html import render_html
 from ..report.pareto import pareto_plot
-from ..report.rmc_plots import sweep_plots
+from ..report.rmc_plots import level_name, sweep_plots
 
 SCHEMA = "forgetless-sweep-2"
 METRICS = ("dev", "challenge", "f_bias", "hard", "easy", "size", "speedup")
@@ -111,7 +111,7 @@ def render_markdown(summary: dict) -> str:
     """Table-7-style table (accuracies in %, mean ± std over seeds) plus difficulty agreement."""
     lines = [f"# Sweep: {summary['task']['name']}", "", summary["task"]["protocol"], ""]
     setup = summary["setup"]
-    level = setup.get("level_option", "sparsity")
+    level = level_name(summary)
     lines += [f"method {setup['method']} {setup['method_options'] or ''} ({level} per row); student init {setup['student_init']}; "
               f"seeds {setup['seeds']}; training {setup['train']['epochs']:g} epochs "
               f"(teacher {setup['teacher_train']['epochs']:g}"
@@ -201,7 +201,7 @@ def write_sweep(summary: dict, out_dir: str | Path, plots: bool = True) -> None:
 
 def pareto(summary: dict, out_dir: Path) -> Path:
     """``pareto.png``: every run of the sweep, coloured by objective, labelled by its level."""
-    level = summary["setup"].get("level_option", "sparsity")
+    level = level_name(summary)
     several = len({r["seed"] for r in summary["runs"]}) > 1
     points = [{"label": f"{level}={r['level']:g}" + (f" s{r['seed']}" if several else ""), "group": r["objective"],
                "numbers": r["headline"]} for r in summary["runs"] if r.get("headline")]
