@@ -54,6 +54,10 @@ def _paired(comparison: Comparison) -> dict:
 def _task_rows(llm: LlmSuite) -> list[list[str]]:
     rows = []
     for name, task in llm.tasks.items():
+        if "word_perplexity" in task:  # a rolling task (lm-eval's wikitext): perplexities, lower is better
+            w = task["word_perplexity"]
+            rows.append([name, "word_perplexity", f"{w['base']:.2f}", f"{w['compressed']:.2f}", f"{w['ratio']:.2f}×", "–"])
+            continue
         generation = task.get("output_type") == "generate_until"  # its first metric's paired change: "score"
         scores = task.get("score" if generation else task["metric"]) or {}
         rows.append([name + ("" if generation or task.get("in_headline", True) else " (at chance)"), task["metric"],

@@ -30,6 +30,15 @@ def test_an_llm_comparison_in_a_few_lines():
     assert lines[-1].endswith("compared.to_dict()") and len("\n".join(lines)) < 800
 
 
+def test_a_rolling_task_is_a_row_of_perplexities():
+    """lm-eval's wikitext (loglikelihood_rolling) has word perplexities, not estimates (it raised before)."""
+    rolling = {"output_type": "loglikelihood_rolling", "metric": "word_perplexity", "n": 4, "words": 900, "bytes": 5000,
+               "word_perplexity": {"base": 30.123, "compressed": 33.5, "ratio": 33.5 / 30.123}}
+    card = {**LLM, "llm": {**LLM["llm"], "tasks": {**LLM["llm"]["tasks"], "wikitext": rolling}}}
+    wikitext = next(line for line in comparison_text(typed_comparison(card)).splitlines() if line.startswith("wikitext"))
+    assert wikitext.split() == ["wikitext", "word_perplexity", "30.12", "33.50", "1.11×", "–"]
+
+
 def test_no_headline_when_no_task_is_above_chance():
     at_chance = {**LLM, "llm": {**LLM["llm"], "headline_tasks": [], "headline": None}}
     assert comparison_text(typed_comparison(at_chance)).splitlines()[0].startswith("No headline: no task is above chance")
