@@ -13,7 +13,7 @@ one expert's output rows with its input columns in order is *splittable*; a fami
 keeps experts fused (GPT-OSS, Llama 4, Granite-MoE) is not: its quantized experts are saved as their
 float32 values on the grid (stock loading exact, no packing; the card says so).
 
-Written by ``quantized_io.save_weights`` (``quantized_checkpoint``) and streamed calibration
+Written by ``io.save_weights`` (``quantized_checkpoint``) and streamed calibration
 (``packed_experts`` per layer); read back by ``forgetless.load_model`` (``unpack_experts``), checked by
 the stock-loading check (``stock_pieces``). Streamed calibration also reads a dense folder in the
 checkpoint layout (``checkpoint_sources``: renamed tensors through ``checkpoint_names``, experts
