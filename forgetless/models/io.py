@@ -178,7 +178,6 @@ def load_model(path: str | Path, device: str = "cpu", with_tokenizer: bool = Tru
 
 
 # ----- quantized weights: apply, describe, count --------------------------------------------------
-
 def _dynamic_linear():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

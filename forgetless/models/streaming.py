@@ -35,6 +35,7 @@ from pathlib import Path
 
 import torch
 import transformers
+from safetensors import safe_open
 from torch import nn
 
 from ..errors import UnsupportedModelError
@@ -123,8 +124,6 @@ class LayerStream:
 
     def _read(self, names: list[str]) -> None:
         """Read ``names`` from the folder into the skeleton (cast to its dtype), each file opened once."""
-        from safetensors import safe_open
-
         by_file: dict[Path, list[str]] = {}
         for name in names:
             if name in self.assembled:
@@ -139,8 +138,6 @@ class LayerStream:
 
     def _assemble(self, name: str) -> None:
         """A fused expert weight from the folder's per-expert pieces."""
-        from safetensors import safe_open
-
         def read(piece: str) -> torch.Tensor:
             with safe_open(str(self.piece_files[piece]), framework="pt") as handle:
                 return handle.get_tensor(piece)
