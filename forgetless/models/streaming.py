@@ -260,10 +260,6 @@ class SafetensorsWriter:
         self.sides[size].write(data)
         self.entries.setdefault(size, []).append((name, DTYPES[tensor.dtype], list(tensor.shape), data.size))
 
-    @property
-    def names(self) -> list[str]:
-        return [entry[0] for entries in self.entries.values() for entry in entries]
-
     def close(self) -> int:
         """Write the file; returns its size in bytes."""
         header: dict[str, object] = {"__metadata__": self.metadata} if self.metadata else {}
