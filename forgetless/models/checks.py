@@ -255,7 +255,7 @@ def check_classifier_head(path: str | Path, config) -> None:
                              "folder, or a base model folder (a new head is then trained)")
 
 
-# ----- the stored weights against config.json (module docstring) ------------------------------
+# ----- the stored weights against config.json (module docstring) ----------------------------------
 def stored_tensors(files: list[Path]) -> dict[str, tuple[tuple[int, ...], str, Path]]:
     """``{name: (shape, safetensors dtype, file)}`` of a folder's weight ``files``; reads headers only."""
     return {name: (shape, dtype, Path(file)) for file in files for name, (shape, dtype) in tensor_header(file).items()}
