@@ -256,11 +256,9 @@ def stock_loadable(model_dir: str | Path) -> tuple[bool, str]:
         return False, "FFN widths differ between layers or from config.json"
     header = tensor_header(model_dir / WEIGHTS)
     fit, why = stock_fit(model_class, config, header)
-    if fit != "exact":
-        return False, why
-    if quantization.get("dtype") == "compressed-tensors":
+    if fit == "exact" and quantization.get("dtype") == "compressed-tensors":
         return _compressed_loadable(model_class, model_dir, config, header, quantization["scheme"], why)
-    return True, why
+    return fit == "exact", why
 
 
 def _compressed_loadable(model_class: type, model_dir: Path, config: dict, header: dict, scheme: str,
