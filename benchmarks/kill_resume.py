@@ -60,13 +60,13 @@ def hook(point: str, marker: Path) -> None:
                 stop()
         streaming.LayerStream.release = released
     elif point == "writing":
-        from forgetless.models import safetensors_writer
+        from forgetless.models import streaming
 
         def copy(source, target, length=0):
             target.write(source.read(64 * 1024))
             target.flush()
             stop()
-        safetensors_writer.shutil.copyfileobj = copy
+        streaming.shutil.copyfileobj = copy
     elif point == "evaluating":
         from forgetless.llm import engine
 

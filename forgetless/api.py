@@ -52,9 +52,8 @@ from .metrics.runtime import agreement
 from .options import build
 from .pipeline import Run, run, run_and_save
 from .models.loading import resolve_model_path
-from .models.checks import check_model_folder, weight_files
+from .models.checks import check_finite_model, check_finite_weights, check_model_folder, weight_files
 from .models.io import check_saved_model, is_forgetless_folder
-from .models.weights_fit import check_finite_model, check_finite_weights
 from .outputs import check_output, model_folder_lock
 from .recipes import load_recipe
 from .recipes.catalog import recipe_names

@@ -37,12 +37,11 @@ from .kinds import KINDS, check_compatible, kind_for
 from .kinds.causal_lm import meta_model_of
 from .kinds.in_memory import check_model_object
 from .methods._shared.calibration import calibration_texts
-from .models.checks import check_tokenizer_files, is_trained_classifier, weight_files
+from .models.checks import check_finite_weights, check_tokenizer_files, is_trained_classifier, weight_files
 from .models.loading import check_label_order, model_config, resolve_model_path
 from .models.io import check_saved_model
 from .models.manifest import is_forgetless_folder, read_manifest
 from .models.tiny import TINY_MODELS
-from .models.weights_fit import check_finite_weights
 from .offline import check_offline_tasks
 from .outputs import check_cache, check_output, mark_output, read_mark
 from .ranges import MAX_TOKENS

@@ -21,7 +21,7 @@ import torch
 from torch import nn
 
 from ..errors import ConfigError
-from ..models.quantized_io import cast_bf16, describe
+from ..models.io import cast_bf16, describe
 
 
 class OrtClassifier(nn.Module):

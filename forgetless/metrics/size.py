@@ -10,9 +10,8 @@ from safetensors import safe_open
 from torch import nn
 
 from ..models.adapters import get_adapter
-from ..models.checks import weights_file
-from ..models.checks import tensor_header
-from ..models.quantized_io import quantized_weight_counts
+from ..models.checks import tensor_header, weights_file
+from ..models.io import quantized_weight_counts
 
 
 def parameter_counts(model: nn.Module) -> dict:

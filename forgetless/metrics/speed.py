@@ -26,7 +26,7 @@ from dataclasses import asdict, replace
 
 import torch
 
-from ..models.quantized_io import quantized_weight_counts
+from ..models.io import quantized_weight_counts
 from ..quantization.candidates import candidates
 from ..quantization.inputs import INPUT_ATTR
 from ..quantization.layers import grouped_modules

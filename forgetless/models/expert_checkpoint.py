@@ -13,7 +13,7 @@ one expert's output rows with its input columns in order is *splittable*; a fami
 keeps experts fused (GPT-OSS, Llama 4, Granite-MoE) is not: its quantized experts are saved as their
 float32 values on the grid (stock loading exact, no packing; the card says so).
 
-Written by ``quantized_io.save_weights`` (``quantized_checkpoint``) and streamed calibration
+Written by ``io.save_weights`` (``quantized_checkpoint``) and streamed calibration
 (``packed_experts`` per layer); read back by ``forgetless.load_model`` (``unpack_experts``), checked by
 the stock-loading check (``stock_pieces``). Streamed calibration also reads a dense folder in the
 checkpoint layout (``checkpoint_sources``: renamed tensors through ``checkpoint_names``, experts
@@ -221,17 +221,11 @@ def experts_scheme(config: dict) -> dict | None:
     return (named or groups or [{}])[0].get("weights")
 
 
-def unpacked_experts(model: nn.Module) -> list[str]:
-    """Fused expert parameters quantized in memory but saved as float32 values (not splittable)."""
-    codes = expert_codes(model)
-    return sorted(set(codes) - set(quantized_checkpoint(model)[1])) if codes else []
-
-
 def storage_notes(method: str, model: nn.Module) -> tuple[dict, list[str], str | None]:
     """What a quantizing method's card says about storage: ``(grouped_storage of what is stored
     quantized, notes, the compressed-tensors format)``, the notes naming quantized weights saved as
     float32 values on the grid."""
-    packed, _, schemes = quantized_checkpoint(model)
+    packed, replaced, schemes = quantized_checkpoint(model)
     storage = grouped_storage(packed)
     forms = {scheme["format"] for scheme in schemes.values()}
     form = (forms.pop() if len(forms) == 1 else "mixed-precision") if forms else None
@@ -240,7 +234,7 @@ def storage_notes(method: str, model: nn.Module) -> tuple[dict, list[str], str |
     if dense:  # GPT-2's Conv1D
         notes.append(f"{method}: {len(dense)} quantized layers (e.g. {dense[0]}) are not nn.Linear and are saved as "
                      "float32 (their values on the int grid): compressed-tensors packs nn.Linear only")
-    fused = unpacked_experts(model)
+    fused = sorted(set(expert_codes(model)) - set(replaced))  # quantized in memory, not splittable
     if fused:
         notes.append(f"{method}: {len(fused)} fused expert weights (e.g. {fused[0]}) are saved as float32 (their values "
                      "on the int grid): this family's checkpoint keeps its experts fused, so no per-expert linear to pack")

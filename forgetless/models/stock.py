@@ -27,7 +27,7 @@ from torch import nn
 from ..quantization.compressed_tensors import folder_format_version, read_schemes, stored_layout
 from ..quantization.format import PACKED
 from .adapters import get_adapter
-from .checks import NOT_STOCK_WEIGHTS, WEIGHTS, tensor_header, trust_remote_code
+from .checks import DTYPES, NOT_STOCK_WEIGHTS, WEIGHTS, tensor_header, trust_remote_code
 from .expert_checkpoint import experts_scheme, stock_pieces
 from .manifest import read_manifest, transformers_model_class
 from .surgery import model_shape
@@ -87,16 +87,21 @@ def stock_config(model: nn.Module):
     return candidate
 
 
-def stock_tensors(model_class: type, config: dict, header: dict | None = None) -> dict[str, tuple[tuple[int, ...], str]]:
-    """``{name: (shape, dtype)}`` of the tensors stock ``from_pretrained`` fills when it builds
-    ``model_class`` from the ``config.json`` dict ``config``: every parameter and persistent buffer,
+def stock_model(model_class: type, config: dict) -> nn.Module:
+    """What stock ``from_pretrained`` builds from the ``config.json`` dict ``config`` before it quantizes
+    anything (``quantization_config`` left out), on the meta device."""
+    plain = {k: v for k, v in config.items() if k != "quantization_config"}
+    return meta_model(model_class, config_from_dict(model_class.config_class, plain))
+
+
+def stock_tensors(stock: nn.Module, config: dict, header: dict) -> dict[str, tuple[tuple[int, ...], str]]:
+    """``{name: (shape, dtype)}`` of the tensors stock ``from_pretrained`` fills in ``stock``
+    (``stock_model``) from the ``config.json`` dict ``config``: every parameter and persistent buffer,
     floats in the config's dtype, tied parameters under each of their names (a file holds one of them);
     with a compressed-tensors ``quantization_config``, a quantized Linear's ``weight`` is replaced by
     what the format stores for it, and a fused expert weight by the packed per-expert pieces stock
     loading merges into it, where the file (``header``) holds them (``expert_checkpoint.py``)."""
-    plain = {k: v for k, v in config.items() if k != "quantization_config"}
-    stock = meta_model(model_class, config_from_dict(model_class.config_class, plain))
-    dtype = getattr(torch, str(plain.get("dtype") or plain.get("torch_dtype") or "float32").replace("torch.", ""))
+    dtype = getattr(torch, str(config.get("dtype") or config.get("torch_dtype") or "float32").replace("torch.", ""))
     persistent = set(stock.state_dict())
     tensors = [*stock.named_parameters(remove_duplicate=False), *stock.named_buffers(remove_duplicate=False)]
     expected = {name: (tuple(t.shape), _dtype_name(dtype if t.is_floating_point() else t.dtype))
@@ -107,17 +112,15 @@ def stock_tensors(model_class: type, config: dict, header: dict | None = None) -
             rows, columns = expected.pop(f"{name}.weight")[0]
             expected.update(stored_layout(name, scheme, rows, columns, _dtype_name(dtype)))
         pieces_scheme = {"format": PACKED, "weights": experts_scheme(quantization)}
-        for name, pieces in stock_pieces(stock, header or {}).items():
+        for name, pieces in stock_pieces(stock, header).items():
             del expected[name]
             for piece, rows, columns in pieces:
                 expected.update(stored_layout(piece, pieces_scheme, rows, columns, _dtype_name(dtype)))
     return expected
 
 
-def tied_names(model_class: type, config: dict) -> list[set[str]]:
+def tied_names(stock: nn.Module) -> list[set[str]]:
     """Groups of parameter names that are one tensor in the stock model (tied embeddings)."""
-    plain = {k: v for k, v in config.items() if k != "quantization_config"}
-    stock = meta_model(model_class, config_from_dict(model_class.config_class, plain))
     groups: dict[int, set[str]] = {}
     for name, tensor in stock.named_parameters(remove_duplicate=False):
         groups.setdefault(id(tensor), set()).add(name)
@@ -133,14 +136,11 @@ ASYMMETRIC_BUG = ("plain from_pretrained of asymmetric (zero-point) layers raise
                   f"weight_zero_point with transformers >= {ZERO_POINT_MISMATCH[0]} and compressed-tensors >= "
                   f"{ZERO_POINT_MISMATCH[1]} (older pairs load it), as for llm-compressor's own asymmetric output (the "
                   "packed zero points are expected unpacked)")
-SAFETENSORS_DTYPES = {torch.float64: "F64", torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16",
-                      torch.int64: "I64", torch.int32: "I32", torch.int16: "I16", torch.int8: "I8", torch.uint8: "U8",
-                      torch.bool: "BOOL"}
 
 
 def _dtype_name(dtype: torch.dtype) -> str:
     """safetensors' name of a torch dtype (``F32``, ``BF16``, ``I8``, …)."""
-    return SAFETENSORS_DTYPES.get(dtype, str(dtype))
+    return DTYPES.get(dtype, str(dtype))
 
 
 def stock_fit(model_class: type, config: dict, header: dict) -> tuple[str, str]:
@@ -153,7 +153,8 @@ def stock_fit(model_class: type, config: dict, header: dict) -> tuple[str, str]:
       random initial value; a tensor it does not know: ignored; another dtype: cast).
     """
     try:
-        expected, tied = stock_tensors(model_class, config, header), tied_names(model_class, config)
+        stock = stock_model(model_class, config)
+        expected, tied = stock_tensors(stock, config, header), tied_names(stock)
     except Exception as exc:  # noqa: BLE001 - whatever stops stock building it, stock loading fails too
         return "refused", f"building {model_class.__name__} from config.json fails ({type(exc).__name__}: {exc})"
     mismatched = sorted(n for n, (shape, _) in header.items() if n in expected and expected[n][0] != shape)
@@ -211,8 +212,7 @@ def asymmetric_experts_failure(model_class: type, config: dict, header: dict) ->
     quantization = config.get("quantization_config") or {}
     if (experts_scheme(quantization) or {}).get("symmetric", True):
         return None
-    plain = {k: v for k, v in config.items() if k != "quantization_config"}
-    pieces = stock_pieces(meta_model(model_class, config_from_dict(model_class.config_class, plain)), header)
+    pieces = stock_pieces(stock_model(model_class, config), header)
     if not pieces:
         return None
     example = next(iter(pieces.values()))[0][0]
@@ -222,7 +222,7 @@ def asymmetric_experts_failure(model_class: type, config: dict, header: dict) ->
 
 def stock_loadable(model_dir: str | Path) -> tuple[bool, str]:
     """Whether stock ``from_pretrained`` rebuilds the saved model in ``model_dir`` exactly, and why
-    not; a folder forgetless saved is never loaded silently wrong (``quantized_io.save_weights``), so
+    not; a folder forgetless saved is never loaded silently wrong (``io.save_weights``), so
     False means stock loading raises. For the model card: True → "stock from_pretrained loads it
     exactly" (with the package the reason names, for compressed-tensors); False → "needs
     forgetless.load_model: <reason>".
@@ -254,20 +254,20 @@ def stock_loadable(model_dir: str | Path) -> tuple[bool, str]:
         return False, "attention heads were removed (config.json cannot describe a pruned head count)"
     if stock_shape["ffn"] != saved["ffn"]:
         return False, "FFN widths differ between layers or from config.json"
-    fit, why = stock_fit(model_class, config, tensor_header(model_dir / WEIGHTS))
-    if fit != "exact":
-        return False, why
-    if quantization.get("dtype") == "compressed-tensors":
-        return _compressed_loadable(model_class, model_dir, config, quantization["scheme"], why)
-    return True, why
+    header = tensor_header(model_dir / WEIGHTS)
+    fit, why = stock_fit(model_class, config, header)
+    if fit == "exact" and quantization.get("dtype") == "compressed-tensors":
+        return _compressed_loadable(model_class, model_dir, config, header, quantization["scheme"], why)
+    return fit == "exact", why
 
 
-def _compressed_loadable(model_class: type, model_dir: Path, config: dict, scheme: str, why: str) -> tuple[bool, str]:
-    """``stock_loadable`` of a compressed-tensors folder whose tensors fit (``why``)."""
+def _compressed_loadable(model_class: type, model_dir: Path, config: dict, header: dict, scheme: str,
+                         why: str) -> tuple[bool, str]:
+    """``stock_loadable`` of a compressed-tensors folder whose tensors (``header``) fit (``why``)."""
     groups = config["quantization_config"]["config_groups"]
     failure = compressed_tensors_misreads(groups) or \
         compressed_init_failure(model_class, model_dir) or \
-        asymmetric_experts_failure(model_class, config, tensor_header(model_dir / WEIGHTS))
+        asymmetric_experts_failure(model_class, config, header)
     if failure:
         return False, failure
     why = (f"{why}; its {scheme} layers load with the compressed-tensors package installed "

@@ -15,13 +15,13 @@ memory, on the CPU or on the ``device`` layers run on (a GPU when one is given),
 embeddings and head while layers are compressed.
 
 Tensors are written under the names, and in the layout, the in-memory path writes
-(``quantized_io.save_weights``): dense float weights, or compressed-tensors ``weight_packed`` /
+(``io.save_weights``): dense float weights, or compressed-tensors ``weight_packed`` /
 ``weight_scale`` / ``weight_shape`` (/ ``weight_zero_point``) for GPTQ-quantized Linears.
 Supported: a stock or forgetless (unquantized) safetensors folder of any decoder-only causal LM of
 transformers whose tensors are named as the model's own or as its family's checkpoint layout (what
 ``save_pretrained`` writes: renamed tensors, experts stored one per expert, read into the fused
 parameters: ``expert_checkpoint.checkpoint_sources``); anything else is one ``UnsupportedModelError``
-before any work. Quantized experts are written as ``quantized_io`` writes them (per-expert packed
+before any work. Quantized experts are written as ``io.save_weights`` writes them (per-expert packed
 pieces where the layout splits them). Weights are read into the skeleton's dtype, the one
 ``config.json`` gives (as ``from_pretrained`` and ``load_model`` build the model): a float16 folder is
 compressed and written in float16.
@@ -32,10 +32,14 @@ import ctypes
 import dataclasses
 import gc
 import json
+import os
+import shutil
+import struct
 from pathlib import Path
 
 import torch
 import transformers
+from safetensors import safe_open
 from torch import nn
 
 from ..errors import UnsupportedModelError
@@ -43,13 +47,14 @@ from ..quantization.compressed_tensors import grouped_storage
 from ..quantization.layers import GROUPED_ATTR, grouped_modules
 from .adapters import get_adapter
 from .blocks import is_causal_lm
-from .checks import INDEX, check_model_folder, weights_file
+from .checks import DTYPES, check_model_folder, stored_tensors, weight_files
 from .expert_checkpoint import assemble, checkpoint_pieces, checkpoint_sources, packed_experts
 from .experts import EXPERT_CODES
+from .io import _plain_tensors
 from .manifest import is_forgetless_folder, read_manifest, transformers_model_class
-from .quantized_io import _plain_tensors
-from .safetensors_writer import SafetensorsWriter
 from .surgery import reshape_like
+
+COPY_CHUNK = 64 * 2 ** 20
 
 
 def empty_model(folder: Path, config) -> nn.Module:
@@ -76,18 +81,6 @@ def empty_model(folder: Path, config) -> nn.Module:
         raise UnsupportedModelError(f"{folder}: a {type(model).__name__}; streamed calibration compresses "
                                     "decoder-only causal LMs (…ForCausalLM) only")
     return model
-
-
-def _weight_map(folder: Path) -> dict[str, Path]:
-    """``{tensor name: safetensors file}`` of a folder (one file, or shards with an index)."""
-    from safetensors import safe_open
-
-    if (folder / INDEX).is_file() and not weights_file(folder).is_file():
-        index = json.loads((folder / INDEX).read_text())["weight_map"]
-        return {name: folder / file for name, file in index.items()}
-    file = weights_file(folder)
-    with safe_open(str(file), framework="pt") as handle:
-        return {name: file for name in handle.keys()}
 
 
 def _set_tensor(root: nn.Module, name: str, value: torch.Tensor) -> None:
@@ -118,7 +111,7 @@ class LayerStream:
             if not name.startswith(self.prefix):
                 tied.setdefault(id(parameter), []).append(name)
         self.tied = [names for names in tied.values() if len(names) > 1]  # the head sharing the embeddings
-        files = _weight_map(self.folder)
+        files = {name: file for name, (_, _, file) in stored_tensors(weight_files(self.folder)).items()}
         self.stored, self.assembled = checkpoint_sources(self.model, self.names, set(files), self.tied)
         self.files = {name: files[stored] for name, stored in self.stored.items()}
         self.piece_files = {p.name: files[p.name] for pieces in self.assembled.values() for p in pieces}
@@ -139,8 +132,6 @@ class LayerStream:
 
     def _read(self, names: list[str]) -> None:
         """Read ``names`` from the folder into the skeleton (cast to its dtype), each file opened once."""
-        from safetensors import safe_open
-
         by_file: dict[Path, list[str]] = {}
         for name in names:
             if name in self.assembled:
@@ -155,15 +146,11 @@ class LayerStream:
 
     def _tensor(self, name: str) -> torch.Tensor:
         """Tensor ``name`` read from the folder on the CPU, in the skeleton's dtype (not set in the model)."""
-        from safetensors import safe_open
-
         with safe_open(str(self.files[name]), framework="pt") as handle:
             return handle.get_tensor(self.stored[name]).to(self.dtypes[name])
 
     def _assemble(self, name: str) -> None:
         """A fused expert weight from the folder's per-expert pieces."""
-        from safetensors import safe_open
-
         def read(piece: str) -> torch.Tensor:
             with safe_open(str(self.piece_files[piece]), framework="pt") as handle:
                 return handle.get_tensor(piece)
@@ -200,20 +187,15 @@ class LayerStream:
         if self.on_release is not None:
             self.on_release(layer)
         prefix = f"{self.prefix}{index}."
-        packed = grouped_modules(layer)
-        experts, replaced = packed_experts(layer, self.pieces, prefix)
-        tensors = {name: t for name, t in _plain_tensors(layer).items() if prefix + name not in replaced}
-        self._write_packed(experts, {name.rsplit(".", 1)[0] for name in replaced})
-        for name, quantized in packed.items():
-            quantized = dataclasses.replace(quantized, codes=quantized.codes.cpu(), scales=quantized.scales.cpu(),
-                                            zeros=quantized.zeros.cpu())  # packed on the CPU (pack_int32)
-            del tensors[f"{name}.weight"]
-            self.quantized[prefix + name] = quantized.weights_args()
-            storage = grouped_storage({prefix + name: quantized})
-            self.storage["weights"] += storage["weights"]
-            self.storage["bytes"] += storage["bytes"]
-            for stored, tensor in quantized.stored(prefix + name).items():
-                self.writer.add(stored, tensor)
+        experts, replaced = packed_experts(layer, self.pieces, prefix)  # per-expert packed pieces
+        linears = {prefix + name: q for name, q in grouped_modules(layer).items()}
+        dropped = {*replaced, *(f"{name}.weight" for name in linears)}
+        tensors = {name: t for name, t in _plain_tensors(layer).items() if prefix + name not in dropped}
+        for module in {name.rsplit(".", 1)[0] for name in replaced} if experts else ():  # named in the config
+            self.quantized[module] = next(iter(experts.values())).weights_args()
+        self.quantized.update({name: q.weights_args() for name, q in linears.items()})
+        self._write_codes(experts)
+        self._write_codes(linears)
         for name, tensor in tensors.items():
             self.writer.add(prefix + name, tensor)
         for module in layer.modules():
@@ -224,27 +206,22 @@ class LayerStream:
             _set_tensor(layer, name, torch.empty_like(tensor, device="meta"))
         release_memory()
 
-
-    def _write_packed(self, pieces: dict, modules: set[str]) -> None:
-        """Quantized experts' packed pieces (``expert_checkpoint.packed_experts``); ``modules``: the
-        experts modules they belong to (named in the quantization config)."""
-        if not pieces:
-            return
-        pieces = {name: dataclasses.replace(q, codes=q.codes.cpu(), scales=q.scales.cpu(), zeros=q.zeros.cpu())
-                  for name, q in pieces.items()}
-        for module in modules:
-            self.quantized[module] = next(iter(pieces.values())).weights_args()
-        storage = grouped_storage(pieces)
+    def _write_codes(self, codes: dict) -> None:
+        """Integer codes (``{module name: codes}``: quantized linears, or experts' pieces) packed on the CPU
+        (``pack_int32``) into the file; their weights and bytes counted."""
+        codes = {name: dataclasses.replace(q, codes=q.codes.cpu(), scales=q.scales.cpu(), zeros=q.zeros.cpu())
+                 for name, q in codes.items()}
+        storage = grouped_storage(codes)
         self.storage["weights"] += storage["weights"]
         self.storage["bytes"] += storage["bytes"]
-        for name, q in pieces.items():
+        for name, q in codes.items():
             for stored, tensor in q.stored(name).items():
                 self.writer.add(stored, tensor)
 
     def close(self) -> None:
         """Write the non-layer tensors, copied from the folder one at a time, and the file. A tensor tied to
         others (a head sharing the embeddings) goes under the name the in-memory path gives it
-        (``quantized_io.save_weights``): the first module's in the model's order, the input embedding's,
+        (``io.save_weights``): the first module's in the model's order, the input embedding's,
         which vLLM loads for a tied model."""
         for name in self.outside:
             self.writer.add(name, self._tensor(name))
@@ -273,3 +250,74 @@ def release_memory() -> None:
         ctypes.CDLL(None).malloc_trim(0)
     except (OSError, AttributeError):
         pass
+
+
+class SafetensorsWriter:
+    """One safetensors file written tensor by tensor, never held whole in memory (``LayerStream``
+    writes each decoder layer as soon as it is compressed).
+
+    The safetensors format (https://github.com/huggingface/safetensors, "Format"): 8 bytes little-endian
+    header length N, N bytes of JSON header ``{name: {dtype, shape, data_offsets: [begin, end]}, …,
+    "__metadata__": {…}}`` padded with spaces to a multiple of 8, then the tensors' bytes back to back
+    (no holes). The header comes first but is known only at the end, so each tensor's bytes go to a
+    side file per element size as it arrives; ``close`` writes the header and copies the side files
+    after it in decreasing element size (8, 4, 2, 1 bytes), so every tensor starts at a multiple of its
+    element size, as ``safetensors.torch.save_file`` aligns them. Peak memory: one tensor.
+
+    ``add(name, tensor)`` in any order, then ``close()`` writes ``path``; ``abort()`` removes the
+    side files (``path`` is never written on failure)."""
+
+    def __init__(self, path: str | os.PathLike, metadata: dict[str, str] | None = None):
+        self.path = Path(path)
+        self.metadata = metadata or {}
+        # element size → [(name, dtype, shape, bytes)] in the order written
+        self.entries: dict[int, list[tuple[str, str, list[int], int]]] = {}
+        self.sides: dict[int, object] = {}
+
+    def add(self, name: str, tensor: torch.Tensor) -> None:
+        if any(name == entry[0] for entries in self.entries.values() for entry in entries):
+            raise ValueError(f"{self.path.name}: tensor {name} written twice")
+        if tensor.dtype not in DTYPES:
+            raise ValueError(f"{name}: dtype {tensor.dtype} has no safetensors name")
+        tensor = tensor.detach().to("cpu").contiguous()
+        size = tensor.element_size()
+        if size not in self.sides:
+            self.sides[size] = open(self._side(size), "wb")  # noqa: SIM115 - closed in close / abort
+        data = tensor.reshape(-1).view(torch.uint8).numpy()  # a view: written without a copy
+        self.sides[size].write(data)
+        self.entries.setdefault(size, []).append((name, DTYPES[tensor.dtype], list(tensor.shape), data.size))
+
+    def close(self) -> int:
+        """Write the file; returns its size in bytes."""
+        header: dict[str, object] = {"__metadata__": self.metadata} if self.metadata else {}
+        offset = 0
+        for size in sorted(self.entries, reverse=True):
+            for name, dtype, shape, nbytes in self.entries[size]:
+                header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + nbytes]}
+                offset += nbytes
+        text = json.dumps(header, separators=(",", ":")).encode()
+        text += b" " * (-len(text) % 8)
+        for side in self.sides.values():
+            side.close()
+        try:
+            with open(self.path, "wb") as out:
+                out.write(struct.pack("<Q", len(text)))
+                out.write(text)
+                for size in sorted(self.entries, reverse=True):
+                    with open(self._side(size), "rb") as side:
+                        shutil.copyfileobj(side, out, COPY_CHUNK)
+        finally:
+            self._remove_sides()
+        return self.path.stat().st_size
+
+    def abort(self) -> None:
+        for side in self.sides.values():
+            side.close()
+        self._remove_sides()
+
+    def _side(self, size: int) -> Path:
+        return self.path.with_name(f".{self.path.name}.{size}-byte")
+
+    def _remove_sides(self) -> None:
+        for size in self.sides:
+            self._side(size).unlink(missing_ok=True)

@@ -262,7 +262,7 @@ def build_bad_files(root: Path, tiny_model_dir: str) -> dict:
     from forgetless.methods.quantize.method import linear_names
     from forgetless.models.io import save_model
     from forgetless.models.loading import bundled_tokenizer
-    from forgetless.models.quantized_io import quantize_int8
+    from forgetless.models.io import quantize_int8
     from forgetless.models.tiny import tiny_classifier, tiny_seq2seq
     from forgetless.outputs import RUN_FILE
 

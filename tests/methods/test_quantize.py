@@ -20,7 +20,7 @@ from forgetless.kinds import KINDS
 from forgetless.registry import METHODS
 from forgetless.tree import parse_then
 from forgetless.models.io import load_model, save_model
-from forgetless.models.quantized_io import quantized_modules
+from forgetless.models.io import quantized_modules
 from forgetless.models.surgery import drop_layers, prune_heads
 from forgetless.config import EvalConfig
 from forgetless.report.card_types import Card

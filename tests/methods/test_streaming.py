@@ -23,7 +23,7 @@ from forgetless.methods.gptq.config import GptqConfig
 from forgetless.methods.sparsegpt.config import SparseGptConfig
 from forgetless.methods.wanda.config import WandaConfig
 from forgetless.models.io import load_model, save_model
-from forgetless.models.safetensors_writer import SafetensorsWriter
+from forgetless.models.streaming import SafetensorsWriter
 from forgetless.models.tiny import tiny_llama_config
 
 ENV = {**os.environ, "PYTHONPATH": os.getcwd(), "HF_HUB_OFFLINE": "1"}

@@ -1,9 +1,9 @@
-"""``all_finite`` (``models/weights_fit.py``): the one-reduction check every loaded model passes through
+"""``all_finite`` (``models/checks.py``): the one-reduction check every loaded model passes through
 finds a NaN, +inf or -inf anywhere in a tensor of any float type, and passes finite and empty ones."""
 import pytest
 import torch
 
-from forgetless.models.weights_fit import all_finite
+from forgetless.models.checks import all_finite
 
 
 VALUES = [(3.0, True), (float("nan"), False), (float("inf"), False), (-float("inf"), False)]

@@ -23,9 +23,8 @@ from ...config import TrainConfig
 from ...errors import ConfigError
 from ...fsutil import atomic_directory
 from ...models.checks import load_tokenizer
-from ...models.io import check_model_destination, write_model_files
+from ...models.io import check_model_destination, keep_from_stock_if_wrong, write_compressed_config, write_model_files
 from ...models.loading import _pad_token, resolve_model_path
-from ...models.quantized_io import keep_from_stock_if_wrong, write_compressed_config
 from ...models.streaming import LayerStream
 from ..base import CompressionContext
 from .sensitivity import check_sensitivity
@@ -90,7 +89,7 @@ def compress_streamed(model: str | Path, config: OneShotConfig, texts: list[str]
 
 def _finish(stream: LayerStream, folder: Path) -> dict | None:
     """The weights file closed, compressed-tensors' ``quantization_config`` for GPTQ; the manifest's
-    ``quantization`` entry (as ``quantized_io.save_weights`` returns it)."""
+    ``quantization`` entry (as ``io.save_weights`` returns it)."""
     stream.close()
     entry = None
     if stream.quantized:

@@ -2,7 +2,7 @@
 
 * ``dtype = "int8-per-tensor"``: post-training dynamic quantization (Jacob et al. 2018, eq. 1
   ``r = S (q − Z)``, weights per output channel; activations with ONE scale per tensor, computed per
-  batch: ``models/quantized_io.py``), as Zafrir et al. 2019's "Q8BERT" applies it to BERT's Linears,
+  batch: ``models/io.py``), as Zafrir et al. 2019's "Q8BERT" applies it to BERT's Linears,
   with PyTorch's fbgemm / onednn int8 kernels (fast on CPU). On a decoder LLM it is lossy: a few input
   features with outliers (SmolLM2's ``mlp.down_proj`` inputs reach 1,400× their median) set the one
   scale and round most other activations to 0 (WikiText-2 perplexity 35 → 103); ``finalize`` measures
@@ -34,7 +34,7 @@ from torch import nn
 
 from ...errors import ConfigError
 from ...models.adapters import get_adapter
-from ...models.quantized_io import cast_bf16, quantize_int8
+from ...models.io import cast_bf16, quantize_int8
 from ...models.sites import weight_matrix
 from ...quantization.format import CPU_NOTE, QuantFormat
 from ...quantization.layers import attach
