@@ -60,7 +60,7 @@ def gptq_quantize_many(weights: list[torch.Tensor], hessian: torch.Tensor, fmt: 
     perm = torch.argsort(h.diagonal(), descending=True, stable=True) if act_order else torch.arange(w.shape[1])
     weight_t = w.T[perm].contiguous()
     rule = fmt.codes.gptq_rule(weights, weight_t, perm, fmt, static_groups or act_order)
-    obs_sweep(weight_t, inverse_cholesky_upper(h[perm][:, perm]), block_size, rule)
+    obs_sweep(weight_t, inverse_cholesky_upper(h[perm][:, perm] if act_order else h), block_size, rule)  # no copy in order
     return rule.results(perm, row_segments([len(wi) for wi in weights]))
 
 
