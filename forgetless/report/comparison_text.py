@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .headline import delta_text, pct
+from .headline import delta_text, num, pct
 
 if TYPE_CHECKING:  # types only: card_types' Comparison.summary imports this module
     from .card_types import Comparison, LlmSuite
@@ -56,7 +56,7 @@ def _task_rows(llm: LlmSuite) -> list[list[str]]:
     for name, task in llm.tasks.items():
         if "word_perplexity" in task:  # a rolling task (lm-eval's wikitext): perplexities, lower is better
             w = task["word_perplexity"]
-            rows.append([name, "word_perplexity", f"{w['base']:.2f}", f"{w['compressed']:.2f}", f"{w['ratio']:.2f}×", "–"])
+            rows.append([name, "word_perplexity", num(w["base"]), num(w["compressed"]), num(w["ratio"]) + "×", "–"])
             continue
         generation = task.get("output_type") == "generate_until"  # its first metric's paired change: "score"
         scores = task.get("score" if generation else task["metric"]) or {}
