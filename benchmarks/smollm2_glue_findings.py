@@ -11,7 +11,9 @@ importance of the label word's loss (``heads``) and GPTQ 4-bit with groups of 12
 Every model is scored zero-shot (``metrics/zero_shot.py``: chat template, the task's prompt,
 content-free calibration) on sst2 → AdvGLUE-sst2, mnli-small → HANS (hard / easy from the MNLI
 hardness file) and qqp → PAWS-QQP + PAWS-Wiki + AdvGLUE-qqp: accuracy with 95% bootstrap intervals,
-F_bias (Du et al. 2023, eq. 1-2) with its paired bootstrap interval, and, once per variant,
+F_bias (Du et al. 2023, eq. 1-2) with its paired bootstrap interval (marked † where the base itself is at
+chance on the challenge sets), the paired changes compressed − base on dev, the pooled challenge and each
+challenge set, flips with McNemar's p, the change on dev's hard and easy thirds, and, once per variant,
 held-out perplexity on XSum documents (joined, windows of the model's context capped at 2048:
 ``metrics/perplexity.py``; results written before issue 29 used 128-token windows per text) and
 prefill / decode speed against the base.
@@ -33,9 +35,12 @@ import os
 import time
 from pathlib import Path
 
+import numpy as np
+
 from forgetless.data.tasks import load_task
 from forgetless.config import EvalConfig
 from forgetless.data.texts import read_texts
+from forgetless.metrics.paired import flips, paired_intervals
 from forgetless.metrics.perplexity import default_perplexity_file, default_window, join, perplexity
 from forgetless.metrics.size import parameter_counts
 from forgetless.metrics.speed import SpeedConfig
@@ -43,7 +48,7 @@ from forgetless.fsutil import atomic_write_json, atomic_write_text
 from forgetless.kinds import KINDS
 from forgetless.methods.base import CompressionContext
 from forgetless.registry import METHODS
-from forgetless.report import honest
+from forgetless.report import headline, honest
 from forgetless.report.card import bias_section
 from forgetless.training.trainer import TrainConfig
 
@@ -85,13 +90,34 @@ def evaluate(model, tokenizer, task, args) -> dict:
 def compare(task, base: dict, compressed: dict, seed: int) -> dict:
     predictions = {"base": base["predictions"], "compressed": compressed["predictions"]}
     results = {"base": base, "compressed": compressed}
-    intervals = honest.intervals_section(task, predictions, seed)
+    intervals = dataclasses.asdict(honest.intervals_section(task, predictions, seed))
     return {"sets": {name: {role: results[role]["sets"][name]["accuracy"] for role in results}
                      for name in base["sets"]},
+            "predicted_share": {name: {role: results[role]["sets"][name].get("predicted_share") for role in results}
+                                for name in base["sets"]},
+            **paired_changes(task, predictions, seed),
             "challenge_pooled": {role: results[role]["challenge_pooled"] for role in results},
             "bias": bias_section(results), "intervals": intervals,
             "hard_easy": {role: {k: results[role]["sets"]["dev"][k]["accuracy"] for k in ("hard", "easy")}
                           for role in results} if "hard" in base["sets"]["dev"] else None}
+
+
+def paired_changes(task, predictions: dict, seed: int) -> dict:
+    """Flips per evaluation set and pooled challenge (correct → wrong, wrong → correct, exact McNemar p) and the
+    paired change compressed − base on dev's hard and easy thirds (the first paper's variance-based difficulty):
+    whether compression costs more where the base is shakier."""
+    correct = honest.correctness(task, predictions)
+    pooled = [name for name in task.pooled if name in correct["base"]]
+    joined = {role: np.concatenate([correct[role][name] for name in pooled]) for role in honest.ROLES} if pooled else None
+    out = {"flips": {name: flips(correct["base"][name], correct["compressed"][name]) for name in correct["base"]},
+           "hard_easy_delta": None}
+    out["flips"]["challenge_pooled"] = flips(joined["base"], joined["compressed"]) if joined else None
+    if task.dev.hard is not None:
+        hard = np.asarray(task.dev.hard, dtype=bool)
+        out["hard_easy_delta"] = {part: paired_intervals(correct["base"]["dev"][mask], correct["compressed"]["dev"][mask],
+                                                         seed=seed)["delta"]
+                                  for part, mask in (("hard", hard), ("easy", ~hard))}
+    return out
 
 
 def base_perplexity(model, tokenizer, texts, args) -> float:
@@ -178,17 +204,54 @@ def base_only_row(task_name: str, base: dict, args) -> str:
             f"{hard_easy} |")
 
 
+def _points(delta: dict | None) -> str:
+    """A paired change in points with its interval (``-2.5 [-5.0, +0.0]``)."""
+    if not delta or delta.get("value") is None:
+        return "–"
+    return f"{100 * delta['value']:+.1f} [{100 * delta['low']:+.1f}, {100 * delta['high']:+.1f}]"
+
+
+def _flips(f: dict | None) -> str:
+    return "–" if not f else f"{f['correct_to_wrong']} / {f['wrong_to_correct']} ({headline.p_text(f['mcnemar_p'])})"
+
+
+def change_row(task_name: str, r: dict) -> str:
+    """The paired changes of one variant: dev and pooled challenge (compressed − base, the same items), flips, and
+    the change on dev's hard and easy thirds."""
+    delta = r["intervals"]["delta"]
+    he = r.get("hard_easy_delta")
+    per_set = "; ".join(f"{name} {_points(change)}" for name, change in delta["sets"].items() if name != "dev")
+    return (f"| {task_name} | {r['variant']} | {_points(delta['sets']['dev'])} | {_points(delta['challenge'])} | "
+            f"{_flips(r['flips']['dev'])} | {_flips(r['flips']['challenge_pooled'])} | "
+            + (f"{_points(he['hard'])} / {_points(he['easy'])}" if he else "–") + f" | {per_set} |")
+
+
+def challenge_labels(base: dict) -> int:
+    """How many labels the pooled challenge sets have (HANS, PAWS, AdvGLUE, FEVER-Symmetric: two)."""
+    return len(base["sets"][base["pooled_sets"][0]]["predicted_share"])
+
+
+def base_at_chance(interval: dict, labels: int) -> str:
+    """``†`` when the base's pooled challenge interval holds chance (1 / the number of labels): a challenge set the
+    base itself fails, so the variant's F_bias there means nothing."""
+    return "†" if interval["low"] <= 1 / labels <= interval["high"] else ""
+
+
 def table(args) -> None:
     out = Path(args.out)
     lines = ["| task | variant | dev % [95% CI] | challenge % [95% CI] | F_bias [95% CI] | hard / easy % |",
              "|---|---|---:|---:|---:|---:|"]
     speed_lines = ["| variant | layer weights kept (non-zero) | perplexity (XSum) | prefill speedup (b1) | decode speedup (b1) | "
                    "FLOP limit | load avg (1, 5, 15 min) |", "|---|---:|---:|---:|---:|---:|---|"]
+    change_lines = ["| task | variant | Δ dev pts [95% CI] | Δ challenge pts [95% CI] | dev flips c→w / w→c (p) | "
+                    "challenge flips c→w / w→c (p) | Δ hard / Δ easy pts | Δ per challenge set pts |",
+                    "|---|---|---:|---:|---:|---:|---:|---|"]
     for task_name in args.tasks:
         files = sorted((out / task_name).glob("*.json"), key=lambda p: list(VARIANTS).index(p.stem) if p.stem in VARIANTS else -1)
         for path in files:
             r = json.loads(path.read_text())
             if path.stem == "base":
+                base = r
                 if len(files) == 1:
                     lines.append(base_only_row(task_name, r, args))
                 continue
@@ -198,12 +261,16 @@ def table(args) -> None:
                              "| – | " + (" / ".join(f"{100 * r['hard_easy']['base'][k]:.1f}" for k in ("hard", "easy"))
                                         if r["hard_easy"] else "–") + " |")
             fb = iv.get("f_bias") or {}
-            fb_text = (f"{r['bias']['f_bias']:.3f} [{fb.get('low', float('nan')):.3f}, {fb.get('high', float('nan')):.3f}]"
+            bound = lambda key: "–" if fb.get(key) is None else f"{fb[key]:.3f}"  # noqa: E731  (no interval: gap ≤ 0)
+            fb_text = (f"{r['bias']['f_bias']:.3f} [{bound('low')}, {bound('high')}]"
                        if r["bias"].get("f_bias") is not None else "undefined")
+            fb_text += base_at_chance(iv["challenge"]["base"], challenge_labels(base))
             lines.append(f"| {task_name} | {r['variant']} | {_ci(iv['sets']['dev']['compressed'])} | "
                          f"{_ci(iv['challenge']['compressed'])} | {fb_text} | "
                          + (" / ".join(f"{100 * r['hard_easy']['compressed'][k]:.1f}" for k in ("hard", "easy"))
                             if r["hard_easy"] else "–") + " |")
+            if "flips" in r:
+                change_lines.append(change_row(task_name, r))
             if "speed" in r:
                 s = r["speed"]
                 if "not_timed" in s:
@@ -215,8 +282,12 @@ def table(args) -> None:
                                    f"{s['latency_ms']['speedup']:.2f}× | {_times(s['decode_ms_per_token']['speedup'])} | "
                                    + (f"{flop:.2f}×" if flop else "–") + " | "
                                    + ", ".join(f"{x:.1f}" for x in s.get("load_average", [])) + " |")
-    atomic_write_text(out / "results.md", "\n".join(lines + [""] + speed_lines) + "\n")
-    print("\n".join(lines + [""] + speed_lines))
+    if any("†" in line for line in lines):
+        lines.append("\n† the base's pooled challenge accuracy is at chance (its interval holds 1 / the labels): the "
+                     "base fails that set already, so F_bias there says nothing about what compression cost.")
+    text = "\n".join(lines + [""] + (change_lines + [""] if len(change_lines) > 2 else []) + speed_lines)
+    atomic_write_text(out / "results.md", text + "\n")
+    print(text)
 
 
 if __name__ == "__main__":
