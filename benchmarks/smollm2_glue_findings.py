@@ -264,6 +264,8 @@ def table(args) -> None:
             bound = lambda key: "–" if fb.get(key) is None else f"{fb[key]:.3f}"  # noqa: E731  (no interval: gap ≤ 0)
             fb_text = (f"{r['bias']['f_bias']:.3f} [{bound('low')}, {bound('high')}]"
                        if r["bias"].get("f_bias") is not None else "undefined")
+            if (r["bias"].get("gap_base") or 0) <= 0:
+                fb_text = "not meaningful (the base's gap ≤ 0)"
             fb_text += base_at_chance(iv["challenge"]["base"], challenge_labels(base))
             lines.append(f"| {task_name} | {r['variant']} | {_ci(iv['sets']['dev']['compressed'])} | "
                          f"{_ci(iv['challenge']['compressed'])} | {fb_text} | "
