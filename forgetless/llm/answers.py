@@ -26,7 +26,7 @@ from ..errors import ConfigError, DataError
 from ..fsutil import json_digest, json_lines
 from . import cache
 from .divergence import score_answer, summarize
-from .scoring import LOGITS_BUDGET  # bytes of fp32 logits one forward may keep, here per model
+from .scoring import LOGITS_BUDGET, vocabulary  # bytes of fp32 logits one forward may keep, here per model
 
 PROMPT_FIELDS = ("prompt", "text", "question")  # the field of a .jsonl record holding the prompt
 DEFAULT_MAX_NEW_TOKENS = 64
@@ -226,9 +226,8 @@ def score_pairs(base, compressed, prompt_ids: list[list[int]], answers: list[lis
                 batch_size: int = SCORE_BATCH) -> list:
     """``divergence.AnswerScores`` per prompt: base and compressed teacher-forced on prompt + answer, in batches of
     prompts of similar length whose kept logits stay within ``LOGITS_BUDGET`` per model (``score_batches``)."""
-    vocabulary = compressed.get_output_embeddings().weight.shape[0]
     scored = {}
-    for chosen in score_batches(prompt_ids, answers, batch_size, vocabulary):
+    for chosen in score_batches(prompt_ids, answers, batch_size, vocabulary(compressed)):
         rows = [(prompt_ids[i], answers[i]) for i in chosen]
         pairs = zip(answer_logits(base, rows, pad), answer_logits(compressed, rows, pad), rows, chosen)
         scored.update({i: score_answer(b, c, torch.tensor(a)) for b, c, (_, a), i in pairs})
