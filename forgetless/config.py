@@ -70,7 +70,8 @@ class MethodConfig(Config):
 
     @property
     def recovers(self) -> bool:
-        """Whether the method trains after (or while) compressing (``recovery`` option, if any)."""
+        """Whether the method trains after (or while) compressing (``recovery`` option, if any; a post-training
+        method without one declares ``recovers: ClassVar[bool] = False``)."""
         return getattr(self, "recovery", "fine-tune") != "none"
 
 

@@ -206,6 +206,12 @@ def atomic_write_json(path: str | os.PathLike, data: Any) -> None:
     atomic_write_text(path, json.dumps(data, indent=2, sort_keys=False, default=_jsonable) + "\n")
 
 
+def json_digest(value: Any) -> str:
+    """The sha256 (hex) of ``value`` as JSON, keys sorted, what JSON cannot hold as its text: the key of a
+    cached result or of a run."""
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()
+
+
 def _jsonable(obj: Any) -> Any:
     if hasattr(obj, "tolist"):
         return obj.tolist()

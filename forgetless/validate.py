@@ -19,7 +19,6 @@ or row and what would be valid (the CLI turns it into exit code 2).
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -33,6 +32,7 @@ from .arguments import check_device
 from .data.llm_tasks import SUITES, check_generation_room, check_window, missing_calibration
 from .data.task_kinds import task_kind
 from .errors import ForgetlessError, OptionError, OutputFolderError
+from .fsutil import json_digest
 from .kinds import KINDS, check_compatible, kind_for
 from .kinds.causal_lm import meta_model_of
 from .kinds.in_memory import check_model_object
@@ -351,7 +351,7 @@ def run_key(task, config) -> str:
     data = run_identity(config)
     data["task"] = {"name": task.name, "kind": task.kind, "labels": list(task.label_names or []),
                     "sets": {name: s.fingerprint() for name, s in {"train": task.train, **task.eval_sets()}.items()}}
-    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:20]
+    return json_digest(data)[:20]
 
 
 def run_identity(config) -> dict:

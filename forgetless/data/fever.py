@@ -25,7 +25,7 @@ from pathlib import Path
 from .files import example_set_from_rows, read_table, require_columns
 from . import hub
 from .registry import TASKS, data_root
-from .task import ExampleSet, Task, stratified_split
+from .task import ExampleSet, Task, train_dev_split
 
 FEVER_LABELS = ["SUPPORTS", "REFUTES"]
 DEV_FILE = "fever/paper_dev.jsonl"
@@ -69,10 +69,8 @@ def fever_task(data_dir=None, seed: int = 0, train_fraction: float = 0.8, datase
         protocol = f"FEVER → Symmetric: train {dataset} ({subset or 'default'}), dev = FEVER paper_dev"
         dev = dev.subset(list(range(len(dev))), "dev")
     else:
-        train_idx, dev_idx = stratified_split(dev.labels, train_fraction, seed)
-        train, dev = dev.subset(train_idx, "train"), dev.subset(dev_idx, "dev")
-        protocol = (f"FEVER → Symmetric (claim-only): seeded (seed {seed}) stratified {train_fraction:.0%}/"
-                    f"{1 - train_fraction:.0%} split of FEVER paper_dev (data folder)")
+        train, dev, split = train_dev_split(dev, train_fraction, seed)
+        protocol = f"FEVER → Symmetric (claim-only): {split} of FEVER paper_dev (data folder)"
     return _task(train, dev, challenges, protocol)
 
 

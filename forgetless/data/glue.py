@@ -25,7 +25,7 @@ from ..errors import DataError
 from .files import example_set_from_rows, read_table, require_columns
 from . import hub
 from .registry import TASKS, data_root
-from .task import ExampleSet, Task, labels_from_names, stratified_split
+from .task import ExampleSet, Task, labels_from_names, train_dev_split
 
 ADVGLUE_FILE = "advglue/dev.json"
 SST2_LABELS = ["negative", "positive"]
@@ -53,13 +53,6 @@ def read_advglue(data_dir: Path, task: str, label_names: list[str]) -> ExampleSe
 def _table(data_dir: Path, rel: str, quoting=csv.QUOTE_NONE) -> tuple[list[dict], str]:
     path = Path(data_dir) / rel
     return read_table(path, quoting=quoting), str(path)
-
-
-def _split(examples: ExampleSet, fraction: float, seed: int) -> tuple[ExampleSet, ExampleSet]:
-    if not 0.0 < fraction < 1.0:
-        raise DataError(f"train_fraction must be in (0, 1), got {fraction}")
-    first, second = stratified_split(examples.labels, fraction, seed)
-    return examples.subset(first, "train"), examples.subset(second, "dev")
 
 
 def origin(root: Path | None) -> str:
@@ -104,12 +97,10 @@ def qnli_task(data_dir=None, seed: int = 0, train_fraction: float = 0.8) -> Task
         return _glue_task("qnli", NLI_LABELS, None, "QNLI", dev="validation")
     rows, where = _table(data_dir, "glue/QNLI/dev.tsv")
     full = example_set_from_rows(rows, "qnli_dev", where, "question", "label", NLI_LABELS, "sentence")
-    train, dev = _split(full, train_fraction, seed)
+    train, dev, split = train_dev_split(full, train_fraction, seed)
     return Task("qnli", NLI_LABELS, train, dev, {"advglue": read_advglue(data_dir, "qnli", NLI_LABELS)},
-                pooled_challenges=["advglue"],
-                protocol=(f"qnli → AdvGLUE-qnli: seeded (seed {seed}) stratified {train_fraction:.0%}/"
-                          f"{1 - train_fraction:.0%} split of GLUE QNLI dev ({len(full)} rows; no train set offline; "
-                          f"{origin(data_dir)})"))
+                pooled_challenges=["advglue"], protocol=(f"qnli → AdvGLUE-qnli: {split} of GLUE QNLI dev ({len(full)} "
+                                                         f"rows; no train set offline; {origin(data_dir)})"))
 
 
 QQP_FILE = "glue/QQP/qqp_train_heldout_23k_mieseung.tsv"
@@ -165,14 +156,13 @@ def qqp_task(data_dir=None, seed: int = 0, train_fraction: float = 0.8) -> Task:
                     protocol="qqp → AdvGLUE-qqp, PAWS-Wiki: GLUE QQP train / validation (Hugging Face hub; PAWS-QQP "
                              "is not on the hub, pass --data-dir for it)")
     full, skipped = read_qqp_slice(data_dir)
-    train, dev = _split(full, train_fraction, seed)
+    train, dev, split = train_dev_split(full, train_fraction, seed)
     challenges = {"advglue": read_advglue(data_dir, "qqp", QQP_LABELS),
                   "paws_qqp": read_paws(data_dir, "paws/paws_qqp/dev_and_test.tsv", "paws_qqp"),
                   "paws_wiki": read_paws(data_dir, "paws/paws_wiki_labeled_final/dev.tsv", "paws_wiki")}
     return Task("qqp", QQP_LABELS, train, dev, challenges, pooled_challenges=["advglue"],
-                protocol=(f"qqp-slice → AdvGLUE-qqp, PAWS-QQP, PAWS-Wiki: seeded (seed {seed}) stratified "
-                          f"{train_fraction:.0%}/{1 - train_fraction:.0%} split of a {len(full)}-row QQP train slice "
-                          f"({skipped} malformed row(s) skipped; {origin(data_dir)})"))
+                protocol=(f"qqp-slice → AdvGLUE-qqp, PAWS-QQP, PAWS-Wiki: {split} of a {len(full)}-row QQP train "
+                          f"slice ({skipped} malformed row(s) skipped; {origin(data_dir)})"))
 
 
 GLUE_TASKS = {"sst2": sst2_task, "rte": rte_task, "qnli": qnli_task, "qqp": qqp_task}

@@ -19,7 +19,7 @@ from ..errors import DataError
 from .files import example_set_from_rows, read_table, require_columns
 from . import hub
 from .registry import TASKS, data_root
-from .task import ExampleSet, Task, stratified_split
+from .task import ExampleSet, Task, train_dev_split
 
 MNLI_LABELS = ["entailment", "neutral", "contradiction"]
 HANS_LABELS = ["entailment", "non-entailment"]
@@ -61,13 +61,10 @@ def mnli_small_task(data_dir, seed: int = 0, train_fraction: float = 0.8) -> Tas
     else:
         mnli, hans = read_mnli_dev(root), read_hans(root)
         hardness = "hard/easy = Gururangan et al. 2018 hardness; data folder"
-    train_idx, dev_idx = stratified_split(mnli.labels, train_fraction, seed)
-    return Task(
-        "mnli-small", MNLI_LABELS, mnli.subset(train_idx, "train"), mnli.subset(dev_idx, "dev"), {"hans": hans},
-        protocol=(f"mnli-small → HANS: seeded (seed {seed}) stratified {train_fraction:.0%}/"
-                  f"{1 - train_fraction:.0%} split of MNLI dev matched ({len(mnli)} rows); HANS 30k challenge "
-                  f"(3-way → entailment / non-entailment); {hardness}"),
-    )
+    train, dev, split = train_dev_split(mnli, train_fraction, seed)
+    return Task("mnli-small", MNLI_LABELS, train, dev, {"hans": hans},
+                protocol=(f"mnli-small → HANS: {split} of MNLI dev matched ({len(mnli)} rows); HANS 30k challenge "
+                          f"(3-way → entailment / non-entailment); {hardness}"))
 
 
 def mnli_task(data_dir=None, seed: int = 0) -> Task:

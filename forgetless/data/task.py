@@ -262,6 +262,16 @@ def stratified_split(labels: list[int], fraction: float, seed: int) -> tuple[lis
     return sorted(first), sorted(second)
 
 
+def train_dev_split(examples: ExampleSet, fraction: float, seed: int) -> tuple[ExampleSet, ExampleSet, str]:
+    """``examples`` split into ``train`` (``fraction`` of each class, seeded) and ``dev``, and the words a
+    task's protocol gives the split."""
+    if not 0.0 < fraction < 1.0:
+        raise DataError(f"train_fraction must be in (0, 1), got {fraction}")
+    first, second = stratified_split(examples.labels, fraction, seed)
+    return (examples.subset(first, "train"), examples.subset(second, "dev"),
+            f"seeded (seed {seed}) stratified {fraction:.0%}/{1 - fraction:.0%} split")
+
+
 def capped(examples: ExampleSet | PairSet, size: int | None, seed: int) -> ExampleSet | PairSet:
     """A seeded random subset of exactly ``size`` examples (all if the set is smaller), stratified
     by label (and group, if any) for labelled sets: each stratum gets its share rounded down, and

@@ -14,9 +14,7 @@
 """
 from __future__ import annotations
 
-import hashlib
 import inspect
-import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,11 +23,10 @@ import numpy as np
 import torch
 
 from ..errors import ConfigError, DataError
-from ..fsutil import json_lines
-from ..outputs import cache_root
+from ..fsutil import json_digest, json_lines
 from . import cache
 from .divergence import score_answer, summarize
-from .scoring import LOGITS_BUDGET  # bytes of fp32 logits one forward may keep, here per model
+from .scoring import LOGITS_BUDGET, vocabulary  # bytes of fp32 logits one forward may keep, here per model
 
 PROMPT_FIELDS = ("prompt", "text", "question")  # the field of a .jsonl record holding the prompt
 DEFAULT_MAX_NEW_TOKENS = 64
@@ -49,7 +46,7 @@ class PromptSet:
     max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS
 
     def fingerprint(self) -> str:
-        return hashlib.sha256(json.dumps([self.prompts, self.max_new_tokens]).encode()).hexdigest()[:16]
+        return json_digest([self.prompts, self.max_new_tokens])[:16]
 
 
 def read_prompts(path: str | Path, flag: str = "--divergence-file") -> list[str]:
@@ -167,18 +164,8 @@ def generate_answers(model, prompt_ids: list[list[int]], max_new_tokens: int, ba
 
 def answers_entry(model, tokenizer, prompts: PromptSet, batch_size: int) -> Path | None:
     """Where the base's answers to ``prompts`` are kept; None when its weights cannot be hashed."""
-    weights = cache.model_digest(model)
-    if weights is None:
-        return None
-    import transformers
-
-    vocabulary = hashlib.sha256(json.dumps(sorted(tokenizer.get_vocab().items())).encode()).hexdigest()
-    key = {"weights": weights, "vocabulary": vocabulary, "special": tokenizer.special_tokens_map,
-           "chat_template": getattr(tokenizer, "chat_template", None), "prompts": prompts.fingerprint(),
-           "generation": "greedy", "batch_size": batch_size, "threads": torch.get_num_threads(),
-           "versions": [torch.__version__, transformers.__version__]}
-    name = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:24]
-    return cache_root() / "llm-answers" / f"{name}.json"
+    return cache.entry(model, tokenizer, {"prompts": prompts.fingerprint(), "generation": "greedy",
+                                          "batch_size": batch_size}, folder="llm-answers")
 
 
 def base_answers(model, tokenizer, prompts: PromptSet, batch_size: int) -> dict:
@@ -239,9 +226,8 @@ def score_pairs(base, compressed, prompt_ids: list[list[int]], answers: list[lis
                 batch_size: int = SCORE_BATCH) -> list:
     """``divergence.AnswerScores`` per prompt: base and compressed teacher-forced on prompt + answer, in batches of
     prompts of similar length whose kept logits stay within ``LOGITS_BUDGET`` per model (``score_batches``)."""
-    vocabulary = compressed.get_output_embeddings().weight.shape[0]
     scored = {}
-    for chosen in score_batches(prompt_ids, answers, batch_size, vocabulary):
+    for chosen in score_batches(prompt_ids, answers, batch_size, vocabulary(compressed)):
         rows = [(prompt_ids[i], answers[i]) for i in chosen]
         pairs = zip(answer_logits(base, rows, pad), answer_logits(compressed, rows, pad), rows, chosen)
         scored.update({i: score_answer(b, c, torch.tensor(a)) for b, c, (_, a), i in pairs})

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from ..fsutil import atomic_write_json
+from ..fsutil import atomic_write_json, json_digest
 from ..outputs import cache_root
 
 
@@ -63,23 +63,30 @@ def _digest(model) -> str | None:
     return digest.hexdigest()
 
 
-def entry_path(model, tokenizer, suite, batch_size: int) -> Path | None:
-    """Where this model's evaluation on ``suite`` is kept; None when it cannot be keyed."""
+def entry(model, tokenizer, key: dict, name: str = "", versions: tuple = (), folder: str = "llm-eval") -> Path | None:
+    """Where a result of ``model`` is kept (``$FORGETLESS_CACHE/<folder>/<name><hash>.json``): keyed on ``key``
+    (what else it depends on), the model's weights, its tokenizer (vocabulary, special tokens, chat template:
+    generation prompts, ``llm/lm.chat_turns``), the torch threads and the versions of torch, transformers and
+    ``versions``; None when the weights cannot be hashed."""
     weights = model_digest(model)
     if weights is None:
         return None
-    import lm_eval
     import transformers
 
-    vocabulary = hashlib.sha256(json.dumps(sorted(tokenizer.get_vocab().items())).encode()).hexdigest()
-    key = {"weights": weights, "vocabulary": vocabulary, "special": tokenizer.special_tokens_map,
-           "chat_template": getattr(tokenizer, "chat_template", None),  # generation prompts: llm/lm.chat_turns
-           "tasks": {n: [s.fingerprint(), source_digest(s.source)] for n, s in suite.sets.items()},
-           "perplexity": suite.perplexity.fingerprint() if suite.perplexity else None, "window": suite.window,
-           "scoring": suite.scoring, "batch_size": batch_size, "threads": torch.get_num_threads(),
-           "versions": [torch.__version__, transformers.__version__, getattr(lm_eval, "__version__", None)]}
-    name = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:24]
-    return cache_root() / "llm-eval" / f"{name}.json"
+    key = {**key, "weights": weights, "vocabulary": json_digest(sorted(tokenizer.get_vocab().items())),
+           "special": tokenizer.special_tokens_map, "chat_template": getattr(tokenizer, "chat_template", None),
+           "threads": torch.get_num_threads(), "versions": [torch.__version__, transformers.__version__, *versions]}
+    return cache_root() / folder / f"{name}{json_digest(key)[:24]}.json"
+
+
+def entry_path(model, tokenizer, suite, batch_size: int) -> Path | None:
+    """Where this model's evaluation on ``suite`` is kept; None when it cannot be keyed."""
+    import lm_eval
+
+    return entry(model, tokenizer, {
+        "tasks": {n: [s.fingerprint(), source_digest(s.source)] for n, s in suite.sets.items()},
+        "perplexity": suite.perplexity.fingerprint() if suite.perplexity else None, "window": suite.window,
+        "scoring": suite.scoring, "batch_size": batch_size}, versions=(getattr(lm_eval, "__version__", None),))
 
 
 def source_digest(source: str) -> str:
@@ -93,21 +100,10 @@ def zero_shot_entry_path(model, tokenizer, task, options: dict) -> Path | None:
     """Where a causal LM's zero-shot scores of ``task``'s evaluation sets are kept; ``options``: everything
     else they depend on (the evaluation options, the prompt, the token budget, the batch size). None when
     the weights cannot be hashed."""
-    weights = model_digest(model)
-    if weights is None:
-        return None
-    import transformers
-
-    def digest(value) -> str:
-        return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()
-
-    key = {"weights": weights, "vocabulary": digest(sorted(tokenizer.get_vocab().items())),
-           "special": tokenizer.special_tokens_map, "chat_template": getattr(tokenizer, "chat_template", None),
-           "sets": {name: digest(asdict(examples)) for name, examples in task.eval_sets().items()},
-           "train": digest(asdict(task.train)) if options.get("shots") else None,
-           "labels": task.label_names, "pooled": task.pooled_challenges, "options": options,
-           "threads": torch.get_num_threads(), "versions": [torch.__version__, transformers.__version__]}
-    return cache_root() / "llm-eval" / f"zero-shot-{digest(key)[:24]}.json"
+    return entry(model, tokenizer, {
+        "sets": {name: json_digest(asdict(examples)) for name, examples in task.eval_sets().items()},
+        "train": json_digest(asdict(task.train)) if options.get("shots") else None,
+        "labels": task.label_names, "pooled": task.pooled_challenges, "options": options}, "zero-shot-")
 
 
 def load(path: Path | None) -> dict | None:

@@ -99,6 +99,7 @@ class CompressionMethod:
             raise ConfigError(f"{type(self).__name__} takes its method config (a MethodConfig), got "
                               f"{type(config).__name__}")
         self.config = config
+        self.record: dict = {}  # what the method scored and decided (its artifacts, its scores file in work_dir)
 
     # ----- stages --------------------------------------------------------------------------------
     def check_fits(self, model: nn.Module) -> None:

@@ -4,23 +4,21 @@ set"): where they go (keyed by ``models.io.model_fingerprint``), and NumPy ``.np
 (no pickle) written atomically."""
 from __future__ import annotations
 
-import hashlib
 import io
-import json
 import logging
 import os
 from pathlib import Path
 
 import numpy as np
 
-from ..fsutil import atomic_write_bytes
+from ..fsutil import atomic_write_bytes, json_digest
 
 log = logging.getLogger(__name__)
 
 
 def cache_key(data: dict) -> str:
     """Short hash of what a cached result depends on (JSON, keys sorted)."""
-    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    return json_digest(data)[:16]
 
 
 def context_cache_dir(ctx) -> Path:

@@ -75,12 +75,13 @@ def focal_weights(true_class_probs: torch.Tensor, gamma: float = 2.0) -> torch.T
     return raw / mean
 
 
-def focal_loss(logits: torch.Tensor, labels: torch.Tensor, gamma: float = 2.0) -> torch.Tensor:
+def focal_loss(logits: torch.Tensor, labels: torch.Tensor, gamma: float = 2.0, detached: bool = False) -> torch.Tensor:
     """Du et al. appendix B focal loss ``mean_i(−(1 − p_i)^γ / mean_batch((1 − p_k)^γ) · log p_i)``,
     differentiated as written: the gradient flows through ``(1 − p_i)^γ`` and the batch normaliser
-    as well as through ``log p_i`` (Lin et al. 2017's focal loss, batch-normalised)."""
+    as well as through ``log p_i`` (Lin et al. 2017's focal loss, batch-normalised); ``detached``: the
+    weights ``w_i`` are not differentiated (``reweighted_ce_loss``)."""
     log_p = F.log_softmax(logits, dim=-1).gather(-1, labels.unsqueeze(-1)).squeeze(-1)
-    weights = focal_weights(log_p.exp(), gamma)
+    weights = focal_weights((log_p.detach() if detached else log_p).exp(), gamma)
     return -(weights * log_p).mean()
 
 
@@ -88,9 +89,7 @@ def reweighted_ce_loss(logits: torch.Tensor, labels: torch.Tensor, gamma: float 
     """The value of :func:`focal_loss` with the weights ``w_i`` *detached*: per-sample CE
     re-weighted by the current ``(1 − p_i)^γ`` (a sample re-weighting method). Its gradient is
     not the focal loss's (on random logits they differ by tens of percent)."""
-    log_p = F.log_softmax(logits, dim=-1).gather(-1, labels.unsqueeze(-1)).squeeze(-1)
-    weights = focal_weights(log_p.detach().exp(), gamma)
-    return -(weights * log_p).mean()
+    return focal_loss(logits, labels, gamma, detached=True)
 
 
 def jtt_weights(misclassified: torch.Tensor, lambda_up: float = 2.0) -> torch.Tensor:

@@ -29,7 +29,6 @@ import copy
 import dataclasses
 import math
 import time
-import types
 
 import torch
 from torch import nn
@@ -44,7 +43,7 @@ from ...quantization.compressed_tensors import stored_layout
 from ...quantization.format import PACKED
 from ...quantization.layers import attach
 from .allocation import allocate
-from .sensitivity import BATCH, TEXTS, TOKENS, Reference, _expert_linears, unit_rows, units
+from .sensitivity import Reference, _expert_linears, sensitivity_batches, unit_rows, units
 
 ITEM_BYTES = {"I32": 4, "F32": 4, "I64": 8, "I8": 1, "F8_E4M3": 1}
 NOT_COUNTED = ".weight_shape"  # the 16-byte shape record of a packed layer (module docstring of candidates.py)
@@ -189,13 +188,9 @@ def sized(config, model: nn.Module) -> tuple[list[Unit], list[Candidate], list, 
 def plan_budget(model: nn.Module, ctx, config) -> BudgetPlan:
     """The allocation for ``model`` (still the base: called before the method quantizes) on the run's
     calibration texts (``ctx``)."""
-    from .._shared.calibration import calibration_batches
-
     units_, chosen, costs, low, high = sized(config, model)
     start = time.perf_counter()
-    texts = types.SimpleNamespace(name=config.name, calibration_examples=TEXTS, calibration_length=TOKENS,
-                                  calibration_batch=BATCH)
-    batches = calibration_batches(ctx, texts)
+    batches = sensitivity_batches(ctx, config.name)
     kl, tokens = candidate_kl(model.eval(), units_, chosen, costs, batches, config)
     measured = time.perf_counter() - start
     start = time.perf_counter()

@@ -32,24 +32,12 @@ from ...metrics.predict import scoring_mode
 from ...models.adapters import get_adapter
 from ...models.gates import HookSet
 from ...models.sites import in_features, weight_matrix
-from .._shared.hessian import HessianAccumulator
 from .._shared.oneshot import CalibratedMethod
-from .._shared.sequential import run_layer_by_layer
+from .._shared.sequential import Group, groups_of, run_layer_by_layer
 from .budget import selection_of
 from .sensitivity import record_fold
 
-Group = tuple[list[str], list[nn.Module], HessianAccumulator]  # linears fed one tensor, their statistics
 TOLERANCE = 1e-4
-
-
-def groups_of(stats: dict[str, tuple[nn.Module, HessianAccumulator]]) -> list[Group]:
-    """The layer's linears grouped by the input they share (one accumulator), in module order."""
-    found: dict[int, Group] = {}
-    for name, (module, accumulator) in stats.items():
-        found.setdefault(id(accumulator), ([], [], accumulator))
-        found[id(accumulator)][0].append(name)
-        found[id(accumulator)][1].append(module)
-    return list(found.values())
 
 
 def _channels(module: nn.Module) -> torch.Tensor | None:

@@ -27,7 +27,6 @@ class HeadPruningMethod(CompressionMethod, ABC):
         super().__init__(config)
         self.original: HeadLayout | None = None
         self.alive: dict = {}
-        self.record: dict = {}
 
     # ----- bookkeeping in original head indices ------------------------------------------------
     def start(self, model: nn.Module) -> None:

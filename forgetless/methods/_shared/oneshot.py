@@ -32,7 +32,7 @@ from .calibration import calibration_batches
 from .hessian import HessianAccumulator
 from .masks import NmCheck, nm_check, nm_nonzeros
 from .oneshot_config import OneShotConfig, OneShotPruningConfig
-from .sequential import LayerSource, run_layer_by_layer
+from .sequential import LayerSource, groups_of, run_layer_by_layer
 
 NM_COUNTS = ("groups", "exactly_n", "fewer_than_n", "fewer_base_zero", "more_than_n")
 NO_SPEEDUP = "no speedup on CPU: unstructured and N:M sparsity need sparse kernels / sparse tensor cores"
@@ -144,11 +144,8 @@ class OneShotMethod(CalibratedMethod):
         a model held whole; streamed calibration after each layer, before its weights are freed)."""
 
     def _compress_layer(self, stack: str, index: int, layer: nn.Module, stats: dict) -> None:
-        shared: dict[int, list[str]] = {}  # linears fed the same inputs share an accumulator: one solve
-        for name, (_, accumulator) in stats.items():
-            shared.setdefault(id(accumulator), []).append(name)
-        entries = {}
-        for names in (part for same in shared.values() for part in split_by_format(self, f"{stack}.{index}", same)):
+        entries = {}  # linears fed the same inputs share an accumulator: one solve
+        for names in (part for same, _, _ in groups_of(stats) for part in split_by_format(self, f"{stack}.{index}", same)):
             modules, accumulator = [stats[n][0] for n in names], stats[names[0]][1]
             unreached = accumulator.reached == 0  # an expert no calibration token was routed to
             if unreached:

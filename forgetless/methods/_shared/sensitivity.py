@@ -301,14 +301,10 @@ def sensitivity_section(method) -> dict:
 def run_sensitivity(model: nn.Module, ctx, config) -> dict | None:
     """``measure`` for a quantizing method's ``config`` (its ``sensitivity`` option) after it quantized
     ``model``: the base is the run's (``ctx.teacher``), the texts its calibration texts; a note for the card."""
-    from .._shared.calibration import calibration_batches
-
     if config.sensitivity == "none" or config.bits_budget:  # a budget measured its units before (``budget.py``)
         return None
     check_sensitivity(config, ctx)
-    texts = types.SimpleNamespace(name=config.name, calibration_examples=TEXTS, calibration_length=TOKENS,
-                                  calibration_batch=BATCH)
-    section = measure(ctx.teacher.eval(), model, calibration_batches(ctx, texts), config.sensitivity)
+    section = measure(ctx.teacher.eval(), model, sensitivity_batches(ctx, config.name), config.sensitivity)
     advice = mixed_advice(section, model, list(getattr(config, "ignore", [])))
     section["mixed"] = advice
     section["mixed_ignore"] = advice.get("modules", [])
@@ -317,3 +313,11 @@ def run_sensitivity(model: nn.Module, ctx, config) -> dict | None:
                      f"{section['tokens']} calibration tokens, {section['seconds']:g} s): the most sensitive {top}; "
                      f"the whole model's KL {section['whole_model']['kl']:.3g} nats per {section['per']}")
     return section
+
+def sensitivity_batches(ctx, name: str) -> list[dict]:
+    """The calibration batches a sensitivity measure reads (method ``name``'s, here and in ``budget.py``):
+    ``TEXTS`` texts of at most ``TOKENS`` tokens, ``BATCH`` a forward."""
+    from .._shared.calibration import calibration_batches
+
+    return calibration_batches(ctx, types.SimpleNamespace(name=name, calibration_examples=TEXTS,
+                                                          calibration_length=TOKENS, calibration_batch=BATCH))

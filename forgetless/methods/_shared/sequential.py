@@ -38,6 +38,7 @@ from .hessian import HessianAccumulator
 # compress(stack, index, layer, {name in layer: (linear or GPT-2 Conv1D, accumulator)}) → anything the method reports
 LayerCompressor = Callable[[str, int, nn.Module, dict[str, tuple[nn.Linear, HessianAccumulator]]], object]
 Selector = Callable[[str, nn.Module], bool]  # (module name, linear) → compress it
+Group = tuple[list[str], list[nn.Module], HessianAccumulator]  # linears fed one tensor, their statistics
 
 
 class LayerSource(Protocol):
@@ -177,6 +178,16 @@ def run_layer_by_layer(model: nn.Module, batches: list[dict], compress: LayerCom
                 if not index:
                     progress.estimate(f"{label}: {stack}", time.perf_counter() - started, "layer", 1, len(layers))
     return reports
+
+
+def groups_of(stats: dict[str, tuple[nn.Module, HessianAccumulator]]) -> list[Group]:
+    """The layer's linears grouped by the input they share (one accumulator), in module order."""
+    found: dict[int, Group] = {}
+    for name, (module, accumulator) in stats.items():
+        found.setdefault(id(accumulator), ([], [], accumulator))
+        found[id(accumulator)][0].append(name)
+        found[id(accumulator)][1].append(module)
+    return list(found.values())
 
 
 def _chooser(select: Selector | None, prefix: str) -> Selector | None:

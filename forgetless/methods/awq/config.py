@@ -25,6 +25,7 @@ class AwqConfig(OneShotConfig, WeightFormat):
 
     quantizes: ClassVar[bool] = True
     smoke: ClassVar[dict] = {"group_size": 16, "calibration_examples": 8, "calibration_batch": 4}
+    recovers: ClassVar[bool] = False  # post-training: a fine-tune would move the weights off the grid
 
     grid: int = option(20, low=2, high=1000, help="α values searched, evenly from 0 to 1 (the paper's 20)")
     duo_scaling: bool = option(True, help=(
@@ -33,10 +34,6 @@ class AwqConfig(OneShotConfig, WeightFormat):
     clip: bool = option(True, help=(
         "search each group's clipping range (max |w| × 1, 0.95, …, 0.55) for the smallest output error after "
         "scaling (the paper's and AutoAWQ's; llm-compressor 0.14 does not)"))
-
-    @property
-    def recovers(self) -> bool:
-        return False  # post-training: a fine-tune would move the weights off the grid
 
     def check(self) -> None:
         super().check()

@@ -16,10 +16,6 @@ from .influence import layer_block_influence, lowest_influence
 class BlockInfluenceRemoval(CompressionMethod):
     """Score layers by Block Influence on calibration text, remove the lowest, fine-tune."""
 
-    def __init__(self, config):
-        super().__init__(config)
-        self.record: dict = {}
-
     def prepare(self, model: nn.Module, ctx: CompressionContext) -> nn.Module:
         cfg = self.config
         stacks = get_adapter(model).stacks(model)

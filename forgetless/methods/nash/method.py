@@ -46,7 +46,6 @@ class L0Pruning(CompressionMethod, ABC):
         super().__init__(config)
         self.target = 0.0
         self.layers: dict[str, list[int]] = {}
-        self.record: dict = {}
 
     def require_seq2seq(self, model: nn.Module) -> None:
         if not get_adapter(model).is_seq2seq:

@@ -24,6 +24,7 @@ class QuantizeConfig(MethodConfig):
     structured: ClassVar[bool] = False
     quantizes: ClassVar[bool] = True
     smoke: ClassVar[dict] = {"dtype": "int8"}
+    recovers: ClassVar[bool] = False  # post-training only: there is no recovery stage
 
     dtype: str = option("int8", choices=DTYPES + GPU_ONLY, help=(
         "int8-per-tensor: PyTorch's dynamic int8 (weights per output channel, ONE activation scale per tensor "
@@ -34,10 +35,6 @@ class QuantizeConfig(MethodConfig):
         "--method rtn or gptq; fp8: --scheme FP8-DYNAMIC"))
     linears: str = option("stacks", choices=("stacks", "all"),
                           help="int8: stacks (Linears inside the transformer layers) | all (also pooler / heads)")
-
-    @property
-    def recovers(self) -> bool:
-        return False  # post-training only: there is no recovery stage
 
     def check(self) -> None:
         if self.dtype == "int4":

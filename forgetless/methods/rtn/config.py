@@ -36,11 +36,9 @@ class RtnConfig(TargetsConfig, WeightFormat):
     task_types: ClassVar[tuple[str, ...]] = ("classification",)
     model_kinds: ClassVar[tuple[str, ...]] = ("classifier", "causal-lm")
     smoke: ClassVar[dict] = {"group_size": 16}
+    # post-training: a fine-tune would move the weights off the grid (fine-tune first, then rtn)
+    recovers: ClassVar[bool] = False
     calibration = ReadsTextToRank()
-
-    @property
-    def recovers(self) -> bool:
-        return False  # post-training: a fine-tune would move the weights off the grid (fine-tune first, then rtn)
 
     def check(self) -> None:
         super().check()

@@ -21,6 +21,7 @@ class SmoothQuantConfig(OneShotConfig):
     rounded: a quantizing method goes after it)."""
 
     smoke: ClassVar[dict] = {"calibration_examples": 8, "calibration_batch": 4}
+    recovers: ClassVar[bool] = False  # a one-shot transform: nothing is trained
 
     alpha: float = option(0.5, low=0, high=1, help=(
         "migration strength α of s_j = max|X_j|^α / max|W_j|^(1−α): 0 leaves the inputs, 1 moves their whole "
@@ -28,7 +29,3 @@ class SmoothQuantConfig(OneShotConfig):
     producers: str = option("norms", choices=("norms", "norms-and-linears"), help=(
         "fold the factors into the norm before a linear (the paper's and llm-compressor's q/k/v and gate/up inputs) "
         "| also into a linear whose outputs another reads channel for channel (v → o, up → down)"))
-
-    @property
-    def recovers(self) -> bool:
-        return False  # a one-shot transform: nothing is trained
