@@ -36,6 +36,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from forgetless.data.tasks import load_task
 from forgetless.config import EvalConfig
@@ -152,12 +153,16 @@ def run(args) -> None:
             ctx = CompressionContext(task=task, tokenizer=tokenizer, teacher=base_model, work_dir=out / "work" / task_name / name,
                                      train_config=TrainConfig(max_length=args.max_length, progress=False), kind=kind,
                                      seed=args.seed, base_model=args.model)
+            started = time.perf_counter()
             model = copy.deepcopy(base_model)
             for method, options in stack:
                 model = METHODS.get(method)(METHODS.make_config(method, options)).compress(model, ctx).eval()
+            applied = time.perf_counter()
+            compressed = evaluate(model, tokenizer, task, args)
             result = {"variant": name, "method": "+".join(m for m, _ in stack), "options": [o for _, o in stack],
-                      "notes": ctx.notes,
-                      **compare(task, base, evaluate(model, tokenizer, task, args), args.seed)}
+                      "notes": ctx.notes, **compare(task, base, compressed, args.seed),
+                      "timing": {"apply_seconds": applied - started, "evaluate_seconds": time.perf_counter() - applied,
+                                 "threads": torch.get_num_threads(), "load_average": os.getloadavg()}}
             if task_name == TASKS[0]:  # speed and perplexity do not depend on the task's scoring: measured with sst2
                 if method in TIMED_METHODS:
                     speed = kind.speed(base_model, model, SpeedConfig(repeats=args.repeats))
