@@ -211,9 +211,7 @@ def base_only_row(task_name: str, base: dict, args) -> str:
 
 def _points(delta: dict | None) -> str:
     """A paired change in points with its interval (``-2.5 [-5.0, +0.0]``)."""
-    if not delta or delta.get("value") is None:
-        return "–"
-    return f"{100 * delta['value']:+.1f} [{100 * delta['low']:+.1f}, {100 * delta['high']:+.1f}]"
+    return headline.estimate_text(delta, 100, "+.1f")
 
 
 def _flips(f: dict | None) -> str:
@@ -266,11 +264,13 @@ def table(args) -> None:
                              "| – | " + (" / ".join(f"{100 * r['hard_easy']['base'][k]:.1f}" for k in ("hard", "easy"))
                                         if r["hard_easy"] else "–") + " |")
             fb = iv.get("f_bias") or {}
-            bound = lambda key: "–" if fb.get(key) is None else f"{fb[key]:.3f}"  # noqa: E731  (no interval: gap ≤ 0)
-            fb_text = (f"{r['bias']['f_bias']:.3f} [{bound('low')}, {bound('high')}]"
-                       if r["bias"].get("f_bias") is not None else "undefined")
             if (r["bias"].get("gap_base") or 0) <= 0:
                 fb_text = "not meaningful (the base's gap ≤ 0)"
+            elif r["bias"].get("f_bias") is None:
+                fb_text = "undefined"
+            else:
+                bound = lambda key: headline.num(fb.get(key), ".3f")  # noqa: E731  ("–" without an interval)
+                fb_text = f"{r['bias']['f_bias']:.3f} [{bound('low')}, {bound('high')}]"
             fb_text += base_at_chance(iv["challenge"]["base"], challenge_labels(base))
             lines.append(f"| {task_name} | {r['variant']} | {_ci(iv['sets']['dev']['compressed'])} | "
                          f"{_ci(iv['challenge']['compressed'])} | {fb_text} | "

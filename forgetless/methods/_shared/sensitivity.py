@@ -314,6 +314,7 @@ def run_sensitivity(model: nn.Module, ctx, config) -> dict | None:
                      f"the whole model's KL {section['whole_model']['kl']:.3g} nats per {section['per']}")
     return section
 
+
 def sensitivity_batches(ctx, name: str) -> list[dict]:
     """The calibration batches a sensitivity measure reads (method ``name``'s, here and in ``budget.py``):
     ``TEXTS`` texts of at most ``TOKENS`` tokens, ``BATCH`` a forward."""
