@@ -191,9 +191,9 @@ class LayerStream:
             self.on_release(layer)
         prefix = f"{self.prefix}{index}."
         experts, replaced = packed_experts(layer, self.pieces, prefix)  # per-expert packed pieces
-        modules = dict(layer.named_modules())
-        linears = {prefix + name: q for name, q in grouped_modules(layer).items()}
-        schemes = {prefix + name: module_scheme(modules[name], q) for name, q in grouped_modules(layer).items()}
+        modules, grouped = dict(layer.named_modules()), grouped_modules(layer)
+        linears = {prefix + name: q for name, q in grouped.items()}
+        schemes = {prefix + name: module_scheme(modules[name], q) for name, q in grouped.items()}
         dropped = {*replaced, *(f"{name}.weight" for name in linears)}
         tensors = {name: t for name, t in _plain_tensors(layer).items() if prefix + name not in dropped}
         for module in {name.rsplit(".", 1)[0] for name in replaced} if experts else ():  # named in the config

@@ -88,7 +88,7 @@ def compress_streamed(model: str | Path, stack: list[OneShotConfig], texts: list
     """Compress the causal LM in folder ``model`` (or a short name: ``smollm2``) with the one-shot methods
     ``stack`` in order on calibration ``texts``, layer by layer, into the model folder ``out_dir`` (module
     docstring); returns its path. A stack runs as successive passes: each method reads the folder the one
-    before wrote, a float32 (the model's dtype) folder inside ``out_dir``'s temporary folder, removed once
+    before wrote, a folder in the model's float dtype inside ``out_dir``'s temporary folder, removed once
     read (``atomic_directory`` removes it with everything else on an error)."""
     out = Path(out_dir).expanduser()
     check_model_destination(out)
