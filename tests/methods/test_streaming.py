@@ -123,8 +123,14 @@ def test_a_streamed_stack_is_bit_identical_to_the_in_memory_stack(name, llama_di
     """Each method a streamed pass reading the folder the one before wrote (float32: exact), so the saved
     tensors, ``quantization_config`` and manifest are those of ``apply`` + ``save_model``; the intermediate
     folder is gone (only the output folder, holding what the in-memory save holds)."""
+    from forgetless.models.streaming import LayerStream
+
     full = in_memory_stack(llama_dir, STACKS[name](), tmp_path / "full", monkeypatch)
+    written, start = [], LayerStream.start
+    monkeypatch.setattr(LayerStream, "start", lambda self, out: written.append(out) or start(self, out))
     streamed = forgetless.apply_streamed(str(llama_dir), STACKS[name](), calibration=TEXTS, out_dir=tmp_path / "s")
+    assert written[0].parent == written[1] and written[1].parent == tmp_path  # inside the output's temporary folder
+    assert written[1].name.startswith(".s.tmp-") and not written[1].exists()
     a, b = load_file(full / "model.safetensors"), load_file(streamed / "model.safetensors")
     assert sorted(a) == sorted(b)
     for tensor in a:
@@ -177,6 +183,25 @@ def test_a_disk_too_small_for_the_stacks_copies_is_refused_before_any_work(llama
                                               rf"\(2 passes\) needs {3 * weights / 1e9:.2f} GB free in "):
         forgetless.apply_streamed(str(llama_dir), STACKS["W8A8-INT8"](), calibration=TEXTS, out_dir=out)
     assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("scheme, then, advice", [
+    ("W8A8-INT8", None, "'W8A8-INT8'"), (None, ["gptq"], "['sparsegpt', 'gptq']"), (None, [], "'sparsegpt'")])
+def test_a_model_too_large_for_memory_is_told_to_stream_the_runs_whole_stack(scheme, then, advice, llama_dir,
+                                                                                 monkeypatch):
+    """The advice names what the run runs (its scheme, or every method of its stack), which ``apply_streamed``
+    now streams, not its first method alone."""
+    from types import SimpleNamespace
+
+    from forgetless.kinds.causal_lm import CausalLMKind
+    from forgetless.models import memory_fit
+
+    monkeypatch.setattr(memory_fit, "available_memory", lambda: 10 ** 5)
+    methods = scheme_methods(scheme) if scheme else [SparseGptConfig(), *(METHODS.config(name) for name in then)]
+    config = SimpleNamespace(method=methods[0], then=methods[1:], scheme=scheme)
+    with pytest.raises(ForgetlessError, match=re.escape(f"forgetless.apply_streamed({str(llama_dir)!r}, {advice}, "
+                                                        "calibration=..., out_dir=...)")):
+        CausalLMKind().check_run(None, config, None, str(llama_dir))
 
 
 @pytest.mark.parametrize("tied", [True, False])
