@@ -1,6 +1,7 @@
 """Streamed vs fully loaded one-shot compression of an LLM (``--model``, default SmolLM2-135M;
-``--method`` SparseGPT 50% unstructured, default, or GPTQ 4-bit in groups of 128): the same weights, the
-peak memory of each, the wall-time ratio.
+``--method`` SparseGPT 50% unstructured, default, GPTQ 4-bit in groups of 128, or the W8A8-INT8 scheme:
+SmoothQuant α 0.8, then GPTQ int8 with int8 inputs, streamed as two passes): the same weights, the peak
+memory of each, the wall-time ratio.
 
 Protocol:
 - Every compression runs in a fresh process (``--worker loaded|streamed``), started by this small
@@ -24,6 +25,9 @@ Protocol:
     python benchmarks/streamed_calibration.py --data-dir ../shared/data --pairs 2
     nice -n 10 python benchmarks/streamed_calibration.py --model qwen2.5-coder-1.5b --method gptq --pairs 1 --threads 2
 
+(``--method w8a8-int8`` streams two passes: the SmoothQuant pass's float folder sits inside the streamed worker's
+output folder until the GPTQ pass has read it, so that disk needs three times the model's weights free.)
+
 Every run (JSON) and the table (markdown) are printed; ``--out FILE`` writes the table there too. Each
 finished run is appended to ``<out-dir>/runs.jsonl`` as it ends; a rerun with the same settings skips the
 runs recorded there (a run of hours can be stopped between workers and resumed).
@@ -32,6 +36,7 @@ runs recorded there (a run of hours can be stopped between workers and resumed).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import json
 import os
@@ -77,16 +82,20 @@ def worker(args) -> None:
     from forgetless.metrics.memory import PeakMemory, status_bytes
     from forgetless.models.io import save_model
     from forgetless.models.loading import load_causal_lm, resolve_model_path
+    from forgetless.schemes import scheme_methods
 
     torch.set_num_threads(args.threads)
     folder = resolve_model_path(args.model)
     calibration = texts(Path(args.data_dir), args.calibration)
     calibration_options = dict(calibration_examples=args.calibration, calibration_length=args.seq_len,
                                calibration_batch=args.batch)
-    config = (SparseGptConfig(sparsity=0.5, **calibration_options) if args.method == "sparsegpt" else
-              GptqConfig(bits=4, group_size=128, **calibration_options))
+    config = {"sparsegpt": lambda: SparseGptConfig(sparsity=0.5, **calibration_options),
+              "gptq": lambda: GptqConfig(bits=4, group_size=128, **calibration_options),
+              "w8a8-int8": lambda: [dataclasses.replace(c, **calibration_options)
+                                    for c in scheme_methods("W8A8-INT8")]}[args.method]()
     out = Path(args.out_dir) / args.worker
-    forgetless.METHODS.build(config)  # the method's modules imported
+    for method in config if isinstance(config, list) else [config]:
+        forgetless.METHODS.build(method)  # the methods' modules imported
     cpu, start = os.times(), time.perf_counter()
     with PeakMemory() as peak:
         if args.worker == "loaded":
@@ -185,7 +194,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--worker", choices=MODES)
     parser.add_argument("--model", default="smollm2")
-    parser.add_argument("--method", choices=("sparsegpt", "gptq"), default="sparsegpt")
+    parser.add_argument("--method", choices=("sparsegpt", "gptq", "w8a8-int8"), default="sparsegpt")
     parser.add_argument("--data-dir", default=str(ROOT.parent / "shared" / "data"))
     parser.add_argument("--calibration", type=int, default=16)
     parser.add_argument("--seq-len", type=int, default=128)

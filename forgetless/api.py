@@ -106,14 +106,19 @@ def apply(model, methods, calibration=None, tokenizer=None, *, seed: int = 0):
 
 def apply_streamed(model, methods, calibration=None, *, out_dir, tokenizer=None, seed: int = 0,
                    device: str = "cpu", overwrite: bool = False) -> Path:
-    """Compress a decoder-only LM given as a folder (or an offline LLM's name: ``"smollm2"``) with one
-    one-shot method (wanda, sparsegpt, gptq …), streamed: the weights stay on disk and each decoder block
-    is read, calibrated, compressed on ``device`` and written to the model folder ``out_dir`` in turn
-    (``methods/_shared/streamed.py``); returns ``out_dir`` (a new or empty folder, or, with
-    ``overwrite=True``, the model of an earlier ``apply_streamed``). ``methods`` and ``calibration`` as
-    for ``apply``; the folder's weights and the output folder are checked before any work. Two calls into
+    """Compress a decoder-only LM given as a folder (or an offline LLM's name: ``"smollm2"``) with
+    one-shot methods (wanda, sparsegpt, gptq with integer codes, smoothquant), streamed: the weights stay on
+    disk and each decoder block is read, calibrated, compressed on ``device`` and written to the model folder
+    ``out_dir`` in turn (``methods/_shared/streamed.py``); returns ``out_dir`` (a new or empty folder, or,
+    with ``overwrite=True``, the model of an earlier ``apply_streamed``). ``methods`` and ``calibration`` as
+    for ``apply``: a stack (``"W8A8-INT8"``: smoothquant, then gptq int8 with int8 inputs) runs one streamed
+    pass per method, each reading the folder the one before wrote inside ``out_dir``'s temporary folder
+    (one more copy of the weights on disk, gone when the call returns), bit for bit what ``apply`` gives;
+    only its last method may quantize. The folder's weights, the output folder and its disk's free space
+    (twice the weights, three times for a stack) are checked before any work. Two calls into
     one ``out_dir``: the second (while the first runs, or after it, without ``overwrite=True``) is refused
     and the first's model stays (``outputs.model_folder_lock``)."""
+    from .kinds.causal_lm import meta_model_of
     from .methods._shared.streamed import check_streamable, compress_streamed
 
     check_arguments(seed=seed, overwrite=overwrite)
@@ -126,16 +131,17 @@ def apply_streamed(model, methods, calibration=None, *, out_dir, tokenizer=None,
     folder = resolve_model_path(str(model))
     given = {"model": folder, "calibration": str(calibration) if isinstance(calibration, (str, Path)) else None}
     check_output(out_dir, "--out", command="apply", inputs=given, overwrite=overwrite)
-    _check_calibration(stack, [stack[0].name], calibration)
+    _check_calibration(stack, [config.name for config in stack], calibration)
     texts = calibration_texts(calibration)
     tokenizer = check_tokenizer_object(tokenizer) if tokenizer is not None else None
     check_model_folder(folder)  # config.json fits the weights (a forgetless folder: its manifest too)
     if is_forgetless_folder(folder):
         check_saved_model(folder)
+    check_modules(stack, meta_model_of(folder), listed=True)  # every method's options against the modules
     check_finite_weights(weight_files(folder))  # every weight finite (reads them once, one tensor at a time)
     with model_folder_lock(out_dir):  # a second call into out_dir, at once or while this one runs: refused
         check_output(out_dir, "--out", command="apply", inputs=given, overwrite=overwrite)  # one finished meanwhile
-        return compress_streamed(folder, stack[0], texts, out_dir, tokenizer=tokenizer, device=device, seed=seed)
+        return compress_streamed(folder, stack, texts, out_dir, tokenizer=tokenizer, device=device, seed=seed)
 
 
 def _check_stack(stack: list[MethodConfig], kind: str, dims: dict | None) -> None:

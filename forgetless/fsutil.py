@@ -42,6 +42,19 @@ def free_space(path) -> str:
         return "unknown space"
 
 
+def check_free_space(folder, needed: int, what: str, advice: str) -> None:
+    """``DiskFullError`` before any work when the disk of ``folder`` (its nearest existing ancestor: it may not
+    exist yet) has less than ``needed`` bytes free: "<what> needs N GB free in <folder>, the disk has M GB;
+    <advice>"."""
+    existing = Path(folder).expanduser()
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    free = shutil.disk_usage(existing).free
+    if free < needed:
+        raise DiskFullError(f"{what} needs {needed / 1e9:.2f} GB free in {folder}, the disk has {free / 1e9:.2f} GB; "
+                            f"{advice}")
+
+
 def is_disk_full(exc: BaseException) -> bool:
     """``exc`` (or an exception it was raised from) is a full disk or an exceeded quota."""
     seen = set()

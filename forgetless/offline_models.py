@@ -40,15 +40,14 @@ import importlib
 import importlib.util
 import json
 import os
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from filelock import FileLock
 
-from .errors import DiskFullError, ModelFileError
-from .fsutil import atomic_directory, atomic_write_json, usual_mode
+from .errors import ModelFileError
+from .fsutil import atomic_directory, atomic_write_json, check_free_space, usual_mode
 from .outputs import cache_root
 
 PROVENANCE_FILE = "provenance.json"
@@ -204,14 +203,9 @@ def concatenate(model: OfflineModel, chunks: list[Path], target: Path) -> None:
 
 def check_free_disk(model: OfflineModel, folder: Path, needed: int, what: str) -> None:
     """``DiskFullError`` before any work when the disk of ``folder`` (the cache) has less than
-    ``needed`` bytes free."""
-    existing = folder
-    while not existing.exists():  # the cache may not exist yet: its nearest existing parent's disk
-        existing = existing.parent
-    free = shutil.disk_usage(existing).free
-    if free < needed:
-        raise DiskFullError(f"--model {model.name}: {what} needs {needed / 1e9:.2f} GB free in {folder}, the disk "
-                            f"has {free / 1e9:.2f} GB; free some space or set FORGETLESS_CACHE to a larger disk")
+    ``needed`` bytes free (``fsutil.check_free_space``)."""
+    check_free_space(folder, needed, f"--model {model.name}: {what}",
+                    "free some space or set FORGETLESS_CACHE to a larger disk")
 
 
 OFFLINE_MODELS = {model.name: model for model in (

@@ -99,9 +99,11 @@ class CausalLMKind(ModelKind):
         return model if model is not None else meta_model_of(source)
 
     def check_run(self, task, config, model, source) -> None:
-        """A model read from a name or folder too large to compress in memory: say to stream (issue 51)."""
+        """A model read from a name or folder too large to compress in memory: say to stream (issue 51) what the
+        run names: its scheme, or its method and ``then`` methods (``apply_streamed`` streams a stack)."""
         if model is None:
-            check_in_memory_fits(source, config.method.name)
+            stack = [config.method.name, *(method.name for method in config.then)]
+            check_in_memory_fits(source, config.scheme or (stack if len(stack) > 1 else stack[0]))
 
     def load_model(self, model, task: Task, seed: int = 0, tokenizer=None):
         """A decoder-only LM by name or folder, or a copy of a given model object."""

@@ -49,10 +49,11 @@ def weight_bytes(folder: str | Path) -> int | None:
     return sum(f.stat().st_size for f in files) if files else None
 
 
-def check_in_memory_fits(model: str, method: str) -> None:
+def check_in_memory_fits(model: str, method: str | list[str]) -> None:
     """``MemoryTooSmallError`` before any work when compressing the causal LM ``model`` (a folder or an
-    offline LLM's name) with ``method`` in memory needs more than the memory available; it says to
-    stream (``forgetless.apply_streamed``: one layer in memory at a time)."""
+    offline LLM's name) with ``method`` (a method or scheme name, or a stack's method names) in memory needs
+    more than the memory available; it says to stream (``forgetless.apply_streamed``: one layer in memory at
+    a time)."""
     from .loading import resolve_model_path
 
     available = available_memory()

@@ -16,7 +16,8 @@ embeddings and head while layers are compressed.
 
 Tensors are written under the names, and in the layout, the in-memory path writes
 (``io.save_weights``): dense float weights, or compressed-tensors ``weight_packed`` /
-``weight_scale`` / ``weight_shape`` (/ ``weight_zero_point``) for GPTQ-quantized Linears.
+``weight_scale`` / ``weight_shape`` (/ ``weight_zero_point``) for GPTQ-quantized Linears, ``int-quantized``
+int8 ``weight`` / ``weight_scale`` for those whose inputs are quantized too (W8A8-INT8).
 Supported: a stock or forgetless (unquantized) safetensors folder of any decoder-only causal LM of
 transformers whose tensors are named as the model's own or as its family's checkpoint layout (what
 ``save_pretrained`` writes: renamed tensors, experts stored one per expert, read into the fused
@@ -43,7 +44,9 @@ from safetensors import safe_open
 from torch import nn
 
 from ..errors import UnsupportedModelError
-from ..quantization.compressed_tensors import grouped_storage
+from ..quantization.compressed_tensors import grouped_storage, module_scheme
+from ..quantization.compressed_tensors import stored_tensors as stored_linear
+from ..quantization.inputs import INPUT_ATTR, quantize_inputs
 from ..quantization.layers import GROUPED_ATTR, grouped_modules
 from .adapters import get_adapter
 from .blocks import is_causal_lm
@@ -188,35 +191,42 @@ class LayerStream:
             self.on_release(layer)
         prefix = f"{self.prefix}{index}."
         experts, replaced = packed_experts(layer, self.pieces, prefix)  # per-expert packed pieces
-        linears = {prefix + name: q for name, q in grouped_modules(layer).items()}
+        modules, grouped = dict(layer.named_modules()), grouped_modules(layer)
+        linears = {prefix + name: q for name, q in grouped.items()}
+        schemes = {prefix + name: module_scheme(modules[name], q) for name, q in grouped.items()}
         dropped = {*replaced, *(f"{name}.weight" for name in linears)}
         tensors = {name: t for name, t in _plain_tensors(layer).items() if prefix + name not in dropped}
         for module in {name.rsplit(".", 1)[0] for name in replaced} if experts else ():  # named in the config
             self.quantized[module] = next(iter(experts.values())).weights_args()
-        self.quantized.update({name: q.weights_args() for name, q in linears.items()})
+        self.quantized.update(schemes)
         self._write_codes(experts)
-        self._write_codes(linears)
+        self._write_codes(linears, schemes, {prefix + name: module for name, module in modules.items()})
         for name, tensor in tensors.items():
             self.writer.add(prefix + name, tensor)
         for module in layer.modules():
-            for attribute in (GROUPED_ATTR, EXPERT_CODES):
+            if getattr(module, INPUT_ATTR, None) is not None:
+                quantize_inputs(module, None)  # the quantized inputs' hook (W8A8)
+            for attribute in (GROUPED_ATTR, EXPERT_CODES, INPUT_ATTR):
                 if hasattr(module, attribute):
                     delattr(module, attribute)
         for name, tensor in list(_plain_tensors(layer).items()):
             _set_tensor(layer, name, torch.empty_like(tensor, device="meta"))
         release_memory()
 
-    def _write_codes(self, codes: dict) -> None:
-        """Integer codes (``{module name: codes}``: quantized linears, or experts' pieces) packed on the CPU
-        (``pack_int32``) into the file; their weights and bytes counted."""
+    def _write_codes(self, codes: dict, schemes: dict | None = None, modules: dict | None = None) -> None:
+        """Integer codes (``{module name: codes}``: quantized linears, or experts' pieces) on the CPU into the
+        file, as ``io.save_weights`` stores them: in each linear's compressed-tensors scheme (``schemes``, as
+        ``compressed_tensors.module_scheme`` gives it; ``modules``: the linears by name, whose static input
+        scales join them), else packed (``pack_int32``); their weights and bytes counted."""
         codes = {name: dataclasses.replace(q, codes=q.codes.cpu(), scales=q.scales.cpu(), zeros=q.zeros.cpu())
                  for name, q in codes.items()}
         storage = grouped_storage(codes)
         self.storage["weights"] += storage["weights"]
         self.storage["bytes"] += storage["bytes"]
         for name, q in codes.items():
-            for stored, tensor in q.stored(name).items():
-                self.writer.add(stored, tensor)
+            stored = q.stored(name) if schemes is None else stored_linear(name, q, schemes[name], modules[name])
+            for key, tensor in stored.items():
+                self.writer.add(key, tensor)
 
     def close(self) -> None:
         """Write the non-layer tensors, copied from the folder one at a time, and the file. A tensor tied to

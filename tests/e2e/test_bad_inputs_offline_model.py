@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 import transformers
 
-from forgetless import offline_models
+from forgetless import fsutil, offline_models
 from forgetless.models import memory_fit
 from forgetless.offline_models import OFFLINE_MODELS, PartPackages
 
@@ -122,7 +122,7 @@ def parts_case(action, corrupt: bool = False, truncate: bool = False, free: int 
             before = cache_files()
             if free is not None:
                 usage = type("Usage", (), {"free": free, "total": 10 ** 12, "used": 0})
-                patch.setattr(offline_models.shutil, "disk_usage", lambda path: usage)
+                patch.setattr(fsutil.shutil, "disk_usage", lambda path: usage)
             try:
                 return action(p, out)
             except Exception:

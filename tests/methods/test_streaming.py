@@ -4,6 +4,7 @@ weights of the fully loaded path (``apply`` + ``save_model``) for wanda, sparseg
 tensor names, dtypes and values; for GPTQ the same ``quantization_config``); the folder reloads
 in a fresh process with ``forgetless.load_model`` and plain transformers; what it cannot stream is
 one error before any work; the incremental safetensors writer writes what ``save_file`` reads."""
+import dataclasses
 import json
 import os
 import re
@@ -23,6 +24,8 @@ from forgetless.methods.gptq.config import GptqConfig
 from forgetless.methods.sparsegpt.config import SparseGptConfig
 from forgetless.methods.wanda.config import WandaConfig
 from forgetless.models.io import load_model, save_model
+from forgetless.registry import METHODS
+from forgetless.schemes import scheme_methods
 from forgetless.models.streaming import SafetensorsWriter
 from forgetless.models.tiny import tiny_llama_config
 
@@ -90,6 +93,115 @@ def test_streamed_weights_are_bit_identical_to_the_fully_loaded_path(method, lla
             weight = b[f"model.layers.{entry['layer']}.{entry['module']}.weight"]
             assert entry["zeros"] == int((weight == 0).sum()) and entry["weights"] == weight.numel()
             assert entry["nm"] is None if method == "wanda" else entry["nm"]["exactly_n"] == entry["nm"]["groups"]
+
+
+STACKS = {  # the W8A8-INT8 scheme's methods (smoothquant α 0.8, then gptq int8 per row, int8 inputs per token)
+    "W8A8-INT8": lambda: [dataclasses.replace(c, **CALIBRATION) for c in scheme_methods("W8A8-INT8")],
+    "sparsegpt+gptq": lambda: [CONFIGS["sparsegpt"](), CONFIGS["gptq"]()],
+}
+
+
+def in_memory_stack(llama_dir, stack, out, monkeypatch):
+    """``forgetless.apply`` of ``stack`` on the loaded model + ``save_model``, with the manifest's metadata
+    ``save_run`` writes for the methods ``apply`` ran (``method``, its ``artifacts``, ``then``)."""
+    from forgetless.models.loading import load_causal_lm
+
+    built, build = [], METHODS.build
+    monkeypatch.setattr(METHODS, "build", lambda config: built.append(build(config)) or built[-1])
+    model, tokenizer = load_causal_lm(str(llama_dir))
+    compressed = forgetless.apply(model, stack, calibration=TEXTS, tokenizer=tokenizer)
+    ran = [method for method in built if getattr(method, "layers", None) is not None]  # not the checks' copies
+    monkeypatch.undo()
+    assert [m.config.name for m in ran] == [c.name for c in stack]
+    save_model(compressed, out, tokenizer, metadata={"method": ran[0].describe(), "artifacts": ran[0].artifacts(),
+                                                     "then": [m.describe() for m in ran[1:]]})
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(STACKS))
+def test_a_streamed_stack_is_bit_identical_to_the_in_memory_stack(name, llama_dir, tmp_path, monkeypatch):
+    """Each method a streamed pass reading the folder the one before wrote (float32: exact), so the saved
+    tensors, ``quantization_config`` and manifest are those of ``apply`` + ``save_model``; the intermediate
+    folder is gone (only the output folder, holding what the in-memory save holds)."""
+    from forgetless.models.streaming import LayerStream
+
+    full = in_memory_stack(llama_dir, STACKS[name](), tmp_path / "full", monkeypatch)
+    written, start = [], LayerStream.start
+    monkeypatch.setattr(LayerStream, "start", lambda self, out: written.append(out) or start(self, out))
+    streamed = forgetless.apply_streamed(str(llama_dir), STACKS[name](), calibration=TEXTS, out_dir=tmp_path / "s")
+    assert written[0].parent == written[1] and written[1].parent == tmp_path  # inside the output's temporary folder
+    assert written[1].name.startswith(".s.tmp-") and not written[1].exists()
+    a, b = load_file(full / "model.safetensors"), load_file(streamed / "model.safetensors")
+    assert sorted(a) == sorted(b)
+    for tensor in a:
+        assert a[tensor].dtype == b[tensor].dtype and torch.equal(a[tensor], b[tensor]), tensor
+    configs = [json.loads((folder / "config.json").read_text())["quantization_config"] for folder in (full, streamed)]
+    assert configs[0] == configs[1]
+    group = configs[1]["config_groups"]["group_0"]
+    if name == "W8A8-INT8":  # int8 weights stored int-quantized, inputs int8 per token
+        assert configs[1]["format"] == "int-quantized" and group["input_activations"]["strategy"] == "token"
+        assert b["model.layers.1.mlp.up_proj.weight"].dtype == torch.int8
+        assert not torch.equal(b["model.layers.1.input_layernorm.weight"], torch.ones(32))  # smoothquant's fold
+    else:
+        assert configs[1]["format"] == "pack-quantized" and group["input_activations"] is None
+    manifests = [json.loads((folder / "forgetless.json").read_text()) for folder in (full, streamed)]
+    streamed_meta = manifests[1]["metadata"]
+    assert streamed_meta.pop("streamed")["calibration_texts"] == [8, 8]
+    assert streamed_meta == manifests[0]["metadata"]
+    assert [streamed_meta["method"]["name"], *(m["name"] for m in streamed_meta["then"])] == \
+        [c.name for c in STACKS[name]()]
+    assert manifests[1]["quantization"] == manifests[0]["quantization"]
+    assert sorted(p.name for p in streamed.rglob("*")) == sorted(p.name for p in full.rglob("*"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["full", "s"]
+
+
+def test_a_stack_failing_in_its_last_pass_leaves_nothing(llama_dir, tmp_path, monkeypatch):
+    """An error in the second pass: no output folder, no intermediate folder, no temporary folder."""
+    from forgetless.methods.gptq.method import Gptq
+
+    def fails(self, modules, stats):
+        raise RuntimeError("solver failed")
+
+    monkeypatch.setattr(Gptq, "compress_linears", fails)
+    with pytest.raises(RuntimeError, match="solver failed"):
+        forgetless.apply_streamed(str(llama_dir), STACKS["sparsegpt+gptq"](), calibration=TEXTS,
+                                  out_dir=tmp_path / "out")
+    assert not list(tmp_path.iterdir())
+
+
+def test_a_disk_too_small_for_the_stacks_copies_is_refused_before_any_work(llama_dir, tmp_path, monkeypatch):
+    """The intermediate folder is one more copy of the weights: 3 × their bytes free, else one error naming
+    the output folder and the bytes."""
+    from forgetless import fsutil
+    from forgetless.models.memory_fit import weight_bytes
+
+    weights = weight_bytes(llama_dir)
+    usage = type("Usage", (), {"free": 2 * weights, "total": 10 ** 12, "used": 0})
+    monkeypatch.setattr(fsutil.shutil, "disk_usage", lambda path: usage)
+    out = tmp_path / "out"
+    with pytest.raises(ForgetlessError, match=rf"out_dir={re.escape(str(out))}: streaming smoothquant, gptq "
+                                              rf"\(2 passes\) needs {3 * weights / 1e9:.2f} GB free in "):
+        forgetless.apply_streamed(str(llama_dir), STACKS["W8A8-INT8"](), calibration=TEXTS, out_dir=out)
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("scheme, then, advice", [
+    ("W8A8-INT8", None, "'W8A8-INT8'"), (None, ["gptq"], "['sparsegpt', 'gptq']"), (None, [], "'sparsegpt'")])
+def test_a_model_too_large_for_memory_is_told_to_stream_the_runs_whole_stack(scheme, then, advice, llama_dir,
+                                                                                 monkeypatch):
+    """The advice names what the run runs (its scheme, or every method of its stack), which ``apply_streamed``
+    now streams, not its first method alone."""
+    from types import SimpleNamespace
+
+    from forgetless.kinds.causal_lm import CausalLMKind
+    from forgetless.models import memory_fit
+
+    monkeypatch.setattr(memory_fit, "available_memory", lambda: 10 ** 5)
+    methods = scheme_methods(scheme) if scheme else [SparseGptConfig(), *(METHODS.config(name) for name in then)]
+    config = SimpleNamespace(method=methods[0], then=methods[1:], scheme=scheme)
+    with pytest.raises(ForgetlessError, match=re.escape(f"forgetless.apply_streamed({str(llama_dir)!r}, {advice}, "
+                                                        "calibration=..., out_dir=...)")):
+        CausalLMKind().check_run(None, config, None, str(llama_dir))
 
 
 @pytest.mark.parametrize("tied", [True, False])
@@ -164,8 +276,13 @@ torch.save({{"ours": a, "stock": b}}, {str(tmp_path / 'logits.pt')!r})
 
 
 @pytest.mark.parametrize("methods, options, culprit", [
-    (["sparsegpt", "gptq"], {}, "runs one method"),
+    (["gptq", "sparsegpt"], {}, "sparsegpt comes after gptq, which leaves quantized weights .* put the quantizing "
+                                "method last"),
+    (["wanda", "magnitude"], {}, "'magnitude' does not calibrate layer by layer"),
     ("magnitude", {}, "does not calibrate layer by layer"),
+    ([SparseGptConfig(recovery="fine-tune"), "gptq"], {}, "recovery"),
+    (["smoothquant", "awq"], {}, "'awq': streamed calibration runs wanda, sparsegpt, gptq and smoothquant"),
+    ("FP8", {}, "pass a model object for fp8 weights"),
     (SparseGptConfig(recovery="fine-tune"), {}, "recovery"),
     ("wanda", {"out_dir": None}, "out_dir"),
     ("wanda", {"calibration": None}, "calibration"),

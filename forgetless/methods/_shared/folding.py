@@ -120,6 +120,14 @@ class FoldingMethod(CalibratedMethod):
     modules one way), then ``transform_layer`` with the layer's groups."""
 
     producers_of_linears: bool = True
+    streams: bool = False  # streamed calibration runs it (``check_streams``): SmoothQuant
+
+    def check_streams(self) -> None:
+        """Only a method that sets ``streams``: its folds change norms and linears of one layer only, which the
+        stream writes with the layer (SmoothQuant); AWQ's are not checked against the in-memory path."""
+        if not self.streams:
+            raise ConfigError(f"method {self.config.name!r}: streamed calibration runs wanda, sparsegpt, gptq and "
+                              "smoothquant; pass a model object instead of a folder")
 
     @abstractmethod
     def transform_layer(self, where: str, groups: list[Group], producers: list) -> list[dict]:
@@ -127,8 +135,7 @@ class FoldingMethod(CalibratedMethod):
 
     def calibrate(self, model: nn.Module, batches: list[dict], source=None) -> None:
         if source is not None:
-            raise ConfigError(f"{self.config.name}: streamed calibration is not supported (it changes the norms "
-                              "and linears of a layer together); pass a model object")
+            self.check_streams()
         device = next(p for p in model.parameters() if not p.is_meta).device
         batches = [{k: v.to(device) for k, v in b.items()} for b in batches]
         self.layers, self.probes, self.wiring = [], {}, {}
@@ -138,7 +145,7 @@ class FoldingMethod(CalibratedMethod):
                     for layer in layers:
                         hooks.add(layer.register_forward_pre_hook(self._keep_probe, with_kwargs=True))
                 run_layer_by_layer(model, batches, self._layer, label=self.config.name,
-                                   hessian_every=self.hessian_every, select=selection_of(self))
+                                   hessian_every=self.hessian_every, source=source, select=selection_of(self))
         finally:
             self.probes = {}
 
@@ -157,4 +164,4 @@ class FoldingMethod(CalibratedMethod):
             self.layers.append({"stack": stack, "layer": index, **entry})
 
     def measure_compressed(self) -> None:
-        """Nothing to measure after a layer (the streamed path is refused)."""
+        """Nothing to measure after a layer: the report entries are taken as each layer is scaled."""

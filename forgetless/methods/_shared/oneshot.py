@@ -89,6 +89,10 @@ class CalibratedMethod(CompressionMethod, ABC):
     def check_width(self, name: str, width: int) -> None:
         """One chosen linear's input width against the options (nothing by default)."""
 
+    def check_streams(self) -> None:
+        """Streamed calibration (``streamed.py``: the weights on disk, one layer in memory) can run this method
+        with its options: nothing by default; else one ``ConfigError`` saying why, before any work."""
+
     @abstractmethod
     def calibrate(self, model: nn.Module, batches: list[dict], source: LayerSource | None = None) -> None:
         """The compression step on given calibration ``batches`` (tokenized model inputs)."""
@@ -130,6 +134,8 @@ class OneShotMethod(CalibratedMethod):
         """The compression step on given calibration ``batches`` (tokenized model inputs): every
         layer calibrated and compressed in order (``sequential.run_layer_by_layer``); ``source``:
         where each layer's weights come from when the model holds none (``streamed.py``)."""
+        if source is not None:
+            self.check_streams()
         device = next(p for p in model.parameters() if not p.is_meta).device
         batches = [{k: v.to(device) for k, v in b.items()} for b in batches]
         self.layers: list[dict] = []

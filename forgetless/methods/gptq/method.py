@@ -25,7 +25,7 @@ from torch import nn
 
 from ...errors import ConfigError
 from ...models.sites import weight_matrix
-from ...quantization.format import PACKED
+from ...quantization.format import INTEGER
 from ...quantization.layers import attach
 from .._shared.hessian import HessianAccumulator
 from .._shared.oneshot import OneShotMethod
@@ -44,12 +44,11 @@ class Gptq(QuantizedOutput, OneShotMethod):
 
     fallback = "round-to-nearest"  # GPTQ on identity statistics (``solver.py``)
 
-    def calibrate(self, model, batches, source=None) -> None:
+    def check_streams(self) -> None:
         c = self.config
-        if source is not None and c.format.ct_format != PACKED:
-            raise ConfigError(f"gptq {label(c)}: streamed calibration writes weight-only integer codes "
-                              "(pack-quantized); pass a model object for fp8 weights or quantized inputs")
-        super().calibrate(model, batches, source)
+        if c.format.type != INTEGER:
+            raise ConfigError(f"gptq {label(c)}: streamed calibration writes integer codes (pack-quantized, or "
+                              "int-quantized with int8 inputs); pass a model object for fp8 weights")
 
     def compress_linears(self, modules: list[nn.Module], stats: HessianAccumulator) -> list[dict]:
         c = self.config

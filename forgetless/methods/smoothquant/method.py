@@ -38,6 +38,7 @@ def smoothing_factors(x_absmax: torch.Tensor, weights: list[torch.Tensor], alpha
 class SmoothQuant(FoldingMethod):
     config: SmoothQuantConfig
     hessian_every = 64  # only the absolute maxima are used: the input Hessian is sampled, not summed
+    streams = True  # every producer is a norm or linear of the layer it scales: written with that layer
 
     @property
     def producers_of_linears(self) -> bool:
