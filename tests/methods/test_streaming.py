@@ -355,12 +355,14 @@ def test_a_compress_run_records_its_compression_steps_peak_memory(two_runs):
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no GPU on this machine")
-def test_streamed_on_a_gpu_writes_the_same_tensors_and_reloads(llama_dir, tmp_path):
+@pytest.mark.parametrize("methods", [lambda: CONFIGS["gptq"](), STACKS["W8A8-INT8"]], ids=["gptq", "W8A8-INT8"])
+def test_streamed_on_a_gpu_writes_the_same_tensors_and_reloads(llama_dir, tmp_path, methods):
     # not run where this was written (no GPU): GPU arithmetic differs from the CPU's, so the check is
-    # the layout (names, dtypes, shapes), the quantization config and a reload, not bit identity
-    cpu = forgetless.apply_streamed(str(llama_dir), CONFIGS["gptq"](), calibration=TEXTS, out_dir=tmp_path / "cpu")
-    gpu = forgetless.apply_streamed(str(llama_dir), CONFIGS["gptq"](), calibration=TEXTS, out_dir=tmp_path / "gpu",
-                           device="cuda")
+    # the layout (names, dtypes, shapes), the quantization config and a reload, not bit identity; W8A8-INT8's
+    # SmoothQuant probes its folds with factors drawn on the CPU (folding.find_producers)
+    cpu = forgetless.apply_streamed(str(llama_dir), methods(), calibration=TEXTS, out_dir=tmp_path / "cpu")
+    gpu = forgetless.apply_streamed(str(llama_dir), methods(), calibration=TEXTS, out_dir=tmp_path / "gpu",
+                                    device="cuda")
     a, b = load_file(cpu / "model.safetensors"), load_file(gpu / "model.safetensors")
     assert {n: (t.dtype, t.shape) for n, t in a.items()} == {n: (t.dtype, t.shape) for n, t in b.items()}
     configs = [json.loads((folder / "config.json").read_text())["quantization_config"] for folder in (cpu, gpu)]

@@ -51,17 +51,17 @@ def _channels(module: nn.Module) -> torch.Tensor | None:
 def scale_outputs(module: nn.Module, factor: torch.Tensor) -> None:
     """Multiply ``module``'s output channels by ``factor`` (weight rows or entries, and the bias)."""
     weight = module.weight.data
-    weight.mul_(factor.to(weight.dtype).reshape(-1, *([1] * (weight.dim() - 1))))
+    weight.mul_(factor.to(weight.device, weight.dtype).reshape(-1, *([1] * (weight.dim() - 1))))
     bias = getattr(module, "bias", None)
     if isinstance(bias, torch.Tensor):
-        bias.data.mul_(factor.to(bias.dtype))
+        bias.data.mul_(factor.to(bias.device, bias.dtype))
 
 
 def scale_inputs(modules: list[nn.Module], factor: torch.Tensor) -> None:
     """Multiply the input columns of ``modules`` (linears) by ``factor``."""
     for module in modules:
         weight = weight_matrix(module)
-        weight.mul_(factor.to(weight.dtype).reshape(1, -1))
+        weight.mul_(factor.to(weight.device, weight.dtype).reshape(1, -1))
 
 
 def fold(producer: nn.Module, group: list[nn.Module], scales: torch.Tensor) -> None:
