@@ -127,6 +127,7 @@ def apply_streamed(model, methods, calibration=None, *, out_dir, tokenizer=None,
         raise ConfigError(f"model: apply_streamed reads a folder or an offline LLM's name, got a "
                           f"{type(model).__name__}; a model object: forgetless.apply")
     check_device(device)
+    check_chain(stack, None, "model", listed=True)  # only the last method quantizes: a quantized folder won't stream
     check_streamable(stack, out_dir)
     folder = resolve_model_path(str(model))
     given = {"model": folder, "calibration": str(calibration) if isinstance(calibration, (str, Path)) else None}

@@ -20,8 +20,8 @@ A stack (``--scheme W8A8-INT8``: SmoothQuant, then GPTQ int8 with int8 inputs) r
 passes, as ``apply`` runs it in memory: each method calibrates on the model the one before left, from
 the same calibration batches. The one before wrote it as a folder of the model's float dtype inside the
 output's temporary folder (bit for bit the weights ``apply`` holds between the two), removed once the
-next pass has read it; only the last method may quantize (``validate.check_chain``). That folder is one
-more copy of the weights on disk: the free space is checked first (``disk_needed``). The manifest
+next pass has read it; only the last method may quantize (``validate.check_chain``, in ``api``). That
+folder is one more copy of the weights on disk: the free space is checked first (``disk_needed``). The manifest
 records the methods as ``save_run`` does (``method`` and its ``artifacts``, ``then``).
 """
 from __future__ import annotations
@@ -37,7 +37,6 @@ from ...models.io import check_model_destination, keep_from_stock_if_wrong, writ
 from ...models.loading import _pad_token, resolve_model_path
 from ...models.memory_fit import weight_bytes
 from ...models.streaming import LayerStream
-from ...validate import check_chain
 from ..base import CompressionContext
 from .sensitivity import check_sensitivity
 from .calibration import calibration_batches
@@ -46,12 +45,11 @@ from .oneshot_config import OneShotConfig
 
 def check_streamable(stack: list, out_dir) -> None:
     """Every method one-shot and streamable (``check_streams``: wanda, sparsegpt, gptq with integer codes,
-    smoothquant), nothing trained or measured on the whole model, only the last quantizing (``check_chain``:
-    a quantized folder is no streamed input), and an output folder; one ``ConfigError`` naming what is not,
-    before any work."""
+    smoothquant), nothing trained or measured on the whole model, and an output folder; one ``ConfigError``
+    naming what is not, before any work (``api.apply_streamed`` checks the chain first: only the last method
+    quantizes, as a quantized folder is no streamed input)."""
     from ...registry import METHODS
 
-    check_chain(stack, None, "model", listed=True)
     for config in stack:
         _check_streamable_method(config)
         METHODS.build(config).check_streams()
