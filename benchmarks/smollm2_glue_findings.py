@@ -161,6 +161,7 @@ def run(args) -> None:
             compressed = evaluate(model, tokenizer, task, args)
             result = {"variant": name, "method": "+".join(m for m, _ in stack), "options": [o for _, o in stack],
                       "notes": ctx.notes, **compare(task, base, compressed, args.seed),
+                      "predictions": compressed["predictions"],  # per item, as the base's: read for any later breakdown
                       "timing": {"apply_seconds": applied - started, "evaluate_seconds": time.perf_counter() - applied,
                                  "threads": torch.get_num_threads(), "load_average": os.getloadavg()}}
             if task_name == TASKS[0]:  # speed and perplexity do not depend on the task's scoring: measured with sst2
